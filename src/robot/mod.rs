@@ -1,0 +1,6 @@
+//! Robot model: URDF loading, kinematic tree, forward kinematics, DH extraction, link geometry,
+//! allowed collision pairs and planning groups.
+
+mod space;
+
+pub use space::{wrap_angle, wrapped_difference, JointSpace};

@@ -1,0 +1,211 @@
+//! Collision checking: the batch-first [`Checker`] trait and its CPU backend.
+//!
+//! A configuration is *valid* (`true`) when the robot at that configuration collides neither
+//! with itself (outside the allowed pairs) nor with any obstacle of the scene. A motion is valid
+//! when every configuration at the resolution along it is valid (see
+//! [`crate::robot::JointSpace::segments`]).
+
+use crate::robot::JointSpace;
+
+/// Errors of the collision layer.
+#[derive(Debug, thiserror::Error)]
+pub enum CollisionError {
+    /// A configuration in a batch had the wrong number of values.
+    #[error("configuration batch: row has {got} values, the planning group needs {expected}")]
+    WrongDof {
+        /// Values the planning group needs.
+        expected: usize,
+        /// Values the row had.
+        got: usize,
+    },
+    /// A configuration held NaN or infinity.
+    #[error("configuration {index}: joint '{joint}' is not a finite number")]
+    NonFinite {
+        /// Index of the configuration in the batch.
+        index: usize,
+        /// Name of the offending joint.
+        joint: String,
+    },
+    /// The motion batch has different numbers of start and end configurations.
+    #[error("motion batch: {from} start configurations but {to} end configurations")]
+    MotionLengthMismatch {
+        /// Start configurations.
+        from: usize,
+        /// End configurations.
+        to: usize,
+    },
+    /// The resolution must be a positive finite number.
+    #[error("motion resolution must be positive and finite, got {0}")]
+    BadResolution(f64),
+    /// The backend failed (e.g. a CUDA error), with its message.
+    #[error("collision backend '{backend}': {message}")]
+    Backend {
+        /// Backend name.
+        backend: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A row-major batch of configurations: `len() * dof()` values, one row per configuration.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConfigBatch {
+    dof: usize,
+    values: Vec<f64>,
+}
+
+impl ConfigBatch {
+    /// An empty batch of configurations with `dof` values each.
+    pub fn new(dof: usize) -> Self {
+        Self {
+            dof,
+            values: Vec::new(),
+        }
+    }
+
+    /// An empty batch with room for `n` configurations.
+    pub fn with_capacity(dof: usize, n: usize) -> Self {
+        Self {
+            dof,
+            values: Vec::with_capacity(dof * n),
+        }
+    }
+
+    /// Builds a batch from rows, checking that each has `dof` values.
+    pub fn from_rows<R: AsRef<[f64]>>(dof: usize, rows: &[R]) -> Result<Self, CollisionError> {
+        let mut b = Self::with_capacity(dof, rows.len());
+        for r in rows {
+            b.push(r.as_ref())?;
+        }
+        Ok(b)
+    }
+
+    /// Wraps row-major values; their count must be a multiple of `dof`.
+    pub fn from_values(dof: usize, values: Vec<f64>) -> Result<Self, CollisionError> {
+        if dof == 0 || values.len() % dof != 0 {
+            return Err(CollisionError::WrongDof {
+                expected: dof,
+                got: values.len(),
+            });
+        }
+        Ok(Self { dof, values })
+    }
+
+    /// Appends one configuration.
+    pub fn push(&mut self, q: &[f64]) -> Result<(), CollisionError> {
+        if q.len() != self.dof {
+            return Err(CollisionError::WrongDof {
+                expected: self.dof,
+                got: q.len(),
+            });
+        }
+        self.values.extend_from_slice(q);
+        Ok(())
+    }
+
+    /// Values per configuration.
+    pub fn dof(&self) -> usize {
+        self.dof
+    }
+
+    /// Number of configurations.
+    pub fn len(&self) -> usize {
+        self.values.len().checked_div(self.dof).unwrap_or(0)
+    }
+
+    /// True when the batch holds no configuration.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Configuration `i`.
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.values[i * self.dof..(i + 1) * self.dof]
+    }
+
+    /// All values, row-major.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Iterates over the configurations.
+    pub fn rows(&self) -> impl Iterator<Item = &[f64]> {
+        self.values.chunks_exact(self.dof.max(1))
+    }
+}
+
+/// A batch of straight-line motions: `from.row(i)` to `to.row(i)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MotionBatch {
+    /// Start configurations.
+    pub from: ConfigBatch,
+    /// End configurations.
+    pub to: ConfigBatch,
+}
+
+impl MotionBatch {
+    /// An empty batch of motions.
+    pub fn new(dof: usize) -> Self {
+        Self {
+            from: ConfigBatch::new(dof),
+            to: ConfigBatch::new(dof),
+        }
+    }
+
+    /// Appends one motion.
+    pub fn push(&mut self, from: &[f64], to: &[f64]) -> Result<(), CollisionError> {
+        self.from.push(from)?;
+        if let Err(e) = self.to.push(to) {
+            self.from
+                .values
+                .truncate(self.from.values.len() - self.from.dof);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Number of motions.
+    pub fn len(&self) -> usize {
+        self.from.len()
+    }
+
+    /// True when the batch holds no motion.
+    pub fn is_empty(&self) -> bool {
+        self.from.is_empty()
+    }
+}
+
+/// Which implementation runs the collision checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The CPU reference backend.
+    Cpu,
+    /// The CUDA backend.
+    Cuda,
+}
+
+/// Batch-first collision checking. A single query is a batch of one.
+pub trait Checker: Send + Sync {
+    /// The joint space of the planning group the configurations are expressed in.
+    fn space(&self) -> &JointSpace;
+
+    /// One verdict per configuration: `true` = collision free.
+    fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError>;
+
+    /// One verdict per motion: `true` when every configuration along it at `resolution` is
+    /// collision free.
+    fn check_motions(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError>;
+
+    /// The backend that runs the checks.
+    fn backend(&self) -> Backend;
+
+    /// Convenience: one configuration.
+    fn check_config(&self, q: &[f64]) -> Result<bool, CollisionError> {
+        let b = ConfigBatch::from_rows(self.space().dof(), &[q])?;
+        Ok(self.check_configs(&b)?.first().copied().unwrap_or(false))
+    }
+}
