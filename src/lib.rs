@@ -5,3 +5,5 @@
 
 pub mod collision;
 pub mod robot;
+pub mod mbm;
+pub mod cli;

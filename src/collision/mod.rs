@@ -5,6 +5,16 @@
 //! when every configuration at the resolution along it is valid (see
 //! [`crate::robot::JointSpace::segments`]).
 
+mod backend;
+mod cpu;
+pub mod detmath;
+pub mod gjk;
+pub mod model;
+
+pub use cpu::{bisection_order, config_valid, frame_poses, prepare_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, PreparedMotions, Scratch};
+pub use backend::make_checker;
+pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
+
 use crate::robot::JointSpace;
 
 /// Errors of the collision layer.
@@ -82,7 +92,7 @@ impl ConfigBatch {
 
     /// Wraps row-major values; their count must be a multiple of `dof`.
     pub fn from_values(dof: usize, values: Vec<f64>) -> Result<Self, CollisionError> {
-        if dof == 0 || values.len() % dof != 0 {
+        if dof == 0 || !values.len().is_multiple_of(dof) {
             return Err(CollisionError::WrongDof {
                 expected: dof,
                 got: values.len(),

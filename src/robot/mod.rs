@@ -1,6 +1,87 @@
-//! Robot model: URDF loading, kinematic tree, forward kinematics, DH extraction, link geometry,
-//! allowed collision pairs and planning groups.
+//! Robot model: URDF loading, kinematic tree, forward kinematics, DH extraction, link geometry
+//! (convex polytopes, sphere sets), allowed collision pairs and planning groups.
 
+mod acm;
+pub mod dh;
+pub mod geometry;
+mod group;
+mod load;
+pub mod mesh;
+mod model;
 mod space;
+pub mod spheres;
+mod srdf;
 
+pub use acm::{AllowedPairs, AllowedReason};
+pub use group::{PlanningGroup, DEFAULT_ACCELERATION_FACTOR};
+pub use load::{load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel};
+pub use model::{Joint, JointKind, JointLimits, KinematicTree, Link, Mimic};
 pub use space::{wrap_angle, wrapped_difference, JointSpace};
+pub use srdf::{Srdf, SrdfGroup};
+
+/// Errors of the robot layer; each names the file, link or joint at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RobotError {
+    /// A file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
+    /// The URDF is not well-formed XML or not a URDF.
+    #[error("malformed URDF {source_name}: {message}")]
+    Urdf {
+        /// File name or "robot_description".
+        source_name: String,
+        /// Parser message.
+        message: String,
+    },
+    /// The URDF parsed but does not describe a valid kinematic tree.
+    #[error("invalid robot model: {0}")]
+    Model(String),
+    /// A mesh URI could not be resolved to a file.
+    #[error("link '{link}': mesh '{uri}' not found (tried: {tried})")]
+    MeshNotFound {
+        /// The link.
+        link: String,
+        /// The URI as written in the URDF.
+        uri: String,
+        /// Paths that were tried.
+        tried: String,
+    },
+    /// Collision geometry of a link could not be built.
+    #[error("link '{link}': {message}")]
+    Geometry {
+        /// The link.
+        link: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The SRDF is malformed or names something that does not exist.
+    #[error("SRDF {source_name}: {message}")]
+    Srdf {
+        /// File name.
+        source_name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A joint name that is not in the robot.
+    #[error("unknown joint '{0}'")]
+    UnknownJoint(String),
+    /// A link name that is not in the robot.
+    #[error("unknown link '{0}'")]
+    UnknownLink(String),
+    /// A planning group could not be formed.
+    #[error("planning group: {0}")]
+    Group(String),
+    /// The chain cannot be written with DH parameters.
+    #[error("joint '{joint}' is not DH-representable: {reason}")]
+    NotDh {
+        /// The joint at fault.
+        joint: String,
+        /// Why.
+        reason: String,
+    },
+}

@@ -71,7 +71,7 @@ impl JointSpace {
     /// `a + (b - a) * i / segments`, `i = 0..=segments`.
     pub fn segments(&self, a: &[f64], b: &[f64], resolution: f64) -> usize {
         let d = self.distance(a, b);
-        if !(resolution > 0.0) || !d.is_finite() {
+        if resolution.is_nan() || resolution <= 0.0 || !d.is_finite() {
             return 1;
         }
         ((d / resolution).ceil() as usize).max(1)
@@ -109,17 +109,14 @@ impl JointSpace {
                 self.names.join(", ")
             ));
         }
-        for j in 0..self.dof() {
-            if !q[j].is_finite() {
-                return Err(format!(
-                    "joint '{}' has a non-finite value {}",
-                    self.names[j], q[j]
-                ));
+        for (j, &v) in q.iter().enumerate() {
+            if !v.is_finite() {
+                return Err(format!("joint '{}' has a non-finite value {v}", self.names[j]));
             }
-            if !self.continuous[j] && (q[j] < self.lower[j] || q[j] > self.upper[j]) {
+            if !self.continuous[j] && (v < self.lower[j] || v > self.upper[j]) {
                 return Err(format!(
-                    "joint '{}' value {} is outside its limits [{}, {}]",
-                    self.names[j], q[j], self.lower[j], self.upper[j]
+                    "joint '{}' value {v} is outside its limits [{}, {}]",
+                    self.names[j], self.lower[j], self.upper[j]
                 ));
             }
         }

@@ -1,0 +1,402 @@
+//! The `gmp` command-line tool: JSON on stdout, errors on stderr with a non-zero exit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+
+use crate::collision::{Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes};
+use crate::robot::dh::DhChain;
+use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
+use crate::scene::Scene;
+
+pub mod demo;
+
+/// Errors reported by the CLI (printed as `error: ...`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CliError(pub String);
+
+macro_rules! cli_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for CliError {
+            fn from(e: $t) -> Self {
+                CliError(e.to_string())
+            }
+        }
+    )*};
+}
+cli_from!(crate::robot::RobotError, crate::collision::CollisionError, crate::scene::SceneError, crate::mbm::MbmError, std::io::Error, serde_json::Error);
+
+/// GPU-batched motion planning engine: robot models, scenes, collision checks.
+#[derive(Parser, Debug)]
+#[command(name = "gmp", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `gmp` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Summary of a robot: links, joints, groups, collision bodies, allowed pairs.
+    Info(RobotArgs),
+    /// Forward kinematics: every link pose for each configuration.
+    Fk(FkArgs),
+    /// The DH table of a serial chain.
+    Dh(DhArgs),
+    /// Collision verdicts for configurations (true = collision free).
+    Check(CheckArgs),
+    /// Collision verdicts for straight-line motions between configuration pairs.
+    CheckMotions(CheckMotionsArgs),
+    /// Runs the main job on the bundled robot and scene.
+    Demo(demo::DemoArgs),
+    /// Classifies the start and goal of every MotionBenchMaker problem.
+    MbmValidity(MbmValidityArgs),
+}
+
+/// Robot description arguments.
+#[derive(Args, Debug, Clone)]
+pub struct RobotArgs {
+    /// URDF file.
+    #[arg(long)]
+    pub urdf: PathBuf,
+    /// SRDF file (groups, disabled collision pairs).
+    #[arg(long)]
+    pub srdf: Option<PathBuf>,
+    /// A `_spherized` URDF providing the sphere model.
+    #[arg(long)]
+    pub spherized: Option<PathBuf>,
+    /// Extra folders to search for `package://` resources.
+    #[arg(long = "package-path")]
+    pub package_paths: Vec<PathBuf>,
+}
+
+/// `gmp fk` arguments.
+#[derive(Args, Debug)]
+pub struct FkArgs {
+    /// URDF file.
+    #[arg(long)]
+    pub urdf: PathBuf,
+    /// JSON `{"joint_names": [...], "configs": [[...], ...]}`.
+    #[arg(long)]
+    pub configs: PathBuf,
+}
+
+/// `gmp dh` arguments.
+#[derive(Args, Debug)]
+pub struct DhArgs {
+    /// URDF file.
+    #[arg(long)]
+    pub urdf: PathBuf,
+    /// Base link of the chain (default: the root link).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Tip link of the chain (default: the deepest link of the tree).
+    #[arg(long)]
+    pub tip: Option<String>,
+}
+
+/// Collision-checking arguments shared by `check` and `check-motions`.
+#[derive(Args, Debug, Clone)]
+pub struct CheckCommon {
+    /// Robot description.
+    #[command(flatten)]
+    pub robot: RobotArgs,
+    /// Scene file (the project's YAML scene format or a MoveIt PlanningScene YAML).
+    #[arg(long)]
+    pub scene: Option<PathBuf>,
+    /// Backend: auto, cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).
+    #[arg(long, default_value = "polytopes")]
+    pub shapes: String,
+    /// Planning group from the SRDF (default: the joints named in the input file).
+    #[arg(long)]
+    pub group: Option<String>,
+}
+
+/// `gmp check` arguments.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: CheckCommon,
+    /// JSON `{"joint_names": [...], "configs": [[...], ...], "fixed": {"joint": value}}`.
+    #[arg(long)]
+    pub configs: PathBuf,
+}
+
+/// `gmp check-motions` arguments.
+#[derive(Args, Debug)]
+pub struct CheckMotionsArgs {
+    /// Common options.
+    #[command(flatten)]
+    pub common: CheckCommon,
+    /// JSON `{"joint_names": [...], "motions": [[[from...], [to...]], ...], "fixed": {...}}`.
+    #[arg(long)]
+    pub motions: PathBuf,
+    /// Joint-space distance between checked configurations along a motion.
+    #[arg(long, default_value_t = 0.01)]
+    pub resolution: f64,
+}
+
+/// `gmp mbm-validity` arguments.
+#[derive(Args, Debug)]
+pub struct MbmValidityArgs {
+    /// Robots to classify.
+    #[arg(long, value_delimiter = ',', default_value = "panda,ur5,fetch")]
+    pub robots: Vec<String>,
+    /// Robot geometry: polytopes or spheres.
+    #[arg(long, default_value = "polytopes")]
+    pub shapes: String,
+}
+
+/// Runs a parsed command and returns the JSON to print.
+pub fn run(cli: Cli) -> Result<Value, CliError> {
+    match cli.command {
+        Command::Info(a) => info(&a),
+        Command::Fk(a) => fk(&a),
+        Command::Dh(a) => dh(&a),
+        Command::Check(a) => check(&a),
+        Command::CheckMotions(a) => check_motions(&a),
+        Command::Demo(a) => demo::run(&a),
+        Command::MbmValidity(a) => mbm_validity(&a),
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| CliError(format!("{}: invalid JSON: {e}", path.display())))
+}
+
+/// Loads a robot from CLI arguments.
+pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliError> {
+    let opts = LoadOptions { search_paths: a.package_paths.clone(), skip_geometry, spherized_urdf: a.spherized.clone() };
+    Ok(RobotModel::from_urdf_file(&a.urdf, a.srdf.as_deref(), &opts)?)
+}
+
+fn string_list(v: &Value, what: &str, file: &Path) -> Result<Vec<String>, CliError> {
+    v.as_array()
+        .ok_or_else(|| CliError(format!("{}: '{what}' must be a list of strings", file.display())))?
+        .iter()
+        .map(|s| s.as_str().map(str::to_string).ok_or_else(|| CliError(format!("{}: '{what}' must be a list of strings", file.display()))))
+        .collect()
+}
+
+fn number_row(v: &Value, n: usize, what: &str, file: &Path) -> Result<Vec<f64>, CliError> {
+    let arr = v.as_array().ok_or_else(|| CliError(format!("{}: {what} must be a list of numbers", file.display())))?;
+    if arr.len() != n {
+        return Err(CliError(format!("{}: {what} has {} values, expected {n} (one per joint name)", file.display(), arr.len())));
+    }
+    arr.iter()
+        .map(|x| match x {
+            Value::Number(num) => num.as_f64().ok_or_else(|| CliError(format!("{}: {what}: bad number", file.display()))),
+            // JSON has no NaN; accept the strings "nan"/"inf" so that they are rejected with a
+            // clear message downstream instead of a parse error.
+            Value::String(s) => s.parse::<f64>().map_err(|_| CliError(format!("{}: {what}: '{s}' is not a number", file.display()))),
+            _ => Err(CliError(format!("{}: {what}: {x} is not a number", file.display()))),
+        })
+        .collect()
+}
+
+/// Maps named joint values into a full state that starts neutral.
+fn full_state_from_names(robot: &RobotModel, names: &[String], values: &[f64], out: &mut [f64]) -> Result<(), CliError> {
+    for (n, v) in names.iter().zip(values) {
+        let j = robot.tree.joint(n)?;
+        let var = robot.tree.joints[j].variable.ok_or_else(|| CliError(format!("joint '{n}' is fixed or a mimic joint and has no value of its own")))?;
+        out[var] = *v;
+    }
+    Ok(())
+}
+
+fn fk(a: &FkArgs) -> Result<Value, CliError> {
+    let robot = load_robot(&RobotArgs { urdf: a.urdf.clone(), srdf: None, spherized: None, package_paths: vec![] }, true)?;
+    let doc = read_json(&a.configs)?;
+    let names = string_list(&doc["joint_names"], "joint_names", &a.configs)?;
+    let rows = doc["configs"].as_array().ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
+    let tree = &robot.tree;
+    let mut links: BTreeMap<String, Vec<[f64; 7]>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let values = number_row(r, names.len(), &format!("configs[{i}]"), &a.configs)?;
+        if let Some((k, _)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(CliError(format!("{}: configs[{i}]: joint '{}' is not a finite number", a.configs.display(), names[k])));
+        }
+        let mut state = tree.neutral_state();
+        full_state_from_names(&robot, &names, &values, &mut state)?;
+        for (li, pose) in tree.forward_kinematics(&state).iter().enumerate() {
+            let t = pose.translation.vector;
+            let q = pose.rotation.coords;
+            links.entry(tree.links[li].name.clone()).or_default().push([t.x, t.y, t.z, q.x, q.y, q.z, q.w]);
+        }
+    }
+    Ok(json!({ "links": links }))
+}
+
+fn deepest_link(robot: &RobotModel) -> usize {
+    let tree = &robot.tree;
+    let depth = |mut l: usize| {
+        let mut d = 0;
+        while let Some(j) = tree.links[l].parent_joint {
+            if tree.joints[j].kind.is_moving() {
+                d += 1;
+            }
+            l = tree.joints[j].parent;
+        }
+        d
+    };
+    (0..tree.links.len()).max_by_key(|&l| (depth(l), std::cmp::Reverse(l))).unwrap_or(tree.root)
+}
+
+fn dh(a: &DhArgs) -> Result<Value, CliError> {
+    let robot = load_robot(&RobotArgs { urdf: a.urdf.clone(), srdf: None, spherized: None, package_paths: vec![] }, true)?;
+    let tree = &robot.tree;
+    let base = a.base.clone().unwrap_or_else(|| tree.links[tree.root].name.clone());
+    let tip = a.tip.clone().unwrap_or_else(|| tree.links[deepest_link(&robot)].name.clone());
+    let chain = DhChain::from_tree(tree, &base, &tip)?;
+    let iso = |i: &nalgebra::Isometry3<f64>| {
+        let t = i.translation.vector;
+        let q = i.rotation.coords;
+        json!([t.x, t.y, t.z, q.x, q.y, q.z, q.w])
+    };
+    Ok(json!({
+        "convention": "standard (distal) DH: T(i-1,i) = Rz(theta) Tz(d) Tx(a) Rx(alpha); revolute: theta = q + theta, prismatic: d = q + d",
+        "base_link": chain.base_link,
+        "tip_link": chain.tip_link,
+        "base_transform": iso(&chain.base),
+        "tip_transform": iso(&chain.tip),
+        "rows": chain.rows,
+    }))
+}
+
+fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
+    match s {
+        "polytopes" => Ok(RobotShapes::Polytopes),
+        "spheres" => Ok(RobotShapes::Spheres),
+        other => Err(CliError(format!("--shapes must be 'polytopes' or 'spheres', got '{other}'"))),
+    }
+}
+
+/// Builds the checker for `check`/`check-motions`: robot, group (from --group or the joint
+/// names), base state (neutral plus `fixed` values), scene, backend.
+fn build_checker(c: &CheckCommon, names: &[String], fixed: &Value, file: &Path) -> Result<(Box<dyn Checker>, PlanningGroup), CliError> {
+    let robot = load_robot(&c.robot, false)?;
+    let group = match &c.group {
+        Some(g) => robot.group(g)?,
+        None => robot.group_from_joints(names)?,
+    };
+    if group.space.names != names {
+        return Err(CliError(format!(
+            "{}: joint_names {:?} do not match group '{}' joints {:?}",
+            file.display(),
+            names,
+            group.name,
+            group.space.names
+        )));
+    }
+    let mut base = robot.tree.neutral_state();
+    if let Some(obj) = fixed.as_object() {
+        let fnames: Vec<String> = obj.keys().cloned().collect();
+        let fvalues: Vec<f64> = obj.values().map(|v| v.as_f64().ok_or_else(|| CliError(format!("{}: 'fixed' values must be numbers", file.display())))).collect::<Result<_, _>>()?;
+        full_state_from_names(&robot, &fnames, &fvalues, &mut base)?;
+    }
+    let scene = match &c.scene {
+        Some(p) => crate::scene::load_scene(p)?,
+        None => Scene::new("world"),
+    };
+    let opts = CheckerOptions { shapes: parse_shapes(&c.shapes)?, ..Default::default() };
+    let checker = crate::collision::make_checker(&c.backend, &robot, &group, &base, &scene, opts)?;
+    Ok((checker, group))
+}
+
+fn check(a: &CheckArgs) -> Result<Value, CliError> {
+    let doc = read_json(&a.configs)?;
+    let names = string_list(&doc["joint_names"], "joint_names", &a.configs)?;
+    let rows = doc["configs"].as_array().ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
+    let (checker, _) = build_checker(&a.common, &names, &doc["fixed"], &a.configs)?;
+    let mut batch = ConfigBatch::with_capacity(names.len(), rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        batch.push(&number_row(r, names.len(), &format!("configs[{i}]"), &a.configs)?)?;
+    }
+    let valid = checker.check_configs(&batch)?;
+    Ok(json!({ "valid": valid }))
+}
+
+fn check_motions(a: &CheckMotionsArgs) -> Result<Value, CliError> {
+    let doc = read_json(&a.motions)?;
+    let names = string_list(&doc["joint_names"], "joint_names", &a.motions)?;
+    let rows = doc["motions"].as_array().ok_or_else(|| CliError(format!("{}: 'motions' must be a list of [from, to] pairs", a.motions.display())))?;
+    let (checker, _) = build_checker(&a.common, &names, &doc["fixed"], &a.motions)?;
+    let mut batch = MotionBatch::new(names.len());
+    for (i, r) in rows.iter().enumerate() {
+        let pair = r.as_array().filter(|p| p.len() == 2).ok_or_else(|| CliError(format!("{}: motions[{i}] must be [from, to]", a.motions.display())))?;
+        let from = number_row(&pair[0], names.len(), &format!("motions[{i}][0]"), &a.motions)?;
+        let to = number_row(&pair[1], names.len(), &format!("motions[{i}][1]"), &a.motions)?;
+        batch.push(&from, &to)?;
+    }
+    let valid = checker.check_motions(&batch, a.resolution)?;
+    Ok(json!({ "valid": valid, "resolution": a.resolution }))
+}
+
+fn info(a: &RobotArgs) -> Result<Value, CliError> {
+    let robot = load_robot(a, false)?;
+    let tree = &robot.tree;
+    let groups: Vec<Value> = robot
+        .srdf
+        .as_ref()
+        .map(|s| s.groups.iter().map(|g| json!({"name": g.name, "joints": robot.group(&g.name).map(|pg| pg.space.names).unwrap_or_default()})).collect())
+        .unwrap_or_default();
+    let bodies: Vec<Value> = robot
+        .bodies
+        .iter()
+        .map(|b| json!({"link": tree.links[b.link].name, "vertices": b.polytope.vertices.len(), "covering_spheres": b.covering.spheres.len()}))
+        .collect();
+    Ok(json!({
+        "name": tree.name,
+        "links": tree.links.len(),
+        "joints": tree.joints.iter().map(|j| json!({"name": j.name, "kind": format!("{:?}", j.kind).to_lowercase(), "lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity, "mimic": j.mimic.map(|m| tree.joints[m.joint].name.clone())})).collect::<Vec<_>>(),
+        "variables": tree.variable_names,
+        "groups": groups,
+        "collision_bodies": bodies,
+        "allowed_pairs": robot.allowed.len(),
+        "spherized_spheres": robot.spherized.as_ref().map(|s| s.len()),
+    }))
+}
+
+/// Start/goal validity of every MBM problem, per robot and scene.
+pub fn mbm_validity(a: &MbmValidityArgs) -> Result<Value, CliError> {
+    let data = crate::mbm::data_dir()?;
+    let shapes = parse_shapes(&a.shapes)?;
+    let mut out = serde_json::Map::new();
+    for name in &a.robots {
+        let r = crate::mbm::load_robot(&data, name)?;
+        let problems = crate::mbm::load_problems(&data, name)?;
+        let mut per_scene: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut invalid = Vec::new();
+        for p in &problems {
+            let base = r.start_full_state(p);
+            let (start, goal) = r.start_goal(p)?;
+            let checker = CpuChecker::new(&r.model, &r.group, &base, &p.scene, CheckerOptions { shapes, threads: 1, ..Default::default() })?;
+            let batch = ConfigBatch::from_rows(start.len(), &[start, goal])?;
+            let v = checker.check_configs(&batch)?;
+            let e = per_scene.entry(p.scene_name.clone()).or_default();
+            e.1 += 1;
+            if v[0] && v[1] {
+                e.0 += 1;
+            } else {
+                invalid.push(json!({"scene": p.scene_name, "index": p.index, "start_valid": v[0], "goal_valid": v[1]}));
+            }
+        }
+        let valid: usize = per_scene.values().map(|x| x.0).sum();
+        out.insert(name.clone(), json!({
+            "valid": valid,
+            "total": problems.len(),
+            "per_scene": per_scene.iter().map(|(k, v)| (k.clone(), json!({"valid": v.0, "total": v.1}))).collect::<serde_json::Map<_, _>>(),
+            "invalid": invalid,
+        }));
+    }
+    Ok(Value::Object(out))
+}

@@ -1,0 +1,394 @@
+//! The CPU backend: the reference every other backend is held to.
+
+use super::detmath::{axis_angle, dot, sub, Xf, V3};
+use super::gjk::{separated, ShapeRef};
+use super::model::{obstacle_kind, CollisionModel, ObstacleModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
+use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
+use crate::robot::{JointSpace, PlanningGroup, RobotModel};
+use crate::scene::Scene;
+
+/// Options of a checker.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckerOptions {
+    /// Which geometry stands for the robot.
+    pub shapes: RobotShapes,
+    /// Safety margin (m): closer than this counts as touching.
+    pub margin: f32,
+    /// Worker threads for large batches (0 = all cores).
+    pub threads: usize,
+}
+
+impl Default for CheckerOptions {
+    fn default() -> Self {
+        Self { shapes: RobotShapes::Polytopes, margin: DEFAULT_MARGIN, threads: 0 }
+    }
+}
+
+/// Scratch space for one configuration check.
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    state: Vec<f32>,
+    frames: Vec<Xf>,
+}
+
+/// Forward kinematics of the moving frames for a full f32 state (twin: `gmp_fk`).
+#[inline]
+pub fn frame_poses(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>) {
+    out.clear();
+    for f in &model.frames {
+        let q = f.mult * state[f.var as usize] + f.offset;
+        let local = if f.kind == 0 {
+            Xf { r: axis_angle(&f.axis, q), t: [0.0; 3] }
+        } else {
+            Xf { r: Xf::IDENTITY.r, t: [f.axis[0] * q, f.axis[1] * q, f.axis[2] * q] }
+        };
+        let joint = f.origin.mul(&local);
+        let world = if f.parent < 0 { joint } else { out[f.parent as usize].mul(&joint) };
+        out.push(world);
+    }
+}
+
+#[inline(always)]
+fn frame_of(frames: &[Xf], f: i32) -> Xf {
+    if f < 0 {
+        Xf::IDENTITY
+    } else {
+        frames[f as usize]
+    }
+}
+
+/// Conservative sphere-vs-obstacle proximity: `false` only when the sphere `(c, r)` is
+/// farther than `margin` from the obstacle (exact for box, sphere and cylinder; bounding
+/// sphere for meshes).
+#[inline(always)]
+pub fn sphere_near_obstacle(c: &V3, r: f32, o: &ObstacleModel, margin: f32) -> bool {
+    let reach = r + margin;
+    match o.kind {
+        obstacle_kind::BOX => {
+            let q = o.pose.apply_inv(c);
+            let ex = (q[0].abs() - o.params[0]).max(0.0);
+            let ey = (q[1].abs() - o.params[1]).max(0.0);
+            let ez = (q[2].abs() - o.params[2]).max(0.0);
+            ex * ex + ey * ey + ez * ez <= reach * reach
+        }
+        obstacle_kind::CYLINDER => {
+            let q = o.pose.apply_inv(c);
+            let rad = (q[0] * q[0] + q[1] * q[1]).sqrt();
+            let er = (rad - o.params[0]).max(0.0);
+            let ez = (q[2].abs() - o.params[1]).max(0.0);
+            er * er + ez * ez <= reach * reach
+        }
+        obstacle_kind::SPHERE | obstacle_kind::MESH => {
+            let d = sub(c, &o.center);
+            let rr = reach + o.radius;
+            dot(&d, &d) <= rr * rr
+        }
+        _ => false,
+    }
+}
+
+fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
+    match o.kind {
+        obstacle_kind::BOX => ShapeRef::Box { xf: o.pose, h: o.params },
+        obstacle_kind::CYLINDER => ShapeRef::Cylinder { xf: o.pose, r: o.params[0], hz: o.params[1] },
+        obstacle_kind::SPHERE => ShapeRef::Point { c: o.pose.t },
+        _ => ShapeRef::Poly { xf: o.pose, verts: &scene.mesh_verts, offsets: &scene.mesh_edge_offsets, targets: &scene.mesh_edge_targets },
+    }
+}
+
+/// Validity of one full f32 state (twin: `gmp_config_valid`). `true` = collision free.
+pub fn config_valid(model: &CollisionModel, scene: &SceneModel, state: &[f32], frames: &mut Vec<Xf>) -> bool {
+    frame_poses(model, state, frames);
+    let m = model.margin;
+    for b in &model.bodies {
+        let xf = frame_of(frames, b.frame);
+        let bc = xf.apply(&b.center);
+        let body = ShapeRef::Poly { xf, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
+        for o in &scene.obstacles {
+            if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius, o, m) {
+                continue;
+            }
+            if b.inflate == 0.0 && b.sphere_count > 0 {
+                let mut near = false;
+                for s in &model.spheres[b.sphere_start as usize..(b.sphere_start + b.sphere_count) as usize] {
+                    let c = xf.apply(&[s[0], s[1], s[2]]);
+                    if sphere_near_obstacle(&c, s[3], o, m) {
+                        near = true;
+                        break;
+                    }
+                }
+                if !near {
+                    continue;
+                }
+            }
+            if b.vert_count == 1 && o.kind != obstacle_kind::MESH {
+                // A sphere body against a primitive: the distance test above was exact.
+                return false;
+            }
+            let extra = if o.kind == obstacle_kind::SPHERE { o.params[0] } else { 0.0 };
+            let mut ca = b.vert_start;
+            let mut cb = o.mesh_start;
+            let dir = sub(&bc, &o.center);
+            if !separated(&body, &obstacle_shape(o, scene), m + b.inflate + extra, dir, &mut ca, &mut cb) {
+                return false;
+            }
+        }
+    }
+    for p in &model.self_pairs {
+        let ba = &model.bodies[p[0] as usize];
+        let bb = &model.bodies[p[1] as usize];
+        let xa = frame_of(frames, ba.frame);
+        let xb = frame_of(frames, bb.frame);
+        let ca = xa.apply(&ba.center);
+        let cb = xb.apply(&bb.center);
+        let d = sub(&ca, &cb);
+        let rr = ba.radius + bb.radius + m;
+        if dot(&d, &d) > rr * rr {
+            continue;
+        }
+        let sa = &model.spheres[ba.sphere_start as usize..(ba.sphere_start + ba.sphere_count) as usize];
+        let sb = &model.spheres[bb.sphere_start as usize..(bb.sphere_start + bb.sphere_count) as usize];
+        let mut near = false;
+        'outer: for s in sa {
+            let c1 = xa.apply(&[s[0], s[1], s[2]]);
+            for t in sb {
+                let c2 = xb.apply(&[t[0], t[1], t[2]]);
+                let d = sub(&c1, &c2);
+                let rr = s[3] + t[3] + m;
+                if dot(&d, &d) <= rr * rr {
+                    near = true;
+                    break 'outer;
+                }
+            }
+        }
+        if !near {
+            continue;
+        }
+        if ba.vert_count == 1 && bb.vert_count == 1 {
+            return false;
+        }
+        let sha = ShapeRef::Poly { xf: xa, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
+        let shb = ShapeRef::Poly { xf: xb, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
+        let mut va = ba.vert_start;
+        let mut vb = bb.vert_start;
+        if !separated(&sha, &shb, m + ba.inflate + bb.inflate, d, &mut va, &mut vb) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Per-motion data prepared on the host, shared by every backend: the f32 start, the f32
+/// per-joint difference and the number of segments. Configuration `i` of the motion is
+/// `start + diff * (i as f32 / segments as f32)`, joint by joint.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PreparedMotions {
+    /// Row-major f32 start configurations.
+    pub start: Vec<f32>,
+    /// Row-major f32 differences (wrapped for continuous joints).
+    pub diff: Vec<f32>,
+    /// Segments per motion.
+    pub segments: Vec<u32>,
+}
+
+/// Converts motions to the f32 form all backends interpolate from.
+pub fn prepare_motions(space: &JointSpace, motions: &MotionBatch, resolution: f64) -> Result<PreparedMotions, CollisionError> {
+    if !(resolution.is_finite() && resolution > 0.0) {
+        return Err(CollisionError::BadResolution(resolution));
+    }
+    if motions.from.len() != motions.to.len() {
+        return Err(CollisionError::MotionLengthMismatch { from: motions.from.len(), to: motions.to.len() });
+    }
+    let dof = space.dof();
+    validate_batch(space, &motions.from)?;
+    validate_batch(space, &motions.to)?;
+    let n = motions.len();
+    let mut p = PreparedMotions { start: Vec::with_capacity(n * dof), diff: Vec::with_capacity(n * dof), segments: Vec::with_capacity(n) };
+    let mut d = vec![0.0; dof];
+    for i in 0..n {
+        let a = motions.from.row(i);
+        let b = motions.to.row(i);
+        space.difference(a, b, &mut d);
+        p.start.extend(a.iter().map(|&v| v as f32));
+        p.diff.extend(d.iter().map(|&v| v as f32));
+        let seg = space.segments(a, b, resolution);
+        p.segments.push(u32::try_from(seg).unwrap_or(u32::MAX));
+    }
+    Ok(p)
+}
+
+/// Checks that a batch has the space's dof and only finite values.
+pub fn validate_batch(space: &JointSpace, b: &ConfigBatch) -> Result<(), CollisionError> {
+    if b.dof() != space.dof() {
+        return Err(CollisionError::WrongDof { expected: space.dof(), got: b.dof() });
+    }
+    for (i, row) in b.rows().enumerate() {
+        for (j, v) in row.iter().enumerate() {
+            if !v.is_finite() {
+                return Err(CollisionError::NonFinite { index: i, joint: space.names[j].clone() });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The order in which the CPU visits the configurations of a motion with `segments`
+/// segments: both ends, then midpoints of ever finer halves (collisions are usually found
+/// early). Every index in `0..=segments` appears exactly once.
+pub fn bisection_order(segments: u32) -> Vec<u32> {
+    let mut order = vec![0, segments];
+    if segments == 0 {
+        order.pop();
+        return order;
+    }
+    let mut queue = std::collections::VecDeque::from([(0u32, segments)]);
+    while let Some((lo, hi)) = queue.pop_front() {
+        if hi - lo < 2 {
+            continue;
+        }
+        let mid = lo + (hi - lo) / 2;
+        order.push(mid);
+        queue.push_back((lo, mid));
+        queue.push_back((mid, hi));
+    }
+    order
+}
+
+/// The CPU reference checker.
+#[derive(Clone, Debug)]
+pub struct CpuChecker {
+    model: CollisionModel,
+    scene: SceneModel,
+    space: JointSpace,
+    threads: usize,
+}
+
+impl CpuChecker {
+    /// Builds a checker for `group` of `robot` in `scene`; `base_state` (a full state) supplies
+    /// the joints outside the group.
+    pub fn new(robot: &RobotModel, group: &PlanningGroup, base_state: &[f64], scene: &Scene, opts: CheckerOptions) -> Result<Self, CollisionError> {
+        let model = CollisionModel::build(robot, group, base_state, opts.shapes, opts.margin)
+            .map_err(|message| CollisionError::Backend { backend: "cpu".into(), message })?;
+        let threads = if opts.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { opts.threads };
+        Ok(Self { model, scene: SceneModel::build(scene), space: group.space.clone(), threads })
+    }
+
+    /// The compiled robot model.
+    pub fn model(&self) -> &CollisionModel {
+        &self.model
+    }
+
+    /// The compiled scene.
+    pub fn scene_model(&self) -> &SceneModel {
+        &self.scene
+    }
+
+    /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
+    pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
+        self.scene.sync(scene)
+    }
+
+    /// Replaces the full state that supplies the joints outside the group.
+    pub fn set_base_state(&mut self, base_state: &[f64]) -> Result<(), CollisionError> {
+        if base_state.len() != self.model.num_vars {
+            return Err(CollisionError::WrongDof { expected: self.model.num_vars, got: base_state.len() });
+        }
+        self.model.base_state = base_state.iter().map(|&v| v as f32).collect();
+        Ok(())
+    }
+
+    fn fill_state(&self, q: impl Iterator<Item = f32>, scratch: &mut Scratch) {
+        scratch.state.clear();
+        scratch.state.extend_from_slice(&self.model.base_state);
+        for (k, v) in q.enumerate() {
+            scratch.state[self.model.group_vars[k] as usize] = v;
+        }
+    }
+
+    /// Validity of one group configuration given in f32.
+    pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
+        self.fill_state(q.iter().copied(), scratch);
+        config_valid(&self.model, &self.scene, &scratch.state, &mut scratch.frames)
+    }
+
+    /// Validity of motion `i` of prepared motions.
+    pub fn motion_valid(&self, p: &PreparedMotions, i: usize, scratch: &mut Scratch) -> bool {
+        let dof = self.model.dof();
+        let start = &p.start[i * dof..(i + 1) * dof];
+        let diff = &p.diff[i * dof..(i + 1) * dof];
+        let n = p.segments[i];
+        for step in bisection_order(n) {
+            let t = step as f32 / n as f32;
+            self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
+            if !config_valid(&self.model, &self.scene, &scratch.state, &mut scratch.frames) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn parallel<F>(&self, n: usize, f: F) -> Vec<bool>
+    where
+        F: Fn(usize, &mut Scratch) -> bool + Sync,
+    {
+        let threads = self.threads.clamp(1, 64).min(n.max(1));
+        let mut out = vec![false; n];
+        if threads <= 1 || n < 64 {
+            let mut s = Scratch::default();
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = f(i, &mut s);
+            }
+            return out;
+        }
+        let chunk = n.div_ceil(threads);
+        std::thread::scope(|sc| {
+            for (c, part) in out.chunks_mut(chunk).enumerate() {
+                let f = &f;
+                sc.spawn(move || {
+                    let mut s = Scratch::default();
+                    for (k, o) in part.iter_mut().enumerate() {
+                        *o = f(c * chunk + k, &mut s);
+                    }
+                });
+            }
+        });
+        out
+    }
+}
+
+impl Checker for CpuChecker {
+    fn space(&self) -> &JointSpace {
+        &self.space
+    }
+
+    fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+        validate_batch(&self.space, configs)?;
+        let dof = self.space.dof();
+        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
+        Ok(self.parallel(configs.len(), |i, s| self.config_valid_f32(&values[i * dof..(i + 1) * dof], s)))
+    }
+
+    fn check_motions(&self, motions: &MotionBatch, resolution: f64) -> Result<Vec<bool>, CollisionError> {
+        let p = prepare_motions(&self.space, motions, resolution)?;
+        Ok(self.parallel(motions.len(), |i, s| self.motion_valid(&p, i, s)))
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bisection_order_is_a_permutation() {
+        for n in [0u32, 1, 2, 3, 7, 10, 64, 100] {
+            let mut o = bisection_order(n);
+            assert_eq!(o.len(), n as usize + 1, "n = {n}");
+            o.sort_unstable();
+            assert_eq!(o, (0..=n).collect::<Vec<_>>());
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Deterministic f32 arithmetic shared, operation for operation, with the CUDA kernels
+//! (`kernels/common.cuh`). Only `+ - * /`, `sqrt` and `floor` are used — IEEE-754 correctly
+//! rounded on both sides — never fused multiply-add (Rust never fuses; the kernels are built
+//! with `--fmad=false`) and never the platform `sin`/`cos`, whose results differ between libm
+//! and CUDA. Every expression here is written in the same order in the `.cuh` twin.
+
+// The polynomial coefficients are written exactly as in the kernels (the same literal rounds to
+// the same f32 in both compilers).
+#![allow(clippy::excessive_precision)]
+
+/// A rigid transform as a row-major 3x3 rotation `r` and a translation `t`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Xf {
+    /// Rotation, row-major.
+    pub r: [f32; 9],
+    /// Translation.
+    pub t: [f32; 3],
+}
+
+/// A 3-vector.
+pub type V3 = [f32; 3];
+
+impl Xf {
+    /// The identity transform.
+    pub const IDENTITY: Xf = Xf { r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], t: [0.0; 3] };
+
+    /// Converts an f64 isometry (rounding each entry once).
+    pub fn from_isometry(iso: &nalgebra::Isometry3<f64>) -> Self {
+        let m = iso.rotation.to_rotation_matrix();
+        let mut r = [0.0f32; 9];
+        for i in 0..3 {
+            for j in 0..3 {
+                r[i * 3 + j] = m[(i, j)] as f32;
+            }
+        }
+        let v = iso.translation.vector;
+        Xf { r, t: [v.x as f32, v.y as f32, v.z as f32] }
+    }
+
+    /// `self * p` for a point.
+    #[inline(always)]
+    pub fn apply(&self, p: &V3) -> V3 {
+        let r = &self.r;
+        [
+            r[0] * p[0] + r[1] * p[1] + r[2] * p[2] + self.t[0],
+            r[3] * p[0] + r[4] * p[1] + r[5] * p[2] + self.t[1],
+            r[6] * p[0] + r[7] * p[1] + r[8] * p[2] + self.t[2],
+        ]
+    }
+
+    /// `R * v` for a direction.
+    #[inline(always)]
+    pub fn rotate(&self, v: &V3) -> V3 {
+        let r = &self.r;
+        [
+            r[0] * v[0] + r[1] * v[1] + r[2] * v[2],
+            r[3] * v[0] + r[4] * v[1] + r[5] * v[2],
+            r[6] * v[0] + r[7] * v[1] + r[8] * v[2],
+        ]
+    }
+
+    /// `R^T * v` (a world direction expressed in this frame).
+    #[inline(always)]
+    pub fn rotate_inv(&self, v: &V3) -> V3 {
+        let r = &self.r;
+        [
+            r[0] * v[0] + r[3] * v[1] + r[6] * v[2],
+            r[1] * v[0] + r[4] * v[1] + r[7] * v[2],
+            r[2] * v[0] + r[5] * v[1] + r[8] * v[2],
+        ]
+    }
+
+    /// `R^T * (p - t)` (a world point expressed in this frame).
+    #[inline(always)]
+    pub fn apply_inv(&self, p: &V3) -> V3 {
+        let d = [p[0] - self.t[0], p[1] - self.t[1], p[2] - self.t[2]];
+        self.rotate_inv(&d)
+    }
+
+    /// Composition `self * b`.
+    #[inline(always)]
+    pub fn mul(&self, b: &Xf) -> Xf {
+        let a = &self.r;
+        let c = &b.r;
+        let mut r = [0.0f32; 9];
+        for i in 0..3 {
+            for j in 0..3 {
+                r[i * 3 + j] = a[i * 3] * c[j] + a[i * 3 + 1] * c[3 + j] + a[i * 3 + 2] * c[6 + j];
+            }
+        }
+        Xf { r, t: self.apply(&b.t) }
+    }
+}
+
+/// `a . b`.
+#[inline(always)]
+pub fn dot(a: &V3, b: &V3) -> f32 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// `a - b`.
+#[inline(always)]
+pub fn sub(a: &V3, b: &V3) -> V3 {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+/// `a + b`.
+#[inline(always)]
+pub fn add(a: &V3, b: &V3) -> V3 {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+
+/// `a * s`.
+#[inline(always)]
+pub fn scale(a: &V3, s: f32) -> V3 {
+    [a[0] * s, a[1] * s, a[2] * s]
+}
+
+/// `a x b`.
+#[inline(always)]
+pub fn cross(a: &V3, b: &V3) -> V3 {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+
+const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
+// pi/2 split so that k * PIO2_HI is exact for |k| < 2^16 (PIO2_HI has 8 significant bits);
+// PIO2_LO is the f32 nearest to pi/2 - PIO2_HI (residual 2.6e-12).
+const PIO2_HI: f32 = 1.570_312_5;
+const PIO2_LO: f32 = 4.838_267_9e-4;
+
+/// Sine and cosine with explicit range reduction and Taylor polynomials (|error| < 2e-6 for
+/// |x| < 1000). Identical, bit for bit, to `gmp_sincos` in the kernels.
+#[inline(always)]
+pub fn sincos(x: f32) -> (f32, f32) {
+    let k = (x * FRAC_2_PI + 0.5).floor();
+    let r = (x - k * PIO2_HI) - k * PIO2_LO;
+    let r2 = r * r;
+    // sin r = r - r^3/3! + r^5/5! - r^7/7! + r^9/9!
+    let s = r + r * r2 * (-1.666_666_7e-1 + r2 * (8.333_333_3e-3 + r2 * (-1.984_127e-4 + r2 * 2.755_732e-6)));
+    // cos r = 1 - r^2/2! + r^4/4! - r^6/6! + r^8/8!
+    let c = 1.0 + r2 * (-0.5 + r2 * (4.166_666_7e-2 + r2 * (-1.388_888_9e-3 + r2 * 2.480_158_7e-5)));
+    let q = (k as i32) & 3;
+    match q {
+        0 => (s, c),
+        1 => (c, -s),
+        2 => (-s, -c),
+        _ => (-c, s),
+    }
+}
+
+/// Rotation by `angle` about the unit `axis` (Rodrigues), row-major.
+#[inline(always)]
+pub fn axis_angle(axis: &V3, angle: f32) -> [f32; 9] {
+    let (s, c) = sincos(angle);
+    let t = 1.0 - c;
+    let (x, y, z) = (axis[0], axis[1], axis[2]);
+    [
+        t * x * x + c,
+        t * x * y - s * z,
+        t * x * z + s * y,
+        t * x * y + s * z,
+        t * y * y + c,
+        t * y * z - s * x,
+        t * x * z - s * y,
+        t * y * z + s * x,
+        t * z * z + c,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sincos_is_accurate() {
+        let mut x = -40.0f32;
+        while x < 40.0 {
+            let (s, c) = sincos(x);
+            let (es, ec) = (x as f64).sin_cos();
+            assert!((s as f64 - es).abs() < 2e-6, "sin({x}) = {s}, expected {es}");
+            assert!((c as f64 - ec).abs() < 2e-6, "cos({x}) = {c}, expected {ec}");
+            x += 0.0137;
+        }
+    }
+
+    #[test]
+    fn compose_matches_nalgebra() {
+        use nalgebra::{Isometry3, Vector3};
+        let a = Isometry3::new(Vector3::new(0.1, -0.2, 0.3), Vector3::new(0.3, 0.2, -0.5));
+        let b = Isometry3::new(Vector3::new(-0.4, 0.5, 0.25), Vector3::new(-0.1, 0.7, 0.2));
+        let c = Xf::from_isometry(&a).mul(&Xf::from_isometry(&b));
+        let e = Xf::from_isometry(&(a * b));
+        for i in 0..9 {
+            assert!((c.r[i] - e.r[i]).abs() < 1e-6);
+        }
+        for i in 0..3 {
+            assert!((c.t[i] - e.t[i]).abs() < 1e-6);
+        }
+        let p = [0.3f32, -0.7, 1.1];
+        let back = c.apply_inv(&c.apply(&p));
+        for i in 0..3 {
+            assert!((back[i] - p[i]).abs() < 1e-5);
+        }
+    }
+
+    #[test]
+    fn axis_angle_rotates_x_to_y() {
+        let r = axis_angle(&[0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_2);
+        let xf = Xf { r, t: [0.0; 3] };
+        let v = xf.rotate(&[1.0, 0.0, 0.0]);
+        assert!(v[0].abs() < 1e-6 && (v[1] - 1.0).abs() < 1e-6);
+    }
+}

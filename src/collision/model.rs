@@ -1,0 +1,425 @@
+//! The collision model compiled to flat f32 arrays: the exact data both backends work on
+//! (the CUDA backend uploads these arrays as they are).
+
+use super::detmath::{Xf, V3};
+use crate::robot::geometry::Polytope;
+use crate::robot::{PlanningGroup, RobotModel};
+use crate::scene::{Scene, Shape};
+
+/// Default numeric safety margin (m). Two shapes count as touching when they come closer than
+/// this; it absorbs f32 rounding so that nothing in contact is ever reported free.
+pub const DEFAULT_MARGIN: f32 = 1e-4;
+
+/// Which geometry stands for the robot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RobotShapes {
+    /// Convex polytopes of the URDF collision geometry (exact model, the default).
+    Polytopes,
+    /// The spheres of the `_spherized` URDF (VAMP's model).
+    Spheres,
+}
+
+/// A moving joint in topological order, with the fixed joints before it folded into `origin`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KinFrame {
+    /// Parent frame index, `-1` for the root link.
+    pub parent: i32,
+    /// Parent frame -> joint frame at zero value.
+    pub origin: Xf,
+    /// Unit axis in the joint frame.
+    pub axis: V3,
+    /// 0 revolute/continuous, 1 prismatic.
+    pub kind: u32,
+    /// Full-state variable the joint value comes from.
+    pub var: u32,
+    /// Joint value = `mult * state[var] + offset` (mimic joints; 1 and 0 otherwise).
+    pub mult: f32,
+    /// See `mult`.
+    pub offset: f32,
+}
+
+/// A robot collision body: a convex polytope (or a single point for spheres) inflated by
+/// `inflate`, rigidly attached to a frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyModel {
+    /// Frame index, `-1` for the root link.
+    pub frame: i32,
+    /// Link index in the robot (for reporting).
+    pub link: u32,
+    /// First vertex in [`CollisionModel::verts`].
+    pub vert_start: u32,
+    /// Number of vertices.
+    pub vert_count: u32,
+    /// First covering sphere in [`CollisionModel::spheres`].
+    pub sphere_start: u32,
+    /// Number of covering spheres.
+    pub sphere_count: u32,
+    /// Bounding sphere centre in the frame.
+    pub center: V3,
+    /// Bounding sphere radius (inflation included).
+    pub radius: f32,
+    /// Radius the polytope is inflated by (0 for polytopes, the radius for spheres).
+    pub inflate: f32,
+}
+
+/// The robot part of the collision model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollisionModel {
+    /// Values in a full state.
+    pub num_vars: usize,
+    /// Full-state index of each planning-group joint.
+    pub group_vars: Vec<u32>,
+    /// Full state (f32) supplying the joints outside the group.
+    pub base_state: Vec<f32>,
+    /// Moving frames in topological order.
+    pub frames: Vec<KinFrame>,
+    /// Bodies.
+    pub bodies: Vec<BodyModel>,
+    /// Vertices of all bodies, in their frames.
+    pub verts: Vec<V3>,
+    /// CRS row pointers over `verts` (len = verts.len() + 1), global indices.
+    pub edge_offsets: Vec<u32>,
+    /// CRS neighbour lists (global vertex indices).
+    pub edge_targets: Vec<u32>,
+    /// Covering spheres of all bodies `(x, y, z, r)` in their frames.
+    pub spheres: Vec<[f32; 4]>,
+    /// Body pairs checked for self-collision.
+    pub self_pairs: Vec<[u32; 2]>,
+    /// Safety margin (m).
+    pub margin: f32,
+}
+
+/// Appends a polytope's vertices and CRS adjacency to flat arrays; returns the first vertex.
+pub(crate) fn push_polytope(p: &Polytope, verts: &mut Vec<V3>, offsets: &mut Vec<u32>, targets: &mut Vec<u32>) -> u32 {
+    let start = verts.len() as u32;
+    if offsets.is_empty() {
+        offsets.push(0);
+    }
+    for v in &p.vertices {
+        verts.push([v.x as f32, v.y as f32, v.z as f32]);
+    }
+    for i in 0..p.vertices.len() {
+        let (a, b) = (p.edge_offsets[i] as usize, p.edge_offsets[i + 1] as usize);
+        for &t in &p.edge_targets[a..b] {
+            targets.push(start + t);
+        }
+        offsets.push(targets.len() as u32);
+    }
+    start
+}
+
+/// Pushes a single point (no edges) as a one-vertex polytope.
+fn push_point(c: V3, verts: &mut Vec<V3>, offsets: &mut Vec<u32>, targets: &mut [u32]) -> u32 {
+    let start = verts.len() as u32;
+    if offsets.is_empty() {
+        offsets.push(0);
+    }
+    verts.push(c);
+    offsets.push(targets.len() as u32);
+    start
+}
+
+fn bounding(verts: &[V3], inflate: f32) -> (V3, f32) {
+    let mut lo = [f32::MAX; 3];
+    let mut hi = [f32::MIN; 3];
+    for v in verts {
+        for k in 0..3 {
+            lo[k] = lo[k].min(v[k]);
+            hi[k] = hi[k].max(v[k]);
+        }
+    }
+    let c = [(lo[0] + hi[0]) * 0.5, (lo[1] + hi[1]) * 0.5, (lo[2] + hi[2]) * 0.5];
+    let mut r2 = 0.0f32;
+    for v in verts {
+        let d = [v[0] - c[0], v[1] - c[1], v[2] - c[2]];
+        r2 = r2.max(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    }
+    // Grow by a relative epsilon so that rounding never leaves a vertex outside.
+    let r = r2.sqrt() * (1.0 + 1e-6) + 1e-6;
+    (c, r + inflate)
+}
+
+impl CollisionModel {
+    /// Compiles the robot for a planning group. `base_state` is the full state that supplies
+    /// the joints outside the group.
+    pub fn build(robot: &RobotModel, group: &PlanningGroup, base_state: &[f64], shapes: RobotShapes, margin: f32) -> Result<Self, String> {
+        let tree = &robot.tree;
+        if base_state.len() != tree.num_variables() {
+            return Err(format!("base state has {} values, the robot has {} variables", base_state.len(), tree.num_variables()));
+        }
+        // Frame of each link: the nearest moving joint above it (or root), with the fixed offset.
+        let mut link_frame: Vec<(i32, nalgebra::Isometry3<f64>)> = vec![(-1, nalgebra::Isometry3::identity()); tree.links.len()];
+        let mut frames = Vec::new();
+        for j in &tree.joints {
+            let (pf, poff) = link_frame[j.parent];
+            if j.kind.is_moving() {
+                // Resolve mimic chains down to an independent variable.
+                let (mut mult, mut offset, mut src) = (1.0f64, 0.0f64, j);
+                while let Some(m) = src.mimic {
+                    offset += mult * m.offset;
+                    mult *= m.multiplier;
+                    src = &tree.joints[m.joint];
+                }
+                let var = src.variable.ok_or_else(|| format!("joint '{}' has no variable", j.name))?;
+                let a = j.axis;
+                frames.push(KinFrame {
+                    parent: pf,
+                    origin: Xf::from_isometry(&(poff * j.origin)),
+                    axis: [a.x as f32, a.y as f32, a.z as f32],
+                    kind: if j.kind == crate::robot::JointKind::Prismatic { 1 } else { 0 },
+                    var: var as u32,
+                    mult: mult as f32,
+                    offset: offset as f32,
+                });
+                link_frame[j.child] = (frames.len() as i32 - 1, nalgebra::Isometry3::identity());
+            } else {
+                link_frame[j.child] = (pf, poff * j.origin);
+            }
+        }
+        let mut m = CollisionModel {
+            num_vars: tree.num_variables(),
+            group_vars: group.variables.iter().map(|&v| v as u32).collect(),
+            base_state: base_state.iter().map(|&v| v as f32).collect(),
+            frames,
+            bodies: Vec::new(),
+            verts: Vec::new(),
+            edge_offsets: vec![0],
+            edge_targets: Vec::new(),
+            spheres: Vec::new(),
+            self_pairs: Vec::new(),
+            margin,
+        };
+        match shapes {
+            RobotShapes::Polytopes => {
+                for b in &robot.bodies {
+                    let (frame, off) = link_frame[b.link];
+                    let poly = b.polytope.transformed(&off);
+                    let start = push_polytope(&poly, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
+                    let count = poly.vertices.len() as u32;
+                    let (center, radius) = bounding(&m.verts[start as usize..], 0.0);
+                    let sphere_start = m.spheres.len() as u32;
+                    for s in &b.covering.spheres {
+                        let c = off * s.center;
+                        m.spheres.push([c.x as f32, c.y as f32, c.z as f32, (s.radius as f32) * (1.0 + 1e-6) + 1e-6]);
+                    }
+                    m.bodies.push(BodyModel {
+                        frame,
+                        link: b.link as u32,
+                        vert_start: start,
+                        vert_count: count,
+                        sphere_start,
+                        sphere_count: m.spheres.len() as u32 - sphere_start,
+                        center,
+                        radius,
+                        inflate: 0.0,
+                    });
+                }
+            }
+            RobotShapes::Spheres => {
+                let spheres = robot.spherized.as_ref().ok_or("the sphere model needs a spherized URDF")?;
+                for (link, s) in spheres {
+                    let (frame, off) = link_frame[*link];
+                    let c = off * s.center;
+                    let c = [c.x as f32, c.y as f32, c.z as f32];
+                    let r = s.radius as f32;
+                    let start = push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
+                    m.spheres.push([c[0], c[1], c[2], r]);
+                    m.bodies.push(BodyModel {
+                        frame,
+                        link: *link as u32,
+                        vert_start: start,
+                        vert_count: 1,
+                        sphere_start: m.spheres.len() as u32 - 1,
+                        sphere_count: 1,
+                        center: c,
+                        radius: r,
+                        inflate: r,
+                    });
+                }
+            }
+        }
+        // Self pairs: bodies on links that are not allowed to touch. Bodies of links that are
+        // rigidly attached to the base and never move relative to each other are skipped by the
+        // allowed pairs already.
+        let moving_link = |l: usize| -> bool { link_frame[l].0 >= 0 };
+        for i in 0..m.bodies.len() {
+            for k in i + 1..m.bodies.len() {
+                let (la, lb) = (m.bodies[i].link as usize, m.bodies[k].link as usize);
+                if robot.allowed.is_allowed(la, lb) {
+                    continue;
+                }
+                if !moving_link(la) && !moving_link(lb) {
+                    continue;
+                }
+                m.self_pairs.push([i as u32, k as u32]);
+            }
+        }
+        Ok(m)
+    }
+
+    /// Number of planning-group joints.
+    pub fn dof(&self) -> usize {
+        self.group_vars.len()
+    }
+}
+
+/// Obstacle kinds in the flat scene model.
+pub mod obstacle_kind {
+    /// Box with half extents `params[0..3]`.
+    pub const BOX: u32 = 0;
+    /// Sphere with radius `params[0]` (a point inflated by the radius).
+    pub const SPHERE: u32 = 1;
+    /// Cylinder along z with radius `params[0]` and half length `params[1]`.
+    pub const CYLINDER: u32 = 2;
+    /// Convex mesh: vertices `mesh_start..mesh_start + mesh_count` of the mesh pool.
+    pub const MESH: u32 = 3;
+    /// An empty slot.
+    pub const NONE: u32 = 255;
+}
+
+/// One obstacle slot in the flat scene model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ObstacleModel {
+    /// See [`obstacle_kind`].
+    pub kind: u32,
+    /// World pose.
+    pub pose: Xf,
+    /// Shape parameters (see [`obstacle_kind`]).
+    pub params: [f32; 3],
+    /// Bounding sphere centre (world).
+    pub center: V3,
+    /// Bounding sphere radius.
+    pub radius: f32,
+    /// First vertex in the mesh pool (meshes only).
+    pub mesh_start: u32,
+    /// Vertex count (meshes only).
+    pub mesh_count: u32,
+}
+
+impl ObstacleModel {
+    /// The empty slot.
+    pub const EMPTY: ObstacleModel = ObstacleModel {
+        kind: obstacle_kind::NONE,
+        pose: Xf::IDENTITY,
+        params: [0.0; 3],
+        center: [0.0; 3],
+        radius: 0.0,
+        mesh_start: 0,
+        mesh_count: 0,
+    };
+}
+
+/// The scene compiled to flat arrays, one entry per scene slot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SceneModel {
+    /// Obstacles by scene slot.
+    pub obstacles: Vec<ObstacleModel>,
+    /// Vertices of mesh obstacles in their own frames.
+    pub mesh_verts: Vec<V3>,
+    /// CRS row pointers over `mesh_verts`.
+    pub mesh_edge_offsets: Vec<u32>,
+    /// CRS neighbour lists.
+    pub mesh_edge_targets: Vec<u32>,
+    /// Scene revision this model reflects.
+    pub revision: u64,
+}
+
+impl SceneModel {
+    /// Compiles a whole scene.
+    pub fn build(scene: &Scene) -> Self {
+        let mut m = SceneModel { mesh_edge_offsets: vec![0], ..Default::default() };
+        m.rebuild(scene);
+        m
+    }
+
+    /// Recompiles every slot (used after a truncated change log).
+    pub fn rebuild(&mut self, scene: &Scene) {
+        self.obstacles.clear();
+        self.mesh_verts.clear();
+        self.mesh_edge_offsets.clear();
+        self.mesh_edge_offsets.push(0);
+        self.mesh_edge_targets.clear();
+        for slot in 0..scene.slots().len() {
+            self.update_slot(scene, slot);
+        }
+        self.revision = scene.revision();
+    }
+
+    /// Brings the model up to date with `scene`, touching only the slots that changed since the
+    /// last sync. Returns the slots that were rewritten.
+    pub fn sync(&mut self, scene: &Scene) -> Vec<usize> {
+        if scene.revision() == self.revision {
+            return Vec::new();
+        }
+        let changed: Option<Vec<usize>> = scene.changes_since(self.revision).map(|log| {
+            let mut v: Vec<usize> = log.iter().map(|(_, c)| match c {
+                crate::scene::SceneChange::Added { slot } | crate::scene::SceneChange::Moved { slot } | crate::scene::SceneChange::Removed { slot } => *slot,
+            }).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        });
+        match changed {
+            Some(slots) => {
+                for &s in &slots {
+                    self.update_slot(scene, s);
+                }
+                // Meshes replaced in place leave dead vertices in the pool; compact when it is
+                // mostly garbage.
+                let live: usize = self.obstacles.iter().filter(|o| o.kind == obstacle_kind::MESH).map(|o| o.mesh_count as usize).sum();
+                if self.mesh_verts.len() > 1024 && live * 2 < self.mesh_verts.len() {
+                    self.rebuild(scene);
+                    return (0..self.obstacles.len()).collect();
+                }
+                self.revision = scene.revision();
+                slots
+            }
+            None => {
+                self.rebuild(scene);
+                (0..self.obstacles.len()).collect()
+            }
+        }
+    }
+
+    fn update_slot(&mut self, scene: &Scene, slot: usize) {
+        if self.obstacles.len() <= slot {
+            self.obstacles.resize(slot + 1, ObstacleModel::EMPTY);
+        }
+        let Some(Some(o)) = scene.slots().get(slot) else {
+            self.obstacles[slot] = ObstacleModel::EMPTY;
+            return;
+        };
+        let pose = Xf::from_isometry(&o.pose);
+        let mut om = ObstacleModel { pose, ..ObstacleModel::EMPTY };
+        match &o.shape {
+            Shape::Box { half_extents } => {
+                om.kind = obstacle_kind::BOX;
+                om.params = [half_extents.x as f32, half_extents.y as f32, half_extents.z as f32];
+                om.center = pose.t;
+                om.radius = (half_extents.norm() as f32) * (1.0 + 1e-6);
+            }
+            Shape::Sphere { radius } => {
+                om.kind = obstacle_kind::SPHERE;
+                om.params = [*radius as f32, 0.0, 0.0];
+                om.center = pose.t;
+                om.radius = *radius as f32;
+            }
+            Shape::Cylinder { radius, half_length } => {
+                om.kind = obstacle_kind::CYLINDER;
+                om.params = [*radius as f32, *half_length as f32, 0.0];
+                om.center = pose.t;
+                om.radius = ((radius * radius + half_length * half_length).sqrt() as f32) * (1.0 + 1e-6);
+            }
+            Shape::ConvexMesh { polytope } => {
+                om.kind = obstacle_kind::MESH;
+                let start = push_polytope(polytope, &mut self.mesh_verts, &mut self.mesh_edge_offsets, &mut self.mesh_edge_targets);
+                om.mesh_start = start;
+                om.mesh_count = polytope.vertices.len() as u32;
+                let (c, r) = bounding(&self.mesh_verts[start as usize..], 0.0);
+                om.center = pose.apply(&c);
+                om.radius = r;
+            }
+        }
+        self.obstacles[slot] = om;
+    }
+}

@@ -1,0 +1,230 @@
+//! The MotionBenchMaker problem set (Panda, UR5, Fetch): locating the data, unpacking the
+//! problem archives once into a cache, and reading MoveIt motion-plan requests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::robot::{LoadOptions, PlanningGroup, RobotError, RobotModel};
+use crate::scene::Scene;
+
+/// The seven MBM scenes, in the benchmark's order.
+pub const SCENES: [&str; 7] = ["table_pick", "table_under_pick", "box", "bookshelf_small", "bookshelf_tall", "bookshelf_thin", "cage"];
+/// The three MBM robots.
+pub const ROBOTS: [&str; 3] = ["panda", "ur5", "fetch"];
+
+/// Errors of the MBM loader.
+#[derive(Debug, thiserror::Error)]
+pub enum MbmError {
+    /// The data folder was not found.
+    #[error("MotionBenchMaker data not found (looked in: {0}); set GMP_DATA to the folder holding panda/, ur5/, fetch/")]
+    NotFound(String),
+    /// A file could not be read or unpacked.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A request file is malformed.
+    #[error("request {path}: {message}")]
+    Request {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The robot failed to load.
+    #[error(transparent)]
+    Robot(#[from] RobotError),
+    /// A scene failed to load.
+    #[error("scene {path}: {message}")]
+    Scene {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Finds the MBM data: `$GMP_DATA` (the `mbm` folder itself or a folder containing `mbm/`),
+/// then `../shared/data/mbm` next to the crate, then `../shared/data/mbm` from the working folder.
+pub fn data_dir() -> Result<PathBuf, MbmError> {
+    let mut tried = Vec::new();
+    let mut candidates = Vec::new();
+    if let Ok(d) = std::env::var("GMP_DATA") {
+        candidates.push(PathBuf::from(&d));
+        candidates.push(PathBuf::from(&d).join("mbm"));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mbm"));
+    candidates.push(PathBuf::from("../shared/data/mbm"));
+    for c in candidates {
+        if c.join("panda").join("panda.urdf").is_file() {
+            return Ok(c);
+        }
+        tried.push(c.display().to_string());
+    }
+    Err(MbmError::NotFound(tried.join(", ")))
+}
+
+/// A planning problem: scene, start state and joint-space goal.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    /// Scene name (e.g. `bookshelf_small`).
+    pub scene_name: String,
+    /// Problem number within the scene (1-based as in the file names).
+    pub index: usize,
+    /// Obstacles.
+    pub scene: Scene,
+    /// Start state: every joint the request names.
+    pub start_state: BTreeMap<String, f64>,
+    /// Planning group named by the request.
+    pub group_name: String,
+    /// Goal joint values (name, value) in request order.
+    pub goal: Vec<(String, f64)>,
+}
+
+/// An MBM robot with its planning group.
+pub struct MbmRobot {
+    /// Robot name.
+    pub name: String,
+    /// The loaded model.
+    pub model: RobotModel,
+    /// The planning group used by the problems.
+    pub group: PlanningGroup,
+}
+
+/// Loads an MBM robot (URDF, SRDF and the spherized URDF for the sphere model).
+pub fn load_robot(data: &Path, robot: &str) -> Result<MbmRobot, MbmError> {
+    let dir = data.join(robot);
+    let opts = LoadOptions { spherized_urdf: Some(dir.join(format!("{robot}_spherized.urdf"))), ..Default::default() };
+    let model = RobotModel::from_urdf_file(&dir.join(format!("{robot}.urdf")), Some(&dir.join(format!("{robot}.srdf"))), &opts)?;
+    let group_name = match robot {
+        "panda" => "panda_arm",
+        "ur5" => "manipulator",
+        _ => "arm_with_torso",
+    };
+    let group = model.group(group_name)?;
+    Ok(MbmRobot { name: robot.to_string(), model, group })
+}
+
+/// Unpacks `<robot>/problems.tar.bz2` once into a cache folder and returns the folder holding
+/// `problems/`. The cache is `$GMP_CACHE` or `target/mbm-cache` next to the crate.
+pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> {
+    let cache_root = std::env::var("GMP_CACHE").map(PathBuf::from).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mbm-cache"));
+    let dest = cache_root.join(robot);
+    let marker = dest.join(".complete");
+    if marker.is_file() {
+        return Ok(dest);
+    }
+    let archive = data.join(robot).join("problems.tar.bz2");
+    let tmp = cache_root.join(format!("{robot}.partial-{}", std::process::id()));
+    let io = |p: &Path, e: std::io::Error| MbmError::Io { path: p.display().to_string(), message: e.to_string() };
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    let status = std::process::Command::new("tar")
+        .arg("-xjf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&tmp)
+        .status()
+        .map_err(|e| MbmError::Io { path: archive.display().to_string(), message: format!("cannot run tar: {e}") })?;
+    if !status.success() {
+        return Err(MbmError::Io { path: archive.display().to_string(), message: format!("tar exited with {status}") });
+    }
+    std::fs::write(tmp.join(".complete"), b"ok").map_err(|e| io(&tmp, e))?;
+    let _ = std::fs::remove_dir_all(&dest);
+    if std::fs::rename(&tmp, &dest).is_err() && !marker.is_file() {
+        return Err(MbmError::Io { path: dest.display().to_string(), message: "could not move the unpacked problems into place".into() });
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(dest)
+}
+
+/// The parts of a MoveIt `MotionPlanRequest` the benchmark uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// Start joint state (every joint named).
+    pub start: BTreeMap<String, f64>,
+    /// Planning group name.
+    pub group: String,
+    /// Joint-space goal (name, value) in request order.
+    pub goal: Vec<(String, f64)>,
+}
+
+/// Reads a MoveIt `MotionPlanRequest` YAML: start joint state, group and joint goal.
+pub fn read_request(path: &Path) -> Result<Request, MbmError> {
+    let err = |m: String| MbmError::Request { path: path.display().to_string(), message: m };
+    let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| err(e.to_string()))?;
+    let js = &doc["start_state"]["joint_state"];
+    let names = js["name"].as_sequence().ok_or_else(|| err("start_state.joint_state.name missing".into()))?;
+    let pos = js["position"].as_sequence().ok_or_else(|| err("start_state.joint_state.position missing".into()))?;
+    if names.len() != pos.len() {
+        return Err(err(format!("start_state has {} names but {} positions", names.len(), pos.len())));
+    }
+    let mut start = BTreeMap::new();
+    for (n, p) in names.iter().zip(pos) {
+        let n = n.as_str().ok_or_else(|| err("joint name is not a string".into()))?;
+        let p = p.as_f64().ok_or_else(|| err(format!("joint '{n}' position is not a number")))?;
+        start.insert(n.to_string(), p);
+    }
+    let group = doc["group_name"].as_str().unwrap_or("").to_string();
+    let jc = doc["goal_constraints"][0]["joint_constraints"].as_sequence().ok_or_else(|| err("goal_constraints[0].joint_constraints missing".into()))?;
+    let mut goal = Vec::new();
+    for c in jc {
+        let n = c["joint_name"].as_str().ok_or_else(|| err("joint_constraints entry without joint_name".into()))?;
+        let p = c["position"].as_f64().ok_or_else(|| err(format!("joint constraint '{n}' without position")))?;
+        goal.push((n.to_string(), p));
+    }
+    Ok(Request { start, group, goal })
+}
+
+/// Loads every problem of one robot (7 scenes x 100), in scene then index order.
+pub fn load_problems(data: &Path, robot: &str) -> Result<Vec<Problem>, MbmError> {
+    let root = unpacked_problems(data, robot)?.join("problems");
+    let mut out = Vec::new();
+    for scene_name in SCENES {
+        let dir = root.join(format!("{scene_name}_{robot}"));
+        for index in 1..=100 {
+            let req = dir.join(format!("request{index:04}.yaml"));
+            let scn = dir.join(format!("scene{index:04}.yaml"));
+            if !req.is_file() {
+                continue;
+            }
+            let Request { start: start_state, group: group_name, goal } = read_request(&req)?;
+            let scene = crate::scene::load_scene(&scn).map_err(|e| MbmError::Scene { path: scn.display().to_string(), message: e.to_string() })?;
+            out.push(Problem { scene_name: scene_name.to_string(), index, scene, start_state, group_name, goal });
+        }
+    }
+    Ok(out)
+}
+
+impl MbmRobot {
+    /// The full robot state of a problem's start (joints it does not name stay neutral).
+    pub fn start_full_state(&self, p: &Problem) -> Vec<f64> {
+        let tree = &self.model.tree;
+        let mut s = tree.neutral_state();
+        for (i, name) in tree.variable_names.iter().enumerate() {
+            if let Some(v) = p.start_state.get(name) {
+                s[i] = *v;
+            }
+        }
+        s
+    }
+
+    /// The group configurations of a problem's start and goal.
+    pub fn start_goal(&self, p: &Problem) -> Result<(Vec<f64>, Vec<f64>), MbmError> {
+        let names = &self.group.space.names;
+        let mut start = Vec::with_capacity(names.len());
+        let mut goal = Vec::with_capacity(names.len());
+        for n in names {
+            start.push(*p.start_state.get(n).ok_or_else(|| MbmError::Request { path: format!("{} #{}", p.scene_name, p.index), message: format!("start state lacks joint '{n}'") })?);
+            goal.push(p.goal.iter().find(|(g, _)| g == n).map(|(_, v)| *v).ok_or_else(|| MbmError::Request {
+                path: format!("{} #{}", p.scene_name, p.index),
+                message: format!("goal lacks joint '{n}'"),
+            })?);
+        }
+        Ok((start, goal))
+    }
+}
