@@ -2,6 +2,7 @@
 //! allowed collision pairs and planning groups.
 
 pub mod geometry;
+pub mod mesh;
 mod space;
 
 pub use space::{wrap_angle, wrapped_difference, JointSpace};
