@@ -4,5 +4,6 @@
 pub mod geometry;
 pub mod mesh;
 mod space;
+pub mod spheres;
 
 pub use space::{wrap_angle, wrapped_difference, JointSpace};
