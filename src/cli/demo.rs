@@ -41,7 +41,7 @@ pub struct DemoArgs {
 /// Loads the bundled robot and scene.
 pub fn bundled() -> Result<(RobotModel, Scene), CliError> {
     let robot = RobotModel::from_urdf_str(BUNDLED_URDF, None, Some(BUNDLED_SRDF), &LoadOptions::default())?;
-    let scene = Scene::from_yaml_str(BUNDLED_SCENE, None)?;
+    let scene = Scene::from_yaml_str(BUNDLED_SCENE, std::path::Path::new("."))?;
     Ok((robot, scene))
 }
 
