@@ -3,7 +3,8 @@
 //! The engine is a plain library (robot model, scene, collision checking, planners); the
 //! `gmp` command-line tool and the ROS 2 node are thin shells around it.
 
-pub mod collision;
-pub mod robot;
-pub mod mbm;
 pub mod cli;
+pub mod collision;
+pub mod mbm;
+pub mod robot;
+pub mod scene;

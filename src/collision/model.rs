@@ -353,7 +353,10 @@ impl SceneModel {
         }
         let changed: Option<Vec<usize>> = scene.changes_since(self.revision).map(|log| {
             let mut v: Vec<usize> = log.iter().map(|(_, c)| match c {
-                crate::scene::SceneChange::Added { slot } | crate::scene::SceneChange::Moved { slot } | crate::scene::SceneChange::Removed { slot } => *slot,
+                crate::scene::SceneChange::Added { slot }
+                | crate::scene::SceneChange::Moved { slot }
+                | crate::scene::SceneChange::Replaced { slot }
+                | crate::scene::SceneChange::Removed { slot } => *slot,
             }).collect();
             v.sort_unstable();
             v.dedup();

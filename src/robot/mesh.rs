@@ -371,6 +371,20 @@ mod tests {
                 for p in &pts {
                     assert!(poly.contains_point(p, 1e-5 * size), "{}", f.display());
                 }
+                // The link-geometry pipeline works on real hulls: hill climbing finds the
+                // support vertex and the sphere cover holds every mesh vertex.
+                for k in 0..64 {
+                    let a = k as f64 * 0.7;
+                    let dir = Vector3::new(a.cos(), a.sin(), (k as f64 * 0.3).sin());
+                    let brute = poly.vertices[poly.support(&dir)];
+                    let climb =
+                        poly.vertices[poly.support_hill_climb(&dir, k % poly.vertices.len())];
+                    assert!(dir.dot(&(brute - climb)).abs() < 1e-12, "{}", f.display());
+                }
+                let cover = crate::robot::spheres::SphereSet::covering(&poly, 6);
+                for p in &pts {
+                    assert!(cover.contains_point(p, 1e-5 * size), "{}", f.display());
+                }
             }
         }
     }

@@ -1,0 +1,479 @@
+//! Import of MoveIt `PlanningScene` messages written as YAML (as in MotionBenchMaker).
+//!
+//! Read: `world.collision_objects[]` with `id`, `header.frame_id`, optional `pose`,
+//! `primitives[]` (`type` as a number or name: 1/box `[x, y, z]` full sizes, 2/sphere `[r]`,
+//! 3/cylinder `[height, radius]`; 4/cone is unsupported) with `primitive_poses[]`, and
+//! `meshes[]` (`vertices`, whose convex hull is used) with `mesh_poses[]`. When the object
+//! has a `pose`, primitive and mesh poses are relative to it (MoveIt semantics since the
+//! field exists); otherwise they are in the header frame. Positions may be `[x, y, z]` or
+//! `{x, y, z}`, orientations `[x, y, z, w]` or `{x, y, z, w}`; an all-zero quaternion
+//! (an unset message field) means identity.
+//!
+//! An object with several shapes becomes obstacles `id`, `id/1`, `id/2`, ... (primitives
+//! first, then meshes). All objects must share one header frame (no TF here), which becomes
+//! the scene frame (`world` when none is given). `planes` and any `operation` other than
+//! ADD are rejected; the robot state and allowed collision matrix are ignored.
+
+use std::path::Path;
+
+use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+use serde::Deserialize;
+
+use super::yaml::quaternion_xyzw;
+use super::{Obstacle, Scene, SceneError, Shape};
+use crate::robot::geometry::Polytope;
+
+#[derive(Deserialize)]
+struct Doc {
+    #[serde(default)]
+    world: Option<World>,
+}
+
+#[derive(Deserialize, Default)]
+struct World {
+    #[serde(default)]
+    collision_objects: Vec<CollisionObject>,
+}
+
+#[derive(Deserialize)]
+struct CollisionObject {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    header: Option<Header>,
+    #[serde(default)]
+    pose: Option<Pose>,
+    #[serde(default)]
+    primitives: Vec<Primitive>,
+    #[serde(default)]
+    primitive_poses: Vec<Pose>,
+    #[serde(default)]
+    meshes: Vec<Mesh>,
+    #[serde(default)]
+    mesh_poses: Vec<Pose>,
+    #[serde(default)]
+    planes: Vec<serde_yaml::Value>,
+    #[serde(default)]
+    operation: Option<serde_yaml::Value>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    #[serde(default)]
+    frame_id: String,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Xyz {
+    Seq([f64; 3]),
+    Map {
+        #[serde(default)]
+        x: f64,
+        #[serde(default)]
+        y: f64,
+        #[serde(default)]
+        z: f64,
+    },
+}
+
+impl Xyz {
+    fn array(self) -> [f64; 3] {
+        match self {
+            Xyz::Seq(a) => a,
+            Xyz::Map { x, y, z } => [x, y, z],
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Xyzw {
+    Seq([f64; 4]),
+    Map {
+        #[serde(default)]
+        x: f64,
+        #[serde(default)]
+        y: f64,
+        #[serde(default)]
+        z: f64,
+        #[serde(default)]
+        w: f64,
+    },
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct Pose {
+    #[serde(default)]
+    position: Option<Xyz>,
+    #[serde(default)]
+    orientation: Option<Xyzw>,
+}
+
+#[derive(Deserialize)]
+struct Primitive {
+    #[serde(rename = "type")]
+    kind: serde_yaml::Value,
+    #[serde(default)]
+    dimensions: Vec<f64>,
+}
+
+#[derive(Deserialize)]
+struct Mesh {
+    #[serde(default)]
+    vertices: Vec<Xyz>,
+}
+
+/// Whether a parsed YAML document is a MoveIt planning scene (it has a `world` key).
+pub(crate) fn looks_like_moveit(value: &serde_yaml::Value) -> bool {
+    value.get("world").is_some()
+}
+
+fn pose_to_isometry(pose: &Pose) -> Result<Isometry3<f64>, String> {
+    let p = pose.position.map(Xyz::array).unwrap_or([0.0; 3]);
+    if !p.iter().all(|c| c.is_finite()) {
+        return Err(format!("position {p:?} is not finite"));
+    }
+    let q = match pose.orientation {
+        None => [0.0, 0.0, 0.0, 1.0],
+        Some(Xyzw::Seq(a)) => a,
+        Some(Xyzw::Map { x, y, z, w }) => [x, y, z, w],
+    };
+    let rotation = if q == [0.0; 4] {
+        UnitQuaternion::identity()
+    } else {
+        quaternion_xyzw(q)?
+    };
+    Ok(Isometry3::from_parts(
+        Translation3::from(Vector3::new(p[0], p[1], p[2])),
+        rotation,
+    ))
+}
+
+/// Primitive type number from a number or a (case-insensitive) name.
+fn primitive_kind(value: &serde_yaml::Value) -> Result<u64, String> {
+    if let Some(n) = value.as_u64() {
+        return Ok(n);
+    }
+    match value.as_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("box") => Ok(1),
+        Some("sphere") => Ok(2),
+        Some("cylinder") => Ok(3),
+        Some("cone") => Ok(4),
+        _ => Err(format!("unknown primitive type {value:?}")),
+    }
+}
+
+fn primitive_shape(p: &Primitive) -> Result<Shape, String> {
+    let kind = primitive_kind(&p.kind)?;
+    let dims = &p.dimensions;
+    let need = |n: usize, name: &str| {
+        if dims.len() < n {
+            Err(format!("{name} needs {n} dimensions, got {}", dims.len()))
+        } else {
+            Ok(())
+        }
+    };
+    match kind {
+        1 => {
+            need(3, "box")?;
+            Ok(Shape::Box {
+                half_extents: Vector3::new(dims[0], dims[1], dims[2]) / 2.0,
+            })
+        }
+        2 => {
+            need(1, "sphere")?;
+            Ok(Shape::Sphere { radius: dims[0] })
+        }
+        3 => {
+            need(2, "cylinder")?;
+            Ok(Shape::Cylinder {
+                radius: dims[1],
+                half_length: dims[0] / 2.0,
+            })
+        }
+        4 => Err("cone primitives are unsupported".to_string()),
+        n => Err(format!("unknown primitive type {n}")),
+    }
+}
+
+/// Parses a MoveIt planning scene; `source` names the text in error messages.
+pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
+    let doc: Doc = serde_yaml::from_str(text).map_err(|e| SceneError::Yaml {
+        path: source.to_path_buf(),
+        source: e,
+    })?;
+    let objects = doc.world.unwrap_or_default().collision_objects;
+    let frame = objects
+        .iter()
+        .filter_map(|o| o.header.as_ref())
+        .map(|h| h.frame_id.as_str())
+        .find(|f| !f.is_empty())
+        .unwrap_or("world")
+        .to_string();
+    let mut scene = Scene::new(frame.clone());
+    for (index, object) in objects.iter().enumerate() {
+        let label = format!("#{index} '{}'", object.id);
+        let err = |reason: String| SceneError::Format {
+            path: source.to_path_buf(),
+            obstacle: label.clone(),
+            reason,
+        };
+        if object.id.is_empty() {
+            return Err(err("missing or empty id".to_string()));
+        }
+        if let Some(h) = &object.header {
+            if !h.frame_id.is_empty() && h.frame_id != frame {
+                return Err(err(format!(
+                    "frame '{}' differs from the scene frame '{frame}'",
+                    h.frame_id
+                )));
+            }
+        }
+        if let Some(op) = &object.operation {
+            let add = op.as_u64() == Some(0)
+                || op.as_str().is_some_and(|s| s.eq_ignore_ascii_case("add"));
+            if !add {
+                return Err(err(format!("operation {op:?} is unsupported (only ADD)")));
+            }
+        }
+        if !object.planes.is_empty() {
+            return Err(err("plane shapes are unsupported".to_string()));
+        }
+        if object.primitive_poses.len() < object.primitives.len() {
+            return Err(err(format!(
+                "{} primitives but {} primitive_poses",
+                object.primitives.len(),
+                object.primitive_poses.len()
+            )));
+        }
+        if object.mesh_poses.len() < object.meshes.len() {
+            return Err(err(format!(
+                "{} meshes but {} mesh_poses",
+                object.meshes.len(),
+                object.mesh_poses.len()
+            )));
+        }
+        let base = match &object.pose {
+            Some(p) => pose_to_isometry(p).map_err(|r| err(format!("pose: {r}")))?,
+            None => Isometry3::identity(),
+        };
+        let mut shapes: Vec<(Shape, Isometry3<f64>)> = Vec::new();
+        for (k, (prim, pose)) in object
+            .primitives
+            .iter()
+            .zip(&object.primitive_poses)
+            .enumerate()
+        {
+            let shape = primitive_shape(prim).map_err(|r| err(format!("primitive {k}: {r}")))?;
+            let local =
+                pose_to_isometry(pose).map_err(|r| err(format!("primitive_poses[{k}]: {r}")))?;
+            shapes.push((shape, base * local));
+        }
+        for (k, (mesh, pose)) in object.meshes.iter().zip(&object.mesh_poses).enumerate() {
+            let points: Vec<Point3<f64>> = mesh
+                .vertices
+                .iter()
+                .map(|v| Point3::from(v.array()))
+                .collect();
+            let polytope = Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
+                path: source.to_path_buf(),
+                obstacle: format!("{label} mesh {k}"),
+                source: e,
+            })?;
+            let local = pose_to_isometry(pose).map_err(|r| err(format!("mesh_poses[{k}]: {r}")))?;
+            shapes.push((Shape::ConvexMesh { polytope }, base * local));
+        }
+        for (k, (shape, pose)) in shapes.into_iter().enumerate() {
+            let id = if k == 0 {
+                object.id.clone()
+            } else {
+                format!("{}/{k}", object.id)
+            };
+            scene
+                .add(Obstacle { id, shape, pose })
+                .map_err(|e| err(e.to_string()))?;
+        }
+    }
+    Ok(scene)
+}
+
+impl Scene {
+    /// Parses a MoveIt `PlanningScene` YAML text (see the [module documentation](self)).
+    pub fn from_moveit_yaml_str(text: &str) -> Result<Scene, SceneError> {
+        parse(text, Path::new("<string>"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    fn data_dir() -> Option<PathBuf> {
+        let dir = match std::env::var_os("GMP_DATA") {
+            Some(d) => PathBuf::from(d),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mbm"),
+        };
+        if dir.is_dir() {
+            Some(dir)
+        } else {
+            eprintln!(
+                "SKIP: benchmark data not found at {} (set GMP_DATA)",
+                dir.display()
+            );
+            None
+        }
+    }
+
+    /// Extracts a robot's problems into a temporary folder with the system `tar`.
+    fn extract(data: &Path, robot: &str) -> Option<tempfile::TempDir> {
+        let archive = data.join(robot).join("problems.tar.bz2");
+        let dir = tempfile::tempdir().ok()?;
+        let ok = Command::new("tar")
+            .arg("xjf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(dir.path())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if ok {
+            Some(dir)
+        } else {
+            eprintln!("SKIP: cannot extract {} with tar", archive.display());
+            None
+        }
+    }
+
+    #[test]
+    fn every_benchmark_scene_parses() {
+        let Some(data) = data_dir() else { return };
+        for robot in ["panda", "ur5", "fetch"] {
+            let Some(dir) = extract(&data, robot) else {
+                return;
+            };
+            let mut count = 0;
+            let problems = dir.path().join("problems");
+            let mut folders: Vec<_> = std::fs::read_dir(&problems)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            folders.sort();
+            for folder in folders {
+                for entry in std::fs::read_dir(&folder).unwrap() {
+                    let path = entry.unwrap().path();
+                    let name = path.file_name().unwrap().to_string_lossy().to_string();
+                    if !name.starts_with("scene") {
+                        continue;
+                    }
+                    let scene = crate::scene::load_scene(&path)
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    assert!(!scene.is_empty(), "{}", path.display());
+                    count += 1;
+                }
+            }
+            assert_eq!(count, 700, "{robot}");
+        }
+    }
+
+    #[test]
+    fn spot_check_box_scene() {
+        let Some(data) = data_dir() else { return };
+        let Some(dir) = extract(&data, "panda") else {
+            return;
+        };
+        let path = dir.path().join("problems/box_panda/scene0001.yaml");
+        let scene = crate::scene::load_scene(&path).unwrap();
+        // This file gives no header, so the scene frame defaults to `world`.
+        assert_eq!(scene.frame(), "world");
+        // From the file: Can1, cylinder dimensions [0.14, 0.03] (height, radius).
+        let can = scene.get("Can1").unwrap();
+        assert_eq!(
+            can.shape,
+            Shape::Cylinder {
+                radius: 0.03,
+                half_length: 0.07
+            }
+        );
+        let t = can.pose.translation.vector;
+        assert_eq!(
+            t,
+            Vector3::new(0.5408380884576693, 0.3580155146897772, -0.3762264457751537)
+        );
+        let q = can.pose.rotation.quaternion();
+        assert!(
+            (q.k - 0.07406844364750122).abs() < 1e-12 && (q.w - 0.9972531602635496).abs() < 1e-12
+        );
+        // base: box [0.7, 0.7, 0.04].
+        assert_eq!(
+            scene.get("base").unwrap().shape,
+            Shape::Box {
+                half_extents: Vector3::new(0.35, 0.35, 0.02)
+            }
+        );
+    }
+
+    const WITH_OBJECT_POSE: &str = "
+world:
+  collision_objects:
+    - id: shelf
+      header: {frame_id: base_link}
+      pose:
+        position: [1, 0, 0]
+        orientation: [0, 0, 0.7071067811865476, 0.7071067811865476]
+      primitives:
+        - type: 1
+          dimensions: [0.2, 0.4, 0.6]
+        - {type: sphere, dimensions: [0.1]}
+      primitive_poses:
+        - position: [0.5, 0, 0]
+          orientation: [0, 0, 0, 1]
+        - position: {x: 0, y: 0, z: 1}
+          orientation: {x: 0, y: 0, z: 0, w: 0}
+      meshes:
+        - vertices: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]
+          triangles: [{vertex_indices: [0, 1, 2]}]
+      mesh_poses:
+        - position: [0, 0, 0]
+";
+
+    #[test]
+    fn object_pose_composes_with_shape_poses() {
+        let scene = Scene::from_moveit_yaml_str(WITH_OBJECT_POSE).unwrap();
+        assert_eq!(scene.frame(), "base_link");
+        assert_eq!(scene.len(), 3);
+        // Object rotated 90 deg about z: local +x offset 0.5 becomes world +y.
+        let b = scene.get("shelf").unwrap();
+        assert!((b.pose.translation.vector - Vector3::new(1.0, 0.5, 0.0)).norm() < 1e-12);
+        let s = scene.get("shelf/1").unwrap();
+        assert_eq!(s.shape, Shape::Sphere { radius: 0.1 });
+        assert!((s.pose.translation.vector - Vector3::new(1.0, 0.0, 1.0)).norm() < 1e-12);
+        let m = scene.get("shelf/2").unwrap();
+        assert!(matches!(m.shape, Shape::ConvexMesh { .. }));
+        let (lo, _) = m.aabb();
+        assert!((lo - Point3::new(0.0, 0.0, 0.0)).norm() < 1e-12);
+    }
+
+    #[test]
+    fn unsupported_and_malformed_objects_are_named() {
+        let cone = "world:\n  collision_objects:\n    - id: c\n      primitives: [{type: 4, dimensions: [1, 1]}]\n      primitive_poses: [{position: [0, 0, 0]}]\n";
+        let e = Scene::from_moveit_yaml_str(cone).unwrap_err().to_string();
+        assert!(e.contains("'c'") && e.contains("unsupported"), "{e}");
+        let missing = "world:\n  collision_objects:\n    - id: m\n      primitives: [{type: box, dimensions: [1, 1, 1]}]\n";
+        let e = Scene::from_moveit_yaml_str(missing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'m'") && e.contains("primitive_poses"), "{e}");
+        let short = "world:\n  collision_objects:\n    - id: s\n      primitives: [{type: box, dimensions: [1, 1]}]\n      primitive_poses: [{position: [0, 0, 0]}]\n";
+        let e = Scene::from_moveit_yaml_str(short).unwrap_err().to_string();
+        assert!(e.contains("'s'") && e.contains("3 dimensions"), "{e}");
+        let frames = "world:\n  collision_objects:\n    - id: a\n      header: {frame_id: x}\n    - id: b\n      header: {frame_id: y}\n";
+        let e = Scene::from_moveit_yaml_str(frames).unwrap_err().to_string();
+        assert!(e.contains("'b'") && e.contains("frame"), "{e}");
+        let neg = "world:\n  collision_objects:\n    - id: n\n      primitives: [{type: 2, dimensions: [-1]}]\n      primitive_poses: [{position: [0, 0, 0]}]\n";
+        let e = Scene::from_moveit_yaml_str(neg).unwrap_err().to_string();
+        assert!(e.contains("'n'") && e.contains("radius"), "{e}");
+    }
+}

@@ -1,0 +1,494 @@
+//! The project's own scene format.
+//!
+//! ```yaml
+//! frame: world                  # frame of every pose (default: world)
+//! obstacles:
+//!   - id: table                 # unique, required
+//!     box: {size: [1.0, 2.0, 0.05]}            # full extents x y z
+//!     pose: {position: [0.5, 0, 0.2], orientation: [0, 0, 0, 1]}  # quaternion x y z w
+//!   - id: ball
+//!     sphere: {radius: 0.1}
+//!     pose: {position: [0.3, 0.2, 0.6]}       # orientation defaults to identity
+//!   - id: post
+//!     cylinder: {radius: 0.05, length: 0.8}   # about the local z axis, centred
+//!     pose: {position: [0, 0, 0.4], rpy: [0, 1.5708, 0]}  # roll pitch yaw (URDF convention)
+//!   - id: rock
+//!     mesh: {file: meshes/rock.stl, scale: [1, 1, 1]}  # relative to the scene file's folder
+//!   - id: wedge
+//!     convex: {points: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]}
+//! ```
+//!
+//! Each obstacle has exactly one shape key (`box`, `sphere`, `cylinder`, `mesh`, `convex`);
+//! meshes and point lists are replaced by their convex hull. `pose` is optional (identity);
+//! it may give `orientation` (normalised on load) or `rpy`, not both. Unknown keys are errors.
+//! [`Scene::to_yaml_string`] writes meshes as `convex` point lists (the hull vertices).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use nalgebra::{Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vector3};
+use serde::{Deserialize, Serialize};
+
+use super::{Obstacle, Scene, SceneError, Shape};
+use crate::robot::geometry::Polytope;
+use crate::robot::mesh::load_mesh_points;
+
+/// Name used in error messages for scenes given as text.
+const STRING_SOURCE: &str = "<string>";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDoc {
+    #[serde(default = "default_frame")]
+    frame: String,
+    #[serde(default)]
+    obstacles: Vec<RawObstacle>,
+}
+
+fn default_frame() -> String {
+    "world".to_string()
+}
+
+#[derive(Deserialize)]
+struct RawObstacle {
+    id: Option<String>,
+    pose: Option<serde_yaml::Value>,
+    #[serde(flatten)]
+    shape: BTreeMap<String, serde_yaml::Value>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct BoxSpec {
+    size: [f64; 3],
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct SphereSpec {
+    radius: f64,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct CylinderSpec {
+    radius: f64,
+    length: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MeshSpec {
+    file: PathBuf,
+    #[serde(default = "unit_scale")]
+    scale: [f64; 3],
+}
+
+fn unit_scale() -> [f64; 3] {
+    [1.0, 1.0, 1.0]
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct ConvexSpec {
+    points: Vec<[f64; 3]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPose {
+    #[serde(default)]
+    position: [f64; 3],
+    orientation: Option<[f64; 4]>,
+    rpy: Option<[f64; 3]>,
+}
+
+#[derive(Serialize)]
+struct OutDoc {
+    frame: String,
+    obstacles: Vec<OutObstacle>,
+}
+
+#[derive(Serialize)]
+struct OutObstacle {
+    id: String,
+    #[serde(rename = "box", skip_serializing_if = "Option::is_none")]
+    box_: Option<BoxSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sphere: Option<SphereSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cylinder: Option<CylinderSpec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    convex: Option<ConvexSpec>,
+    pose: OutPose,
+}
+
+#[derive(Serialize)]
+struct OutPose {
+    position: [f64; 3],
+    orientation: [f64; 4],
+}
+
+/// Builds a unit quaternion from `[x, y, z, w]`, normalising it; errors when it is not
+/// finite or has (near) zero length.
+pub(crate) fn quaternion_xyzw(q: [f64; 4]) -> Result<UnitQuaternion<f64>, String> {
+    let [x, y, z, w] = q;
+    let quat = Quaternion::new(w, x, y, z);
+    let n = quat.norm();
+    if !n.is_finite() || n < 1e-6 {
+        return Err(format!(
+            "orientation [{x}, {y}, {z}, {w}] is not a normalisable quaternion"
+        ));
+    }
+    Ok(UnitQuaternion::from_quaternion(quat))
+}
+
+pub(crate) fn finite3(what: &str, v: [f64; 3]) -> Result<Vector3<f64>, String> {
+    if v.iter().all(|c| c.is_finite()) {
+        Ok(Vector3::new(v[0], v[1], v[2]))
+    } else {
+        Err(format!("{what} {v:?} is not finite"))
+    }
+}
+
+fn parse_pose(value: serde_yaml::Value) -> Result<Isometry3<f64>, String> {
+    let raw: RawPose = serde_yaml::from_value(value).map_err(|e| format!("pose: {e}"))?;
+    let position = finite3("position", raw.position)?;
+    let rotation = match (raw.orientation, raw.rpy) {
+        (Some(_), Some(_)) => return Err("pose gives both orientation and rpy".to_string()),
+        (Some(q), None) => quaternion_xyzw(q)?,
+        (None, Some(rpy)) => {
+            let r = finite3("rpy", rpy)?;
+            UnitQuaternion::from_euler_angles(r.x, r.y, r.z)
+        }
+        (None, None) => UnitQuaternion::identity(),
+    };
+    Ok(Isometry3::from_parts(
+        Translation3::from(position),
+        rotation,
+    ))
+}
+
+fn spec<T: serde::de::DeserializeOwned>(key: &str, value: serde_yaml::Value) -> Result<T, String> {
+    serde_yaml::from_value(value).map_err(|e| format!("{key}: {e}"))
+}
+
+/// Parses the project's scene format. `base_dir` resolves relative mesh paths; `source`
+/// names the text in error messages.
+pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene, SceneError> {
+    let doc: RawDoc = serde_yaml::from_str(text).map_err(|e| SceneError::Yaml {
+        path: source.to_path_buf(),
+        source: e,
+    })?;
+    let mut scene = Scene::new(doc.frame);
+    for (index, raw) in doc.obstacles.into_iter().enumerate() {
+        let label = match &raw.id {
+            Some(id) => format!("#{index} '{id}'"),
+            None => format!("#{index}"),
+        };
+        let format_err = |reason: String| SceneError::Format {
+            path: source.to_path_buf(),
+            obstacle: label.clone(),
+            reason,
+        };
+        let id = match raw.id {
+            Some(id) if !id.is_empty() => id,
+            _ => return Err(format_err("missing or empty id".to_string())),
+        };
+        let pose = match raw.pose {
+            Some(v) => parse_pose(v).map_err(format_err)?,
+            None => Isometry3::identity(),
+        };
+        let mut entries = raw.shape.into_iter();
+        let (key, value) = entries.next().ok_or_else(|| {
+            format_err("no shape (expected one of box, sphere, cylinder, mesh, convex)".into())
+        })?;
+        if let Some((second, _)) = entries.next() {
+            return Err(format_err(format!(
+                "more than one shape key ('{key}' and '{second}')"
+            )));
+        }
+        let shape = match key.as_str() {
+            "box" => {
+                let s: BoxSpec = spec(&key, value).map_err(format_err)?;
+                Shape::Box {
+                    half_extents: finite3("box size", s.size).map_err(format_err)? / 2.0,
+                }
+            }
+            "sphere" => {
+                let s: SphereSpec = spec(&key, value).map_err(format_err)?;
+                Shape::Sphere { radius: s.radius }
+            }
+            "cylinder" => {
+                let s: CylinderSpec = spec(&key, value).map_err(format_err)?;
+                Shape::Cylinder {
+                    radius: s.radius,
+                    half_length: s.length / 2.0,
+                }
+            }
+            "mesh" => {
+                let s: MeshSpec = spec(&key, value).map_err(format_err)?;
+                let file = base_dir.join(&s.file);
+                let scale = finite3("mesh scale", s.scale).map_err(format_err)?;
+                let geometry_err = |e| SceneError::Geometry {
+                    path: source.to_path_buf(),
+                    obstacle: label.clone(),
+                    source: e,
+                };
+                let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
+                Shape::ConvexMesh {
+                    polytope: Polytope::from_points(&points).map_err(geometry_err)?,
+                }
+            }
+            "convex" => {
+                let s: ConvexSpec = spec(&key, value).map_err(format_err)?;
+                let points: Vec<Point3<f64>> = s
+                    .points
+                    .iter()
+                    .map(|p| Point3::new(p[0], p[1], p[2]))
+                    .collect();
+                Shape::ConvexMesh {
+                    polytope: Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
+                        path: source.to_path_buf(),
+                        obstacle: label.clone(),
+                        source: e,
+                    })?,
+                }
+            }
+            other => {
+                return Err(format_err(format!(
+                    "unknown key '{other}' (expected pose and one of box, sphere, cylinder, \
+                     mesh, convex)"
+                )))
+            }
+        };
+        scene
+            .add(Obstacle { id, shape, pose })
+            .map_err(|e| format_err(e.to_string()))?;
+    }
+    Ok(scene)
+}
+
+impl Scene {
+    /// Parses the project's scene format (see the [module documentation](self)); relative
+    /// mesh paths are resolved against `base_dir`.
+    pub fn from_yaml_str(text: &str, base_dir: &Path) -> Result<Scene, SceneError> {
+        parse(text, base_dir, Path::new(STRING_SOURCE))
+    }
+
+    /// Reads a scene file in the project's format; meshes resolve relative to its folder.
+    pub fn from_yaml_file(path: &Path) -> Result<Scene, SceneError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        parse(&text, path.parent().unwrap_or(Path::new(".")), path)
+    }
+
+    /// Writes the scene in the project's format, obstacles in slot order. Convex meshes are
+    /// written as `convex` point lists. Numbers are written so that they read back exactly.
+    pub fn to_yaml_string(&self) -> String {
+        let obstacles = self
+            .iter()
+            .map(|o| {
+                let mut out = OutObstacle {
+                    id: o.id.clone(),
+                    box_: None,
+                    sphere: None,
+                    cylinder: None,
+                    convex: None,
+                    pose: OutPose {
+                        position: o.pose.translation.vector.into(),
+                        orientation: {
+                            let q = o.pose.rotation.quaternion();
+                            [q.i, q.j, q.k, q.w]
+                        },
+                    },
+                };
+                match &o.shape {
+                    Shape::Box { half_extents } => {
+                        out.box_ = Some(BoxSpec {
+                            size: (half_extents * 2.0).into(),
+                        })
+                    }
+                    Shape::Sphere { radius } => out.sphere = Some(SphereSpec { radius: *radius }),
+                    Shape::Cylinder {
+                        radius,
+                        half_length,
+                    } => {
+                        out.cylinder = Some(CylinderSpec {
+                            radius: *radius,
+                            length: half_length * 2.0,
+                        })
+                    }
+                    Shape::ConvexMesh { polytope } => {
+                        out.convex = Some(ConvexSpec {
+                            points: polytope.vertices.iter().map(|v| v.coords.into()).collect(),
+                        })
+                    }
+                }
+                out
+            })
+            .collect();
+        let doc = OutDoc {
+            frame: self.frame().to_string(),
+            obstacles,
+        };
+        // Plain data structs of strings and floats always serialise.
+        serde_yaml::to_string(&doc).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = "
+frame: world
+obstacles:
+  - id: table
+    box: {size: [1.0, 2.0, 0.05]}
+    pose: {position: [0.5, 0, 0.2], orientation: [0, 0, 0, 2]}
+  - id: ball
+    sphere: {radius: 0.1}
+    pose: {position: [0.3, 0.2, 0.6]}
+  - id: post
+    cylinder: {radius: 0.05, length: 0.8}
+    pose: {position: [0, 0, 0.4], rpy: [0, 1.5707963267948966, 0]}
+  - id: wedge
+    convex: {points: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [0.1, 0.1, 0.1]]}
+";
+
+    #[test]
+    fn parses_every_shape() {
+        let s = Scene::from_yaml_str(EXAMPLE, Path::new(".")).unwrap();
+        assert_eq!(s.frame(), "world");
+        assert_eq!(s.len(), 4);
+        let table = s.get("table").unwrap();
+        assert_eq!(
+            table.shape,
+            Shape::Box {
+                half_extents: Vector3::new(0.5, 1.0, 0.025)
+            }
+        );
+        assert_eq!(table.pose.translation.vector, Vector3::new(0.5, 0.0, 0.2));
+        assert_eq!(table.pose.rotation, UnitQuaternion::identity());
+        let post = s.get("post").unwrap();
+        assert_eq!(
+            post.shape,
+            Shape::Cylinder {
+                radius: 0.05,
+                half_length: 0.4
+            }
+        );
+        // Pitch by 90 degrees turns the cylinder axis (z) onto x.
+        let axis = post.pose.rotation * Vector3::z();
+        assert!((axis - Vector3::new(1.0, 0.0, 0.0)).norm() < 1e-12);
+        match &s.get("wedge").unwrap().shape {
+            Shape::ConvexMesh { polytope } => assert_eq!(polytope.vertices.len(), 4),
+            other => panic!("wedge is {other:?}"),
+        }
+        assert_eq!(s.slot_of("ball"), Some(1));
+    }
+
+    #[test]
+    fn round_trips_through_text() {
+        let s = Scene::from_yaml_str(EXAMPLE, Path::new(".")).unwrap();
+        let text = s.to_yaml_string();
+        let back = Scene::from_yaml_str(&text, Path::new(".")).unwrap();
+        assert_eq!(back.frame(), s.frame());
+        let a: Vec<_> = s.iter().collect();
+        let b: Vec<_> = back.iter().collect();
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.id, y.id);
+            assert!((x.pose.translation.vector - y.pose.translation.vector).norm() < 1e-15);
+            assert!(x.pose.rotation.angle_to(&y.pose.rotation) < 1e-7);
+            match (&x.shape, &y.shape) {
+                (Shape::ConvexMesh { polytope: p }, Shape::ConvexMesh { polytope: q }) => {
+                    let mut pv = p.vertices.clone();
+                    let mut qv = q.vertices.clone();
+                    let key = |v: &Point3<f64>| (v.x, v.y, v.z);
+                    pv.sort_by(|m, n| key(m).partial_cmp(&key(n)).unwrap());
+                    qv.sort_by(|m, n| key(m).partial_cmp(&key(n)).unwrap());
+                    assert_eq!(pv, qv);
+                }
+                (p, q) => assert_eq!(p, q),
+            }
+        }
+    }
+
+    #[test]
+    fn mesh_paths_resolve_against_the_scene_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("meshes")).unwrap();
+        std::fs::write(
+            dir.path().join("meshes/t.obj"),
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 2 3\nf 1 2 4\n",
+        )
+        .unwrap();
+        let scene_path = dir.path().join("scene.yaml");
+        std::fs::write(
+            &scene_path,
+            "obstacles:\n  - id: rock\n    mesh: {file: meshes/t.obj, scale: [2, 2, 2]}\n",
+        )
+        .unwrap();
+        let s = Scene::from_yaml_file(&scene_path).unwrap();
+        let (_, hi) = s.get("rock").unwrap().aabb();
+        assert_eq!(hi, Point3::new(2.0, 2.0, 2.0));
+        // The generic entry point picks the same parser.
+        let t = super::super::load_scene(&scene_path).unwrap();
+        assert_eq!(t.get("rock"), s.get("rock"));
+
+        std::fs::write(
+            &scene_path,
+            "obstacles:\n  - id: rock\n    mesh: {file: meshes/missing.stl}\n",
+        )
+        .unwrap();
+        let e = Scene::from_yaml_file(&scene_path).unwrap_err().to_string();
+        assert!(
+            e.contains("scene.yaml") && e.contains("'rock'") && e.contains("missing.stl"),
+            "{e}"
+        );
+    }
+
+    fn err(text: &str) -> String {
+        Scene::from_yaml_str(text, Path::new("."))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn errors_name_the_obstacle_and_the_problem() {
+        let e = err("obstacles:\n  - id: c\n    cone: {radius: 1}\n");
+        assert!(
+            e.contains("#0 'c'") && e.contains("unknown key 'cone'"),
+            "{e}"
+        );
+        let e = err(
+            "obstacles:\n  - id: a\n    sphere: {radius: 1}\n  - id: b\n    box: {size: [1, 2]}\n",
+        );
+        assert!(e.contains("#1 'b'") && e.contains("box"), "{e}");
+        let e = err("obstacles:\n  - id: a\n    sphere: {radius: -1}\n");
+        assert!(e.contains("'a'") && e.contains("radius"), "{e}");
+        let e = err("obstacles:\n  - sphere: {radius: 1}\n");
+        assert!(e.contains("#0") && e.contains("id"), "{e}");
+        let e = err("obstacles:\n  - id: a\n    sphere: {radius: 1}\n    box: {size: [1, 1, 1]}\n");
+        assert!(e.contains("more than one shape"), "{e}");
+        let e = err(
+            "obstacles:\n  - id: a\n    sphere: {radius: 1}\n  - id: a\n    sphere: {radius: 1}\n",
+        );
+        assert!(e.contains("#1 'a'") && e.contains("already exists"), "{e}");
+        let e = err("obstacles:\n  - id: a\n    sphere: {radius: 1}\n    pose: {orientation: [0, 0, 0, 0]}\n");
+        assert!(e.contains("quaternion"), "{e}");
+        let e = err("obstacles:\n  - id: a\n    sphere: {radius: 1}\n    pose: {rpy: [0, 0, 0], orientation: [0, 0, 0, 1]}\n");
+        assert!(e.contains("both"), "{e}");
+        let e = err("obstacles:\n  - id: a\n    convex: {points: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]]}\n");
+        assert!(e.contains("'a'") && e.contains("coplanar"), "{e}");
+        // Syntax and structure errors keep serde_yaml's line numbers.
+        let e = err("frame: world\nobstacles:\n  - id: a\n    sphere: {radius: 1\n");
+        assert!(e.contains("<string>") && e.contains("line"), "{e}");
+        let e = err("frame: world\ncolour: red\n");
+        assert!(e.contains("colour") && e.contains("line 2"), "{e}");
+    }
+}
