@@ -8,7 +8,15 @@ use crate::robot::{LoadOptions, PlanningGroup, RobotError, RobotModel};
 use crate::scene::Scene;
 
 /// The seven MBM scenes, in the benchmark's order.
-pub const SCENES: [&str; 7] = ["table_pick", "table_under_pick", "box", "bookshelf_small", "bookshelf_tall", "bookshelf_thin", "cage"];
+pub const SCENES: [&str; 7] = [
+    "table_pick",
+    "table_under_pick",
+    "box",
+    "bookshelf_small",
+    "bookshelf_tall",
+    "bookshelf_thin",
+    "cage",
+];
 /// The three MBM robots.
 pub const ROBOTS: [&str; 3] = ["panda", "ur5", "fetch"];
 
@@ -97,21 +105,34 @@ pub struct MbmRobot {
 /// Loads an MBM robot (URDF, SRDF and the spherized URDF for the sphere model).
 pub fn load_robot(data: &Path, robot: &str) -> Result<MbmRobot, MbmError> {
     let dir = data.join(robot);
-    let opts = LoadOptions { spherized_urdf: Some(dir.join(format!("{robot}_spherized.urdf"))), ..Default::default() };
-    let model = RobotModel::from_urdf_file(&dir.join(format!("{robot}.urdf")), Some(&dir.join(format!("{robot}.srdf"))), &opts)?;
+    let opts = LoadOptions {
+        spherized_urdf: Some(dir.join(format!("{robot}_spherized.urdf"))),
+        ..Default::default()
+    };
+    let model = RobotModel::from_urdf_file(
+        &dir.join(format!("{robot}.urdf")),
+        Some(&dir.join(format!("{robot}.srdf"))),
+        &opts,
+    )?;
     let group_name = match robot {
         "panda" => "panda_arm",
         "ur5" => "manipulator",
         _ => "arm_with_torso",
     };
     let group = model.group(group_name)?;
-    Ok(MbmRobot { name: robot.to_string(), model, group })
+    Ok(MbmRobot {
+        name: robot.to_string(),
+        model,
+        group,
+    })
 }
 
 /// Unpacks `<robot>/problems.tar.bz2` once into a cache folder and returns the folder holding
 /// `problems/`. The cache is `$GMP_CACHE` or `target/mbm-cache` next to the crate.
 pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> {
-    let cache_root = std::env::var("GMP_CACHE").map(PathBuf::from).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mbm-cache"));
+    let cache_root = std::env::var("GMP_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mbm-cache"));
     let dest = cache_root.join(robot);
     let marker = dest.join(".complete");
     if marker.is_file() {
@@ -119,7 +140,10 @@ pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> 
     }
     let archive = data.join(robot).join("problems.tar.bz2");
     let tmp = cache_root.join(format!("{robot}.partial-{}", std::process::id()));
-    let io = |p: &Path, e: std::io::Error| MbmError::Io { path: p.display().to_string(), message: e.to_string() };
+    let io = |p: &Path, e: std::io::Error| MbmError::Io {
+        path: p.display().to_string(),
+        message: e.to_string(),
+    };
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
     let status = std::process::Command::new("tar")
@@ -128,14 +152,23 @@ pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> 
         .arg("-C")
         .arg(&tmp)
         .status()
-        .map_err(|e| MbmError::Io { path: archive.display().to_string(), message: format!("cannot run tar: {e}") })?;
+        .map_err(|e| MbmError::Io {
+            path: archive.display().to_string(),
+            message: format!("cannot run tar: {e}"),
+        })?;
     if !status.success() {
-        return Err(MbmError::Io { path: archive.display().to_string(), message: format!("tar exited with {status}") });
+        return Err(MbmError::Io {
+            path: archive.display().to_string(),
+            message: format!("tar exited with {status}"),
+        });
     }
     std::fs::write(tmp.join(".complete"), b"ok").map_err(|e| io(&tmp, e))?;
     let _ = std::fs::remove_dir_all(&dest);
     if std::fs::rename(&tmp, &dest).is_err() && !marker.is_file() {
-        return Err(MbmError::Io { path: dest.display().to_string(), message: "could not move the unpacked problems into place".into() });
+        return Err(MbmError::Io {
+            path: dest.display().to_string(),
+            message: "could not move the unpacked problems into place".into(),
+        });
     }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(dest)
@@ -154,27 +187,48 @@ pub struct Request {
 
 /// Reads a MoveIt `MotionPlanRequest` YAML: start joint state, group and joint goal.
 pub fn read_request(path: &Path) -> Result<Request, MbmError> {
-    let err = |m: String| MbmError::Request { path: path.display().to_string(), message: m };
+    let err = |m: String| MbmError::Request {
+        path: path.display().to_string(),
+        message: m,
+    };
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| err(e.to_string()))?;
     let js = &doc["start_state"]["joint_state"];
-    let names = js["name"].as_sequence().ok_or_else(|| err("start_state.joint_state.name missing".into()))?;
-    let pos = js["position"].as_sequence().ok_or_else(|| err("start_state.joint_state.position missing".into()))?;
+    let names = js["name"]
+        .as_sequence()
+        .ok_or_else(|| err("start_state.joint_state.name missing".into()))?;
+    let pos = js["position"]
+        .as_sequence()
+        .ok_or_else(|| err("start_state.joint_state.position missing".into()))?;
     if names.len() != pos.len() {
-        return Err(err(format!("start_state has {} names but {} positions", names.len(), pos.len())));
+        return Err(err(format!(
+            "start_state has {} names but {} positions",
+            names.len(),
+            pos.len()
+        )));
     }
     let mut start = BTreeMap::new();
     for (n, p) in names.iter().zip(pos) {
-        let n = n.as_str().ok_or_else(|| err("joint name is not a string".into()))?;
-        let p = p.as_f64().ok_or_else(|| err(format!("joint '{n}' position is not a number")))?;
+        let n = n
+            .as_str()
+            .ok_or_else(|| err("joint name is not a string".into()))?;
+        let p = p
+            .as_f64()
+            .ok_or_else(|| err(format!("joint '{n}' position is not a number")))?;
         start.insert(n.to_string(), p);
     }
     let group = doc["group_name"].as_str().unwrap_or("").to_string();
-    let jc = doc["goal_constraints"][0]["joint_constraints"].as_sequence().ok_or_else(|| err("goal_constraints[0].joint_constraints missing".into()))?;
+    let jc = doc["goal_constraints"][0]["joint_constraints"]
+        .as_sequence()
+        .ok_or_else(|| err("goal_constraints[0].joint_constraints missing".into()))?;
     let mut goal = Vec::new();
     for c in jc {
-        let n = c["joint_name"].as_str().ok_or_else(|| err("joint_constraints entry without joint_name".into()))?;
-        let p = c["position"].as_f64().ok_or_else(|| err(format!("joint constraint '{n}' without position")))?;
+        let n = c["joint_name"]
+            .as_str()
+            .ok_or_else(|| err("joint_constraints entry without joint_name".into()))?;
+        let p = c["position"]
+            .as_f64()
+            .ok_or_else(|| err(format!("joint constraint '{n}' without position")))?;
         goal.push((n.to_string(), p));
     }
     Ok(Request { start, group, goal })
@@ -192,9 +246,23 @@ pub fn load_problems(data: &Path, robot: &str) -> Result<Vec<Problem>, MbmError>
             if !req.is_file() {
                 continue;
             }
-            let Request { start: start_state, group: group_name, goal } = read_request(&req)?;
-            let scene = crate::scene::load_scene(&scn).map_err(|e| MbmError::Scene { path: scn.display().to_string(), message: e.to_string() })?;
-            out.push(Problem { scene_name: scene_name.to_string(), index, scene, start_state, group_name, goal });
+            let Request {
+                start: start_state,
+                group: group_name,
+                goal,
+            } = read_request(&req)?;
+            let scene = crate::scene::load_scene(&scn).map_err(|e| MbmError::Scene {
+                path: scn.display().to_string(),
+                message: e.to_string(),
+            })?;
+            out.push(Problem {
+                scene_name: scene_name.to_string(),
+                index,
+                scene,
+                start_state,
+                group_name,
+                goal,
+            });
         }
     }
     Ok(out)
@@ -219,11 +287,20 @@ impl MbmRobot {
         let mut start = Vec::with_capacity(names.len());
         let mut goal = Vec::with_capacity(names.len());
         for n in names {
-            start.push(*p.start_state.get(n).ok_or_else(|| MbmError::Request { path: format!("{} #{}", p.scene_name, p.index), message: format!("start state lacks joint '{n}'") })?);
-            goal.push(p.goal.iter().find(|(g, _)| g == n).map(|(_, v)| *v).ok_or_else(|| MbmError::Request {
+            start.push(*p.start_state.get(n).ok_or_else(|| MbmError::Request {
                 path: format!("{} #{}", p.scene_name, p.index),
-                message: format!("goal lacks joint '{n}'"),
+                message: format!("start state lacks joint '{n}'"),
             })?);
+            goal.push(
+                p.goal
+                    .iter()
+                    .find(|(g, _)| g == n)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| MbmError::Request {
+                        path: format!("{} #{}", p.scene_name, p.index),
+                        message: format!("goal lacks joint '{n}'"),
+                    })?,
+            );
         }
         Ok((start, goal))
     }

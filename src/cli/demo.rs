@@ -40,7 +40,12 @@ pub struct DemoArgs {
 
 /// Loads the bundled robot and scene.
 pub fn bundled() -> Result<(RobotModel, Scene), CliError> {
-    let robot = RobotModel::from_urdf_str(BUNDLED_URDF, None, Some(BUNDLED_SRDF), &LoadOptions::default())?;
+    let robot = RobotModel::from_urdf_str(
+        BUNDLED_URDF,
+        None,
+        Some(BUNDLED_SRDF),
+        &LoadOptions::default(),
+    )?;
     let scene = Scene::from_yaml_str(BUNDLED_SCENE, std::path::Path::new("."))?;
     Ok((robot, scene))
 }
@@ -50,10 +55,21 @@ pub fn run(a: &DemoArgs) -> Result<Value, CliError> {
     let (robot, scene) = bundled()?;
     let group = robot.default_group();
     let base = robot.tree.neutral_state();
-    let checker = crate::collision::make_checker(&a.backend, &robot, &group, &base, &scene, CheckerOptions::default())?;
+    let checker = crate::collision::make_checker(
+        &a.backend,
+        &robot,
+        &group,
+        &base,
+        &scene,
+        CheckerOptions::default(),
+    )?;
     let space = &group.space;
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
-    let sample = |rng: &mut ChaCha8Rng| -> Vec<f64> { (0..space.dof()).map(|j| rng.random_range(space.lower[j]..=space.upper[j])).collect() };
+    let sample = |rng: &mut ChaCha8Rng| -> Vec<f64> {
+        (0..space.dof())
+            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+            .collect()
+    };
     let mut configs = ConfigBatch::with_capacity(space.dof(), a.configs);
     for _ in 0..a.configs {
         configs.push(&sample(&mut rng))?;
@@ -61,10 +77,18 @@ pub fn run(a: &DemoArgs) -> Result<Value, CliError> {
     let t0 = Instant::now();
     let valid = checker.check_configs(&configs)?;
     let t_configs = t0.elapsed().as_secs_f64();
-    let free_configs: Vec<&[f64]> = configs.rows().zip(&valid).filter(|(_, v)| **v).map(|(r, _)| r).collect();
+    let free_configs: Vec<&[f64]> = configs
+        .rows()
+        .zip(&valid)
+        .filter(|(_, v)| **v)
+        .map(|(r, _)| r)
+        .collect();
     let mut motions = MotionBatch::new(space.dof());
     for i in 0..a.motions.min(free_configs.len().saturating_sub(1)) {
-        motions.push(free_configs[i], free_configs[(i * 7 + 1) % free_configs.len()])?;
+        motions.push(
+            free_configs[i],
+            free_configs[(i * 7 + 1) % free_configs.len()],
+        )?;
     }
     let resolution = 0.02;
     let t1 = Instant::now();

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 
-use crate::collision::{Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes};
+use crate::collision::{
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
+};
 use crate::robot::dh::DhChain;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -27,7 +29,14 @@ macro_rules! cli_from {
         }
     )*};
 }
-cli_from!(crate::robot::RobotError, crate::collision::CollisionError, crate::scene::SceneError, crate::mbm::MbmError, std::io::Error, serde_json::Error);
+cli_from!(
+    crate::robot::RobotError,
+    crate::collision::CollisionError,
+    crate::scene::SceneError,
+    crate::mbm::MbmError,
+    std::io::Error,
+    serde_json::Error
+);
 
 /// GPU-batched motion planning engine: robot models, scenes, collision checks.
 #[derive(Parser, Debug)]
@@ -153,6 +162,9 @@ pub struct MbmValidityArgs {
     /// Robot geometry: polytopes or spheres.
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
+    /// Safety margin in metres (closer counts as touching).
+    #[arg(long, default_value_t = crate::collision::DEFAULT_MARGIN)]
+    pub margin: f32,
 }
 
 /// Runs a parsed command and returns the JSON to print.
@@ -169,68 +181,132 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
 }
 
 fn read_json(path: &Path) -> Result<Value, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| CliError(format!("{}: invalid JSON: {e}", path.display())))
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| CliError(format!("{}: invalid JSON: {e}", path.display())))
 }
 
 /// Loads a robot from CLI arguments.
 pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliError> {
-    let opts = LoadOptions { search_paths: a.package_paths.clone(), skip_geometry, spherized_urdf: a.spherized.clone() };
-    Ok(RobotModel::from_urdf_file(&a.urdf, a.srdf.as_deref(), &opts)?)
+    let opts = LoadOptions {
+        search_paths: a.package_paths.clone(),
+        skip_geometry,
+        spherized_urdf: a.spherized.clone(),
+    };
+    Ok(RobotModel::from_urdf_file(
+        &a.urdf,
+        a.srdf.as_deref(),
+        &opts,
+    )?)
 }
 
 fn string_list(v: &Value, what: &str, file: &Path) -> Result<Vec<String>, CliError> {
     v.as_array()
-        .ok_or_else(|| CliError(format!("{}: '{what}' must be a list of strings", file.display())))?
+        .ok_or_else(|| {
+            CliError(format!(
+                "{}: '{what}' must be a list of strings",
+                file.display()
+            ))
+        })?
         .iter()
-        .map(|s| s.as_str().map(str::to_string).ok_or_else(|| CliError(format!("{}: '{what}' must be a list of strings", file.display()))))
+        .map(|s| {
+            s.as_str().map(str::to_string).ok_or_else(|| {
+                CliError(format!(
+                    "{}: '{what}' must be a list of strings",
+                    file.display()
+                ))
+            })
+        })
         .collect()
 }
 
 fn number_row(v: &Value, n: usize, what: &str, file: &Path) -> Result<Vec<f64>, CliError> {
-    let arr = v.as_array().ok_or_else(|| CliError(format!("{}: {what} must be a list of numbers", file.display())))?;
+    let arr = v.as_array().ok_or_else(|| {
+        CliError(format!(
+            "{}: {what} must be a list of numbers",
+            file.display()
+        ))
+    })?;
     if arr.len() != n {
-        return Err(CliError(format!("{}: {what} has {} values, expected {n} (one per joint name)", file.display(), arr.len())));
+        return Err(CliError(format!(
+            "{}: {what} has {} values, expected {n} (one per joint name)",
+            file.display(),
+            arr.len()
+        )));
     }
     arr.iter()
         .map(|x| match x {
-            Value::Number(num) => num.as_f64().ok_or_else(|| CliError(format!("{}: {what}: bad number", file.display()))),
+            Value::Number(num) => num
+                .as_f64()
+                .ok_or_else(|| CliError(format!("{}: {what}: bad number", file.display()))),
             // JSON has no NaN; accept the strings "nan"/"inf" so that they are rejected with a
             // clear message downstream instead of a parse error.
-            Value::String(s) => s.parse::<f64>().map_err(|_| CliError(format!("{}: {what}: '{s}' is not a number", file.display()))),
-            _ => Err(CliError(format!("{}: {what}: {x} is not a number", file.display()))),
+            Value::String(s) => s.parse::<f64>().map_err(|_| {
+                CliError(format!("{}: {what}: '{s}' is not a number", file.display()))
+            }),
+            _ => Err(CliError(format!(
+                "{}: {what}: {x} is not a number",
+                file.display()
+            ))),
         })
         .collect()
 }
 
 /// Maps named joint values into a full state that starts neutral.
-fn full_state_from_names(robot: &RobotModel, names: &[String], values: &[f64], out: &mut [f64]) -> Result<(), CliError> {
+fn full_state_from_names(
+    robot: &RobotModel,
+    names: &[String],
+    values: &[f64],
+    out: &mut [f64],
+) -> Result<(), CliError> {
     for (n, v) in names.iter().zip(values) {
         let j = robot.tree.joint(n)?;
-        let var = robot.tree.joints[j].variable.ok_or_else(|| CliError(format!("joint '{n}' is fixed or a mimic joint and has no value of its own")))?;
+        let var = robot.tree.joints[j].variable.ok_or_else(|| {
+            CliError(format!(
+                "joint '{n}' is fixed or a mimic joint and has no value of its own"
+            ))
+        })?;
         out[var] = *v;
     }
     Ok(())
 }
 
 fn fk(a: &FkArgs) -> Result<Value, CliError> {
-    let robot = load_robot(&RobotArgs { urdf: a.urdf.clone(), srdf: None, spherized: None, package_paths: vec![] }, true)?;
+    let robot = load_robot(
+        &RobotArgs {
+            urdf: a.urdf.clone(),
+            srdf: None,
+            spherized: None,
+            package_paths: vec![],
+        },
+        true,
+    )?;
     let doc = read_json(&a.configs)?;
     let names = string_list(&doc["joint_names"], "joint_names", &a.configs)?;
-    let rows = doc["configs"].as_array().ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
+    let rows = doc["configs"]
+        .as_array()
+        .ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
     let tree = &robot.tree;
     let mut links: BTreeMap<String, Vec<[f64; 7]>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         let values = number_row(r, names.len(), &format!("configs[{i}]"), &a.configs)?;
         if let Some((k, _)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(CliError(format!("{}: configs[{i}]: joint '{}' is not a finite number", a.configs.display(), names[k])));
+            return Err(CliError(format!(
+                "{}: configs[{i}]: joint '{}' is not a finite number",
+                a.configs.display(),
+                names[k]
+            )));
         }
         let mut state = tree.neutral_state();
         full_state_from_names(&robot, &names, &values, &mut state)?;
         for (li, pose) in tree.forward_kinematics(&state).iter().enumerate() {
             let t = pose.translation.vector;
             let q = pose.rotation.coords;
-            links.entry(tree.links[li].name.clone()).or_default().push([t.x, t.y, t.z, q.x, q.y, q.z, q.w]);
+            links
+                .entry(tree.links[li].name.clone())
+                .or_default()
+                .push([t.x, t.y, t.z, q.x, q.y, q.z, q.w]);
         }
     }
     Ok(json!({ "links": links }))
@@ -248,14 +324,30 @@ fn deepest_link(robot: &RobotModel) -> usize {
         }
         d
     };
-    (0..tree.links.len()).max_by_key(|&l| (depth(l), std::cmp::Reverse(l))).unwrap_or(tree.root)
+    (0..tree.links.len())
+        .max_by_key(|&l| (depth(l), std::cmp::Reverse(l)))
+        .unwrap_or(tree.root)
 }
 
 fn dh(a: &DhArgs) -> Result<Value, CliError> {
-    let robot = load_robot(&RobotArgs { urdf: a.urdf.clone(), srdf: None, spherized: None, package_paths: vec![] }, true)?;
+    let robot = load_robot(
+        &RobotArgs {
+            urdf: a.urdf.clone(),
+            srdf: None,
+            spherized: None,
+            package_paths: vec![],
+        },
+        true,
+    )?;
     let tree = &robot.tree;
-    let base = a.base.clone().unwrap_or_else(|| tree.links[tree.root].name.clone());
-    let tip = a.tip.clone().unwrap_or_else(|| tree.links[deepest_link(&robot)].name.clone());
+    let base = a
+        .base
+        .clone()
+        .unwrap_or_else(|| tree.links[tree.root].name.clone());
+    let tip = a
+        .tip
+        .clone()
+        .unwrap_or_else(|| tree.links[deepest_link(&robot)].name.clone());
     let chain = DhChain::from_tree(tree, &base, &tip)?;
     let iso = |i: &nalgebra::Isometry3<f64>| {
         let t = i.translation.vector;
@@ -276,13 +368,20 @@ fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
     match s {
         "polytopes" => Ok(RobotShapes::Polytopes),
         "spheres" => Ok(RobotShapes::Spheres),
-        other => Err(CliError(format!("--shapes must be 'polytopes' or 'spheres', got '{other}'"))),
+        other => Err(CliError(format!(
+            "--shapes must be 'polytopes' or 'spheres', got '{other}'"
+        ))),
     }
 }
 
 /// Builds the checker for `check`/`check-motions`: robot, group (from --group or the joint
 /// names), base state (neutral plus `fixed` values), scene, backend.
-fn build_checker(c: &CheckCommon, names: &[String], fixed: &Value, file: &Path) -> Result<(Box<dyn Checker>, PlanningGroup), CliError> {
+fn build_checker(
+    c: &CheckCommon,
+    names: &[String],
+    fixed: &Value,
+    file: &Path,
+) -> Result<(Box<dyn Checker>, PlanningGroup), CliError> {
     let robot = load_robot(&c.robot, false)?;
     let group = match &c.group {
         Some(g) => robot.group(g)?,
@@ -300,14 +399,27 @@ fn build_checker(c: &CheckCommon, names: &[String], fixed: &Value, file: &Path) 
     let mut base = robot.tree.neutral_state();
     if let Some(obj) = fixed.as_object() {
         let fnames: Vec<String> = obj.keys().cloned().collect();
-        let fvalues: Vec<f64> = obj.values().map(|v| v.as_f64().ok_or_else(|| CliError(format!("{}: 'fixed' values must be numbers", file.display())))).collect::<Result<_, _>>()?;
+        let fvalues: Vec<f64> = obj
+            .values()
+            .map(|v| {
+                v.as_f64().ok_or_else(|| {
+                    CliError(format!(
+                        "{}: 'fixed' values must be numbers",
+                        file.display()
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         full_state_from_names(&robot, &fnames, &fvalues, &mut base)?;
     }
     let scene = match &c.scene {
         Some(p) => crate::scene::load_scene(p)?,
         None => Scene::new("world"),
     };
-    let opts = CheckerOptions { shapes: parse_shapes(&c.shapes)?, ..Default::default() };
+    let opts = CheckerOptions {
+        shapes: parse_shapes(&c.shapes)?,
+        ..Default::default()
+    };
     let checker = crate::collision::make_checker(&c.backend, &robot, &group, &base, &scene, opts)?;
     Ok((checker, group))
 }
@@ -315,11 +427,18 @@ fn build_checker(c: &CheckCommon, names: &[String], fixed: &Value, file: &Path) 
 fn check(a: &CheckArgs) -> Result<Value, CliError> {
     let doc = read_json(&a.configs)?;
     let names = string_list(&doc["joint_names"], "joint_names", &a.configs)?;
-    let rows = doc["configs"].as_array().ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
+    let rows = doc["configs"]
+        .as_array()
+        .ok_or_else(|| CliError(format!("{}: 'configs' must be a list", a.configs.display())))?;
     let (checker, _) = build_checker(&a.common, &names, &doc["fixed"], &a.configs)?;
     let mut batch = ConfigBatch::with_capacity(names.len(), rows.len());
     for (i, r) in rows.iter().enumerate() {
-        batch.push(&number_row(r, names.len(), &format!("configs[{i}]"), &a.configs)?)?;
+        batch.push(&number_row(
+            r,
+            names.len(),
+            &format!("configs[{i}]"),
+            &a.configs,
+        )?)?;
     }
     let valid = checker.check_configs(&batch)?;
     Ok(json!({ "valid": valid }))
@@ -328,13 +447,33 @@ fn check(a: &CheckArgs) -> Result<Value, CliError> {
 fn check_motions(a: &CheckMotionsArgs) -> Result<Value, CliError> {
     let doc = read_json(&a.motions)?;
     let names = string_list(&doc["joint_names"], "joint_names", &a.motions)?;
-    let rows = doc["motions"].as_array().ok_or_else(|| CliError(format!("{}: 'motions' must be a list of [from, to] pairs", a.motions.display())))?;
+    let rows = doc["motions"].as_array().ok_or_else(|| {
+        CliError(format!(
+            "{}: 'motions' must be a list of [from, to] pairs",
+            a.motions.display()
+        ))
+    })?;
     let (checker, _) = build_checker(&a.common, &names, &doc["fixed"], &a.motions)?;
     let mut batch = MotionBatch::new(names.len());
     for (i, r) in rows.iter().enumerate() {
-        let pair = r.as_array().filter(|p| p.len() == 2).ok_or_else(|| CliError(format!("{}: motions[{i}] must be [from, to]", a.motions.display())))?;
-        let from = number_row(&pair[0], names.len(), &format!("motions[{i}][0]"), &a.motions)?;
-        let to = number_row(&pair[1], names.len(), &format!("motions[{i}][1]"), &a.motions)?;
+        let pair = r.as_array().filter(|p| p.len() == 2).ok_or_else(|| {
+            CliError(format!(
+                "{}: motions[{i}] must be [from, to]",
+                a.motions.display()
+            ))
+        })?;
+        let from = number_row(
+            &pair[0],
+            names.len(),
+            &format!("motions[{i}][0]"),
+            &a.motions,
+        )?;
+        let to = number_row(
+            &pair[1],
+            names.len(),
+            &format!("motions[{i}][1]"),
+            &a.motions,
+        )?;
         batch.push(&from, &to)?;
     }
     let valid = checker.check_motions(&batch, a.resolution)?;
@@ -379,7 +518,17 @@ pub fn mbm_validity(a: &MbmValidityArgs) -> Result<Value, CliError> {
         for p in &problems {
             let base = r.start_full_state(p);
             let (start, goal) = r.start_goal(p)?;
-            let checker = CpuChecker::new(&r.model, &r.group, &base, &p.scene, CheckerOptions { shapes, threads: 1, ..Default::default() })?;
+            let checker = CpuChecker::new(
+                &r.model,
+                &r.group,
+                &base,
+                &p.scene,
+                CheckerOptions {
+                    shapes,
+                    threads: 1,
+                    ..Default::default()
+                },
+            )?;
             let batch = ConfigBatch::from_rows(start.len(), &[start, goal])?;
             let v = checker.check_configs(&batch)?;
             let e = per_scene.entry(p.scene_name.clone()).or_default();

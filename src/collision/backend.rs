@@ -15,15 +15,23 @@ pub fn make_checker(
     opts: CheckerOptions,
 ) -> Result<Box<dyn Checker>, CollisionError> {
     match backend {
-        "cpu" => Ok(Box::new(CpuChecker::new(robot, group, base_state, scene, opts)?)),
+        "cpu" => Ok(Box::new(CpuChecker::new(
+            robot, group, base_state, scene, opts,
+        )?)),
         "cuda" => Err(CollisionError::Backend {
             backend: "cuda".into(),
-            message: "this build has no CUDA collision backend yet; use --backend cpu or auto".into(),
+            message: "this build has no CUDA collision backend yet; use --backend cpu or auto"
+                .into(),
         }),
         "auto" => {
             eprintln!("gmp: backend auto -> cpu (no CUDA collision backend in this build)");
-            Ok(Box::new(CpuChecker::new(robot, group, base_state, scene, opts)?))
+            Ok(Box::new(CpuChecker::new(
+                robot, group, base_state, scene, opts,
+            )?))
         }
-        other => Err(CollisionError::Backend { backend: other.into(), message: "unknown backend; expected auto, cpu or cuda".into() }),
+        other => Err(CollisionError::Backend {
+            backend: other.into(),
+            message: "unknown backend; expected auto, cpu or cuda".into(),
+        }),
     }
 }

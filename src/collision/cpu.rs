@@ -2,7 +2,9 @@
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
 use super::gjk::{separated, ShapeRef};
-use super::model::{obstacle_kind, CollisionModel, ObstacleModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
+use super::model::{
+    obstacle_kind, CollisionModel, ObstacleModel, RobotShapes, SceneModel, DEFAULT_MARGIN,
+};
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -20,7 +22,11 @@ pub struct CheckerOptions {
 
 impl Default for CheckerOptions {
     fn default() -> Self {
-        Self { shapes: RobotShapes::Polytopes, margin: DEFAULT_MARGIN, threads: 0 }
+        Self {
+            shapes: RobotShapes::Polytopes,
+            margin: DEFAULT_MARGIN,
+            threads: 0,
+        }
     }
 }
 
@@ -38,12 +44,22 @@ pub fn frame_poses(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>) {
     for f in &model.frames {
         let q = f.mult * state[f.var as usize] + f.offset;
         let local = if f.kind == 0 {
-            Xf { r: axis_angle(&f.axis, q), t: [0.0; 3] }
+            Xf {
+                r: axis_angle(&f.axis, q),
+                t: [0.0; 3],
+            }
         } else {
-            Xf { r: Xf::IDENTITY.r, t: [f.axis[0] * q, f.axis[1] * q, f.axis[2] * q] }
+            Xf {
+                r: Xf::IDENTITY.r,
+                t: [f.axis[0] * q, f.axis[1] * q, f.axis[2] * q],
+            }
         };
         let joint = f.origin.mul(&local);
-        let world = if f.parent < 0 { joint } else { out[f.parent as usize].mul(&joint) };
+        let world = if f.parent < 0 {
+            joint
+        } else {
+            out[f.parent as usize].mul(&joint)
+        };
         out.push(world);
     }
 }
@@ -89,28 +105,52 @@ pub fn sphere_near_obstacle(c: &V3, r: f32, o: &ObstacleModel, margin: f32) -> b
 
 fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
     match o.kind {
-        obstacle_kind::BOX => ShapeRef::Box { xf: o.pose, h: o.params },
-        obstacle_kind::CYLINDER => ShapeRef::Cylinder { xf: o.pose, r: o.params[0], hz: o.params[1] },
+        obstacle_kind::BOX => ShapeRef::Box {
+            xf: o.pose,
+            h: o.params,
+        },
+        obstacle_kind::CYLINDER => ShapeRef::Cylinder {
+            xf: o.pose,
+            r: o.params[0],
+            hz: o.params[1],
+        },
         obstacle_kind::SPHERE => ShapeRef::Point { c: o.pose.t },
-        _ => ShapeRef::Poly { xf: o.pose, verts: &scene.mesh_verts, offsets: &scene.mesh_edge_offsets, targets: &scene.mesh_edge_targets },
+        _ => ShapeRef::Poly {
+            xf: o.pose,
+            verts: &scene.mesh_verts,
+            offsets: &scene.mesh_edge_offsets,
+            targets: &scene.mesh_edge_targets,
+        },
     }
 }
 
 /// Validity of one full f32 state (twin: `gmp_config_valid`). `true` = collision free.
-pub fn config_valid(model: &CollisionModel, scene: &SceneModel, state: &[f32], frames: &mut Vec<Xf>) -> bool {
+pub fn config_valid(
+    model: &CollisionModel,
+    scene: &SceneModel,
+    state: &[f32],
+    frames: &mut Vec<Xf>,
+) -> bool {
     frame_poses(model, state, frames);
     let m = model.margin;
     for b in &model.bodies {
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
-        let body = ShapeRef::Poly { xf, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
+        let body = ShapeRef::Poly {
+            xf,
+            verts: &model.verts,
+            offsets: &model.edge_offsets,
+            targets: &model.edge_targets,
+        };
         for o in &scene.obstacles {
             if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius, o, m) {
                 continue;
             }
             if b.inflate == 0.0 && b.sphere_count > 0 {
                 let mut near = false;
-                for s in &model.spheres[b.sphere_start as usize..(b.sphere_start + b.sphere_count) as usize] {
+                for s in &model.spheres
+                    [b.sphere_start as usize..(b.sphere_start + b.sphere_count) as usize]
+                {
                     let c = xf.apply(&[s[0], s[1], s[2]]);
                     if sphere_near_obstacle(&c, s[3], o, m) {
                         near = true;
@@ -125,11 +165,22 @@ pub fn config_valid(model: &CollisionModel, scene: &SceneModel, state: &[f32], f
                 // A sphere body against a primitive: the distance test above was exact.
                 return false;
             }
-            let extra = if o.kind == obstacle_kind::SPHERE { o.params[0] } else { 0.0 };
+            let extra = if o.kind == obstacle_kind::SPHERE {
+                o.params[0]
+            } else {
+                0.0
+            };
             let mut ca = b.vert_start;
             let mut cb = o.mesh_start;
             let dir = sub(&bc, &o.center);
-            if !separated(&body, &obstacle_shape(o, scene), m + b.inflate + extra, dir, &mut ca, &mut cb) {
+            if !separated(
+                &body,
+                &obstacle_shape(o, scene),
+                m + b.inflate + extra,
+                dir,
+                &mut ca,
+                &mut cb,
+            ) {
                 return false;
             }
         }
@@ -146,8 +197,10 @@ pub fn config_valid(model: &CollisionModel, scene: &SceneModel, state: &[f32], f
         if dot(&d, &d) > rr * rr {
             continue;
         }
-        let sa = &model.spheres[ba.sphere_start as usize..(ba.sphere_start + ba.sphere_count) as usize];
-        let sb = &model.spheres[bb.sphere_start as usize..(bb.sphere_start + bb.sphere_count) as usize];
+        let sa =
+            &model.spheres[ba.sphere_start as usize..(ba.sphere_start + ba.sphere_count) as usize];
+        let sb =
+            &model.spheres[bb.sphere_start as usize..(bb.sphere_start + bb.sphere_count) as usize];
         let mut near = false;
         'outer: for s in sa {
             let c1 = xa.apply(&[s[0], s[1], s[2]]);
@@ -167,8 +220,18 @@ pub fn config_valid(model: &CollisionModel, scene: &SceneModel, state: &[f32], f
         if ba.vert_count == 1 && bb.vert_count == 1 {
             return false;
         }
-        let sha = ShapeRef::Poly { xf: xa, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
-        let shb = ShapeRef::Poly { xf: xb, verts: &model.verts, offsets: &model.edge_offsets, targets: &model.edge_targets };
+        let sha = ShapeRef::Poly {
+            xf: xa,
+            verts: &model.verts,
+            offsets: &model.edge_offsets,
+            targets: &model.edge_targets,
+        };
+        let shb = ShapeRef::Poly {
+            xf: xb,
+            verts: &model.verts,
+            offsets: &model.edge_offsets,
+            targets: &model.edge_targets,
+        };
         let mut va = ba.vert_start;
         let mut vb = bb.vert_start;
         if !separated(&sha, &shb, m + ba.inflate + bb.inflate, d, &mut va, &mut vb) {
@@ -192,18 +255,29 @@ pub struct PreparedMotions {
 }
 
 /// Converts motions to the f32 form all backends interpolate from.
-pub fn prepare_motions(space: &JointSpace, motions: &MotionBatch, resolution: f64) -> Result<PreparedMotions, CollisionError> {
+pub fn prepare_motions(
+    space: &JointSpace,
+    motions: &MotionBatch,
+    resolution: f64,
+) -> Result<PreparedMotions, CollisionError> {
     if !(resolution.is_finite() && resolution > 0.0) {
         return Err(CollisionError::BadResolution(resolution));
     }
     if motions.from.len() != motions.to.len() {
-        return Err(CollisionError::MotionLengthMismatch { from: motions.from.len(), to: motions.to.len() });
+        return Err(CollisionError::MotionLengthMismatch {
+            from: motions.from.len(),
+            to: motions.to.len(),
+        });
     }
     let dof = space.dof();
     validate_batch(space, &motions.from)?;
     validate_batch(space, &motions.to)?;
     let n = motions.len();
-    let mut p = PreparedMotions { start: Vec::with_capacity(n * dof), diff: Vec::with_capacity(n * dof), segments: Vec::with_capacity(n) };
+    let mut p = PreparedMotions {
+        start: Vec::with_capacity(n * dof),
+        diff: Vec::with_capacity(n * dof),
+        segments: Vec::with_capacity(n),
+    };
     let mut d = vec![0.0; dof];
     for i in 0..n {
         let a = motions.from.row(i);
@@ -220,12 +294,18 @@ pub fn prepare_motions(space: &JointSpace, motions: &MotionBatch, resolution: f6
 /// Checks that a batch has the space's dof and only finite values.
 pub fn validate_batch(space: &JointSpace, b: &ConfigBatch) -> Result<(), CollisionError> {
     if b.dof() != space.dof() {
-        return Err(CollisionError::WrongDof { expected: space.dof(), got: b.dof() });
+        return Err(CollisionError::WrongDof {
+            expected: space.dof(),
+            got: b.dof(),
+        });
     }
     for (i, row) in b.rows().enumerate() {
         for (j, v) in row.iter().enumerate() {
             if !v.is_finite() {
-                return Err(CollisionError::NonFinite { index: i, joint: space.names[j].clone() });
+                return Err(CollisionError::NonFinite {
+                    index: i,
+                    joint: space.names[j].clone(),
+                });
             }
         }
     }
@@ -266,11 +346,31 @@ pub struct CpuChecker {
 impl CpuChecker {
     /// Builds a checker for `group` of `robot` in `scene`; `base_state` (a full state) supplies
     /// the joints outside the group.
-    pub fn new(robot: &RobotModel, group: &PlanningGroup, base_state: &[f64], scene: &Scene, opts: CheckerOptions) -> Result<Self, CollisionError> {
+    pub fn new(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        scene: &Scene,
+        opts: CheckerOptions,
+    ) -> Result<Self, CollisionError> {
         let model = CollisionModel::build(robot, group, base_state, opts.shapes, opts.margin)
-            .map_err(|message| CollisionError::Backend { backend: "cpu".into(), message })?;
-        let threads = if opts.threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { opts.threads };
-        Ok(Self { model, scene: SceneModel::build(scene), space: group.space.clone(), threads })
+            .map_err(|message| CollisionError::Backend {
+                backend: "cpu".into(),
+                message,
+            })?;
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            opts.threads
+        };
+        Ok(Self {
+            model,
+            scene: SceneModel::build(scene),
+            space: group.space.clone(),
+            threads,
+        })
     }
 
     /// The compiled robot model.
@@ -291,7 +391,10 @@ impl CpuChecker {
     /// Replaces the full state that supplies the joints outside the group.
     pub fn set_base_state(&mut self, base_state: &[f64]) -> Result<(), CollisionError> {
         if base_state.len() != self.model.num_vars {
-            return Err(CollisionError::WrongDof { expected: self.model.num_vars, got: base_state.len() });
+            return Err(CollisionError::WrongDof {
+                expected: self.model.num_vars,
+                got: base_state.len(),
+            });
         }
         self.model.base_state = base_state.iter().map(|&v| v as f32).collect();
         Ok(())
@@ -308,7 +411,12 @@ impl CpuChecker {
     /// Validity of one group configuration given in f32.
     pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
         self.fill_state(q.iter().copied(), scratch);
-        config_valid(&self.model, &self.scene, &scratch.state, &mut scratch.frames)
+        config_valid(
+            &self.model,
+            &self.scene,
+            &scratch.state,
+            &mut scratch.frames,
+        )
     }
 
     /// Validity of motion `i` of prepared motions.
@@ -320,7 +428,12 @@ impl CpuChecker {
         for step in bisection_order(n) {
             let t = step as f32 / n as f32;
             self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
-            if !config_valid(&self.model, &self.scene, &scratch.state, &mut scratch.frames) {
+            if !config_valid(
+                &self.model,
+                &self.scene,
+                &scratch.state,
+                &mut scratch.frames,
+            ) {
                 return false;
             }
         }
@@ -365,10 +478,16 @@ impl Checker for CpuChecker {
         validate_batch(&self.space, configs)?;
         let dof = self.space.dof();
         let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
-        Ok(self.parallel(configs.len(), |i, s| self.config_valid_f32(&values[i * dof..(i + 1) * dof], s)))
+        Ok(self.parallel(configs.len(), |i, s| {
+            self.config_valid_f32(&values[i * dof..(i + 1) * dof], s)
+        }))
     }
 
-    fn check_motions(&self, motions: &MotionBatch, resolution: f64) -> Result<Vec<bool>, CollisionError> {
+    fn check_motions(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
         Ok(self.parallel(motions.len(), |i, s| self.motion_valid(&p, i, s)))
     }

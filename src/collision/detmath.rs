@@ -22,7 +22,10 @@ pub type V3 = [f32; 3];
 
 impl Xf {
     /// The identity transform.
-    pub const IDENTITY: Xf = Xf { r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], t: [0.0; 3] };
+    pub const IDENTITY: Xf = Xf {
+        r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        t: [0.0; 3],
+    };
 
     /// Converts an f64 isometry (rounding each entry once).
     pub fn from_isometry(iso: &nalgebra::Isometry3<f64>) -> Self {
@@ -34,7 +37,10 @@ impl Xf {
             }
         }
         let v = iso.translation.vector;
-        Xf { r, t: [v.x as f32, v.y as f32, v.z as f32] }
+        Xf {
+            r,
+            t: [v.x as f32, v.y as f32, v.z as f32],
+        }
     }
 
     /// `self * p` for a point.
@@ -88,7 +94,10 @@ impl Xf {
                 r[i * 3 + j] = a[i * 3] * c[j] + a[i * 3 + 1] * c[3 + j] + a[i * 3 + 2] * c[6 + j];
             }
         }
-        Xf { r, t: self.apply(&b.t) }
+        Xf {
+            r,
+            t: self.apply(&b.t),
+        }
     }
 }
 
@@ -119,7 +128,11 @@ pub fn scale(a: &V3, s: f32) -> V3 {
 /// `a x b`.
 #[inline(always)]
 pub fn cross(a: &V3, b: &V3) -> V3 {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
 }
 
 const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
@@ -136,9 +149,12 @@ pub fn sincos(x: f32) -> (f32, f32) {
     let r = (x - k * PIO2_HI) - k * PIO2_LO;
     let r2 = r * r;
     // sin r = r - r^3/3! + r^5/5! - r^7/7! + r^9/9!
-    let s = r + r * r2 * (-1.666_666_7e-1 + r2 * (8.333_333_3e-3 + r2 * (-1.984_127e-4 + r2 * 2.755_732e-6)));
+    let s = r + r
+        * r2
+        * (-1.666_666_7e-1 + r2 * (8.333_333_3e-3 + r2 * (-1.984_127e-4 + r2 * 2.755_732e-6)));
     // cos r = 1 - r^2/2! + r^4/4! - r^6/6! + r^8/8!
-    let c = 1.0 + r2 * (-0.5 + r2 * (4.166_666_7e-2 + r2 * (-1.388_888_9e-3 + r2 * 2.480_158_7e-5)));
+    let c =
+        1.0 + r2 * (-0.5 + r2 * (4.166_666_7e-2 + r2 * (-1.388_888_9e-3 + r2 * 2.480_158_7e-5)));
     let q = (k as i32) & 3;
     match q {
         0 => (s, c),
@@ -177,8 +193,14 @@ mod tests {
         while x < 40.0 {
             let (s, c) = sincos(x);
             let (es, ec) = (x as f64).sin_cos();
-            assert!((s as f64 - es).abs() < 2e-6, "sin({x}) = {s}, expected {es}");
-            assert!((c as f64 - ec).abs() < 2e-6, "cos({x}) = {c}, expected {ec}");
+            assert!(
+                (s as f64 - es).abs() < 2e-6,
+                "sin({x}) = {s}, expected {es}"
+            );
+            assert!(
+                (c as f64 - ec).abs() < 2e-6,
+                "cos({x}) = {c}, expected {ec}"
+            );
             x += 0.0137;
         }
     }

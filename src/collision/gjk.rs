@@ -52,7 +52,13 @@ pub enum ShapeRef<'a> {
 /// Hill-climbing support on a polytope in its local frame: from `*cache`, move to the best
 /// neighbour while it strictly improves. On a convex polytope this reaches the maximum.
 #[inline(always)]
-pub fn poly_support_local(verts: &[V3], offsets: &[u32], targets: &[u32], cache: &mut u32, d: &V3) -> V3 {
+pub fn poly_support_local(
+    verts: &[V3],
+    offsets: &[u32],
+    targets: &[u32],
+    cache: &mut u32,
+    d: &V3,
+) -> V3 {
     let mut best = *cache as usize;
     let mut best_v = dot(&verts[best], d);
     loop {
@@ -78,7 +84,12 @@ impl ShapeRef<'_> {
     #[inline(always)]
     pub fn support(&self, d: &V3, cache: &mut u32) -> V3 {
         match self {
-            ShapeRef::Poly { xf, verts, offsets, targets } => {
+            ShapeRef::Poly {
+                xf,
+                verts,
+                offsets,
+                targets,
+            } => {
                 let dl = xf.rotate_inv(d);
                 let p = poly_support_local(verts, offsets, targets, cache, &dl);
                 xf.apply(&p)
@@ -97,7 +108,11 @@ impl ShapeRef<'_> {
                 let dl = xf.rotate_inv(d);
                 let len = (dl[0] * dl[0] + dl[1] * dl[1]).sqrt();
                 let p = if len > 0.0 {
-                    [*r * dl[0] / len, *r * dl[1] / len, if dl[2] >= 0.0 { *hz } else { -*hz }]
+                    [
+                        *r * dl[0] / len,
+                        *r * dl[1] / len,
+                        if dl[2] >= 0.0 { *hz } else { -*hz },
+                    ]
                 } else {
                     [0.0, 0.0, if dl[2] >= 0.0 { *hz } else { -*hz }]
                 };
@@ -242,8 +257,19 @@ fn closest_tetrahedron(s: &mut [V3; 4], n: &mut usize) -> Option<V3> {
 /// True when shapes `a` and `b` are provably farther apart than `margin` (> 0).
 /// `dir` is any initial direction (e.g. from b's centre to a's centre); `ca`, `cb` cache
 /// hill-climbing start vertices.
-pub fn separated(a: &ShapeRef, b: &ShapeRef, margin: f32, dir: V3, ca: &mut u32, cb: &mut u32) -> bool {
-    let d0 = if dot(&dir, &dir) > 0.0 { dir } else { [1.0, 0.0, 0.0] };
+pub fn separated(
+    a: &ShapeRef,
+    b: &ShapeRef,
+    margin: f32,
+    dir: V3,
+    ca: &mut u32,
+    cb: &mut u32,
+) -> bool {
+    let d0 = if dot(&dir, &dir) > 0.0 {
+        dir
+    } else {
+        [1.0, 0.0, 0.0]
+    };
     let nd0 = [-d0[0], -d0[1], -d0[2]];
     // Minkowski difference C = A - B: support_C(d) = sA(d) - sB(-d).
     let mut v = sub(&a.support(&nd0, ca), &b.support(&d0, cb));
@@ -284,7 +310,13 @@ mod tests {
     use super::*;
 
     fn boxed(t: V3, h: V3) -> ShapeRef<'static> {
-        ShapeRef::Box { xf: Xf { r: Xf::IDENTITY.r, t }, h }
+        ShapeRef::Box {
+            xf: Xf {
+                r: Xf::IDENTITY.r,
+                t,
+            },
+            h,
+        }
     }
 
     #[test]
@@ -294,18 +326,45 @@ mod tests {
         let far = boxed([1.2, 0.3, 0.0], [0.5, 0.5, 0.5]);
         assert!(separated(&a, &far, 1e-4, [1.0, 0.0, 0.0], &mut ca, &mut cb));
         let touching = boxed([1.0, 0.3, 0.0], [0.5, 0.5, 0.5]);
-        assert!(!separated(&a, &touching, 1e-4, [1.0, 0.0, 0.0], &mut ca, &mut cb));
+        assert!(!separated(
+            &a,
+            &touching,
+            1e-4,
+            [1.0, 0.0, 0.0],
+            &mut ca,
+            &mut cb
+        ));
         let overlapping = boxed([0.7, 0.3, 0.2], [0.5, 0.5, 0.5]);
-        assert!(!separated(&a, &overlapping, 1e-4, [1.0, 0.0, 0.0], &mut ca, &mut cb));
+        assert!(!separated(
+            &a,
+            &overlapping,
+            1e-4,
+            [1.0, 0.0, 0.0],
+            &mut ca,
+            &mut cb
+        ));
         // Gap of 0.5 mm with a margin of 0.1 mm: provably separated.
         let near = boxed([1.0005, 0.3, 0.0], [0.5, 0.5, 0.5]);
-        assert!(separated(&a, &near, 1e-4, [1.0, 0.0, 0.0], &mut ca, &mut cb));
+        assert!(separated(
+            &a,
+            &near,
+            1e-4,
+            [1.0, 0.0, 0.0],
+            &mut ca,
+            &mut cb
+        ));
     }
 
     #[test]
     fn point_against_cylinder_uses_margin_as_radius() {
-        let cyl = ShapeRef::Cylinder { xf: Xf::IDENTITY, r: 0.2, hz: 0.5 };
-        let p = ShapeRef::Point { c: [0.45, 0.0, 0.0] };
+        let cyl = ShapeRef::Cylinder {
+            xf: Xf::IDENTITY,
+            r: 0.2,
+            hz: 0.5,
+        };
+        let p = ShapeRef::Point {
+            c: [0.45, 0.0, 0.0],
+        };
         let (mut ca, mut cb) = (0, 0);
         // Sphere of radius 0.2 at distance 0.25 from the cylinder surface: free.
         assert!(separated(&p, &cyl, 0.2, [1.0, 0.0, 0.0], &mut ca, &mut cb));
@@ -317,7 +376,13 @@ mod tests {
     fn rotated_boxes_diagonal_gap() {
         // A box rotated 45 degrees about z next to an axis-aligned one.
         let r = super::super::detmath::axis_angle(&[0.0, 0.0, 1.0], std::f32::consts::FRAC_PI_4);
-        let a = ShapeRef::Box { xf: Xf { r, t: [0.0, 0.0, 0.0] }, h: [0.5, 0.5, 0.5] };
+        let a = ShapeRef::Box {
+            xf: Xf {
+                r,
+                t: [0.0, 0.0, 0.0],
+            },
+            h: [0.5, 0.5, 0.5],
+        };
         let half_diag = 0.5f32 * std::f32::consts::SQRT_2;
         let (mut ca, mut cb) = (0, 0);
         let b = boxed([half_diag + 0.5 + 0.01, 0.0, 0.0], [0.5, 0.5, 0.5]);

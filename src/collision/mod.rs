@@ -11,8 +11,11 @@ pub mod detmath;
 pub mod gjk;
 pub mod model;
 
-pub use cpu::{bisection_order, config_valid, frame_poses, prepare_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, PreparedMotions, Scratch};
 pub use backend::make_checker;
+pub use cpu::{
+    bisection_order, config_valid, frame_poses, prepare_motions, sphere_near_obstacle,
+    validate_batch, CheckerOptions, CpuChecker, PreparedMotions, Scratch,
+};
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 
 use crate::robot::JointSpace;

@@ -90,7 +90,12 @@ pub struct CollisionModel {
 }
 
 /// Appends a polytope's vertices and CRS adjacency to flat arrays; returns the first vertex.
-pub(crate) fn push_polytope(p: &Polytope, verts: &mut Vec<V3>, offsets: &mut Vec<u32>, targets: &mut Vec<u32>) -> u32 {
+pub(crate) fn push_polytope(
+    p: &Polytope,
+    verts: &mut Vec<V3>,
+    offsets: &mut Vec<u32>,
+    targets: &mut Vec<u32>,
+) -> u32 {
     let start = verts.len() as u32;
     if offsets.is_empty() {
         offsets.push(0);
@@ -128,7 +133,11 @@ fn bounding(verts: &[V3], inflate: f32) -> (V3, f32) {
             hi[k] = hi[k].max(v[k]);
         }
     }
-    let c = [(lo[0] + hi[0]) * 0.5, (lo[1] + hi[1]) * 0.5, (lo[2] + hi[2]) * 0.5];
+    let c = [
+        (lo[0] + hi[0]) * 0.5,
+        (lo[1] + hi[1]) * 0.5,
+        (lo[2] + hi[2]) * 0.5,
+    ];
     let mut r2 = 0.0f32;
     for v in verts {
         let d = [v[0] - c[0], v[1] - c[1], v[2] - c[2]];
@@ -142,13 +151,24 @@ fn bounding(verts: &[V3], inflate: f32) -> (V3, f32) {
 impl CollisionModel {
     /// Compiles the robot for a planning group. `base_state` is the full state that supplies
     /// the joints outside the group.
-    pub fn build(robot: &RobotModel, group: &PlanningGroup, base_state: &[f64], shapes: RobotShapes, margin: f32) -> Result<Self, String> {
+    pub fn build(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        shapes: RobotShapes,
+        margin: f32,
+    ) -> Result<Self, String> {
         let tree = &robot.tree;
         if base_state.len() != tree.num_variables() {
-            return Err(format!("base state has {} values, the robot has {} variables", base_state.len(), tree.num_variables()));
+            return Err(format!(
+                "base state has {} values, the robot has {} variables",
+                base_state.len(),
+                tree.num_variables()
+            ));
         }
         // Frame of each link: the nearest moving joint above it (or root), with the fixed offset.
-        let mut link_frame: Vec<(i32, nalgebra::Isometry3<f64>)> = vec![(-1, nalgebra::Isometry3::identity()); tree.links.len()];
+        let mut link_frame: Vec<(i32, nalgebra::Isometry3<f64>)> =
+            vec![(-1, nalgebra::Isometry3::identity()); tree.links.len()];
         let mut frames = Vec::new();
         for j in &tree.joints {
             let (pf, poff) = link_frame[j.parent];
@@ -160,13 +180,19 @@ impl CollisionModel {
                     mult *= m.multiplier;
                     src = &tree.joints[m.joint];
                 }
-                let var = src.variable.ok_or_else(|| format!("joint '{}' has no variable", j.name))?;
+                let var = src
+                    .variable
+                    .ok_or_else(|| format!("joint '{}' has no variable", j.name))?;
                 let a = j.axis;
                 frames.push(KinFrame {
                     parent: pf,
                     origin: Xf::from_isometry(&(poff * j.origin)),
                     axis: [a.x as f32, a.y as f32, a.z as f32],
-                    kind: if j.kind == crate::robot::JointKind::Prismatic { 1 } else { 0 },
+                    kind: if j.kind == crate::robot::JointKind::Prismatic {
+                        1
+                    } else {
+                        0
+                    },
                     var: var as u32,
                     mult: mult as f32,
                     offset: offset as f32,
@@ -194,13 +220,23 @@ impl CollisionModel {
                 for b in &robot.bodies {
                     let (frame, off) = link_frame[b.link];
                     let poly = b.polytope.transformed(&off);
-                    let start = push_polytope(&poly, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
+                    let start = push_polytope(
+                        &poly,
+                        &mut m.verts,
+                        &mut m.edge_offsets,
+                        &mut m.edge_targets,
+                    );
                     let count = poly.vertices.len() as u32;
                     let (center, radius) = bounding(&m.verts[start as usize..], 0.0);
                     let sphere_start = m.spheres.len() as u32;
                     for s in &b.covering.spheres {
                         let c = off * s.center;
-                        m.spheres.push([c.x as f32, c.y as f32, c.z as f32, (s.radius as f32) * (1.0 + 1e-6) + 1e-6]);
+                        m.spheres.push([
+                            c.x as f32,
+                            c.y as f32,
+                            c.z as f32,
+                            (s.radius as f32) * (1.0 + 1e-6) + 1e-6,
+                        ]);
                     }
                     m.bodies.push(BodyModel {
                         frame,
@@ -216,13 +252,17 @@ impl CollisionModel {
                 }
             }
             RobotShapes::Spheres => {
-                let spheres = robot.spherized.as_ref().ok_or("the sphere model needs a spherized URDF")?;
+                let spheres = robot
+                    .spherized
+                    .as_ref()
+                    .ok_or("the sphere model needs a spherized URDF")?;
                 for (link, s) in spheres {
                     let (frame, off) = link_frame[*link];
                     let c = off * s.center;
                     let c = [c.x as f32, c.y as f32, c.z as f32];
                     let r = s.radius as f32;
-                    let start = push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
+                    let start =
+                        push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
                     m.spheres.push([c[0], c[1], c[2], r]);
                     m.bodies.push(BodyModel {
                         frame,
@@ -327,7 +367,10 @@ pub struct SceneModel {
 impl SceneModel {
     /// Compiles a whole scene.
     pub fn build(scene: &Scene) -> Self {
-        let mut m = SceneModel { mesh_edge_offsets: vec![0], ..Default::default() };
+        let mut m = SceneModel {
+            mesh_edge_offsets: vec![0],
+            ..Default::default()
+        };
         m.rebuild(scene);
         m
     }
@@ -352,12 +395,15 @@ impl SceneModel {
             return Vec::new();
         }
         let changed: Option<Vec<usize>> = scene.changes_since(self.revision).map(|log| {
-            let mut v: Vec<usize> = log.iter().map(|(_, c)| match c {
-                crate::scene::SceneChange::Added { slot }
-                | crate::scene::SceneChange::Moved { slot }
-                | crate::scene::SceneChange::Replaced { slot }
-                | crate::scene::SceneChange::Removed { slot } => *slot,
-            }).collect();
+            let mut v: Vec<usize> = log
+                .iter()
+                .map(|(_, c)| match c {
+                    crate::scene::SceneChange::Added { slot }
+                    | crate::scene::SceneChange::Moved { slot }
+                    | crate::scene::SceneChange::Replaced { slot }
+                    | crate::scene::SceneChange::Removed { slot } => *slot,
+                })
+                .collect();
             v.sort_unstable();
             v.dedup();
             v
@@ -369,7 +415,12 @@ impl SceneModel {
                 }
                 // Meshes replaced in place leave dead vertices in the pool; compact when it is
                 // mostly garbage.
-                let live: usize = self.obstacles.iter().filter(|o| o.kind == obstacle_kind::MESH).map(|o| o.mesh_count as usize).sum();
+                let live: usize = self
+                    .obstacles
+                    .iter()
+                    .filter(|o| o.kind == obstacle_kind::MESH)
+                    .map(|o| o.mesh_count as usize)
+                    .sum();
                 if self.mesh_verts.len() > 1024 && live * 2 < self.mesh_verts.len() {
                     self.rebuild(scene);
                     return (0..self.obstacles.len()).collect();
@@ -393,11 +444,18 @@ impl SceneModel {
             return;
         };
         let pose = Xf::from_isometry(&o.pose);
-        let mut om = ObstacleModel { pose, ..ObstacleModel::EMPTY };
+        let mut om = ObstacleModel {
+            pose,
+            ..ObstacleModel::EMPTY
+        };
         match &o.shape {
             Shape::Box { half_extents } => {
                 om.kind = obstacle_kind::BOX;
-                om.params = [half_extents.x as f32, half_extents.y as f32, half_extents.z as f32];
+                om.params = [
+                    half_extents.x as f32,
+                    half_extents.y as f32,
+                    half_extents.z as f32,
+                ];
                 om.center = pose.t;
                 om.radius = (half_extents.norm() as f32) * (1.0 + 1e-6);
             }
@@ -407,15 +465,24 @@ impl SceneModel {
                 om.center = pose.t;
                 om.radius = *radius as f32;
             }
-            Shape::Cylinder { radius, half_length } => {
+            Shape::Cylinder {
+                radius,
+                half_length,
+            } => {
                 om.kind = obstacle_kind::CYLINDER;
                 om.params = [*radius as f32, *half_length as f32, 0.0];
                 om.center = pose.t;
-                om.radius = ((radius * radius + half_length * half_length).sqrt() as f32) * (1.0 + 1e-6);
+                om.radius =
+                    ((radius * radius + half_length * half_length).sqrt() as f32) * (1.0 + 1e-6);
             }
             Shape::ConvexMesh { polytope } => {
                 om.kind = obstacle_kind::MESH;
-                let start = push_polytope(polytope, &mut self.mesh_verts, &mut self.mesh_edge_offsets, &mut self.mesh_edge_targets);
+                let start = push_polytope(
+                    polytope,
+                    &mut self.mesh_verts,
+                    &mut self.mesh_edge_offsets,
+                    &mut self.mesh_edge_targets,
+                );
                 om.mesh_start = start;
                 om.mesh_count = polytope.vertices.len() as u32;
                 let (c, r) = bounding(&self.mesh_verts[start as usize..], 0.0);

@@ -50,7 +50,10 @@ const EPS: f64 = 1e-9;
 fn frame(origin: Point3<f64>, x: Vector3<f64>, z: Vector3<f64>) -> Isometry3<f64> {
     let y = z.cross(&x);
     let r = Rotation3::from_basis_unchecked(&[x, y, z]);
-    Isometry3::from_parts(Translation3::from(origin.coords), UnitQuaternion::from_rotation_matrix(&r))
+    Isometry3::from_parts(
+        Translation3::from(origin.coords),
+        UnitQuaternion::from_rotation_matrix(&r),
+    )
 }
 
 /// Any unit vector perpendicular to `z`, preferring `hint` projected off `z`.
@@ -59,17 +62,30 @@ fn perpendicular(z: &Vector3<f64>, hint: &Vector3<f64>) -> Vector3<f64> {
     if p.norm() > 1e-6 {
         return p.normalize();
     }
-    let other = if z.x.abs() < 0.9 { Vector3::x() } else { Vector3::y() };
+    let other = if z.x.abs() < 0.9 {
+        Vector3::x()
+    } else {
+        Vector3::y()
+    };
     (other - z * z.dot(&other)).normalize()
 }
 
 /// The DH transform of one row for joint value `q`.
 pub fn dh_transform(row: &DhRow, q: f64) -> Isometry3<f64> {
-    let (theta, d) = if row.kind == "prismatic" { (row.theta, row.d + q) } else { (row.theta + q, row.d) };
-    Isometry3::from_parts(Translation3::identity(), UnitQuaternion::from_axis_angle(&Vector3::z_axis(), theta))
-        * Isometry3::translation(0.0, 0.0, d)
+    let (theta, d) = if row.kind == "prismatic" {
+        (row.theta, row.d + q)
+    } else {
+        (row.theta + q, row.d)
+    };
+    Isometry3::from_parts(
+        Translation3::identity(),
+        UnitQuaternion::from_axis_angle(&Vector3::z_axis(), theta),
+    ) * Isometry3::translation(0.0, 0.0, d)
         * Isometry3::translation(row.a, 0.0, 0.0)
-        * Isometry3::from_parts(Translation3::identity(), UnitQuaternion::from_axis_angle(&Vector3::x_axis(), row.alpha))
+        * Isometry3::from_parts(
+            Translation3::identity(),
+            UnitQuaternion::from_axis_angle(&Vector3::x_axis(), row.alpha),
+        )
 }
 
 impl DhChain {
@@ -77,7 +93,11 @@ impl DhChain {
     ///
     /// Fails, naming the joint, when a joint of the chain mimics another one (its value is not
     /// an independent DH variable).
-    pub fn from_tree(tree: &KinematicTree, base_link: &str, tip_link: &str) -> Result<Self, RobotError> {
+    pub fn from_tree(
+        tree: &KinematicTree,
+        base_link: &str,
+        tip_link: &str,
+    ) -> Result<Self, RobotError> {
         let base = tree.link(base_link)?;
         let tip = tree.link(tip_link)?;
         let chain = tree.chain(base, tip)?;
@@ -86,14 +106,23 @@ impl DhChain {
             if joint.mimic.is_some() {
                 return Err(RobotError::NotDh {
                     joint: joint.name.clone(),
-                    reason: "it mimics another joint, so its value is not an independent DH variable".into(),
+                    reason:
+                        "it mimics another joint, so its value is not an independent DH variable"
+                            .into(),
                 });
             }
         }
-        let moving: Vec<usize> = chain.iter().copied().filter(|&j| tree.joints[j].kind.is_moving()).collect();
+        let moving: Vec<usize> = chain
+            .iter()
+            .copied()
+            .filter(|&j| tree.joints[j].kind.is_moving())
+            .collect();
         if moving.is_empty() {
             return Err(RobotError::NotDh {
-                joint: tree.links[tip].parent_joint.map(|j| tree.joints[j].name.clone()).unwrap_or_default(),
+                joint: tree.links[tip]
+                    .parent_joint
+                    .map(|j| tree.joints[j].name.clone())
+                    .unwrap_or_default(),
                 reason: format!("no moving joint between '{base_link}' and '{tip_link}'"),
             });
         }
@@ -104,7 +133,10 @@ impl DhChain {
             let joint = &tree.joints[j];
             let joint_frame = pose * joint.origin;
             if joint.kind.is_moving() {
-                axes.push((joint_frame * Point3::origin(), joint_frame.rotation * joint.axis));
+                axes.push((
+                    joint_frame * Point3::origin(),
+                    joint_frame.rotation * joint.axis,
+                ));
             }
             pose = joint_frame;
         }
@@ -138,13 +170,21 @@ impl DhChain {
                 let foot_prev = o_prev + z_prev * s;
                 let foot = p + z * t;
                 let gap = foot - foot_prev;
-                let x = if gap.norm() > EPS { gap.normalize() } else { c.normalize() };
+                let x = if gap.norm() > EPS {
+                    gap.normalize()
+                } else {
+                    c.normalize()
+                };
                 (foot, x)
             } else {
                 // Parallel axes: the normal through the previous origin.
                 let foot = p + z * z.dot(&(o_prev - p));
                 let gap = foot - o_prev;
-                let x = if gap.norm() > EPS { gap.normalize() } else { x_prev };
+                let x = if gap.norm() > EPS {
+                    gap.normalize()
+                } else {
+                    x_prev
+                };
                 (foot, x)
             };
             frames.push(frame(o, x, z));
@@ -170,13 +210,28 @@ impl DhChain {
             let a = o.x * theta.cos() + o.y * theta.sin();
             let alpha = Vector3::z().cross(&z).dot(&x).atan2(z.z);
             let joint = &tree.joints[moving[i - 1]];
-            let kind = if joint.kind == JointKind::Prismatic { "prismatic" } else { "revolute" };
-            let row = DhRow { joint: joint.name.clone(), kind, theta, d, a, alpha };
+            let kind = if joint.kind == JointKind::Prismatic {
+                "prismatic"
+            } else {
+                "revolute"
+            };
+            let row = DhRow {
+                joint: joint.name.clone(),
+                kind,
+                theta,
+                d,
+                a,
+                alpha,
+            };
             // The construction guarantees DH form; verify it numerically.
             let back = dh_transform(&row, 0.0);
-            let err = (back.translation.vector - rel.translation.vector).norm() + back.rotation.angle_to(&rel.rotation);
+            let err = (back.translation.vector - rel.translation.vector).norm()
+                + back.rotation.angle_to(&rel.rotation);
             if err > 1e-6 {
-                return Err(RobotError::NotDh { joint: joint.name.clone(), reason: format!("frame mismatch {err:.3e} after DH fit") });
+                return Err(RobotError::NotDh {
+                    joint: joint.name.clone(),
+                    reason: format!("frame mismatch {err:.3e} after DH fit"),
+                });
             }
             rows.push(row);
         }

@@ -42,24 +42,38 @@ impl PlanningGroup {
 
 impl RobotModel {
     /// A planning group from an explicit list of joint names (moving, non-mimic joints).
-    pub fn group_from_joints<S: AsRef<str>>(&self, names: &[S]) -> Result<PlanningGroup, RobotError> {
+    pub fn group_from_joints<S: AsRef<str>>(
+        &self,
+        names: &[S],
+    ) -> Result<PlanningGroup, RobotError> {
         let mut joints = Vec::new();
         for n in names {
             let j = self.tree.joint(n.as_ref())?;
             let joint = &self.tree.joints[j];
             if joint.kind == JointKind::Fixed {
-                return Err(RobotError::Group(format!("joint '{}' is fixed and cannot be planned for", joint.name)));
+                return Err(RobotError::Group(format!(
+                    "joint '{}' is fixed and cannot be planned for",
+                    joint.name
+                )));
             }
             if joint.mimic.is_some() {
-                return Err(RobotError::Group(format!("joint '{}' mimics another joint and cannot be planned for", joint.name)));
+                return Err(RobotError::Group(format!(
+                    "joint '{}' mimics another joint and cannot be planned for",
+                    joint.name
+                )));
             }
             if joints.contains(&j) {
-                return Err(RobotError::Group(format!("joint '{}' is listed twice", joint.name)));
+                return Err(RobotError::Group(format!(
+                    "joint '{}' is listed twice",
+                    joint.name
+                )));
             }
             joints.push(j);
         }
         if joints.is_empty() {
-            return Err(RobotError::Group("a planning group needs at least one moving joint".into()));
+            return Err(RobotError::Group(
+                "a planning group needs at least one moving joint".into(),
+            ));
         }
         Ok(self.make_group("custom", joints))
     }
@@ -67,26 +81,43 @@ impl RobotModel {
     /// The SRDF group called `name` (joints, chains, links and subgroups resolved; fixed and
     /// mimic joints dropped; joints in kinematic-tree order).
     pub fn group(&self, name: &str) -> Result<PlanningGroup, RobotError> {
-        let srdf = self.srdf.as_ref().ok_or_else(|| RobotError::Group(format!("group '{name}' requested but no SRDF was loaded")))?;
+        let srdf = self.srdf.as_ref().ok_or_else(|| {
+            RobotError::Group(format!("group '{name}' requested but no SRDF was loaded"))
+        })?;
         let mut set = std::collections::BTreeSet::new();
         self.collect_group(srdf, name, &mut set, 0)?;
         let joints: Vec<usize> = set
             .into_iter()
-            .filter(|&j| self.tree.joints[j].kind.is_moving() && self.tree.joints[j].mimic.is_none())
+            .filter(|&j| {
+                self.tree.joints[j].kind.is_moving() && self.tree.joints[j].mimic.is_none()
+            })
             .collect();
         if joints.is_empty() {
-            return Err(RobotError::Group(format!("SRDF group '{name}' has no moving joints")));
+            return Err(RobotError::Group(format!(
+                "SRDF group '{name}' has no moving joints"
+            )));
         }
         Ok(self.make_group(name, joints))
     }
 
-    fn collect_group(&self, srdf: &super::Srdf, name: &str, set: &mut std::collections::BTreeSet<usize>, depth: usize) -> Result<(), RobotError> {
+    fn collect_group(
+        &self,
+        srdf: &super::Srdf,
+        name: &str,
+        set: &mut std::collections::BTreeSet<usize>,
+        depth: usize,
+    ) -> Result<(), RobotError> {
         if depth > 32 {
-            return Err(RobotError::Group(format!("SRDF group '{name}': subgroups nest too deep (a cycle?)")));
+            return Err(RobotError::Group(format!(
+                "SRDF group '{name}': subgroups nest too deep (a cycle?)"
+            )));
         }
         let g = srdf.group(name).ok_or_else(|| {
             let names: Vec<&str> = srdf.groups.iter().map(|g| g.name.as_str()).collect();
-            RobotError::Group(format!("no SRDF group '{name}' (groups: {})", names.join(", ")))
+            RobotError::Group(format!(
+                "no SRDF group '{name}' (groups: {})",
+                names.join(", ")
+            ))
         })?;
         for j in &g.joints {
             set.insert(self.tree.joint(j)?);
@@ -97,7 +128,10 @@ impl RobotModel {
             }
         }
         for (base, tip) in &g.chains {
-            for j in self.tree.chain(self.tree.link(base)?, self.tree.link(tip)?)? {
+            for j in self
+                .tree
+                .chain(self.tree.link(base)?, self.tree.link(tip)?)?
+            {
                 set.insert(j);
             }
         }
@@ -121,15 +155,41 @@ impl RobotModel {
 
     fn make_group(&self, name: &str, joints: Vec<usize>) -> PlanningGroup {
         let tree = &self.tree;
-        let variables = joints.iter().map(|&j| tree.joints[j].variable.unwrap_or(0)).collect();
+        let variables = joints
+            .iter()
+            .map(|&j| tree.joints[j].variable.unwrap_or(0))
+            .collect();
         let space = JointSpace {
-            names: joints.iter().map(|&j| tree.joints[j].name.clone()).collect(),
-            lower: joints.iter().map(|&j| tree.joints[j].limits.lower).collect(),
-            upper: joints.iter().map(|&j| tree.joints[j].limits.upper).collect(),
-            continuous: joints.iter().map(|&j| tree.joints[j].kind == JointKind::Continuous).collect(),
-            max_velocity: joints.iter().map(|&j| tree.joints[j].limits.velocity).collect(),
-            max_acceleration: joints.iter().map(|&j| tree.joints[j].limits.velocity * DEFAULT_ACCELERATION_FACTOR).collect(),
+            names: joints
+                .iter()
+                .map(|&j| tree.joints[j].name.clone())
+                .collect(),
+            lower: joints
+                .iter()
+                .map(|&j| tree.joints[j].limits.lower)
+                .collect(),
+            upper: joints
+                .iter()
+                .map(|&j| tree.joints[j].limits.upper)
+                .collect(),
+            continuous: joints
+                .iter()
+                .map(|&j| tree.joints[j].kind == JointKind::Continuous)
+                .collect(),
+            max_velocity: joints
+                .iter()
+                .map(|&j| tree.joints[j].limits.velocity)
+                .collect(),
+            max_acceleration: joints
+                .iter()
+                .map(|&j| tree.joints[j].limits.velocity * DEFAULT_ACCELERATION_FACTOR)
+                .collect(),
         };
-        PlanningGroup { name: name.to_string(), joints, variables, space }
+        PlanningGroup {
+            name: name.to_string(),
+            joints,
+            variables,
+            space,
+        }
     }
 }

@@ -100,7 +100,10 @@ fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
 }
 
 fn parse_urdf_text(text: &str, what: &str) -> Result<urdf_rs::Robot, RobotError> {
-    urdf_rs::read_from_string(text).map_err(|e| RobotError::Urdf { source_name: what.to_string(), message: e.to_string() })
+    urdf_rs::read_from_string(text).map_err(|e| RobotError::Urdf {
+        source_name: what.to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// Resolves a mesh URI (`package://pkg/rest`, `file://path`, absolute or relative path).
@@ -109,7 +112,11 @@ fn parse_urdf_text(text: &str, what: &str) -> Result<urdf_rs::Robot, RobotError>
 /// (`<prefix>/share/pkg/rest`), in `ROS_PACKAGE_PATH`, in the given search paths, and last
 /// relative to the URDF's folder (`<urdf dir>/pkg/rest`), which is how the MotionBenchMaker
 /// robots name their meshes (`package://meshes/...`).
-pub fn resolve_resource(uri: &str, base_dir: Option<&Path>, search_paths: &[PathBuf]) -> Result<PathBuf, Vec<PathBuf>> {
+pub fn resolve_resource(
+    uri: &str,
+    base_dir: Option<&Path>,
+    search_paths: &[PathBuf],
+) -> Result<PathBuf, Vec<PathBuf>> {
     let mut tried = Vec::new();
     if let Some(rest) = uri.strip_prefix("package://") {
         let (pkg, rel) = rest.split_once('/').unwrap_or((rest, ""));
@@ -141,8 +148,16 @@ pub fn resolve_resource(uri: &str, base_dir: Option<&Path>, search_paths: &[Path
         }
         return Err(tried);
     }
-    let path = if let Some(p) = uri.strip_prefix("file://") { PathBuf::from(p) } else { PathBuf::from(uri) };
-    let full = if path.is_absolute() { path } else { base_dir.map(|b| b.join(&path)).unwrap_or(path) };
+    let path = if let Some(p) = uri.strip_prefix("file://") {
+        PathBuf::from(p)
+    } else {
+        PathBuf::from(uri)
+    };
+    let full = if path.is_absolute() {
+        path
+    } else {
+        base_dir.map(|b| b.join(&path)).unwrap_or(path)
+    };
     if full.is_file() {
         Ok(full)
     } else {
@@ -159,41 +174,79 @@ fn geometry_body(
     opts: &LoadOptions,
 ) -> Result<CollisionBody, RobotError> {
     let origin = pose_from_urdf(&c.origin);
-    let geo_err = |e: super::geometry::GeometryError| RobotError::Geometry { link: link_name.to_string(), message: e.to_string() };
+    let geo_err = |e: super::geometry::GeometryError| RobotError::Geometry {
+        link: link_name.to_string(),
+        message: e.to_string(),
+    };
     let positive = |v: f64, what: &str| -> Result<f64, RobotError> {
         if v.is_finite() && v > 0.0 {
             Ok(v)
         } else {
-            Err(RobotError::Geometry { link: link_name.to_string(), message: format!("{what} must be positive, got {v}") })
+            Err(RobotError::Geometry {
+                link: link_name.to_string(),
+                message: format!("{what} must be positive, got {v}"),
+            })
         }
     };
     let (source, local) = match &c.geometry {
         urdf_rs::Geometry::Box { size } => {
-            let s = Vector3::new(positive(size.0[0], "box size x")?, positive(size.0[1], "box size y")?, positive(size.0[2], "box size z")?);
-            (BodySource::Box { size: s }, Polytope::from_box(s * 0.5).map_err(geo_err)?)
+            let s = Vector3::new(
+                positive(size.0[0], "box size x")?,
+                positive(size.0[1], "box size y")?,
+                positive(size.0[2], "box size z")?,
+            );
+            (
+                BodySource::Box { size: s },
+                Polytope::from_box(s * 0.5).map_err(geo_err)?,
+            )
         }
         urdf_rs::Geometry::Cylinder { radius, length } => {
             let r = positive(*radius, "cylinder radius")?;
             let l = positive(*length, "cylinder length")?;
-            (BodySource::Cylinder { radius: r, length: l }, Polytope::from_cylinder(r, l, CYLINDER_SEGMENTS).map_err(geo_err)?)
+            (
+                BodySource::Cylinder {
+                    radius: r,
+                    length: l,
+                },
+                Polytope::from_cylinder(r, l, CYLINDER_SEGMENTS).map_err(geo_err)?,
+            )
         }
         urdf_rs::Geometry::Capsule { radius, length } => {
             // A capsule is contained in the cylinder of the same radius and length + 2 radius.
             let r = positive(*radius, "capsule radius")?;
             let l = positive(*length, "capsule length")?;
-            (BodySource::Cylinder { radius: r, length: l + 2.0 * r }, Polytope::from_cylinder(r, l + 2.0 * r, CYLINDER_SEGMENTS).map_err(geo_err)?)
+            (
+                BodySource::Cylinder {
+                    radius: r,
+                    length: l + 2.0 * r,
+                },
+                Polytope::from_cylinder(r, l + 2.0 * r, CYLINDER_SEGMENTS).map_err(geo_err)?,
+            )
         }
         urdf_rs::Geometry::Sphere { radius } => {
             let r = positive(*radius, "sphere radius")?;
-            (BodySource::Sphere { radius: r }, Polytope::from_sphere(r, SPHERE_SUBDIVISIONS).map_err(geo_err)?)
+            (
+                BodySource::Sphere { radius: r },
+                Polytope::from_sphere(r, SPHERE_SUBDIVISIONS).map_err(geo_err)?,
+            )
         }
         urdf_rs::Geometry::Mesh { filename, scale } => {
-            let path = resolve_resource(filename, base_dir, &opts.search_paths).map_err(|tried| RobotError::MeshNotFound {
-                link: link_name.to_string(),
-                uri: filename.clone(),
-                tried: tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-            })?;
-            let s = scale.as_ref().map(|s| Vector3::new(s.0[0], s.0[1], s.0[2])).unwrap_or(Vector3::new(1.0, 1.0, 1.0));
+            let path =
+                resolve_resource(filename, base_dir, &opts.search_paths).map_err(|tried| {
+                    RobotError::MeshNotFound {
+                        link: link_name.to_string(),
+                        uri: filename.clone(),
+                        tried: tried
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }
+                })?;
+            let s = scale
+                .as_ref()
+                .map(|s| Vector3::new(s.0[0], s.0[1], s.0[2]))
+                .unwrap_or(Vector3::new(1.0, 1.0, 1.0));
             let points = load_mesh_points(&path, s).map_err(geo_err)?;
             let poly = Polytope::from_points(&points).map_err(geo_err)?;
             (BodySource::Mesh { path, scale: s }, poly)
@@ -201,28 +254,67 @@ fn geometry_body(
     };
     let polytope = local.transformed(&origin);
     let covering = SphereSet::covering(&polytope, COVERING_SPHERES);
-    Ok(CollisionBody { link: link_index, origin, source, polytope, covering })
+    Ok(CollisionBody {
+        link: link_index,
+        origin,
+        source,
+        polytope,
+        covering,
+    })
 }
 
 impl RobotModel {
     /// Loads a robot from a URDF file, with an optional SRDF file.
-    pub fn from_urdf_file(urdf: &Path, srdf: Option<&Path>, opts: &LoadOptions) -> Result<Self, RobotError> {
-        let text = std::fs::read_to_string(urdf).map_err(|e| RobotError::Io { path: urdf.display().to_string(), message: e.to_string() })?;
+    pub fn from_urdf_file(
+        urdf: &Path,
+        srdf: Option<&Path>,
+        opts: &LoadOptions,
+    ) -> Result<Self, RobotError> {
+        let text = std::fs::read_to_string(urdf).map_err(|e| RobotError::Io {
+            path: urdf.display().to_string(),
+            message: e.to_string(),
+        })?;
         let srdf_text = match srdf {
             Some(p) => Some((
-                std::fs::read_to_string(p).map_err(|e| RobotError::Io { path: p.display().to_string(), message: e.to_string() })?,
+                std::fs::read_to_string(p).map_err(|e| RobotError::Io {
+                    path: p.display().to_string(),
+                    message: e.to_string(),
+                })?,
                 p.display().to_string(),
             )),
             None => None,
         };
-        let base = urdf.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
-        Self::from_urdf_str_named(&text, &urdf.display().to_string(), base, srdf_text.as_ref().map(|(t, n)| (t.as_str(), n.as_str())), opts)
+        let base = urdf.parent().map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        });
+        Self::from_urdf_str_named(
+            &text,
+            &urdf.display().to_string(),
+            base,
+            srdf_text.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
+            opts,
+        )
     }
 
     /// Loads a robot from URDF text (e.g. the `robot_description` parameter). Relative resources
     /// resolve against `base_dir`.
-    pub fn from_urdf_str(urdf: &str, base_dir: Option<&Path>, srdf: Option<&str>, opts: &LoadOptions) -> Result<Self, RobotError> {
-        Self::from_urdf_str_named(urdf, "robot_description", base_dir, srdf.map(|s| (s, "semantic description")), opts)
+    pub fn from_urdf_str(
+        urdf: &str,
+        base_dir: Option<&Path>,
+        srdf: Option<&str>,
+        opts: &LoadOptions,
+    ) -> Result<Self, RobotError> {
+        Self::from_urdf_str_named(
+            urdf,
+            "robot_description",
+            base_dir,
+            srdf.map(|s| (s, "semantic description")),
+            opts,
+        )
     }
 
     fn from_urdf_str_named(
@@ -251,7 +343,14 @@ impl RobotModel {
             Some(p) => Some(load_spherized(p, &tree)?),
             None => None,
         };
-        let mut model = RobotModel { tree, bodies, spherized, allowed: AllowedPairs::default(), srdf, base_dir: base_dir.map(Path::to_path_buf) };
+        let mut model = RobotModel {
+            tree,
+            bodies,
+            spherized,
+            allowed: AllowedPairs::default(),
+            srdf,
+            base_dir: base_dir.map(Path::to_path_buf),
+        };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)
     }
@@ -268,19 +367,27 @@ impl RobotModel {
 
 /// Reads the sphere model of a `_spherized` URDF: every collision element must be a sphere,
 /// and link names must match the robot's.
-pub fn load_spherized(path: &Path, tree: &KinematicTree) -> Result<Vec<(usize, Sphere)>, RobotError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RobotError::Io { path: path.display().to_string(), message: e.to_string() })?;
+pub fn load_spherized(
+    path: &Path,
+    tree: &KinematicTree,
+) -> Result<Vec<(usize, Sphere)>, RobotError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RobotError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
     let robot = parse_urdf_text(&text, &path.display().to_string())?;
     let mut out = Vec::new();
     for l in &robot.links {
         if l.collision.is_empty() {
             continue;
         }
-        let li = tree.link(&l.name).map_err(|_| RobotError::Model(format!(
-            "spherized URDF {}: link '{}' is not in the robot",
-            path.display(),
-            l.name
-        )))?;
+        let li = tree.link(&l.name).map_err(|_| {
+            RobotError::Model(format!(
+                "spherized URDF {}: link '{}' is not in the robot",
+                path.display(),
+                l.name
+            ))
+        })?;
         for c in &l.collision {
             match c.geometry {
                 urdf_rs::Geometry::Sphere { radius } if radius.is_finite() && radius > 0.0 => {

@@ -14,7 +14,9 @@ mod srdf;
 
 pub use acm::{AllowedPairs, AllowedReason};
 pub use group::{PlanningGroup, DEFAULT_ACCELERATION_FACTOR};
-pub use load::{load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel};
+pub use load::{
+    load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel,
+};
 pub use model::{Joint, JointKind, JointLimits, KinematicTree, Link, Mimic};
 pub use space::{wrap_angle, wrapped_difference, JointSpace};
 pub use srdf::{Srdf, SrdfGroup};

@@ -80,10 +80,14 @@ impl Joint {
         match self.kind {
             JointKind::Fixed => self.origin,
             JointKind::Revolute | JointKind::Continuous => {
-                let r = UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_unchecked(self.axis), q);
+                let r =
+                    UnitQuaternion::from_axis_angle(&nalgebra::Unit::new_unchecked(self.axis), q);
                 self.origin * Isometry3::from_parts(Translation3::identity(), r)
             }
-            JointKind::Prismatic => self.origin * Isometry3::translation(self.axis.x * q, self.axis.y * q, self.axis.z * q),
+            JointKind::Prismatic => {
+                self.origin
+                    * Isometry3::translation(self.axis.x * q, self.axis.y * q, self.axis.z * q)
+            }
         }
     }
 }
@@ -132,9 +136,16 @@ impl KinematicTree {
         let mut links = Vec::with_capacity(robot.links.len());
         for l in &robot.links {
             if link_index.insert(l.name.clone(), links.len()).is_some() {
-                return Err(RobotError::Model(format!("link '{}' is defined twice", l.name)));
+                return Err(RobotError::Model(format!(
+                    "link '{}' is defined twice",
+                    l.name
+                )));
             }
-            links.push(Link { name: l.name.clone(), parent_joint: None, child_joints: Vec::new() });
+            links.push(Link {
+                name: l.name.clone(),
+                parent_joint: None,
+                child_joints: Vec::new(),
+            });
         }
         if links.is_empty() {
             return Err(RobotError::Model("the URDF has no links".into()));
@@ -148,13 +159,22 @@ impl KinematicTree {
         let mut seen = HashMap::new();
         for j in &robot.joints {
             if seen.insert(j.name.clone(), ()).is_some() {
-                return Err(RobotError::Model(format!("joint '{}' is defined twice", j.name)));
+                return Err(RobotError::Model(format!(
+                    "joint '{}' is defined twice",
+                    j.name
+                )));
             }
             let parent = *link_index.get(&j.parent.link).ok_or_else(|| {
-                RobotError::Model(format!("joint '{}': parent link '{}' does not exist", j.name, j.parent.link))
+                RobotError::Model(format!(
+                    "joint '{}': parent link '{}' does not exist",
+                    j.name, j.parent.link
+                ))
             })?;
             let child = *link_index.get(&j.child.link).ok_or_else(|| {
-                RobotError::Model(format!("joint '{}': child link '{}' does not exist", j.name, j.child.link))
+                RobotError::Model(format!(
+                    "joint '{}': child link '{}' does not exist",
+                    j.name, j.child.link
+                ))
             })?;
             let kind = match j.joint_type {
                 urdf_rs::JointType::Revolute => JointKind::Revolute,
@@ -171,12 +191,20 @@ impl KinematicTree {
             let a = Vector3::new(j.axis.xyz.0[0], j.axis.xyz.0[1], j.axis.xyz.0[2]);
             let norm = a.norm();
             if kind.is_moving() && !(norm.is_finite() && norm > 1e-9) {
-                return Err(RobotError::Model(format!("joint '{}': axis {:?} is not a valid direction", j.name, j.axis.xyz.0)));
+                return Err(RobotError::Model(format!(
+                    "joint '{}': axis {:?} is not a valid direction",
+                    j.name, j.axis.xyz.0
+                )));
             }
             let axis = if norm > 1e-9 { a / norm } else { Vector3::x() };
             let origin = pose_from_urdf(&j.origin);
-            if !origin.translation.vector.iter().all(|v| v.is_finite()) || !origin.rotation.coords.iter().all(|v| v.is_finite()) {
-                return Err(RobotError::Model(format!("joint '{}': origin is not finite", j.name)));
+            if !origin.translation.vector.iter().all(|v| v.is_finite())
+                || !origin.rotation.coords.iter().all(|v| v.is_finite())
+            {
+                return Err(RobotError::Model(format!(
+                    "joint '{}': origin is not finite",
+                    j.name
+                )));
             }
             let (lower, upper) = match kind {
                 JointKind::Continuous => (-std::f64::consts::PI, std::f64::consts::PI),
@@ -184,10 +212,23 @@ impl KinematicTree {
                 _ => (j.limit.lower, j.limit.upper),
             };
             if kind.is_moving() && (!lower.is_finite() || !upper.is_finite() || lower > upper) {
-                return Err(RobotError::Model(format!("joint '{}': position limits [{lower}, {upper}] are invalid", j.name)));
+                return Err(RobotError::Model(format!(
+                    "joint '{}': position limits [{lower}, {upper}] are invalid",
+                    j.name
+                )));
             }
-            let velocity = if j.limit.velocity.is_finite() && j.limit.velocity > 0.0 { j.limit.velocity } else { 1.0 };
-            let mimic = j.mimic.as_ref().map(|m| (m.joint.clone(), m.multiplier.unwrap_or(1.0), m.offset.unwrap_or(0.0)));
+            let velocity = if j.limit.velocity.is_finite() && j.limit.velocity > 0.0 {
+                j.limit.velocity
+            } else {
+                1.0
+            };
+            let mimic = j.mimic.as_ref().map(|m| {
+                (
+                    m.joint.clone(),
+                    m.multiplier.unwrap_or(1.0),
+                    m.offset.unwrap_or(0.0),
+                )
+            });
             raw.push(Raw {
                 joint: Joint {
                     name: j.name.clone(),
@@ -196,7 +237,12 @@ impl KinematicTree {
                     child,
                     origin,
                     axis,
-                    limits: JointLimits { lower, upper, velocity, effort: j.limit.effort },
+                    limits: JointLimits {
+                        lower,
+                        upper,
+                        velocity,
+                        effort: j.limit.effort,
+                    },
                     mimic: None,
                     variable: None,
                 },
@@ -214,10 +260,16 @@ impl KinematicTree {
             }
             parent_of[r.joint.child] = Some(ji);
         }
-        let roots: Vec<usize> = (0..links.len()).filter(|&l| parent_of[l].is_none()).collect();
+        let roots: Vec<usize> = (0..links.len())
+            .filter(|&l| parent_of[l].is_none())
+            .collect();
         if roots.len() != 1 {
             let names: Vec<&str> = roots.iter().map(|&l| links[l].name.as_str()).collect();
-            return Err(RobotError::Model(format!("the URDF must have exactly one root link, found {}: {}", roots.len(), names.join(", "))));
+            return Err(RobotError::Model(format!(
+                "the URDF must have exactly one root link, found {}: {}",
+                roots.len(),
+                names.join(", ")
+            )));
         }
         let root = roots[0];
         // Topological order: breadth-first from the root, children in file order.
@@ -234,7 +286,9 @@ impl KinematicTree {
             }
         }
         if order.len() != raw.len() {
-            return Err(RobotError::Model("the joints form a cycle: not a tree".into()));
+            return Err(RobotError::Model(
+                "the joints form a cycle: not a tree".into(),
+            ));
         }
         let mut new_index = vec![0usize; raw.len()];
         for (new, &old) in order.iter().enumerate() {
@@ -244,23 +298,39 @@ impl KinematicTree {
         let mut joints = Vec::with_capacity(order.len());
         let mut mimics = Vec::with_capacity(order.len());
         for &old in &order {
-            let r = raw_opt[old].take().ok_or_else(|| RobotError::Model("internal: joint ordered twice".into()))?;
+            let r = raw_opt[old]
+                .take()
+                .ok_or_else(|| RobotError::Model("internal: joint ordered twice".into()))?;
             joints.push(r.joint);
             mimics.push(r.mimic);
         }
-        let joint_index: HashMap<String, usize> = joints.iter().enumerate().map(|(i, j)| (j.name.clone(), i)).collect();
+        let joint_index: HashMap<String, usize> = joints
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.name.clone(), i))
+            .collect();
         for (i, m) in mimics.iter().enumerate() {
             if let Some((name, multiplier, offset)) = m {
                 if !joints[i].kind.is_moving() {
                     continue;
                 }
                 let target = *joint_index.get(name).ok_or_else(|| {
-                    RobotError::Model(format!("joint '{}' mimics '{}', which does not exist", joints[i].name, name))
+                    RobotError::Model(format!(
+                        "joint '{}' mimics '{}', which does not exist",
+                        joints[i].name, name
+                    ))
                 })?;
                 if !multiplier.is_finite() || !offset.is_finite() {
-                    return Err(RobotError::Model(format!("joint '{}': mimic multiplier/offset not finite", joints[i].name)));
+                    return Err(RobotError::Model(format!(
+                        "joint '{}': mimic multiplier/offset not finite",
+                        joints[i].name
+                    )));
                 }
-                joints[i].mimic = Some(Mimic { joint: target, multiplier: *multiplier, offset: *offset });
+                joints[i].mimic = Some(Mimic {
+                    joint: target,
+                    multiplier: *multiplier,
+                    offset: *offset,
+                });
             }
         }
         // Mimic chains must end at an independent moving joint.
@@ -271,11 +341,17 @@ impl KinematicTree {
                 j = m.joint;
                 hops += 1;
                 if hops > joints.len() {
-                    return Err(RobotError::Model(format!("joint '{}': mimic relations form a cycle", joints[i].name)));
+                    return Err(RobotError::Model(format!(
+                        "joint '{}': mimic relations form a cycle",
+                        joints[i].name
+                    )));
                 }
             }
             if joints[i].mimic.is_some() && !joints[j].kind.is_moving() {
-                return Err(RobotError::Model(format!("joint '{}' mimics a fixed joint", joints[i].name)));
+                return Err(RobotError::Model(format!(
+                    "joint '{}' mimics a fixed joint",
+                    joints[i].name
+                )));
             }
         }
         let mut variable_names = Vec::new();
@@ -291,17 +367,32 @@ impl KinematicTree {
             links[j.child].parent_joint = Some(i);
             links[j.parent].child_joints.push(i);
         }
-        Ok(Self { name: robot.name.clone(), links, joints, root, variable_names, variable_joints, link_index, joint_index })
+        Ok(Self {
+            name: robot.name.clone(),
+            links,
+            joints,
+            root,
+            variable_names,
+            variable_joints,
+            link_index,
+            joint_index,
+        })
     }
 
     /// Index of a link by name.
     pub fn link(&self, name: &str) -> Result<usize, RobotError> {
-        self.link_index.get(name).copied().ok_or_else(|| RobotError::UnknownLink(name.to_string()))
+        self.link_index
+            .get(name)
+            .copied()
+            .ok_or_else(|| RobotError::UnknownLink(name.to_string()))
     }
 
     /// Index of a joint by name.
     pub fn joint(&self, name: &str) -> Result<usize, RobotError> {
-        self.joint_index.get(name).copied().ok_or_else(|| RobotError::UnknownJoint(name.to_string()))
+        self.joint_index
+            .get(name)
+            .copied()
+            .ok_or_else(|| RobotError::UnknownJoint(name.to_string()))
     }
 
     /// Number of variables in a full state.
@@ -358,7 +449,10 @@ impl KinematicTree {
     /// row): one vector of link poses per state.
     pub fn forward_kinematics_batch(&self, states: &[f64]) -> Vec<Vec<Isometry3<f64>>> {
         let n = self.num_variables().max(1);
-        states.chunks_exact(n).map(|s| self.forward_kinematics(s)).collect()
+        states
+            .chunks_exact(n)
+            .map(|s| self.forward_kinematics(s))
+            .collect()
     }
 
     /// Joints on the path from `base` link down to `tip` link, in order from base to tip.
@@ -367,7 +461,10 @@ impl KinematicTree {
         let mut l = tip;
         while l != base {
             let j = self.links[l].parent_joint.ok_or_else(|| {
-                RobotError::Model(format!("link '{}' is not below link '{}'", self.links[tip].name, self.links[base].name))
+                RobotError::Model(format!(
+                    "link '{}' is not below link '{}'",
+                    self.links[tip].name, self.links[base].name
+                ))
             })?;
             path.push(j);
             l = self.joints[j].parent;

@@ -111,7 +111,10 @@ impl JointSpace {
         }
         for (j, &v) in q.iter().enumerate() {
             if !v.is_finite() {
-                return Err(format!("joint '{}' has a non-finite value {v}", self.names[j]));
+                return Err(format!(
+                    "joint '{}' has a non-finite value {v}",
+                    self.names[j]
+                ));
             }
             if !self.continuous[j] && (v < self.lower[j] || v > self.upper[j]) {
                 return Err(format!(
