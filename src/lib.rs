@@ -4,4 +4,7 @@
 //! `gmp` command-line tool and the ROS 2 node are thin shells around it.
 
 pub mod collision;
+pub mod planners;
+pub mod roadmap;
 pub mod robot;
+pub mod trajectory;
