@@ -517,6 +517,36 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// Times `path` and re-validates path and trajectory at the request's resolution. The
+/// trajectory is sampled in time first; should its extra points disagree with the path's
+/// check (a motion grazing an obstacle between the checked configurations), it is sampled
+/// at exactly the configurations the path check visited instead.
+fn finish(
+    checker: &dyn Checker,
+    req: &PlanRequest,
+    path: &[Vec<f64>],
+) -> Result<Trajectory, TrajectoryError> {
+    let space = checker.space();
+    trajectory::validate_path(checker, path, req.resolution)?;
+    let traj =
+        trajectory::time_parameterize(space, path, req.vel_scale, req.acc_scale, req.sample_dt)?;
+    match trajectory::validate(checker, &traj, req.resolution) {
+        Ok(()) => Ok(traj),
+        Err(TrajectoryError::InCollision { .. }) => {
+            let traj = trajectory::time_parameterize_steps(
+                space,
+                path,
+                req.vel_scale,
+                req.acc_scale,
+                req.resolution,
+            )?;
+            trajectory::validate(checker, &traj, req.resolution)?;
+            Ok(traj)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Plans with a fresh planner (PRM variants start from an empty roadmap; keep a
 /// [`prm::Prm`] to reuse one across queries).
 pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, PlanError> {
@@ -602,17 +632,8 @@ pub(crate) fn run(
     let mut last_error = None;
     let mut chosen = None;
     for candidate in [simplified, raw_path.clone()] {
-        let traj = trajectory::time_parameterize(
-            &space,
-            &candidate,
-            req.vel_scale,
-            req.acc_scale,
-            req.sample_dt,
-        )?;
-        let checked = trajectory::validate_path(&counting, &candidate, req.resolution)
-            .and_then(|()| trajectory::validate(&counting, &traj, req.resolution));
-        match checked {
-            Ok(()) => {
+        match finish(&counting, req, &candidate) {
+            Ok(traj) => {
                 chosen = Some((candidate, traj));
                 break;
             }

@@ -64,6 +64,9 @@ pub enum RoadmapFileError {
     },
 }
 
+/// On-disk form. Vertex values are stored as IEEE-754 bit patterns so that a loaded roadmap
+/// is bit-identical to the saved one (decimal JSON floats need not round-trip exactly);
+/// edge lengths are recomputed on load.
 #[derive(Serialize, Deserialize)]
 struct RoadmapFile {
     format: String,
@@ -72,7 +75,8 @@ struct RoadmapFile {
     lower: Vec<f64>,
     upper: Vec<f64>,
     continuous: Vec<bool>,
-    roadmap: Roadmap,
+    vertex_bits: Vec<u64>,
+    edges: Vec<(usize, usize, EdgeLabel)>,
 }
 
 /// A persistent probabilistic roadmap for one joint space (robot and planning group).
@@ -345,7 +349,18 @@ impl Prm {
             lower: self.space.lower.clone(),
             upper: self.space.upper.clone(),
             continuous: self.space.continuous.clone(),
-            roadmap: self.roadmap.clone(),
+            vertex_bits: self
+                .roadmap
+                .vertex_values()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect(),
+            edges: self
+                .roadmap
+                .edges()
+                .iter()
+                .map(|e| (e.a, e.b, e.label))
+                .collect(),
         };
         let name = path
             .file_name()
@@ -396,33 +411,40 @@ impl Prm {
                 found: file.joint_names.join(", "),
             });
         }
-        let mut roadmap = file.roadmap;
-        if roadmap.dof() != space.dof() {
+        let dof = space.dof();
+        if dof == 0 || file.vertex_bits.len() % dof != 0 {
             return Err(format(format!(
-                "roadmap holds {}-joint configurations, the planning group has {}",
-                roadmap.dof(),
-                space.dof()
+                "{} vertex values are not a whole number of {dof}-joint configurations",
+                file.vertex_bits.len()
             )));
         }
-        roadmap
-            .rebuild_adjacency()
-            .map_err(|e| format(e.to_string()))?;
+        let mut roadmap = Roadmap::new(dof);
         let mut nn = NearestNeighbors::new(space).map_err(|e| format(e.to_string()))?;
-        for v in 0..roadmap.num_vertices() {
-            let q = roadmap.vertex(v).unwrap_or(&[]);
+        for (v, bits) in file.vertex_bits.chunks_exact(dof).enumerate() {
+            let q: Vec<f64> = bits.iter().map(|b| f64::from_bits(*b)).collect();
             space
-                .validate(q)
+                .validate(&q)
                 .map_err(|e| format(format!("vertex {v}: {e}")))?;
-            nn.insert(q, v)
+            roadmap
+                .add_vertex(&q)
+                .map_err(|e| format(format!("vertex {v}: {e}")))?;
+            nn.insert(&q, v)
                 .map_err(|e| format(format!("vertex {v}: {e}")))?;
         }
         let mut components = UnionFind::new(roadmap.num_vertices());
-        for (i, e) in roadmap.edges().iter().enumerate() {
-            if !(e.length.is_finite() && e.length >= 0.0) {
-                return Err(format(format!("edge {i} has length {}", e.length)));
-            }
-            if e.label == EdgeLabel::Valid {
-                components.union(e.a, e.b);
+        for (i, &(a, b, label)) in file.edges.iter().enumerate() {
+            let (Some(qa), Some(qb)) = (roadmap.vertex(a), roadmap.vertex(b)) else {
+                return Err(format(format!(
+                    "edge {i} joins vertices {a} and {b}, the roadmap has {}",
+                    roadmap.num_vertices()
+                )));
+            };
+            let length = space.distance(qa, qb);
+            roadmap
+                .add_edge(a, b, length, label)
+                .map_err(|e| format(format!("edge {i}: {e}")))?;
+            if label == EdgeLabel::Valid {
+                components.union(a, b);
             }
         }
         Ok(Self {

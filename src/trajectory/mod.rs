@@ -221,8 +221,8 @@ pub fn shortcut<R: Rng + ?Sized>(
             }
             let mut q1 = vec![0.0; dof];
             let mut q2 = vec![0.0; dof];
-            space.interpolate(&path[i1], &path[i1 + 1], t1, &mut q1);
-            space.interpolate(&path[i2], &path[i2 + 1], t2, &mut q2);
+            point_on(&space, &path[i1], &path[i1 + 1], t1, &mut q1);
+            point_on(&space, &path[i2], &path[i2 + 1], t2, &mut q2);
             // Length of the stretch replaced, measured on the actual points.
             let mut along = space.distance(&q1, &path[i1 + 1]);
             for k in i1 + 1..i2 {
@@ -312,6 +312,17 @@ pub fn shortcut<R: Rng + ?Sized>(
     Ok(path)
 }
 
+/// The point at fraction `t` of a segment, exactly an endpoint for `t` of 0 or 1.
+fn point_on(space: &JointSpace, a: &[f64], b: &[f64], t: f64, out: &mut [f64]) {
+    if t <= 0.0 {
+        out.copy_from_slice(a);
+    } else if t >= 1.0 {
+        out.copy_from_slice(b);
+    } else {
+        space.interpolate(a, b, t, out);
+    }
+}
+
 fn dedup(space: &JointSpace, path: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
     let mut out: Vec<Vec<f64>> = Vec::with_capacity(path.len());
     let n = path.len();
@@ -388,10 +399,38 @@ impl SegmentProfile {
     }
 }
 
+/// Time of the profile at which `s` is reached.
+impl SegmentProfile {
+    fn time_at(&self, s: f64) -> f64 {
+        let s = s.clamp(0.0, 1.0);
+        let sa = 0.5 * self.a * self.ta * self.ta;
+        if s < sa {
+            (2.0 * s / self.a).sqrt()
+        } else if s <= 1.0 - sa {
+            self.ta + (s - sa) / self.v
+        } else {
+            self.duration() - (2.0 * (1.0 - s) / self.a).sqrt()
+        }
+    }
+}
+
+/// Where the points of each segment go.
+#[derive(Clone, Copy)]
+enum Sampling {
+    /// Equal time steps of at most this many seconds.
+    Time(f64),
+    /// Exactly the configurations a motion check at this resolution visits.
+    Steps(f64),
+}
+
 /// Times a path: straight-line motion between consecutive waypoints, with every joint within
 /// `max_velocity * vel_scale` and `max_acceleration * acc_scale` of the joint space, sampled
-/// every `sample_dt` seconds or finer (each segment is cut into equal steps) plus every
+/// every `sample_dt` seconds or finer (each segment is cut into equal time steps) plus every
 /// waypoint. The robot stops at each waypoint. Positions of continuous joints are unwrapped.
+///
+/// All joints of a point share the segment's path parameter, so positions, velocities and
+/// accelerations are proportional to the segment's direction: any per-joint spline through
+/// the points (as trajectory controllers use) stays on the straight segment.
 pub fn time_parameterize(
     space: &JointSpace,
     path: &[Vec<f64>],
@@ -399,14 +438,47 @@ pub fn time_parameterize(
     acc_scale: f64,
     sample_dt: f64,
 ) -> Result<Trajectory, TrajectoryError> {
+    if !(sample_dt > 0.0 && sample_dt.is_finite()) {
+        return Err(TrajectoryError::BadSampleDt(sample_dt));
+    }
+    parameterize(space, path, vel_scale, acc_scale, Sampling::Time(sample_dt))
+}
+
+/// Like [`time_parameterize`], but the points of each segment are exactly the configurations
+/// that a motion check of the segment at `resolution` visits (see
+/// [`JointSpace::segments`]), so checking the trajectory's consecutive points checks the
+/// same configurations as checking the path. Time steps are then uneven.
+pub fn time_parameterize_steps(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    resolution: f64,
+) -> Result<Trajectory, TrajectoryError> {
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return Err(TrajectoryError::BadResolution(resolution));
+    }
+    parameterize(
+        space,
+        path,
+        vel_scale,
+        acc_scale,
+        Sampling::Steps(resolution),
+    )
+}
+
+fn parameterize(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    sampling: Sampling,
+) -> Result<Trajectory, TrajectoryError> {
     check_waypoints(space, path)?;
     for (name, value) in [("vel_scale", vel_scale), ("acc_scale", acc_scale)] {
         if !(value > 0.0 && value <= 1.0) {
             return Err(TrajectoryError::BadScale { name, value });
         }
-    }
-    if !(sample_dt > 0.0 && sample_dt.is_finite()) {
-        return Err(TrajectoryError::BadSampleDt(sample_dt));
     }
     let dof = space.dof();
     let mut vmax = Vec::with_capacity(dof);
@@ -432,19 +504,30 @@ pub fn time_parameterize(
         vmax.push(v * vel_scale);
         amax.push(a * acc_scale);
     }
-    let zeros = vec![0.0; dof];
     let mut points = vec![TrajectoryPoint {
         positions: path[0].clone(),
-        velocities: zeros.clone(),
-        accelerations: zeros,
+        velocities: vec![0.0; dof],
+        accelerations: vec![0.0; dof],
         time_from_start: 0.0,
     }];
-    let mut at = path[0].clone();
+    // Multiples of 2 PI added to continuous joints so that positions change continuously.
+    let mut offset = vec![0.0; dof];
     let mut t0 = 0.0;
     let mut delta = vec![0.0; dof];
     let mut first_acc: Option<Vec<f64>> = None;
     for w in path.windows(2) {
-        space.difference(&w[0], &w[1], &mut delta);
+        let (a, b) = (&w[0], &w[1]);
+        space.difference(a, b, &mut delta);
+        // Offset that makes `b` continue from `a + delta`.
+        let mut next_offset = offset.clone();
+        for j in 0..dof {
+            if space.continuous.get(j).copied().unwrap_or(false) {
+                next_offset[j] = offset[j] + (a[j] + delta[j] - b[j]);
+                next_offset[j] = (next_offset[j] / (2.0 * std::f64::consts::PI)).round()
+                    * 2.0
+                    * std::f64::consts::PI;
+            }
+        }
         let mut v_s = f64::INFINITY;
         let mut a_s = f64::INFINITY;
         for j in 0..dof {
@@ -455,28 +538,47 @@ pub fn time_parameterize(
             }
         }
         if !v_s.is_finite() || !a_s.is_finite() {
+            offset = next_offset;
             continue; // zero-length segment
         }
         let profile = SegmentProfile::new(v_s, a_s);
         if first_acc.is_none() {
-            first_acc = Some(delta.iter().map(|d| d * profile.a).collect::<Vec<f64>>());
+            first_acc = Some(delta.iter().map(|d| d * profile.a).collect());
         }
         let duration = profile.duration();
-        let steps = ((duration / sample_dt).ceil() as usize).max(1);
+        let steps = match sampling {
+            Sampling::Time(dt) => ((duration / dt).ceil() as usize).max(1),
+            Sampling::Steps(res) => space.segments(a, b, res),
+        };
         for k in 1..=steps {
-            let t = duration * k as f64 / steps as f64;
-            let (s, sd, sdd) = profile.eval(t);
-            let s = if k == steps { 1.0 } else { s };
+            let frac = k as f64 / steps as f64;
+            let (t, s) = match sampling {
+                Sampling::Time(_) => (duration * frac, profile.eval(duration * frac).0),
+                Sampling::Steps(_) => (profile.time_at(frac), frac),
+            };
+            let (_, sd, sdd) = profile.eval(t);
+            let positions = if k == steps {
+                (0..dof).map(|j| b[j] + next_offset[j]).collect()
+            } else {
+                // The same expression as `JointSpace::interpolate` for bounded joints.
+                (0..dof)
+                    .map(|j| {
+                        if space.continuous.get(j).copied().unwrap_or(false) {
+                            a[j] + offset[j] + delta[j] * s
+                        } else {
+                            a[j] + (b[j] - a[j]) * s
+                        }
+                    })
+                    .collect()
+            };
             points.push(TrajectoryPoint {
-                positions: (0..dof).map(|j| at[j] + delta[j] * s).collect(),
+                positions,
                 velocities: (0..dof).map(|j| delta[j] * sd).collect(),
                 accelerations: (0..dof).map(|j| delta[j] * sdd).collect(),
                 time_from_start: t0 + t,
             });
         }
-        for j in 0..dof {
-            at[j] += delta[j];
-        }
+        offset = next_offset;
         t0 += duration;
     }
     if let (Some(first), Some(acc)) = (points.first_mut(), first_acc) {
