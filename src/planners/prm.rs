@@ -412,7 +412,7 @@ impl Prm {
             });
         }
         let dof = space.dof();
-        if dof == 0 || file.vertex_bits.len() % dof != 0 {
+        if dof == 0 || !file.vertex_bits.len().is_multiple_of(dof) {
             return Err(format(format!(
                 "{} vertex values are not a whole number of {dof}-joint configurations",
                 file.vertex_bits.len()

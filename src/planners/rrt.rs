@@ -95,6 +95,9 @@ impl Tree {
     }
 }
 
+/// A new configuration and its candidate parents, each with the index of its motion.
+type Proposal = (Vec<f64>, Vec<(usize, usize)>);
+
 /// RRT* gamma for `space` (see the module documentation).
 pub fn rrt_star_gamma(space: &JointSpace) -> f64 {
     let d = space.dof() as f64;
@@ -137,8 +140,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         let n = tree.len() as f64 + 1.0;
         let radius = (gamma * (n.ln() / n).powf(1.0 / dof as f64)).min(range);
         let mut motions = MotionBatch::new(dof);
-        // (new configuration, candidate parents with the index of their motion)
-        let mut proposals: Vec<(Vec<f64>, Vec<(usize, usize)>)> = Vec::new();
+        let mut proposals: Vec<Proposal> = Vec::new();
         for _ in 0..ctx.req.batch_size {
             let target = if ctx.rng.random_bool(ctx.req.goal_bias) {
                 goal.clone()

@@ -202,7 +202,7 @@ impl Roadmap {
     /// Rebuilds adjacency lists from the edge list (after deserialising); fails on edges that
     /// name missing vertices.
     pub fn rebuild_adjacency(&mut self) -> Result<(), RoadmapError> {
-        if self.dof == 0 || self.vertices.len() % self.dof != 0 {
+        if self.dof == 0 || !self.vertices.len().is_multiple_of(self.dof) {
             return Err(RoadmapError::WrongDof {
                 expected: self.dof,
                 got: self.vertices.len(),

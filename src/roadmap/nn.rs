@@ -240,7 +240,9 @@ impl NearestNeighbors {
         out
     }
 
-    fn rank(&self, p: &[f64], mut internal: Vec<u64>) -> Vec<Neighbor> {
+    /// Dedupes tree items and sorts them by true distance from the caller's `q` (as given, so
+    /// that distances equal what the caller would compute with `JointSpace::distance`).
+    fn rank(&self, q: &[f64], mut internal: Vec<u64>) -> Vec<Neighbor> {
         internal.sort_unstable();
         internal.dedup();
         let mut out: Vec<Neighbor> = internal
@@ -250,7 +252,7 @@ impl NearestNeighbors {
                 let id = *self.ids.get(i)?;
                 Some(Neighbor {
                     id,
-                    distance: self.space.distance(p, self.stored(i)),
+                    distance: self.space.distance(q, self.stored(i)),
                 })
             })
             .collect();
@@ -269,7 +271,7 @@ impl NearestNeighbors {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
-        let base = self.rank(&p, self.index.nearest_n(&p, k));
+        let base = self.rank(q, self.index.nearest_n(&p, k));
         let bound = if base.len() < k {
             f64::INFINITY
         } else {
@@ -284,7 +286,7 @@ impl NearestNeighbors {
         for img in &images {
             all.extend(self.index.nearest_n(img, k));
         }
-        let mut ranked = self.rank(&p, all);
+        let mut ranked = self.rank(q, all);
         ranked.truncate(k);
         Ok(ranked)
     }
@@ -292,7 +294,7 @@ impl NearestNeighbors {
     /// All stored points within `radius` of `q`, closest first (ties by identifier).
     pub fn within(&self, q: &[f64], radius: f64) -> Result<Vec<Neighbor>, NnError> {
         let p = self.normalized(q)?;
-        if self.is_empty() || !(radius >= 0.0) {
+        if self.is_empty() || radius.is_nan() || radius < 0.0 {
             return Ok(Vec::new());
         }
         let sq = radius * radius;
@@ -303,7 +305,7 @@ impl NearestNeighbors {
         for img in self.images(&p, query_sq) {
             all.extend(self.index.within(&img, query_sq));
         }
-        let mut ranked = self.rank(&p, all);
+        let mut ranked = self.rank(q, all);
         ranked.retain(|n| n.distance <= radius);
         Ok(ranked)
     }

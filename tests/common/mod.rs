@@ -68,13 +68,13 @@ impl BoxWorld {
             return false;
         }
         let mut p = q.to_vec();
-        for j in 0..p.len() {
-            if !p[j].is_finite() {
+        for (j, v) in p.iter_mut().enumerate() {
+            if !v.is_finite() {
                 return false;
             }
             if self.space.continuous[j] {
-                p[j] = wrap_angle(p[j]);
-            } else if p[j] < self.space.lower[j] || p[j] > self.space.upper[j] {
+                *v = wrap_angle(*v);
+            } else if *v < self.space.lower[j] || *v > self.space.upper[j] {
                 return false;
             }
         }
