@@ -1,10 +1,13 @@
 //! `gpu_motion_planner`: GPU-batched sampling-based motion planning.
 //!
-//! The engine is a plain library (robot model, scene, collision checking, planners); the
-//! `gmp` command-line tool and the ROS 2 node are thin shells around it.
+//! The engine is a plain library (robot model, scene, collision checking, roadmaps, planners,
+//! trajectories); the `gmp` command-line tool and the ROS 2 node are thin shells around it.
 
 pub mod cli;
 pub mod collision;
 pub mod mbm;
+pub mod planners;
+pub mod roadmap;
 pub mod robot;
 pub mod scene;
+pub mod trajectory;

@@ -1,15 +1,312 @@
-//! Helpers shared by the integration tests.
+//! Test helpers: a point robot in a box world that implements `Checker` exactly as the
+//! contract says (honouring `JointSpace::segments` / `interpolate`), counts its calls, and has
+//! an exact test for an independent dense re-check.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::f64::consts::PI;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use gpu_motion_planner::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
+use gpu_motion_planner::robot::{wrap_angle, JointSpace};
+use gpu_motion_planner::trajectory::Trajectory;
+
+/// Resolution used by the planner tests.
+pub const RES: f64 = 0.01;
+
+/// An axis-aligned box obstacle in configuration space.
+#[derive(Clone, Debug)]
+pub struct Aabb {
+    pub min: Vec<f64>,
+    pub max: Vec<f64>,
+}
+
+/// A point robot whose configuration is its position; obstacles are boxes.
+pub struct BoxWorld {
+    pub space: JointSpace,
+    pub obstacles: Vec<Aabb>,
+    /// The checker's verdicts use boxes inflated by this much (conservative, like the real
+    /// checker); the exact test does not.
+    pub margin: f64,
+    pub config_calls: AtomicUsize,
+    pub motion_calls: AtomicUsize,
+    pub configs: AtomicUsize,
+    pub motions: AtomicUsize,
+}
+
+pub fn space(dof: usize, continuous: &[usize]) -> JointSpace {
+    let mut s = JointSpace {
+        names: (0..dof).map(|j| format!("j{j}")).collect(),
+        lower: vec![0.0; dof],
+        upper: vec![1.0; dof],
+        continuous: vec![false; dof],
+        max_velocity: (0..dof).map(|j| 1.0 + 0.5 * j as f64).collect(),
+        max_acceleration: (0..dof).map(|j| 2.0 + j as f64).collect(),
+    };
+    for &j in continuous {
+        s.lower[j] = -PI;
+        s.upper[j] = PI;
+        s.continuous[j] = true;
+    }
+    s
+}
+
+impl BoxWorld {
+    pub fn new(space: JointSpace, obstacles: Vec<Aabb>) -> Self {
+        Self {
+            space,
+            obstacles,
+            margin: 0.6 * RES,
+            config_calls: AtomicUsize::new(0),
+            motion_calls: AtomicUsize::new(0),
+            configs: AtomicUsize::new(0),
+            motions: AtomicUsize::new(0),
+        }
+    }
+
+    fn free_with(&self, q: &[f64], margin: f64) -> bool {
+        if q.len() != self.space.dof() {
+            return false;
+        }
+        let mut p = q.to_vec();
+        for (j, v) in p.iter_mut().enumerate() {
+            if !v.is_finite() {
+                return false;
+            }
+            if self.space.continuous[j] {
+                *v = wrap_angle(*v);
+            } else if *v < self.space.lower[j] || *v > self.space.upper[j] {
+                return false;
+            }
+        }
+        !self
+            .obstacles
+            .iter()
+            .any(|b| (0..p.len()).all(|j| p[j] >= b.min[j] - margin && p[j] <= b.max[j] + margin))
+    }
+
+    /// The exact test: within limits and outside every (uninflated) box.
+    pub fn exact_free(&self, q: &[f64]) -> bool {
+        self.free_with(q, 0.0)
+    }
+
+    fn check_row(&self, index: usize, q: &[f64]) -> Result<(), CollisionError> {
+        if q.len() != self.space.dof() {
+            return Err(CollisionError::WrongDof {
+                expected: self.space.dof(),
+                got: q.len(),
+            });
+        }
+        if let Some(j) = q.iter().position(|v| !v.is_finite()) {
+            return Err(CollisionError::NonFinite {
+                index,
+                joint: self.space.names[j].clone(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn calls(&self) -> (usize, usize, usize, usize) {
+        (
+            self.config_calls.load(Ordering::Relaxed),
+            self.configs.load(Ordering::Relaxed),
+            self.motion_calls.load(Ordering::Relaxed),
+            self.motions.load(Ordering::Relaxed),
+        )
+    }
+
+    pub fn reset_counts(&self) {
+        for c in [
+            &self.config_calls,
+            &self.motion_calls,
+            &self.configs,
+            &self.motions,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Checker for BoxWorld {
+    fn space(&self) -> &JointSpace {
+        &self.space
+    }
+
+    fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+        self.config_calls.fetch_add(1, Ordering::Relaxed);
+        self.configs.fetch_add(configs.len(), Ordering::Relaxed);
+        if configs.dof() != self.space.dof() {
+            return Err(CollisionError::WrongDof {
+                expected: self.space.dof(),
+                got: configs.dof(),
+            });
+        }
+        let mut out = Vec::with_capacity(configs.len());
+        for (i, q) in configs.rows().enumerate() {
+            self.check_row(i, q)?;
+            out.push(self.free_with(q, self.margin));
+        }
+        Ok(out)
+    }
+
+    fn check_motions(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
+        self.motion_calls.fetch_add(1, Ordering::Relaxed);
+        self.motions.fetch_add(motions.len(), Ordering::Relaxed);
+        if !(resolution > 0.0 && resolution.is_finite()) {
+            return Err(CollisionError::BadResolution(resolution));
+        }
+        if motions.from.len() != motions.to.len() {
+            return Err(CollisionError::MotionLengthMismatch {
+                from: motions.from.len(),
+                to: motions.to.len(),
+            });
+        }
+        let dof = self.space.dof();
+        let mut q = vec![0.0; dof];
+        let mut out = Vec::with_capacity(motions.len());
+        for i in 0..motions.len() {
+            let (a, b) = (motions.from.row(i), motions.to.row(i));
+            self.check_row(i, a)?;
+            self.check_row(i, b)?;
+            let n = self.space.segments(a, b, resolution);
+            let mut ok = true;
+            for s in 0..=n {
+                self.space.interpolate(a, b, s as f64 / n as f64, &mut q);
+                if !self.free_with(&q, self.margin) {
+                    ok = false;
+                    break;
+                }
+            }
+            out.push(ok);
+        }
+        Ok(out)
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+}
+
+fn aabb(min: &[f64], max: &[f64]) -> Aabb {
+    Aabb {
+        min: min.to_vec(),
+        max: max.to_vec(),
+    }
+}
+
+/// 2-DOF: a wall from the floor up to y = 0.7 between start and goal.
+pub fn wall_2d() -> (BoxWorld, Vec<f64>, Vec<f64>) {
+    let w = BoxWorld::new(space(2, &[]), vec![aabb(&[0.45, 0.0], &[0.55, 0.7])]);
+    (w, vec![0.2, 0.2], vec![0.8, 0.2])
+}
+
+/// 3-DOF: a slab with a single window, plus a pillar.
+pub fn window_3d() -> (BoxWorld, Vec<f64>, Vec<f64>) {
+    let w = BoxWorld::new(
+        space(3, &[]),
+        vec![
+            // slab x in [0.45, 0.55] with a window y,z in [0.6, 0.85]
+            aabb(&[0.45, 0.0, 0.0], &[0.55, 0.6, 1.0]),
+            aabb(&[0.45, 0.85, 0.0], &[0.55, 1.0, 1.0]),
+            aabb(&[0.45, 0.6, 0.0], &[0.55, 0.85, 0.6]),
+            aabb(&[0.45, 0.6, 0.85], &[0.55, 0.85, 1.0]),
+            aabb(&[0.2, 0.3, 0.3], &[0.3, 0.5, 0.6]),
+        ],
+    );
+    (w, vec![0.1, 0.2, 0.2], vec![0.9, 0.2, 0.2])
+}
+
+/// 2-DOF with a continuous second joint: a block over theta in [-2, 2] for x in [0.3, 0.7],
+/// so the way from theta = 2.5 to theta = -2.5 goes across the ±PI seam.
+pub fn continuous_2d() -> (BoxWorld, Vec<f64>, Vec<f64>) {
+    let w = BoxWorld::new(space(2, &[1]), vec![aabb(&[0.3, -2.0], &[0.7, 2.0])]);
+    (w, vec![0.1, 2.5], vec![0.9, -2.5])
+}
+
+/// 2-DOF: the goal sits inside a closed shell of boxes.
+pub fn enclosed_goal() -> (BoxWorld, Vec<f64>, Vec<f64>) {
+    let w = BoxWorld::new(
+        space(2, &[]),
+        vec![
+            aabb(&[0.6, 0.6], &[1.0, 0.65]),
+            aabb(&[0.6, 0.95], &[1.0, 1.0]),
+            aabb(&[0.6, 0.6], &[0.65, 1.0]),
+            aabb(&[0.95, 0.6], &[1.0, 1.0]),
+        ],
+    );
+    (w, vec![0.2, 0.2], vec![0.8, 0.8])
+}
+
+/// Independent dense re-check of a trajectory: every consecutive pair of points is sampled
+/// at a tenth of `resolution` by plain linear interpolation of the (unwrapped) positions and
+/// tested with the world's exact test; positions, velocities and accelerations must respect
+/// the limits (times the scales).
+pub fn dense_recheck(
+    world: &BoxWorld,
+    traj: &Trajectory,
+    resolution: f64,
+    vel_scale: f64,
+    acc_scale: f64,
+) -> Result<(), String> {
+    let s = &world.space;
+    let step = resolution / 10.0;
+    if traj.points.is_empty() {
+        return Err("empty trajectory".into());
+    }
+    if traj.joint_names != s.names {
+        return Err("joint names differ".into());
+    }
+    for (i, p) in traj.points.iter().enumerate() {
+        for j in 0..s.dof() {
+            if p.velocities[j].abs() > s.max_velocity[j] * vel_scale * (1.0 + 1e-9) + 1e-12 {
+                return Err(format!("point {i}: joint {j} velocity {}", p.velocities[j]));
+            }
+            if p.accelerations[j].abs() > s.max_acceleration[j] * acc_scale * (1.0 + 1e-9) + 1e-12 {
+                return Err(format!(
+                    "point {i}: joint {j} acceleration {}",
+                    p.accelerations[j]
+                ));
+            }
+        }
+        if i > 0 && p.time_from_start < traj.points[i - 1].time_from_start {
+            return Err(format!("point {i}: time goes backwards"));
+        }
+    }
+    for (i, w) in traj.points.windows(2).enumerate() {
+        let (a, b) = (&w[0].positions, &w[1].positions);
+        let d: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (y - x) * (y - x))
+            .sum::<f64>()
+            .sqrt();
+        let n = ((d / step).ceil() as usize).max(1);
+        for k in 0..=n {
+            let t = k as f64 / n as f64;
+            let q: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect();
+            if !world.exact_free(&q) {
+                return Err(format!("between points {i} and {}: {q:?} collides", i + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when `a` and `b` are the same configuration (continuous joints modulo 2 PI).
+pub fn same_config(space: &JointSpace, a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && space.distance(a, b) < 1e-9
+}
 
 /// The crate root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+pub fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The MotionBenchMaker data folder, or `None` with a printed skip message.
-pub fn mbm_or_skip(test: &str) -> Option<PathBuf> {
+pub fn mbm_or_skip(test: &str) -> Option<std::path::PathBuf> {
     match gpu_motion_planner::mbm::data_dir() {
         Ok(d) => Some(d),
         Err(e) => {

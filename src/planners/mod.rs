@@ -1,0 +1,668 @@
+//! Sampling-based planners on the batched [`Checker`]: PRM, lazy PRM, RRT, RRT* and
+//! RRT-Connect.
+//!
+//! Every planner issues its collision work in batches (many samples, many motions per call),
+//! which is what makes the GPU backend pay off; on the CPU backend the same code runs
+//! unchanged. [`plan`] validates the request, runs the chosen planner, shortcuts the path,
+//! times it and re-validates the result at the requested resolution: a planner never returns
+//! an invalid path.
+//!
+//! Determinism: all random choices come from a `ChaCha8Rng` seeded with the request seed, and
+//! nothing that affects results iterates a hash map. A run that ends before its time limit (a
+//! first solution for PRM, lazy PRM, RRT and RRT-Connect; `max_iterations` for RRT*) gives
+//! the same path for the same seed, request, checker verdicts and (for PRM) roadmap.
+
+pub mod prm;
+mod rrt;
+mod rrt_connect;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
+use crate::roadmap::{NnError, RoadmapError};
+use crate::robot::JointSpace;
+use crate::trajectory::{self, Trajectory, TrajectoryError};
+
+/// Which planner runs a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum PlannerId {
+    /// Probabilistic roadmap: every sampled edge is checked (batched), union-find tells when
+    /// start and goal are connected, then A* finds the shortest path.
+    Prm,
+    /// Lazy PRM: edges are checked only when they lie on a candidate shortest path.
+    LazyPrm,
+    /// Rapidly-exploring random tree from the start, with goal bias.
+    Rrt,
+    /// Asymptotically optimal RRT*: best parent among near vertices, rewiring, anytime.
+    RrtStar,
+    /// Bidirectional RRT with greedy connection.
+    RrtConnect,
+}
+
+impl PlannerId {
+    /// All planners, in a fixed order.
+    pub const ALL: [PlannerId; 5] = [
+        PlannerId::Prm,
+        PlannerId::LazyPrm,
+        PlannerId::Rrt,
+        PlannerId::RrtStar,
+        PlannerId::RrtConnect,
+    ];
+
+    /// The identifier used on the command line and in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlannerId::Prm => "prm",
+            PlannerId::LazyPrm => "lazy_prm",
+            PlannerId::Rrt => "rrt",
+            PlannerId::RrtStar => "rrt_star",
+            PlannerId::RrtConnect => "rrt_connect",
+        }
+    }
+}
+
+impl fmt::Display for PlannerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A planner name that is not one of [`PlannerId::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect)")]
+pub struct UnknownPlanner(pub String);
+
+impl FromStr for PlannerId {
+    type Err = UnknownPlanner;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PlannerId::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownPlanner(s.to_string()))
+    }
+}
+
+/// A planning request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanRequest {
+    /// Start configuration (planning-group joint order).
+    pub start: Vec<f64>,
+    /// Goal configuration.
+    pub goal: Vec<f64>,
+    /// Planning group name (informational: the checker already works in the group's space).
+    pub group: String,
+    /// Which planner.
+    pub planner: PlannerId,
+    /// Wall-clock budget for planning (shortcutting and timing come after it).
+    pub time_limit: Duration,
+    /// Seed of the random generator.
+    pub seed: u64,
+    /// Motion-check resolution: joint-space distance between checked configurations.
+    pub resolution: f64,
+    /// Samples drawn (and checked together) per planner iteration.
+    pub batch_size: usize,
+    /// Stop after this many iterations (batches) even before the time limit. RRT* is anytime
+    /// and otherwise runs until the time limit; set this for reproducible RRT* results.
+    pub max_iterations: Option<usize>,
+    /// Longest tree extension for the RRT family (joint-space distance); `None` = 0.2 times
+    /// the diagonal of the joint space.
+    pub range: Option<f64>,
+    /// Probability that an RRT / RRT* sample is the goal.
+    pub goal_bias: f64,
+    /// Neighbours per PRM vertex; `None` = the PRM* rule `ceil(e (1 + 1/d) ln n)`, capped at
+    /// [`prm::MAX_NEIGHBORS`].
+    pub prm_neighbors: Option<usize>,
+    /// Shortcutting rounds (0 disables shortcutting).
+    pub shortcut_rounds: usize,
+    /// Fraction of the velocity limits the trajectory may use, in `(0, 1]`.
+    pub vel_scale: f64,
+    /// Fraction of the acceleration limits the trajectory may use, in `(0, 1]`.
+    pub acc_scale: f64,
+    /// Longest time between trajectory points, seconds.
+    pub sample_dt: f64,
+}
+
+impl PlanRequest {
+    /// A request with default options: 5 s, seed 0, resolution 0.02, batches of 64,
+    /// goal bias 0.05, 20 shortcut rounds, full velocity and acceleration limits, 20 ms samples.
+    pub fn new(start: Vec<f64>, goal: Vec<f64>, planner: PlannerId) -> Self {
+        Self {
+            start,
+            goal,
+            group: String::new(),
+            planner,
+            time_limit: Duration::from_secs(5),
+            seed: 0,
+            resolution: 0.02,
+            batch_size: 64,
+            max_iterations: None,
+            range: None,
+            goal_bias: 0.05,
+            prm_neighbors: None,
+            shortcut_rounds: 20,
+            vel_scale: 1.0,
+            acc_scale: 1.0,
+            sample_dt: 0.02,
+        }
+    }
+}
+
+/// Counters and timings of one planning run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PlanStats {
+    /// Time spent planning (until a first path for most planners, the whole budget for RRT*).
+    pub planning_time: Duration,
+    /// Time spent shortcutting, timing and re-validating.
+    pub simplification_time: Duration,
+    /// Configurations checked: single configurations plus every step of every motion.
+    pub collision_checks: u64,
+    /// Configurations checked on their own.
+    pub configs_checked: u64,
+    /// Motions checked.
+    pub motions_checked: u64,
+    /// Calls to `check_configs`.
+    pub config_batches: u64,
+    /// Calls to `check_motions`.
+    pub motion_batches: u64,
+    /// Length of the raw path.
+    pub path_length_before: f64,
+    /// Length of the returned (shortcut) path.
+    pub path_length_after: f64,
+    /// Vertices of the roadmap or trees when planning ended.
+    pub roadmap_vertices: usize,
+    /// Edges of the roadmap or trees when planning ended.
+    pub roadmap_edges: usize,
+    /// Planner iterations (batches).
+    pub iterations: usize,
+    /// RRT*: (seconds since start, best solution cost) each time the best cost improved.
+    pub cost_over_time: Vec<(f64, f64)>,
+}
+
+/// A successful plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlanResult {
+    /// Which planner produced it.
+    pub planner: PlannerId,
+    /// Waypoints after shortcutting, from the start to the goal.
+    pub path: Vec<Vec<f64>>,
+    /// Waypoints as the planner found them.
+    pub raw_path: Vec<Vec<f64>>,
+    /// The timed trajectory along `path`.
+    pub trajectory: Trajectory,
+    /// Counters and timings.
+    pub stats: PlanStats,
+}
+
+/// Why planning failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The start configuration is unusable.
+    #[error("invalid start: {0}")]
+    InvalidStart(String),
+    /// The goal configuration is unusable.
+    #[error("invalid goal: {0}")]
+    InvalidGoal(String),
+    /// A request option is unusable.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The joint space cannot be planned in.
+    #[error("invalid joint space: {0}")]
+    InvalidSpace(String),
+    /// No path was found within the limits.
+    #[error("no path found by {planner} within {time_limit:?} ({iterations} iterations, {vertices} vertices)")]
+    NoPath {
+        /// The planner.
+        planner: PlannerId,
+        /// The time limit of the request.
+        time_limit: Duration,
+        /// Iterations run.
+        iterations: usize,
+        /// Vertices in the roadmap or trees.
+        vertices: usize,
+    },
+    /// A persistent roadmap was built for a different joint space than the checker's.
+    #[error("the roadmap was built for joints [{roadmap}] but the checker plans for [{checker}]")]
+    RoadmapMismatch {
+        /// Joint names of the roadmap.
+        roadmap: String,
+        /// Joint names of the checker.
+        checker: String,
+    },
+    /// The found path failed the final re-validation (a checker inconsistency).
+    #[error("the path failed the final re-validation: {0}")]
+    ValidationFailed(TrajectoryError),
+    /// The collision checker failed.
+    #[error("collision checker: {0}")]
+    Checker(#[from] CollisionError),
+    /// Time parameterization failed.
+    #[error("trajectory: {0}")]
+    Trajectory(#[from] TrajectoryError),
+    /// Neighbour search failed.
+    #[error("neighbour search: {0}")]
+    Neighbors(#[from] NnError),
+    /// Roadmap editing failed.
+    #[error("roadmap: {0}")]
+    Roadmap(#[from] RoadmapError),
+}
+
+/// A [`Checker`] wrapper that counts the work passed to it.
+pub struct CountingChecker<'a> {
+    inner: &'a dyn Checker,
+    configs: AtomicU64,
+    motions: AtomicU64,
+    motion_steps: AtomicU64,
+    config_calls: AtomicU64,
+    motion_calls: AtomicU64,
+}
+
+impl<'a> CountingChecker<'a> {
+    /// Wraps `inner` with all counters at zero.
+    pub fn new(inner: &'a dyn Checker) -> Self {
+        Self {
+            inner,
+            configs: AtomicU64::new(0),
+            motions: AtomicU64::new(0),
+            motion_steps: AtomicU64::new(0),
+            config_calls: AtomicU64::new(0),
+            motion_calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes the counters into `stats`.
+    pub fn fill(&self, stats: &mut PlanStats) {
+        stats.configs_checked = self.configs.load(Ordering::Relaxed);
+        stats.motions_checked = self.motions.load(Ordering::Relaxed);
+        stats.collision_checks = stats.configs_checked + self.motion_steps.load(Ordering::Relaxed);
+        stats.config_batches = self.config_calls.load(Ordering::Relaxed);
+        stats.motion_batches = self.motion_calls.load(Ordering::Relaxed);
+    }
+}
+
+impl Checker for CountingChecker<'_> {
+    fn space(&self) -> &JointSpace {
+        self.inner.space()
+    }
+
+    fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+        self.config_calls.fetch_add(1, Ordering::Relaxed);
+        self.configs
+            .fetch_add(configs.len() as u64, Ordering::Relaxed);
+        self.inner.check_configs(configs)
+    }
+
+    fn check_motions(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
+        self.motion_calls.fetch_add(1, Ordering::Relaxed);
+        self.motions
+            .fetch_add(motions.len() as u64, Ordering::Relaxed);
+        let space = self.inner.space();
+        let steps: u64 = (0..motions.len().min(motions.to.len()))
+            .map(|i| space.segments(motions.from.row(i), motions.to.row(i), resolution) as u64 + 1)
+            .sum();
+        self.motion_steps.fetch_add(steps, Ordering::Relaxed);
+        self.inner.check_motions(motions, resolution)
+    }
+
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+}
+
+/// What a planner hands back before shortcutting and timing.
+pub(crate) struct RawSolution {
+    pub path: Vec<Vec<f64>>,
+    pub iterations: usize,
+    pub vertices: usize,
+    pub edges: usize,
+    pub cost_over_time: Vec<(f64, f64)>,
+}
+
+/// Shared state of one planning run.
+pub(crate) struct Context<'c, 'r> {
+    pub checker: &'c CountingChecker<'c>,
+    pub space: JointSpace,
+    pub req: &'r PlanRequest,
+    pub rng: ChaCha8Rng,
+    pub started: Instant,
+    pub deadline: Instant,
+}
+
+impl Context<'_, '_> {
+    pub fn timed_out(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// True when the planner must stop: time is up or `iterations` reached `max_iterations`.
+    pub fn must_stop(&self, iterations: usize) -> bool {
+        self.timed_out() || self.req.max_iterations.is_some_and(|m| iterations >= m)
+    }
+
+    pub fn elapsed_secs(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    pub fn no_path(&self, iterations: usize, vertices: usize) -> PlanError {
+        PlanError::NoPath {
+            planner: self.req.planner,
+            time_limit: self.req.time_limit,
+            iterations,
+            vertices,
+        }
+    }
+
+    /// A uniform sample inside the joint limits (continuous joints in `[-PI, PI]`).
+    pub fn sample(&mut self) -> Vec<f64> {
+        let space = &self.space;
+        (0..space.dof())
+            .map(|j| {
+                let (lo, hi) = bounds(space, j);
+                self.rng.random_range(lo..=hi)
+            })
+            .collect()
+    }
+
+    /// Draws `n` samples and keeps the collision-free ones (one batched check).
+    pub fn valid_samples(&mut self, n: usize) -> Result<Vec<Vec<f64>>, PlanError> {
+        let dof = self.space.dof();
+        let mut batch = ConfigBatch::with_capacity(dof, n);
+        let mut samples = Vec::with_capacity(n);
+        for _ in 0..n {
+            let q = self.sample();
+            batch.push(&q)?;
+            samples.push(q);
+        }
+        let verdicts = self.checker.check_configs(&batch)?;
+        Ok(samples
+            .into_iter()
+            .zip(verdicts)
+            .filter_map(|(q, ok)| ok.then_some(q))
+            .collect())
+    }
+
+    /// Longest extension of the RRT family.
+    pub fn range(&self) -> f64 {
+        self.req
+            .range
+            .unwrap_or_else(|| 0.2 * space_diagonal(&self.space))
+    }
+
+    /// `to`, or the point at distance `range` from `from` towards it.
+    pub fn steer(&self, from: &[f64], to: &[f64], range: f64) -> Vec<f64> {
+        let d = self.space.distance(from, to);
+        if d <= range {
+            return to.to_vec();
+        }
+        let mut out = vec![0.0; from.len()];
+        self.space.interpolate(from, to, range / d, &mut out);
+        out
+    }
+}
+
+/// Sampling bounds of joint `j`.
+fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {
+    if space.continuous.get(j).copied().unwrap_or(false) {
+        (-std::f64::consts::PI, std::f64::consts::PI)
+    } else {
+        (
+            space.lower.get(j).copied().unwrap_or(0.0),
+            space.upper.get(j).copied().unwrap_or(0.0),
+        )
+    }
+}
+
+/// Length of the diagonal of the joint space (continuous joints count `PI`, the largest
+/// wrapped difference).
+pub fn space_diagonal(space: &JointSpace) -> f64 {
+    (0..space.dof())
+        .map(|j| {
+            let w = if space.continuous.get(j).copied().unwrap_or(false) {
+                std::f64::consts::PI
+            } else {
+                let (lo, hi) = bounds(space, j);
+                hi - lo
+            };
+            w * w
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Lebesgue measure of the joint space (continuous joints span `2 PI`).
+pub fn space_volume(space: &JointSpace) -> f64 {
+    (0..space.dof())
+        .map(|j| {
+            let (lo, hi) = bounds(space, j);
+            hi - lo
+        })
+        .product()
+}
+
+fn check_space(space: &JointSpace) -> Result<(), PlanError> {
+    let d = space.dof();
+    if d == 0 || d > crate::roadmap::MAX_DOF {
+        return Err(PlanError::InvalidSpace(format!(
+            "planners support 1 to {} joints, the planning group has {d}",
+            crate::roadmap::MAX_DOF
+        )));
+    }
+    if space.lower.len() != d
+        || space.upper.len() != d
+        || space.continuous.len() != d
+        || space.max_velocity.len() != d
+        || space.max_acceleration.len() != d
+    {
+        return Err(PlanError::InvalidSpace(
+            "joint names, limits, continuity and velocity/acceleration limits differ in length"
+                .into(),
+        ));
+    }
+    for j in 0..d {
+        let (lo, hi) = bounds(space, j);
+        if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+            return Err(PlanError::InvalidSpace(format!(
+                "joint '{}' has unusable limits [{lo}, {hi}]",
+                space.names[j]
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
+    let bad = |m: String| Err(PlanError::InvalidRequest(m));
+    if !(req.resolution > 0.0 && req.resolution.is_finite()) {
+        return bad(format!(
+            "resolution must be positive and finite, got {}",
+            req.resolution
+        ));
+    }
+    if req.batch_size == 0 {
+        return bad("batch_size must be at least 1".into());
+    }
+    if !(0.0..=1.0).contains(&req.goal_bias) {
+        return bad(format!(
+            "goal_bias must be in [0, 1], got {}",
+            req.goal_bias
+        ));
+    }
+    if let Some(r) = req.range {
+        if !(r > 0.0 && r.is_finite()) {
+            return bad(format!("range must be positive and finite, got {r}"));
+        }
+    }
+    if req.prm_neighbors == Some(0) {
+        return bad("prm_neighbors must be at least 1".into());
+    }
+    for (name, v) in [("vel_scale", req.vel_scale), ("acc_scale", req.acc_scale)] {
+        if !(v > 0.0 && v <= 1.0) {
+            return bad(format!("{name} must be in (0, 1], got {v}"));
+        }
+    }
+    if !(req.sample_dt > 0.0 && req.sample_dt.is_finite()) {
+        return bad(format!(
+            "sample_dt must be positive and finite, got {}",
+            req.sample_dt
+        ));
+    }
+    Ok(())
+}
+
+/// Times `path` and re-validates path and trajectory at the request's resolution. The
+/// trajectory is sampled in time first; should its extra points disagree with the path's
+/// check (a motion grazing an obstacle between the checked configurations), it is sampled
+/// at exactly the configurations the path check visited instead.
+fn finish(
+    checker: &dyn Checker,
+    req: &PlanRequest,
+    path: &[Vec<f64>],
+) -> Result<Trajectory, TrajectoryError> {
+    let space = checker.space();
+    trajectory::validate_path(checker, path, req.resolution)?;
+    let traj =
+        trajectory::time_parameterize(space, path, req.vel_scale, req.acc_scale, req.sample_dt)?;
+    match trajectory::validate(checker, &traj, req.resolution) {
+        Ok(()) => Ok(traj),
+        Err(TrajectoryError::InCollision { .. }) => {
+            let traj = trajectory::time_parameterize_steps(
+                space,
+                path,
+                req.vel_scale,
+                req.acc_scale,
+                req.resolution,
+            )?;
+            trajectory::validate(checker, &traj, req.resolution)?;
+            Ok(traj)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Plans with a fresh planner (PRM variants start from an empty roadmap; keep a
+/// [`prm::Prm`] to reuse one across queries).
+pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, PlanError> {
+    match req.planner {
+        PlannerId::Prm | PlannerId::LazyPrm => {
+            check_space(checker.space())?;
+            prm::Prm::new(checker.space())?.solve(checker, req)
+        }
+        PlannerId::Rrt | PlannerId::RrtStar => run(checker, req, rrt::solve),
+        PlannerId::RrtConnect => run(checker, req, rrt_connect::solve),
+    }
+}
+
+/// Validates the request, runs `planner`, then shortcuts, times and re-validates its path.
+pub(crate) fn run(
+    checker: &dyn Checker,
+    req: &PlanRequest,
+    planner: impl FnOnce(&mut Context<'_, '_>) -> Result<RawSolution, PlanError>,
+) -> Result<PlanResult, PlanError> {
+    let started = Instant::now();
+    let space = checker.space().clone();
+    check_space(&space)?;
+    check_request(req)?;
+    space
+        .validate(&req.start)
+        .map_err(PlanError::InvalidStart)?;
+    space.validate(&req.goal).map_err(PlanError::InvalidGoal)?;
+    let counting = CountingChecker::new(checker);
+    let ends = ConfigBatch::from_rows(space.dof(), &[&req.start, &req.goal])?;
+    let verdicts = counting.check_configs(&ends)?;
+    if !verdicts.first().copied().unwrap_or(false) {
+        return Err(PlanError::InvalidStart(
+            "the start configuration is in collision".into(),
+        ));
+    }
+    if !verdicts.get(1).copied().unwrap_or(false) {
+        return Err(PlanError::InvalidGoal(
+            "the goal configuration is in collision".into(),
+        ));
+    }
+    let mut ctx = Context {
+        checker: &counting,
+        space: space.clone(),
+        req,
+        rng: ChaCha8Rng::seed_from_u64(req.seed),
+        started,
+        deadline: started
+            .checked_add(req.time_limit)
+            .unwrap_or_else(|| started + Duration::from_secs(365 * 24 * 3600)),
+    };
+    let raw = if space.distance(&req.start, &req.goal) == 0.0 {
+        RawSolution {
+            path: vec![req.start.clone(), req.goal.clone()],
+            iterations: 0,
+            vertices: 0,
+            edges: 0,
+            cost_over_time: Vec::new(),
+        }
+    } else {
+        planner(&mut ctx)?
+    };
+    let planning_time = started.elapsed();
+    let simplify_start = Instant::now();
+    let mut raw_path = raw.path;
+    // The endpoints are exactly the requested configurations.
+    if let Some(first) = raw_path.first_mut() {
+        first.clone_from(&req.start);
+    }
+    if let Some(last) = raw_path.last_mut() {
+        last.clone_from(&req.goal);
+    }
+    let simplified = if req.shortcut_rounds > 0 {
+        trajectory::shortcut(
+            &counting,
+            &raw_path,
+            req.resolution,
+            &mut ctx.rng,
+            req.shortcut_rounds,
+        )?
+    } else {
+        raw_path.clone()
+    };
+    let mut last_error = None;
+    let mut chosen = None;
+    for candidate in [simplified, raw_path.clone()] {
+        match finish(&counting, req, &candidate) {
+            Ok(traj) => {
+                chosen = Some((candidate, traj));
+                break;
+            }
+            Err(TrajectoryError::Checker(e)) => return Err(PlanError::Checker(e)),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let Some((path, traj)) = chosen else {
+        return Err(PlanError::ValidationFailed(
+            last_error.unwrap_or(TrajectoryError::EmptyPath),
+        ));
+    };
+    let mut stats = PlanStats {
+        planning_time,
+        simplification_time: simplify_start.elapsed(),
+        path_length_before: trajectory::path_length(&space, &raw_path),
+        path_length_after: trajectory::path_length(&space, &path),
+        roadmap_vertices: raw.vertices,
+        roadmap_edges: raw.edges,
+        iterations: raw.iterations,
+        cost_over_time: raw.cost_over_time,
+        ..PlanStats::default()
+    };
+    counting.fill(&mut stats);
+    Ok(PlanResult {
+        planner: req.planner,
+        path,
+        raw_path,
+        trajectory: traj,
+        stats,
+    })
+}

@@ -1,0 +1,312 @@
+//! Nearest-neighbour search over configurations with kiddo k-d trees.
+//!
+//! kiddo trees have the dimension as a const generic, while our planning groups have 1 to
+//! [`MAX_DOF`] joints chosen at run time. [`NearestNeighbors`] therefore keeps a boxed
+//! `kiddo::KdTree<f64, K>` behind a small private trait, picked by `match` on the DOF.
+//!
+//! The trees measure plain Euclidean distance, but continuous joints wrap around at `±PI`.
+//! Points are stored with their continuous joints wrapped into `[-PI, PI]`; a query is run on
+//! the query point and, for continuous joints close enough to the `±PI` seam to matter, on its
+//! images shifted by `∓2 PI`. The results are merged and re-ranked by the true
+//! [`JointSpace::distance`]. The images that cannot beat the current bound are pruned, so a query
+//! stays a handful of O(log n) tree descents (none extra when the group has no continuous joint).
+
+use std::f64::consts::PI;
+
+use kiddo::SquaredEuclidean;
+
+use crate::robot::{wrap_angle, JointSpace};
+
+/// Largest number of joints the neighbour search supports.
+pub const MAX_DOF: usize = 12;
+
+/// kiddo v5 mutable trees hold at most this many items at exactly the same point.
+const BUCKET: usize = 32;
+
+/// Errors of the neighbour search.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NnError {
+    /// The planning group has a number of joints the search does not support.
+    #[error("nearest-neighbour search supports 1 to {MAX_DOF} joints, the planning group has {0}")]
+    UnsupportedDof(usize),
+    /// A point had the wrong number of values.
+    #[error("point has {got} values, the neighbour search holds {expected}-dimensional points")]
+    WrongDof {
+        /// Dimension of the search.
+        expected: usize,
+        /// Values the point had.
+        got: usize,
+    },
+    /// A point held NaN or infinity.
+    #[error("point has a non-finite value at index {0}")]
+    NonFinite(usize),
+    /// Too many items at exactly the same point (a kiddo v5 limit).
+    #[error("more than {BUCKET} items at exactly the same point")]
+    TooManyDuplicates,
+}
+
+/// One neighbour found by a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbor {
+    /// Identifier given when the point was inserted.
+    pub id: usize,
+    /// True joint-space distance from the query (wrap-around for continuous joints).
+    pub distance: f64,
+}
+
+/// The const-generic kiddo tree seen through a dimension-free interface.
+trait KdIndex: Send + Sync {
+    fn add(&mut self, p: &[f64], item: u64);
+    fn nearest_n(&self, p: &[f64], n: usize) -> Vec<u64>;
+    fn within(&self, p: &[f64], sq_radius: f64) -> Vec<u64>;
+    fn clone_box(&self) -> Box<dyn KdIndex>;
+}
+
+struct Tree<const K: usize>(kiddo::KdTree<f64, K>);
+
+impl<const K: usize> Tree<K> {
+    fn key(p: &[f64]) -> [f64; K] {
+        let mut k = [0.0; K];
+        for (dst, src) in k.iter_mut().zip(p) {
+            *dst = *src;
+        }
+        k
+    }
+}
+
+impl<const K: usize> KdIndex for Tree<K> {
+    fn add(&mut self, p: &[f64], item: u64) {
+        self.0.add(&Self::key(p), item);
+    }
+    fn nearest_n(&self, p: &[f64], n: usize) -> Vec<u64> {
+        self.0
+            .nearest_n::<SquaredEuclidean>(&Self::key(p), n)
+            .into_iter()
+            .map(|nn| nn.item)
+            .collect()
+    }
+    fn within(&self, p: &[f64], sq_radius: f64) -> Vec<u64> {
+        self.0
+            .within_unsorted::<SquaredEuclidean>(&Self::key(p), sq_radius)
+            .into_iter()
+            .map(|nn| nn.item)
+            .collect()
+    }
+    fn clone_box(&self) -> Box<dyn KdIndex> {
+        Box::new(Tree::<K>(self.0.clone()))
+    }
+}
+
+fn new_index(dof: usize) -> Result<Box<dyn KdIndex>, NnError> {
+    fn make<const K: usize>() -> Box<dyn KdIndex> {
+        Box::new(Tree::<K>(kiddo::KdTree::new()))
+    }
+    Ok(match dof {
+        1 => make::<1>(),
+        2 => make::<2>(),
+        3 => make::<3>(),
+        4 => make::<4>(),
+        5 => make::<5>(),
+        6 => make::<6>(),
+        7 => make::<7>(),
+        8 => make::<8>(),
+        9 => make::<9>(),
+        10 => make::<10>(),
+        11 => make::<11>(),
+        12 => make::<12>(),
+        d => return Err(NnError::UnsupportedDof(d)),
+    })
+}
+
+/// Incremental nearest / k-nearest / radius search over configurations of one joint space.
+pub struct NearestNeighbors {
+    space: JointSpace,
+    index: Box<dyn KdIndex>,
+    /// Stored points (continuous joints wrapped), row-major, in insertion order.
+    points: Vec<f64>,
+    /// Caller identifiers in insertion order.
+    ids: Vec<usize>,
+}
+
+impl Clone for NearestNeighbors {
+    fn clone(&self) -> Self {
+        Self {
+            space: self.space.clone(),
+            index: self.index.clone_box(),
+            points: self.points.clone(),
+            ids: self.ids.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for NearestNeighbors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NearestNeighbors")
+            .field("dof", &self.space.dof())
+            .field("len", &self.ids.len())
+            .finish()
+    }
+}
+
+impl NearestNeighbors {
+    /// An empty search structure for configurations of `space`.
+    pub fn new(space: &JointSpace) -> Result<Self, NnError> {
+        Ok(Self {
+            space: space.clone(),
+            index: new_index(space.dof())?,
+            points: Vec::new(),
+            ids: Vec::new(),
+        })
+    }
+
+    /// Number of stored points.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when no point is stored.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    fn dof(&self) -> usize {
+        self.space.dof()
+    }
+
+    fn normalized(&self, q: &[f64]) -> Result<Vec<f64>, NnError> {
+        if q.len() != self.dof() {
+            return Err(NnError::WrongDof {
+                expected: self.dof(),
+                got: q.len(),
+            });
+        }
+        let mut out = Vec::with_capacity(q.len());
+        for (j, &v) in q.iter().enumerate() {
+            if !v.is_finite() {
+                return Err(NnError::NonFinite(j));
+            }
+            let c = self.space.continuous.get(j).copied().unwrap_or(false);
+            out.push(if c { wrap_angle(v) } else { v });
+        }
+        Ok(out)
+    }
+
+    fn stored(&self, internal: usize) -> &[f64] {
+        let d = self.dof();
+        &self.points[internal * d..(internal + 1) * d]
+    }
+
+    /// Adds a configuration under identifier `id`.
+    pub fn insert(&mut self, q: &[f64], id: usize) -> Result<(), NnError> {
+        let p = self.normalized(q)?;
+        // kiddo v5 panics past BUCKET exact duplicates: refuse before that can happen.
+        if self.index.within(&p, 0.0).len() + 1 >= BUCKET {
+            return Err(NnError::TooManyDuplicates);
+        }
+        let internal = self.ids.len() as u64;
+        self.index.add(&p, internal);
+        self.points.extend_from_slice(&p);
+        self.ids.push(id);
+        Ok(())
+    }
+
+    /// Query points: `p` and its images across the `±PI` seam of continuous joints whose
+    /// squared lower bound on the distance is below `sq_bound`.
+    fn images(&self, p: &[f64], sq_bound: f64) -> Vec<Vec<f64>> {
+        let mut seams: Vec<(usize, f64)> = Vec::new();
+        for (j, &v) in p.iter().enumerate() {
+            if self.space.continuous.get(j).copied().unwrap_or(false) {
+                let gap = PI - v.abs();
+                if gap * gap < sq_bound {
+                    seams.push((j, gap * gap));
+                }
+            }
+        }
+        let mut out = vec![p.to_vec()];
+        // Subsets of the seams, pruned by the summed lower bound.
+        let mut partial: Vec<(Vec<f64>, f64)> = vec![(p.to_vec(), 0.0)];
+        for &(j, g2) in &seams {
+            let mut more = Vec::new();
+            for (q, lb) in &partial {
+                if lb + g2 < sq_bound {
+                    let mut shifted = q.clone();
+                    shifted[j] -= 2.0 * PI * q[j].signum();
+                    out.push(shifted.clone());
+                    more.push((shifted, lb + g2));
+                }
+            }
+            partial.extend(more);
+        }
+        out
+    }
+
+    /// Dedupes tree items and sorts them by true distance from the caller's `q` (as given, so
+    /// that distances equal what the caller would compute with `JointSpace::distance`).
+    fn rank(&self, q: &[f64], mut internal: Vec<u64>) -> Vec<Neighbor> {
+        internal.sort_unstable();
+        internal.dedup();
+        let mut out: Vec<Neighbor> = internal
+            .into_iter()
+            .filter_map(|i| {
+                let i = usize::try_from(i).ok()?;
+                let id = *self.ids.get(i)?;
+                Some(Neighbor {
+                    id,
+                    distance: self.space.distance(q, self.stored(i)),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.distance.total_cmp(&b.distance).then(a.id.cmp(&b.id)));
+        out
+    }
+
+    /// The stored point nearest to `q`, or `None` when empty.
+    pub fn nearest(&self, q: &[f64]) -> Result<Option<Neighbor>, NnError> {
+        Ok(self.k_nearest(q, 1)?.into_iter().next())
+    }
+
+    /// The `k` stored points nearest to `q`, closest first (ties by identifier).
+    pub fn k_nearest(&self, q: &[f64], k: usize) -> Result<Vec<Neighbor>, NnError> {
+        let p = self.normalized(q)?;
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let base = self.rank(q, self.index.nearest_n(&p, k));
+        let bound = if base.len() < k {
+            f64::INFINITY
+        } else {
+            base.last()
+                .map_or(f64::INFINITY, |n| n.distance * n.distance)
+        };
+        let images = self.images(&p, bound);
+        if images.len() == 1 {
+            return Ok(base);
+        }
+        let mut all = Vec::new();
+        for img in &images {
+            all.extend(self.index.nearest_n(img, k));
+        }
+        let mut ranked = self.rank(q, all);
+        ranked.truncate(k);
+        Ok(ranked)
+    }
+
+    /// All stored points within `radius` of `q`, closest first (ties by identifier).
+    pub fn within(&self, q: &[f64], radius: f64) -> Result<Vec<Neighbor>, NnError> {
+        let p = self.normalized(q)?;
+        if self.is_empty() || radius.is_nan() || radius < 0.0 {
+            return Ok(Vec::new());
+        }
+        let sq = radius * radius;
+        // A hair of slack so rounding in kiddo's sums never drops a point on the boundary;
+        // the exact filter below decides.
+        let query_sq = sq * (1.0 + 1e-9) + 1e-300;
+        let mut all = Vec::new();
+        for img in self.images(&p, query_sq) {
+            all.extend(self.index.within(&img, query_sq));
+        }
+        let mut ranked = self.rank(q, all);
+        ranked.retain(|n| n.distance <= radius);
+        Ok(ranked)
+    }
+}

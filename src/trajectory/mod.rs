@@ -1,0 +1,634 @@
+//! Trajectories: batched shortcutting of joint-space paths, time parameterization under
+//! per-joint velocity and acceleration limits, and the final re-validation.
+//!
+//! Time parameterization moves along each straight segment of the path with a synchronised
+//! trapezoidal profile: one scalar path parameter `s ∈ [0, 1]` per segment, accelerated and
+//! decelerated as fast as the most limited joint allows, stopping at every waypoint. All joints
+//! therefore stay exactly on the straight segment, so the collision check of the path covers
+//! the trajectory, and the waypoints are trajectory points. Stopping at corners costs time but
+//! is exact and simple; shortcutting first leaves few corners.
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::collision::{Checker, CollisionError, MotionBatch};
+use crate::robot::JointSpace;
+
+/// Shortcut attempts checked together in one batched motion check per round.
+pub const SHORTCUTS_PER_ROUND: usize = 64;
+
+/// One point of a trajectory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryPoint {
+    /// Joint positions. Continuous joints are unwrapped (they change continuously along the
+    /// trajectory instead of jumping at `±PI`).
+    pub positions: Vec<f64>,
+    /// Joint velocities.
+    pub velocities: Vec<f64>,
+    /// Joint accelerations.
+    pub accelerations: Vec<f64>,
+    /// Time since the start of the trajectory, seconds.
+    pub time_from_start: f64,
+}
+
+/// A timed joint trajectory.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Joint names, in the order of the values in each point.
+    pub joint_names: Vec<String>,
+    /// Points in time order.
+    pub points: Vec<TrajectoryPoint>,
+}
+
+impl Trajectory {
+    /// Total duration in seconds (0 for an empty trajectory).
+    pub fn duration(&self) -> f64 {
+        self.points.last().map_or(0.0, |p| p.time_from_start)
+    }
+
+    /// The positions of every point, in order.
+    pub fn positions(&self) -> Vec<Vec<f64>> {
+        self.points.iter().map(|p| p.positions.clone()).collect()
+    }
+}
+
+/// Errors of shortcutting, time parameterization and validation.
+#[derive(Debug, thiserror::Error)]
+pub enum TrajectoryError {
+    /// The path had no waypoint.
+    #[error("the path has no waypoint")]
+    EmptyPath,
+    /// A waypoint had the wrong number of values.
+    #[error("waypoint {index} has {got} values, the planning group has {expected} joints")]
+    WrongDof {
+        /// Index of the waypoint.
+        index: usize,
+        /// Joints of the planning group.
+        expected: usize,
+        /// Values the waypoint had.
+        got: usize,
+    },
+    /// A waypoint was outside the joint limits or not finite.
+    #[error("waypoint {index}: {reason}")]
+    InvalidWaypoint {
+        /// Index of the waypoint.
+        index: usize,
+        /// What is wrong, naming the joint.
+        reason: String,
+    },
+    /// A scaling factor was outside `(0, 1]`.
+    #[error("{name} must be in (0, 1], got {value}")]
+    BadScale {
+        /// Which factor.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// The sampling period was not positive and finite.
+    #[error("sample_dt must be positive and finite, got {0}")]
+    BadSampleDt(f64),
+    /// The resolution was not positive and finite.
+    #[error("resolution must be positive and finite, got {0}")]
+    BadResolution(f64),
+    /// A joint limit needed for timing was not positive and finite.
+    #[error("joint '{joint}': {what} limit must be positive and finite, got {value}")]
+    BadLimit {
+        /// The joint.
+        joint: String,
+        /// "velocity" or "acceleration".
+        what: &'static str,
+        /// The limit.
+        value: f64,
+    },
+    /// The motion from point `index` to point `index + 1` is in collision.
+    #[error("motion from point {index} to point {} is in collision", index + 1)]
+    InCollision {
+        /// Index of the motion's first point.
+        index: usize,
+    },
+    /// A single-point path is in collision.
+    #[error("the only configuration of the path is in collision")]
+    ConfigInCollision,
+    /// The collision checker failed.
+    #[error(transparent)]
+    Checker(#[from] CollisionError),
+}
+
+fn check_waypoints(space: &JointSpace, path: &[Vec<f64>]) -> Result<(), TrajectoryError> {
+    if path.is_empty() {
+        return Err(TrajectoryError::EmptyPath);
+    }
+    for (index, q) in path.iter().enumerate() {
+        if q.len() != space.dof() {
+            return Err(TrajectoryError::WrongDof {
+                index,
+                expected: space.dof(),
+                got: q.len(),
+            });
+        }
+        space
+            .validate(q)
+            .map_err(|reason| TrajectoryError::InvalidWaypoint { index, reason })?;
+    }
+    Ok(())
+}
+
+/// Joint-space length of a path (sum of segment distances, wrap-around for continuous joints).
+pub fn path_length(space: &JointSpace, path: &[Vec<f64>]) -> f64 {
+    path.windows(2).map(|w| space.distance(&w[0], &w[1])).sum()
+}
+
+/// A candidate shortcut: from fraction `t1` of segment `i1` to fraction `t2` of segment `i2`.
+struct Candidate {
+    i1: usize,
+    t1: f64,
+    i2: usize,
+    t2: f64,
+    q1: Vec<f64>,
+    q2: Vec<f64>,
+    saving: f64,
+}
+
+/// Shortens a collision-free path by replacing stretches of it with straight motions.
+///
+/// Each of the `rounds` rounds draws [`SHORTCUTS_PER_ROUND`] random pairs of points along the
+/// path (by arc length; a quarter of the endpoints snap to waypoints so corners can disappear
+/// entirely), checks all their straight motions in one batched call, and applies the valid
+/// ones that do not overlap, largest saving first. The result starts and ends at the same
+/// configurations and only uses motions that were checked at `resolution` or pieces of the
+/// input's segments. Randomness comes only from `rng`.
+pub fn shortcut<R: Rng + ?Sized>(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+    rng: &mut R,
+    rounds: usize,
+) -> Result<Vec<Vec<f64>>, TrajectoryError> {
+    let space = checker.space().clone();
+    check_waypoints(&space, path)?;
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return Err(TrajectoryError::BadResolution(resolution));
+    }
+    let mut path = dedup(&space, path.to_vec());
+    let dof = space.dof();
+    let mut tmp = vec![0.0; dof];
+    for _ in 0..rounds {
+        if path.len() < 3 {
+            break;
+        }
+        // Cumulative arc length at each waypoint.
+        let mut cum = Vec::with_capacity(path.len());
+        cum.push(0.0);
+        for w in path.windows(2) {
+            let last = cum.last().copied().unwrap_or(0.0);
+            cum.push(last + space.distance(&w[0], &w[1]));
+        }
+        let total = cum.last().copied().unwrap_or(0.0);
+        if total <= 0.0 {
+            break;
+        }
+        let locate = |u: f64| -> (usize, f64) {
+            // Segment i with cum[i] <= u < cum[i+1] (the last segment for u == total).
+            let nseg = cum.len() - 1;
+            let i = cum
+                .partition_point(|&c| c <= u)
+                .saturating_sub(1)
+                .min(nseg - 1);
+            let len = cum[i + 1] - cum[i];
+            let t = if len > 0.0 {
+                ((u - cum[i]) / len).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            (i, t)
+        };
+        let draw = |rng: &mut R| -> f64 {
+            if rng.random_bool(0.25) {
+                cum[rng.random_range(0..cum.len())]
+            } else {
+                rng.random_range(0.0..=total)
+            }
+        };
+        let mut candidates = Vec::new();
+        let mut motions = MotionBatch::new(dof);
+        for _ in 0..SHORTCUTS_PER_ROUND {
+            let (a, b) = (draw(rng), draw(rng));
+            let (u1, u2) = if a <= b { (a, b) } else { (b, a) };
+            let (i1, t1) = locate(u1);
+            let (i2, t2) = locate(u2);
+            if i1 >= i2 {
+                continue; // within one segment: nothing to gain
+            }
+            let mut q1 = vec![0.0; dof];
+            let mut q2 = vec![0.0; dof];
+            point_on(&space, &path[i1], &path[i1 + 1], t1, &mut q1);
+            point_on(&space, &path[i2], &path[i2 + 1], t2, &mut q2);
+            // Length of the stretch replaced, measured on the actual points.
+            let mut along = space.distance(&q1, &path[i1 + 1]);
+            for k in i1 + 1..i2 {
+                along += space.distance(&path[k], &path[k + 1]);
+            }
+            along += space.distance(&path[i2], &q2);
+            let saving = along - space.distance(&q1, &q2);
+            if saving <= 1e-9 * total.max(1.0) {
+                continue;
+            }
+            motions.push(&q1, &q2)?;
+            candidates.push(Candidate {
+                i1,
+                t1,
+                i2,
+                t2,
+                q1,
+                q2,
+                saving,
+            });
+        }
+        if candidates.is_empty() {
+            continue;
+        }
+        let valid = checker.check_motions(&motions, resolution)?;
+        let mut order: Vec<usize> = (0..candidates.len())
+            .filter(|&k| valid.get(k).copied().unwrap_or(false))
+            .collect();
+        order.sort_by(|&x, &y| {
+            candidates[y]
+                .saving
+                .total_cmp(&candidates[x].saving)
+                .then(x.cmp(&y))
+        });
+        let mut chosen: Vec<usize> = Vec::new();
+        for k in order {
+            let c = &candidates[k];
+            let overlaps = chosen.iter().any(|&o| {
+                let d = &candidates[o];
+                !(c.i2 < d.i1 || d.i2 < c.i1)
+            });
+            if !overlaps {
+                chosen.push(k);
+            }
+        }
+        chosen.sort_by_key(|&k| candidates[k].i1);
+        let mut next = Vec::with_capacity(path.len());
+        let mut cursor = 0;
+        for &k in &chosen {
+            let c = &candidates[k];
+            next.extend(path[cursor..=c.i1].iter().cloned());
+            if c.t1 > 0.0 {
+                next.push(c.q1.clone());
+            }
+            next.push(c.q2.clone());
+            cursor = c.i2 + 1;
+            if c.t2 >= 1.0 {
+                cursor += 1; // q2 is path[i2 + 1] itself
+            }
+        }
+        next.extend(path[cursor.min(path.len())..].iter().cloned());
+        path = dedup(&space, next);
+    }
+    // Drop waypoints that lie on the straight line between their neighbours.
+    let mut i = 1;
+    while i + 1 < path.len() {
+        let (a, b, c) = (&path[i - 1], &path[i], &path[i + 1]);
+        let direct = space.distance(a, c);
+        let via = space.distance(a, b) + space.distance(b, c);
+        let mut on_line = via - direct <= 1e-12 * via.max(1.0);
+        if on_line {
+            // Make sure b is the point of a->c, not a detour the other way round a wrap.
+            let t = if via > 0.0 {
+                space.distance(a, b) / via
+            } else {
+                0.0
+            };
+            space.interpolate(a, c, t, &mut tmp);
+            on_line = space.distance(&tmp, b) <= 1e-9;
+        }
+        if on_line {
+            path.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    Ok(path)
+}
+
+/// The point at fraction `t` of a segment, exactly an endpoint for `t` of 0 or 1.
+fn point_on(space: &JointSpace, a: &[f64], b: &[f64], t: f64, out: &mut [f64]) {
+    if t <= 0.0 {
+        out.copy_from_slice(a);
+    } else if t >= 1.0 {
+        out.copy_from_slice(b);
+    } else {
+        space.interpolate(a, b, t, out);
+    }
+}
+
+fn dedup(space: &JointSpace, path: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
+    let mut out: Vec<Vec<f64>> = Vec::with_capacity(path.len());
+    let n = path.len();
+    for (k, q) in path.into_iter().enumerate() {
+        let same = out.last().is_some_and(|p| space.distance(p, &q) == 0.0);
+        if same {
+            if k + 1 == n {
+                // Keep the exact final configuration.
+                out.pop();
+                out.push(q);
+            }
+        } else {
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// One straight segment timed with a synchronised trapezoidal profile of `s ∈ [0, 1]`.
+struct SegmentProfile {
+    /// Peak speed of `s`.
+    v: f64,
+    /// Acceleration of `s`.
+    a: f64,
+    /// Acceleration (and deceleration) duration.
+    ta: f64,
+    /// Cruise duration.
+    tc: f64,
+}
+
+impl SegmentProfile {
+    fn new(v_max: f64, a_max: f64) -> Self {
+        // Reaching v_max needs distance v^2/a over accelerate + decelerate.
+        if v_max * v_max / a_max >= 1.0 {
+            let ta = (1.0 / a_max).sqrt();
+            Self {
+                v: a_max * ta,
+                a: a_max,
+                ta,
+                tc: 0.0,
+            }
+        } else {
+            let ta = v_max / a_max;
+            let sa = 0.5 * a_max * ta * ta;
+            Self {
+                v: v_max,
+                a: a_max,
+                ta,
+                tc: (1.0 - 2.0 * sa) / v_max,
+            }
+        }
+    }
+
+    fn duration(&self) -> f64 {
+        2.0 * self.ta + self.tc
+    }
+
+    /// (s, ds/dt, d2s/dt2) at time `t`; the acceleration at a phase switch is that of the
+    /// phase that starts there, except at the very end.
+    fn eval(&self, t: f64) -> (f64, f64, f64) {
+        let total = self.duration();
+        let t = t.clamp(0.0, total);
+        let sa = 0.5 * self.a * self.ta * self.ta;
+        if t < self.ta {
+            (0.5 * self.a * t * t, self.a * t, self.a)
+        } else if t < self.ta + self.tc {
+            (sa + self.v * (t - self.ta), self.v, 0.0)
+        } else if t < total {
+            let r = total - t;
+            (1.0 - 0.5 * self.a * r * r, self.a * r, -self.a)
+        } else {
+            (1.0, 0.0, -self.a)
+        }
+    }
+}
+
+/// Time of the profile at which `s` is reached.
+impl SegmentProfile {
+    fn time_at(&self, s: f64) -> f64 {
+        let s = s.clamp(0.0, 1.0);
+        let sa = 0.5 * self.a * self.ta * self.ta;
+        if s < sa {
+            (2.0 * s / self.a).sqrt()
+        } else if s <= 1.0 - sa {
+            self.ta + (s - sa) / self.v
+        } else {
+            self.duration() - (2.0 * (1.0 - s) / self.a).sqrt()
+        }
+    }
+}
+
+/// Where the points of each segment go.
+#[derive(Clone, Copy)]
+enum Sampling {
+    /// Equal time steps of at most this many seconds.
+    Time(f64),
+    /// Exactly the configurations a motion check at this resolution visits.
+    Steps(f64),
+}
+
+/// Times a path: straight-line motion between consecutive waypoints, with every joint within
+/// `max_velocity * vel_scale` and `max_acceleration * acc_scale` of the joint space, sampled
+/// every `sample_dt` seconds or finer (each segment is cut into equal time steps) plus every
+/// waypoint. The robot stops at each waypoint. Positions of continuous joints are unwrapped.
+///
+/// All joints of a point share the segment's path parameter, so positions, velocities and
+/// accelerations are proportional to the segment's direction: any per-joint spline through
+/// the points (as trajectory controllers use) stays on the straight segment.
+pub fn time_parameterize(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    sample_dt: f64,
+) -> Result<Trajectory, TrajectoryError> {
+    if !(sample_dt > 0.0 && sample_dt.is_finite()) {
+        return Err(TrajectoryError::BadSampleDt(sample_dt));
+    }
+    parameterize(space, path, vel_scale, acc_scale, Sampling::Time(sample_dt))
+}
+
+/// Like [`time_parameterize`], but the points of each segment are exactly the configurations
+/// that a motion check of the segment at `resolution` visits (see
+/// [`JointSpace::segments`]), so checking the trajectory's consecutive points checks the
+/// same configurations as checking the path. Time steps are then uneven.
+pub fn time_parameterize_steps(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    resolution: f64,
+) -> Result<Trajectory, TrajectoryError> {
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return Err(TrajectoryError::BadResolution(resolution));
+    }
+    parameterize(
+        space,
+        path,
+        vel_scale,
+        acc_scale,
+        Sampling::Steps(resolution),
+    )
+}
+
+fn parameterize(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    sampling: Sampling,
+) -> Result<Trajectory, TrajectoryError> {
+    check_waypoints(space, path)?;
+    for (name, value) in [("vel_scale", vel_scale), ("acc_scale", acc_scale)] {
+        if !(value > 0.0 && value <= 1.0) {
+            return Err(TrajectoryError::BadScale { name, value });
+        }
+    }
+    let dof = space.dof();
+    let mut vmax = Vec::with_capacity(dof);
+    let mut amax = Vec::with_capacity(dof);
+    for j in 0..dof {
+        let name = space.names.get(j).cloned().unwrap_or_default();
+        let v = space.max_velocity.get(j).copied().unwrap_or(f64::NAN);
+        let a = space.max_acceleration.get(j).copied().unwrap_or(f64::NAN);
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(TrajectoryError::BadLimit {
+                joint: name,
+                what: "velocity",
+                value: v,
+            });
+        }
+        if !(a > 0.0 && a.is_finite()) {
+            return Err(TrajectoryError::BadLimit {
+                joint: name,
+                what: "acceleration",
+                value: a,
+            });
+        }
+        vmax.push(v * vel_scale);
+        amax.push(a * acc_scale);
+    }
+    let mut points = vec![TrajectoryPoint {
+        positions: path[0].clone(),
+        velocities: vec![0.0; dof],
+        accelerations: vec![0.0; dof],
+        time_from_start: 0.0,
+    }];
+    // Multiples of 2 PI added to continuous joints so that positions change continuously.
+    let mut offset = vec![0.0; dof];
+    let mut t0 = 0.0;
+    let mut delta = vec![0.0; dof];
+    let mut first_acc: Option<Vec<f64>> = None;
+    for w in path.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        space.difference(a, b, &mut delta);
+        // Offset that makes `b` continue from `a + delta`.
+        let mut next_offset = offset.clone();
+        for j in 0..dof {
+            if space.continuous.get(j).copied().unwrap_or(false) {
+                next_offset[j] = offset[j] + (a[j] + delta[j] - b[j]);
+                next_offset[j] = (next_offset[j] / (2.0 * std::f64::consts::PI)).round()
+                    * 2.0
+                    * std::f64::consts::PI;
+            }
+        }
+        let mut v_s = f64::INFINITY;
+        let mut a_s = f64::INFINITY;
+        for j in 0..dof {
+            let d = delta[j].abs();
+            if d > 0.0 {
+                v_s = v_s.min(vmax[j] / d);
+                a_s = a_s.min(amax[j] / d);
+            }
+        }
+        if !v_s.is_finite() || !a_s.is_finite() {
+            offset = next_offset;
+            continue; // zero-length segment
+        }
+        let profile = SegmentProfile::new(v_s, a_s);
+        if first_acc.is_none() {
+            first_acc = Some(delta.iter().map(|d| d * profile.a).collect());
+        }
+        let duration = profile.duration();
+        let steps = match sampling {
+            Sampling::Time(dt) => ((duration / dt).ceil() as usize).max(1),
+            Sampling::Steps(res) => space.segments(a, b, res),
+        };
+        for k in 1..=steps {
+            let frac = k as f64 / steps as f64;
+            let (t, s) = match sampling {
+                Sampling::Time(_) => (duration * frac, profile.eval(duration * frac).0),
+                Sampling::Steps(_) => (profile.time_at(frac), frac),
+            };
+            let (_, sd, sdd) = profile.eval(t);
+            let positions = if k == steps {
+                (0..dof).map(|j| b[j] + next_offset[j]).collect()
+            } else {
+                // The same expression as `JointSpace::interpolate` for bounded joints.
+                (0..dof)
+                    .map(|j| {
+                        if space.continuous.get(j).copied().unwrap_or(false) {
+                            a[j] + offset[j] + delta[j] * s
+                        } else {
+                            a[j] + (b[j] - a[j]) * s
+                        }
+                    })
+                    .collect()
+            };
+            points.push(TrajectoryPoint {
+                positions,
+                velocities: (0..dof).map(|j| delta[j] * sd).collect(),
+                accelerations: (0..dof).map(|j| delta[j] * sdd).collect(),
+                time_from_start: t0 + t,
+            });
+        }
+        offset = next_offset;
+        t0 += duration;
+    }
+    if let (Some(first), Some(acc)) = (points.first_mut(), first_acc) {
+        // The first motion starts by accelerating.
+        first.accelerations = acc;
+    }
+    Ok(Trajectory {
+        joint_names: space.names.clone(),
+        points,
+    })
+}
+
+/// Re-validates a path: every waypoint within limits and every straight motion between
+/// consecutive waypoints collision free at `resolution`, in one batched motion check.
+pub fn validate_path(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+) -> Result<(), TrajectoryError> {
+    let space = checker.space();
+    check_waypoints(space, path)?;
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return Err(TrajectoryError::BadResolution(resolution));
+    }
+    if path.len() == 1 {
+        return if checker.check_config(&path[0])? {
+            Ok(())
+        } else {
+            Err(TrajectoryError::ConfigInCollision)
+        };
+    }
+    let mut motions = MotionBatch::new(space.dof());
+    for w in path.windows(2) {
+        motions.push(&w[0], &w[1])?;
+    }
+    let verdicts = checker.check_motions(&motions, resolution)?;
+    for index in 0..motions.len() {
+        if !verdicts.get(index).copied().unwrap_or(false) {
+            return Err(TrajectoryError::InCollision { index });
+        }
+    }
+    Ok(())
+}
+
+/// Re-validates a trajectory: its points within limits and the straight motions between
+/// consecutive points collision free at `resolution` (one batched check).
+pub fn validate(
+    checker: &dyn Checker,
+    trajectory: &Trajectory,
+    resolution: f64,
+) -> Result<(), TrajectoryError> {
+    validate_path(checker, &trajectory.positions(), resolution)
+}

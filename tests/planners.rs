@@ -1,0 +1,336 @@
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use gpu_motion_planner::collision::Checker;
+use gpu_motion_planner::planners::prm::{Prm, RoadmapFileError};
+use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use gpu_motion_planner::trajectory::path_length;
+
+fn request(start: &[f64], goal: &[f64], planner: PlannerId, seed: u64) -> PlanRequest {
+    let mut r = PlanRequest::new(start.to_vec(), goal.to_vec(), planner);
+    r.seed = seed;
+    r.resolution = RES;
+    r.time_limit = Duration::from_secs(20);
+    r.batch_size = 32;
+    if planner == PlannerId::RrtStar {
+        r.max_iterations = Some(60);
+    }
+    r
+}
+
+fn assert_good(world: &BoxWorld, req: &PlanRequest, res: &PlanResult) {
+    let s = &world.space;
+    let traj = &res.trajectory;
+    assert!(same_config(s, &traj.points[0].positions, &req.start));
+    assert_eq!(
+        traj.points[0].positions, req.start,
+        "starts exactly at start"
+    );
+    let last = &traj.points.last().unwrap().positions;
+    assert!(
+        same_config(s, last, &req.goal),
+        "{last:?} vs {:?}",
+        req.goal
+    );
+    assert_eq!(res.path.first().unwrap(), &req.start);
+    assert_eq!(res.path.last().unwrap(), &req.goal);
+    assert_eq!(res.raw_path.first().unwrap(), &req.start);
+    assert_eq!(res.raw_path.last().unwrap(), &req.goal);
+    for q in res.path.iter().chain(&res.raw_path) {
+        assert!(s.within_limits(q), "{q:?} outside limits");
+    }
+    dense_recheck(world, traj, req.resolution, req.vel_scale, req.acc_scale).unwrap();
+    let st = &res.stats;
+    assert!(st.path_length_after <= st.path_length_before + 1e-9);
+    assert!((st.path_length_after - path_length(s, &res.path)).abs() < 1e-9);
+    assert!(st.collision_checks >= st.configs_checked + st.motions_checked);
+}
+
+#[test]
+fn every_planner_solves_the_small_problems() {
+    for make in [wall_2d, window_3d, continuous_2d] {
+        for planner in PlannerId::ALL {
+            let (world, start, goal) = make();
+            let req = request(&start, &goal, planner, 7);
+            let res = plan(&world, &req)
+                .unwrap_or_else(|e| panic!("{planner} on {start:?}->{goal:?}: {e}"));
+            assert_eq!(res.planner, planner);
+            assert_good(&world, &req, &res);
+        }
+    }
+}
+
+#[test]
+fn planners_are_deterministic_for_a_seed() {
+    for planner in PlannerId::ALL {
+        let (world, start, goal) = window_3d();
+        let req = request(&start, &goal, planner, 42);
+        let a = plan(&world, &req).unwrap();
+        let b = plan(&world, &req).unwrap();
+        assert_eq!(a.raw_path, b.raw_path, "{planner}");
+        assert_eq!(a.path, b.path, "{planner}");
+        assert_eq!(a.trajectory, b.trajectory, "{planner}");
+        assert_eq!(
+            a.stats.collision_checks, b.stats.collision_checks,
+            "{planner}"
+        );
+        assert_eq!(
+            a.stats.roadmap_vertices, b.stats.roadmap_vertices,
+            "{planner}"
+        );
+    }
+}
+
+#[test]
+fn continuous_joint_paths_cross_the_seam() {
+    for planner in PlannerId::ALL {
+        let (world, start, goal) = continuous_2d();
+        let req = request(&start, &goal, planner, 3);
+        let res = plan(&world, &req).unwrap();
+        // Without the wrap the theta joint alone would have to travel 5 rad (and through the
+        // block); across the seam the whole way is about 1.5.
+        assert!(
+            res.stats.path_length_after < 2.5,
+            "{planner}: length {}",
+            res.stats.path_length_after
+        );
+        assert_good(&world, &req, &res);
+    }
+}
+
+#[test]
+fn rrt_star_cost_decreases_over_time() {
+    let (world, start, goal) = wall_2d();
+    let mut req = request(&start, &goal, PlannerId::RrtStar, 11);
+    req.max_iterations = Some(400);
+    req.batch_size = 16;
+    req.shortcut_rounds = 0;
+    let res = plan(&world, &req).unwrap();
+    let costs: Vec<f64> = res.stats.cost_over_time.iter().map(|c| c.1).collect();
+    assert!(costs.len() >= 2, "expected improvements, got {costs:?}");
+    assert!(costs.windows(2).all(|w| w[1] < w[0]), "{costs:?}");
+    assert!(res
+        .stats
+        .cost_over_time
+        .windows(2)
+        .all(|w| w[1].0 >= w[0].0));
+    // The best path goes over the wall's top corners: about 0.2 + 0.5 + ... ~ 1.3.
+    let optimum = 2.0 * (0.25f64.powi(2) + 0.5f64.powi(2)).sqrt() + 0.1;
+    let last = *costs.last().unwrap();
+    assert!(last < costs[0]);
+    assert!(
+        last < 1.25 * optimum,
+        "final cost {last}, optimum ~{optimum}"
+    );
+    assert!((res.stats.path_length_before - last).abs() < 1e-6);
+    assert_good(&world, &req, &res);
+}
+
+#[test]
+fn impossible_problems_end_with_no_path() {
+    for planner in PlannerId::ALL {
+        let (world, start, goal) = enclosed_goal();
+        let mut req = request(&start, &goal, planner, 1);
+        req.time_limit = Duration::from_millis(300);
+        req.max_iterations = None;
+        match plan(&world, &req) {
+            Err(PlanError::NoPath {
+                planner: p,
+                time_limit,
+                iterations,
+                ..
+            }) => {
+                assert_eq!(p, planner);
+                assert_eq!(time_limit, req.time_limit);
+                assert!(iterations > 0);
+            }
+            other => panic!("{planner}: expected NoPath, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn bad_start_and_goal_are_named() {
+    let (world, start, goal) = wall_2d();
+    let cases: Vec<(Vec<f64>, Vec<f64>, bool, &str)> = vec![
+        (vec![0.2], goal.clone(), true, "values"),
+        (vec![f64::NAN, 0.2], goal.clone(), true, "non-finite"),
+        (vec![1.5, 0.2], goal.clone(), true, "'j0'"),
+        (vec![0.5, 0.3], goal.clone(), true, "collision"),
+        (start.clone(), vec![0.8, -0.1], false, "'j1'"),
+        (start.clone(), vec![0.5, 0.5], false, "collision"),
+    ];
+    for (s, g, is_start, needle) in cases {
+        for planner in PlannerId::ALL {
+            let req = request(&s, &g, planner, 0);
+            let err = plan(&world, &req).unwrap_err();
+            let msg = err.to_string();
+            match (&err, is_start) {
+                (PlanError::InvalidStart(_), true) | (PlanError::InvalidGoal(_), false) => {}
+                _ => panic!("{planner}: wrong error {err:?}"),
+            }
+            assert!(msg.contains(needle), "{msg}");
+        }
+    }
+    let mut req = request(&start, &goal, PlannerId::Rrt, 0);
+    req.resolution = 0.0;
+    assert!(matches!(
+        plan(&world, &req),
+        Err(PlanError::InvalidRequest(_))
+    ));
+}
+
+#[test]
+fn prm_checks_motions_in_few_large_batches() {
+    let (world, start, goal) = window_3d();
+    let req = request(&start, &goal, PlannerId::Prm, 5);
+    let res = plan(&world, &req).unwrap();
+    let (config_calls, configs, motion_calls, motions) = world.calls();
+    let st = &res.stats;
+    // Per iteration: one config batch and one motion batch; plus start/goal, shortcutting
+    // rounds and the final validation.
+    assert!(
+        config_calls <= st.iterations + 2,
+        "{config_calls} config calls"
+    );
+    assert!(
+        motion_calls <= st.iterations + 1 + req.shortcut_rounds + 4,
+        "{motion_calls} motion calls for {} iterations",
+        st.iterations
+    );
+    assert!(
+        motions >= 10 * motion_calls,
+        "{motions} motions in {motion_calls} calls"
+    );
+    assert!(configs >= 32 * st.iterations);
+    assert_eq!(st.motion_batches as usize, motion_calls);
+    assert_eq!(st.motions_checked as usize, motions);
+    assert_eq!(st.configs_checked as usize, configs);
+}
+
+#[test]
+fn rrt_family_batches_motions() {
+    for planner in [PlannerId::Rrt, PlannerId::RrtStar, PlannerId::RrtConnect] {
+        let (world, start, goal) = window_3d();
+        let req = request(&start, &goal, planner, 9);
+        let res = plan(&world, &req).unwrap();
+        let (_, _, motion_calls, motions) = world.calls();
+        let st = &res.stats;
+        assert!(
+            motion_calls <= 2 * st.iterations + req.shortcut_rounds + 4,
+            "{planner}: {motion_calls} calls for {} iterations",
+            st.iterations
+        );
+        assert!(
+            motions >= 5 * motion_calls,
+            "{planner}: {motions} in {motion_calls}"
+        );
+    }
+}
+
+#[test]
+fn lazy_prm_checks_only_candidate_edges() {
+    let (world, start, goal) = window_3d();
+    let req = request(&start, &goal, PlannerId::LazyPrm, 5);
+    let mut prm = Prm::new(world.space()).unwrap();
+    let res = prm.solve(&world, &req).unwrap();
+    let labels = prm.roadmap().edges();
+    let unknown = labels
+        .iter()
+        .filter(|e| e.label == gpu_motion_planner::roadmap::EdgeLabel::Unknown)
+        .count();
+    assert!(unknown > 0, "lazy PRM left no edge unchecked");
+    assert!(
+        unknown * 2 > labels.len(),
+        "{unknown} of {} unknown",
+        labels.len()
+    );
+    assert_good(&world, &req, &res);
+}
+
+#[test]
+fn prm_roadmap_persists_across_queries_and_files() {
+    let (world, start, goal) = window_3d();
+    let mut prm = Prm::new(world.space()).unwrap();
+    let first = prm
+        .solve(&world, &request(&start, &goal, PlannerId::Prm, 2))
+        .unwrap();
+    let vertices = prm.roadmap().num_vertices();
+    assert_eq!(first.stats.roadmap_vertices, vertices);
+
+    // A second query between other free configurations reuses the roadmap.
+    let (s2, g2) = (vec![0.15, 0.8, 0.5], vec![0.85, 0.5, 0.8]);
+    let req2 = request(&s2, &g2, PlannerId::Prm, 2);
+    let second = prm.solve(&world, &req2).unwrap();
+    assert_good(&world, &req2, &second);
+    assert!(second.stats.configs_checked < first.stats.configs_checked);
+
+    // Save, load, and plan again without sampling.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("roadmap.json");
+    prm.save(&file).unwrap();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "temporary file left behind: {names:?}");
+    let mut loaded = Prm::load(&file, world.space()).unwrap();
+    assert_eq!(loaded.roadmap(), prm.roadmap());
+    let again = loaded.solve(&world, &req2).unwrap();
+    assert_eq!(again.raw_path, second.raw_path);
+    assert_eq!(again.stats.iterations, 0);
+
+    // Another robot is refused.
+    let other = space(3, &[2]);
+    match Prm::load(&file, &other) {
+        Err(RoadmapFileError::WrongRobot { .. }) => {}
+        other => panic!("expected WrongRobot, got {other:?}"),
+    }
+    let mut renamed = world.space().clone();
+    renamed.names[0] = "shoulder".into();
+    assert!(matches!(
+        Prm::load(&file, &renamed),
+        Err(RoadmapFileError::WrongRobot { .. })
+    ));
+    // A checker for another space is refused at query time.
+    let (w2, s, g) = wall_2d();
+    assert!(matches!(
+        prm.solve(&w2, &request(&s, &g, PlannerId::Prm, 0)),
+        Err(PlanError::RoadmapMismatch { .. })
+    ));
+    // Garbage is a format error, a missing file an I/O error.
+    std::fs::write(&file, "{not json").unwrap();
+    assert!(matches!(
+        Prm::load(&file, world.space()),
+        Err(RoadmapFileError::Format { .. })
+    ));
+    assert!(matches!(
+        Prm::load(&dir.path().join("missing.json"), world.space()),
+        Err(RoadmapFileError::Io { .. })
+    ));
+}
+
+#[test]
+fn planner_ids_parse_and_print() {
+    for p in PlannerId::ALL {
+        assert_eq!(p.to_string().parse::<PlannerId>().unwrap(), p);
+    }
+    assert_eq!(
+        "rrt_connect".parse::<PlannerId>().unwrap(),
+        PlannerId::RrtConnect
+    );
+    assert_eq!("lazy_prm".parse::<PlannerId>().unwrap(), PlannerId::LazyPrm);
+    let e = "rrt-star".parse::<PlannerId>().unwrap_err();
+    assert!(e.to_string().contains("rrt-star"));
+}
+
+#[test]
+fn start_equal_to_goal_is_a_trivial_plan() {
+    let (world, start, _) = wall_2d();
+    let req = request(&start, &start, PlannerId::RrtConnect, 0);
+    let res = plan(&world, &req).unwrap();
+    assert_eq!(res.trajectory.points.len(), 1);
+    assert_eq!(res.trajectory.points[0].positions, start);
+}

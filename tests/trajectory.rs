@@ -1,0 +1,241 @@
+mod common;
+
+use std::f64::consts::PI;
+
+use common::*;
+use gpu_motion_planner::collision::Checker;
+use gpu_motion_planner::trajectory::{
+    path_length, shortcut, time_parameterize, time_parameterize_steps, validate, validate_path,
+    TrajectoryError,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Distance from `p` to the segment `a`-`b` (plain Euclidean, bounded joints).
+fn off_segment(a: &[f64], b: &[f64], p: &[f64]) -> f64 {
+    let ab: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+    let ap: Vec<f64> = a.iter().zip(p).map(|(x, y)| y - x).collect();
+    let l2: f64 = ab.iter().map(|x| x * x).sum();
+    let t = if l2 > 0.0 {
+        (ab.iter().zip(&ap).map(|(x, y)| x * y).sum::<f64>() / l2).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    ab.iter()
+        .zip(&ap)
+        .map(|(d, q)| (q - d * t).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+#[test]
+fn timing_respects_scaled_limits_and_follows_the_segments() {
+    let world = BoxWorld::new(space(3, &[]), vec![]);
+    let path = vec![
+        vec![0.1, 0.1, 0.1],
+        vec![0.9, 0.2, 0.4],
+        vec![0.9, 0.9, 0.9],
+        vec![0.2, 0.5, 0.3],
+    ];
+    for (vs, acc) in [(1.0, 1.0), (0.5, 0.25), (0.1, 1.0)] {
+        let traj = time_parameterize(&world.space, &path, vs, acc, 0.01).unwrap();
+        dense_recheck(&world, &traj, RES, vs, acc).unwrap();
+        let pts = &traj.points;
+        assert_eq!(pts[0].positions, path[0]);
+        assert_eq!(pts.last().unwrap().positions, path[3]);
+        assert!(pts.last().unwrap().velocities.iter().all(|v| *v == 0.0));
+        // Each waypoint is a point at rest, and every point lies on its segment.
+        let mut seg = 0;
+        for p in pts {
+            while seg + 1 < path.len() - 1
+                && off_segment(&path[seg], &path[seg + 1], &p.positions) > 1e-9
+            {
+                seg += 1;
+            }
+            assert!(off_segment(&path[seg], &path[seg + 1], &p.positions) < 1e-9);
+        }
+        for w in &path {
+            let at = pts
+                .iter()
+                .find(|p| p.positions == *w)
+                .expect("waypoint kept");
+            assert!(at.velocities.iter().all(|v| v.abs() < 1e-12));
+        }
+        assert!(pts
+            .windows(2)
+            .all(|w| w[1].time_from_start > w[0].time_from_start));
+        assert!(pts
+            .windows(2)
+            .all(|w| w[1].time_from_start - w[0].time_from_start <= 0.01 + 1e-12));
+        // Some joint reaches its (scaled) limit: the profile is not needlessly slow.
+        let peak = pts
+            .iter()
+            .flat_map(|p| {
+                p.velocities
+                    .iter()
+                    .enumerate()
+                    .map(|(j, v)| v.abs() / (world.space.max_velocity[j] * vs))
+                    .chain(
+                        p.accelerations
+                            .iter()
+                            .enumerate()
+                            .map(|(j, a)| a.abs() / (world.space.max_acceleration[j] * acc)),
+                    )
+            })
+            .fold(0.0, f64::max);
+        assert!(peak > 0.99, "peak use of the limits {peak}");
+    }
+}
+
+#[test]
+fn slower_scales_take_longer() {
+    let world = BoxWorld::new(space(2, &[]), vec![]);
+    let path = vec![vec![0.0, 0.0], vec![1.0, 1.0]];
+    let fast = time_parameterize(&world.space, &path, 1.0, 1.0, 0.05).unwrap();
+    let slow = time_parameterize(&world.space, &path, 0.5, 0.5, 0.05).unwrap();
+    assert!(slow.duration() > fast.duration());
+    // One segment, limited by joint 0 (v = 1, a = 2): trapezoid of 0.5 + 0.5 s ramps and
+    // 0.5 s cruise.
+    assert!((fast.duration() - 1.5).abs() < 1e-9, "{}", fast.duration());
+}
+
+#[test]
+fn step_sampling_visits_exactly_the_checked_configurations() {
+    let world = BoxWorld::new(space(2, &[]), vec![]);
+    let path = vec![vec![0.0, 0.0], vec![0.3, 0.1], vec![0.3, 0.6]];
+    let traj = time_parameterize_steps(&world.space, &path, 1.0, 1.0, RES).unwrap();
+    let mut expected = vec![path[0].clone()];
+    let mut q = vec![0.0; 2];
+    for w in path.windows(2) {
+        let n = world.space.segments(&w[0], &w[1], RES);
+        for i in 1..=n {
+            if i == n {
+                q.clone_from(&w[1]);
+            } else {
+                world
+                    .space
+                    .interpolate(&w[0], &w[1], i as f64 / n as f64, &mut q);
+            }
+            expected.push(q.clone());
+        }
+    }
+    assert_eq!(traj.positions(), expected);
+    dense_recheck(&world, &traj, RES, 1.0, 1.0).unwrap();
+}
+
+#[test]
+fn continuous_joints_are_unwrapped_in_trajectories() {
+    let world = BoxWorld::new(space(2, &[1]), vec![]);
+    let path = vec![vec![0.1, 3.0], vec![0.2, -3.0], vec![0.3, -2.5]];
+    let traj = time_parameterize(&world.space, &path, 1.0, 1.0, 0.01).unwrap();
+    let thetas: Vec<f64> = traj.points.iter().map(|p| p.positions[1]).collect();
+    // Crosses +PI going up instead of jumping to -PI.
+    assert!(thetas.windows(2).all(|w| (w[1] - w[0]).abs() < 0.1));
+    let last = *thetas.last().unwrap();
+    assert!((last - (-2.5 + 2.0 * PI)).abs() < 1e-9, "{last}");
+    assert!(traj.points.iter().all(|p| p.velocities[1] >= 0.0));
+    validate(&world, &traj, RES).unwrap();
+}
+
+#[test]
+fn bad_timing_inputs_are_named() {
+    let s = space(2, &[]);
+    let path = vec![vec![0.0, 0.0], vec![1.0, 1.0]];
+    assert!(matches!(
+        time_parameterize(&s, &path, 0.0, 1.0, 0.01),
+        Err(TrajectoryError::BadScale {
+            name: "vel_scale",
+            ..
+        })
+    ));
+    assert!(matches!(
+        time_parameterize(&s, &path, 1.0, 1.5, 0.01),
+        Err(TrajectoryError::BadScale {
+            name: "acc_scale",
+            ..
+        })
+    ));
+    assert!(matches!(
+        time_parameterize(&s, &path, 1.0, 1.0, f64::NAN),
+        Err(TrajectoryError::BadSampleDt(_))
+    ));
+    assert!(matches!(
+        time_parameterize(&s, &[], 1.0, 1.0, 0.01),
+        Err(TrajectoryError::EmptyPath)
+    ));
+    assert!(matches!(
+        time_parameterize(&s, &[vec![0.0]], 1.0, 1.0, 0.01),
+        Err(TrajectoryError::WrongDof { index: 0, .. })
+    ));
+    let e = time_parameterize(&s, &[vec![0.0, 0.0], vec![2.0, 0.0]], 1.0, 1.0, 0.01).unwrap_err();
+    assert!(e.to_string().contains("'j0'"), "{e}");
+    let mut no_acc = s.clone();
+    no_acc.max_acceleration[1] = 0.0;
+    let e = time_parameterize(&no_acc, &path, 1.0, 1.0, 0.01).unwrap_err();
+    assert!(e.to_string().contains("'j1'") && e.to_string().contains("acceleration"));
+}
+
+#[test]
+fn shortcut_straightens_detours_in_batches() {
+    let world = BoxWorld::new(space(2, &[]), vec![]);
+    let zigzag: Vec<Vec<f64>> = (0..=10)
+        .map(|i| vec![i as f64 / 10.0, if i % 2 == 0 { 0.2 } else { 0.8 }])
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let out = shortcut(&world, &zigzag, RES, &mut rng, 10).unwrap();
+    assert_eq!(out.first(), zigzag.first());
+    assert_eq!(out.last(), zigzag.last());
+    assert!(path_length(&world.space, &out) < 0.5 * path_length(&world.space, &zigzag));
+    let (_, _, motion_calls, motions) = world.calls();
+    assert!(motion_calls <= 10, "{motion_calls} calls");
+    assert!(motions > 5 * motion_calls);
+    // Deterministic for the seed.
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    assert_eq!(shortcut(&world, &zigzag, RES, &mut rng, 10).unwrap(), out);
+}
+
+#[test]
+fn shortcut_keeps_paths_valid_around_obstacles() {
+    let (world, start, goal) = wall_2d();
+    // A valid detour over the wall, with slack to remove.
+    let path = vec![
+        start.clone(),
+        vec![0.1, 0.5],
+        vec![0.3, 0.9],
+        vec![0.5, 0.95],
+        vec![0.7, 0.9],
+        vec![0.9, 0.5],
+        goal.clone(),
+    ];
+    validate_path(&world, &path, RES).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let out = shortcut(&world, &path, RES, &mut rng, 30).unwrap();
+    assert!(path_length(&world.space, &out) < path_length(&world.space, &path));
+    validate_path(&world, &out, RES).unwrap();
+    let traj = time_parameterize(&world.space, &out, 1.0, 1.0, 0.02).unwrap();
+    if validate(&world, &traj, RES).is_ok() {
+        dense_recheck(&world, &traj, RES, 1.0, 1.0).unwrap();
+    }
+    let steps = time_parameterize_steps(&world.space, &out, 1.0, 1.0, RES).unwrap();
+    validate(&world, &steps, RES).unwrap();
+    dense_recheck(&world, &steps, RES, 1.0, 1.0).unwrap();
+}
+
+#[test]
+fn validation_names_the_colliding_motion() {
+    let (world, start, goal) = wall_2d();
+    let path = vec![start.clone(), vec![0.3, 0.3], goal.clone()];
+    match validate_path(&world, &path, RES) {
+        Err(TrajectoryError::InCollision { index: 1 }) => {}
+        other => panic!("expected motion 1 in collision, got {other:?}"),
+    }
+    match validate_path(&world, &[vec![0.5, 0.5]], RES) {
+        Err(TrajectoryError::ConfigInCollision) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        validate_path(&world, &path, 0.0),
+        Err(TrajectoryError::BadResolution(_))
+    ));
+    assert!(world.check_config(&start).unwrap());
+}
