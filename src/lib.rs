@@ -4,4 +4,5 @@
 //! `gmp` command-line tool and the ROS 2 node are thin shells around it.
 
 pub mod collision;
+pub mod grid;
 pub mod robot;
