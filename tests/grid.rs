@@ -590,6 +590,7 @@ fn grid_bench_quick_writes_json_and_markdown() {
         scale_rate: 10,
         astar_sample: 20,
         block: 8,
+        table1_repair_rounds: 2,
         repair_rounds: 4,
         backend: GridBackend::Cpu,
         seed: 1,
