@@ -415,6 +415,7 @@ fn f(v: &serde_json::Value, path: &[&str]) -> String {
             _ => n.to_string(),
         },
         serde_json::Value::Null => "-".into(),
+        serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     }
 }
