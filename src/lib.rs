@@ -1,10 +1,12 @@
 //! `gpu_motion_planner`: GPU-batched sampling-based motion planning.
 //!
 //! The engine is a plain library (robot model, scene, collision checking, roadmaps, planners,
-//! trajectories); the `gmp` command-line tool and the ROS 2 node are thin shells around it.
+//! trajectories, many-agent grid planning); the `gmp` command-line tool and the ROS 2 node are
+//! thin shells around it.
 
 pub mod cli;
 pub mod collision;
+pub mod grid;
 pub mod mbm;
 pub mod planners;
 pub mod roadmap;

@@ -30,6 +30,7 @@ macro_rules! cli_from {
     )*};
 }
 cli_from!(
+    crate::grid::GridError,
     crate::robot::RobotError,
     crate::collision::CollisionError,
     crate::scene::SceneError,
@@ -64,6 +65,18 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
+    Grid(crate::grid::cli::GridArgs),
+    /// Benchmarks (not tests): write JSON and markdown results with device and date.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// `gmp bench` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Reproduces the planning-block A* paper (Table I, scaling) against A*.
+    Grid(crate::grid::cli::BenchGridArgs),
 }
 
 /// Robot description arguments.
@@ -177,6 +190,10 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
+        Command::Bench(b) => match b {
+            BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
+        },
     }
 }
 
