@@ -5,6 +5,7 @@
 
 pub mod cli;
 pub mod collision;
+pub mod gpu;
 pub mod mbm;
 pub mod planners;
 pub mod roadmap;
