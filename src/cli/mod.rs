@@ -13,6 +13,7 @@ use crate::robot::dh::DhChain;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_collision;
 pub mod demo;
 
 /// Errors reported by the CLI (printed as `error: ...`).
@@ -64,6 +65,24 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Benchmarks (results as JSON and markdown under `results/`).
+    Bench(BenchArgs),
+}
+
+/// `gmp bench` arguments: which benchmark to run.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The benchmark.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The benchmarks of `gmp bench` (one variant per kind; add new kinds here).
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Collision-checking throughput, CPU vs CUDA: configurations/s, motions/s, kernel and
+    /// transfer times.
+    Collision(bench_collision::BenchCollisionArgs),
 }
 
 /// Robot description arguments.
@@ -177,6 +196,9 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::Bench(b) => match b.command {
+            BenchCommand::Collision(a) => bench_collision::run(&a),
+        },
     }
 }
 
