@@ -7,6 +7,8 @@
 #                            URDF, meshes, problems.tar.bz2), ~7 MB
 # The kernels are embedded in the binaries (include_str!), so nothing else is needed.
 #
+# Run it in the checkout the device tool copies (the lead's), after merging branch gpu; the
+# device runs from that checkout's root, so .device/ must sit there.
 # Then, with the device tool:  run  carry: [".device"]
 #                                   command: bash scripts/device_gpu.sh [all|parity|memcheck|bench|quick]
 set -euo pipefail
@@ -20,6 +22,8 @@ test_bin="$(echo "$log" | sed -n 's/.*(\(.*gpu_parity-[0-9a-f]*\)).*/\1/p' | tai
 rm -rf .device && mkdir -p .device/data/mbm
 cp "$TARGET/release/gmp" .device/gmp
 cp "$test_bin" .device/gpu_parity
+# The release profile keeps debug info (debug = 1); the device tool carries at most 64 MiB.
+strip --strip-debug .device/gmp .device/gpu_parity
 data="${GMP_DATA:-../shared/data/mbm}"
 [ -f "$data/panda/panda.urdf" ] || data="$data/mbm"
 for r in panda ur5 fetch; do

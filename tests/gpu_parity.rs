@@ -65,7 +65,10 @@ fn nvrtc_compiles_every_kernel() {
     // A syntax error comes back as an error value carrying NVRTC's log.
     let err = kernels::compile("extern \"C\" __global__ void broken( {", "compute_90")
         .expect_err("broken source must not compile");
-    assert!(err.contains("NVRTC"), "error should carry the NVRTC log: {err}");
+    assert!(
+        err.contains("NVRTC"),
+        "error should carry the NVRTC log: {err}"
+    );
     eprintln!("nvrtc: every kernel compiles for compute_75/80/90");
 }
 
@@ -99,7 +102,10 @@ impl Sampler<'_> {
     fn perturb(&mut self, base: &[f64], scale: f64) -> Vec<f64> {
         (0..base.len())
             .map(|j| {
-                let n: f64 = (0..4).map(|_| self.rng.random_range(-1.0..1.0)).sum::<f64>() * 0.5;
+                let n: f64 = (0..4)
+                    .map(|_| self.rng.random_range(-1.0..1.0))
+                    .sum::<f64>()
+                    * 0.5;
                 (base[j] + n * scale).clamp(self.lower[j], self.upper[j])
             })
             .collect()
@@ -283,7 +289,10 @@ fn assert_parity(robot: &str) {
         bad += t.config_diff + t.motion_diff_naive + t.motion_diff_balanced;
         examples.extend(t.examples);
     }
-    assert_eq!(bad, 0, "{robot}: CUDA verdicts differ from the CPU: {examples:#?}");
+    assert_eq!(
+        bad, 0,
+        "{robot}: CUDA verdicts differ from the CPU: {examples:#?}"
+    );
 }
 
 #[test]
@@ -339,10 +348,7 @@ fn gpu_parity_after_scene_updates() {
     // Move one obstacle towards the robot, remove another.
     let first = scene.get(&ids[0]).unwrap().pose;
     scene
-        .set_pose(
-            &ids[0],
-            Translation3::new(-0.1, 0.05, 0.0) * first,
-        )
+        .set_pose(&ids[0], Translation3::new(-0.1, 0.05, 0.0) * first)
         .unwrap();
     if ids.len() > 1 {
         scene.remove(&ids[1]).unwrap();
@@ -394,7 +400,15 @@ fn gpu_parity_after_scene_updates() {
     }
     cpu.set_base_state(&base2).unwrap();
     cuda.set_base_state(&base2).unwrap();
-    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after base state");
+    compare(
+        &cpu,
+        &mut cuda,
+        &mut s,
+        5000,
+        300,
+        &mut t,
+        "after base state",
+    );
 
     eprintln!(
         "parity: scene updates configs {} diff {}, motions {} diff {}",
@@ -431,11 +445,13 @@ fn cuda_backend_without_gpu_is_a_clean_error() {
     let base = robot.tree.neutral_state();
     let scene = gpu_motion_planner::scene::Scene::new("world");
     let opts = CheckerOptions::default();
-    let err = gpu_motion_planner::collision::make_checker("cuda", &robot, &group, &base, &scene, opts)
-        .err()
-        .expect("cuda without a GPU must fail");
+    let err =
+        gpu_motion_planner::collision::make_checker("cuda", &robot, &group, &base, &scene, opts)
+            .err()
+            .expect("cuda without a GPU must fail");
     assert!(err.to_string().contains("no CUDA device"), "{err}");
-    let auto = gpu_motion_planner::collision::make_checker("auto", &robot, &group, &base, &scene, opts)
-        .expect("auto falls back to the CPU");
+    let auto =
+        gpu_motion_planner::collision::make_checker("auto", &robot, &group, &base, &scene, opts)
+            .expect("auto falls back to the CPU");
     assert_eq!(auto.backend(), gpu_motion_planner::collision::Backend::Cpu);
 }

@@ -39,10 +39,18 @@ pub struct BenchCollisionArgs {
     #[arg(long, value_delimiter = ',', default_value = "bookshelf_small,cage")]
     pub scenes: Vec<String>,
     /// Configuration batch sizes.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000,1000000,10000000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,10000,100000,1000000,10000000"
+    )]
     pub config_sizes: Vec<usize>,
     /// Motion batch sizes.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000,1000000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,10000,100000,1000000"
+    )]
     pub motion_sizes: Vec<usize>,
     /// Backends to measure: cpu, cuda.
     #[arg(long, value_delimiter = ',', default_value = "cpu,cuda")]
@@ -194,10 +202,7 @@ fn sanitize(s: &str) -> String {
 
 /// Runs `f` once to warm up, then repeatedly until 0.3 s or 10 runs; returns the mean seconds of
 /// the timed runs and the last result.
-fn timed<T>(
-    mut f: impl FnMut() -> Result<T, CliError>,
-    warm: bool,
-) -> Result<(f64, T), CliError> {
+fn timed<T>(mut f: impl FnMut() -> Result<T, CliError>, warm: bool) -> Result<(f64, T), CliError> {
     if warm {
         f()?;
     }
@@ -306,9 +311,14 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
             let batch = random_motions(&space, n, &mut rng);
             let prepared: PreparedMotions =
                 crate::collision::prepare_motions(&space, &batch, MOTION_RESOLUTION)?;
-            let steps = prepared.segments.iter().map(|&s| s as f64 + 1.0).sum::<f64>()
+            let steps = prepared
+                .segments
+                .iter()
+                .map(|&s| s as f64 + 1.0)
+                .sum::<f64>()
                 / n.max(1) as f64;
-            let mut row = json!({"case": case.name, "kind": "motions", "n": n, "mean_steps": steps});
+            let mut row =
+                json!({"case": case.name, "kind": "motions", "n": n, "mean_steps": steps});
             let mut cpu_v = None;
             if want_cpu && n <= a.cpu_max_motions {
                 let (s, v) = timed(|| Ok(cpu.check_motions(&batch, MOTION_RESOLUTION)?), false)?;
@@ -362,15 +372,21 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
     let md_path = a.out.join(format!("{stem}.md"));
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)?;
     std::fs::write(&md_path, markdown(&doc))?;
-    Ok(json!({"json": json_path, "markdown": md_path, "rows": doc["rows"].as_array().map(|r| r.len())}))
+    Ok(
+        json!({"json": json_path, "markdown": md_path, "rows": doc["rows"].as_array().map(|r| r.len())}),
+    )
 }
 
 fn fmt_rate(v: &Value) -> String {
-    v.as_f64().map(|x| format!("{x:.3e}")).unwrap_or_else(|| "-".into())
+    v.as_f64()
+        .map(|x| format!("{x:.3e}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn fmt_ms(v: &Value) -> String {
-    v.as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
+    v.as_f64()
+        .map(|x| format!("{x:.3}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The markdown table of a result document.
@@ -473,7 +489,10 @@ mod tests {
         assert_eq!(doc["device"], "cpu-only");
         assert_eq!(doc["rows"].as_array().unwrap().len(), 2);
         let steps = doc["rows"][1]["mean_steps"].as_f64().unwrap();
-        assert!((80.0..=102.0).contains(&steps), "about 100 steps, got {steps}");
+        assert!(
+            (80.0..=102.0).contains(&steps),
+            "about 100 steps, got {steps}"
+        );
         let md = std::fs::read_to_string(v["markdown"].as_str().unwrap()).unwrap();
         assert!(md.contains("| planar9/seed000 | configs |"));
         let _ = std::fs::remove_dir_all(&dir);

@@ -12,10 +12,7 @@ pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
 
 /// Every kernel source file, by file name (for tests that compile each one).
-pub const SOURCES: [(&str, &str); 2] = [
-    ("common.cuh", COMMON_CUH),
-    ("collision.cu", COLLISION_CU),
-];
+pub const SOURCES: [(&str, &str); 2] = [("common.cuh", COMMON_CUH), ("collision.cu", COLLISION_CU)];
 
 /// Names of the kernels in the collision module.
 pub const KERNEL_NAMES: [&str; 3] = [
@@ -73,7 +70,11 @@ pub fn nvrtc_available() -> bool {
 /// Formats an NVRTC error with its log.
 pub fn describe_compile_error(e: &CompileError) -> String {
     match e {
-        CompileError::CompileError { nvrtc, options, log } => format!(
+        CompileError::CompileError {
+            nvrtc,
+            options,
+            log,
+        } => format!(
             "NVRTC failed to compile the collision kernels ({nvrtc:?}, options {options:?}):\n{}",
             log.to_string_lossy()
         ),

@@ -64,9 +64,8 @@ pub fn gpu_available() -> bool {
 
 /// Number of visible CUDA devices (0 without a driver or GPU). Never panics.
 pub fn device_count() -> usize {
-    let present =
-        std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() })
-            .unwrap_or(false);
+    let present = std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() })
+        .unwrap_or(false);
     if !present {
         return 0;
     }
@@ -470,7 +469,8 @@ impl DeviceState {
         {
             let src = &self.staging.as_slice().map_err(drv("pinned buffer"))?[..words];
             let mut dst = self.input.slice_mut(0..words);
-            st.memcpy_htod(src, &mut dst).map_err(drv("copy to device"))?;
+            st.memcpy_htod(src, &mut dst)
+                .map_err(drv("copy to device"))?;
         }
         self.events[1].record(&st).map_err(drv("event"))?;
         launch(self)?;
@@ -509,10 +509,7 @@ impl DeviceState {
             let words = cn * dof;
             self.ensure_buffers(words, cn)?;
             {
-                let stg = self
-                    .staging
-                    .as_mut_slice()
-                    .map_err(drv("pinned buffer"))?;
+                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
                 for (d, s) in stg[..words]
                     .iter_mut()
                     .zip(&values[start * dof..(start + cn) * dof])
@@ -543,13 +540,13 @@ impl DeviceState {
         &mut self,
         p: &PreparedMotions,
         range: std::ops::Range<usize>,
-        dof: usize,
         kernel: MotionKernel,
         table: &OrderTable,
         out: &mut [bool],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
+        let dof = self.args.dof as usize;
         let mut i = range.start;
         while i < range.end {
             // Chunk: at most MOTION_CHUNK motions and ITEM_CHUNK interpolated configurations.
@@ -573,10 +570,7 @@ impl DeviceState {
             let words = 2 * cn * dof + cn + perm.len() + rank_off.len();
             self.ensure_buffers(words, cn)?;
             {
-                let stg = self
-                    .staging
-                    .as_mut_slice()
-                    .map_err(drv("pinned buffer"))?;
+                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
                 let mut k = 0;
                 for v in &p.start[i * dof..j * dof] {
                     stg[k] = v.to_bits();
@@ -695,8 +689,8 @@ fn rank_major(segments: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let mut rank_off = Vec::with_capacity(max_len + 1);
     let mut acc = 0u32;
     rank_off.push(0);
-    for r in 0..max_len {
-        acc += start[r];
+    for &count in start.iter().take(max_len) {
+        acc += count;
         rank_off.push(acc);
     }
     (perm, rank_off)
@@ -832,9 +826,11 @@ impl CudaChecker {
             return Ok(changed);
         }
         for d in &mut self.devices {
-            d.get_mut()
-                .unwrap_or_else(|p| p.into_inner())
-                .sync_scene(&self.model, &self.scene, &changed)?;
+            d.get_mut().unwrap_or_else(|p| p.into_inner()).sync_scene(
+                &self.model,
+                &self.scene,
+                &changed,
+            )?;
         }
         Ok(changed)
     }
@@ -860,7 +856,12 @@ impl CudaChecker {
     /// thread; returns the concatenated results.
     fn split<F>(&self, n: usize, f: F) -> Result<Vec<bool>, CollisionError>
     where
-        F: Fn(&mut DeviceState, std::ops::Range<usize>, &mut [bool], &mut DevTimes) -> Result<(), CollisionError>
+        F: Fn(
+                &mut DeviceState,
+                std::ops::Range<usize>,
+                &mut [bool],
+                &mut DevTimes,
+            ) -> Result<(), CollisionError>
             + Sync,
     {
         let t0 = Instant::now();
@@ -938,13 +939,19 @@ impl CudaChecker {
             return Ok(Vec::new());
         }
         let dof = self.model.dof();
+        if p.start.len() != n * dof || p.diff.len() != n * dof {
+            return Err(CollisionError::WrongDof {
+                expected: n * dof,
+                got: p.start.len().min(p.diff.len()),
+            });
+        }
         let table = {
             let mut t = lock(&self.order);
             Arc::make_mut(&mut t).ensure(&p.segments)?;
             t.clone()
         };
         self.split(n, |dev, range, out, t| {
-            dev.motions(p, range, dof, kernel, &table, out, t)
+            dev.motions(p, range, kernel, &table, out, t)
         })
     }
 }
