@@ -138,8 +138,18 @@ pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> 
     if marker.is_file() {
         return Ok(dest);
     }
+    // One unpacking at a time per process: concurrent tests must not replace a cache folder that
+    // another thread is already reading.
+    static UNPACK_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = UNPACK_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if marker.is_file() {
+        return Ok(dest);
+    }
     let archive = data.join(robot).join("problems.tar.bz2");
-    let tmp = cache_root.join(format!("{robot}.partial-{}", std::process::id()));
+    // Unique per process and call: tests in one process may unpack the same robot concurrently.
+    static UNPACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = UNPACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = cache_root.join(format!("{robot}.partial-{}-{call}", std::process::id()));
     let io = |p: &Path, e: std::io::Error| MbmError::Io {
         path: p.display().to_string(),
         message: e.to_string(),

@@ -13,6 +13,7 @@ use crate::robot::dh::DhChain;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_collision;
 pub mod demo;
 
 /// Errors reported by the CLI (printed as `error: ...`).
@@ -67,14 +68,24 @@ pub enum Command {
     MbmValidity(MbmValidityArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
-    /// Benchmarks (not tests): write JSON and markdown results with device and date.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    /// Benchmarks (results as JSON and markdown under `results/`).
+    Bench(BenchArgs),
 }
 
-/// `gmp bench` subcommands.
+/// `gmp bench` arguments: which benchmark to run.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The benchmark.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The benchmarks of `gmp bench` (one variant per kind; add new kinds here).
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// Collision-checking throughput, CPU vs CUDA: configurations/s, motions/s, kernel and
+    /// transfer times.
+    Collision(bench_collision::BenchCollisionArgs),
     /// Reproduces the planning-block A* paper (Table I, scaling) against A*.
     Grid(crate::grid::cli::BenchGridArgs),
 }
@@ -191,7 +202,8 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
-        Command::Bench(b) => match b {
+        Command::Bench(b) => match b.command {
+            BenchCommand::Collision(a) => bench_collision::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
         },
     }

@@ -4,8 +4,11 @@ use super::{Checker, CheckerOptions, CollisionError, CpuChecker};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
-/// Builds the checker named by `backend` (`auto`, `cpu` or `cuda`). `auto` picks the GPU when
-/// one is usable and says which backend it chose in one line on stderr.
+/// Builds the checker named by `backend` (`auto`, `cpu` or `cuda`).
+///
+/// `cuda` fails with a clear message when no GPU is usable. `auto` picks the GPU when one is
+/// present (falling back to the CPU if the CUDA backend cannot start) and prints exactly one
+/// line on stderr saying which backend it chose and why.
 pub fn make_checker(
     backend: &str,
     robot: &RobotModel,
@@ -18,16 +21,33 @@ pub fn make_checker(
         "cpu" => Ok(Box::new(CpuChecker::new(
             robot, group, base_state, scene, opts,
         )?)),
-        "cuda" => Err(CollisionError::Backend {
-            backend: "cuda".into(),
-            message: "this build has no CUDA collision backend yet; use --backend cpu or auto"
-                .into(),
-        }),
+        "cuda" => Ok(Box::new(crate::gpu::CudaChecker::new(
+            robot, group, base_state, scene, opts,
+        )?)),
         "auto" => {
-            eprintln!("gmp: backend auto -> cpu (no CUDA collision backend in this build)");
-            Ok(Box::new(CpuChecker::new(
-                robot, group, base_state, scene, opts,
-            )?))
+            let n = crate::gpu::device_count();
+            if n == 0 {
+                eprintln!("gmp: backend auto -> cpu (no CUDA device found)");
+                return Ok(Box::new(CpuChecker::new(
+                    robot, group, base_state, scene, opts,
+                )?));
+            }
+            match crate::gpu::CudaChecker::new(robot, group, base_state, scene, opts) {
+                Ok(c) => {
+                    eprintln!(
+                        "gmp: backend auto -> cuda ({} device(s): {})",
+                        n,
+                        c.device_names().join(", ")
+                    );
+                    Ok(Box::new(c))
+                }
+                Err(e) => {
+                    eprintln!("gmp: backend auto -> cpu (the CUDA backend could not start: {e})");
+                    Ok(Box::new(CpuChecker::new(
+                        robot, group, base_state, scene, opts,
+                    )?))
+                }
+            }
         }
         other => Err(CollisionError::Backend {
             backend: other.into(),

@@ -1,0 +1,91 @@
+// gpu_motion_planner: batched configuration and motion validity (twin of CpuChecker).
+// Compiled at run time by NVRTC with common.cuh prepended (src/gpu/kernels.rs).
+//
+// Outputs are one byte per query: 1 = collision free, 0 = in collision (check_configs,
+// check_motions_naive), or, for check_motions_balanced, a per-motion "collided" flag that the
+// host zeroes before the launch (1 = a colliding step was found).
+
+#ifndef GMP_MAX_DOF
+#define GMP_MAX_DOF 32
+#endif
+
+// One thread per configuration. q: n x dof row-major f32.
+extern "C" __global__ void check_configs(const GmpModel m, const float* __restrict__ q, unsigned n,
+                                         unsigned char* __restrict__ out) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float qloc[GMP_MAX_DOF];
+    const float* row = q + (size_t)i * m.dof;
+    for (unsigned j = 0; j < m.dof; j++) qloc[j] = row[j];
+    out[i] = gmp_config_valid(m, qloc) ? 1 : 0;
+}
+
+// Configuration `step` of a motion: start + diff * (step / segments), joint by joint
+// (CpuChecker::motion_valid).
+__device__ __forceinline__ void gmp_interpolate(const float* start, const float* diff, unsigned dof,
+                                                unsigned step, unsigned segments, float* qloc) {
+    float t = (float)step / (float)segments;
+    for (unsigned j = 0; j < dof; j++) qloc[j] = start[j] + diff[j] * t;
+}
+
+// One thread per motion; steps in the CPU's bisection order (order table: for a motion with n
+// segments, order[order_off[n] .. order_off[n] + n + 1] is bisection_order(n)).
+extern "C" __global__ void check_motions_naive(const GmpModel m, const float* __restrict__ start,
+                                               const float* __restrict__ diff,
+                                               const unsigned* __restrict__ segments, unsigned n_motions,
+                                               const unsigned* __restrict__ order_off,
+                                               const unsigned* __restrict__ order,
+                                               unsigned char* __restrict__ out) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_motions) return;
+    unsigned n = segments[i];
+    unsigned off = order_off[n];
+    const float* s = start + (size_t)i * m.dof;
+    const float* d = diff + (size_t)i * m.dof;
+    float qloc[GMP_MAX_DOF];
+    unsigned char ok = 1;
+    for (unsigned k = 0; k <= n; k++) {
+        gmp_interpolate(s, d, m.dof, order[off + k], n, qloc);
+        if (!gmp_config_valid(m, qloc)) {
+            ok = 0;
+            break;
+        }
+    }
+    out[i] = ok;
+}
+
+// One thread per (motion, rank) item. Items are laid out rank-major so that the first ranks of
+// every motion's bisection order (its ends, then its midpoint, ...) run before any later rank:
+// motions are sorted by length (longest first, `perm`), and rank r covers sorted motions
+// 0 .. count_r where rank_off[r] = sum of count_0 .. count_{r-1} (rank_off has max_rank + 2
+// entries). A per-motion flag stops the remaining items of a motion once one collides.
+extern "C" __global__ void check_motions_balanced(const GmpModel m, const float* __restrict__ start,
+                                                  const float* __restrict__ diff,
+                                                  const unsigned* __restrict__ segments,
+                                                  const unsigned* __restrict__ perm,
+                                                  const unsigned* __restrict__ rank_off, unsigned n_ranks,
+                                                  unsigned total_items,
+                                                  const unsigned* __restrict__ order_off,
+                                                  const unsigned* __restrict__ order,
+                                                  volatile unsigned char* collided) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= total_items) return;
+    // Rank: the last r with rank_off[r] <= g (binary search over n_ranks + 1 offsets).
+    unsigned lo = 0, hi = n_ranks;
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) >> 1;
+        if (rank_off[mid] <= g) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    unsigned r = lo;
+    unsigned mi = perm[g - rank_off[r]];
+    if (collided[mi]) return;
+    unsigned n = segments[mi];
+    unsigned step = order[order_off[n] + r];
+    float qloc[GMP_MAX_DOF];
+    gmp_interpolate(start + (size_t)mi * m.dof, diff + (size_t)mi * m.dof, m.dof, step, n, qloc);
+    if (!gmp_config_valid(m, qloc)) collided[mi] = 1;
+}

@@ -1,0 +1,690 @@
+// gpu_motion_planner: the device twin of src/collision/detmath.rs, src/collision/gjk.rs and the
+// per-configuration logic of src/collision/cpu.rs. Every function below performs the same f32
+// operations in the same order as its Rust twin (named in the comment above it), with the same
+// literals, so that verdicts agree bit for bit. Build with --fmad=false --prec-div=true
+// --prec-sqrt=true --ftz=false and never with fast math: only + - * /, sqrtf and floorf are used,
+// all correctly rounded on both sides. Do not "simplify" an expression here without changing the
+// Rust twin in the same way.
+#pragma once
+
+// Largest moving-frame count a model may have (checked on the host).
+#ifndef GMP_MAX_FRAMES
+#define GMP_MAX_FRAMES 32
+#endif
+
+// Obstacle kinds (model.rs, obstacle_kind).
+#define GMP_BOX 0u
+#define GMP_SPHERE 1u
+#define GMP_CYLINDER 2u
+#define GMP_MESH 3u
+#define GMP_NONE 255u
+
+// Most GJK iterations (gjk.rs, MAX_ITERATIONS).
+#define GMP_MAX_ITERATIONS 48
+
+// ---- Flat model records (layouts written by src/gpu/upload.rs; all fields 4 bytes) ----
+
+// model.rs KinFrame.
+struct GmpFrame {
+    int parent;
+    unsigned kind;
+    unsigned var;
+    float mult;
+    float offset;
+    float axis[3];
+    float r[9];
+    float t[3];
+};
+
+// model.rs BodyModel.
+struct GmpBody {
+    int frame;
+    unsigned link;
+    unsigned vert_start;
+    unsigned vert_count;
+    unsigned sphere_start;
+    unsigned sphere_count;
+    float center[3];
+    float radius;
+    float inflate;
+};
+
+// model.rs ObstacleModel.
+struct GmpObstacle {
+    unsigned kind;
+    float r[9];
+    float t[3];
+    float params[3];
+    float center[3];
+    float radius;
+    unsigned mesh_start;
+    unsigned mesh_count;
+};
+
+// Device pointers and counts of the resident robot and scene (src/gpu/upload.rs, DeviceModel).
+struct GmpModel {
+    const GmpFrame* frames;
+    const GmpBody* bodies;
+    const float* verts;          // 3 per vertex
+    const unsigned* edge_offsets;
+    const unsigned* edge_targets;
+    const float* spheres;        // 4 per sphere
+    const unsigned* self_pairs;  // 2 per pair
+    const float* base_state;     // num_vars
+    const int* var_group;        // num_vars: group index of the variable, or -1
+    const GmpObstacle* obstacles;
+    const float* mesh_verts;
+    const unsigned* mesh_edge_offsets;
+    const unsigned* mesh_edge_targets;
+    unsigned num_frames;
+    unsigned num_bodies;
+    unsigned num_self_pairs;
+    unsigned num_obstacles;
+    unsigned dof;
+    float margin;
+};
+
+// ---- detmath.rs ----
+
+struct Xf {
+    float r[9];
+    float t[3];
+};
+
+struct V3 {
+    float x[3];
+};
+
+__device__ __forceinline__ V3 v3(float a, float b, float c) {
+    V3 v;
+    v.x[0] = a;
+    v.x[1] = b;
+    v.x[2] = c;
+    return v;
+}
+
+__device__ __forceinline__ Xf xf_identity() {
+    Xf o;
+    o.r[0] = 1.0f; o.r[1] = 0.0f; o.r[2] = 0.0f;
+    o.r[3] = 0.0f; o.r[4] = 1.0f; o.r[5] = 0.0f;
+    o.r[6] = 0.0f; o.r[7] = 0.0f; o.r[8] = 1.0f;
+    o.t[0] = 0.0f; o.t[1] = 0.0f; o.t[2] = 0.0f;
+    return o;
+}
+
+// Xf::apply
+__device__ __forceinline__ V3 xf_apply(const Xf& a, const V3& p) {
+    const float* r = a.r;
+    return v3(r[0] * p.x[0] + r[1] * p.x[1] + r[2] * p.x[2] + a.t[0],
+              r[3] * p.x[0] + r[4] * p.x[1] + r[5] * p.x[2] + a.t[1],
+              r[6] * p.x[0] + r[7] * p.x[1] + r[8] * p.x[2] + a.t[2]);
+}
+
+// Xf::rotate_inv
+__device__ __forceinline__ V3 xf_rotate_inv(const Xf& a, const V3& v) {
+    const float* r = a.r;
+    return v3(r[0] * v.x[0] + r[3] * v.x[1] + r[6] * v.x[2],
+              r[1] * v.x[0] + r[4] * v.x[1] + r[7] * v.x[2],
+              r[2] * v.x[0] + r[5] * v.x[1] + r[8] * v.x[2]);
+}
+
+// Xf::apply_inv
+__device__ __forceinline__ V3 xf_apply_inv(const Xf& a, const V3& p) {
+    V3 d = v3(p.x[0] - a.t[0], p.x[1] - a.t[1], p.x[2] - a.t[2]);
+    return xf_rotate_inv(a, d);
+}
+
+// Xf::mul
+__device__ __forceinline__ Xf xf_mul(const Xf& a, const Xf& b) {
+    Xf o;
+#pragma unroll
+    for (int i = 0; i < 3; i++) {
+#pragma unroll
+        for (int j = 0; j < 3; j++) {
+            o.r[i * 3 + j] = a.r[i * 3] * b.r[j] + a.r[i * 3 + 1] * b.r[3 + j] + a.r[i * 3 + 2] * b.r[6 + j];
+        }
+    }
+    V3 bt = v3(b.t[0], b.t[1], b.t[2]);
+    V3 t = xf_apply(a, bt);
+    o.t[0] = t.x[0];
+    o.t[1] = t.x[1];
+    o.t[2] = t.x[2];
+    return o;
+}
+
+// dot
+__device__ __forceinline__ float gmp_dot(const V3& a, const V3& b) {
+    return a.x[0] * b.x[0] + a.x[1] * b.x[1] + a.x[2] * b.x[2];
+}
+
+// sub
+__device__ __forceinline__ V3 gmp_sub(const V3& a, const V3& b) {
+    return v3(a.x[0] - b.x[0], a.x[1] - b.x[1], a.x[2] - b.x[2]);
+}
+
+// add
+__device__ __forceinline__ V3 gmp_add(const V3& a, const V3& b) {
+    return v3(a.x[0] + b.x[0], a.x[1] + b.x[1], a.x[2] + b.x[2]);
+}
+
+// scale
+__device__ __forceinline__ V3 gmp_scale(const V3& a, float s) {
+    return v3(a.x[0] * s, a.x[1] * s, a.x[2] * s);
+}
+
+// cross
+__device__ __forceinline__ V3 gmp_cross(const V3& a, const V3& b) {
+    return v3(a.x[1] * b.x[2] - a.x[2] * b.x[1],
+              a.x[2] * b.x[0] - a.x[0] * b.x[2],
+              a.x[0] * b.x[1] - a.x[1] * b.x[0]);
+}
+
+__device__ __forceinline__ bool v3_eq(const V3& a, const V3& b) {
+    return a.x[0] == b.x[0] && a.x[1] == b.x[1] && a.x[2] == b.x[2];
+}
+
+// std::f32::consts::FRAC_2_PI, written as in the Rust standard library.
+#define GMP_FRAC_2_PI 0.636619772367581343075535053490057448f
+#define GMP_PIO2_HI 1.5703125f
+#define GMP_PIO2_LO 4.8382679e-4f
+
+// sincos
+__device__ __forceinline__ void gmp_sincos(float x, float* sout, float* cout) {
+    float k = floorf(x * GMP_FRAC_2_PI + 0.5f);
+    float r = (x - k * GMP_PIO2_HI) - k * GMP_PIO2_LO;
+    float r2 = r * r;
+    float s = r + r * r2 * (-1.6666667e-1f + r2 * (8.3333333e-3f + r2 * (-1.984127e-4f + r2 * 2.755732e-6f)));
+    float c = 1.0f + r2 * (-0.5f + r2 * (4.1666667e-2f + r2 * (-1.3888889e-3f + r2 * 2.4801587e-5f)));
+    int q = ((int)k) & 3;
+    if (q == 0) {
+        *sout = s;
+        *cout = c;
+    } else if (q == 1) {
+        *sout = c;
+        *cout = -s;
+    } else if (q == 2) {
+        *sout = -s;
+        *cout = -c;
+    } else {
+        *sout = -c;
+        *cout = s;
+    }
+}
+
+// axis_angle
+__device__ __forceinline__ void gmp_axis_angle(const float* axis, float angle, float* o) {
+    float s, c;
+    gmp_sincos(angle, &s, &c);
+    float t = 1.0f - c;
+    float x = axis[0], y = axis[1], z = axis[2];
+    o[0] = t * x * x + c;
+    o[1] = t * x * y - s * z;
+    o[2] = t * x * z + s * y;
+    o[3] = t * x * y + s * z;
+    o[4] = t * y * y + c;
+    o[5] = t * y * z - s * x;
+    o[6] = t * x * z - s * y;
+    o[7] = t * y * z + s * x;
+    o[8] = t * z * z + c;
+}
+
+// ---- cpu.rs: frame_poses ----
+
+// The joint value of variable `var`: the configuration's value for group joints, the base state
+// otherwise (CpuChecker::fill_state then state[var]).
+__device__ __forceinline__ float gmp_var_value(const GmpModel& m, const float* q, unsigned var) {
+    int g = m.var_group[var];
+    return g >= 0 ? q[g] : m.base_state[var];
+}
+
+// frame_poses
+__device__ __forceinline__ void gmp_fk(const GmpModel& m, const float* q, Xf* out) {
+    for (unsigned i = 0; i < m.num_frames; i++) {
+        const GmpFrame& f = m.frames[i];
+        float qv = f.mult * gmp_var_value(m, q, f.var) + f.offset;
+        Xf local;
+        if (f.kind == 0u) {
+            gmp_axis_angle(f.axis, qv, local.r);
+            local.t[0] = 0.0f;
+            local.t[1] = 0.0f;
+            local.t[2] = 0.0f;
+        } else {
+            local = xf_identity();
+            local.t[0] = f.axis[0] * qv;
+            local.t[1] = f.axis[1] * qv;
+            local.t[2] = f.axis[2] * qv;
+        }
+        Xf origin;
+#pragma unroll
+        for (int k = 0; k < 9; k++) origin.r[k] = f.r[k];
+        origin.t[0] = f.t[0];
+        origin.t[1] = f.t[1];
+        origin.t[2] = f.t[2];
+        Xf joint = xf_mul(origin, local);
+        if (f.parent < 0) {
+            out[i] = joint;
+        } else {
+            out[i] = xf_mul(out[f.parent], joint);
+        }
+    }
+}
+
+// frame_of
+__device__ __forceinline__ Xf gmp_frame_of(const Xf* frames, int f) {
+    if (f < 0) return xf_identity();
+    return frames[f];
+}
+
+// ---- gjk.rs ----
+
+// Shape kinds of ShapeRef.
+#define GMP_SHAPE_POLY 0
+#define GMP_SHAPE_BOX 1
+#define GMP_SHAPE_POINT 2
+#define GMP_SHAPE_CYLINDER 3
+
+// ShapeRef: Poly {xf, verts, offsets, targets}, Box {xf, h}, Point {c}, Cylinder {xf, r, hz}.
+struct GmpShape {
+    int kind;
+    Xf xf;
+    float p[3];  // Box: h; Point: c; Cylinder: r, hz
+    const float* verts;
+    const unsigned* offsets;
+    const unsigned* targets;
+};
+
+// poly_support_local
+__device__ __forceinline__ V3 gmp_poly_support_local(const float* verts, const unsigned* offsets,
+                                                      const unsigned* targets, unsigned* cache,
+                                                      const V3& d) {
+    unsigned best = *cache;
+    V3 bv = v3(verts[best * 3], verts[best * 3 + 1], verts[best * 3 + 2]);
+    float best_v = gmp_dot(bv, d);
+    for (;;) {
+        unsigned cur = best;
+        unsigned a = offsets[cur], b = offsets[cur + 1];
+        for (unsigned e = a; e < b; e++) {
+            unsigned n = targets[e];
+            V3 nv = v3(verts[n * 3], verts[n * 3 + 1], verts[n * 3 + 2]);
+            float v = gmp_dot(nv, d);
+            if (v > best_v) {
+                best_v = v;
+                best = n;
+            }
+        }
+        if (best == cur) break;
+    }
+    *cache = best;
+    return v3(verts[best * 3], verts[best * 3 + 1], verts[best * 3 + 2]);
+}
+
+// ShapeRef::support
+__device__ __forceinline__ V3 gmp_support(const GmpShape& s, const V3& d, unsigned* cache) {
+    if (s.kind == GMP_SHAPE_POLY) {
+        V3 dl = xf_rotate_inv(s.xf, d);
+        V3 p = gmp_poly_support_local(s.verts, s.offsets, s.targets, cache, dl);
+        return xf_apply(s.xf, p);
+    } else if (s.kind == GMP_SHAPE_BOX) {
+        V3 dl = xf_rotate_inv(s.xf, d);
+        V3 p = v3(dl.x[0] >= 0.0f ? s.p[0] : -s.p[0],
+                  dl.x[1] >= 0.0f ? s.p[1] : -s.p[1],
+                  dl.x[2] >= 0.0f ? s.p[2] : -s.p[2]);
+        return xf_apply(s.xf, p);
+    } else if (s.kind == GMP_SHAPE_POINT) {
+        return v3(s.p[0], s.p[1], s.p[2]);
+    } else {
+        V3 dl = xf_rotate_inv(s.xf, d);
+        float len = sqrtf(dl.x[0] * dl.x[0] + dl.x[1] * dl.x[1]);
+        float r = s.p[0], hz = s.p[1];
+        V3 p;
+        if (len > 0.0f) {
+            p = v3(r * dl.x[0] / len, r * dl.x[1] / len, dl.x[2] >= 0.0f ? hz : -hz);
+        } else {
+            p = v3(0.0f, 0.0f, dl.x[2] >= 0.0f ? hz : -hz);
+        }
+        return xf_apply(s.xf, p);
+    }
+}
+
+// closest_segment
+__device__ __forceinline__ V3 gmp_closest_segment(V3* s, int* n) {
+    V3 a = s[0];
+    V3 b = s[1];
+    V3 ab = gmp_sub(b, a);
+    float denom = gmp_dot(ab, ab);
+    float t = -gmp_dot(a, ab);
+    if (t <= 0.0f) {
+        *n = 1;
+        return a;
+    }
+    if (t >= denom) {
+        s[0] = b;
+        *n = 1;
+        return b;
+    }
+    return gmp_add(a, gmp_scale(ab, t / denom));
+}
+
+// closest_triangle (returns false for None)
+__device__ __forceinline__ bool gmp_closest_triangle(V3* s, int* n, V3* out) {
+    V3 a = s[0];
+    V3 b = s[1];
+    V3 c = s[2];
+    V3 ab = gmp_sub(b, a);
+    V3 ac = gmp_sub(c, a);
+    V3 ap = v3(-a.x[0], -a.x[1], -a.x[2]);
+    float d1 = gmp_dot(ab, ap);
+    float d2 = gmp_dot(ac, ap);
+    if (d1 <= 0.0f && d2 <= 0.0f) {
+        *n = 1;
+        *out = a;
+        return true;
+    }
+    V3 bp = v3(-b.x[0], -b.x[1], -b.x[2]);
+    float d3 = gmp_dot(ab, bp);
+    float d4 = gmp_dot(ac, bp);
+    if (d3 >= 0.0f && d4 <= d3) {
+        s[0] = b;
+        *n = 1;
+        *out = b;
+        return true;
+    }
+    float vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) {
+        float v = d1 / (d1 - d3);
+        *n = 2;
+        *out = gmp_add(a, gmp_scale(ab, v));
+        return true;
+    }
+    V3 cp = v3(-c.x[0], -c.x[1], -c.x[2]);
+    float d5 = gmp_dot(ab, cp);
+    float d6 = gmp_dot(ac, cp);
+    if (d6 >= 0.0f && d5 <= d6) {
+        s[0] = c;
+        *n = 1;
+        *out = c;
+        return true;
+    }
+    float vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) {
+        float w = d2 / (d2 - d6);
+        s[1] = c;
+        *n = 2;
+        *out = gmp_add(a, gmp_scale(ac, w));
+        return true;
+    }
+    float va = d3 * d6 - d5 * d4;
+    if (va <= 0.0f && (d4 - d3) >= 0.0f && (d5 - d6) >= 0.0f) {
+        float w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        s[0] = b;
+        s[1] = c;
+        *n = 2;
+        *out = gmp_add(b, gmp_scale(gmp_sub(c, b), w));
+        return true;
+    }
+    float sum = va + vb + vc;
+    if (isnan(sum) || sum <= 0.0f) return false;
+    float v = vb / sum;
+    float w = vc / sum;
+    *out = gmp_add(gmp_add(a, gmp_scale(ab, v)), gmp_scale(ac, w));
+    return true;
+}
+
+// closest_tetrahedron (returns false for None)
+__device__ __forceinline__ bool gmp_closest_tetrahedron(V3* s, int* n, V3* out) {
+    // Faces as (three vertex indices, opposite vertex), in the Rust order.
+    const int faces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+    bool have_best = false;
+    float best_d = 0.0f;
+    V3 best_t[3];
+    int best_n = 0;
+    V3 best_p = v3(0.0f, 0.0f, 0.0f);
+    bool outside_any = false;
+#pragma unroll
+    for (int fi = 0; fi < 4; fi++) {
+        V3 a = s[faces[fi][0]];
+        V3 b = s[faces[fi][1]];
+        V3 c = s[faces[fi][2]];
+        V3 d = s[faces[fi][3]];
+        V3 nrm = gmp_cross(gmp_sub(b, a), gmp_sub(c, a));
+        float side_o = -gmp_dot(a, nrm);
+        float side_d = gmp_dot(gmp_sub(d, a), nrm);
+        if (side_o * side_d < 0.0f) {
+            outside_any = true;
+            V3 t[3];
+            t[0] = a;
+            t[1] = b;
+            t[2] = c;
+            int tn = 3;
+            V3 p;
+            if (!gmp_closest_triangle(t, &tn, &p)) return false;
+            float dd = gmp_dot(p, p);
+            bool better = !have_best || dd < best_d;
+            if (better) {
+                have_best = true;
+                best_d = dd;
+                best_t[0] = t[0];
+                best_t[1] = t[1];
+                best_t[2] = t[2];
+                best_n = tn;
+                best_p = p;
+            }
+        }
+    }
+    if (!outside_any) return false;
+    if (!have_best) return false;
+    s[0] = best_t[0];
+    s[1] = best_t[1];
+    s[2] = best_t[2];
+    s[3] = v3(0.0f, 0.0f, 0.0f);
+    *n = best_n;
+    *out = best_p;
+    return true;
+}
+
+// closest_on_simplex
+__device__ __forceinline__ bool gmp_closest_on_simplex(V3* s, int* n, V3* out) {
+    if (*n == 1) {
+        *out = s[0];
+        return true;
+    } else if (*n == 2) {
+        *out = gmp_closest_segment(s, n);
+        return true;
+    } else if (*n == 3) {
+        return gmp_closest_triangle(s, n, out);
+    }
+    return gmp_closest_tetrahedron(s, n, out);
+}
+
+// separated
+__device__ __noinline__ bool gmp_separated(const GmpShape& a, const GmpShape& b, float margin, V3 dir,
+                                           unsigned* ca, unsigned* cb) {
+    V3 d0 = gmp_dot(dir, dir) > 0.0f ? dir : v3(1.0f, 0.0f, 0.0f);
+    V3 nd0 = v3(-d0.x[0], -d0.x[1], -d0.x[2]);
+    V3 v = gmp_sub(gmp_support(a, nd0, ca), gmp_support(b, d0, cb));
+    V3 s[4];
+    s[0] = v;
+    s[1] = v3(0.0f, 0.0f, 0.0f);
+    s[2] = s[1];
+    s[3] = s[1];
+    int n = 1;
+    float m2 = margin * margin;
+    for (int it = 0; it < GMP_MAX_ITERATIONS; it++) {
+        float vv = gmp_dot(v, v);
+        if (isnan(vv) || vv <= m2) return false;
+        V3 nv = v3(-v.x[0], -v.x[1], -v.x[2]);
+        V3 w = gmp_sub(gmp_support(a, nv, ca), gmp_support(b, v, cb));
+        float vw = gmp_dot(v, w);
+        if (vw > 0.0f && vw * vw > m2 * vv) return true;
+        if (vv - vw <= vv * 1e-6f) return false;
+        for (int k = 0; k < n; k++) {
+            if (v3_eq(s[k], w)) return false;
+        }
+        s[n] = w;
+        n += 1;
+        V3 p;
+        if (!gmp_closest_on_simplex(s, &n, &p)) return false;
+        v = p;
+    }
+    return false;
+}
+
+// ---- cpu.rs: sphere_near_obstacle, obstacle_shape, config_valid ----
+
+__device__ __forceinline__ Xf gmp_obstacle_pose(const GmpObstacle& o) {
+    Xf x;
+#pragma unroll
+    for (int k = 0; k < 9; k++) x.r[k] = o.r[k];
+    x.t[0] = o.t[0];
+    x.t[1] = o.t[1];
+    x.t[2] = o.t[2];
+    return x;
+}
+
+// sphere_near_obstacle
+__device__ __forceinline__ bool gmp_sphere_near_obstacle(const V3& c, float r, const GmpObstacle& o,
+                                                         float margin) {
+    float reach = r + margin;
+    if (o.kind == GMP_BOX) {
+        V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
+        float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
+        float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
+        float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
+        return ex * ex + ey * ey + ez * ez <= reach * reach;
+    } else if (o.kind == GMP_CYLINDER) {
+        V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
+        float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
+        float er = fmaxf(rad - o.params[0], 0.0f);
+        float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
+        return er * er + ez * ez <= reach * reach;
+    } else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) {
+        V3 oc = v3(o.center[0], o.center[1], o.center[2]);
+        V3 d = gmp_sub(c, oc);
+        float rr = reach + o.radius;
+        return gmp_dot(d, d) <= rr * rr;
+    }
+    return false;
+}
+
+// obstacle_shape
+__device__ __forceinline__ GmpShape gmp_obstacle_shape(const GmpModel& m, const GmpObstacle& o) {
+    GmpShape s;
+    s.xf = gmp_obstacle_pose(o);
+    s.verts = m.mesh_verts;
+    s.offsets = m.mesh_edge_offsets;
+    s.targets = m.mesh_edge_targets;
+    if (o.kind == GMP_BOX) {
+        s.kind = GMP_SHAPE_BOX;
+        s.p[0] = o.params[0];
+        s.p[1] = o.params[1];
+        s.p[2] = o.params[2];
+    } else if (o.kind == GMP_CYLINDER) {
+        s.kind = GMP_SHAPE_CYLINDER;
+        s.p[0] = o.params[0];
+        s.p[1] = o.params[1];
+        s.p[2] = 0.0f;
+    } else if (o.kind == GMP_SPHERE) {
+        s.kind = GMP_SHAPE_POINT;
+        s.p[0] = o.t[0];
+        s.p[1] = o.t[1];
+        s.p[2] = o.t[2];
+    } else {
+        s.kind = GMP_SHAPE_POLY;
+        s.p[0] = 0.0f;
+        s.p[1] = 0.0f;
+        s.p[2] = 0.0f;
+    }
+    return s;
+}
+
+__device__ __forceinline__ GmpShape gmp_body_shape(const GmpModel& m, const Xf& xf) {
+    GmpShape s;
+    s.kind = GMP_SHAPE_POLY;
+    s.xf = xf;
+    s.p[0] = 0.0f;
+    s.p[1] = 0.0f;
+    s.p[2] = 0.0f;
+    s.verts = m.verts;
+    s.offsets = m.edge_offsets;
+    s.targets = m.edge_targets;
+    return s;
+}
+
+__device__ __forceinline__ V3 gmp_sphere_center(const float* sp) { return v3(sp[0], sp[1], sp[2]); }
+
+// config_valid after frame_poses: true = collision free.
+__device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
+    const float mg = m.margin;
+    for (unsigned bi = 0; bi < m.num_bodies; bi++) {
+        const GmpBody& b = m.bodies[bi];
+        Xf xf = gmp_frame_of(frames, b.frame);
+        V3 bcenter = v3(b.center[0], b.center[1], b.center[2]);
+        V3 bc = xf_apply(xf, bcenter);
+        for (unsigned oi = 0; oi < m.num_obstacles; oi++) {
+            const GmpObstacle& o = m.obstacles[oi];
+            if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius, o, mg)) continue;
+            if (b.inflate == 0.0f && b.sphere_count > 0u) {
+                bool near = false;
+                for (unsigned si = b.sphere_start; si < b.sphere_start + b.sphere_count; si++) {
+                    const float* sp = m.spheres + 4 * si;
+                    V3 c = xf_apply(xf, gmp_sphere_center(sp));
+                    if (gmp_sphere_near_obstacle(c, sp[3], o, mg)) {
+                        near = true;
+                        break;
+                    }
+                }
+                if (!near) continue;
+            }
+            if (b.vert_count == 1u && o.kind != GMP_MESH) return false;
+            float extra = o.kind == GMP_SPHERE ? o.params[0] : 0.0f;
+            unsigned ca = b.vert_start;
+            unsigned cb = o.mesh_start;
+            V3 ocenter = v3(o.center[0], o.center[1], o.center[2]);
+            V3 dir = gmp_sub(bc, ocenter);
+            GmpShape body = gmp_body_shape(m, xf);
+            GmpShape obs = gmp_obstacle_shape(m, o);
+            if (!gmp_separated(body, obs, mg + b.inflate + extra, dir, &ca, &cb)) return false;
+        }
+    }
+    for (unsigned pi = 0; pi < m.num_self_pairs; pi++) {
+        const GmpBody& ba = m.bodies[m.self_pairs[2 * pi]];
+        const GmpBody& bb = m.bodies[m.self_pairs[2 * pi + 1]];
+        Xf xa = gmp_frame_of(frames, ba.frame);
+        Xf xb = gmp_frame_of(frames, bb.frame);
+        V3 ca = xf_apply(xa, v3(ba.center[0], ba.center[1], ba.center[2]));
+        V3 cb = xf_apply(xb, v3(bb.center[0], bb.center[1], bb.center[2]));
+        V3 d = gmp_sub(ca, cb);
+        float rr = ba.radius + bb.radius + mg;
+        if (gmp_dot(d, d) > rr * rr) continue;
+        bool near = false;
+        for (unsigned si = ba.sphere_start; si < ba.sphere_start + ba.sphere_count && !near; si++) {
+            const float* s = m.spheres + 4 * si;
+            V3 c1 = xf_apply(xa, gmp_sphere_center(s));
+            for (unsigned ti = bb.sphere_start; ti < bb.sphere_start + bb.sphere_count; ti++) {
+                const float* t = m.spheres + 4 * ti;
+                V3 c2 = xf_apply(xb, gmp_sphere_center(t));
+                V3 dd = gmp_sub(c1, c2);
+                float r2 = s[3] + t[3] + mg;
+                if (gmp_dot(dd, dd) <= r2 * r2) {
+                    near = true;
+                    break;
+                }
+            }
+        }
+        if (!near) continue;
+        if (ba.vert_count == 1u && bb.vert_count == 1u) return false;
+        GmpShape sha = gmp_body_shape(m, xa);
+        GmpShape shb = gmp_body_shape(m, xb);
+        unsigned va = ba.vert_start;
+        unsigned vb = bb.vert_start;
+        if (!gmp_separated(sha, shb, mg + ba.inflate + bb.inflate, d, &va, &vb)) return false;
+    }
+    return true;
+}
+
+// config_valid: q holds the `dof` group values of one configuration (f32).
+__device__ __forceinline__ bool gmp_config_valid(const GmpModel& m, const float* q) {
+    Xf frames[GMP_MAX_FRAMES];
+    gmp_fk(m, q, frames);
+    return gmp_frames_valid(m, frames);
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine from the repository root (no Rust there). Expects .device/ staged by
+# scripts/device_prepare.sh. Called by the lead with the device tool:
+#   run  carry: [".device"]  command: bash scripts/device_gpu.sh [mode]
+# Modes: all (default: parity, memcheck, bench), parity, memcheck, bench, quick (a small smoke
+# run of all three). Results go to $OUT (logs, results/collision/*.json|md). The last line is
+# a one-line summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-all}"
+D=.device
+OUT="${OUT:-/tmp/gmp-device-out}"
+mkdir -p "$OUT"
+export GMP_DATA="$PWD/$D/data/mbm"
+export GMP_CACHE="${TMPDIR:-/tmp}/gmp-mbm-cache"
+nvidia-smi -L 2>&1 | tee "$OUT/devices.txt"
+# The MBM loader unpacks problems.tar.bz2 with `tar -xjf`; without bzip2, unpack with Python
+# into the same cache layout (<cache>/<robot>/problems + .complete).
+if ! command -v bzip2 >/dev/null 2>&1; then
+  for r in panda ur5 fetch; do
+    [ -f "$GMP_CACHE/$r/.complete" ] && continue
+    python3 -c 'import sys, tarfile, pathlib
+src, dst = sys.argv[1], pathlib.Path(sys.argv[2])
+dst.mkdir(parents=True, exist_ok=True)
+tarfile.open(src, "r:bz2").extractall(dst)
+(dst / ".complete").write_text("ok")' "$GMP_DATA/$r/problems.tar.bz2" "$GMP_CACHE/$r" ||
+      echo "device_gpu: cannot unpack $r problems (no bzip2, python3 failed)"
+  done
+fi
+
+parity_n=1000000; motions_n=100000; bench_args=()
+if [ "$mode" = quick ]; then
+  parity_n=20000; motions_n=2000; bench_args=(--quick)
+fi
+
+status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"
+if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
+  GMP_PARITY_CONFIGS=$parity_n GMP_PARITY_MOTIONS=$motions_n \
+    "$D/gpu_parity" --nocapture --test-threads=1 2>&1 | tee "$OUT/parity.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_parity="ok"; else status_parity="FAILED"; fi
+fi
+if [[ "$mode" = all || "$mode" = memcheck || "$mode" = quick ]]; then
+  GMP_PARITY_CONFIGS=2000 GMP_PARITY_MOTIONS=200 compute-sanitizer --tool memcheck \
+    --error-exitcode 9 "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 \
+    2>&1 | tee "$OUT/memcheck.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_memcheck="ok"; else status_memcheck="FAILED"; fi
+fi
+if [[ "$mode" = all || "$mode" = bench || "$mode" = quick ]]; then
+  "$D/gmp" bench collision --out "$OUT/results/collision" "${bench_args[@]}" 2>&1 | tee "$OUT/bench.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  cat "$OUT"/results/collision/*.md 2>/dev/null
+fi
+parity_lines="$(grep -h '^parity:' "$OUT/parity.log" 2>/dev/null | tr '\n' ';')"
+echo "SUMMARY device=$(head -1 "$OUT/devices.txt" | cut -c1-60) parity=$status_parity memcheck=$status_memcheck bench=$status_bench | $parity_lines"

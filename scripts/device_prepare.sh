@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run HERE (the build machine, no GPU). Builds the release binaries and stages in .device/
+# (git-ignored) everything scripts/device_gpu.sh needs on the GPU machine, which has no Rust:
+#   .device/gmp              the CLI (gmp bench collision)
+#   .device/gpu_parity       the parity test binary (tests/gpu_parity.rs)
+#   .device/data/mbm/        the MotionBenchMaker panda, ur5, fetch data (URDF, SRDF, spherized
+#                            URDF, meshes, problems.tar.bz2), ~7 MB
+# The kernels are embedded in the binaries (include_str!), so nothing else is needed.
+#
+# Run it in the checkout the device tool copies (the lead's), after merging branch gpu; the
+# device runs from that checkout's root, so .device/ must sit there.
+# Then, with the device tool:  run  carry: [".device"]
+#                                   command: bash scripts/device_gpu.sh [all|parity|memcheck|bench|quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TARGET="${CARGO_TARGET_DIR:-target}"
+cargo build --release --bin gmp
+log="$(cargo test --release --no-run --test gpu_parity 2>&1)"
+echo "$log" | tail -3
+test_bin="$(echo "$log" | sed -n 's/.*(\(.*gpu_parity-[0-9a-f]*\)).*/\1/p' | tail -1)"
+[ -x "$test_bin" ] || { echo "device_prepare: gpu_parity test binary not found" >&2; exit 1; }
+rm -rf .device && mkdir -p .device/data/mbm
+cp "$TARGET/release/gmp" .device/gmp
+cp "$test_bin" .device/gpu_parity
+# The release profile keeps debug info (debug = 1); the device tool carries at most 64 MiB.
+strip --strip-debug .device/gmp .device/gpu_parity
+data="${GMP_DATA:-../shared/data/mbm}"
+[ -f "$data/panda/panda.urdf" ] || data="$data/mbm"
+for r in panda ur5 fetch; do
+  cp -a "$data/$r" .device/data/mbm/
+done
+cp -a "$data"/README.md "$data"/LICENSE* .device/data/mbm/ 2>/dev/null || true
+du -sh .device
+find .device -maxdepth 1 -type f -exec ls -la {} +

@@ -1,0 +1,500 @@
+//! `gmp bench collision`: configuration and motion throughput of the CPU and CUDA backends,
+//! measured side by side in one run, written as JSON and a markdown table.
+//!
+//! Robots: the MotionBenchMaker Panda on its scenes (problem 1 of each chosen scene) and the
+//! seed 000 scenario (`urdf/planar_arm9.urdf` among the four rectangles of
+//! `config/planar_arm9_scene.yaml`, ~100 interpolation steps per motion). Configurations are
+//! uniform in the joint limits; motions start uniform and move 1 rad (joint-space norm, clamped
+//! into the limits) at a resolution of 0.01, so about 100 steps each. Every size where both
+//! backends ran also counts verdict mismatches (expected 0).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::CliError;
+use crate::collision::{
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, PreparedMotions,
+};
+use crate::gpu::{CudaChecker, GpuTimings, MotionKernel};
+use crate::robot::{JointSpace, PlanningGroup, RobotModel};
+use crate::scene::Scene;
+
+/// Joint-space length of a benchmark motion (rad).
+const MOTION_LENGTH: f64 = 1.0;
+/// Resolution of benchmark motions (about 100 steps each).
+const MOTION_RESOLUTION: f64 = 0.01;
+
+/// `gmp bench collision` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct BenchCollisionArgs {
+    /// Robot: `panda` (MotionBenchMaker, needs the data; see GMP_DATA) or `planar9` (seed 000).
+    #[arg(long, value_delimiter = ',', default_value = "panda,planar9")]
+    pub robots: Vec<String>,
+    /// Panda scenes (MotionBenchMaker scene names; problem 1 of each).
+    #[arg(long, value_delimiter = ',', default_value = "bookshelf_small,cage")]
+    pub scenes: Vec<String>,
+    /// Configuration batch sizes.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,10000,100000,1000000,10000000"
+    )]
+    pub config_sizes: Vec<usize>,
+    /// Motion batch sizes.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1000,10000,100000,1000000"
+    )]
+    pub motion_sizes: Vec<usize>,
+    /// Backends to measure: cpu, cuda.
+    #[arg(long, value_delimiter = ',', default_value = "cpu,cuda")]
+    pub backends: Vec<String>,
+    /// Largest configuration batch the CPU runs (larger sizes reuse its largest measured rate,
+    /// marked `cpu_extrapolated`).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub cpu_max_configs: usize,
+    /// Largest motion batch the CPU runs.
+    #[arg(long, default_value_t = 100_000)]
+    pub cpu_max_motions: usize,
+    /// Output folder.
+    #[arg(long, default_value = "results/collision")]
+    pub out: PathBuf,
+    /// Small sizes only (1e3..1e5 configurations, 1e3..1e4 motions).
+    #[arg(long)]
+    pub quick: bool,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// A robot and scene to benchmark.
+struct Case {
+    name: String,
+    robot: RobotModel,
+    group: PlanningGroup,
+    base: Vec<f64>,
+    scene: Scene,
+}
+
+fn crate_file(rel: &str) -> PathBuf {
+    let local = PathBuf::from(rel);
+    if local.is_file() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
+    let mut out = Vec::new();
+    for r in &a.robots {
+        match r.as_str() {
+            "panda" => {
+                let data = crate::mbm::data_dir()?;
+                let mr = crate::mbm::load_robot(&data, "panda")?;
+                let problems = crate::mbm::load_problems(&data, "panda")?;
+                for s in &a.scenes {
+                    let p = problems
+                        .iter()
+                        .find(|p| &p.scene_name == s)
+                        .ok_or_else(|| CliError(format!("no MBM panda problem in scene '{s}'")))?;
+                    out.push(Case {
+                        name: format!("panda/{s}"),
+                        base: mr.start_full_state(p),
+                        robot: mr.model.clone(),
+                        group: mr.group.clone(),
+                        scene: p.scene.clone(),
+                    });
+                }
+            }
+            "planar9" => {
+                let urdf = crate_file("urdf/planar_arm9.urdf");
+                let srdf = crate_file("urdf/planar_arm9.srdf");
+                let robot = RobotModel::from_urdf_file(&urdf, Some(&srdf), &Default::default())?;
+                let group = robot.group("arm")?;
+                let scene = crate::scene::load_scene(&crate_file("config/planar_arm9_scene.yaml"))?;
+                out.push(Case {
+                    name: "planar9/seed000".into(),
+                    base: robot.tree.neutral_state(),
+                    robot,
+                    group,
+                    scene,
+                });
+            }
+            other => {
+                return Err(CliError(format!(
+                    "unknown bench robot '{other}' (expected panda or planar9)"
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn uniform(space: &JointSpace, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    (0..space.dof())
+        .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+        .collect()
+}
+
+fn random_configs(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> ConfigBatch {
+    let mut b = ConfigBatch::with_capacity(space.dof(), n);
+    for _ in 0..n {
+        let _ = b.push(&uniform(space, rng));
+    }
+    b
+}
+
+fn random_motions(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> MotionBatch {
+    let dof = space.dof();
+    let mut m = MotionBatch::new(dof);
+    for _ in 0..n {
+        let a = uniform(space, rng);
+        let d: Vec<f64> = (0..dof).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-9);
+        let b: Vec<f64> = (0..dof)
+            .map(|j| (a[j] + d[j] / norm * MOTION_LENGTH).clamp(space.lower[j], space.upper[j]))
+            .collect();
+        let _ = m.push(&a, &b);
+    }
+    m
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    (y, m, d)
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn sanitize(s: &str) -> String {
+    let t: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    t.split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Runs `f` once to warm up, then repeatedly until 0.3 s or 10 runs; returns the mean seconds of
+/// the timed runs and the last result.
+fn timed<T>(mut f: impl FnMut() -> Result<T, CliError>, warm: bool) -> Result<(f64, T), CliError> {
+    if warm {
+        f()?;
+    }
+    let mut total = 0.0;
+    let mut runs = 0;
+    loop {
+        let t0 = Instant::now();
+        let r = f()?;
+        total += t0.elapsed().as_secs_f64();
+        runs += 1;
+        if total > 0.3 || runs >= 10 {
+            return Ok((total / runs as f64, r));
+        }
+    }
+}
+
+fn gpu_json(secs: f64, n: usize, t: &GpuTimings) -> Value {
+    let kernel_s = t.kernel_ms / 1e3;
+    json!({
+        "wall_s": secs,
+        "per_s": n as f64 / secs,
+        "kernel_ms": t.kernel_ms,
+        "htod_ms": t.htod_ms,
+        "dtoh_ms": t.dtoh_ms,
+        "launches": t.launches,
+        "kernel_per_s": if kernel_s > 0.0 { n as f64 / kernel_s } else { 0.0 },
+    })
+}
+
+fn mismatches(a: &[bool], b: &[bool]) -> usize {
+    a.iter().zip(b).filter(|(x, y)| x != y).count()
+}
+
+/// Runs the benchmark and writes `<out>/collision_<device>_<date>.json` and `.md`.
+pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
+    let want_cpu = a.backends.iter().any(|b| b == "cpu");
+    let want_cuda = a.backends.iter().any(|b| b == "cuda");
+    let (config_sizes, motion_sizes) = if a.quick {
+        (vec![1_000, 10_000, 100_000], vec![1_000, 10_000])
+    } else {
+        (a.config_sizes.clone(), a.motion_sizes.clone())
+    };
+    if want_cuda && !crate::gpu::gpu_available() {
+        return Err(CliError(
+            "bench collision: --backends includes cuda but no CUDA device is available (use --backends cpu)"
+                .into(),
+        ));
+    }
+    let device = if want_cuda {
+        crate::gpu::device_names().join(" + ")
+    } else {
+        "cpu-only".to_string()
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let date = today();
+    let mut rows = Vec::new();
+    let opts = CheckerOptions::default();
+    for case in cases(a)? {
+        let space = case.group.space.clone();
+        let cpu = CpuChecker::new(&case.robot, &case.group, &case.base, &case.scene, opts)?;
+        let mut cuda = if want_cuda {
+            Some(CudaChecker::new(
+                &case.robot,
+                &case.group,
+                &case.base,
+                &case.scene,
+                opts,
+            )?)
+        } else {
+            None
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
+        let mut cpu_rate_c: Option<f64> = None;
+        for &n in &config_sizes {
+            let batch = random_configs(&space, n, &mut rng);
+            let mut row = json!({"case": case.name, "kind": "configs", "n": n});
+            let mut cpu_v = None;
+            if want_cpu && n <= a.cpu_max_configs {
+                let (s, v) = timed(|| Ok(cpu.check_configs(&batch)?), false)?;
+                cpu_rate_c = Some(n as f64 / s);
+                row["cpu"] = json!({"wall_s": s, "per_s": n as f64 / s, "threads": threads});
+                row["free_fraction"] =
+                    json!(v.iter().filter(|&&x| x).count() as f64 / n.max(1) as f64);
+                cpu_v = Some(v);
+            } else if let Some(r) = cpu_rate_c {
+                row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
+            }
+            if let Some(g) = cuda.as_ref() {
+                let (s, v) = timed(|| Ok(g.check_configs(&batch)?), true)?;
+                let t = g.last_timings();
+                row["cuda"] = gpu_json(s, n, &t);
+                if let Some(c) = &cpu_v {
+                    row["mismatches"] = json!(mismatches(c, &v));
+                }
+                if let Some(r) = cpu_rate_c {
+                    row["ratio"] = json!((n as f64 / s) / r);
+                }
+            }
+            eprintln!("bench collision: {row}");
+            rows.push(row);
+        }
+        let mut cpu_rate_m: Option<f64> = None;
+        for &n in &motion_sizes {
+            let batch = random_motions(&space, n, &mut rng);
+            let prepared: PreparedMotions =
+                crate::collision::prepare_motions(&space, &batch, MOTION_RESOLUTION)?;
+            let steps = prepared
+                .segments
+                .iter()
+                .map(|&s| s as f64 + 1.0)
+                .sum::<f64>()
+                / n.max(1) as f64;
+            let mut row =
+                json!({"case": case.name, "kind": "motions", "n": n, "mean_steps": steps});
+            let mut cpu_v = None;
+            if want_cpu && n <= a.cpu_max_motions {
+                let (s, v) = timed(|| Ok(cpu.check_motions(&batch, MOTION_RESOLUTION)?), false)?;
+                cpu_rate_m = Some(n as f64 / s);
+                row["cpu"] = json!({"wall_s": s, "per_s": n as f64 / s, "threads": threads});
+                row["free_fraction"] =
+                    json!(v.iter().filter(|&&x| x).count() as f64 / n.max(1) as f64);
+                cpu_v = Some(v);
+            } else if let Some(r) = cpu_rate_m {
+                row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
+            }
+            if let Some(g) = cuda.as_mut() {
+                let mut best: Option<f64> = None;
+                for k in [MotionKernel::Naive, MotionKernel::Balanced] {
+                    g.set_motion_kernel(k);
+                    let (s, v) = timed(|| Ok(g.check_motions(&batch, MOTION_RESOLUTION)?), true)?;
+                    let t = g.last_timings();
+                    let mut j = gpu_json(s, n, &t);
+                    if let Some(c) = &cpu_v {
+                        j["mismatches"] = json!(mismatches(c, &v));
+                    }
+                    // Device-only time of the prepared batch (no host interpolation set-up).
+                    let (sp, _) = timed(|| Ok(g.check_prepared(&prepared, k)?), false)?;
+                    j["prepared_wall_s"] = json!(sp);
+                    row[format!("cuda_{}", k.name())] = j;
+                    best = Some(best.map_or(n as f64 / s, |b: f64| b.max(n as f64 / s)));
+                }
+                g.set_motion_kernel(MotionKernel::Balanced);
+                if let (Some(b), Some(r)) = (best, cpu_rate_m) {
+                    row["ratio"] = json!(b / r);
+                }
+            }
+            eprintln!("bench collision: {row}");
+            rows.push(row);
+        }
+    }
+    let doc = json!({
+        "benchmark": "collision",
+        "device": device,
+        "date": date,
+        "host_threads": threads,
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "motion_length_rad": MOTION_LENGTH,
+        "motion_resolution": MOTION_RESOLUTION,
+        "rows": rows,
+    });
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError(format!("cannot create {}: {e}", a.out.display())))?;
+    let stem = format!("collision_{}_{}", sanitize(&device), date);
+    let json_path = a.out.join(format!("{stem}.json"));
+    let md_path = a.out.join(format!("{stem}.md"));
+    std::fs::write(&json_path, serde_json::to_string_pretty(&doc)?)?;
+    std::fs::write(&md_path, markdown(&doc))?;
+    Ok(
+        json!({"json": json_path, "markdown": md_path, "rows": doc["rows"].as_array().map(|r| r.len())}),
+    )
+}
+
+fn fmt_rate(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| format!("{x:.3e}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn fmt_ms(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| format!("{x:.3}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The markdown table of a result document.
+pub fn markdown(doc: &Value) -> String {
+    let mut s = format!(
+        "# Collision benchmark\n\nDevice: {}  \nDate: {}  \nHost threads (CPU backend): {}  \nCommand: `{}`\n\n\
+         Rates are checks per second, end to end through the `Checker` trait (host conversion \
+         included); `kernel/s` counts kernel time only (CUDA events). Motions are {} rad long at \
+         resolution {} (about 100 steps). `ratio` = best GPU rate / CPU rate \
+         (`*` = CPU rate taken from its largest measured size). `mism.` = verdicts differing from the CPU.\n\n",
+        doc["device"].as_str().unwrap_or("?"),
+        doc["date"].as_str().unwrap_or("?"),
+        doc["host_threads"],
+        doc["command"].as_str().unwrap_or(""),
+        doc["motion_length_rad"],
+        doc["motion_resolution"],
+    );
+    s.push_str("| case | kind | n | CPU /s | GPU /s | ratio | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let empty = Vec::new();
+    for r in doc["rows"].as_array().unwrap_or(&empty) {
+        let star = if r["cpu"]["cpu_extrapolated"].as_bool() == Some(true) {
+            "*"
+        } else {
+            ""
+        };
+        let variants: Vec<(&str, &Value)> = if r["kind"] == "configs" || r["cuda_naive"].is_null() {
+            vec![("", &r["cuda"])]
+        } else {
+            vec![
+                (" (naive)", &r["cuda_naive"]),
+                (" (balanced)", &r["cuda_balanced"]),
+            ]
+        };
+        for (label, g) in variants {
+            let mism = if r["kind"] == "configs" {
+                &r["mismatches"]
+            } else {
+                &g["mismatches"]
+            };
+            s.push_str(&format!(
+                "| {} | {}{} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n",
+                r["case"].as_str().unwrap_or(""),
+                r["kind"].as_str().unwrap_or(""),
+                label,
+                r["n"],
+                fmt_rate(&r["cpu"]["per_s"]),
+                star,
+                fmt_rate(&g["per_s"]),
+                r["ratio"]
+                    .as_f64()
+                    .map(|x| format!("{x:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                fmt_rate(&g["kernel_per_s"]),
+                fmt_ms(&g["kernel_ms"]),
+                fmt_ms(&g["htod_ms"]),
+                fmt_ms(&g["dtoh_ms"]),
+                if mism.is_null() {
+                    "-".to_string()
+                } else {
+                    mism.to_string()
+                },
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
+        assert_eq!(sanitize("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
+    }
+
+    #[test]
+    fn cpu_only_quick_bench_writes_json_and_markdown() {
+        let dir = std::env::temp_dir().join(format!("gmp-bench-{}", std::process::id()));
+        let a = BenchCollisionArgs {
+            robots: vec!["planar9".into()],
+            scenes: vec![],
+            config_sizes: vec![200],
+            motion_sizes: vec![20],
+            backends: vec!["cpu".into()],
+            cpu_max_configs: 1_000_000,
+            cpu_max_motions: 100_000,
+            out: dir.clone(),
+            quick: false,
+            seed: 3,
+        };
+        let v = run(&a).expect("bench runs");
+        let json_path = PathBuf::from(v["json"].as_str().unwrap());
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+        assert_eq!(doc["device"], "cpu-only");
+        assert_eq!(doc["rows"].as_array().unwrap().len(), 2);
+        let steps = doc["rows"][1]["mean_steps"].as_f64().unwrap();
+        assert!(
+            (80.0..=102.0).contains(&steps),
+            "about 100 steps, got {steps}"
+        );
+        let md = std::fs::read_to_string(v["markdown"].as_str().unwrap()).unwrap();
+        assert!(md.contains("| planar9/seed000 | configs |"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

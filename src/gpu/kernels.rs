@@ -1,0 +1,113 @@
+//! The CUDA C sources (embedded at build time) and their NVRTC compilation.
+//!
+//! `kernels/common.cuh` is the line-by-line twin of the CPU reference arithmetic and
+//! `kernels/collision.cu` holds the kernels; they are concatenated into one translation unit so
+//! that nothing has to be found on disk at run time.
+
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+
+/// `kernels/common.cuh`: deterministic math, GJK and the per-configuration validity test.
+pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
+/// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`.
+pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
+
+/// Every kernel source file, by file name (for tests that compile each one).
+pub const SOURCES: [(&str, &str); 2] = [("common.cuh", COMMON_CUH), ("collision.cu", COLLISION_CU)];
+
+/// Names of the kernels in the collision module.
+pub const KERNEL_NAMES: [&str; 3] = [
+    "check_configs",
+    "check_motions_naive",
+    "check_motions_balanced",
+];
+
+/// The collision translation unit: `common.cuh` followed by `collision.cu` (the `#include` is
+/// resolved here, so NVRTC needs no include path).
+pub fn collision_source() -> String {
+    let mut s = String::with_capacity(COMMON_CUH.len() + COLLISION_CU.len() + 64);
+    s.push_str("// ---- common.cuh ----\n");
+    s.push_str(COMMON_CUH);
+    s.push_str("\n// ---- collision.cu ----\n");
+    s.push_str(COLLISION_CU);
+    s
+}
+
+/// NVRTC options that keep the kernels bit-identical to the CPU: no fused multiply-add, IEEE
+/// division and square root, no flush-to-zero, no fast math.
+pub fn exact_options(arch: &'static str) -> CompileOptions {
+    CompileOptions {
+        ftz: Some(false),
+        prec_sqrt: Some(true),
+        prec_div: Some(true),
+        fmad: Some(false),
+        use_fast_math: None,
+        arch: Some(arch),
+        name: Some("gmp_collision.cu".into()),
+        ..Default::default()
+    }
+}
+
+/// The `compute_XY` architecture string for a compute capability (NVRTC wants a `'static`
+/// string); unknown capabilities map to the nearest lower known one.
+pub fn arch_for(major: i32, minor: i32) -> &'static str {
+    match (major, minor) {
+        (m, _) if m >= 12 => "compute_120",
+        (10, _) | (11, _) => "compute_100",
+        (9, _) => "compute_90",
+        (8, n) if n >= 9 => "compute_89",
+        (8, n) if n >= 6 => "compute_86",
+        (8, _) => "compute_80",
+        _ => "compute_75",
+    }
+}
+
+/// True when libnvrtc can be loaded (cudarc panics instead of returning an error when it
+/// cannot, so every compilation checks this first).
+pub fn nvrtc_available() -> bool {
+    std::panic::catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// Formats an NVRTC error with its log.
+pub fn describe_compile_error(e: &CompileError) -> String {
+    match e {
+        CompileError::CompileError {
+            nvrtc,
+            options,
+            log,
+        } => format!(
+            "NVRTC failed to compile the collision kernels ({nvrtc:?}, options {options:?}):\n{}",
+            log.to_string_lossy()
+        ),
+        other => format!("NVRTC error: {other:?}"),
+    }
+}
+
+/// Compiles `src` to PTX for `arch` with [`exact_options`]. Errors carry NVRTC's log.
+pub fn compile(src: &str, arch: &'static str) -> Result<Ptx, String> {
+    if !nvrtc_available() {
+        return Err(
+            "libnvrtc was not found on the library path (install the CUDA runtime compiler, \
+             e.g. `source scripts/nvrtc_env.sh`)"
+                .into(),
+        );
+    }
+    let src = src.to_string();
+    let opts = exact_options(arch);
+    let r = std::panic::catch_unwind(move || cudarc::nvrtc::compile_ptx_with_opts(src, opts));
+    match r {
+        Ok(Ok(ptx)) => {
+            if ptx.to_src().trim().is_empty() {
+                Err("NVRTC returned an empty PTX image".into())
+            } else {
+                Ok(ptx)
+            }
+        }
+        Ok(Err(e)) => Err(describe_compile_error(&e)),
+        Err(_) => Err("NVRTC panicked while compiling the collision kernels".into()),
+    }
+}
+
+/// Compiles the collision module for `arch`.
+pub fn compile_collision(arch: &'static str) -> Result<Ptx, String> {
+    compile(&collision_source(), arch)
+}

@@ -1,0 +1,1022 @@
+//! The CUDA collision backend: a [`Checker`] whose verdicts equal the CPU reference's.
+//!
+//! One CUDA context and one NVRTC-compiled module per visible device and process (cached, so
+//! that many checkers share them); per checker and device a stream, the robot and scene arrays
+//! resident in device memory, and pinned staging buffers reused across queries. A query is one
+//! copy to the device, one kernel launch and one copy back per device (batches larger than a
+//! chunk are split into a few such rounds). Batches are split evenly over all devices.
+//!
+//! The kernels (`kernels/*.cu`) are twins of the CPU code: same f32 operations in the same
+//! order, compiled without fused multiply-add, so the verdicts are identical (see
+//! `tests/gpu_parity.rs`).
+
+pub mod kernels;
+pub mod upload;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
+
+use crate::collision::model::{CollisionModel, SceneModel};
+use crate::collision::{
+    bisection_order, prepare_motions, validate_batch, Backend, Checker, CheckerOptions,
+    CollisionError, ConfigBatch, MotionBatch, PreparedMotions,
+};
+use crate::robot::{JointSpace, PlanningGroup, RobotModel};
+use crate::scene::Scene;
+use upload::{obstacle_words, ModelArgs, RobotWords, SceneWords, OBSTACLE_WORDS};
+
+/// Most moving frames a model may have (`GMP_MAX_FRAMES` in the kernels).
+pub const MAX_FRAMES: usize = 32;
+/// Most planning-group joints (`GMP_MAX_DOF` in the kernels).
+pub const MAX_DOF: usize = 32;
+/// Threads per block.
+const BLOCK: u32 = 128;
+/// Configurations per launch (larger batches take a few rounds).
+const CONFIG_CHUNK: usize = 1 << 22;
+/// Motions per launch.
+const MOTION_CHUNK: usize = 1 << 20;
+/// Interpolated configurations per balanced launch.
+const ITEM_CHUNK: u64 = 1 << 28;
+/// Largest total size of the bisection-order table (entries).
+const MAX_ORDER_TABLE: usize = 1 << 24;
+
+fn backend_err(message: impl Into<String>) -> CollisionError {
+    CollisionError::Backend {
+        backend: "cuda".into(),
+        message: message.into(),
+    }
+}
+
+fn drv(what: &str) -> impl Fn(DriverError) -> CollisionError + '_ {
+    move |e| backend_err(format!("{what}: {e:?}"))
+}
+
+/// True when the CUDA driver library is present and reports at least one device. Never panics.
+pub fn gpu_available() -> bool {
+    device_count() > 0
+}
+
+/// Number of visible CUDA devices (0 without a driver or GPU). Never panics.
+pub fn device_count() -> usize {
+    let present = std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() })
+        .unwrap_or(false);
+    if !present {
+        return 0;
+    }
+    std::panic::catch_unwind(CudaContext::device_count)
+        .ok()
+        .and_then(|r| r.ok())
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
+}
+
+/// A device's context and compiled collision module, shared by every checker of the process.
+struct DeviceModule {
+    ctx: Arc<CudaContext>,
+    module: Arc<CudaModule>,
+    name: String,
+}
+
+type ModuleCache = Mutex<HashMap<usize, Result<Arc<DeviceModule>, String>>>;
+
+fn module_cache() -> &'static ModuleCache {
+    static CACHE: OnceLock<ModuleCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Creates (once per process) the context of device `ordinal` and compiles the kernels for it.
+fn device_module(ordinal: usize) -> Result<Arc<DeviceModule>, CollisionError> {
+    let mut cache = lock(module_cache());
+    let entry = cache.entry(ordinal).or_insert_with(|| {
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| format!("cannot create a CUDA context on device {ordinal}: {e:?}"))?;
+        // One stream per checker and device; nothing is shared between streams, so cudarc's
+        // per-buffer event tracking is pure overhead.
+        unsafe { ctx.disable_event_tracking() };
+        let name = ctx.name().unwrap_or_else(|_| format!("cuda:{ordinal}"));
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(|e| format!("device {ordinal}: compute capability: {e:?}"))?;
+        let ptx = kernels::compile_collision(kernels::arch_for(major, minor))?;
+        let module = ctx
+            .load_module(ptx)
+            .map_err(|e| format!("device {ordinal}: loading the collision module: {e:?}"))?;
+        Ok(Arc::new(DeviceModule { ctx, module, name }))
+    });
+    entry.clone().map_err(backend_err)
+}
+
+/// Names of the visible devices (empty without a GPU).
+pub fn device_names() -> Vec<String> {
+    (0..device_count())
+        .map(|i| {
+            device_module(i)
+                .map(|m| m.name.clone())
+                .unwrap_or_else(|_| format!("cuda:{i}"))
+        })
+        .collect()
+}
+
+/// Which kernel validates motions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MotionKernel {
+    /// One thread per motion, its steps in bisection order.
+    Naive,
+    /// One thread per (motion, step) item, items rank-major with a per-motion early-exit flag.
+    Balanced,
+}
+
+impl MotionKernel {
+    /// The kernel's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MotionKernel::Naive => "naive",
+            MotionKernel::Balanced => "balanced",
+        }
+    }
+}
+
+/// Time spent by the last query (milliseconds; the maximum over devices when several ran).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct GpuTimings {
+    /// Host to device copies (CUDA events).
+    pub htod_ms: f64,
+    /// Kernels (CUDA events).
+    pub kernel_ms: f64,
+    /// Device to host copies (CUDA events).
+    pub dtoh_ms: f64,
+    /// Wall time of the whole query on the host, preparation included.
+    pub wall_ms: f64,
+    /// Kernel launches (all devices).
+    pub launches: u32,
+}
+
+/// Bisection orders of every segment count seen so far, concatenated (host side).
+#[derive(Clone, Debug, Default)]
+struct OrderTable {
+    order: Vec<u32>,
+    /// `off[n]` = start of `bisection_order(n)` in `order`, or `u32::MAX`.
+    off: Vec<u32>,
+    version: u64,
+}
+
+impl OrderTable {
+    fn ensure(&mut self, segments: &[u32]) -> Result<(), CollisionError> {
+        let mut changed = false;
+        for &n in segments {
+            let idx = n as usize;
+            if idx < self.off.len() && self.off[idx] != u32::MAX {
+                continue;
+            }
+            if self.order.len() + idx + 1 > MAX_ORDER_TABLE {
+                return Err(backend_err(format!(
+                    "a motion with {n} segments is too long for the CUDA backend (the step \
+                     tables would exceed {MAX_ORDER_TABLE} entries); use a coarser resolution \
+                     or the CPU backend"
+                )));
+            }
+            if self.off.len() <= idx {
+                self.off.resize(idx + 1, u32::MAX);
+            }
+            self.off[idx] = self.order.len() as u32;
+            self.order.extend(bisection_order(n));
+            changed = true;
+        }
+        if changed {
+            self.version += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Grows a device buffer to at least `n` elements (contents are not kept).
+fn ensure_dev<T: cudarc::driver::DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    buf: &mut CudaSlice<T>,
+    n: usize,
+) -> Result<(), CollisionError> {
+    if buf.len() < n.max(1) {
+        *buf = unsafe { stream.alloc::<T>(n.max(1)) }.map_err(drv("device allocation"))?;
+    }
+    Ok(())
+}
+
+/// Grows a pinned host buffer to at least `n` elements.
+fn ensure_pinned<T: cudarc::driver::DeviceRepr>(
+    ctx: &Arc<CudaContext>,
+    buf: &mut PinnedHostSlice<T>,
+    n: usize,
+) -> Result<(), CollisionError> {
+    if buf.len() < n.max(1) {
+        *buf = unsafe { ctx.alloc_pinned_with_flags::<T>(n.max(1), 0) }
+            .map_err(drv("pinned host allocation"))?;
+    }
+    Ok(())
+}
+
+/// Uploads `words` (padded to one element so that no pointer is null).
+fn upload(stream: &Arc<CudaStream>, words: &[u32]) -> Result<CudaSlice<u32>, CollisionError> {
+    if words.is_empty() {
+        stream.clone_htod(&[0u32][..])
+    } else {
+        stream.clone_htod(words)
+    }
+    .map_err(drv("upload"))
+}
+
+fn dptr(s: &CudaSlice<u32>, stream: &CudaStream) -> u64 {
+    let (p, _sync) = s.device_ptr(stream);
+    p
+}
+
+/// The robot arrays resident on one device.
+struct DeviceRobot {
+    frames: CudaSlice<u32>,
+    bodies: CudaSlice<u32>,
+    verts: CudaSlice<u32>,
+    edge_offsets: CudaSlice<u32>,
+    edge_targets: CudaSlice<u32>,
+    spheres: CudaSlice<u32>,
+    self_pairs: CudaSlice<u32>,
+    base_state: CudaSlice<u32>,
+    var_group: CudaSlice<u32>,
+}
+
+/// The scene arrays resident on one device.
+struct DeviceScene {
+    obstacles: CudaSlice<u32>,
+    mesh_verts: CudaSlice<u32>,
+    mesh_edge_offsets: CudaSlice<u32>,
+    mesh_edge_targets: CudaSlice<u32>,
+    /// The mesh pool as uploaded (to detect changes).
+    mesh_host: (Vec<u32>, Vec<u32>, Vec<u32>),
+}
+
+/// Everything one checker keeps on one device.
+struct DeviceState {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    f_configs: CudaFunction,
+    f_naive: CudaFunction,
+    f_balanced: CudaFunction,
+    robot: DeviceRobot,
+    scene: DeviceScene,
+    args: ModelArgs,
+    order_off: CudaSlice<u32>,
+    order: CudaSlice<u32>,
+    order_version: u64,
+    input: CudaSlice<u32>,
+    staging: PinnedHostSlice<u32>,
+    out: CudaSlice<u8>,
+    out_host: PinnedHostSlice<u8>,
+    events: [CudaEvent; 4],
+}
+
+/// Per-device timings of one query.
+#[derive(Clone, Copy, Debug, Default)]
+struct DevTimes {
+    htod: f64,
+    kernel: f64,
+    dtoh: f64,
+    launches: u32,
+}
+
+impl DeviceState {
+    fn new(
+        ordinal: usize,
+        model: &CollisionModel,
+        scene: &SceneModel,
+    ) -> Result<Self, CollisionError> {
+        let dm = device_module(ordinal)?;
+        let ctx = dm.ctx.clone();
+        let stream = ctx.new_stream().map_err(drv("creating a stream"))?;
+        let f = |name: &str| {
+            dm.module
+                .load_function(name)
+                .map_err(|e| backend_err(format!("kernel '{name}' not found: {e:?}")))
+        };
+        let rw = RobotWords::build(model);
+        let robot = DeviceRobot {
+            frames: upload(&stream, &rw.frames)?,
+            bodies: upload(&stream, &rw.bodies)?,
+            verts: upload(&stream, &rw.verts)?,
+            edge_offsets: upload(&stream, &rw.edge_offsets)?,
+            edge_targets: upload(&stream, &rw.edge_targets)?,
+            spheres: upload(&stream, &rw.spheres)?,
+            self_pairs: upload(&stream, &rw.self_pairs)?,
+            base_state: upload(&stream, &rw.base_state)?,
+            var_group: upload(&stream, &rw.var_group)?,
+        };
+        let sw = SceneWords::build(scene);
+        let scene_dev = DeviceScene {
+            obstacles: upload(&stream, &sw.obstacles)?,
+            mesh_verts: upload(&stream, &sw.mesh_verts)?,
+            mesh_edge_offsets: upload(&stream, &sw.mesh_edge_offsets)?,
+            mesh_edge_targets: upload(&stream, &sw.mesh_edge_targets)?,
+            mesh_host: (sw.mesh_verts, sw.mesh_edge_offsets, sw.mesh_edge_targets),
+        };
+        let ev = || {
+            ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv("creating an event"))
+        };
+        let events = [ev()?, ev()?, ev()?, ev()?];
+        let mut st = DeviceState {
+            f_configs: f("check_configs")?,
+            f_naive: f("check_motions_naive")?,
+            f_balanced: f("check_motions_balanced")?,
+            order_off: upload(&stream, &[])?,
+            order: upload(&stream, &[])?,
+            order_version: 0,
+            input: upload(&stream, &[])?,
+            staging: unsafe { ctx.alloc_pinned_with_flags::<u32>(1, 0) }
+                .map_err(drv("pinned host allocation"))?,
+            out: unsafe { stream.alloc::<u8>(1) }.map_err(drv("device allocation"))?,
+            out_host: unsafe { ctx.alloc_pinned_with_flags::<u8>(1, 0) }
+                .map_err(drv("pinned host allocation"))?,
+            events,
+            robot,
+            scene: scene_dev,
+            args: ModelArgs::default(),
+            ctx,
+            stream,
+        };
+        st.refresh_args(model, scene);
+        st.stream.synchronize().map_err(drv("upload"))?;
+        Ok(st)
+    }
+
+    /// Recomputes the kernel argument block from the current buffers.
+    fn refresh_args(&mut self, model: &CollisionModel, scene: &SceneModel) {
+        let s = &self.stream;
+        let r = &self.robot;
+        let sc = &self.scene;
+        self.args = ModelArgs {
+            frames: dptr(&r.frames, s),
+            bodies: dptr(&r.bodies, s),
+            verts: dptr(&r.verts, s),
+            edge_offsets: dptr(&r.edge_offsets, s),
+            edge_targets: dptr(&r.edge_targets, s),
+            spheres: dptr(&r.spheres, s),
+            self_pairs: dptr(&r.self_pairs, s),
+            base_state: dptr(&r.base_state, s),
+            var_group: dptr(&r.var_group, s),
+            obstacles: dptr(&sc.obstacles, s),
+            mesh_verts: dptr(&sc.mesh_verts, s),
+            mesh_edge_offsets: dptr(&sc.mesh_edge_offsets, s),
+            mesh_edge_targets: dptr(&sc.mesh_edge_targets, s),
+            num_frames: model.frames.len() as u32,
+            num_bodies: model.bodies.len() as u32,
+            num_self_pairs: model.self_pairs.len() as u32,
+            num_obstacles: scene.obstacles.len() as u32,
+            dof: model.group_vars.len() as u32,
+            margin: model.margin,
+        };
+    }
+
+    /// Uploads the changed obstacle slots (one copy of the range they span) and, when the mesh
+    /// pool changed, the whole pool.
+    fn sync_scene(
+        &mut self,
+        model: &CollisionModel,
+        scene: &SceneModel,
+        changed: &[usize],
+    ) -> Result<(), CollisionError> {
+        let n = scene.obstacles.len();
+        if n * OBSTACLE_WORDS > self.scene.obstacles.len() {
+            let sw = SceneWords::build(scene);
+            self.scene.obstacles = upload(&self.stream, &sw.obstacles)?;
+        } else if let (Some(&lo), Some(&hi)) = (changed.iter().min(), changed.iter().max()) {
+            let hi = hi.min(n.saturating_sub(1));
+            if lo <= hi {
+                let mut words = Vec::with_capacity((hi - lo + 1) * OBSTACLE_WORDS);
+                for o in &scene.obstacles[lo..=hi] {
+                    obstacle_words(o, &mut words);
+                }
+                let mut dst = self
+                    .scene
+                    .obstacles
+                    .slice_mut(lo * OBSTACLE_WORDS..(hi + 1) * OBSTACLE_WORDS);
+                self.stream
+                    .memcpy_htod(&words[..], &mut dst)
+                    .map_err(drv("obstacle upload"))?;
+            }
+        }
+        let mesh_verts = SceneWords::mesh_vert_words(scene);
+        let h = &self.scene.mesh_host;
+        if h.0 != mesh_verts || h.1 != scene.mesh_edge_offsets || h.2 != scene.mesh_edge_targets {
+            self.scene.mesh_verts = upload(&self.stream, &mesh_verts)?;
+            self.scene.mesh_edge_offsets = upload(&self.stream, &scene.mesh_edge_offsets)?;
+            self.scene.mesh_edge_targets = upload(&self.stream, &scene.mesh_edge_targets)?;
+            self.scene.mesh_host = (
+                mesh_verts,
+                scene.mesh_edge_offsets.clone(),
+                scene.mesh_edge_targets.clone(),
+            );
+        }
+        self.refresh_args(model, scene);
+        self.stream.synchronize().map_err(drv("scene upload"))
+    }
+
+    fn set_base_state(&mut self, base: &[f32]) -> Result<(), CollisionError> {
+        let words: Vec<u32> = base.iter().map(|v| v.to_bits()).collect();
+        if words.is_empty() {
+            return Ok(());
+        }
+        self.stream
+            .memcpy_htod(&words[..], &mut self.robot.base_state)
+            .map_err(drv("base state upload"))?;
+        self.stream.synchronize().map_err(drv("base state upload"))
+    }
+
+    fn ensure_order(&mut self, table: &OrderTable) -> Result<(), CollisionError> {
+        if self.order_version != table.version {
+            self.order_off = upload(&self.stream, &table.off)?;
+            self.order = upload(&self.stream, &table.order)?;
+            self.order_version = table.version;
+        }
+        Ok(())
+    }
+
+    fn ensure_buffers(&mut self, words: usize, outs: usize) -> Result<(), CollisionError> {
+        ensure_dev(&self.stream, &mut self.input, words)?;
+        ensure_pinned(&self.ctx, &mut self.staging, words)?;
+        ensure_dev(&self.stream, &mut self.out, outs)?;
+        ensure_pinned(&self.ctx, &mut self.out_host, outs)?;
+        Ok(())
+    }
+
+    /// Copies `staging[..words]` in; the caller launches; then copies `out[..outs]` back and
+    /// waits. `launch` gets the state and returns after enqueueing its kernel.
+    fn round(
+        &mut self,
+        words: usize,
+        outs: usize,
+        times: &mut DevTimes,
+        launch: impl FnOnce(&mut DeviceState) -> Result<(), CollisionError>,
+    ) -> Result<(), CollisionError> {
+        let st = self.stream.clone();
+        self.events[0].record(&st).map_err(drv("event"))?;
+        {
+            let src = &self.staging.as_slice().map_err(drv("pinned buffer"))?[..words];
+            let mut dst = self.input.slice_mut(0..words);
+            st.memcpy_htod(src, &mut dst)
+                .map_err(drv("copy to device"))?;
+        }
+        self.events[1].record(&st).map_err(drv("event"))?;
+        launch(self)?;
+        self.events[2].record(&st).map_err(drv("event"))?;
+        {
+            let src = self.out.slice(0..outs);
+            let dst = &mut self.out_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
+            st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))?;
+        }
+        self.events[3].record(&st).map_err(drv("event"))?;
+        st.synchronize().map_err(drv("kernel execution"))?;
+        let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
+            Ok(self.events[a]
+                .elapsed_ms(&self.events[b])
+                .map_err(drv("event timing"))? as f64)
+        };
+        times.htod += el(0, 1)?;
+        times.kernel += el(1, 2)?;
+        times.dtoh += el(2, 3)?;
+        times.launches += 1;
+        Ok(())
+    }
+
+    /// Checks `values.len() / dof` configurations (f32, row-major).
+    fn configs(
+        &mut self,
+        values: &[f32],
+        dof: usize,
+        out: &mut [bool],
+        times: &mut DevTimes,
+    ) -> Result<(), CollisionError> {
+        let n = out.len();
+        let mut start = 0;
+        while start < n {
+            let cn = (n - start).min(CONFIG_CHUNK);
+            let words = cn * dof;
+            self.ensure_buffers(words, cn)?;
+            {
+                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
+                for (d, s) in stg[..words]
+                    .iter_mut()
+                    .zip(&values[start * dof..(start + cn) * dof])
+                {
+                    *d = s.to_bits();
+                }
+            }
+            self.round(words, cn, times, |s| {
+                let input = s.input.slice(0..words);
+                let cn32 = cn as u32;
+                let cfg = launch_cfg(cn);
+                let mut b = s.stream.launch_builder(&s.f_configs);
+                b.arg(&s.args).arg(&input).arg(&cn32).arg(&mut s.out);
+                unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
+                Ok(())
+            })?;
+            let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
+            for (o, &h) in out[start..start + cn].iter_mut().zip(&host[..cn]) {
+                *o = h != 0;
+            }
+            start += cn;
+        }
+        Ok(())
+    }
+
+    /// Checks motions `range` of `p`.
+    fn motions(
+        &mut self,
+        p: &PreparedMotions,
+        range: std::ops::Range<usize>,
+        kernel: MotionKernel,
+        table: &OrderTable,
+        out: &mut [bool],
+        times: &mut DevTimes,
+    ) -> Result<(), CollisionError> {
+        self.ensure_order(table)?;
+        let dof = self.args.dof as usize;
+        let mut i = range.start;
+        while i < range.end {
+            // Chunk: at most MOTION_CHUNK motions and ITEM_CHUNK interpolated configurations.
+            let mut j = i;
+            let mut items = 0u64;
+            while j < range.end && j - i < MOTION_CHUNK {
+                let len = p.segments[j] as u64 + 1;
+                if j > i && items + len > ITEM_CHUNK {
+                    break;
+                }
+                items += len;
+                j += 1;
+            }
+            let cn = j - i;
+            let seg = &p.segments[i..j];
+            // Staging layout: start | diff | segments [| perm | rank_off].
+            let (perm, rank_off) = match kernel {
+                MotionKernel::Naive => (Vec::new(), Vec::new()),
+                MotionKernel::Balanced => rank_major(seg),
+            };
+            let words = 2 * cn * dof + cn + perm.len() + rank_off.len();
+            self.ensure_buffers(words, cn)?;
+            {
+                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
+                let mut k = 0;
+                for v in &p.start[i * dof..j * dof] {
+                    stg[k] = v.to_bits();
+                    k += 1;
+                }
+                for v in &p.diff[i * dof..j * dof] {
+                    stg[k] = v.to_bits();
+                    k += 1;
+                }
+                stg[k..k + cn].copy_from_slice(seg);
+                k += cn;
+                stg[k..k + perm.len()].copy_from_slice(&perm);
+                k += perm.len();
+                stg[k..k + rank_off.len()].copy_from_slice(&rank_off);
+            }
+            let a_diff = cn * dof;
+            let a_seg = 2 * cn * dof;
+            let a_perm = a_seg + cn;
+            let a_rank = a_perm + perm.len();
+            self.round(words, cn, times, |s| {
+                let start_v = s.input.slice(0..a_diff);
+                let diff_v = s.input.slice(a_diff..a_seg);
+                let seg_v = s.input.slice(a_seg..a_perm);
+                let cn32 = cn as u32;
+                match kernel {
+                    MotionKernel::Naive => {
+                        let mut b = s.stream.launch_builder(&s.f_naive);
+                        b.arg(&s.args)
+                            .arg(&start_v)
+                            .arg(&diff_v)
+                            .arg(&seg_v)
+                            .arg(&cn32)
+                            .arg(&s.order_off)
+                            .arg(&s.order)
+                            .arg(&mut s.out);
+                        unsafe { b.launch(launch_cfg(cn)) }
+                            .map_err(drv("launching check_motions_naive"))?;
+                    }
+                    MotionKernel::Balanced => {
+                        let perm_v = s.input.slice(a_perm..a_rank);
+                        let rank_v = s.input.slice(a_rank..a_rank + rank_off.len());
+                        let n_ranks = (rank_off.len() - 1) as u32;
+                        let total = rank_off[rank_off.len() - 1];
+                        {
+                            let mut o = s.out.slice_mut(0..cn);
+                            s.stream
+                                .memset_zeros(&mut o)
+                                .map_err(drv("clearing motion flags"))?;
+                        }
+                        let mut b = s.stream.launch_builder(&s.f_balanced);
+                        b.arg(&s.args)
+                            .arg(&start_v)
+                            .arg(&diff_v)
+                            .arg(&seg_v)
+                            .arg(&perm_v)
+                            .arg(&rank_v)
+                            .arg(&n_ranks)
+                            .arg(&total)
+                            .arg(&s.order_off)
+                            .arg(&s.order)
+                            .arg(&mut s.out);
+                        unsafe { b.launch(launch_cfg(total as usize)) }
+                            .map_err(drv("launching check_motions_balanced"))?;
+                    }
+                }
+                Ok(())
+            })?;
+            let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
+            let valid_flag = match kernel {
+                MotionKernel::Naive => 1u8,
+                MotionKernel::Balanced => 0u8,
+            };
+            for (o, &h) in out[i - range.start..j - range.start]
+                .iter_mut()
+                .zip(&host[..cn])
+            {
+                *o = h == valid_flag;
+            }
+            i = j;
+        }
+        Ok(())
+    }
+}
+
+fn launch_cfg(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The rank-major item layout of the balanced kernel: `perm` lists the motions longest first
+/// (stable counting sort), `rank_off[r]` is the first item of rank `r` (the number of motions
+/// with more than `r'` steps, summed over `r' < r`); `rank_off` has `max steps + 1` entries.
+fn rank_major(segments: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let max_len = segments.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
+    let mut hist = vec![0u32; max_len + 1];
+    for &n in segments {
+        hist[n as usize + 1] += 1;
+    }
+    // Stable counting sort, longest first: slot of length L starts after all longer ones.
+    let mut start = vec![0u32; max_len + 2];
+    for len in (1..=max_len).rev() {
+        start[len - 1] = start[len] + hist[len];
+    }
+    // start[len - 1] = number of motions with length >= len; turn into "first slot of len".
+    let mut next: Vec<u32> = (0..=max_len).map(|len| start[len]).collect();
+    let mut perm = vec![0u32; segments.len()];
+    for (i, &n) in segments.iter().enumerate() {
+        let len = n as usize + 1;
+        perm[next[len] as usize] = i as u32;
+        next[len] += 1;
+    }
+    // count_r = motions with length > r = start[r].
+    let mut rank_off = Vec::with_capacity(max_len + 1);
+    let mut acc = 0u32;
+    rank_off.push(0);
+    for &count in start.iter().take(max_len) {
+        acc += count;
+        rank_off.push(acc);
+    }
+    (perm, rank_off)
+}
+
+/// The CUDA [`Checker`]. Verdicts are identical to [`crate::collision::CpuChecker`]'s.
+pub struct CudaChecker {
+    model: CollisionModel,
+    scene: SceneModel,
+    space: JointSpace,
+    devices: Vec<Mutex<DeviceState>>,
+    names: Vec<String>,
+    order: Mutex<Arc<OrderTable>>,
+    motion_kernel: MotionKernel,
+    timings: Mutex<GpuTimings>,
+}
+
+impl std::fmt::Debug for CudaChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaChecker")
+            .field("devices", &self.names)
+            .field("motion_kernel", &self.motion_kernel)
+            .finish()
+    }
+}
+
+impl CudaChecker {
+    /// Builds a checker on every visible device (like [`crate::collision::CpuChecker::new`]).
+    /// Fails with a clear message when no GPU is usable.
+    pub fn new(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        scene: &Scene,
+        opts: CheckerOptions,
+    ) -> Result<Self, CollisionError> {
+        let n = device_count();
+        if n == 0 {
+            return Err(backend_err(
+                "no CUDA device found (libcuda missing or no GPU visible)",
+            ));
+        }
+        Self::on_devices(
+            robot,
+            group,
+            base_state,
+            scene,
+            opts,
+            &(0..n).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Builds a checker on the given device ordinals (a batch is split evenly over them).
+    pub fn on_devices(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        scene: &Scene,
+        opts: CheckerOptions,
+        devices: &[usize],
+    ) -> Result<Self, CollisionError> {
+        if devices.is_empty() {
+            return Err(backend_err("no CUDA device selected"));
+        }
+        let model = CollisionModel::build(robot, group, base_state, opts.shapes, opts.margin)
+            .map_err(backend_err)?;
+        if model.frames.len() > MAX_FRAMES {
+            return Err(backend_err(format!(
+                "the robot has {} moving frames; the CUDA kernels support at most {MAX_FRAMES}",
+                model.frames.len()
+            )));
+        }
+        if model.dof() > MAX_DOF {
+            return Err(backend_err(format!(
+                "the planning group has {} joints; the CUDA kernels support at most {MAX_DOF}",
+                model.dof()
+            )));
+        }
+        let scene_model = SceneModel::build(scene);
+        let mut states = Vec::new();
+        let mut names = Vec::new();
+        for &d in devices {
+            states.push(Mutex::new(DeviceState::new(d, &model, &scene_model)?));
+            names.push(device_module(d)?.name.clone());
+        }
+        Ok(Self {
+            model,
+            scene: scene_model,
+            space: group.space.clone(),
+            devices: states,
+            names,
+            order: Mutex::new(Arc::new(OrderTable::default())),
+            motion_kernel: MotionKernel::Balanced,
+            timings: Mutex::new(GpuTimings::default()),
+        })
+    }
+
+    /// Names of the devices this checker runs on.
+    pub fn device_names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The compiled robot model (identical to the CPU backend's).
+    pub fn model(&self) -> &CollisionModel {
+        &self.model
+    }
+
+    /// The compiled scene (identical to the CPU backend's).
+    pub fn scene_model(&self) -> &SceneModel {
+        &self.scene
+    }
+
+    /// The kernel used by [`Checker::check_motions`].
+    pub fn motion_kernel(&self) -> MotionKernel {
+        self.motion_kernel
+    }
+
+    /// Chooses the motion kernel (both give the same verdicts).
+    pub fn set_motion_kernel(&mut self, k: MotionKernel) {
+        self.motion_kernel = k;
+    }
+
+    /// Timings of the last query.
+    pub fn last_timings(&self) -> GpuTimings {
+        *lock(&self.timings)
+    }
+
+    /// Brings the obstacles up to date with `scene`: only changed slots are uploaded, and the
+    /// mesh pool only when it changed. Returns the rewritten slots.
+    pub fn sync_scene(&mut self, scene: &Scene) -> Result<Vec<usize>, CollisionError> {
+        let changed = self.scene.sync(scene);
+        if changed.is_empty() {
+            return Ok(changed);
+        }
+        for d in &mut self.devices {
+            d.get_mut().unwrap_or_else(|p| p.into_inner()).sync_scene(
+                &self.model,
+                &self.scene,
+                &changed,
+            )?;
+        }
+        Ok(changed)
+    }
+
+    /// Replaces the full state that supplies the joints outside the group.
+    pub fn set_base_state(&mut self, base_state: &[f64]) -> Result<(), CollisionError> {
+        if base_state.len() != self.model.num_vars {
+            return Err(CollisionError::WrongDof {
+                expected: self.model.num_vars,
+                got: base_state.len(),
+            });
+        }
+        self.model.base_state = base_state.iter().map(|&v| v as f32).collect();
+        for d in &mut self.devices {
+            d.get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .set_base_state(&self.model.base_state)?;
+        }
+        Ok(())
+    }
+
+    /// Splits `0..n` evenly over the devices and runs `f(device, range, out)` on each in its own
+    /// thread; returns the concatenated results.
+    fn split<F>(&self, n: usize, f: F) -> Result<Vec<bool>, CollisionError>
+    where
+        F: Fn(
+                &mut DeviceState,
+                std::ops::Range<usize>,
+                &mut [bool],
+                &mut DevTimes,
+            ) -> Result<(), CollisionError>
+            + Sync,
+    {
+        let t0 = Instant::now();
+        let mut out = vec![false; n];
+        let nd = self.devices.len().min(n.max(1));
+        let per = n.div_ceil(nd).max(1);
+        let mut results: Vec<Result<DevTimes, CollisionError>> = Vec::new();
+        if nd == 1 {
+            let mut t = DevTimes::default();
+            let r = f(&mut lock(&self.devices[0]), 0..n, &mut out, &mut t);
+            results.push(r.map(|_| t));
+        } else {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = out
+                    .chunks_mut(per)
+                    .enumerate()
+                    .map(|(k, part)| {
+                        let f = &f;
+                        let dev = &self.devices[k];
+                        sc.spawn(move || {
+                            let mut t = DevTimes::default();
+                            let lo = k * per;
+                            let r = f(&mut lock(dev), lo..lo + part.len(), part, &mut t);
+                            r.map(|_| t)
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    results.push(
+                        h.join()
+                            .unwrap_or_else(|_| Err(backend_err("a device worker panicked"))),
+                    );
+                }
+            });
+        }
+        let mut agg = GpuTimings::default();
+        for r in results {
+            let t = r?;
+            agg.htod_ms = agg.htod_ms.max(t.htod);
+            agg.kernel_ms = agg.kernel_ms.max(t.kernel);
+            agg.dtoh_ms = agg.dtoh_ms.max(t.dtoh);
+            agg.launches += t.launches;
+        }
+        agg.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        *lock(&self.timings) = agg;
+        Ok(out)
+    }
+
+    /// Validity of configurations already in f32 (row-major, `dof` values each).
+    pub fn check_configs_f32(&self, values: &[f32]) -> Result<Vec<bool>, CollisionError> {
+        let dof = self.model.dof();
+        if dof == 0 || !values.len().is_multiple_of(dof) {
+            return Err(CollisionError::WrongDof {
+                expected: dof,
+                got: values.len(),
+            });
+        }
+        let n = values.len() / dof;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.split(n, |dev, range, out, t| {
+            dev.configs(&values[range.start * dof..range.end * dof], dof, out, t)
+        })
+    }
+
+    /// Validity of prepared motions with the given kernel.
+    pub fn check_prepared(
+        &self,
+        p: &PreparedMotions,
+        kernel: MotionKernel,
+    ) -> Result<Vec<bool>, CollisionError> {
+        let n = p.segments.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let dof = self.model.dof();
+        if p.start.len() != n * dof || p.diff.len() != n * dof {
+            return Err(CollisionError::WrongDof {
+                expected: n * dof,
+                got: p.start.len().min(p.diff.len()),
+            });
+        }
+        let table = {
+            let mut t = lock(&self.order);
+            Arc::make_mut(&mut t).ensure(&p.segments)?;
+            t.clone()
+        };
+        self.split(n, |dev, range, out, t| {
+            dev.motions(p, range, kernel, &table, out, t)
+        })
+    }
+}
+
+impl Checker for CudaChecker {
+    fn space(&self) -> &JointSpace {
+        &self.space
+    }
+
+    fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+        validate_batch(&self.space, configs)?;
+        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
+        self.check_configs_f32(&values)
+    }
+
+    fn check_motions(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
+        let p = prepare_motions(&self.space, motions, resolution)?;
+        self.check_prepared(&p, self.motion_kernel)
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Cuda
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_major_layout_covers_every_item_once() {
+        let seg = [3u32, 1, 5, 1, 0, 3];
+        let (perm, rank_off) = rank_major(&seg);
+        assert_eq!(rank_off.len(), 7); // max length 6, plus one
+        let total: u32 = seg.iter().map(|&n| n + 1).sum();
+        assert_eq!(*rank_off.last().unwrap(), total);
+        // Longest first, stable.
+        assert_eq!(perm, vec![2, 0, 5, 1, 3, 4]);
+        // Enumerate items as the kernel does and check each (motion, rank) appears once.
+        let mut seen = std::collections::BTreeSet::new();
+        for g in 0..total {
+            let r = (0..rank_off.len() - 1)
+                .rfind(|&r| rank_off[r] <= g)
+                .unwrap();
+            let m = perm[(g - rank_off[r]) as usize] as usize;
+            assert!(r as u32 <= seg[m]);
+            assert!(seen.insert((m, r)));
+        }
+        assert_eq!(seen.len(), total as usize);
+    }
+
+    #[test]
+    fn order_table_holds_bisection_orders() {
+        let mut t = OrderTable::default();
+        t.ensure(&[4, 1, 4, 7]).unwrap();
+        for n in [1u32, 4, 7] {
+            let o = t.off[n as usize] as usize;
+            assert_eq!(&t.order[o..o + n as usize + 1], &bisection_order(n)[..]);
+        }
+        let v = t.version;
+        t.ensure(&[7, 1]).unwrap();
+        assert_eq!(t.version, v, "no change, no new version");
+    }
+}

@@ -1,0 +1,209 @@
+//! The flat records the kernels read (`GmpFrame`, `GmpBody`, `GmpObstacle` in
+//! `kernels/common.cuh`), written from the CPU model as 32-bit words, plus the kernel argument
+//! block that carries the device pointers.
+
+use crate::collision::detmath::{Xf, V3};
+use crate::collision::model::{CollisionModel, ObstacleModel, SceneModel};
+
+/// Words per `GmpFrame` record.
+pub const FRAME_WORDS: usize = 20;
+/// Words per `GmpBody` record.
+pub const BODY_WORDS: usize = 11;
+/// Words per `GmpObstacle` record.
+pub const OBSTACLE_WORDS: usize = 22;
+
+fn push_f(out: &mut Vec<u32>, v: &[f32]) {
+    out.extend(v.iter().map(|x| x.to_bits()));
+}
+
+fn push_xf(out: &mut Vec<u32>, x: &Xf) {
+    push_f(out, &x.r);
+    push_f(out, &x.t);
+}
+
+fn push_v3s(out: &mut Vec<u32>, v: &[V3]) {
+    for p in v {
+        push_f(out, p);
+    }
+}
+
+/// Host-side words of every robot array, in the kernels' layouts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RobotWords {
+    /// `GmpFrame` records.
+    pub frames: Vec<u32>,
+    /// `GmpBody` records.
+    pub bodies: Vec<u32>,
+    /// Vertices, 3 floats each.
+    pub verts: Vec<u32>,
+    /// CRS row pointers.
+    pub edge_offsets: Vec<u32>,
+    /// CRS targets.
+    pub edge_targets: Vec<u32>,
+    /// Spheres, 4 floats each.
+    pub spheres: Vec<u32>,
+    /// Self pairs, 2 indices each.
+    pub self_pairs: Vec<u32>,
+    /// Base state, one float per variable.
+    pub base_state: Vec<u32>,
+    /// Per variable: its index in the planning group, or -1.
+    pub var_group: Vec<u32>,
+}
+
+impl RobotWords {
+    /// Flattens a collision model.
+    pub fn build(m: &CollisionModel) -> Self {
+        let mut w = RobotWords::default();
+        for f in &m.frames {
+            w.frames.push(f.parent as u32);
+            w.frames.push(f.kind);
+            w.frames.push(f.var);
+            push_f(&mut w.frames, &[f.mult, f.offset]);
+            push_f(&mut w.frames, &f.axis);
+            push_xf(&mut w.frames, &f.origin);
+        }
+        for b in &m.bodies {
+            w.bodies.extend_from_slice(&[
+                b.frame as u32,
+                b.link,
+                b.vert_start,
+                b.vert_count,
+                b.sphere_start,
+                b.sphere_count,
+            ]);
+            push_f(&mut w.bodies, &b.center);
+            push_f(&mut w.bodies, &[b.radius, b.inflate]);
+        }
+        push_v3s(&mut w.verts, &m.verts);
+        w.edge_offsets = m.edge_offsets.clone();
+        w.edge_targets = m.edge_targets.clone();
+        for s in &m.spheres {
+            push_f(&mut w.spheres, s);
+        }
+        for p in &m.self_pairs {
+            w.self_pairs.extend_from_slice(p);
+        }
+        push_f(&mut w.base_state, &m.base_state);
+        w.var_group = var_group(m);
+        w
+    }
+}
+
+/// Per full-state variable, the planning-group index that supplies it (the last one when a
+/// variable is listed twice, as `CpuChecker::fill_state` writes them in order), or -1.
+pub fn var_group(m: &CollisionModel) -> Vec<u32> {
+    let mut v = vec![-1i32; m.num_vars];
+    for (k, &var) in m.group_vars.iter().enumerate() {
+        if let Some(slot) = v.get_mut(var as usize) {
+            *slot = k as i32;
+        }
+    }
+    v.into_iter().map(|x| x as u32).collect()
+}
+
+/// One `GmpObstacle` record.
+pub fn obstacle_words(o: &ObstacleModel, out: &mut Vec<u32>) {
+    out.push(o.kind);
+    push_xf(out, &o.pose);
+    push_f(out, &o.params);
+    push_f(out, &o.center);
+    push_f(out, &[o.radius]);
+    out.push(o.mesh_start);
+    out.push(o.mesh_count);
+}
+
+/// Host-side words of the scene arrays.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SceneWords {
+    /// `GmpObstacle` records, one per slot.
+    pub obstacles: Vec<u32>,
+    /// Mesh vertex pool, 3 floats each.
+    pub mesh_verts: Vec<u32>,
+    /// Mesh CRS row pointers.
+    pub mesh_edge_offsets: Vec<u32>,
+    /// Mesh CRS targets.
+    pub mesh_edge_targets: Vec<u32>,
+}
+
+impl SceneWords {
+    /// Flattens a scene model.
+    pub fn build(s: &SceneModel) -> Self {
+        let mut w = SceneWords::default();
+        for o in &s.obstacles {
+            obstacle_words(o, &mut w.obstacles);
+        }
+        w.mesh_verts = Self::mesh_vert_words(s);
+        w.mesh_edge_offsets = s.mesh_edge_offsets.clone();
+        w.mesh_edge_targets = s.mesh_edge_targets.clone();
+        w
+    }
+
+    /// The mesh vertex pool as words.
+    pub fn mesh_vert_words(s: &SceneModel) -> Vec<u32> {
+        let mut v = Vec::with_capacity(s.mesh_verts.len() * 3);
+        push_v3s(&mut v, &s.mesh_verts);
+        v
+    }
+}
+
+/// The kernel argument block (`GmpModel` in `kernels/common.cuh`): device pointers and counts.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelArgs {
+    /// `GmpFrame*`.
+    pub frames: u64,
+    /// `GmpBody*`.
+    pub bodies: u64,
+    /// `float*` vertices.
+    pub verts: u64,
+    /// CRS row pointers.
+    pub edge_offsets: u64,
+    /// CRS targets.
+    pub edge_targets: u64,
+    /// `float*` spheres.
+    pub spheres: u64,
+    /// Self pairs.
+    pub self_pairs: u64,
+    /// Base state.
+    pub base_state: u64,
+    /// Variable -> group index.
+    pub var_group: u64,
+    /// `GmpObstacle*`.
+    pub obstacles: u64,
+    /// Mesh vertex pool.
+    pub mesh_verts: u64,
+    /// Mesh CRS row pointers.
+    pub mesh_edge_offsets: u64,
+    /// Mesh CRS targets.
+    pub mesh_edge_targets: u64,
+    /// Moving frames.
+    pub num_frames: u32,
+    /// Bodies.
+    pub num_bodies: u32,
+    /// Self pairs.
+    pub num_self_pairs: u32,
+    /// Obstacle slots.
+    pub num_obstacles: u32,
+    /// Planning-group joints.
+    pub dof: u32,
+    /// Safety margin.
+    pub margin: f32,
+}
+
+// SAFETY: plain #[repr(C)] data of u64/u32/f32 fields, laid out exactly as `GmpModel`.
+unsafe impl cudarc::driver::DeviceRepr for ModelArgs {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_sizes_match_the_kernel_structs() {
+        let o = ObstacleModel::EMPTY;
+        let mut w = Vec::new();
+        obstacle_words(&o, &mut w);
+        assert_eq!(w.len(), OBSTACLE_WORDS);
+        // 13 pointers + 6 four-byte fields.
+        assert_eq!(std::mem::size_of::<ModelArgs>(), 13 * 8 + 6 * 4);
+    }
+}

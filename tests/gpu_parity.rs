@@ -1,0 +1,457 @@
+//! The CUDA backend against the CPU reference.
+//!
+//! 1. NVRTC compiles every kernel (runs in CI: needs only libnvrtc, no GPU; skips with a message
+//!    when libnvrtc cannot be found — `source scripts/nvrtc_env.sh` provides it).
+//! 2. Parity: random configurations and motions on the MotionBenchMaker Panda, UR5 and Fetch
+//!    scenes, every verdict compared with the CPU (`GMP_PARITY_CONFIGS`, default 20000, and
+//!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
+//! 3. Scene updates (move, remove, add obstacles) followed by the same comparison.
+
+mod common;
+
+use gpu_motion_planner::collision::{
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
+};
+use gpu_motion_planner::gpu::{self, kernels, CudaChecker, MotionKernel};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn nvrtc_compiles_every_kernel() {
+    if !kernels::nvrtc_available() {
+        eprintln!(
+            "SKIP nvrtc_compiles_every_kernel: libnvrtc not found (GMP_NVRTC_LIB={:?}); \
+             run `source scripts/nvrtc_env.sh` first",
+            std::env::var("GMP_NVRTC_LIB").ok()
+        );
+        return;
+    }
+    // The collision translation unit, for every architecture we may meet.
+    for arch in ["compute_75", "compute_80", "compute_90"] {
+        let ptx = kernels::compile_collision(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let text = ptx.to_src();
+        // GMP_PTX_OUT=<folder> keeps the PTX (e.g. for `ptxas -arch=sm_90 -v`).
+        if let Ok(dir) = std::env::var("GMP_PTX_OUT") {
+            let _ = std::fs::write(format!("{dir}/collision_{arch}.ptx"), &text);
+        }
+        for k in kernels::KERNEL_NAMES {
+            assert!(
+                text.contains(&format!(".entry {k}(")),
+                "{arch}: kernel {k} missing from the PTX"
+            );
+        }
+        // The twin must not contain fused multiply-adds (bit-identical to the CPU).
+        assert!(
+            !text.contains("fma.rn.f32"),
+            "{arch}: the PTX contains fma.rn.f32; the kernels must be built with --fmad=false"
+        );
+    }
+    // Every source file on its own (headers compile as an empty translation unit).
+    for (name, src) in kernels::SOURCES {
+        let unit = if name.ends_with(".cuh") {
+            src.to_string()
+        } else {
+            kernels::collision_source()
+        };
+        kernels::compile(&unit, "compute_90").unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // A syntax error comes back as an error value carrying NVRTC's log.
+    let err = kernels::compile("extern \"C\" __global__ void broken( {", "compute_90")
+        .expect_err("broken source must not compile");
+    assert!(
+        err.contains("NVRTC"),
+        "error should carry the NVRTC log: {err}"
+    );
+    eprintln!("nvrtc: every kernel compiles for compute_75/80/90");
+}
+
+/// `None` (with a printed skip message) when no GPU is usable.
+fn gpu_or_skip(test: &str) -> Option<()> {
+    if gpu::gpu_available() {
+        Some(())
+    } else {
+        eprintln!("SKIP {test}: no CUDA device (libcuda missing or no GPU visible); the parity tests run on the GPU machine via scripts/device_gpu.sh");
+        None
+    }
+}
+
+/// Random configurations for a planning group: uniform in the joint limits, or perturbations
+/// (of a few scales) of given anchor configurations (problem starts and goals), clamped into
+/// the limits, so that many land near contact.
+struct Sampler<'a> {
+    lower: &'a [f64],
+    upper: &'a [f64],
+    anchors: Vec<Vec<f64>>,
+    rng: ChaCha8Rng,
+}
+
+impl Sampler<'_> {
+    fn uniform(&mut self) -> Vec<f64> {
+        (0..self.lower.len())
+            .map(|j| self.rng.random_range(self.lower[j]..=self.upper[j]))
+            .collect()
+    }
+
+    fn perturb(&mut self, base: &[f64], scale: f64) -> Vec<f64> {
+        (0..base.len())
+            .map(|j| {
+                let n: f64 = (0..4)
+                    .map(|_| self.rng.random_range(-1.0..1.0))
+                    .sum::<f64>()
+                    * 0.5;
+                (base[j] + n * scale).clamp(self.lower[j], self.upper[j])
+            })
+            .collect()
+    }
+
+    fn config(&mut self) -> Vec<f64> {
+        if self.anchors.is_empty() || self.rng.random_bool(0.4) {
+            return self.uniform();
+        }
+        let a = self.anchors[self.rng.random_range(0..self.anchors.len())].clone();
+        let scale = [0.02, 0.1, 0.3, 0.8][self.rng.random_range(0..4)];
+        self.perturb(&a, scale)
+    }
+
+    fn motion(&mut self) -> (Vec<f64>, Vec<f64>) {
+        let a = self.config();
+        let b = match self.rng.random_range(0..4) {
+            0 => self.uniform(),
+            1 => self.config(),
+            _ => self.perturb(&a, 0.4),
+        };
+        (a, b)
+    }
+}
+
+const PARITY_RESOLUTION: f64 = 0.03;
+
+#[derive(Default)]
+struct Tally {
+    configs: usize,
+    config_diff: usize,
+    config_free: usize,
+    motions: usize,
+    motion_diff_naive: usize,
+    motion_diff_balanced: usize,
+    motion_free: usize,
+    examples: Vec<String>,
+}
+
+fn compare(
+    cpu: &CpuChecker,
+    cuda: &mut CudaChecker,
+    s: &mut Sampler,
+    n_cfg: usize,
+    n_mot: usize,
+    t: &mut Tally,
+    what: &str,
+) {
+    let dof = cpu.space().dof();
+    let mut batch = ConfigBatch::with_capacity(dof, n_cfg);
+    for _ in 0..n_cfg {
+        batch.push(&s.config()).unwrap();
+    }
+    let vc = cpu.check_configs(&batch).expect("cpu configs");
+    let vg = cuda.check_configs(&batch).expect("cuda configs");
+    assert_eq!(vc.len(), vg.len());
+    for i in 0..vc.len() {
+        if vc[i] != vg[i] {
+            t.config_diff += 1;
+            if t.examples.len() < 5 {
+                t.examples.push(format!(
+                    "{what} config {:?}: cpu {} cuda {}",
+                    batch.row(i),
+                    vc[i],
+                    vg[i]
+                ));
+            }
+        }
+    }
+    t.configs += vc.len();
+    t.config_free += vc.iter().filter(|&&v| v).count();
+
+    let mut motions = MotionBatch::new(dof);
+    for _ in 0..n_mot {
+        let (a, b) = s.motion();
+        motions.push(&a, &b).unwrap();
+    }
+    let mc = cpu
+        .check_motions(&motions, PARITY_RESOLUTION)
+        .expect("cpu motions");
+    for (kernel, diffs) in [
+        (MotionKernel::Naive, &mut t.motion_diff_naive),
+        (MotionKernel::Balanced, &mut t.motion_diff_balanced),
+    ] {
+        cuda.set_motion_kernel(kernel);
+        let mg = cuda
+            .check_motions(&motions, PARITY_RESOLUTION)
+            .expect("cuda motions");
+        assert_eq!(mc.len(), mg.len());
+        for i in 0..mc.len() {
+            if mc[i] != mg[i] {
+                *diffs += 1;
+                if t.examples.len() < 5 {
+                    t.examples.push(format!(
+                        "{what} motion {:?} -> {:?} ({}): cpu {} cuda {}",
+                        motions.from.row(i),
+                        motions.to.row(i),
+                        kernel.name(),
+                        mc[i],
+                        mg[i]
+                    ));
+                }
+            }
+        }
+    }
+    t.motions += mc.len();
+    t.motion_free += mc.iter().filter(|&&v| v).count();
+}
+
+/// Parity on one MBM robot over problems spread across all seven scenes.
+fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) -> Tally {
+    let data = common::mbm_or_skip("gpu parity").expect("MBM data");
+    let r = gpu_motion_planner::mbm::load_robot(&data, robot).expect("robot loads");
+    let problems = gpu_motion_planner::mbm::load_problems(&data, robot).expect("problems load");
+    // Two problems of each scene kind.
+    let picked: Vec<_> = problems
+        .iter()
+        .filter(|p| p.index == 1 || p.index == 50)
+        .collect();
+    let anchors: Vec<Vec<f64>> = picked
+        .iter()
+        .flat_map(|p| {
+            let (a, b) = r.start_goal(p).expect("start and goal");
+            [a, b]
+        })
+        .collect();
+    let space = &r.group.space;
+    let mut s = Sampler {
+        lower: &space.lower,
+        upper: &space.upper,
+        anchors,
+        rng: ChaCha8Rng::seed_from_u64(0x6d70_0000 + robot.len() as u64),
+    };
+    let opts = CheckerOptions {
+        shapes,
+        ..Default::default()
+    };
+    let mut t = Tally::default();
+    let per_cfg = n_cfg.div_ceil(picked.len());
+    let per_mot = n_mot.div_ceil(picked.len());
+    for p in &picked {
+        let base = r.start_full_state(p);
+        let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu checker");
+        let mut cuda =
+            CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda checker");
+        let what = format!("{robot}/{}#{}", p.scene_name, p.index);
+        compare(&cpu, &mut cuda, &mut s, per_cfg, per_mot, &mut t, &what);
+    }
+    let motion_diff = t.motion_diff_naive + t.motion_diff_balanced;
+    eprintln!(
+        "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; naive diff {}, balanced diff {})",
+        t.configs,
+        t.config_diff,
+        t.motions,
+        motion_diff,
+        shapes,
+        100.0 * t.config_free as f64 / t.configs.max(1) as f64,
+        100.0 * t.motion_free as f64 / t.motions.max(1) as f64,
+        t.motion_diff_naive,
+        t.motion_diff_balanced,
+    );
+    t
+}
+
+fn assert_parity(robot: &str) {
+    if gpu_or_skip(&format!("gpu_parity_{robot}")).is_none()
+        || common::mbm_or_skip("gpu parity").is_none()
+    {
+        return;
+    }
+    let n_cfg = env_usize("GMP_PARITY_CONFIGS", 20_000);
+    let n_mot = env_usize("GMP_PARITY_MOTIONS", 2_000);
+    let mut examples = Vec::new();
+    let mut bad = 0;
+    // The exact polytope model at full size, the sphere model at a quarter.
+    for (shapes, c, m) in [
+        (RobotShapes::Polytopes, n_cfg, n_mot),
+        (RobotShapes::Spheres, n_cfg / 4, n_mot / 4),
+    ] {
+        let t = parity_robot(robot, shapes, c, m);
+        bad += t.config_diff + t.motion_diff_naive + t.motion_diff_balanced;
+        examples.extend(t.examples);
+    }
+    assert_eq!(
+        bad, 0,
+        "{robot}: CUDA verdicts differ from the CPU: {examples:#?}"
+    );
+}
+
+#[test]
+fn gpu_parity_panda() {
+    assert_parity("panda");
+}
+
+#[test]
+fn gpu_parity_ur5() {
+    assert_parity("ur5");
+}
+
+#[test]
+fn gpu_parity_fetch() {
+    assert_parity("fetch");
+}
+
+#[test]
+fn gpu_parity_after_scene_updates() {
+    if gpu_or_skip("gpu_parity_after_scene_updates").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_after_scene_updates") else {
+        return;
+    };
+    use gpu_motion_planner::robot::geometry::Polytope;
+    use gpu_motion_planner::scene::{Obstacle, Shape};
+    use nalgebra::{Isometry3, Point3, Translation3, Vector3};
+
+    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
+    let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
+    let p = problems
+        .iter()
+        .find(|p| p.scene_name == "bookshelf_small")
+        .expect("a bookshelf problem");
+    let base = r.start_full_state(p);
+    let (a, b) = r.start_goal(p).unwrap();
+    let space = &r.group.space;
+    let mut s = Sampler {
+        lower: &space.lower,
+        upper: &space.upper,
+        anchors: vec![a, b],
+        rng: ChaCha8Rng::seed_from_u64(7),
+    };
+    let opts = CheckerOptions::default();
+    let mut scene = p.scene.clone();
+    let mut cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
+    let mut cuda = CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
+    let mut t = Tally::default();
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "initial");
+
+    let ids: Vec<String> = scene.iter().map(|o| o.id.clone()).collect();
+    // Move one obstacle towards the robot, remove another.
+    let first = scene.get(&ids[0]).unwrap().pose;
+    scene
+        .set_pose(&ids[0], Translation3::new(-0.1, 0.05, 0.0) * first)
+        .unwrap();
+    if ids.len() > 1 {
+        scene.remove(&ids[1]).unwrap();
+    }
+    // Add a box and a convex mesh in the workspace.
+    scene
+        .add(Obstacle {
+            id: "added_box".into(),
+            shape: Shape::Box {
+                half_extents: Vector3::new(0.1, 0.15, 0.05),
+            },
+            pose: Isometry3::translation(0.45, 0.0, 0.5),
+        })
+        .unwrap();
+    let pts = [
+        Point3::new(0.0, 0.0, 0.0),
+        Point3::new(0.2, 0.0, 0.0),
+        Point3::new(0.0, 0.2, 0.0),
+        Point3::new(0.0, 0.0, 0.2),
+        Point3::new(0.1, 0.1, 0.15),
+    ];
+    scene
+        .add(Obstacle {
+            id: "added_mesh".into(),
+            shape: Shape::ConvexMesh {
+                polytope: Polytope::from_points(&pts).unwrap(),
+            },
+            pose: Isometry3::translation(0.3, -0.35, 0.35),
+        })
+        .unwrap();
+    let changed_cpu = cpu.sync_scene(&scene);
+    let changed_gpu = cuda.sync_scene(&scene).expect("sync");
+    assert_eq!(changed_cpu, changed_gpu);
+    assert!(!changed_gpu.is_empty());
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 1");
+
+    // Move the mesh, remove the added box.
+    scene
+        .set_pose("added_mesh", Isometry3::translation(0.35, 0.3, 0.4))
+        .unwrap();
+    scene.remove("added_box").unwrap();
+    cpu.sync_scene(&scene);
+    cuda.sync_scene(&scene).expect("sync");
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 2");
+    // A new base state (the fingers) goes to the device too.
+    let mut base2 = base.clone();
+    for v in base2.iter_mut() {
+        *v += 0.01;
+    }
+    cpu.set_base_state(&base2).unwrap();
+    cuda.set_base_state(&base2).unwrap();
+    compare(
+        &cpu,
+        &mut cuda,
+        &mut s,
+        5000,
+        300,
+        &mut t,
+        "after base state",
+    );
+
+    eprintln!(
+        "parity: scene updates configs {} diff {}, motions {} diff {}",
+        t.configs,
+        t.config_diff,
+        t.motions,
+        t.motion_diff_naive + t.motion_diff_balanced
+    );
+    assert_eq!(
+        t.config_diff + t.motion_diff_naive + t.motion_diff_balanced,
+        0,
+        "{:#?}",
+        t.examples
+    );
+}
+
+#[test]
+fn cuda_backend_without_gpu_is_a_clean_error() {
+    if gpu::gpu_available() {
+        eprintln!("SKIP cuda_backend_without_gpu_is_a_clean_error: a GPU is present");
+        return;
+    }
+    let robot = gpu_motion_planner::robot::RobotModel::from_urdf_file(
+        &common::root().join("urdf/test_arm3.urdf"),
+        None,
+        &Default::default(),
+    )
+    .expect("test arm");
+    let names: Vec<String> = ["joint1", "joint2", "joint3"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let group = robot.group_from_joints(&names).expect("group");
+    let base = robot.tree.neutral_state();
+    let scene = gpu_motion_planner::scene::Scene::new("world");
+    let opts = CheckerOptions::default();
+    let err =
+        gpu_motion_planner::collision::make_checker("cuda", &robot, &group, &base, &scene, opts)
+            .err()
+            .expect("cuda without a GPU must fail");
+    assert!(err.to_string().contains("no CUDA device"), "{err}");
+    let auto =
+        gpu_motion_planner::collision::make_checker("auto", &robot, &group, &base, &scene, opts)
+            .expect("auto falls back to the CPU");
+    assert_eq!(auto.backend(), gpu_motion_planner::collision::Backend::Cpu);
+}
