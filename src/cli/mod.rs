@@ -13,7 +13,10 @@ use crate::robot::dh::DhChain;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_mbm;
 pub mod demo;
+pub mod picture;
+pub mod plan;
 
 /// Errors reported by the CLI (printed as `error: ...`).
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,11 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Plans one query and prints the timed trajectory (exit 1 with "success": false when
+    /// no path is found).
+    Plan(plan::PlanArgs),
+    /// Plans every MotionBenchMaker problem and reports per robot and scene.
+    BenchMbm(bench_mbm::BenchMbmArgs),
 }
 
 /// Robot description arguments.
@@ -177,6 +185,8 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::Plan(a) => plan::run(&a),
+        Command::BenchMbm(a) => bench_mbm::run(&a),
     }
 }
 
