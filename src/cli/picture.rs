@@ -13,6 +13,8 @@ pub struct Canvas {
     width: u32,
     height: u32,
     pixels: Vec<u8>,
+    /// Drawing is limited to this rectangle (inclusive corners), when set.
+    clip: Option<(i64, i64, i64, i64)>,
 }
 
 impl Canvas {
@@ -27,7 +29,14 @@ impl Canvas {
             width,
             height,
             pixels,
+            clip: None,
         }
+    }
+
+    /// Limits drawing to the rectangle from `(x0, y0)` to `(x1, y1)` (inclusive); `None`
+    /// draws on the whole canvas.
+    pub fn set_clip(&mut self, clip: Option<(i64, i64, i64, i64)>) {
+        self.clip = clip;
     }
 
     /// Width in pixels.
@@ -53,10 +62,25 @@ impl Canvas {
         Some((y as usize * self.width as usize + x as usize) * 3)
     }
 
-    /// Paints one pixel (ignored outside the canvas).
+    /// Paints one pixel (ignored outside the canvas and the clip rectangle).
     pub fn set(&mut self, x: i64, y: i64, c: Rgb) {
+        self.blend(x, y, c, 1.0);
+    }
+
+    /// Mixes `c` into one pixel with opacity `alpha` in `[0, 1]` (ignored outside the canvas
+    /// and the clip rectangle).
+    pub fn blend(&mut self, x: i64, y: i64, c: Rgb, alpha: f64) {
+        if let Some((x0, y0, x1, y1)) = self.clip {
+            if x < x0 || x > x1 || y < y0 || y > y1 {
+                return;
+            }
+        }
         if let Some(i) = self.index(x, y) {
-            self.pixels[i..i + 3].copy_from_slice(&c);
+            let a = alpha.clamp(0.0, 1.0);
+            for (k, &ck) in c.iter().enumerate() {
+                let old = f64::from(self.pixels[i + k]);
+                self.pixels[i + k] = (old + a * (f64::from(ck) - old)).round() as u8;
+            }
         }
     }
 
@@ -119,13 +143,61 @@ impl Canvas {
         }
     }
 
-    /// A filled disc of radius `r` pixels about `(cx, cy)`.
-    pub fn fill_circle(&mut self, cx: i64, cy: i64, r: i64, c: Rgb) {
+    /// A filled disc of radius `r` pixels about `(cx, cy)` with opacity `alpha`.
+    pub fn fill_circle(&mut self, cx: i64, cy: i64, r: i64, c: Rgb, alpha: f64) {
         let r = r.clamp(0, 4 * i64::from(self.width.max(self.height)));
         for y in -r..=r {
             for x in -r..=r {
                 if x * x + y * y <= r * r {
-                    self.set(cx + x, cy + y, c);
+                    self.blend(cx + x, cy + y, c, alpha);
+                }
+            }
+        }
+    }
+
+    /// Fills the convex hull of `points` (pixel coordinates, any order) with opacity `alpha`.
+    pub fn fill_convex(&mut self, points: &[(f64, f64)], c: Rgb, alpha: f64) {
+        let hull = convex_hull(points);
+        if hull.len() < 3 {
+            for w in hull.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                self.line(a.0 as i64, a.1 as i64, b.0 as i64, b.1 as i64, c);
+            }
+            if let Some(p) = hull.first() {
+                self.set(p.0.round() as i64, p.1.round() as i64, c);
+            }
+            return;
+        }
+        let lim = 4.0 * f64::from(self.width.max(self.height));
+        let fold = |f: fn(f64, f64) -> f64, init: f64, k: usize| {
+            hull.iter()
+                .map(|p| if k == 0 { p.0 } else { p.1 })
+                .fold(init, f)
+                .clamp(-lim, lim)
+        };
+        let (x0, x1) = (
+            fold(f64::min, f64::INFINITY, 0),
+            fold(f64::max, f64::NEG_INFINITY, 0),
+        );
+        let (y0, y1) = (
+            fold(f64::min, f64::INFINITY, 1),
+            fold(f64::max, f64::NEG_INFINITY, 1),
+        );
+        let xa = (x0.floor() as i64).max(0);
+        let xb = (x1.ceil() as i64).min(i64::from(self.width) - 1);
+        let ya = (y0.floor() as i64).max(0);
+        let yb = (y1.ceil() as i64).min(i64::from(self.height) - 1);
+        for y in ya..=yb {
+            for x in xa..=xb {
+                let (px, py) = (x as f64, y as f64);
+                // The hull is counter-clockwise: inside is left of (or on) every edge.
+                let inside = (0..hull.len()).all(|i| {
+                    let a = hull[i];
+                    let b = hull[(i + 1) % hull.len()];
+                    (b.0 - a.0) * (py - a.1) - (b.1 - a.1) * (px - a.0) >= -0.5
+                });
+                if inside {
+                    self.blend(x, y, c, alpha);
                 }
             }
         }
@@ -161,6 +233,43 @@ impl Canvas {
         }
         result.map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// Convex hull of finite points (Andrew's monotone chain), counter-clockwise in a frame
+/// with y up (clockwise on screen); collinear points dropped.
+pub fn convex_hull(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut p: Vec<(f64, f64)> = points
+        .iter()
+        .copied()
+        .filter(|q| q.0.is_finite() && q.1.is_finite())
+        .collect();
+    p.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    p.dedup();
+    if p.len() < 3 {
+        return p;
+    }
+    let cross = |o: (f64, f64), a: (f64, f64), b: (f64, f64)| {
+        (a.0 - o.0) * (b.1 - o.1) - (a.1 - o.1) * (b.0 - o.0)
+    };
+    let mut hull: Vec<(f64, f64)> = Vec::with_capacity(2 * p.len());
+    for pass in 0..2 {
+        let start = hull.len();
+        let iter: Box<dyn Iterator<Item = &(f64, f64)>> = if pass == 0 {
+            Box::new(p.iter())
+        } else {
+            Box::new(p.iter().rev())
+        };
+        for &q in iter {
+            while hull.len() >= start + 2
+                && cross(hull[hull.len() - 2], hull[hull.len() - 1], q) <= 0.0
+            {
+                hull.pop();
+            }
+            hull.push(q);
+        }
+        hull.pop();
+    }
+    hull
 }
 
 /// A panel of a canvas showing the world rectangle `[u_min, u_max] x [v_min, v_max]` with one
@@ -237,13 +346,42 @@ mod tests {
         c.fill_rect(2, 2, 4, 4, [1, 2, 3]);
         assert_eq!(c.get(3, 3), Some([1, 2, 3]));
         assert_eq!(c.get(5, 5), Some([255; 3]));
-        c.fill_circle(15, 3, 2, [9; 3]);
+        c.fill_circle(15, 3, 2, [9; 3], 1.0);
         assert_eq!(c.get(15, 1), Some([9; 3]));
         assert_eq!(c.get(13, 1), Some([255; 3]));
+        c.blend(0, 9, [0; 3], 0.5);
+        assert_eq!(c.get(0, 9), Some([128; 3]));
+        c.set_clip(Some((0, 0, 9, 9)));
+        c.set(12, 2, [0; 3]);
+        assert_eq!(c.get(12, 2), Some([255; 3]));
+        c.set_clip(None);
         // Off-canvas drawing is ignored, not a panic.
         c.line(-50, -50, 100, 100, [7; 3]);
         c.fill_rect(-5, -5, 100, 100, [8; 3]);
         assert_eq!(c.get(20, 0), None);
+    }
+
+    #[test]
+    fn convex_fill_covers_the_inside_only() {
+        let mut c = Canvas::new(20, 20, [255; 3]);
+        // A square given with an interior point and in scrambled order.
+        c.fill_convex(
+            &[
+                (15.0, 5.0),
+                (5.0, 5.0),
+                (10.0, 10.0),
+                (5.0, 15.0),
+                (15.0, 15.0),
+            ],
+            [0; 3],
+            1.0,
+        );
+        assert_eq!(c.get(10, 10), Some([0; 3]));
+        assert_eq!(c.get(5, 5), Some([0; 3]));
+        assert_eq!(c.get(15, 15), Some([0; 3]));
+        assert_eq!(c.get(3, 10), Some([255; 3]));
+        assert_eq!(c.get(17, 10), Some([255; 3]));
+        assert_eq!(convex_hull(&[(0.0, 0.0), (1.0, 0.0), (2.0, 0.0)]).len(), 2);
     }
 
     #[test]
