@@ -14,7 +14,10 @@ use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
 pub mod bench_collision;
+pub mod bench_mbm;
 pub mod demo;
+pub mod picture;
+pub mod plan;
 
 /// Errors reported by the CLI (printed as `error: ...`).
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Plans one query and prints the timed trajectory (exit 1 with "success": false when
+    /// no path is found).
+    Plan(plan::PlanArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
     /// Benchmarks (results as JSON and markdown under `results/`).
@@ -86,6 +92,8 @@ pub enum BenchCommand {
     /// Collision-checking throughput, CPU vs CUDA: configurations/s, motions/s, kernel and
     /// transfer times.
     Collision(bench_collision::BenchCollisionArgs),
+    /// Plans every MotionBenchMaker problem and reports per robot and scene.
+    Mbm(bench_mbm::BenchMbmArgs),
     /// Reproduces the planning-block A* paper (Table I, scaling) against A*.
     Grid(crate::grid::cli::BenchGridArgs),
 }
@@ -201,9 +209,11 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::Plan(a) => plan::run(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),
+            BenchCommand::Mbm(a) => bench_mbm::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
         },
     }

@@ -1,0 +1,476 @@
+//! `gmp bench mbm`: plans the MotionBenchMaker problems (7 scenes x 100 per robot) and reports
+//! per robot and scene: solved / valid / total, planning time, simplification time, path
+//! length before and after shortcutting and collision checks per problem. Writes
+//! `<out>/mbm_<planner>_<backend>_<date>.json` and `.md`.
+//!
+//! A benchmark, not a test: it measures and reports, it asserts nothing about timings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{parse_shapes, CliError};
+use crate::collision::{CheckerOptions, ConfigBatch};
+use crate::planners::{plan, PlanRequest, PlannerId};
+
+/// `gmp bench mbm` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct BenchMbmArgs {
+    /// Robots to run (panda, ur5, fetch).
+    #[arg(long, value_delimiter = ',', default_value = "panda,ur5,fetch")]
+    pub robots: Vec<String>,
+    /// Scenes to run (default: all seven).
+    #[arg(long, value_delimiter = ',')]
+    pub scenes: Vec<String>,
+    /// Problems per scene (the first N; 100 = all).
+    #[arg(long, default_value_t = 100)]
+    pub problems: usize,
+    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
+    #[arg(long, default_value = "rrt_connect")]
+    pub planner: String,
+    /// Backend: auto, cpu or cuda.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// Robot geometry: polytopes (URDF collision meshes) or spheres (the spherized URDF, as
+    /// VAMP uses).
+    #[arg(long, default_value = "polytopes")]
+    pub shapes: String,
+    /// Planning time limit per problem, seconds.
+    #[arg(long = "time-limit", default_value_t = 2.0)]
+    pub time_limit: f64,
+    /// Seed of every problem's planner run.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Motion-check resolution (joint-space distance).
+    #[arg(long, default_value_t = 0.02)]
+    pub resolution: f64,
+    /// Checker worker threads (1 = one core, as the published single-core figures).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Output folder.
+    #[arg(long, default_value = "results/mbm")]
+    pub out: PathBuf,
+}
+
+/// The outcome of one problem.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProblemRecord {
+    /// Scene name.
+    pub scene: String,
+    /// Problem number (1-based).
+    pub index: usize,
+    /// Start and goal collision free under our checker.
+    pub valid: bool,
+    /// A validated trajectory was returned.
+    pub solved: bool,
+    /// Planning time, seconds.
+    pub planning_time: f64,
+    /// Shortcutting, timing and re-validation, seconds.
+    pub simplification_time: f64,
+    /// Wall time of the whole `plan` call, seconds.
+    pub total_time: f64,
+    /// Building the checker for the problem's scene, seconds (not in the times above).
+    pub setup_time: f64,
+    /// Raw path length (joint space).
+    pub path_length_before: f64,
+    /// Shortcut path length.
+    pub path_length_after: f64,
+    /// Configurations checked.
+    pub collision_checks: u64,
+    /// Why planning failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Median, mean, 95th percentile and maximum of `v` (zeros when empty).
+pub fn summary(v: &[f64]) -> Value {
+    if v.is_empty() {
+        return json!({"n": 0, "median": null, "mean": null, "p95": null, "max": null});
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        let i = ((q * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1;
+        s[i]
+    };
+    let median = if s.len() % 2 == 1 {
+        s[s.len() / 2]
+    } else {
+        0.5 * (s[s.len() / 2 - 1] + s[s.len() / 2])
+    };
+    json!({
+        "n": s.len(),
+        "median": median,
+        "mean": s.iter().sum::<f64>() / s.len() as f64,
+        "p95": pick(0.95),
+        "max": s[s.len() - 1],
+    })
+}
+
+fn group_summary(records: &[&ProblemRecord]) -> Value {
+    let solved: Vec<&&ProblemRecord> = records.iter().filter(|r| r.solved).collect();
+    let col =
+        |f: &dyn Fn(&ProblemRecord) -> f64| -> Vec<f64> { solved.iter().map(|r| f(r)).collect() };
+    json!({
+        "solved": solved.len(),
+        "valid": records.iter().filter(|r| r.valid).count(),
+        "total": records.len(),
+        "planning_time_s": summary(&col(&|r| r.planning_time)),
+        "simplification_time_s": summary(&col(&|r| r.simplification_time)),
+        "path_length_before": summary(&col(&|r| r.path_length_before)),
+        "path_length_after": summary(&col(&|r| r.path_length_after)),
+        "collision_checks": summary(&col(&|r| r.collision_checks as f64)),
+    })
+}
+
+/// UTC date `YYYY-MM-DD` of a Unix time in seconds (proleptic Gregorian calendar).
+pub fn utc_date(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// CPU model (from /proc/cpuinfo) and the number of cores the process may use.
+pub fn machine_info() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    json!({"cpu": cpu, "cores": cores, "os": std::env::consts::OS, "arch": std::env::consts::ARCH})
+}
+
+fn ms(v: &Value) -> String {
+    v.as_f64()
+        .map(|x| format!("{:.3}", x * 1e3))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn num(v: &Value, digits: usize) -> String {
+    v.as_f64()
+        .map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn markdown(report: &Value) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "# MotionBenchMaker: {} on {} ({})\n\n",
+        report["planner"].as_str().unwrap_or(""),
+        report["backend"].as_str().unwrap_or(""),
+        report["date"].as_str().unwrap_or("")
+    ));
+    s.push_str(&format!(
+        "Machine: {} ({} cores). Shapes: {}. Time limit {} s per problem, resolution {}, seed {}, checker threads {}.\n\n",
+        report["machine"]["cpu"].as_str().unwrap_or("?"),
+        report["machine"]["cores"],
+        report["shapes"].as_str().unwrap_or(""),
+        report["time_limit_s"],
+        report["resolution"],
+        report["seed"],
+        report["threads"],
+    ));
+    s.push_str(&format!(
+        "Command: `{}`\n\n",
+        report["command"].as_str().unwrap_or("")
+    ));
+    s.push_str(
+        "Times in milliseconds over solved problems. Lengths in joint-space radians/metres.\n\n",
+    );
+    s.push_str("| robot | scene | solved | valid | total | plan median | plan mean | plan p95 | plan max | simplify median | length before | length after | checks / problem |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    if let Some(robots) = report["robots"].as_object() {
+        for (robot, r) in robots {
+            let mut rows: Vec<(String, &Value)> = r["scenes"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), v)).collect())
+                .unwrap_or_default();
+            rows.push(("**all**".into(), &r["all"]));
+            for (scene, v) in rows {
+                s.push_str(&format!(
+                    "| {robot} | {scene} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    v["solved"],
+                    v["valid"],
+                    v["total"],
+                    ms(&v["planning_time_s"]["median"]),
+                    ms(&v["planning_time_s"]["mean"]),
+                    ms(&v["planning_time_s"]["p95"]),
+                    ms(&v["planning_time_s"]["max"]),
+                    ms(&v["simplification_time_s"]["median"]),
+                    num(&v["path_length_before"]["mean"], 2),
+                    num(&v["path_length_after"]["mean"], 2),
+                    num(&v["collision_checks"]["mean"], 0),
+                ));
+            }
+        }
+        s.push_str("\nSequential totals (every valid problem planned one after another; plan + simplify, checker set-up excluded):\n\n");
+        for (robot, r) in robots {
+            s.push_str(&format!(
+                "- {robot}: {} s for {} problems ({} s including checker set-up)\n",
+                num(&r["sequential_total_s"], 3),
+                r["all"]["valid"],
+                num(&r["sequential_total_with_setup_s"], 3),
+            ));
+        }
+    }
+    s.push_str(&format!(
+        "\nBatched (all problems at once): {}\n",
+        report["batched"]["note"].as_str().unwrap_or("")
+    ));
+    s.push_str(&format!(
+        "\nPublished anchor (VAMP, RRT-Connect, spheres, one core): {}\n",
+        report["anchor"].as_str().unwrap_or("")
+    ));
+    s
+}
+
+fn run_robot(
+    a: &BenchMbmArgs,
+    data: &Path,
+    name: &str,
+    planner: PlannerId,
+) -> Result<(Vec<ProblemRecord>, f64, f64), CliError> {
+    let shapes = parse_shapes(&a.shapes)?;
+    let r = crate::mbm::load_robot(data, name)?;
+    let problems = crate::mbm::load_problems(data, name)?;
+    let mut records = Vec::new();
+    let mut sequential = 0.0;
+    let mut with_setup = 0.0;
+    let mut per_scene: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &problems {
+        if !a.scenes.is_empty() && !a.scenes.contains(&p.scene_name) {
+            continue;
+        }
+        let count = per_scene.entry(p.scene_name.clone()).or_default();
+        if *count >= a.problems {
+            continue;
+        }
+        *count += 1;
+        let setup_start = Instant::now();
+        let base = r.start_full_state(p);
+        let (start, goal) = r.start_goal(p)?;
+        let checker = crate::collision::make_checker(
+            &a.backend,
+            &r.model,
+            &r.group,
+            &base,
+            &p.scene,
+            CheckerOptions {
+                shapes,
+                threads: a.threads,
+                ..Default::default()
+            },
+        )?;
+        let setup_time = setup_start.elapsed().as_secs_f64();
+        let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
+        let v = checker.check_configs(&ends)?;
+        let valid = v.iter().all(|x| *x);
+        let mut rec = ProblemRecord {
+            scene: p.scene_name.clone(),
+            index: p.index,
+            valid,
+            solved: false,
+            planning_time: 0.0,
+            simplification_time: 0.0,
+            total_time: 0.0,
+            setup_time,
+            path_length_before: 0.0,
+            path_length_after: 0.0,
+            collision_checks: 0,
+            error: None,
+        };
+        if valid {
+            let mut req = PlanRequest::new(start, goal, planner);
+            req.seed = a.seed;
+            req.time_limit = Duration::from_secs_f64(a.time_limit);
+            req.resolution = a.resolution;
+            req.group = r.group.name.clone();
+            let t = Instant::now();
+            let out = plan(checker.as_ref(), &req);
+            rec.total_time = t.elapsed().as_secs_f64();
+            sequential += rec.total_time;
+            with_setup += rec.total_time + setup_time;
+            match out {
+                Ok(res) => {
+                    rec.solved = true;
+                    rec.planning_time = res.stats.planning_time.as_secs_f64();
+                    rec.simplification_time = res.stats.simplification_time.as_secs_f64();
+                    rec.path_length_before = res.stats.path_length_before;
+                    rec.path_length_after = res.stats.path_length_after;
+                    rec.collision_checks = res.stats.collision_checks;
+                }
+                Err(e) => rec.error = Some(e.to_string()),
+            }
+        } else {
+            rec.error = Some(format!(
+                "invalid problem: start {} goal {}",
+                if v.first() == Some(&true) {
+                    "free"
+                } else {
+                    "in collision"
+                },
+                if v.get(1) == Some(&true) {
+                    "free"
+                } else {
+                    "in collision"
+                }
+            ));
+        }
+        records.push(rec);
+    }
+    Ok((records, sequential, with_setup))
+}
+
+/// Runs the benchmark, writes the JSON and markdown files and returns the summary.
+pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
+    let planner: PlannerId = a.planner.parse().map_err(|e| CliError(format!("{e}")))?;
+    if !(a.time_limit.is_finite() && a.time_limit > 0.0 && a.time_limit < 1e6) {
+        return Err(CliError(format!(
+            "--time-limit must be a positive number of seconds, got {}",
+            a.time_limit
+        )));
+    }
+    for s in &a.scenes {
+        if !crate::mbm::SCENES.contains(&s.as_str()) {
+            return Err(CliError(format!(
+                "unknown scene '{s}' (expected one of {})",
+                crate::mbm::SCENES.join(", ")
+            )));
+        }
+    }
+    for r in &a.robots {
+        if !crate::mbm::ROBOTS.contains(&r.as_str()) {
+            return Err(CliError(format!(
+                "unknown robot '{r}' (expected one of {})",
+                crate::mbm::ROBOTS.join(", ")
+            )));
+        }
+    }
+    parse_shapes(&a.shapes)?;
+    let data = crate::mbm::data_dir()?;
+    let started = std::time::SystemTime::now();
+    let date = utc_date(
+        started
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+    );
+    let mut robots = serde_json::Map::new();
+    let mut all_records = serde_json::Map::new();
+    let mut backend_name = a.backend.clone();
+    for name in &a.robots {
+        eprintln!("bench mbm: {name} ...");
+        let (records, sequential, with_setup) = run_robot(a, &data, name, planner)?;
+        let mut scenes = serde_json::Map::new();
+        for scene in crate::mbm::SCENES {
+            let rs: Vec<&ProblemRecord> = records.iter().filter(|r| r.scene == scene).collect();
+            if !rs.is_empty() {
+                scenes.insert(scene.to_string(), group_summary(&rs));
+            }
+        }
+        let all: Vec<&ProblemRecord> = records.iter().collect();
+        let summary = json!({
+            "scenes": scenes,
+            "all": group_summary(&all),
+            "sequential_total_s": sequential,
+            "sequential_total_with_setup_s": with_setup,
+        });
+        eprintln!(
+            "bench mbm: {name}: solved {}/{} valid of {}, median {} ms",
+            summary["all"]["solved"],
+            summary["all"]["valid"],
+            summary["all"]["total"],
+            ms(&summary["all"]["planning_time_s"]["median"])
+        );
+        robots.insert(name.clone(), summary);
+        all_records.insert(name.clone(), serde_json::to_value(&records)?);
+    }
+    if a.backend == "auto" {
+        // `auto` resolves to the CPU in builds without the CUDA backend.
+        backend_name = "cpu".into();
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut report = json!({
+        "benchmark": "MotionBenchMaker (7 scenes x 100 problems per robot)",
+        "planner": planner.as_str(),
+        "backend": backend_name,
+        "shapes": a.shapes,
+        "date": date,
+        "machine": machine_info(),
+        "command": command,
+        "time_limit_s": a.time_limit,
+        "resolution": a.resolution,
+        "seed": a.seed,
+        "threads": a.threads,
+        "problems_per_scene": a.problems,
+        "robots": robots,
+        "batched": {
+            "supported": false,
+            "note": "not measured: no planner shares collision-check launches across problems yet (each plan() call batches only within its own problem), so a batched run would be the sequential run",
+        },
+        "anchor": "Panda 699/699 solved, median 35 us, mean 76 us, p95 343 us, all 700 in 99 ms; UR5 608/608, median 39 us; Fetch 668/679, median 828 us (Ryzen 9 7950X). On this project's machine kind: Panda median 60 us, UR5 52 us, Fetch 776 us.",
+    });
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError(format!("cannot create {}: {e}", a.out.display())))?;
+    let stem = format!("mbm_{}_{}_{}", planner.as_str(), backend_name, date);
+    let json_path = a.out.join(format!("{stem}.json"));
+    let md_path = a.out.join(format!("{stem}.md"));
+    let md = markdown(&report);
+    let mut full = report.clone();
+    full["problems"] = Value::Object(all_records);
+    write_atomic(&json_path, serde_json::to_string_pretty(&full)?.as_bytes())?;
+    write_atomic(&md_path, md.as_bytes())?;
+    report["files"] = json!([
+        json_path.display().to_string(),
+        md_path.display().to_string()
+    ]);
+    Ok(report)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_735_689_600), "2025-01-01");
+    }
+
+    #[test]
+    fn summary_statistics() {
+        let s = summary(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(s["median"], 2.5);
+        assert_eq!(s["mean"], 2.5);
+        assert_eq!(s["max"], 4.0);
+        assert_eq!(s["p95"], 4.0);
+        assert_eq!(summary(&[])["n"], 0);
+    }
+}

@@ -1,0 +1,250 @@
+//! `gmp plan`: one planning query from files and the command line, answered with the timed
+//! trajectory as JSON.
+//!
+//! Exit status: 0 with `"success": true` when a trajectory was found; 1 with
+//! `"success": false` on stdout (and the reason on stderr) when the planner found no path
+//! within its limits; 2 with `error: ...` on stderr for unusable input (a missing file, a
+//! start or goal in collision or outside the joint limits, an unknown planner).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::{load_robot, parse_shapes, CliError, RobotArgs};
+use crate::collision::{Checker, CheckerOptions};
+use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::robot::{PlanningGroup, RobotModel};
+use crate::scene::Scene;
+
+/// `gmp plan` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// Robot description.
+    #[command(flatten)]
+    pub robot: RobotArgs,
+    /// Scene file (the project's YAML scene format or a MoveIt PlanningScene YAML); none =
+    /// an empty world.
+    #[arg(long)]
+    pub scene: Option<PathBuf>,
+    /// A MoveIt MotionPlanRequest YAML giving the start state, group and joint goal. Joints
+    /// outside the planning group keep the request's start values.
+    #[arg(long)]
+    pub request: Option<PathBuf>,
+    /// Start configuration as a JSON list in planning-group joint order (overrides the
+    /// request's).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Goal configuration as a JSON list in planning-group joint order (overrides the
+    /// request's).
+    #[arg(long)]
+    pub goal: Option<String>,
+    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
+    #[arg(long, default_value = "rrt_connect")]
+    pub planner: String,
+    /// Planning group from the SRDF (default: the request's group, else the first SRDF group).
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Seed of the planner's random generator.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Planning time limit in seconds.
+    #[arg(long = "time-limit", default_value_t = 5.0)]
+    pub time_limit: f64,
+    /// Backend: auto, cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).
+    #[arg(long, default_value = "polytopes")]
+    pub shapes: String,
+    /// Joint-space distance between checked configurations along a motion.
+    #[arg(long, default_value_t = 0.02)]
+    pub resolution: f64,
+    /// Fraction of the velocity limits the trajectory may use, in (0, 1].
+    #[arg(long = "velocity-scaling", default_value_t = 1.0)]
+    pub velocity_scaling: f64,
+    /// Fraction of the acceleration limits the trajectory may use, in (0, 1].
+    #[arg(long = "acceleration-scaling", default_value_t = 1.0)]
+    pub acceleration_scaling: f64,
+    /// Stop RRT* after this many iterations (makes its result reproducible).
+    #[arg(long = "max-iterations")]
+    pub max_iterations: Option<usize>,
+}
+
+/// A planning problem ready to run: the robot, its group, the base state of the joints the
+/// group does not move, the scene and the start and goal configurations.
+pub struct Problem {
+    /// The robot.
+    pub robot: RobotModel,
+    /// The planning group.
+    pub group: PlanningGroup,
+    /// Full robot state holding the values of the joints outside the group.
+    pub base: Vec<f64>,
+    /// Obstacles.
+    pub scene: Scene,
+    /// Start configuration (group order).
+    pub start: Vec<f64>,
+    /// Goal configuration (group order).
+    pub goal: Vec<f64>,
+}
+
+/// Parses a configuration given on the command line as a JSON list of numbers.
+pub fn parse_config(text: &str, what: &str, group: &PlanningGroup) -> Result<Vec<f64>, CliError> {
+    let values: Vec<f64> = serde_json::from_str(text).map_err(|e| {
+        CliError(format!(
+            "--{what} must be a JSON list of numbers like [0.0, 1.2, ...], got '{text}': {e}"
+        ))
+    })?;
+    if values.len() != group.space.dof() {
+        return Err(CliError(format!(
+            "--{what} has {} values but group '{}' has {} joints {:?}",
+            values.len(),
+            group.name,
+            group.space.dof(),
+            group.space.names
+        )));
+    }
+    Ok(values)
+}
+
+/// Builds the problem from the arguments (robot, group, base state, scene, start, goal).
+pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
+    let robot = load_robot(&a.robot, false)?;
+    let request = match &a.request {
+        Some(p) => Some(crate::mbm::read_request(p)?),
+        None => None,
+    };
+    let group_name = a.group.clone().or_else(|| {
+        request
+            .as_ref()
+            .map(|r| r.group.clone())
+            .filter(|g| !g.is_empty())
+    });
+    let group = match group_name {
+        Some(g) => robot.group(&g)?,
+        None => robot.default_group(),
+    };
+    let mut base = robot.tree.neutral_state();
+    let mut start = None;
+    let mut goal = None;
+    if let (Some(req), Some(path)) = (&request, &a.request) {
+        for (i, name) in robot.tree.variable_names.iter().enumerate() {
+            if let (Some(v), Some(slot)) = (req.start.get(name), base.get_mut(i)) {
+                *slot = *v;
+            }
+        }
+        start = Some(group.config_of(&base));
+        let mut g = Vec::with_capacity(group.space.dof());
+        for n in &group.space.names {
+            match req.goal.iter().find(|(j, _)| j == n) {
+                Some((_, v)) => g.push(*v),
+                None => {
+                    // A joint the goal leaves unconstrained has no single target value.
+                    if a.goal.is_none() {
+                        return Err(CliError(format!(
+                            "{}: the goal constraints lack joint '{n}' of group '{}'; give --goal",
+                            path.display(),
+                            group.name
+                        )));
+                    }
+                }
+            }
+        }
+        if g.len() == group.space.dof() {
+            goal = Some(g);
+        }
+    }
+    if let Some(s) = &a.start {
+        start = Some(parse_config(s, "start", &group)?);
+    }
+    if let Some(g) = &a.goal {
+        goal = Some(parse_config(g, "goal", &group)?);
+    }
+    let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
+    let goal = goal.ok_or_else(|| CliError("no goal: give --goal or --request".into()))?;
+    let scene = match &a.scene {
+        Some(p) => crate::scene::load_scene(p)?,
+        None => Scene::new("world"),
+    };
+    Ok(Problem {
+        robot,
+        group,
+        base,
+        scene,
+        start,
+        goal,
+    })
+}
+
+/// The request for `a` (planner, limits and options) from `start` to `goal`.
+pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequest, CliError> {
+    let planner: PlannerId = a.planner.parse().map_err(|e| CliError(format!("{e}")))?;
+    if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
+        return Err(CliError(format!(
+            "--time-limit must be a positive number of seconds, got {}",
+            a.time_limit
+        )));
+    }
+    let mut req = PlanRequest::new(start, goal, planner);
+    req.seed = a.seed;
+    req.time_limit = Duration::from_secs_f64(a.time_limit.min(1e9));
+    req.resolution = a.resolution;
+    req.vel_scale = a.velocity_scaling;
+    req.acc_scale = a.acceleration_scaling;
+    req.max_iterations = a.max_iterations;
+    Ok(req)
+}
+
+/// The JSON report of a successful plan.
+pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Value {
+    let st = &res.stats;
+    json!({
+        "success": true,
+        "planner": res.planner.as_str(),
+        "backend": format!("{:?}", checker.backend()).to_lowercase(),
+        "group": group,
+        "joint_names": res.trajectory.joint_names,
+        "points": res.trajectory.points,
+        "duration": res.trajectory.duration(),
+        "path": res.path,
+        "stats": {
+            "planning_time_s": st.planning_time.as_secs_f64(),
+            "simplification_time_s": st.simplification_time.as_secs_f64(),
+            "collision_checks": st.collision_checks,
+            "configs_checked": st.configs_checked,
+            "motions_checked": st.motions_checked,
+            "path_length_before": st.path_length_before,
+            "path_length_after": st.path_length_after,
+            "waypoints_before": res.raw_path.len(),
+            "waypoints_after": res.path.len(),
+            "roadmap_vertices": st.roadmap_vertices,
+            "roadmap_edges": st.roadmap_edges,
+            "iterations": st.iterations,
+        },
+    })
+}
+
+/// Runs `gmp plan`. Input errors are `Err`; "no path" is `Ok` with `"success": false`.
+pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
+    let p = problem(a)?;
+    let opts = CheckerOptions {
+        shapes: parse_shapes(&a.shapes)?,
+        ..Default::default()
+    };
+    let checker =
+        crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
+    let mut req = request(a, p.start, p.goal)?;
+    req.group = p.group.name.clone();
+    match plan(checker.as_ref(), &req) {
+        Ok(res) => Ok(result_json(&res, checker.as_ref(), &p.group.name)),
+        Err(e @ PlanError::NoPath { .. }) => Ok(json!({
+            "success": false,
+            "planner": req.planner.as_str(),
+            "group": p.group.name,
+            "joint_names": p.group.space.names,
+            "error": e.to_string(),
+        })),
+        Err(e) => Err(CliError(e.to_string())),
+    }
+}

@@ -1,0 +1,273 @@
+//! The `gmp plan` and `gmp demo` commands, run as the built binary.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gpu_motion_planner::cli::demo::DEMO_QUERIES;
+use serde_json::Value;
+
+const ARM_JOINTS: [&str; 6] = [
+    "shoulder_pan_joint",
+    "shoulder_lift_joint",
+    "elbow_joint",
+    "wrist_1_joint",
+    "wrist_2_joint",
+    "wrist_3_joint",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gmp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gmp"))
+        .args(args)
+        .output()
+        .expect("gmp runs")
+}
+
+fn json_list(q: &[f64]) -> String {
+    serde_json::to_string(q).unwrap()
+}
+
+fn bundled_plan(start: &[f64], goal: &[f64], extra: &[&str]) -> Output {
+    let urdf = root().join("urdf/gmp_arm.urdf");
+    let srdf = root().join("urdf/gmp_arm.srdf");
+    let scene = root().join("config/default_scene.yaml");
+    let (s, g) = (json_list(start), json_list(goal));
+    let mut args = vec![
+        "plan",
+        "--urdf",
+        urdf.to_str().unwrap(),
+        "--srdf",
+        srdf.to_str().unwrap(),
+        "--scene",
+        scene.to_str().unwrap(),
+        "--start",
+        &s,
+        "--goal",
+        &g,
+        "--backend",
+        "cpu",
+    ];
+    args.extend_from_slice(extra);
+    gmp(&args)
+}
+
+fn stdout_json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn assert_trajectory(v: &Value, joints: &[&str], start: &[f64]) {
+    assert_eq!(v["success"], true);
+    let names: Vec<&str> = v["joint_names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(names, joints);
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 2);
+    let mut last = -1.0;
+    for p in points {
+        let t = p["time_from_start"].as_f64().unwrap();
+        assert!(t > last, "time_from_start must increase: {t} after {last}");
+        last = t;
+        for key in ["positions", "velocities", "accelerations"] {
+            assert_eq!(p[key].as_array().unwrap().len(), joints.len(), "{key}");
+        }
+    }
+    assert_eq!(points[0]["time_from_start"], 0.0);
+    let first: Vec<f64> = points[0]["positions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(first, start);
+    let stats = &v["stats"];
+    assert!(stats["planning_time_s"].as_f64().unwrap() >= 0.0);
+    assert!(stats["collision_checks"].as_u64().unwrap() > 0);
+    assert!(
+        stats["path_length_after"].as_f64().unwrap()
+            <= stats["path_length_before"].as_f64().unwrap() + 1e-9
+    );
+}
+
+#[test]
+fn plan_on_the_bundled_robot_prints_a_trajectory() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    for planner in ["rrt_connect", "prm"] {
+        let out = bundled_plan(&start, &goal, &["--planner", planner, "--seed", "3"]);
+        assert!(
+            out.status.success(),
+            "{planner}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = stdout_json(&out);
+        assert_eq!(v["planner"], planner);
+        assert_trajectory(&v, &ARM_JOINTS, &start);
+    }
+}
+
+#[test]
+fn plan_is_deterministic_for_a_seed() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let runs: Vec<Value> = (0..2)
+        .map(|_| stdout_json(&bundled_plan(&start, &goal, &["--seed", "5"])))
+        .collect();
+    assert_eq!(runs[0]["points"], runs[1]["points"]);
+    assert_eq!(runs[0]["path"], runs[1]["path"]);
+}
+
+#[test]
+fn velocity_scaling_slows_the_trajectory() {
+    let (_, start, goal) = DEMO_QUERIES[1];
+    let full = stdout_json(&bundled_plan(&start, &goal, &["--seed", "2"]));
+    let slow = stdout_json(&bundled_plan(
+        &start,
+        &goal,
+        &[
+            "--seed",
+            "2",
+            "--velocity-scaling",
+            "0.25",
+            "--acceleration-scaling",
+            "0.25",
+        ],
+    ));
+    assert_eq!(full["path"], slow["path"], "same seed, same path");
+    assert!(slow["duration"].as_f64().unwrap() > 1.5 * full["duration"].as_f64().unwrap());
+}
+
+#[test]
+fn a_goal_in_collision_is_a_clear_error() {
+    let (_, start, _) = DEMO_QUERIES[0];
+    // Shoulder lifted 2 rad: the upper arm goes down through the table.
+    let out = bundled_plan(&start, &[0.0, 2.0, 0.0, 0.0, 0.0, 0.0], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("goal") && err.contains("collision"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn bad_start_text_names_the_option() {
+    let out = bundled_plan(&[0.0; 5], &[0.0; 6], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--start") && err.contains("6 joints"), "{err}");
+}
+
+#[test]
+fn no_path_within_the_time_limit_exits_1_with_success_false() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let out = bundled_plan(&start, &goal, &["--time-limit", "0.000001"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    assert!(v["error"].as_str().unwrap().contains("no path"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no path"));
+}
+
+#[test]
+fn plan_from_a_moveit_request() {
+    let Some(data) = common::mbm_or_skip("plan_from_a_moveit_request") else {
+        return;
+    };
+    let problems: PathBuf = gpu_motion_planner::mbm::unpacked_problems(&data, "panda")
+        .unwrap()
+        .join("problems/table_pick_panda");
+    let urdf = data.join("panda/panda.urdf");
+    let srdf = data.join("panda/panda.srdf");
+    let out = gmp(&[
+        "plan",
+        "--urdf",
+        urdf.to_str().unwrap(),
+        "--srdf",
+        srdf.to_str().unwrap(),
+        "--scene",
+        problems.join("scene0001.yaml").to_str().unwrap(),
+        "--request",
+        problems.join("request0001.yaml").to_str().unwrap(),
+        "--backend",
+        "cpu",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let req = gpu_motion_planner::mbm::read_request(&problems.join("request0001.yaml")).unwrap();
+    let joints: Vec<String> = (1..=7).map(|i| format!("panda_joint{i}")).collect();
+    let joint_refs: Vec<&str> = joints.iter().map(String::as_str).collect();
+    let start: Vec<f64> = joints.iter().map(|j| req.start[j]).collect();
+    assert_eq!(v["group"], "panda_arm");
+    assert_trajectory(&v, &joint_refs, &start);
+    let last = v["points"].as_array().unwrap().last().unwrap()["positions"].clone();
+    for (k, j) in joints.iter().enumerate() {
+        let want = req.goal.iter().find(|(n, _)| n == j).unwrap().1;
+        assert!((last[k].as_f64().unwrap() - want).abs() < 1e-9, "{j}");
+    }
+}
+
+#[test]
+fn demo_writes_a_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("demo.png");
+    let out = gmp(&[
+        "demo",
+        "--backend",
+        "cpu",
+        "--configs",
+        "200",
+        "--motions",
+        "20",
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let planning = v["planning"].as_array().unwrap();
+    assert_eq!(planning.len(), 2 * DEMO_QUERIES.len());
+    assert!(
+        planning.iter().all(|p| p["success"] == true),
+        "{planning:?}"
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((w, h), (1200, 620));
+    assert_eq!(v["picture"]["width"], 1200);
+    // No temporary file is left next to the picture.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn demo_queries_are_collision_free() {
+    use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker};
+    let (robot, scene) = gpu_motion_planner::cli::demo::bundled().unwrap();
+    let group = robot.default_group();
+    let base = robot.tree.neutral_state();
+    let c = CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).unwrap();
+    for (name, start, goal) in DEMO_QUERIES {
+        assert!(c.check_config(&start).unwrap(), "{name} start");
+        assert!(c.check_config(&goal).unwrap(), "{name} goal");
+        assert!(group.space.within_limits(&start) && group.space.within_limits(&goal));
+    }
+}
