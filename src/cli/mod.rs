@@ -13,6 +13,7 @@ use crate::robot::dh::DhChain;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_dynamic;
 pub mod demo;
 
 /// Errors reported by the CLI (printed as `error: ...`).
@@ -64,6 +65,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Dynamic-roadmap benchmarks (DRM vs RGG labels; update and replanning times).
+    BenchDynamic(bench_dynamic::BenchDynamicArgs),
 }
 
 /// Robot description arguments.
@@ -177,6 +180,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::BenchDynamic(a) => bench_dynamic::run(&a),
     }
 }
 

@@ -118,7 +118,9 @@ impl Obb {
     /// Half the extent of the box along direction `l`.
     #[inline(always)]
     fn reach(&self, l: &V3) -> f32 {
-        (0..3).map(|i| self.h[i] * dot(&self.axis(i), l).abs()).sum()
+        (0..3)
+            .map(|i| self.h[i] * dot(&self.axis(i), l).abs())
+            .sum()
     }
 
     /// A world box containing this one (rounded outwards by a relative tolerance).
@@ -143,7 +145,8 @@ pub fn obb_disjoint(a: &Obb, b: &Obb) -> bool {
     let scale = t[0].abs() + t[1].abs() + t[2].abs();
     let sep = |l: &V3| -> bool {
         let n2 = dot(l, l);
-        if !(n2 > 1e-10) {
+        // NaN fails this comparison too: no separation claimed.
+        if n2.partial_cmp(&1e-10) != Some(std::cmp::Ordering::Greater) {
             return false;
         }
         let inv = 1.0 / n2.sqrt();
@@ -240,9 +243,7 @@ impl Bvh {
                 continue;
             }
             let axis = (0..3)
-                .max_by(|&x, &y| {
-                    (bb.hi[x] - bb.lo[x]).total_cmp(&(bb.hi[y] - bb.lo[y]))
-                })
+                .max_by(|&x, &y| (bb.hi[x] - bb.lo[x]).total_cmp(&(bb.hi[y] - bb.lo[y])))
                 .unwrap_or(0);
             let mid = start + (end - start) / 2;
             bvh.items[start..end].select_nth_unstable_by(mid - start, |&p, &q| {

@@ -56,8 +56,8 @@ use serde::Serialize;
 
 use self::geom::{capsule_hits_ball, obb_disjoint, Aabb, Bvh, Capsule, Obb};
 use self::obstacle::{approximate, ObstacleApprox};
-use self::sweep::{BodyLocal, Sweep, SweepOut, SweepParams};
 pub use self::sweep::Grid;
+use self::sweep::{BodyLocal, Sweep, SweepOut, SweepParams};
 use crate::collision::{
     prepare_motions, Checker, CheckerOptions, CollisionError, CollisionModel, ConfigBatch,
     CpuChecker, MotionBatch, RobotShapes, DEFAULT_MARGIN,
@@ -91,6 +91,9 @@ pub struct DynamicRoadmapOptions {
     pub rgg: bool,
     /// Labels the queries use (falls back to the other method when this one is not built).
     pub plan_with: LabelMethod,
+    /// Outer boxes per body and edge (RGG): the edge's checked configurations are split into
+    /// this many consecutive groups with one box each.
+    pub boxes_per_body: usize,
     /// Inner spheres per robot body (RGG).
     pub inner_spheres_per_body: usize,
     /// Most inner balls per axis of a box obstacle (RGG).
@@ -112,7 +115,8 @@ pub struct DynamicRoadmapOptions {
 }
 
 impl Default for DynamicRoadmapOptions {
-    /// Resolution 0.02, 5 cm voxels, RGG on and used for queries, 4 inner spheres per body,
+    /// Resolution 0.02, 5 cm voxels, RGG on and used for queries, 4 outer boxes and 4 inner
+    /// spheres per body,
     /// capsules down to half radius over at most 32 configurations, 0.1 mm tolerance, the
     /// default checker margin, all cores, 10 connections for start and goal.
     fn default() -> Self {
@@ -122,6 +126,7 @@ impl Default for DynamicRoadmapOptions {
             drm_bounds: None,
             rgg: true,
             plan_with: LabelMethod::Rgg,
+            boxes_per_body: 4,
             inner_spheres_per_body: 4,
             obstacle_inner_per_axis: 8,
             min_capsule_radius_ratio: 0.5,
@@ -433,9 +438,14 @@ impl DynamicRoadmap {
                 space.dof()
             )));
         }
-        let model =
-            CollisionModel::build(robot, group, base_state, RobotShapes::Polytopes, opts.margin)
-                .map_err(DynamicError::Model)?;
+        let model = CollisionModel::build(
+            robot,
+            group,
+            base_state,
+            RobotShapes::Polytopes,
+            opts.margin,
+        )
+        .map_err(DynamicError::Model)?;
         let mut nn = NearestNeighbors::new(&space)?;
         for v in 0..roadmap.num_vertices() {
             if let Some(q) = roadmap.vertex(v) {
@@ -469,6 +479,7 @@ impl DynamicRoadmap {
             min_radius_ratio: opts.min_capsule_radius_ratio as f32,
             max_span: opts.max_capsule_span.max(1),
             rgg: opts.rgg,
+            boxes_per_body: opts.boxes_per_body.max(1),
         };
         let n_edges = roadmap.num_edges();
         let nthreads = threads(opts.threads);
@@ -891,7 +902,7 @@ impl DynamicRoadmap {
         let Some(rgg) = self.rgg.as_ref() else {
             return Vec::new();
         };
-        let nb = self.bodies;
+        let nb = self.bodies * self.opts.boxes_per_body.max(1);
         let mut out = Vec::new();
         for &e in candidates {
             let eu = e as usize;
@@ -900,8 +911,13 @@ impl DynamicRoadmap {
                 continue;
             }
             let caps = &rgg.caps[rgg.cap_offsets[eu] as usize..rgg.cap_offsets[eu + 1] as usize];
+            let ob = &approx.aabb;
             let hit = caps.iter().any(|c| {
-                approx
+                // Cheap reject: the capsule's box misses the obstacle's box.
+                let near = (0..3).all(|k| {
+                    c.a[k].min(c.b[k]) - c.r <= ob.hi[k] && c.a[k].max(c.b[k]) + c.r >= ob.lo[k]
+                });
+                near && approx
                     .inner
                     .iter()
                     .any(|ball| capsule_hits_ball(c, ball, 0.0))
@@ -928,7 +944,9 @@ impl DynamicRoadmap {
                 checker: checker.space().names.join(", "),
             });
         }
-        self.space.validate(start).map_err(PlanError::InvalidStart)?;
+        self.space
+            .validate(start)
+            .map_err(PlanError::InvalidStart)?;
         self.space.validate(goal).map_err(PlanError::InvalidGoal)?;
         let n = self.roadmap.num_vertices();
         let ne = self.roadmap.num_edges();
@@ -995,7 +1013,10 @@ impl DynamicRoadmap {
                         } else if v == n + 1 {
                             goal.to_vec()
                         } else {
-                            self.roadmap.vertex(v).map(<[f64]>::to_vec).unwrap_or_default()
+                            self.roadmap
+                                .vertex(v)
+                                .map(<[f64]>::to_vec)
+                                .unwrap_or_default()
                         }
                     })
                     .collect();
@@ -1021,14 +1042,20 @@ impl DynamicRoadmap {
                 } else if a == n + 1 {
                     goal.to_vec()
                 } else {
-                    self.roadmap.vertex(a).map(<[f64]>::to_vec).unwrap_or_default()
+                    self.roadmap
+                        .vertex(a)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_default()
                 };
                 let qb = if b == n {
                     start.to_vec()
                 } else if b == n + 1 {
                     goal.to_vec()
                 } else {
-                    self.roadmap.vertex(b).map(<[f64]>::to_vec).unwrap_or_default()
+                    self.roadmap
+                        .vertex(b)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_default()
                 };
                 motions.push(&qa, &qb)?;
             }
@@ -1042,11 +1069,7 @@ impl DynamicRoadmap {
                     EdgeLabel::Invalid
                 };
                 if e < ne {
-                    self.verified[e] = if ok {
-                        VERIFIED_VALID
-                    } else {
-                        VERIFIED_INVALID
-                    };
+                    self.verified[e] = if ok { VERIFIED_VALID } else { VERIFIED_INVALID };
                     self.roadmap.set_label(e, l)?;
                 } else {
                     conn_label[e - ne] = l;

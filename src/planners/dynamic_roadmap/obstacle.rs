@@ -8,6 +8,9 @@ use crate::collision::detmath::Xf;
 use crate::robot::spheres::SphereSet;
 use crate::scene::{Obstacle, Shape};
 
+/// A ball in the obstacle frame: centre and radius.
+type LocalBall = (Point3<f64>, f64);
+
 /// Both approximations of one obstacle, in the world.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ObstacleApprox {
@@ -23,7 +26,7 @@ pub(crate) struct ObstacleApprox {
 /// of a box along each axis.
 pub(crate) fn approximate(o: &Obstacle, tol: f32, per_axis: usize) -> ObstacleApprox {
     let per_axis = per_axis.max(1);
-    let (local_c, local_h, inner_local): (Vector3<f64>, Vector3<f64>, Vec<(Point3<f64>, f64)>) =
+    let (local_c, local_h, inner_local): (Vector3<f64>, Vector3<f64>, Vec<LocalBall>) =
         match &o.shape {
             Shape::Box { half_extents: h } => {
                 let r = h.x.min(h.y).min(h.z);

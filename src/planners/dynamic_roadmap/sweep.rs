@@ -146,7 +146,7 @@ impl Grid {
     /// widened by a rounding tolerance).
     pub fn range(&self, b: &Aabb) -> [[u32; 2]; 3] {
         let mut r = [[0u32; 2]; 3];
-        for k in 0..3 {
+        for (k, rk) in r.iter_mut().enumerate() {
             let tol = 1e-5 * (b.lo[k].abs() + b.hi[k].abs() + self.origin[k].abs()) + 1e-6;
             let max = self.dims[k].saturating_sub(1) as f32;
             let lo = ((b.lo[k] - tol - self.origin[k]) / self.cell).floor();
@@ -154,7 +154,7 @@ impl Grid {
             // NaN clamps to the full range (conservative).
             let lo = if lo.is_nan() { 0.0 } else { lo.clamp(0.0, max) };
             let hi = if hi.is_nan() { max } else { hi.clamp(0.0, max) };
-            r[k] = [lo as u32, hi as u32];
+            *rk = [lo as u32, hi as u32];
         }
         r
     }
@@ -205,12 +205,15 @@ pub(crate) struct SweepParams {
     pub max_span: usize,
     /// Compute the RGG outer boxes and inner capsules.
     pub rgg: bool,
+    /// Outer boxes per body and edge: the checked configurations are split into this many
+    /// consecutive groups, one box each (a chain of boxes follows a curved sweep).
+    pub boxes_per_body: usize,
 }
 
 /// Output of the sweep of a range of edges, in edge order.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SweepOut {
-    /// Outer boxes, `bodies` per edge (RGG).
+    /// Outer boxes, `bodies * boxes_per_body` per edge, body-major (RGG).
     pub obbs: Vec<Obb>,
     /// Bounding box of each edge's outer boxes.
     pub aabbs: Vec<Aabb>,
@@ -289,11 +292,19 @@ impl Sweep<'_> {
             };
             let mut edge_box = Aabb::EMPTY;
             let mut caps_here = 0u32;
+            let pieces = self.params.boxes_per_body.max(1);
             for body in self.bodies {
-                let obb = self.outer_box(body, configs, &fr);
-                edge_box.grow(&obb.aabb());
+                for p in 0..pieces {
+                    // Configurations [lo, hi) of piece p; an empty piece repeats a neighbour.
+                    let lo = (p * configs / pieces).min(configs - 1);
+                    let hi = ((p + 1) * configs / pieces).max(lo + 1);
+                    let obb = self.outer_box(body, lo..hi, &fr);
+                    edge_box.grow(&obb.aabb());
+                    if self.params.rgg {
+                        out.obbs.push(obb);
+                    }
+                }
                 if self.params.rgg {
-                    out.obbs.push(obb);
                     for s in &body.inner {
                         let pts: Vec<V3> = (0..configs)
                             .map(|k| fr(k, body.frame).apply(&[s[0], s[1], s[2]]))
@@ -329,14 +340,20 @@ impl Sweep<'_> {
         out
     }
 
-    /// The outer box of `body` over the configurations: axes of the body frame at the middle
-    /// configuration, extents from the hull points at every configuration, inflated.
-    fn outer_box(&self, body: &BodyLocal, configs: usize, fr: &impl Fn(usize, i32) -> Xf) -> Obb {
-        let mid = fr(configs / 2, body.frame);
+    /// The outer box of `body` over the configurations `range`: axes of the body frame at
+    /// the middle configuration, extents from the hull points at every configuration,
+    /// inflated.
+    fn outer_box(
+        &self,
+        body: &BodyLocal,
+        range: Range<usize>,
+        fr: &impl Fn(usize, i32) -> Xf,
+    ) -> Obb {
+        let mid = fr((range.start + range.end) / 2, body.frame);
         let axes: [V3; 3] = [0, 1, 2].map(|i| [mid.r[i], mid.r[3 + i], mid.r[6 + i]]);
         let mut lo = [f64::INFINITY; 3];
         let mut hi = [f64::NEG_INFINITY; 3];
-        for k in 0..configs {
+        for k in range {
             let xf = fr(k, body.frame);
             for p in &body.hull {
                 let w = xf.apply(p);
@@ -479,6 +496,7 @@ mod tests {
             min_radius_ratio: 0.5,
             max_span: 32,
             rgg: true,
+            boxes_per_body: 1,
         };
         let mut caps = Vec::new();
         simplify(&pts, r, &params, &mut caps);
@@ -487,13 +505,21 @@ mod tests {
             for s in 0..=50 {
                 let t = s as f32 / 50.0;
                 let q = [0, 1, 2].map(|k| c.a[k] + (c.b[k] - c.a[k]) * t);
-                for d in [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [-0.6, 0.8, 0.0]] {
+                for d in [
+                    [1.0, 0.0, 0.0],
+                    [0.0, 1.0, 0.0],
+                    [0.0, 0.0, 1.0],
+                    [-0.6, 0.8, 0.0],
+                ] {
                     let x = [0, 1, 2].map(|k| q[k] + d[k] * c.r);
                     let best = pts
                         .iter()
                         .map(|p| ((0..3).map(|k| (p[k] - x[k]).powi(2)).sum::<f32>()).sqrt())
                         .fold(f32::INFINITY, f32::min);
-                    assert!(best <= r * 1.0001, "point {x:?} is {best} from the polyline");
+                    assert!(
+                        best <= r * 1.0001,
+                        "point {x:?} is {best} from the polyline"
+                    );
                 }
             }
         }
