@@ -499,7 +499,7 @@ fn scale(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
         let mut req = PlanRequest::new(s.clone(), g.clone(), PlannerId::LazyPrm);
         req.resolution = a.resolution;
         req.seed = a.seed + rep as u64;
-        req.time_limit = Duration::from_secs(20);
+        req.time_limit = Duration::from_secs(5);
         req.shortcut_rounds = 0;
         let t = Instant::now();
         if dr.plan(&checker, &req).is_ok() {
