@@ -205,7 +205,7 @@ fn rrt_connect_solves_two_panda_problems_per_scene() {
 }
 
 // The PRM family and RRT solve none of the first three cage problems within seconds on the
-// CPU (see the bench-mbm report), so their lists leave the cage out.
+// CPU (see the bench mbm report), so their lists leave the cage out.
 
 #[test]
 fn prm_solves_one_panda_problem_per_scene() {

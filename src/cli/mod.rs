@@ -14,6 +14,7 @@ use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
 pub mod bench_collision;
+pub mod bench_dynamic;
 pub mod bench_mbm;
 pub mod demo;
 pub mod picture;
@@ -94,6 +95,8 @@ pub enum BenchCommand {
     Collision(bench_collision::BenchCollisionArgs),
     /// Plans every MotionBenchMaker problem and reports per robot and scene.
     Mbm(bench_mbm::BenchMbmArgs),
+    /// Dynamic roadmap: DRM vs RGG edge labels, update and replanning times (seed 003).
+    Dynamic(bench_dynamic::BenchDynamicArgs),
     /// Reproduces the planning-block A* paper (Table I, scaling) against A*.
     Grid(crate::grid::cli::BenchGridArgs),
 }
@@ -214,6 +217,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),
             BenchCommand::Mbm(a) => bench_mbm::run(&a),
+            BenchCommand::Dynamic(a) => bench_dynamic::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
         },
     }

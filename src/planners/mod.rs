@@ -12,6 +12,7 @@
 //! first solution for PRM, lazy PRM, RRT and RRT-Connect; `max_iterations` for RRT*) gives
 //! the same path for the same seed, request, checker verdicts and (for PRM) roadmap.
 
+pub mod dynamic_roadmap;
 pub mod prm;
 mod rrt;
 mod rrt_connect;

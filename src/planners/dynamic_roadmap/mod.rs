@@ -1,0 +1,1247 @@
+//! The dynamic roadmap: a persistent PRM roadmap whose edge labels follow the scene as
+//! obstacles are added, moved and removed, without re-checking every edge.
+//!
+//! Two label methods share one precomputation of the edges' swept volumes (see [`sweep`]):
+//!
+//! * **DRM** (Leven and Hutchinson): a workspace voxel grid; every cell lists the edges whose
+//!   swept volume touches it. An obstacle marks the edges listed in its cells Unknown (gray);
+//!   the others stay Valid (green).
+//! * **RGG** (Red-Green-Gray): per edge and body an outer oriented box of the swept body and
+//!   inner capsules (inner spheres of the body swept along the edge, the polyline of their
+//!   centres simplified while staying inside); per obstacle an outer box and inner balls.
+//!   Outer disjoint: Valid; inner overlapping: Invalid (red); otherwise Unknown. A flat BVH
+//!   over the edges' boxes finds the candidate edges of an obstacle, so an update touches
+//!   only those.
+//!
+//! [`DynamicRoadmap::update`] follows the scene's change log and processes only the changed
+//! obstacle slots; [`DynamicRoadmap::search`] / [`DynamicRoadmap::plan`] search over Valid
+//! and Unknown edges, check the Unknown edges of the candidate path in one batch, relabel
+//! them and repeat (lazy PRM).
+//!
+//! # Conservativeness
+//!
+//! Labels are held to the checker's verdict on the edge's motion at the roadmap resolution
+//! (the [`CpuChecker`] with the same robot, planning group, base state and margin):
+//!
+//! * The swept volumes are built from exactly the checked configurations (same f32
+//!   interpolation, same f32 forward kinematics as the checker), so the bodies seen here are
+//!   the checker's polytopes.
+//! * **Valid** needs the edge free of self-collision (checked once, exactly, at build time:
+//!   self-collision does not depend on obstacles) and, for every obstacle, the outer
+//!   approximations disjoint. The robot's outer boxes (RGG) and voxel footprints (DRM)
+//!   contain every body at every checked configuration grown by the checker margin plus
+//!   `tolerance`, and the obstacle's box / cells contain the obstacle, so a disjoint pair
+//!   means the checker sees a gap of more than its margin everywhere on the edge.
+//! * **Invalid** needs an inner capsule of the edge to overlap an inner ball of an obstacle.
+//!   Every point of a capsule lies within a body's inner sphere (shrunk by `tolerance`) at
+//!   some *checked* configuration (the simplification bounds the distance of the capsule to
+//!   the checked centres, see `sweep::simplify`), and every inner ball lies inside the
+//!   obstacle by `tolerance`, so the checker's body and obstacle overlap there by at least
+//!   `tolerance`: it reports a collision.
+//! * A label found by lazy validation is the checker's verdict; it is dropped as soon as an
+//!   obstacle whose old or new outer approximation may touch the edge changes.
+//!
+//! The label computations are batch operations over flat arrays (one pass over edges for
+//! the sweep, one over candidate edges per obstacle); only the CPU version exists so far.
+
+pub mod geom;
+mod obstacle;
+pub mod sweep;
+
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use self::geom::{capsule_hits_ball, obb_disjoint, Aabb, Bvh, Capsule, Obb};
+use self::obstacle::{approximate, ObstacleApprox};
+pub use self::sweep::Grid;
+use self::sweep::{BodyLocal, Sweep, SweepOut, SweepParams};
+use crate::collision::{
+    prepare_motions, Checker, CheckerOptions, CollisionError, CollisionModel, ConfigBatch,
+    CpuChecker, MotionBatch, RobotShapes, DEFAULT_MARGIN,
+};
+use crate::planners::prm::Prm;
+use crate::planners::{run, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
+use crate::roadmap::{EdgeLabel, NearestNeighbors, NnError, Roadmap, RoadmapError};
+use crate::robot::{JointSpace, PlanningGroup, RobotModel};
+use crate::scene::{Obstacle, Scene, SceneChange};
+
+/// Which label method a query uses, or a label export shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum LabelMethod {
+    /// Voxel map (Valid / Unknown only).
+    Drm,
+    /// Red-Green-Gray approximations (Valid / Invalid / Unknown).
+    Rgg,
+}
+
+/// Options of a dynamic roadmap.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DynamicRoadmapOptions {
+    /// Motion-check resolution of the edges (joint-space distance between checked
+    /// configurations); labels are about the motion at this resolution.
+    pub resolution: f64,
+    /// DRM voxel edge length (model units, metres for URDFs); `None` builds no voxel map.
+    pub drm_cell_size: Option<f64>,
+    /// DRM grid bounds `(min, max)`; `None` = the bounding box of all swept volumes.
+    pub drm_bounds: Option<([f64; 3], [f64; 3])>,
+    /// Build the RGG approximations.
+    pub rgg: bool,
+    /// Labels the queries use (falls back to the other method when this one is not built).
+    pub plan_with: LabelMethod,
+    /// Outer boxes per body and edge (RGG): the edge's checked configurations are split into
+    /// this many consecutive groups with one box each.
+    pub boxes_per_body: usize,
+    /// Inner spheres per robot body (RGG).
+    pub inner_spheres_per_body: usize,
+    /// Most inner balls per axis of a box obstacle (RGG).
+    pub obstacle_inner_per_axis: usize,
+    /// Capsules may shrink to this fraction of their sphere's radius when a polyline is
+    /// shortcut, in `(0, 1]`.
+    pub min_capsule_radius_ratio: f64,
+    /// Most checked configurations one capsule spans.
+    pub max_capsule_span: usize,
+    /// Safety distance added to outer and taken off inner approximations (model units);
+    /// absorbs f32 rounding and the checker's search tolerance.
+    pub tolerance: f64,
+    /// The checker margin (must equal the margin of the checkers used with this roadmap).
+    pub margin: f32,
+    /// Worker threads for the precomputation (0 = all cores).
+    pub threads: usize,
+    /// Roadmap vertices a start or goal that is not a vertex is joined to.
+    pub connect_neighbors: usize,
+}
+
+impl Default for DynamicRoadmapOptions {
+    /// Resolution 0.02, 5 cm voxels, RGG on and used for queries, 4 outer boxes and 4 inner
+    /// spheres per body,
+    /// capsules down to half radius over at most 32 configurations, 0.1 mm tolerance, the
+    /// default checker margin, all cores, 10 connections for start and goal.
+    fn default() -> Self {
+        Self {
+            resolution: 0.02,
+            drm_cell_size: Some(0.05),
+            drm_bounds: None,
+            rgg: true,
+            plan_with: LabelMethod::Rgg,
+            boxes_per_body: 4,
+            inner_spheres_per_body: 4,
+            obstacle_inner_per_axis: 8,
+            min_capsule_radius_ratio: 0.5,
+            max_capsule_span: 32,
+            tolerance: 1e-4,
+            margin: DEFAULT_MARGIN,
+            threads: 0,
+            connect_neighbors: 10,
+        }
+    }
+}
+
+/// Errors of building or updating a dynamic roadmap.
+#[derive(Debug, thiserror::Error)]
+pub enum DynamicError {
+    /// An option is unusable.
+    #[error("dynamic roadmap option: {0}")]
+    Options(String),
+    /// The robot could not be compiled for collision checking.
+    #[error("dynamic roadmap robot model: {0}")]
+    Model(String),
+    /// The self-collision check failed.
+    #[error("dynamic roadmap: {0}")]
+    Collision(#[from] CollisionError),
+    /// The roadmap is inconsistent.
+    #[error("dynamic roadmap: {0}")]
+    Roadmap(#[from] RoadmapError),
+    /// Neighbour search failed.
+    #[error("dynamic roadmap: {0}")]
+    Neighbors(#[from] NnError),
+}
+
+/// Label counts of one method.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LabelCounts {
+    /// Green edges.
+    pub valid: usize,
+    /// Red edges.
+    pub invalid: usize,
+    /// Gray edges.
+    pub unknown: usize,
+}
+
+/// What one [`DynamicRoadmap::update`] did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UpdateStats {
+    /// Obstacle slots processed (each removal of an old and insertion of a new state).
+    pub slots: usize,
+    /// True when the change log was incomplete and every slot was reprocessed.
+    pub full_resync: bool,
+    /// Edges listed by the voxel cells of the old and new obstacle states (DRM).
+    pub drm_candidates: usize,
+    /// Edges whose box the BVH returned for the old and new obstacle states (RGG).
+    pub rgg_candidates: usize,
+    /// Edges whose effective label changed.
+    pub relabelled: usize,
+    /// Time in the DRM part.
+    pub drm_time: Duration,
+    /// Time in the RGG part.
+    pub rgg_time: Duration,
+}
+
+/// A path through the roadmap found by [`DynamicRoadmap::search`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoadmapPath {
+    /// Configurations from start to goal.
+    pub configs: Vec<Vec<f64>>,
+    /// Roadmap vertex of each configuration (`None` for a start or goal outside the roadmap).
+    pub vertices: Vec<Option<usize>>,
+    /// Roadmap edge of each step (`None` for the connections of start and goal).
+    pub edges: Vec<Option<usize>>,
+    /// Joint-space length.
+    pub cost: f64,
+    /// Search-and-validate rounds.
+    pub rounds: usize,
+    /// Edges checked lazily.
+    pub edges_checked: usize,
+}
+
+/// The per-edge RGG data: outer boxes (bodies per edge), inner capsules (CSR) and the BVH.
+#[derive(Clone, Debug)]
+struct RggData {
+    obbs: Vec<Obb>,
+    cap_offsets: Vec<u32>,
+    caps: Vec<Capsule>,
+}
+
+/// The DRM voxel map: cell -> edges (CSR).
+#[derive(Clone, Debug)]
+struct DrmMap {
+    grid: Grid,
+    offsets: Vec<u32>,
+    edges: Vec<u32>,
+}
+
+/// What an obstacle slot contributes to the labels.
+#[derive(Clone, Debug, Default)]
+struct SlotState {
+    /// Edges in the obstacle's cells (DRM).
+    drm: Vec<u32>,
+    /// Edges not outer-disjoint from the obstacle, with true when the inner approximations
+    /// overlap (RGG).
+    rgg: Vec<(u32, bool)>,
+}
+
+const VERIFIED_NONE: u8 = 0;
+const VERIFIED_VALID: u8 = 1;
+const VERIFIED_INVALID: u8 = 2;
+
+/// A roadmap whose edge labels follow a changing scene. See the module docs.
+#[derive(Clone, Debug)]
+pub struct DynamicRoadmap {
+    space: JointSpace,
+    roadmap: Roadmap,
+    nn: NearestNeighbors,
+    opts: DynamicRoadmapOptions,
+    bodies: usize,
+    self_free: Vec<bool>,
+    edge_aabbs: Vec<Aabb>,
+    bvh: Bvh,
+    rgg: Option<RggData>,
+    drm: Option<DrmMap>,
+    slots: Vec<Option<SlotState>>,
+    drm_hits: Vec<u32>,
+    rgg_unknown: Vec<u32>,
+    rgg_invalid: Vec<u32>,
+    verified: Vec<u8>,
+    revision: Option<u64>,
+    stamp: Vec<u32>,
+    epoch: u32,
+    precompute_time: Duration,
+}
+
+fn check_options(o: &DynamicRoadmapOptions) -> Result<(), DynamicError> {
+    let bad = |m: String| Err(DynamicError::Options(m));
+    if !(o.resolution.is_finite() && o.resolution > 0.0) {
+        return bad(format!("resolution must be positive, got {}", o.resolution));
+    }
+    if let Some(c) = o.drm_cell_size {
+        if !(c.is_finite() && c > 0.0) {
+            return bad(format!("drm_cell_size must be positive, got {c}"));
+        }
+    }
+    if let Some((lo, hi)) = o.drm_bounds {
+        if (0..3).any(|k| !(lo[k].is_finite() && hi[k].is_finite() && lo[k] < hi[k])) {
+            return bad(format!("drm_bounds {lo:?}..{hi:?} are not a box"));
+        }
+    }
+    if o.drm_cell_size.is_none() && !o.rgg {
+        return bad("neither DRM nor RGG is enabled".into());
+    }
+    if !(o.min_capsule_radius_ratio > 0.0 && o.min_capsule_radius_ratio <= 1.0) {
+        return bad(format!(
+            "min_capsule_radius_ratio must be in (0, 1], got {}",
+            o.min_capsule_radius_ratio
+        ));
+    }
+    if !(o.tolerance.is_finite() && o.tolerance > 0.0) {
+        return bad(format!("tolerance must be positive, got {}", o.tolerance));
+    }
+    if !(o.margin.is_finite() && o.margin >= 0.0) {
+        return bad(format!("margin must be non-negative, got {}", o.margin));
+    }
+    Ok(())
+}
+
+fn threads(n: usize) -> usize {
+    if n == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        n
+    }
+}
+
+/// Runs the sweep over all edges, split into contiguous chunks over threads.
+fn sweep_all(sweep: &Sweep<'_>, edges: usize, threads: usize) -> SweepOut {
+    let threads = threads.clamp(1, 64).min(edges.max(1));
+    if threads <= 1 || edges < 16 {
+        return sweep.run(0..edges);
+    }
+    let chunk = edges.div_ceil(threads);
+    let parts: Vec<SweepOut> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let r = (t * chunk).min(edges)..((t + 1) * chunk).min(edges);
+                sc.spawn(move || sweep.run(r))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let mut out = SweepOut::default();
+    for p in parts {
+        out_append(&mut out, p);
+    }
+    out
+}
+
+fn out_append(out: &mut SweepOut, mut p: SweepOut) {
+    out.obbs.append(&mut p.obbs);
+    out.aabbs.append(&mut p.aabbs);
+    out.cap_counts.append(&mut p.cap_counts);
+    out.caps.append(&mut p.caps);
+    out.cell_counts.append(&mut p.cell_counts);
+    out.cells.append(&mut p.cells);
+}
+
+fn prefix(counts: &[u32]) -> Vec<u32> {
+    let mut off = Vec::with_capacity(counts.len() + 1);
+    let mut acc = 0u32;
+    off.push(0);
+    for &c in counts {
+        acc = acc.saturating_add(c);
+        off.push(acc);
+    }
+    off
+}
+
+/// Samples a roadmap: `vertices` configurations drawn uniformly in the joint limits that
+/// `checker` accepts (use a checker of an empty scene for a roadmap free of self-collision
+/// only), each joined to its `k` nearest neighbours by an Unknown edge. Deterministic for a
+/// seed and checker.
+pub fn sample_roadmap(
+    checker: &dyn Checker,
+    vertices: usize,
+    k: usize,
+    seed: u64,
+) -> Result<(Roadmap, NearestNeighbors), DynamicError> {
+    let space = checker.space().clone();
+    let dof = space.dof();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut roadmap = Roadmap::new(dof);
+    let mut nn = NearestNeighbors::new(&space)?;
+    let mut tries = 0usize;
+    while roadmap.num_vertices() < vertices {
+        tries += 1;
+        if tries > 1000 + 100 * vertices {
+            return Err(DynamicError::Options(format!(
+                "only {} of {vertices} valid vertices found",
+                roadmap.num_vertices()
+            )));
+        }
+        let want = (vertices - roadmap.num_vertices()).clamp(16, 4096);
+        let mut batch = ConfigBatch::with_capacity(dof, want);
+        let mut qs = Vec::with_capacity(want);
+        for _ in 0..want {
+            let q: Vec<f64> = (0..dof)
+                .map(|j| {
+                    let (lo, hi) = if space.continuous[j] {
+                        (-std::f64::consts::PI, std::f64::consts::PI)
+                    } else {
+                        (space.lower[j], space.upper[j])
+                    };
+                    rng.random_range(lo..=hi)
+                })
+                .collect();
+            batch.push(&q)?;
+            qs.push(q);
+        }
+        for (q, ok) in qs.into_iter().zip(checker.check_configs(&batch)?) {
+            if ok && roadmap.num_vertices() < vertices {
+                let v = roadmap.add_vertex(&q)?;
+                nn.insert(&q, v)?;
+            }
+        }
+    }
+    let mut pairs = std::collections::BTreeSet::new();
+    for v in 0..roadmap.num_vertices() {
+        let q = roadmap.vertex(v).map(<[f64]>::to_vec).unwrap_or_default();
+        for n in nn.k_nearest(&q, k + 1)? {
+            if n.id != v {
+                pairs.insert((v.min(n.id), v.max(n.id)));
+            }
+        }
+    }
+    for (a, b) in pairs {
+        let (Some(qa), Some(qb)) = (roadmap.vertex(a), roadmap.vertex(b)) else {
+            continue;
+        };
+        let len = space.distance(qa, qb);
+        roadmap.add_edge(a, b, len, EdgeLabel::Unknown)?;
+    }
+    Ok((roadmap, nn))
+}
+
+impl DynamicRoadmap {
+    /// Builds the dynamic roadmap over `roadmap` (its labels are ignored) for `group` of
+    /// `robot`, `base_state` supplying the other joints: checks every edge for self-collision,
+    /// sweeps every edge and builds the voxel map and/or the RGG approximations. The scene is
+    /// empty until the first [`DynamicRoadmap::update`].
+    pub fn new(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        roadmap: Roadmap,
+        opts: DynamicRoadmapOptions,
+    ) -> Result<Self, DynamicError> {
+        check_options(&opts)?;
+        let started = Instant::now();
+        let space = group.space.clone();
+        if roadmap.dof() != space.dof() {
+            return Err(DynamicError::Options(format!(
+                "the roadmap has {}-joint vertices, the group {} joints",
+                roadmap.dof(),
+                space.dof()
+            )));
+        }
+        let model = CollisionModel::build(
+            robot,
+            group,
+            base_state,
+            RobotShapes::Polytopes,
+            opts.margin,
+        )
+        .map_err(DynamicError::Model)?;
+        let mut nn = NearestNeighbors::new(&space)?;
+        for v in 0..roadmap.num_vertices() {
+            if let Some(q) = roadmap.vertex(v) {
+                nn.insert(q, v)?;
+            }
+        }
+        // Every edge as one motion batch (the layout of the checker and of the sweep).
+        let mut motions = MotionBatch::new(space.dof());
+        for e in roadmap.edges() {
+            let (Some(qa), Some(qb)) = (roadmap.vertex(e.a), roadmap.vertex(e.b)) else {
+                return Err(RoadmapError::NoSuchVertex {
+                    index: e.a.max(e.b),
+                    len: roadmap.num_vertices(),
+                }
+                .into());
+            };
+            motions.push(qa, qb)?;
+        }
+        let checker_opts = CheckerOptions {
+            shapes: RobotShapes::Polytopes,
+            margin: opts.margin,
+            threads: opts.threads,
+        };
+        let empty = CpuChecker::new(robot, group, base_state, &Scene::default(), checker_opts)?;
+        let self_free = empty.check_motions(&motions, opts.resolution)?;
+        let prepared = prepare_motions(&space, &motions, opts.resolution)?;
+        let tol = opts.tolerance as f32;
+        let locals = BodyLocal::of_model(&model, opts.inner_spheres_per_body, tol);
+        let params = SweepParams {
+            inflate: opts.margin + tol,
+            min_radius_ratio: opts.min_capsule_radius_ratio as f32,
+            max_span: opts.max_capsule_span.max(1),
+            rgg: opts.rgg,
+            boxes_per_body: opts.boxes_per_body.max(1),
+        };
+        let n_edges = roadmap.num_edges();
+        let nthreads = threads(opts.threads);
+        let fixed_grid = match (opts.drm_cell_size, opts.drm_bounds) {
+            (Some(cell), Some((lo, hi))) => Some(make_grid(cell, lo, hi)?),
+            _ => None,
+        };
+        let mut sweep = Sweep {
+            model: &model,
+            bodies: &locals,
+            motions: &prepared,
+            params,
+            grid: fixed_grid,
+        };
+        let first = sweep_all(&sweep, n_edges, nthreads);
+        let (cell_counts, cells, grid) = match (opts.drm_cell_size, fixed_grid) {
+            (None, _) => (Vec::new(), Vec::new(), None),
+            (Some(_), Some(g)) => (first.cell_counts.clone(), first.cells.clone(), Some(g)),
+            (Some(cell), None) => {
+                let mut all = Aabb::EMPTY;
+                for b in &first.aabbs {
+                    all.grow(b);
+                }
+                let (lo, hi) = if n_edges == 0 {
+                    ([0.0; 3], [1.0; 3])
+                } else {
+                    (all.lo.map(|v| v as f64), all.hi.map(|v| v as f64))
+                };
+                let g = make_grid(cell, lo, hi)?;
+                sweep.grid = Some(g);
+                sweep.params.rgg = false;
+                let second = sweep_all(&sweep, n_edges, nthreads);
+                (second.cell_counts, second.cells, Some(g))
+            }
+        };
+        let drm = grid.map(|g| build_drm(g, n_edges, &cell_counts, &cells));
+        let rgg = opts.rgg.then(|| RggData {
+            obbs: first.obbs,
+            cap_offsets: prefix(&first.cap_counts),
+            caps: first.caps,
+        });
+        let bvh = Bvh::build(&first.aabbs);
+        let mut me = Self {
+            space,
+            roadmap,
+            nn,
+            bodies: locals.len(),
+            self_free,
+            edge_aabbs: first.aabbs,
+            bvh,
+            rgg,
+            drm,
+            slots: Vec::new(),
+            drm_hits: vec![0; n_edges],
+            rgg_unknown: vec![0; n_edges],
+            rgg_invalid: vec![0; n_edges],
+            verified: vec![VERIFIED_NONE; n_edges],
+            revision: None,
+            stamp: vec![0; n_edges],
+            epoch: 0,
+            precompute_time: Duration::ZERO,
+            opts,
+        };
+        for e in 0..n_edges {
+            let l = me.effective(e);
+            me.roadmap.set_label(e, l)?;
+        }
+        me.precompute_time = started.elapsed();
+        Ok(me)
+    }
+
+    /// Builds the dynamic roadmap over the roadmap of a persistent [`Prm`].
+    pub fn from_prm(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        prm: &Prm,
+        opts: DynamicRoadmapOptions,
+    ) -> Result<Self, DynamicError> {
+        Self::new(robot, group, base_state, prm.roadmap().clone(), opts)
+    }
+
+    /// Samples a roadmap of `vertices` self-collision-free configurations joined to their
+    /// `k` nearest neighbours (see [`sample_roadmap`]) and builds the dynamic roadmap on it.
+    pub fn sample(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        vertices: usize,
+        k: usize,
+        seed: u64,
+        opts: DynamicRoadmapOptions,
+    ) -> Result<Self, DynamicError> {
+        check_options(&opts)?;
+        let checker_opts = CheckerOptions {
+            shapes: RobotShapes::Polytopes,
+            margin: opts.margin,
+            threads: opts.threads,
+        };
+        let empty = CpuChecker::new(robot, group, base_state, &Scene::default(), checker_opts)?;
+        let (roadmap, _) = sample_roadmap(&empty, vertices, k, seed)?;
+        Self::new(robot, group, base_state, roadmap, opts)
+    }
+
+    /// The roadmap, its labels being the effective ones (see [`DynamicRoadmap::labels`]).
+    pub fn roadmap(&self) -> &Roadmap {
+        &self.roadmap
+    }
+
+    /// The joint space.
+    pub fn space(&self) -> &JointSpace {
+        &self.space
+    }
+
+    /// The options.
+    pub fn options(&self) -> &DynamicRoadmapOptions {
+        &self.opts
+    }
+
+    /// The DRM grid, when built.
+    pub fn grid(&self) -> Option<&Grid> {
+        self.drm.as_ref().map(|d| &d.grid)
+    }
+
+    /// Time the build took (self-collision check, sweep, maps).
+    pub fn precompute_time(&self) -> Duration {
+        self.precompute_time
+    }
+
+    /// Sizes of the precomputed data: (voxel map entries, RGG outer boxes, RGG capsules).
+    pub fn sizes(&self) -> (usize, usize, usize) {
+        (
+            self.drm.as_ref().map_or(0, |d| d.edges.len()),
+            self.rgg.as_ref().map_or(0, |r| r.obbs.len()),
+            self.rgg.as_ref().map_or(0, |r| r.caps.len()),
+        )
+    }
+
+    /// True when edge `e` is in self-collision (Invalid whatever the scene).
+    pub fn self_collision(&self, e: usize) -> bool {
+        !self.self_free.get(e).copied().unwrap_or(false)
+    }
+
+    /// The label method queries use (the preferred one when built, else the other).
+    pub fn plan_method(&self) -> LabelMethod {
+        match self.opts.plan_with {
+            LabelMethod::Rgg if self.rgg.is_some() => LabelMethod::Rgg,
+            LabelMethod::Drm if self.drm.is_some() => LabelMethod::Drm,
+            _ if self.rgg.is_some() => LabelMethod::Rgg,
+            _ => LabelMethod::Drm,
+        }
+    }
+
+    /// The label of edge `e` by `method` alone (no lazy validation results); `None` when
+    /// the method was not built or the edge does not exist.
+    pub fn method_label(&self, method: LabelMethod, e: usize) -> Option<EdgeLabel> {
+        if e >= self.roadmap.num_edges() {
+            return None;
+        }
+        if self.self_collision(e) {
+            return Some(EdgeLabel::Invalid);
+        }
+        match method {
+            LabelMethod::Drm => {
+                self.drm.as_ref()?;
+                Some(if self.drm_hits[e] > 0 {
+                    EdgeLabel::Unknown
+                } else {
+                    EdgeLabel::Valid
+                })
+            }
+            LabelMethod::Rgg => {
+                self.rgg.as_ref()?;
+                Some(if self.rgg_invalid[e] > 0 {
+                    EdgeLabel::Invalid
+                } else if self.rgg_unknown[e] > 0 {
+                    EdgeLabel::Unknown
+                } else {
+                    EdgeLabel::Valid
+                })
+            }
+        }
+    }
+
+    /// Labels of every edge by `method` alone; `None` when the method was not built.
+    pub fn labels(&self, method: LabelMethod) -> Option<Vec<EdgeLabel>> {
+        (0..self.roadmap.num_edges())
+            .map(|e| self.method_label(method, e))
+            .collect()
+    }
+
+    /// Label counts of `method` alone; `None` when the method was not built.
+    pub fn label_counts(&self, method: LabelMethod) -> Option<LabelCounts> {
+        let mut c = LabelCounts::default();
+        for e in 0..self.roadmap.num_edges() {
+            match self.method_label(method, e)? {
+                EdgeLabel::Valid => c.valid += 1,
+                EdgeLabel::Invalid => c.invalid += 1,
+                EdgeLabel::Unknown => c.unknown += 1,
+            }
+        }
+        Some(c)
+    }
+
+    /// The label queries go by: the lazy validation result while it holds, else the
+    /// query method's label.
+    fn effective(&self, e: usize) -> EdgeLabel {
+        if self.self_collision(e) {
+            return EdgeLabel::Invalid;
+        }
+        match self.verified[e] {
+            VERIFIED_VALID => EdgeLabel::Valid,
+            VERIFIED_INVALID => EdgeLabel::Invalid,
+            _ => self
+                .method_label(self.plan_method(), e)
+                .unwrap_or(EdgeLabel::Unknown),
+        }
+    }
+
+    /// Effective label counts (what the roadmap's edges carry).
+    pub fn effective_counts(&self) -> LabelCounts {
+        let mut c = LabelCounts::default();
+        for e in self.roadmap.edges() {
+            match e.label {
+                EdgeLabel::Valid => c.valid += 1,
+                EdgeLabel::Invalid => c.invalid += 1,
+                EdgeLabel::Unknown => c.unknown += 1,
+            }
+        }
+        c
+    }
+
+    /// Edges with their effective labels, for drawing: `(a, b, label)`.
+    pub fn export_labels(&self) -> Vec<(usize, usize, EdgeLabel)> {
+        self.roadmap
+            .edges()
+            .iter()
+            .map(|e| (e.a, e.b, e.label))
+            .collect()
+    }
+
+    /// The colour of a label for markers (RGBA): green, red, gray.
+    pub fn label_color(label: EdgeLabel) -> [f32; 4] {
+        match label {
+            EdgeLabel::Valid => [0.1, 0.8, 0.2, 1.0],
+            EdgeLabel::Invalid => [0.9, 0.1, 0.1, 1.0],
+            EdgeLabel::Unknown => [0.55, 0.55, 0.55, 0.6],
+        }
+    }
+
+    fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+        self.epoch
+    }
+
+    /// Brings the labels up to date with `scene`: only the obstacle slots changed since the
+    /// last update are processed (all of them on the first update or when the scene's
+    /// change log no longer reaches back). The scene's frame must be the robot's base frame.
+    pub fn update(&mut self, scene: &Scene) -> Result<UpdateStats, DynamicError> {
+        let mut stats = UpdateStats::default();
+        let changed: Vec<usize> = match self
+            .revision
+            .and_then(|r| scene.changes_since(r).map(|log| (r, log)))
+        {
+            Some((_, log)) => {
+                let mut v: Vec<usize> = log
+                    .iter()
+                    .map(|(_, c)| match c {
+                        SceneChange::Added { slot }
+                        | SceneChange::Moved { slot }
+                        | SceneChange::Replaced { slot }
+                        | SceneChange::Removed { slot } => *slot,
+                    })
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => {
+                stats.full_resync = true;
+                (0..self.slots.len().max(scene.slots().len())).collect()
+            }
+        };
+        let mut touched = Vec::new();
+        for slot in changed {
+            stats.slots += 1;
+            self.remove_slot(slot, &mut touched, &mut stats);
+            if let Some(Some(o)) = scene.slots().get(slot) {
+                self.add_slot(slot, o, &mut touched, &mut stats);
+            }
+        }
+        // Relabel the touched edges once each.
+        let epoch = self.next_epoch();
+        for &e in &touched {
+            let e = e as usize;
+            if self.stamp[e] == epoch {
+                continue;
+            }
+            self.stamp[e] = epoch;
+            let l = self.effective(e);
+            if self.roadmap.edge(e).is_some_and(|x| x.label != l) {
+                self.roadmap.set_label(e, l)?;
+                stats.relabelled += 1;
+            }
+        }
+        self.revision = Some(scene.revision());
+        Ok(stats)
+    }
+
+    /// Takes the contribution of `slot` off the counters.
+    fn remove_slot(&mut self, slot: usize, touched: &mut Vec<u32>, stats: &mut UpdateStats) {
+        let Some(state) = self.slots.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let t0 = Instant::now();
+        for &e in &state.drm {
+            let e = e as usize;
+            self.drm_hits[e] = self.drm_hits[e].saturating_sub(1);
+            self.verified[e] = VERIFIED_NONE;
+        }
+        touched.extend_from_slice(&state.drm);
+        stats.drm_candidates += state.drm.len();
+        stats.drm_time += t0.elapsed();
+        let t0 = Instant::now();
+        for &(e, inv) in &state.rgg {
+            let e = e as usize;
+            if inv {
+                self.rgg_invalid[e] = self.rgg_invalid[e].saturating_sub(1);
+            } else {
+                self.rgg_unknown[e] = self.rgg_unknown[e].saturating_sub(1);
+            }
+            self.verified[e] = VERIFIED_NONE;
+            touched.push(e as u32);
+        }
+        stats.rgg_time += t0.elapsed();
+    }
+
+    /// Adds the contribution of obstacle `o` in `slot`.
+    fn add_slot(
+        &mut self,
+        slot: usize,
+        o: &Obstacle,
+        touched: &mut Vec<u32>,
+        stats: &mut UpdateStats,
+    ) {
+        let tol = self.opts.tolerance as f32;
+        let approx = approximate(o, tol, self.opts.obstacle_inner_per_axis);
+        let mut state = SlotState::default();
+        if self.drm.is_some() {
+            let t0 = Instant::now();
+            state.drm = self.drm_edges(&approx);
+            for &e in &state.drm {
+                let e = e as usize;
+                self.drm_hits[e] += 1;
+                self.verified[e] = VERIFIED_NONE;
+            }
+            touched.extend_from_slice(&state.drm);
+            stats.drm_candidates += state.drm.len();
+            stats.drm_time += t0.elapsed();
+        }
+        if self.rgg.is_some() {
+            let t0 = Instant::now();
+            let mut candidates = Vec::new();
+            self.bvh
+                .query(&approx.aabb, &self.edge_aabbs, |e| candidates.push(e));
+            candidates.sort_unstable();
+            stats.rgg_candidates += candidates.len();
+            state.rgg = self.rgg_classify(&candidates, &approx);
+            for &(e, inv) in &state.rgg {
+                let e = e as usize;
+                if inv {
+                    self.rgg_invalid[e] += 1;
+                } else {
+                    self.rgg_unknown[e] += 1;
+                }
+                self.verified[e] = VERIFIED_NONE;
+                touched.push(e as u32);
+            }
+            stats.rgg_time += t0.elapsed();
+        }
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, None);
+        }
+        self.slots[slot] = Some(state);
+    }
+
+    /// Edges listed in the cells the obstacle's box touches, sorted, each once.
+    fn drm_edges(&mut self, approx: &ObstacleApprox) -> Vec<u32> {
+        let epoch = self.next_epoch();
+        let Some(drm) = self.drm.as_ref() else {
+            return Vec::new();
+        };
+        let mut cells = Vec::new();
+        drm.grid.cells_of(&approx.outer, &mut cells);
+        let mut out = Vec::new();
+        for c in cells {
+            let (a, b) = (
+                drm.offsets[c as usize] as usize,
+                drm.offsets[c as usize + 1] as usize,
+            );
+            for &e in &drm.edges[a..b] {
+                if self.stamp[e as usize] != epoch {
+                    self.stamp[e as usize] = epoch;
+                    out.push(e);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// RGG verdicts of the candidate edges against one obstacle: dropped when every outer
+    /// box is disjoint from the obstacle's box, `(e, true)` when an inner capsule overlaps
+    /// an inner ball, `(e, false)` (Unknown) otherwise. A batch over candidates.
+    fn rgg_classify(&self, candidates: &[u32], approx: &ObstacleApprox) -> Vec<(u32, bool)> {
+        let Some(rgg) = self.rgg.as_ref() else {
+            return Vec::new();
+        };
+        let nb = self.bodies * self.opts.boxes_per_body.max(1);
+        let mut out = Vec::new();
+        for &e in candidates {
+            let eu = e as usize;
+            let boxes = &rgg.obbs[eu * nb..(eu + 1) * nb];
+            if boxes.iter().all(|b| obb_disjoint(b, &approx.outer)) {
+                continue;
+            }
+            let caps = &rgg.caps[rgg.cap_offsets[eu] as usize..rgg.cap_offsets[eu + 1] as usize];
+            let ob = &approx.aabb;
+            let hit = caps.iter().any(|c| {
+                // Cheap reject: the capsule's box misses the obstacle's box.
+                let near = (0..3).all(|k| {
+                    c.a[k].min(c.b[k]) - c.r <= ob.hi[k] && c.a[k].max(c.b[k]) + c.r >= ob.lo[k]
+                });
+                near && approx
+                    .inner
+                    .iter()
+                    .any(|ball| capsule_hits_ball(c, ball, 0.0))
+            });
+            out.push((e, hit));
+        }
+        out
+    }
+
+    /// Finds a path from `start` to `goal` over edges not known to be invalid, checking the
+    /// unknown edges of each candidate path with `checker` in one batch until a candidate is
+    /// all valid (lazy PRM). A start or goal that is not a roadmap vertex is joined to its
+    /// nearest vertices by connections that are checked the same way. `checker` must reflect
+    /// the scene of the last [`DynamicRoadmap::update`], with this roadmap's margin.
+    pub fn search(
+        &mut self,
+        checker: &dyn Checker,
+        start: &[f64],
+        goal: &[f64],
+    ) -> Result<RoadmapPath, PlanError> {
+        if checker.space() != &self.space {
+            return Err(PlanError::RoadmapMismatch {
+                roadmap: self.space.names.join(", "),
+                checker: checker.space().names.join(", "),
+            });
+        }
+        self.space
+            .validate(start)
+            .map_err(PlanError::InvalidStart)?;
+        self.space.validate(goal).map_err(PlanError::InvalidGoal)?;
+        let n = self.roadmap.num_vertices();
+        let ne = self.roadmap.num_edges();
+        // Augmented graph: virtual start n, virtual goal n + 1, connection edges ne...
+        let mut ends = [n, n + 1];
+        let mut conns: Vec<(usize, usize, f64)> = Vec::new();
+        let mut conn_label: Vec<EdgeLabel> = Vec::new();
+        for (i, q) in [start, goal].into_iter().enumerate() {
+            if let Some(nb) = self.nn.nearest(q)? {
+                if nb.distance == 0.0 {
+                    ends[i] = nb.id;
+                    continue;
+                }
+            }
+            for nb in self.nn.k_nearest(q, self.opts.connect_neighbors.max(1))? {
+                conns.push((n + i, nb.id, nb.distance));
+                conn_label.push(EdgeLabel::Unknown);
+            }
+        }
+        if ends[0] == ends[1] {
+            return Ok(RoadmapPath {
+                configs: vec![start.to_vec(), goal.to_vec()],
+                vertices: vec![Some(ends[0]), Some(ends[1])],
+                edges: vec![None],
+                cost: 0.0,
+                rounds: 0,
+                edges_checked: 0,
+            });
+        }
+        if ends[0] == n && ends[1] == n + 1 {
+            conns.push((n, n + 1, self.space.distance(start, goal)));
+            conn_label.push(EdgeLabel::Unknown);
+        }
+        let mut rounds = 0;
+        let mut checked = 0;
+        loop {
+            rounds += 1;
+            let found = self.astar(ends[0], ends[1], goal, &conns, &conn_label, start);
+            let Some((verts, edges, cost)) = found else {
+                return Err(PlanError::NoPath {
+                    planner: PlannerId::LazyPrm,
+                    time_limit: Duration::ZERO,
+                    iterations: rounds,
+                    vertices: n,
+                });
+            };
+            let unknown: Vec<usize> = edges
+                .iter()
+                .copied()
+                .filter(|&e| {
+                    if e < ne {
+                        self.roadmap.edges()[e].label == EdgeLabel::Unknown
+                    } else {
+                        conn_label[e - ne] == EdgeLabel::Unknown
+                    }
+                })
+                .collect();
+            if unknown.is_empty() {
+                let configs = verts
+                    .iter()
+                    .map(|&v| {
+                        if v == n {
+                            start.to_vec()
+                        } else if v == n + 1 {
+                            goal.to_vec()
+                        } else {
+                            self.roadmap
+                                .vertex(v)
+                                .map(<[f64]>::to_vec)
+                                .unwrap_or_default()
+                        }
+                    })
+                    .collect();
+                return Ok(RoadmapPath {
+                    configs,
+                    vertices: verts.iter().map(|&v| (v < n).then_some(v)).collect(),
+                    edges: edges.iter().map(|&e| (e < ne).then_some(e)).collect(),
+                    cost,
+                    rounds,
+                    edges_checked: checked,
+                });
+            }
+            let mut motions = MotionBatch::new(self.space.dof());
+            for &e in &unknown {
+                let (a, b) = if e < ne {
+                    let x = &self.roadmap.edges()[e];
+                    (x.a, x.b)
+                } else {
+                    (conns[e - ne].0, conns[e - ne].1)
+                };
+                let qa = if a == n {
+                    start.to_vec()
+                } else if a == n + 1 {
+                    goal.to_vec()
+                } else {
+                    self.roadmap
+                        .vertex(a)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_default()
+                };
+                let qb = if b == n {
+                    start.to_vec()
+                } else if b == n + 1 {
+                    goal.to_vec()
+                } else {
+                    self.roadmap
+                        .vertex(b)
+                        .map(<[f64]>::to_vec)
+                        .unwrap_or_default()
+                };
+                motions.push(&qa, &qb)?;
+            }
+            let verdicts = checker.check_motions(&motions, self.opts.resolution)?;
+            checked += unknown.len();
+            for (k, &e) in unknown.iter().enumerate() {
+                let ok = verdicts.get(k).copied().unwrap_or(false);
+                let l = if ok {
+                    EdgeLabel::Valid
+                } else {
+                    EdgeLabel::Invalid
+                };
+                if e < ne {
+                    self.verified[e] = if ok { VERIFIED_VALID } else { VERIFIED_INVALID };
+                    self.roadmap.set_label(e, l)?;
+                } else {
+                    conn_label[e - ne] = l;
+                }
+            }
+        }
+    }
+
+    /// A* over the roadmap plus the connections (`conns[i]` is edge `ne + i`), over edges
+    /// not labelled Invalid; heuristic: joint-space distance to `goal`. Ties by vertex index.
+    fn astar(
+        &self,
+        s: usize,
+        g: usize,
+        goal: &[f64],
+        conns: &[(usize, usize, f64)],
+        conn_label: &[EdgeLabel],
+        start: &[f64],
+    ) -> Option<(Vec<usize>, Vec<usize>, f64)> {
+        use std::cmp::Ordering;
+        use std::collections::BinaryHeap;
+        #[derive(PartialEq)]
+        struct Open(f64, usize);
+        impl Eq for Open {}
+        impl Ord for Open {
+            fn cmp(&self, o: &Self) -> Ordering {
+                o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+            }
+        }
+        impl PartialOrd for Open {
+            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        let n = self.roadmap.num_vertices();
+        let ne = self.roadmap.num_edges();
+        let total = n + 2;
+        let h = |v: usize| -> f64 {
+            if v == n + 1 {
+                0.0
+            } else if v == n {
+                self.space.distance(start, goal)
+            } else {
+                self.roadmap
+                    .vertex(v)
+                    .map_or(0.0, |q| self.space.distance(q, goal))
+            }
+        };
+        let mut dist = vec![f64::INFINITY; total];
+        let mut via: Vec<Option<usize>> = vec![None; total];
+        let mut closed = vec![false; total];
+        let mut heap = BinaryHeap::new();
+        dist[s] = 0.0;
+        heap.push(Open(h(s), s));
+        while let Some(Open(_, v)) = heap.pop() {
+            if closed[v] {
+                continue;
+            }
+            closed[v] = true;
+            if v == g {
+                break;
+            }
+            let mut relax = |e: usize, w: usize, len: f64, heap: &mut BinaryHeap<Open>| {
+                let d = dist[v] + len;
+                if d < dist[w] {
+                    dist[w] = d;
+                    via[w] = Some(e);
+                    heap.push(Open(d + h(w), w));
+                }
+            };
+            if v < n {
+                for &e in self.roadmap.incident(v) {
+                    let edge = &self.roadmap.edges()[e];
+                    if edge.label != EdgeLabel::Invalid {
+                        relax(e, edge.other(v), edge.length, &mut heap);
+                    }
+                }
+            }
+            for (i, &(a, b, len)) in conns.iter().enumerate() {
+                if conn_label[i] == EdgeLabel::Invalid || (a != v && b != v) {
+                    continue;
+                }
+                relax(ne + i, if a == v { b } else { a }, len, &mut heap);
+            }
+        }
+        if !closed[g] {
+            return None;
+        }
+        let mut verts = vec![g];
+        let mut edges = Vec::new();
+        let mut v = g;
+        while let Some(e) = via[v] {
+            edges.push(e);
+            v = if e < ne {
+                self.roadmap.edges()[e].other(v)
+            } else {
+                let (a, b, _) = conns[e - ne];
+                if a == v {
+                    b
+                } else {
+                    a
+                }
+            };
+            verts.push(v);
+            if edges.len() > total {
+                return None;
+            }
+        }
+        verts.reverse();
+        edges.reverse();
+        Some((verts, edges, dist[g]))
+    }
+
+    /// Plans with the roadmap: [`DynamicRoadmap::search`] inside the common planning frame
+    /// (request checks, start and goal validity, shortcutting, time parameterization and
+    /// re-validation at `req.resolution`). The result reports `req.planner` as its planner
+    /// (use [`PlannerId::LazyPrm`], the search this is).
+    pub fn plan(
+        &mut self,
+        checker: &dyn Checker,
+        req: &PlanRequest,
+    ) -> Result<PlanResult, PlanError> {
+        let vertices = self.roadmap.num_vertices();
+        let edges = self.roadmap.num_edges();
+        run(checker, req, |ctx| {
+            let p = self.search(ctx.checker, &ctx.req.start, &ctx.req.goal)?;
+            Ok(RawSolution {
+                path: p.configs,
+                iterations: p.rounds,
+                vertices,
+                edges,
+                cost_over_time: Vec::new(),
+            })
+        })
+    }
+}
+
+fn make_grid(cell: f64, lo: [f64; 3], hi: [f64; 3]) -> Result<Grid, DynamicError> {
+    let dims = [0, 1, 2].map(|k| ((hi[k] - lo[k]) / cell).ceil().max(1.0));
+    if dims.iter().product::<f64>() > 64.0 * 1024.0 * 1024.0 {
+        return Err(DynamicError::Options(format!(
+            "a voxel grid of {dims:?} cells is too large; use larger cells"
+        )));
+    }
+    Ok(Grid {
+        origin: lo.map(|v| v as f32),
+        cell: cell as f32,
+        dims: dims.map(|d| d as u32),
+    })
+}
+
+/// Inverts the edge -> cells lists into cell -> edges (CSR, edges ascending per cell).
+fn build_drm(grid: Grid, n_edges: usize, cell_counts: &[u32], cells: &[u32]) -> DrmMap {
+    let nc = grid.len();
+    let mut counts = vec![0u32; nc];
+    for &c in cells {
+        counts[c as usize] += 1;
+    }
+    let offsets = prefix(&counts);
+    let mut fill: Vec<u32> = offsets[..nc].to_vec();
+    let mut edges = vec![0u32; cells.len()];
+    let mut k = 0usize;
+    for (e, &cnt) in cell_counts.iter().enumerate().take(n_edges) {
+        for &c in &cells[k..k + cnt as usize] {
+            edges[fill[c as usize] as usize] = e as u32;
+            fill[c as usize] += 1;
+        }
+        k += cnt as usize;
+    }
+    DrmMap {
+        grid,
+        offsets,
+        edges,
+    }
+}
