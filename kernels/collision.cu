@@ -1,9 +1,11 @@
 // gpu_motion_planner: batched configuration and motion validity (twin of CpuChecker).
 // Compiled at run time by NVRTC with common.cuh prepended (src/gpu/kernels.rs).
 //
-// Outputs are one byte per query: 1 = collision free, 0 = in collision (check_configs,
-// check_motions_naive), or, for check_motions_balanced, a per-motion "collided" flag that the
-// host zeroes before the launch (1 = a colliding step was found).
+// Outputs: check_configs writes one byte per configuration (1 = collision free, 0 = in
+// collision); check_motions_naive one status byte per motion (0 = valid, 1 = collides,
+// 2 = uncertain: free at every checked configuration but not with the sweep margin);
+// check_motions_balanced two flag arrays the host zeroes before the launch: collided[0..n)
+// (a colliding step was found) and collided[n..2n) (an uncertain step was found).
 
 #ifndef GMP_MAX_DOF
 #define GMP_MAX_DOF 32
@@ -43,15 +45,17 @@ extern "C" __global__ void check_motions_naive(const GmpModel m, const float* __
     const float* s = start + (size_t)i * m.dof;
     const float* d = diff + (size_t)i * m.dof;
     float qloc[GMP_MAX_DOF];
-    unsigned char ok = 1;
+    unsigned char status = 0;
     for (unsigned k = 0; k <= n; k++) {
         gmp_interpolate(s, d, m.dof, order[off + k], n, qloc);
-        if (!gmp_config_valid(m, qloc)) {
-            ok = 0;
+        unsigned st = gmp_motion_step_status(m, qloc, d, n);
+        if (st == 1u) {
+            status = 1;
             break;
         }
+        if (st == 2u) status = 2;
     }
-    out[i] = ok;
+    out[i] = status;
 }
 
 // One thread per (motion, rank) item. Items are laid out rank-major so that the first ranks of
@@ -67,7 +71,7 @@ extern "C" __global__ void check_motions_balanced(const GmpModel m, const float*
                                                   unsigned total_items,
                                                   const unsigned* __restrict__ order_off,
                                                   const unsigned* __restrict__ order,
-                                                  volatile unsigned char* collided) {
+                                                  unsigned n_motions, volatile unsigned char* collided) {
     unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= total_items) return;
     // Rank: the last r with rank_off[r] <= g (binary search over n_ranks + 1 offsets).
@@ -86,6 +90,9 @@ extern "C" __global__ void check_motions_balanced(const GmpModel m, const float*
     unsigned n = segments[mi];
     unsigned step = order[order_off[n] + r];
     float qloc[GMP_MAX_DOF];
-    gmp_interpolate(start + (size_t)mi * m.dof, diff + (size_t)mi * m.dof, m.dof, step, n, qloc);
-    if (!gmp_config_valid(m, qloc)) collided[mi] = 1;
+    const float* d = diff + (size_t)mi * m.dof;
+    gmp_interpolate(start + (size_t)mi * m.dof, d, m.dof, step, n, qloc);
+    unsigned st = gmp_motion_step_status(m, qloc, d, n);
+    if (st == 1u) collided[mi] = 1;
+    if (st == 2u) collided[n_motions + mi] = 1;
 }

@@ -76,6 +76,7 @@ struct GmpModel {
     const float* mesh_verts;
     const unsigned* mesh_edge_offsets;
     const unsigned* mesh_edge_targets;
+    const float* reach;          // num_bodies x num_frames (model.rs CollisionModel::reach)
     unsigned num_frames;
     unsigned num_bodies;
     unsigned num_self_pairs;
@@ -612,23 +613,41 @@ __device__ __forceinline__ GmpShape gmp_body_shape(const GmpModel& m, const Xf& 
 
 __device__ __forceinline__ V3 gmp_sphere_center(const float* sp) { return v3(sp[0], sp[1], sp[2]); }
 
-// config_valid after frame_poses: true = collision free.
-__device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
+// cpu.rs body_sweep: half the distance a point of body b travels per segment of a motion with
+// group differences `diff` over `n` segments (0 when diff is null).
+__device__ __forceinline__ float gmp_body_sweep(const GmpModel& m, unsigned b, const float* diff, unsigned n) {
+    if (diff == nullptr) return 0.0f;
+    float nf = (float)n;
+    float acc = 0.0f;
+    for (unsigned f = 0; f < m.num_frames; f++) {
+        const GmpFrame& fr = m.frames[f];
+        int k = m.var_group[fr.var];
+        if (k < 0) continue;
+        float step = fabsf(diff[k]) / nf;
+        acc = acc + fabsf(fr.mult) * step * m.reach[b * m.num_frames + f];
+    }
+    return 0.5f * acc;
+}
+
+// cpu.rs frames_valid: config_valid after frame_poses, every body grown by its sweep for the
+// motion (diff, n) when diff is not null. true = collision free.
+__device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const float* diff, unsigned n) {
     const float mg = m.margin;
     for (unsigned bi = 0; bi < m.num_bodies; bi++) {
         const GmpBody& b = m.bodies[bi];
+        float e = gmp_body_sweep(m, bi, diff, n);
         Xf xf = gmp_frame_of(frames, b.frame);
         V3 bcenter = v3(b.center[0], b.center[1], b.center[2]);
         V3 bc = xf_apply(xf, bcenter);
         for (unsigned oi = 0; oi < m.num_obstacles; oi++) {
             const GmpObstacle& o = m.obstacles[oi];
-            if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius, o, mg)) continue;
+            if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius + e, o, mg)) continue;
             if (b.inflate == 0.0f && b.sphere_count > 0u) {
                 bool near = false;
                 for (unsigned si = b.sphere_start; si < b.sphere_start + b.sphere_count; si++) {
                     const float* sp = m.spheres + 4 * si;
                     V3 c = xf_apply(xf, gmp_sphere_center(sp));
-                    if (gmp_sphere_near_obstacle(c, sp[3], o, mg)) {
+                    if (gmp_sphere_near_obstacle(c, sp[3] + e, o, mg)) {
                         near = true;
                         break;
                     }
@@ -643,18 +662,20 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
             V3 dir = gmp_sub(bc, ocenter);
             GmpShape body = gmp_body_shape(m, xf);
             GmpShape obs = gmp_obstacle_shape(m, o);
-            if (!gmp_separated(body, obs, mg + b.inflate + extra, dir, &ca, &cb)) return false;
+            if (!gmp_separated(body, obs, mg + b.inflate + e + extra, dir, &ca, &cb)) return false;
         }
     }
     for (unsigned pi = 0; pi < m.num_self_pairs; pi++) {
         const GmpBody& ba = m.bodies[m.self_pairs[2 * pi]];
         const GmpBody& bb = m.bodies[m.self_pairs[2 * pi + 1]];
+        float ea = gmp_body_sweep(m, m.self_pairs[2 * pi], diff, n);
+        float eb = gmp_body_sweep(m, m.self_pairs[2 * pi + 1], diff, n);
         Xf xa = gmp_frame_of(frames, ba.frame);
         Xf xb = gmp_frame_of(frames, bb.frame);
         V3 ca = xf_apply(xa, v3(ba.center[0], ba.center[1], ba.center[2]));
         V3 cb = xf_apply(xb, v3(bb.center[0], bb.center[1], bb.center[2]));
         V3 d = gmp_sub(ca, cb);
-        float rr = ba.radius + bb.radius + mg;
+        float rr = ba.radius + bb.radius + mg + ea + eb;
         if (gmp_dot(d, d) > rr * rr) continue;
         bool near = false;
         for (unsigned si = ba.sphere_start; si < ba.sphere_start + ba.sphere_count && !near; si++) {
@@ -664,7 +685,7 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
                 const float* t = m.spheres + 4 * ti;
                 V3 c2 = xf_apply(xb, gmp_sphere_center(t));
                 V3 dd = gmp_sub(c1, c2);
-                float r2 = s[3] + t[3] + mg;
+                float r2 = s[3] + t[3] + mg + ea + eb;
                 if (gmp_dot(dd, dd) <= r2 * r2) {
                     near = true;
                     break;
@@ -677,7 +698,7 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
         GmpShape shb = gmp_body_shape(m, xb);
         unsigned va = ba.vert_start;
         unsigned vb = bb.vert_start;
-        if (!gmp_separated(sha, shb, mg + ba.inflate + bb.inflate, d, &va, &vb)) return false;
+        if (!gmp_separated(sha, shb, mg + ba.inflate + bb.inflate + ea + eb, d, &va, &vb)) return false;
     }
     return true;
 }
@@ -686,5 +707,16 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames) {
 __device__ __forceinline__ bool gmp_config_valid(const GmpModel& m, const float* q) {
     Xf frames[GMP_MAX_FRAMES];
     gmp_fk(m, q, frames);
-    return gmp_frames_valid(m, frames);
+    return gmp_frames_valid(m, frames, nullptr, 0u);
+}
+
+// cpu.rs CpuChecker::motion_status, for one checked configuration q of the motion (diff, n):
+// 0 = free with the sweep margin, 1 = in collision, 2 = free but not with the sweep margin.
+__device__ __forceinline__ unsigned gmp_motion_step_status(const GmpModel& m, const float* q, const float* diff,
+                                                           unsigned n) {
+    Xf frames[GMP_MAX_FRAMES];
+    gmp_fk(m, q, frames);
+    if (gmp_frames_valid(m, frames, diff, n)) return 0u;
+    if (!gmp_frames_valid(m, frames, nullptr, 0u)) return 1u;
+    return 2u;
 }

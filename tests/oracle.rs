@@ -476,3 +476,51 @@ fn touching_and_separated_boxes_near_the_margin() {
     }
     let _ = Point3::<f64>::origin();
 }
+
+#[test]
+fn a_thin_pole_between_two_checked_configurations_is_found() {
+    // Joint 1 of test_arm3 sweeps link3 (radius 0.4..0.7 from the z axis, height 0.4) from
+    // 0.6 to 1.1 rad past a thin pole at 0.85 rad. At resolution 0.5 the motion has a single
+    // segment: both checked configurations are far from the pole, so a discrete check would
+    // call the motion free; the sweep bound must not.
+    let robot = RobotModel::from_urdf_file(
+        &common::root().join("urdf/test_arm3.urdf"),
+        None,
+        &Default::default(),
+    )
+    .unwrap();
+    let group = robot
+        .group_from_joints(&["joint1", "joint2", "joint3"])
+        .unwrap();
+    let mut scene = Scene::new("world");
+    let a: f64 = 0.85;
+    scene
+        .add(Obstacle {
+            id: "pole".into(),
+            shape: Shape::Cylinder {
+                radius: 0.005,
+                half_length: 0.1,
+            },
+            pose: Isometry3::translation(0.55 * a.cos(), 0.55 * a.sin(), 0.4),
+        })
+        .unwrap();
+    let checker = CpuChecker::new(
+        &robot,
+        &group,
+        &robot.tree.neutral_state(),
+        &scene,
+        CheckerOptions::default(),
+    )
+    .unwrap();
+    assert!(checker.check_config(&[0.6, 0.0, 0.0]).unwrap());
+    assert!(checker.check_config(&[1.1, 0.0, 0.0]).unwrap());
+    assert!(
+        !checker.check_config(&[0.85, 0.0, 0.0]).unwrap(),
+        "the pole is in link3's way"
+    );
+    let mut m = gpu_motion_planner::collision::MotionBatch::new(3);
+    m.push(&[0.6, 0.0, 0.0], &[1.1, 0.0, 0.0]).unwrap();
+    // Same joints, swept away from the pole: free, proven after refinement.
+    m.push(&[-0.6, 0.0, 0.0], &[-1.1, 0.0, 0.0]).unwrap();
+    assert_eq!(checker.check_motions(&m, 0.5).unwrap(), vec![false, true]);
+}

@@ -141,14 +141,10 @@ fn solve_and_check(p: &Panda, prob: &Problem, planner: PlannerId, seed: u64) {
 }
 
 /// The re-check the issue asks for: a fresh checker of the exact geometry (no margin) at a
-/// tenth of the planning resolution. It FAILS today on most problems (e.g. RRT-Connect on
-/// table_pick #2: the motion between trajectory points 82 and 83 collides between two
-/// configurations 0.02 apart that were both checked free): motions are checked at discrete
-/// configurations with a 0.1 mm margin, which does not bound what happens between them.
-/// Ignored until motion checking is made conservative (a margin that covers the largest
-/// link displacement per step, or a swept-volume check); run with `--ignored` to see it.
+/// tenth of the planning resolution. Before motion checks grew the bodies by their sweep
+/// between checked configurations, this failed on most problems (e.g. RRT-Connect on
+/// table_pick #2 collided between two configurations 0.02 apart that were both free).
 #[test]
-#[ignore = "known gap: discrete motion checks miss collisions between samples"]
 fn dense_recheck_at_a_tenth_of_the_resolution() {
     let Some(p) = panda("dense_recheck_at_a_tenth_of_the_resolution") else {
         return;

@@ -35,6 +35,69 @@ impl Default for CheckerOptions {
 pub struct Scratch {
     state: Vec<f32>,
     frames: Vec<Xf>,
+    sweep: Vec<f32>,
+}
+
+/// The outcome of checking one motion at its checked configurations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MotionStatus {
+    /// Every checked configuration is free with the bodies grown by their sweep between
+    /// checked configurations: the whole straight-line motion is free.
+    #[default]
+    Valid,
+    /// A checked configuration is in collision.
+    Collides,
+    /// Every checked configuration is free, but not with the sweep margin: check again with
+    /// more segments.
+    Uncertain,
+}
+
+/// Each refinement cuts the uncertain motions' segments into this many parts.
+pub const REFINE_FACTOR: u32 = 4;
+/// Refinements before an uncertain motion is reported in collision.
+pub const MAX_REFINEMENTS: u32 = 3;
+
+/// Turns motion statuses into verdicts, re-checking uncertain motions with
+/// [`REFINE_FACTOR`] times more segments (and so a smaller sweep) up to [`MAX_REFINEMENTS`]
+/// times; a motion still uncertain after that is reported in collision (conservative).
+/// `eval` checks a batch of prepared motions on a backend.
+pub fn refine_motions<F>(p: &PreparedMotions, mut eval: F) -> Result<Vec<bool>, CollisionError>
+where
+    F: FnMut(&PreparedMotions) -> Result<Vec<MotionStatus>, CollisionError>,
+{
+    let mut status = eval(p)?;
+    let n = p.segments.len();
+    let dof = p.start.len().checked_div(n).unwrap_or(0);
+    let mut segments = p.segments.clone();
+    for _ in 0..MAX_REFINEMENTS {
+        let mut sub = PreparedMotions::default();
+        let mut kept = Vec::new();
+        for i in 0..n {
+            if status[i] != MotionStatus::Uncertain {
+                continue;
+            }
+            let Some(seg) = segments[i]
+                .checked_mul(REFINE_FACTOR)
+                .filter(|&s| s < (1 << 24))
+            else {
+                continue;
+            };
+            segments[i] = seg;
+            sub.start
+                .extend_from_slice(&p.start[i * dof..(i + 1) * dof]);
+            sub.diff.extend_from_slice(&p.diff[i * dof..(i + 1) * dof]);
+            sub.segments.push(seg);
+            kept.push(i);
+        }
+        if kept.is_empty() {
+            break;
+        }
+        let refined = eval(&sub)?;
+        for (k, &i) in kept.iter().enumerate() {
+            status[i] = refined[k];
+        }
+    }
+    Ok(status.iter().map(|&s| s == MotionStatus::Valid).collect())
 }
 
 /// Forward kinematics of the moving frames for a full f32 state (twin: `gmp_fk`).
@@ -132,8 +195,41 @@ pub fn config_valid(
     frames: &mut Vec<Xf>,
 ) -> bool {
     frame_poses(model, state, frames);
+    frames_valid(model, scene, frames, &[])
+}
+
+/// Half the distance any point of body `b` can travel between two consecutive checked
+/// configurations of a motion whose group joints change by `diff` over `segments` segments
+/// (twin: `gmp_body_sweep`). Each joint moves by `|diff| / segments` per segment and moves a
+/// body point at most that much times its reach ([`CollisionModel::reach`]); along a straight
+/// joint-space segment every intermediate pose of the body is within half the sum of those
+/// distances of one of the two checked poses.
+#[inline]
+pub fn body_sweep(model: &CollisionModel, b: usize, diff: &[f32], segments: u32) -> f32 {
+    let nf = model.frames.len();
+    let n = segments as f32;
+    let mut acc = 0.0f32;
+    for (f, fr) in model.frames.iter().enumerate() {
+        let k = model.var_group[fr.var as usize];
+        if k < 0 {
+            continue;
+        }
+        let step = diff[k as usize].abs() / n;
+        acc += fr.mult.abs() * step * model.reach[b * nf + f];
+    }
+    0.5 * acc
+}
+
+/// [`config_valid`] after [`frame_poses`], with every body grown by `sweep[b]` (empty: none).
+pub fn frames_valid(
+    model: &CollisionModel,
+    scene: &SceneModel,
+    frames: &[Xf],
+    sweep: &[f32],
+) -> bool {
     let m = model.margin;
-    for b in &model.bodies {
+    for (bi, b) in model.bodies.iter().enumerate() {
+        let e = sweep.get(bi).copied().unwrap_or(0.0);
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
         let body = ShapeRef::Poly {
@@ -143,7 +239,7 @@ pub fn config_valid(
             targets: &model.edge_targets,
         };
         for o in &scene.obstacles {
-            if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius, o, m) {
+            if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius + e, o, m) {
                 continue;
             }
             if b.inflate == 0.0 && b.sphere_count > 0 {
@@ -152,7 +248,7 @@ pub fn config_valid(
                     [b.sphere_start as usize..(b.sphere_start + b.sphere_count) as usize]
                 {
                     let c = xf.apply(&[s[0], s[1], s[2]]);
-                    if sphere_near_obstacle(&c, s[3], o, m) {
+                    if sphere_near_obstacle(&c, s[3] + e, o, m) {
                         near = true;
                         break;
                     }
@@ -176,7 +272,7 @@ pub fn config_valid(
             if !separated(
                 &body,
                 &obstacle_shape(o, scene),
-                m + b.inflate + extra,
+                m + b.inflate + e + extra,
                 dir,
                 &mut ca,
                 &mut cb,
@@ -188,12 +284,14 @@ pub fn config_valid(
     for p in &model.self_pairs {
         let ba = &model.bodies[p[0] as usize];
         let bb = &model.bodies[p[1] as usize];
+        let ea = sweep.get(p[0] as usize).copied().unwrap_or(0.0);
+        let eb = sweep.get(p[1] as usize).copied().unwrap_or(0.0);
         let xa = frame_of(frames, ba.frame);
         let xb = frame_of(frames, bb.frame);
         let ca = xa.apply(&ba.center);
         let cb = xb.apply(&bb.center);
         let d = sub(&ca, &cb);
-        let rr = ba.radius + bb.radius + m;
+        let rr = ba.radius + bb.radius + m + ea + eb;
         if dot(&d, &d) > rr * rr {
             continue;
         }
@@ -207,7 +305,7 @@ pub fn config_valid(
             for t in sb {
                 let c2 = xb.apply(&[t[0], t[1], t[2]]);
                 let d = sub(&c1, &c2);
-                let rr = s[3] + t[3] + m;
+                let rr = s[3] + t[3] + m + ea + eb;
                 if dot(&d, &d) <= rr * rr {
                     near = true;
                     break 'outer;
@@ -234,7 +332,14 @@ pub fn config_valid(
         };
         let mut va = ba.vert_start;
         let mut vb = bb.vert_start;
-        if !separated(&sha, &shb, m + ba.inflate + bb.inflate, d, &mut va, &mut vb) {
+        if !separated(
+            &sha,
+            &shb,
+            m + ba.inflate + bb.inflate + ea + eb,
+            d,
+            &mut va,
+            &mut vb,
+        ) {
             return false;
         }
     }
@@ -419,33 +524,44 @@ impl CpuChecker {
         )
     }
 
-    /// Validity of motion `i` of prepared motions.
-    pub fn motion_valid(&self, p: &PreparedMotions, i: usize, scratch: &mut Scratch) -> bool {
+    /// Status of motion `i` of prepared motions (twin: `check_motions_naive`).
+    pub fn motion_status(
+        &self,
+        p: &PreparedMotions,
+        i: usize,
+        scratch: &mut Scratch,
+    ) -> MotionStatus {
         let dof = self.model.dof();
         let start = &p.start[i * dof..(i + 1) * dof];
         let diff = &p.diff[i * dof..(i + 1) * dof];
         let n = p.segments[i];
+        scratch.sweep.clear();
+        for b in 0..self.model.bodies.len() {
+            scratch.sweep.push(body_sweep(&self.model, b, diff, n));
+        }
+        let mut status = MotionStatus::Valid;
         for step in bisection_order(n) {
             let t = step as f32 / n as f32;
             self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
-            if !config_valid(
-                &self.model,
-                &self.scene,
-                &scratch.state,
-                &mut scratch.frames,
-            ) {
-                return false;
+            frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+            if frames_valid(&self.model, &self.scene, &scratch.frames, &scratch.sweep) {
+                continue;
             }
+            if !frames_valid(&self.model, &self.scene, &scratch.frames, &[]) {
+                return MotionStatus::Collides;
+            }
+            status = MotionStatus::Uncertain;
         }
-        true
+        status
     }
 
-    fn parallel<F>(&self, n: usize, f: F) -> Vec<bool>
+    fn parallel<T, F>(&self, n: usize, f: F) -> Vec<T>
     where
-        F: Fn(usize, &mut Scratch) -> bool + Sync,
+        T: Clone + Default + Send,
+        F: Fn(usize, &mut Scratch) -> T + Sync,
     {
         let threads = self.threads.clamp(1, 64).min(n.max(1));
-        let mut out = vec![false; n];
+        let mut out = vec![T::default(); n];
         if threads <= 1 || n < 64 {
             let mut s = Scratch::default();
             for (i, o) in out.iter_mut().enumerate() {
@@ -489,7 +605,9 @@ impl Checker for CpuChecker {
         resolution: f64,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        Ok(self.parallel(motions.len(), |i, s| self.motion_valid(&p, i, s)))
+        refine_motions(&p, |q| {
+            Ok(self.parallel(q.segments.len(), |i, s| self.motion_status(q, i, s)))
+        })
     }
 
     fn backend(&self) -> Backend {

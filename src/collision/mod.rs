@@ -13,8 +13,9 @@ pub mod model;
 
 pub use backend::make_checker;
 pub use cpu::{
-    bisection_order, config_valid, frame_poses, prepare_motions, sphere_near_obstacle,
-    validate_batch, CheckerOptions, CpuChecker, PreparedMotions, Scratch,
+    bisection_order, body_sweep, config_valid, frame_poses, frames_valid, prepare_motions,
+    refine_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, MotionStatus,
+    PreparedMotions, Scratch, MAX_REFINEMENTS, REFINE_FACTOR,
 };
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 

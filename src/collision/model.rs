@@ -87,6 +87,13 @@ pub struct CollisionModel {
     pub self_pairs: Vec<[u32; 2]>,
     /// Safety margin (m).
     pub margin: f32,
+    /// Per body and moving frame (`bodies x frames`, row-major): an upper bound on how fast
+    /// any point of the body moves per unit of the frame's joint value — the largest distance
+    /// from the joint axis for revolute joints, 1 for prismatic ones, 0 when the joint does not
+    /// move the body. Motion checks use it to bound the sweep between checked configurations.
+    pub reach: Vec<f32>,
+    /// Per full-state variable: the planning-group index that supplies it, or -1.
+    pub var_group: Vec<i32>,
 }
 
 /// Appends a polytope's vertices and CRS adjacency to flat arrays; returns the first vertex.
@@ -170,6 +177,10 @@ impl CollisionModel {
         let mut link_frame: Vec<(i32, nalgebra::Isometry3<f64>)> =
             vec![(-1, nalgebra::Isometry3::identity()); tree.links.len()];
         let mut frames = Vec::new();
+        // Per frame: length of its fixed offset from the parent frame, and the largest
+        // displacement of a prismatic joint (0 for revolute joints).
+        let mut offset_len: Vec<f64> = Vec::new();
+        let mut extent: Vec<f64> = Vec::new();
         for j in &tree.joints {
             let (pf, poff) = link_frame[j.parent];
             if j.kind.is_moving() {
@@ -184,6 +195,17 @@ impl CollisionModel {
                     .variable
                     .ok_or_else(|| format!("joint '{}' has no variable", j.name))?;
                 let a = j.axis;
+                offset_len.push((poff * j.origin).translation.vector.norm());
+                extent.push(if j.kind == crate::robot::JointKind::Prismatic {
+                    let l = tree.joints[tree.variable_joints[var]].limits;
+                    let base = base_state.get(var).copied().unwrap_or(0.0);
+                    [l.lower, l.upper, base]
+                        .iter()
+                        .map(|&v| (mult * v + offset).abs())
+                        .fold(0.0, f64::max)
+                } else {
+                    0.0
+                });
                 frames.push(KinFrame {
                     parent: pf,
                     origin: Xf::from_isometry(&(poff * j.origin)),
@@ -214,6 +236,8 @@ impl CollisionModel {
             spheres: Vec::new(),
             self_pairs: Vec::new(),
             margin,
+            reach: Vec::new(),
+            var_group: Vec::new(),
         };
         match shapes {
             RobotShapes::Polytopes => {
@@ -294,6 +318,13 @@ impl CollisionModel {
                 m.self_pairs.push([i as u32, k as u32]);
             }
         }
+        m.var_group = vec![-1; m.num_vars];
+        for (k, &var) in m.group_vars.iter().enumerate() {
+            if let Some(slot) = m.var_group.get_mut(var as usize) {
+                *slot = k as i32;
+            }
+        }
+        m.reach = body_reach(&m, &offset_len, &extent);
         Ok(m)
     }
 
@@ -301,6 +332,38 @@ impl CollisionModel {
     pub fn dof(&self) -> usize {
         self.group_vars.len()
     }
+}
+
+/// Upper bounds on the speed of every body point per unit joint value (see
+/// [`CollisionModel::reach`]): walking from a body's frame up to the root, the distance from
+/// each joint origin grows by the fixed offsets and prismatic extents passed on the way.
+fn body_reach(m: &CollisionModel, offset_len: &[f64], extent: &[f64]) -> Vec<f32> {
+    let nf = m.frames.len();
+    let mut reach = vec![0.0f32; m.bodies.len() * nf];
+    let up = |d: f64| (d as f32) * (1.0 + 1e-6) + 1e-6;
+    for (bi, b) in m.bodies.iter().enumerate() {
+        if b.frame < 0 {
+            continue;
+        }
+        let verts = &m.verts[b.vert_start as usize..(b.vert_start + b.vert_count) as usize];
+        let far = verts
+            .iter()
+            .map(|v| ((v[0] as f64).powi(2) + (v[1] as f64).powi(2) + (v[2] as f64).powi(2)).sqrt())
+            .fold(0.0, f64::max)
+            + b.inflate as f64;
+        let mut f = b.frame as usize;
+        let mut dist = far + extent[f];
+        loop {
+            reach[bi * nf + f] = if m.frames[f].kind == 1 { 1.0 } else { up(dist) };
+            let p = m.frames[f].parent;
+            if p < 0 {
+                break;
+            }
+            dist += offset_len[f] + extent[p as usize];
+            f = p as usize;
+        }
+    }
+    reach
 }
 
 /// Obstacle kinds in the flat scene model.

@@ -24,8 +24,8 @@ use cudarc::driver::{
 
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
-    bisection_order, prepare_motions, validate_batch, Backend, Checker, CheckerOptions,
-    CollisionError, ConfigBatch, MotionBatch, PreparedMotions,
+    bisection_order, prepare_motions, refine_motions, validate_batch, Backend, Checker,
+    CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -250,6 +250,7 @@ struct DeviceRobot {
     self_pairs: CudaSlice<u32>,
     base_state: CudaSlice<u32>,
     var_group: CudaSlice<u32>,
+    reach: CudaSlice<u32>,
 }
 
 /// The scene arrays resident on one device.
@@ -316,6 +317,7 @@ impl DeviceState {
             self_pairs: upload(&stream, &rw.self_pairs)?,
             base_state: upload(&stream, &rw.base_state)?,
             var_group: upload(&stream, &rw.var_group)?,
+            reach: upload(&stream, &rw.reach)?,
         };
         let sw = SceneWords::build(scene);
         let scene_dev = DeviceScene {
@@ -374,6 +376,7 @@ impl DeviceState {
             mesh_verts: dptr(&sc.mesh_verts, s),
             mesh_edge_offsets: dptr(&sc.mesh_edge_offsets, s),
             mesh_edge_targets: dptr(&sc.mesh_edge_targets, s),
+            reach: dptr(&r.reach, s),
             num_frames: model.frames.len() as u32,
             num_bodies: model.bodies.len() as u32,
             num_self_pairs: model.self_pairs.len() as u32,
@@ -507,7 +510,7 @@ impl DeviceState {
         while start < n {
             let cn = (n - start).min(CONFIG_CHUNK);
             let words = cn * dof;
-            self.ensure_buffers(words, cn)?;
+            self.ensure_buffers(words, 2 * cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
                 for (d, s) in stg[..words]
@@ -517,7 +520,7 @@ impl DeviceState {
                     *d = s.to_bits();
                 }
             }
-            self.round(words, cn, times, |s| {
+            self.round(words, 2 * cn, times, |s| {
                 let input = s.input.slice(0..words);
                 let cn32 = cn as u32;
                 let cfg = launch_cfg(cn);
@@ -542,7 +545,7 @@ impl DeviceState {
         range: std::ops::Range<usize>,
         kernel: MotionKernel,
         table: &OrderTable,
-        out: &mut [bool],
+        out: &mut [MotionStatus],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
@@ -615,7 +618,7 @@ impl DeviceState {
                         let n_ranks = (rank_off.len() - 1) as u32;
                         let total = rank_off[rank_off.len() - 1];
                         {
-                            let mut o = s.out.slice_mut(0..cn);
+                            let mut o = s.out.slice_mut(0..2 * cn);
                             s.stream
                                 .memset_zeros(&mut o)
                                 .map_err(drv("clearing motion flags"))?;
@@ -631,6 +634,7 @@ impl DeviceState {
                             .arg(&total)
                             .arg(&s.order_off)
                             .arg(&s.order)
+                            .arg(&cn32)
                             .arg(&mut s.out);
                         unsafe { b.launch(launch_cfg(total as usize)) }
                             .map_err(drv("launching check_motions_balanced"))?;
@@ -639,15 +643,18 @@ impl DeviceState {
                 Ok(())
             })?;
             let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
-            let valid_flag = match kernel {
-                MotionKernel::Naive => 1u8,
-                MotionKernel::Balanced => 0u8,
-            };
-            for (o, &h) in out[i - range.start..j - range.start]
-                .iter_mut()
-                .zip(&host[..cn])
-            {
-                *o = h == valid_flag;
+            for (k, o) in out[i - range.start..j - range.start].iter_mut().enumerate() {
+                let (collides, uncertain) = match kernel {
+                    MotionKernel::Naive => (host[k] == 1, host[k] == 2),
+                    MotionKernel::Balanced => (host[k] != 0, host[cn + k] != 0),
+                };
+                *o = if collides {
+                    MotionStatus::Collides
+                } else if uncertain {
+                    MotionStatus::Uncertain
+                } else {
+                    MotionStatus::Valid
+                };
             }
             i = j;
         }
@@ -854,18 +861,19 @@ impl CudaChecker {
 
     /// Splits `0..n` evenly over the devices and runs `f(device, range, out)` on each in its own
     /// thread; returns the concatenated results.
-    fn split<F>(&self, n: usize, f: F) -> Result<Vec<bool>, CollisionError>
+    fn split<T, F>(&self, n: usize, f: F) -> Result<Vec<T>, CollisionError>
     where
+        T: Clone + Default + Send,
         F: Fn(
                 &mut DeviceState,
                 std::ops::Range<usize>,
-                &mut [bool],
+                &mut [T],
                 &mut DevTimes,
             ) -> Result<(), CollisionError>
             + Sync,
     {
         let t0 = Instant::now();
-        let mut out = vec![false; n];
+        let mut out = vec![T::default(); n];
         let nd = self.devices.len().min(n.max(1));
         let per = n.div_ceil(nd).max(1);
         let mut results: Vec<Result<DevTimes, CollisionError>> = Vec::new();
@@ -928,12 +936,13 @@ impl CudaChecker {
         })
     }
 
-    /// Validity of prepared motions with the given kernel.
+    /// Status of prepared motions with the given kernel (one round, no refinement; see
+    /// [`crate::collision::refine_motions`]).
     pub fn check_prepared(
         &self,
         p: &PreparedMotions,
         kernel: MotionKernel,
-    ) -> Result<Vec<bool>, CollisionError> {
+    ) -> Result<Vec<MotionStatus>, CollisionError> {
         let n = p.segments.len();
         if n == 0 {
             return Ok(Vec::new());
@@ -973,7 +982,7 @@ impl Checker for CudaChecker {
         resolution: f64,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        self.check_prepared(&p, self.motion_kernel)
+        refine_motions(&p, |q| self.check_prepared(q, self.motion_kernel))
     }
 
     fn backend(&self) -> Backend {

@@ -48,6 +48,8 @@ pub struct RobotWords {
     pub base_state: Vec<u32>,
     /// Per variable: its index in the planning group, or -1.
     pub var_group: Vec<u32>,
+    /// Body reach per moving frame (bodies x frames floats).
+    pub reach: Vec<u32>,
 }
 
 impl RobotWords {
@@ -85,6 +87,7 @@ impl RobotWords {
         }
         push_f(&mut w.base_state, &m.base_state);
         w.var_group = var_group(m);
+        push_f(&mut w.reach, &m.reach);
         w
     }
 }
@@ -176,6 +179,8 @@ pub struct ModelArgs {
     pub mesh_edge_offsets: u64,
     /// Mesh CRS targets.
     pub mesh_edge_targets: u64,
+    /// `float*` body reach (bodies x frames).
+    pub reach: u64,
     /// Moving frames.
     pub num_frames: u32,
     /// Bodies.
@@ -203,7 +208,7 @@ mod tests {
         let mut w = Vec::new();
         obstacle_words(&o, &mut w);
         assert_eq!(w.len(), OBSTACLE_WORDS);
-        // 13 pointers + 6 four-byte fields.
-        assert_eq!(std::mem::size_of::<ModelArgs>(), 13 * 8 + 6 * 4);
+        // 14 pointers + 6 four-byte fields.
+        assert_eq!(std::mem::size_of::<ModelArgs>(), 14 * 8 + 6 * 4);
     }
 }

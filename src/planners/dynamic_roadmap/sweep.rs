@@ -21,7 +21,7 @@ use nalgebra::Point3;
 
 use super::geom::{obb_disjoint, Aabb, Ball, Capsule, Obb};
 use crate::collision::detmath::{Xf, V3};
-use crate::collision::{frame_poses, CollisionModel, PreparedMotions};
+use crate::collision::{body_sweep, frame_poses, CollisionModel, PreparedMotions};
 use crate::robot::geometry::Polytope;
 use crate::robot::spheres::SphereSet;
 
@@ -293,12 +293,19 @@ impl Sweep<'_> {
             let mut edge_box = Aabb::EMPTY;
             let mut caps_here = 0u32;
             let pieces = self.params.boxes_per_body.max(1);
-            for body in self.bodies {
+            // How far each body may stray between checked configurations: the checker grows
+            // the bodies by this when it proves a motion free, so the outer boxes must too.
+            let dof = self.model.dof();
+            let diff = &self.motions.diff[e * dof..(e + 1) * dof];
+            let grow: Vec<f32> = (0..self.bodies.len())
+                .map(|b| body_sweep(self.model, b, diff, self.motions.segments[e]))
+                .collect();
+            for (bi, body) in self.bodies.iter().enumerate() {
                 for p in 0..pieces {
                     // Configurations [lo, hi) of piece p; an empty piece repeats a neighbour.
                     let lo = (p * configs / pieces).min(configs - 1);
                     let hi = ((p + 1) * configs / pieces).max(lo + 1);
-                    let obb = self.outer_box(body, lo..hi, &fr);
+                    let obb = self.outer_box(body, lo..hi, &fr, grow[bi]);
                     edge_box.grow(&obb.aabb());
                     if self.params.rgg {
                         out.obbs.push(obb);
@@ -320,9 +327,9 @@ impl Sweep<'_> {
             if let Some(grid) = &self.grid {
                 cells.clear();
                 for k in 0..configs {
-                    for body in self.bodies {
+                    for (bi, body) in self.bodies.iter().enumerate() {
                         let xf = fr(k, body.frame);
-                        let h = self.params.inflate;
+                        let h = self.params.inflate + grow[bi];
                         let obb = Obb {
                             c: xf.apply(&body.box_c),
                             r: xf.r,
@@ -348,6 +355,7 @@ impl Sweep<'_> {
         body: &BodyLocal,
         range: Range<usize>,
         fr: &impl Fn(usize, i32) -> Xf,
+        grow: f32,
     ) -> Obb {
         let mid = fr((range.start + range.end) / 2, body.frame);
         let axes: [V3; 3] = [0, 1, 2].map(|i| [mid.r[i], mid.r[3 + i], mid.r[6 + i]]);
@@ -375,7 +383,8 @@ impl Sweep<'_> {
             }
             let half = 0.5 * (hi[i] - lo[i]);
             // The f32 axes are unit only up to rounding; the relative term covers that.
-            h[i] = (half * (1.0 + 1e-5) + 1e-6 * (m.abs() + 1.0)) as f32 + self.params.inflate;
+            h[i] =
+                (half * (1.0 + 1e-5) + 1e-6 * (m.abs() + 1.0)) as f32 + self.params.inflate + grow;
         }
         Obb {
             c: c.map(|v| v as f32),
