@@ -510,7 +510,7 @@ impl DeviceState {
         while start < n {
             let cn = (n - start).min(CONFIG_CHUNK);
             let words = cn * dof;
-            self.ensure_buffers(words, 2 * cn)?;
+            self.ensure_buffers(words, cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
                 for (d, s) in stg[..words]
@@ -520,7 +520,7 @@ impl DeviceState {
                     *d = s.to_bits();
                 }
             }
-            self.round(words, 2 * cn, times, |s| {
+            self.round(words, cn, times, |s| {
                 let input = s.input.slice(0..words);
                 let cn32 = cn as u32;
                 let cfg = launch_cfg(cn);
@@ -571,7 +571,7 @@ impl DeviceState {
                 MotionKernel::Balanced => rank_major(seg),
             };
             let words = 2 * cn * dof + cn + perm.len() + rank_off.len();
-            self.ensure_buffers(words, cn)?;
+            self.ensure_buffers(words, 2 * cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
                 let mut k = 0;
@@ -593,7 +593,7 @@ impl DeviceState {
             let a_seg = 2 * cn * dof;
             let a_perm = a_seg + cn;
             let a_rank = a_perm + perm.len();
-            self.round(words, cn, times, |s| {
+            self.round(words, 2 * cn, times, |s| {
                 let start_v = s.input.slice(0..a_diff);
                 let diff_v = s.input.slice(a_diff..a_seg);
                 let seg_v = s.input.slice(a_seg..a_perm);
