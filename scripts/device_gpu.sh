@@ -35,12 +35,14 @@ fi
 
 status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
+  # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
   GMP_PARITY_CONFIGS=$parity_n GMP_PARITY_MOTIONS=$motions_n \
-    "$D/gpu_parity" --nocapture --test-threads=1 2>&1 | tee "$OUT/parity.log"
+    "$D/gpu_parity" ${GMP_PARITY_FILTER:-} --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_parity="ok"; else status_parity="FAILED"; fi
 fi
 if [[ "$mode" = all || "$mode" = memcheck || "$mode" = quick ]]; then
-  GMP_PARITY_CONFIGS=2000 GMP_PARITY_MOTIONS=200 compute-sanitizer --tool memcheck \
+  GMP_PARITY_CONFIGS=${GMP_MEMCHECK_CONFIGS:-2000} GMP_PARITY_MOTIONS=${GMP_MEMCHECK_MOTIONS:-200} \
+    compute-sanitizer --tool memcheck \
     --error-exitcode 9 "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 \
     2>&1 | tee "$OUT/memcheck.log"
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_memcheck="ok"; else status_memcheck="FAILED"; fi
