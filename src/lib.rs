@@ -5,3 +5,5 @@
 
 pub mod collision;
 pub mod robot;
+#[cfg(feature = "ros")]
+pub mod ros;
