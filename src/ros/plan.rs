@@ -10,6 +10,12 @@ use r2r::sensor_msgs::msg::JointState;
 
 use super::params::{NodeParams, PLANNERS};
 
+// PlanPath error codes as plain integers (r2r generates the .srv constants as enums).
+const FAILURE: i32 = PlanPath::Response::FAILURE as i32;
+const INVALID_GOAL_CONSTRAINTS: i32 = PlanPath::Response::INVALID_GOAL_CONSTRAINTS as i32;
+const INVALID_ROBOT_STATE: i32 = PlanPath::Response::INVALID_ROBOT_STATE as i32;
+const ROBOT_STATE_STALE: i32 = PlanPath::Response::ROBOT_STATE_STALE as i32;
+
 /// Message of every `~/plan` answer until the engine is wired in.
 pub const NOT_WIRED: &str = "planner not wired yet";
 
@@ -88,7 +94,7 @@ fn scaling(requested: f64, default: f64, what: &str) -> Result<f64, Refusal> {
         Ok(requested)
     } else {
         Err(refuse(
-            PlanPath::Response::FAILURE,
+            FAILURE,
             format!("{what} {requested} must be in (0, 1] (or 0 for the default)"),
         ))
     }
@@ -101,22 +107,18 @@ pub fn resolve(
     params: &NodeParams,
     current: Option<&JointState>,
 ) -> Result<ResolvedRequest, Refusal> {
-    use PlanPath::Response as R;
-    let goal = positions(&req.goal_state, "goal_state", R::INVALID_GOAL_CONSTRAINTS)?;
+    let goal = positions(&req.goal_state, "goal_state", INVALID_GOAL_CONSTRAINTS)?;
     if goal.is_empty() {
-        return Err(refuse(
-            R::INVALID_GOAL_CONSTRAINTS,
-            "goal_state has no joints",
-        ));
+        return Err(refuse(INVALID_GOAL_CONSTRAINTS, "goal_state has no joints"));
     }
     let current = match current {
-        Some(js) => positions(js, "joint_states", R::INVALID_ROBOT_STATE)?,
+        Some(js) => positions(js, "joint_states", INVALID_ROBOT_STATE)?,
         None => Vec::new(),
     };
-    let given = positions(&req.start_state, "start_state", R::INVALID_ROBOT_STATE)?;
+    let given = positions(&req.start_state, "start_state", INVALID_ROBOT_STATE)?;
     if given.is_empty() && current.is_empty() {
         return Err(refuse(
-            R::ROBOT_STATE_STALE,
+            ROBOT_STATE_STALE,
             "start_state is empty and no joint_states message has been received",
         ));
     }
@@ -128,7 +130,7 @@ pub fn resolve(
             Some(x) => start.push(x),
             None => {
                 return Err(refuse(
-                    R::INVALID_ROBOT_STATE,
+                    INVALID_ROBOT_STATE,
                     format!("start: no position for joint '{name}' in start_state or joint_states"),
                 ))
             }
@@ -141,7 +143,7 @@ pub fn resolve(
         req.planner_id.clone()
     } else {
         return Err(refuse(
-            R::FAILURE,
+            FAILURE,
             format!("planner_id '{}' is not one of {PLANNERS:?}", req.planner_id),
         ));
     };
@@ -152,7 +154,7 @@ pub fn resolve(
         t
     } else {
         return Err(refuse(
-            R::FAILURE,
+            FAILURE,
             format!("allowed_planning_time {t} must be > 0 (or 0 for the default)"),
         ));
     };
@@ -193,7 +195,7 @@ pub fn answer(
             stats.planner_id = resolved.planner_id;
             PlanPath::Response {
                 success: false,
-                error_code: PlanPath::Response::FAILURE,
+                error_code: FAILURE,
                 message: NOT_WIRED.into(),
                 stats,
                 ..Default::default()
@@ -250,7 +252,7 @@ mod tests {
         assert_eq!(r.joint_names, vec!["b", "a"]);
         assert_eq!(r.start, vec![0.2, 0.1]);
         let e = resolve(&req, &p, None).unwrap_err();
-        assert_eq!(e.error_code, PlanPath::Response::ROBOT_STATE_STALE);
+        assert_eq!(e.error_code, ROBOT_STATE_STALE);
     }
 
     #[test]
@@ -259,12 +261,12 @@ mod tests {
         let bad_goal = request(js(&["a"], &[0.0]), js(&["a"], &[]));
         assert_eq!(
             resolve(&bad_goal, &p, None).unwrap_err().error_code,
-            PlanPath::Response::INVALID_GOAL_CONSTRAINTS
+            INVALID_GOAL_CONSTRAINTS
         );
         let nan_start = request(js(&["a"], &[f64::NAN]), js(&["a"], &[1.0]));
         assert_eq!(
             resolve(&nan_start, &p, None).unwrap_err().error_code,
-            PlanPath::Response::INVALID_ROBOT_STATE
+            INVALID_ROBOT_STATE
         );
         let mut bad_planner = request(js(&["a"], &[0.0]), js(&["a"], &[1.0]));
         bad_planner.planner_id = "teleport".into();

@@ -47,6 +47,16 @@ def ros2(*args, timeout=30):
         return -1, f'timed out after {timeout}s: {e.stdout or ""}{e.stderr or ""}'
 
 
+def ros2_param(*args):
+    """`ros2 param ...` without the daemon, retried while discovery has not yet found
+    the node (the CLI creates a fresh node each time)."""
+    deadline = time.time() + 20.0
+    while True:
+        rc, out = ros2('param', *args, '--no-daemon', '--spin-time', '2')
+        if 'Node not found' not in out or time.time() > deadline:
+            return rc, out
+
+
 def call(node, client, request, timeout=10.0):
     future = client.call_async(request)
     rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
@@ -76,7 +86,7 @@ def main():
         node.destroy_node()
         rclpy.shutdown()
         if launch.poll() is None:
-            launch.send_signal(signal.SIGINT)
+            os.killpg(launch.pid, signal.SIGINT)
             try:
                 launch.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -85,8 +95,8 @@ def main():
         launch_log.close()
     with open(launch_log_path) as f:
         launch_output = f.read()
-    check('node logged a clean shutdown',
-          'shutting down' in launch_output and 'stopped' in launch_output,
+    check('node shut down on SIGINT and logged it',
+          'SIGINT: shutting down' in launch_output and 'stopped' in launch_output,
           f'see {launch_log_path}')
     check('planner_node exited with code 0 ("process has finished cleanly")',
           'process has finished cleanly' in launch_output, f'see {launch_log_path}')
@@ -137,19 +147,19 @@ def run_checks(node, launch):
         check(f'~/{name} answers', res is not None, res and f'{res.success} {res.message!r}')
 
     # Parameters through the ros2 CLI.
-    rc, out = ros2('param', 'get', NODE, 'planner', '--no-daemon')
+    rc, out = ros2_param('get', NODE, 'planner')
     check('ros2 param get planner == rrt_connect (from config/planner.yaml)',
           rc == 0 and 'rrt_connect' in out, out)
-    rc, out = ros2('param', 'get', NODE, 'urdf_path', '--no-daemon')
+    rc, out = ros2_param('get', NODE, 'urdf_path')
     check('launch argument urdf_path reaches the node',
           rc == 0 and '/nonexistent/for_test.urdf' in out, out)
-    rc, out = ros2('param', 'set', NODE, 'planner', 'rrt', '--no-daemon')
+    rc, out = ros2_param('set', NODE, 'planner', 'rrt')
     check('ros2 param set planner rrt', rc == 0 and 'successful' in out.lower(), out)
-    rc, out = ros2('param', 'get', NODE, 'planner', '--no-daemon')
+    rc, out = ros2_param('get', NODE, 'planner')
     check('ros2 param get planner == rrt', rc == 0 and out.endswith('rrt'), out)
-    rc, out = ros2('param', 'set', NODE, 'planner', 'teleport', '--no-daemon')
+    rc, out = ros2_param('set', NODE, 'planner', 'teleport')
     time.sleep(0.5)  # the node validates asynchronously, then restores the old value
-    rc, out = ros2('param', 'get', NODE, 'planner', '--no-daemon')
+    rc, out = ros2_param('get', NODE, 'planner')
     check('an invalid planner is refused (value stays rrt)', rc == 0 and out.endswith('rrt'), out)
 
     # The new default planner is used by ~/plan.
@@ -174,8 +184,9 @@ def run_checks(node, launch):
           res is not None and res.message == 'planner not wired yet',
           res and f'code={res.error_code} message={res.message!r}')
 
-    # Clean shutdown on SIGINT, as `ros2 launch` users do with Ctrl-C.
-    launch.send_signal(signal.SIGINT)
+    # Clean shutdown on Ctrl-C: the terminal sends SIGINT to the whole process group
+    # (launch itself does not forward a SIGINT it received).
+    os.killpg(launch.pid, signal.SIGINT)
     try:
         launch.wait(timeout=20)
     except subprocess.TimeoutExpired:
