@@ -101,9 +101,17 @@ dpkg -s libclang-dev >/dev/null 2>&1 || need_apt+=(libclang-dev)
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v unshare >/dev/null || need_apt+=(util-linux)
 command -v g++ >/dev/null || need_apt+=(g++)
+# The wheels are built for CPython 3.11, and librcl needs libpython at run time.
+libpython_of() {
+    "$1" -c "import sysconfig as s;print(s.get_config_var('LIBDIR')+'/'+(s.get_config_var('INSTSONAME') or 'none'))"
+}
 PY=${GMP_PYTHON:-$(command -v python3.11 || true)}
-if [[ -z "$PY" ]]; then need_apt+=(python3.11 python3.11-venv libpython3.11); fi
-if [[ -n "$PY" ]] && ! "$PY" -c 'import ensurepip' 2>/dev/null; then need_apt+=(python3.11-venv); fi
+if [[ -z "$PY" ]]; then
+    need_apt+=(python3.11 python3.11-venv libpython3.11)
+else
+    "$PY" -c 'import ensurepip' 2>/dev/null || need_apt+=(python3.11-venv)
+    [[ -f "$(libpython_of "$PY")" ]] || need_apt+=(libpython3.11)
+fi
 if (( ${#need_apt[@]} )); then
     say "apt-get install ${need_apt[*]}"
     if [[ $(id -u) != 0 ]]; then SUDO=sudo; else SUDO=; fi
@@ -111,8 +119,7 @@ if (( ${#need_apt[@]} )); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 PY=${GMP_PYTHON:-$(command -v python3.11)}
-# The wheels are built for CPython 3.11 and librcl needs libpython at run time.
-PYSO=$("$PY" -c "import sysconfig as s;print(s.get_config_var('LIBDIR')+'/'+(s.get_config_var('INSTSONAME') or ''))")
+PYSO=$(libpython_of "$PY")
 [[ -f "$PYSO" ]] || { echo "setup_ros: $PY has no shared libpython ($PYSO); install libpython3.11" >&2; exit 1; }
 say "system packages ok (python: $PY)"
 
