@@ -12,5 +12,5 @@ pub mod mbm;
 pub mod planners;
 pub mod roadmap;
 pub mod robot;
-pub mod scene;
-pub mod trajectory;
+#[cfg(feature = "ros")]
+pub mod ros;

@@ -1,0 +1,98 @@
+"""Start planner_node with a params file and an optional robot model override.
+
+Arguments (name:=value):
+  params_file        ROS params file (default: <share>/config/planner.yaml)
+  robot_description  URDF text; overrides the params file when not empty
+  urdf_path          URDF file; overrides the params file when not empty
+  srdf_path          SRDF file; overrides the params file when not empty
+  rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
+                     Fixed Frame set to the params file's planning_frame
+  log_level          node log level (default: info)
+"""
+
+import os
+import tempfile
+
+import yaml
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+PACKAGE = 'gpu_motion_planner'
+OVERRIDES = ('robot_description', 'urdf_path', 'srdf_path')
+
+
+def _planner_node(context):
+    params = [LaunchConfiguration('params_file').perform(context)]
+    # Only non-empty overrides are passed, so empty arguments keep the file's values.
+    overrides = {}
+    for name in OVERRIDES:
+        value = LaunchConfiguration(name).perform(context)
+        if value:
+            overrides[name] = value
+    if overrides:
+        params.append(overrides)
+    return [
+        Node(
+            package=PACKAGE,
+            executable='planner_node',
+            name='planner_node',
+            output='screen',
+            parameters=params,
+            arguments=['--ros-args', '--log-level',
+                       LaunchConfiguration('log_level').perform(context)],
+        )
+    ]
+
+
+def _planning_frame(params_file):
+    """planning_frame from a params file ('world' when absent or unreadable)."""
+    try:
+        with open(params_file) as f:
+            data = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError):
+        return 'world'
+    for key in ('planner_node', '/planner_node', '/**'):
+        frame = (data.get(key) or {}).get('ros__parameters', {}).get('planning_frame')
+        if frame:
+            return str(frame)
+    return 'world'
+
+
+def _rviz(context):
+    share = get_package_share_directory(PACKAGE)
+    frame = _planning_frame(LaunchConfiguration('params_file').perform(context))
+    with open(os.path.join(share, 'config', 'planner.rviz')) as f:
+        config = f.read().replace('Fixed Frame: world', f'Fixed Frame: {frame}')
+    out = tempfile.NamedTemporaryFile('w', prefix='planner_', suffix='.rviz', delete=False)
+    with out:
+        out.write(config)
+    return [Node(package='rviz2', executable='rviz2', name='rviz2', output='log',
+                 arguments=['-d', out.name])]
+
+
+def generate_launch_description():
+    share = get_package_share_directory(PACKAGE)
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            'params_file', default_value=os.path.join(share, 'config', 'planner.yaml'),
+            description='ROS params file for planner_node'),
+        DeclareLaunchArgument(
+            'robot_description', default_value='',
+            description='URDF text (overrides the params file when not empty)'),
+        DeclareLaunchArgument(
+            'urdf_path', default_value='',
+            description='URDF file (overrides the params file when not empty)'),
+        DeclareLaunchArgument(
+            'srdf_path', default_value='',
+            description='SRDF file (overrides the params file when not empty)'),
+        DeclareLaunchArgument(
+            'rviz', default_value='false', description='also start rviz2'),
+        DeclareLaunchArgument(
+            'log_level', default_value='info', description='planner_node log level'),
+        OpaqueFunction(function=_planner_node),
+        OpaqueFunction(function=_rviz, condition=IfCondition(LaunchConfiguration('rviz'))),
+    ])

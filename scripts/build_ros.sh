@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build the ROS packages of this repository with colcon: gpu_motion_planner_interfaces
+# (interfaces/) and gpu_motion_planner (the repo root, with the `ros` cargo feature so
+# that planner_node is built).
+#
+# The colcon workspace (build/ install/ log/) lives in $GMP_ROS_CACHE/ws, by default
+# .cache/ros/ws, which git ignores; nothing is written into the source tree. Re-running
+# rebuilds only what changed. Runs scripts/setup_ros.sh first unless its env file exists.
+#
+# Usage: scripts/build_ros.sh [extra colcon build arguments]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${GMP_ROS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu_motion_planner/ros}
+[[ -f "$CACHE/env.sh" ]] || "$ROOT/scripts/setup_ros.sh"
+set +u; . "$CACHE/env.sh"; set -u
+WS=$CACHE/ws
+mkdir -p "$WS"
+# r2r generates bindings only for these packages (and their needs); on a full ROS
+# install this saves most of the build time.
+export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces"}
+cd "$WS"   # colcon-ros-cargo writes .cargo/config.toml into the current directory
+T0=$(date +%s)
+# shellcheck disable=SC2086
+colcon build --base-paths "$ROOT" "$ROOT/interfaces" \
+    --cmake-args ${GMP_COLCON_CMAKE_ARGS:-} \
+    --cargo-args --features ros \
+    "$@" > "$WS/colcon_build.log" 2>&1 || {
+        tail -60 "$WS/colcon_build.log"
+        echo "build_ros: colcon build failed; full log: $WS/colcon_build.log" >&2
+        exit 1
+    }
+grep -E "^Summary|^Finished|^Failed" "$WS/colcon_build.log" || true
+echo "build_ros: built in $(( $(date +%s) - T0 ))s; source $WS/install/setup.bash"

@@ -1,0 +1,309 @@
+//! The node's ROS parameters: names, defaults, declaration and validation.
+//!
+//! The defaults here match `config/planner.yaml`; values given on the command line or in
+//! a params file win over them. r2r keeps parameters in a shared map that the
+//! parameter services (`ros2 param get/set/list`) read and write; [`NodeParams`] is the
+//! typed, validated copy the node works from.
+
+use r2r::{Parameter, ParameterValue};
+
+/// Planners the node accepts in the `planner` parameter and in `PlanPath.planner_id`.
+pub const PLANNERS: &[&str] = &["prm", "lazy_prm", "rrt", "rrt_star", "rrt_connect", "drm"];
+
+/// Collision backends the node accepts in the `backend` parameter.
+pub const BACKENDS: &[&str] = &["cpu", "cuda"];
+
+/// Typed copy of the node's parameters (see `config/planner.yaml` for their meaning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeParams {
+    /// Default planner, one of [`PLANNERS`].
+    pub planner: String,
+    /// Collision backend, one of [`BACKENDS`].
+    pub backend: String,
+    /// Joint-space step (radians) at which motions are collision checked; > 0.
+    pub resolution: f64,
+    /// Default planning time budget in seconds; > 0.
+    pub time_limit: f64,
+    /// Default random seed; >= 0.
+    pub seed: i64,
+    /// Number of roadmap vertices the roadmap planners build; > 0.
+    pub roadmap_size: i64,
+    /// Default velocity scaling in (0, 1].
+    pub velocity_scaling: f64,
+    /// Default acceleration scaling in (0, 1].
+    pub acceleration_scaling: f64,
+    /// SRDF planning group to plan for (empty: all actuated joints).
+    pub planning_group: String,
+    /// Frame of the trajectories and markers the node publishes.
+    pub planning_frame: String,
+    /// Path of the robot's URDF file (used when `robot_description` is empty).
+    pub urdf_path: String,
+    /// Path of the robot's SRDF file (empty: no disabled collision pairs).
+    pub srdf_path: String,
+    /// URDF text of the robot; wins over `urdf_path` when not empty.
+    pub robot_description: String,
+}
+
+impl Default for NodeParams {
+    fn default() -> Self {
+        Self {
+            planner: "rrt_connect".into(),
+            backend: "cpu".into(),
+            resolution: 0.01,
+            time_limit: 5.0,
+            seed: 0,
+            roadmap_size: 2000,
+            velocity_scaling: 1.0,
+            acceleration_scaling: 1.0,
+            planning_group: String::new(),
+            planning_frame: "world".into(),
+            urdf_path: String::new(),
+            srdf_path: String::new(),
+            robot_description: String::new(),
+        }
+    }
+}
+
+/// A parameter value the node refuses, with the reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("parameter '{name}': {reason}")]
+pub struct ParamError {
+    /// Parameter name.
+    pub name: String,
+    /// What is wrong with the value.
+    pub reason: String,
+}
+
+fn err(name: &str, reason: impl Into<String>) -> ParamError {
+    ParamError {
+        name: name.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn as_string(name: &str, v: &ParameterValue) -> Result<String, ParamError> {
+    match v {
+        ParameterValue::String(s) => Ok(s.clone()),
+        other => Err(err(name, format!("expected a string, got {other:?}"))),
+    }
+}
+
+fn as_f64(name: &str, v: &ParameterValue) -> Result<f64, ParamError> {
+    match v {
+        ParameterValue::Double(x) if x.is_finite() => Ok(*x),
+        // YAML writes `5` for 5.0 often enough; accept integers for double parameters.
+        ParameterValue::Integer(i) => Ok(*i as f64),
+        other => Err(err(
+            name,
+            format!("expected a finite number, got {other:?}"),
+        )),
+    }
+}
+
+fn as_i64(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
+    match v {
+        ParameterValue::Integer(i) => Ok(*i),
+        other => Err(err(name, format!("expected an integer, got {other:?}"))),
+    }
+}
+
+fn one_of(name: &str, value: String, allowed: &[&str]) -> Result<String, ParamError> {
+    if allowed.contains(&value.as_str()) {
+        Ok(value)
+    } else {
+        Err(err(name, format!("'{value}' is not one of {allowed:?}")))
+    }
+}
+
+fn positive(name: &str, x: f64) -> Result<f64, ParamError> {
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(err(name, format!("{x} must be > 0")))
+    }
+}
+
+fn fraction(name: &str, x: f64) -> Result<f64, ParamError> {
+    if x > 0.0 && x <= 1.0 {
+        Ok(x)
+    } else {
+        Err(err(name, format!("{x} must be in (0, 1]")))
+    }
+}
+
+impl NodeParams {
+    /// Parameter names, in declaration order.
+    pub const NAMES: [&'static str; 13] = [
+        "planner",
+        "backend",
+        "resolution",
+        "time_limit",
+        "seed",
+        "roadmap_size",
+        "velocity_scaling",
+        "acceleration_scaling",
+        "planning_group",
+        "planning_frame",
+        "urdf_path",
+        "srdf_path",
+        "robot_description",
+    ];
+
+    /// One-line description of a parameter, shown by `ros2 param describe`.
+    pub fn description(name: &str) -> &'static str {
+        match name {
+            "planner" => "default planner: prm, lazy_prm, rrt, rrt_star, rrt_connect or drm",
+            "backend" => "collision backend: cpu or cuda",
+            "resolution" => "joint-space step (rad) at which motions are collision checked",
+            "time_limit" => "default planning time budget in seconds",
+            "seed" => "default random seed (same seed, same path)",
+            "roadmap_size" => "number of roadmap vertices built by the roadmap planners",
+            "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
+            "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",
+            "planning_group" => "SRDF planning group (empty: all actuated joints)",
+            "planning_frame" => "frame of published trajectories and markers",
+            "urdf_path" => "URDF file, used when robot_description is empty",
+            "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
+            "robot_description" => "URDF text; wins over urdf_path when not empty",
+            _ => "",
+        }
+    }
+
+    /// The current value of a parameter as a ROS parameter value.
+    pub fn value(&self, name: &str) -> ParameterValue {
+        use ParameterValue as V;
+        match name {
+            "planner" => V::String(self.planner.clone()),
+            "backend" => V::String(self.backend.clone()),
+            "resolution" => V::Double(self.resolution),
+            "time_limit" => V::Double(self.time_limit),
+            "seed" => V::Integer(self.seed),
+            "roadmap_size" => V::Integer(self.roadmap_size),
+            "velocity_scaling" => V::Double(self.velocity_scaling),
+            "acceleration_scaling" => V::Double(self.acceleration_scaling),
+            "planning_group" => V::String(self.planning_group.clone()),
+            "planning_frame" => V::String(self.planning_frame.clone()),
+            "urdf_path" => V::String(self.urdf_path.clone()),
+            "srdf_path" => V::String(self.srdf_path.clone()),
+            "robot_description" => V::String(self.robot_description.clone()),
+            _ => V::NotSet,
+        }
+    }
+
+    /// Validates `value` and stores it in the named field. On error nothing changes.
+    pub fn set(&mut self, name: &str, value: &ParameterValue) -> Result<(), ParamError> {
+        match name {
+            "planner" => self.planner = one_of(name, as_string(name, value)?, PLANNERS)?,
+            "backend" => self.backend = one_of(name, as_string(name, value)?, BACKENDS)?,
+            "resolution" => self.resolution = positive(name, as_f64(name, value)?)?,
+            "time_limit" => self.time_limit = positive(name, as_f64(name, value)?)?,
+            "seed" => {
+                let seed = as_i64(name, value)?;
+                if seed < 0 {
+                    return Err(err(name, format!("{seed} must be >= 0")));
+                }
+                self.seed = seed;
+            }
+            "roadmap_size" => {
+                let n = as_i64(name, value)?;
+                if n <= 0 {
+                    return Err(err(name, format!("{n} must be > 0")));
+                }
+                self.roadmap_size = n;
+            }
+            "velocity_scaling" => self.velocity_scaling = fraction(name, as_f64(name, value)?)?,
+            "acceleration_scaling" => {
+                self.acceleration_scaling = fraction(name, as_f64(name, value)?)?
+            }
+            "planning_group" => self.planning_group = as_string(name, value)?,
+            "planning_frame" => self.planning_frame = as_string(name, value)?,
+            "urdf_path" => self.urdf_path = as_string(name, value)?,
+            "srdf_path" => self.srdf_path = as_string(name, value)?,
+            "robot_description" => self.robot_description = as_string(name, value)?,
+            _ => return Err(err(name, "unknown parameter")),
+        }
+        Ok(())
+    }
+
+    /// Declares every parameter in r2r's parameter map: values already there (from a
+    /// params file or `-p name:=value`) are validated and adopted, missing ones get their
+    /// default. A refused value is replaced by the default in the map too, so that
+    /// `ros2 param get` shows what the node uses. Returns the refusals for logging.
+    pub fn declare(
+        &mut self,
+        map: &mut r2r::indexmap::IndexMap<String, Parameter>,
+    ) -> Vec<ParamError> {
+        let mut refused = Vec::new();
+        for name in Self::NAMES {
+            if let Some(p) = map.get(name) {
+                if p.value != ParameterValue::NotSet {
+                    if let Err(e) = self.set(name, &p.value) {
+                        refused.push(e);
+                    }
+                }
+            }
+            let mut p = Parameter::new(self.value(name));
+            p.description = Self::description(name);
+            map.insert(name.to_owned(), p);
+        }
+        refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_has_a_value_and_a_description() {
+        let p = NodeParams::default();
+        for name in NodeParams::NAMES {
+            assert_ne!(p.value(name), ParameterValue::NotSet, "{name}");
+            assert!(!NodeParams::description(name).is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn set_validates_and_keeps_old_value_on_error() {
+        let mut p = NodeParams::default();
+        p.set("planner", &ParameterValue::String("rrt".into()))
+            .unwrap();
+        assert_eq!(p.planner, "rrt");
+        assert!(p
+            .set("planner", &ParameterValue::String("nope".into()))
+            .is_err());
+        assert!(p.set("planner", &ParameterValue::Integer(3)).is_err());
+        assert_eq!(p.planner, "rrt");
+        p.set("time_limit", &ParameterValue::Integer(2)).unwrap();
+        assert_eq!(p.time_limit, 2.0);
+        assert!(p.set("time_limit", &ParameterValue::Double(0.0)).is_err());
+        assert!(p
+            .set("velocity_scaling", &ParameterValue::Double(1.5))
+            .is_err());
+        assert!(p.set("seed", &ParameterValue::Integer(-1)).is_err());
+        assert!(p.set("no_such", &ParameterValue::Integer(1)).is_err());
+    }
+
+    #[test]
+    fn declare_adopts_valid_overrides_and_replaces_bad_ones() {
+        let mut map = r2r::indexmap::IndexMap::new();
+        map.insert(
+            "planner".to_owned(),
+            Parameter::new(ParameterValue::String("prm".into())),
+        );
+        map.insert(
+            "backend".to_owned(),
+            Parameter::new(ParameterValue::String("gpu?".into())),
+        );
+        let mut p = NodeParams::default();
+        let refused = p.declare(&mut map);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].name, "backend");
+        assert_eq!(p.planner, "prm");
+        assert_eq!(
+            map.get("backend").map(|x| x.value.clone()),
+            Some(ParameterValue::String("cpu".into()))
+        );
+        assert_eq!(map.len(), NodeParams::NAMES.len());
+    }
+}
