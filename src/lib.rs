@@ -14,3 +14,5 @@ pub mod roadmap;
 pub mod robot;
 #[cfg(feature = "ros")]
 pub mod ros;
+pub mod scene;
+pub mod trajectory;
