@@ -22,7 +22,7 @@ step "cargo clippy"
 cargo clippy --all-targets -- -D warnings
 
 step "cargo test"
-cargo test --all-targets 2>&1 | tee target/test-rust.log
+cargo test --release --all-targets 2>&1 | tee target/test-rust.log
 
 if [ -x scripts/test_ros.sh ]; then
   step "ROS 2 end-to-end tests"
