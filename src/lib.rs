@@ -10,6 +10,7 @@ pub mod gpu;
 pub mod grid;
 pub mod mbm;
 pub mod planners;
+pub mod report;
 pub mod roadmap;
 pub mod robot;
 #[cfg(feature = "ros")]

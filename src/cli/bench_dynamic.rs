@@ -117,38 +117,12 @@ pub fn run(a: &BenchDynamicArgs) -> Result<Value, CliError> {
 }
 
 fn machine() -> Value {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    json!({"cpu": cpu, "cores": cores, "unix_time": secs, "date_utc": utc_date(secs),
-           "gpu": "none (CPU only; no GPU path yet)"})
-}
-
-/// `YYYY-MM-DD` of a Unix time (civil-from-days).
-fn utc_date(secs: u64) -> String {
-    let z = (secs / 86400) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    let secs = crate::report::unix_now();
+    let mut m = crate::report::machine_info();
+    m["unix_time"] = json!(secs);
+    m["date_utc"] = json!(crate::report::utc_date(secs));
+    m["gpu"] = json!("none (CPU only; no GPU path yet)");
+    m
 }
 
 fn random_rotation(rng: &mut ChaCha8Rng) -> UnitQuaternion<f64> {
