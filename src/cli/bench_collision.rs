@@ -438,10 +438,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
+    fn device_names_are_file_safe() {
         assert_eq!(sanitize("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
     }
 
