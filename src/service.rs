@@ -20,10 +20,6 @@ use crate::trajectory::Trajectory;
 /// Longest planning time budget accepted, seconds (keeps `Duration` conversion in range).
 const MAX_TIME_LIMIT: f64 = 1.0e6;
 
-/// How far a goal value of a joint outside the planning group may differ from its start
-/// value before the goal is refused (such joints cannot move).
-const HELD_JOINT_TOLERANCE: f64 = 1.0e-9;
-
 /// Settings of the service; the node fills them from its parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSettings {
@@ -198,18 +194,6 @@ pub enum ServiceError {
         /// Upper limit.
         upper: f64,
     },
-    /// A goal moves a joint that is not in the planning group.
-    #[error("goal: joint '{joint}' is not in planning group '{group}' and cannot move from {start} to {goal}")]
-    NotInGroup {
-        /// The joint.
-        joint: String,
-        /// The group.
-        group: String,
-        /// Its start value.
-        start: f64,
-        /// Its goal value.
-        goal: f64,
-    },
     /// Names and positions of different lengths, or a joint given twice.
     #[error("{which}: {message}")]
     BadJointList {
@@ -285,6 +269,167 @@ pub enum ServiceError {
     },
 }
 
+/// What kind of failure an error is, for clients that report codes (the node maps these to
+/// `PlanPath` error codes, which follow `moveit_msgs/MoveItErrorCodes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCategory {
+    /// The start state is malformed, unknown or outside the limits.
+    InvalidStart,
+    /// The goal state is malformed, unknown, incomplete or outside the limits.
+    InvalidGoal,
+    /// No start was given and no joint state has been received.
+    StaleState,
+    /// The start configuration is in collision (or otherwise refused by the planner).
+    StartInCollision,
+    /// The goal configuration is in collision (or otherwise refused by the planner).
+    GoalInCollision,
+    /// The planning group does not exist.
+    InvalidGroup,
+    /// No path was found within the time limit.
+    PlanningFailed,
+    /// A path was found but failed the final re-validation.
+    InvalidMotionPlan,
+    /// A marker could not be applied.
+    InvalidObject,
+    /// Anything else (bad options, unknown planner, checker failure).
+    Failure,
+}
+
+impl ServiceError {
+    /// The kind of failure.
+    pub fn category(&self) -> ErrorCategory {
+        use ErrorCategory as C;
+        let by_side = |which: &str| {
+            if which == "goal" {
+                C::InvalidGoal
+            } else {
+                C::InvalidStart
+            }
+        };
+        match self {
+            ServiceError::UnknownJoint { which, .. }
+            | ServiceError::MissingJoint { which, .. }
+            | ServiceError::NotFinite { which, .. }
+            | ServiceError::OutOfLimits { which, .. }
+            | ServiceError::BadJointList { which, .. } => by_side(which),
+            ServiceError::NoCurrentState => C::StaleState,
+            ServiceError::Group { .. } => C::InvalidGroup,
+            ServiceError::Plan(PlanError::InvalidStart(_)) => C::StartInCollision,
+            ServiceError::Plan(PlanError::InvalidGoal(_)) => C::GoalInCollision,
+            ServiceError::Plan(PlanError::NoPath { .. }) => C::PlanningFailed,
+            ServiceError::Plan(PlanError::ValidationFailed(_)) => C::InvalidMotionPlan,
+            ServiceError::WrongFrame { .. }
+            | ServiceError::UnsupportedMarker { .. }
+            | ServiceError::BadMarker { .. }
+            | ServiceError::UnknownMarker { .. } => C::InvalidObject,
+            _ => C::Failure,
+        }
+    }
+}
+
+/// ROS `visualization_msgs/Marker` type numbers.
+pub mod marker_type {
+    /// `CUBE`.
+    pub const CUBE: i32 = 1;
+    /// `SPHERE`.
+    pub const SPHERE: i32 = 2;
+    /// `CYLINDER`.
+    pub const CYLINDER: i32 = 3;
+    /// `MESH_RESOURCE`.
+    pub const MESH_RESOURCE: i32 = 10;
+    /// `TRIANGLE_LIST`.
+    pub const TRIANGLE_LIST: i32 = 11;
+}
+
+impl MarkerAction {
+    /// The action of a ROS marker action number (`ADD`/`MODIFY` = 0, `DELETE` = 2,
+    /// `DELETEALL` = 3); `None` for any other number.
+    pub fn from_ros(action: i32) -> Option<MarkerAction> {
+        match action {
+            0 => Some(MarkerAction::Add),
+            2 => Some(MarkerAction::Delete),
+            3 => Some(MarkerAction::DeleteAll),
+            _ => None,
+        }
+    }
+}
+
+impl MarkerKind {
+    /// The kind of a ROS marker type number whose geometry needs no file: `CUBE`, `SPHERE`,
+    /// `CYLINDER`, and `TRIANGLE_LIST` with its `points` scaled by `scale` (as RViz draws
+    /// them). `MESH_RESOURCE` needs the mesh loaded by the caller ([`MarkerKind::Mesh`]);
+    /// every other number is [`MarkerKind::Other`].
+    pub fn from_ros(kind: i32, points: &[Point3<f64>], scale: [f64; 3]) -> MarkerKind {
+        match kind {
+            marker_type::CUBE => MarkerKind::Cube,
+            marker_type::SPHERE => MarkerKind::Sphere,
+            marker_type::CYLINDER => MarkerKind::Cylinder,
+            marker_type::TRIANGLE_LIST => MarkerKind::TriangleList(
+                points
+                    .iter()
+                    .map(|p| Point3::new(p.x * scale[0], p.y * scale[1], p.z * scale[2]))
+                    .collect(),
+            ),
+            other => MarkerKind::Other(other),
+        }
+    }
+
+    /// The ROS marker type number of this kind.
+    pub fn ros_type(&self) -> i32 {
+        match self {
+            MarkerKind::Cube => marker_type::CUBE,
+            MarkerKind::Sphere => marker_type::SPHERE,
+            MarkerKind::Cylinder => marker_type::CYLINDER,
+            MarkerKind::Mesh(_) => marker_type::MESH_RESOURCE,
+            MarkerKind::TriangleList(_) => marker_type::TRIANGLE_LIST,
+            MarkerKind::Other(t) => *t,
+        }
+    }
+}
+
+/// The marker that draws `obstacle` (namespace = obstacle id, id 0, action ADD); a convex
+/// mesh becomes a TRIANGLE_LIST of its hull with unit scale.
+pub fn obstacle_marker(obstacle: &Obstacle, frame_id: &str) -> MarkerUpdate {
+    let (kind, scale) = match &obstacle.shape {
+        Shape::Box { half_extents } => (
+            MarkerKind::Cube,
+            [
+                2.0 * half_extents.x,
+                2.0 * half_extents.y,
+                2.0 * half_extents.z,
+            ],
+        ),
+        Shape::Sphere { radius } => (MarkerKind::Sphere, [2.0 * radius; 3]),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => (
+            MarkerKind::Cylinder,
+            [2.0 * radius, 2.0 * radius, 2.0 * half_length],
+        ),
+        Shape::ConvexMesh { polytope } => (
+            MarkerKind::TriangleList(
+                polytope
+                    .faces
+                    .iter()
+                    .flat_map(|f| f.iter())
+                    .filter_map(|&i| polytope.vertices.get(i as usize).copied())
+                    .collect(),
+            ),
+            [1.0; 3],
+        ),
+    };
+    MarkerUpdate {
+        ns: obstacle.id.clone(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind,
+        frame_id: frame_id.to_string(),
+        pose: obstacle.pose,
+        scale,
+    }
+}
+
 /// The checker built for one scene revision, base state, backend and group.
 struct CachedChecker {
     revision: u64,
@@ -316,6 +461,20 @@ impl std::fmt::Debug for PlanningService {
             .field("has_current", &self.has_current)
             .finish_non_exhaustive()
     }
+}
+
+/// `scene` with its frame renamed to `frame` (same obstacles).
+fn reframed(scene: Scene, frame: &str) -> Scene {
+    if scene.frame() == frame {
+        return scene;
+    }
+    let mut renamed = Scene::new(frame);
+    for o in scene.iter() {
+        // The obstacles of a scene are valid and their ids unique, so adding them again
+        // cannot fail; were it to, the obstacle is dropped rather than panicking.
+        let _ = renamed.add(o.clone());
+    }
+    renamed
 }
 
 fn check_lists<'a>(
@@ -373,16 +532,7 @@ impl PlanningService {
     /// `settings` (obstacles already in it are kept as they are).
     pub fn new(robot: RobotModel, scene: Scene, settings: ServiceSettings) -> Self {
         let current = robot.tree.neutral_state();
-        let mut scene = scene;
-        if scene.frame() != settings.planning_frame {
-            let mut renamed = Scene::new(settings.planning_frame.clone());
-            for o in scene.iter() {
-                // Obstacles of a valid scene stay valid; a failure cannot happen here, but
-                // is dropped rather than panicking.
-                let _ = renamed.add(o.clone());
-            }
-            scene = renamed;
-        }
+        let scene = reframed(scene, &settings.planning_frame);
         Self {
             robot,
             scene,
@@ -404,9 +554,14 @@ impl PlanningService {
         &self.settings
     }
 
-    /// Replaces the settings (checked when the next plan runs). A new planning frame applies
-    /// to markers that arrive afterwards.
+    /// Replaces the settings (checked when the next plan runs). With a new planning frame
+    /// the obstacles keep their poses, now read in the new frame (there is no transform
+    /// tree here), and later markers must use the new frame.
     pub fn set_settings(&mut self, settings: ServiceSettings) {
+        if settings.planning_frame != self.scene.frame() {
+            let scene = std::mem::take(&mut self.scene);
+            self.scene = reframed(scene, &settings.planning_frame);
+        }
         self.settings = settings;
     }
 
@@ -418,6 +573,14 @@ impl PlanningService {
     /// The obstacles of the scene, for publishing.
     pub fn scene_obstacles(&self) -> impl Iterator<Item = &Obstacle> {
         self.scene.iter()
+    }
+
+    /// One marker per obstacle (see [`obstacle_marker`]), in the planning frame.
+    pub fn scene_markers(&self) -> Vec<MarkerUpdate> {
+        self.scene
+            .iter()
+            .map(|o| obstacle_marker(o, self.scene.frame()))
+            .collect()
     }
 
     /// The path (group configurations) of the last successful plan.
@@ -598,28 +761,11 @@ impl PlanningService {
         };
         let start = Self::group_config("start", &group, &start_state, &start_given)?;
 
-        // Goal: every group joint given; joints outside the group cannot move.
+        // Goal: every group joint given; goal values of joints outside the group are
+        // ignored (they hold their start values), as PlanPath documents.
         let (names, positions) = &req.goal;
         let (goal_state, goal_given) = self.apply_named("goal", &start_state, names, positions)?;
         let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
-        for (v, (&a, &b)) in start_state.iter().zip(&goal_state).enumerate() {
-            if !group.variables.contains(&v) && (a - b).abs() > HELD_JOINT_TOLERANCE {
-                let joint = self
-                    .robot
-                    .tree
-                    .joints
-                    .iter()
-                    .find(|j| j.variable == Some(v))
-                    .map(|j| j.name.clone())
-                    .unwrap_or_default();
-                return Err(ServiceError::NotInGroup {
-                    joint,
-                    group: group.name.clone(),
-                    start: a,
-                    goal: b,
-                });
-            }
-        }
 
         let checker = self.checker(&group, &start_state)?;
         let mut preq = PlanRequest::new(start, goal, planner);

@@ -245,3 +245,89 @@ fn bad_inputs_are_errors_naming_the_input_and_the_service_keeps_planning() {
     let res = s.plan(good).expect("still plans");
     assert_valid(&s, &res.trajectory);
 }
+
+#[test]
+fn scene_markers_round_trip_and_errors_have_categories() {
+    use gpu_motion_planner::service::ErrorCategory;
+    let s = service();
+    let (robot, _) = bundled().expect("bundled");
+    let mut copy = PlanningService::new(
+        robot,
+        gpu_motion_planner::scene::Scene::new("world"),
+        ServiceSettings::default(),
+    );
+    for m in s.scene_markers() {
+        copy.apply_marker(m).expect("marker of an obstacle applies");
+    }
+    assert_eq!(copy.scene().len(), s.scene().len());
+    for o in s.scene_obstacles() {
+        let back = copy.scene().get(&format!("{}/0", o.id)).expect("obstacle");
+        assert_eq!(back.shape, o.shape);
+        assert_eq!(back.pose, o.pose);
+    }
+
+    assert_eq!(MarkerAction::from_ros(0), Some(MarkerAction::Add));
+    assert_eq!(MarkerAction::from_ros(3), Some(MarkerAction::DeleteAll));
+    assert_eq!(MarkerAction::from_ros(1), None);
+    assert_eq!(
+        MarkerKind::from_ros(11, &[Point3::new(1.0, 1.0, 1.0)], [2.0, 3.0, 4.0]),
+        MarkerKind::TriangleList(vec![Point3::new(2.0, 3.0, 4.0)])
+    );
+    assert_eq!(MarkerKind::from_ros(9, &[], [1.0; 3]), MarkerKind::Other(9));
+
+    let mut s = service();
+    let mut r = request(&s, &START, &GOAL);
+    r.goal.1[0] = f64::NAN;
+    assert_eq!(
+        s.plan(r).unwrap_err().category(),
+        ErrorCategory::InvalidGoal
+    );
+    let r = ServicePlanRequest {
+        goal: (names(&s), GOAL.to_vec()),
+        ..Default::default()
+    };
+    assert_eq!(s.plan(r).unwrap_err().category(), ErrorCategory::StaleState);
+    s.apply_marker(cube("c", 1, tool_at(&s, &START), 0.2))
+        .expect("cube at start");
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::StartInCollision, "{e}");
+}
+
+#[test]
+fn planning_frame_and_group_come_from_the_settings() {
+    let mut s = service();
+    let mut settings = s.settings().clone();
+    settings.planning_group = "no_such_group".into();
+    s.set_settings(settings.clone());
+    let e = s.plan(request_names(&START, &GOAL)).unwrap_err();
+    assert!(e.to_string().contains("no_such_group"), "{e}");
+    settings.planning_group = "arm".into();
+    settings.planning_frame = "map".into();
+    s.set_settings(settings);
+    assert_eq!(s.scene().frame(), "map");
+    assert!(s.scene_markers().iter().all(|m| m.frame_id == "map"));
+    let mut m = cube("f", 1, Vector3::new(-1.0, -1.0, 0.3), 0.1);
+    assert!(s.apply_marker(m.clone()).is_err());
+    m.frame_id = "map".into();
+    s.apply_marker(m).expect("marker in the new frame");
+    s.plan(request_names(&START, &GOAL)).expect("plan");
+}
+
+fn request_names(start: &[f64], goal: &[f64]) -> ServicePlanRequest {
+    let names: Vec<String> = [
+        "shoulder_pan_joint",
+        "shoulder_lift_joint",
+        "elbow_joint",
+        "wrist_1_joint",
+        "wrist_2_joint",
+        "wrist_3_joint",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    ServicePlanRequest {
+        start: Some((names.clone(), start.to_vec())),
+        goal: (names, goal.to_vec()),
+        ..Default::default()
+    }
+}
