@@ -16,4 +16,5 @@ pub mod robot;
 #[cfg(feature = "ros")]
 pub mod ros;
 pub mod scene;
+pub mod service;
 pub mod trajectory;

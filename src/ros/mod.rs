@@ -10,11 +10,21 @@
 //! | kind         | name                | type                                   |
 //! |--------------|---------------------|----------------------------------------|
 //! | subscription | `joint_states`      | `sensor_msgs/JointState`               |
+//! | subscription | `~/obstacles`       | `visualization_msgs/MarkerArray`       |
+//! | publisher    | `~/trajectory`      | `trajectory_msgs/JointTrajectory`      |
+//! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
 //! | service      | `~/clear_roadmap`   | `std_srvs/Trigger`                     |
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger`                     |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
+//!
+//! The engine state lives in a [`PlanningService`] (plain Rust, tested without ROS); this
+//! module only converts messages. Planning runs on the calling worker thread through
+//! `block_in_place`, so the other tasks keep running while a plan is computed. A robot
+//! that cannot be loaded leaves the node up, answering `~/plan` with the reason, until a
+//! robot parameter is set to something loadable.
 
+pub mod markers;
 pub mod params;
 pub mod plan;
 
@@ -26,7 +36,11 @@ use futures::StreamExt;
 use r2r::gpu_motion_planner_interfaces::srv::PlanPath;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_srvs::srv::Trigger;
+use r2r::trajectory_msgs::msg::JointTrajectory;
+use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::QosProfile;
+
+use crate::service::PlanningService;
 
 pub use params::NodeParams;
 
@@ -51,12 +65,41 @@ pub enum NodeError {
 }
 
 /// State shared between the node's tasks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     /// Validated parameters the node works from.
     pub params: Mutex<NodeParams>,
-    /// Latest message received on `joint_states`.
+    /// Latest message received on `joint_states` (handed to the service when a plan starts,
+    /// so that a running plan never holds up the subscription).
     pub joint_state: Mutex<Option<JointState>>,
+    /// The engine, or why the robot could not be loaded.
+    pub service: Mutex<Result<PlanningService, String>>,
+}
+
+/// A planning service for the robot named by `params`, keeping the obstacles of `old`.
+fn make_service(
+    params: &NodeParams,
+    old: Option<&PlanningService>,
+) -> Result<PlanningService, String> {
+    let (robot, scene) = params.load_robot()?;
+    let scene = match old {
+        Some(s) => s.scene().clone(),
+        None => scene,
+    };
+    Ok(PlanningService::new(
+        robot,
+        scene,
+        params.service_settings(),
+    ))
+}
+
+/// The `~/scene` message of the current obstacles (empty when no robot is loaded).
+fn scene_message(shared: &Shared) -> MarkerArray {
+    let params = lock(&shared.params).clone();
+    match &*lock(&shared.service) {
+        Ok(service) => markers::scene_array(&service.scene_markers(), &params.planning_frame),
+        Err(_) => markers::scene_array(&[], &params.planning_frame),
+    }
 }
 
 /// Locks a mutex, recovering the data if a task panicked while holding it (the data
@@ -81,15 +124,32 @@ async fn run_async() -> Result<(), NodeError> {
     let logger = node.logger().to_owned();
 
     // Parameters: adopt overrides from the command line / params file, declare the rest.
-    let shared = Arc::new(Shared::default());
+    let mut typed = NodeParams::default();
     {
-        let mut typed = lock(&shared.params);
         let mut map = lock(&node.params);
         for refused in typed.declare(&mut map) {
             r2r::log_warn!(&logger, "{refused}; using the default");
         }
-        r2r::log_info!(&logger, "parameters: {:?}", *typed);
     }
+    r2r::log_info!(&logger, "parameters: {typed:?}");
+    let service = make_service(&typed, None);
+    match &service {
+        Ok(s) => r2r::log_info!(
+            &logger,
+            "robot '{}' loaded, {} obstacles",
+            s.robot().tree.name,
+            s.scene().len()
+        ),
+        Err(e) => r2r::log_error!(
+            &logger,
+            "{e}; ~/plan will refuse requests until a robot parameter is fixed"
+        ),
+    }
+    let shared = Arc::new(Shared {
+        params: Mutex::new(typed),
+        joint_state: Mutex::new(None),
+        service: Mutex::new(service),
+    });
     let (param_server, param_events) = node.make_parameter_handler()?;
 
     let joint_states = node.subscribe::<JointState>("joint_states", QosProfile::sensor_data())?;
@@ -99,6 +159,16 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<Trigger::Service>("~/clear_roadmap", QosProfile::services_default())?;
     let rebuild_requests = node
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
+    let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
+    let trajectory_pub =
+        node.create_publisher::<JointTrajectory>("~/trajectory", QosProfile::default())?;
+    let scene_pub = node.create_publisher::<MarkerArray>(
+        "~/scene",
+        QosProfile::default().reliable().transient_local(),
+    )?;
+    if let Err(e) = scene_pub.publish(&scene_message(&shared)) {
+        r2r::log_warn!(&logger, "~/scene: could not publish: {e}");
+    }
     let param_map = node.params.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -131,7 +201,32 @@ async fn run_async() -> Result<(), NodeError> {
                     continue;
                 }
                 match typed.set(&name, &value) {
-                    Ok(()) => r2r::log_info!(&logger, "parameter '{name}' set to {value:?}"),
+                    Ok(()) => {
+                        r2r::log_info!(&logger, "parameter '{name}' set to {value:?}");
+                        let params = typed.clone();
+                        drop(typed);
+                        tokio::task::block_in_place(|| {
+                            let mut service = lock(&shared.service);
+                            if NodeParams::ROBOT.contains(&name.as_str()) {
+                                match make_service(&params, service.as_ref().ok()) {
+                                    Ok(s) => {
+                                        r2r::log_info!(
+                                            &logger,
+                                            "robot '{}' loaded",
+                                            s.robot().tree.name
+                                        );
+                                        *service = Ok(s);
+                                    }
+                                    Err(e) => r2r::log_error!(
+                                        &logger,
+                                        "{e}; keeping the robot loaded before"
+                                    ),
+                                }
+                            } else if let Ok(s) = service.as_mut() {
+                                s.set_settings(params.service_settings());
+                            }
+                        });
+                    }
                     Err(e) => {
                         r2r::log_warn!(&logger, "{e}; keeping {:?}", typed.value(&name));
                         if let Some(p) = lock(&param_map).get_mut(&name) {
@@ -169,9 +264,24 @@ async fn run_async() -> Result<(), NodeError> {
         let mut requests = plan_requests;
         async move {
             while let Some(req) = requests.next().await {
-                let params = lock(&shared.params).clone();
                 let current = lock(&shared.joint_state).clone();
-                let response = plan::answer(&req.message, &params, current.as_ref());
+                let (response, published) = tokio::task::block_in_place(|| {
+                    let mut guard = lock(&shared.service);
+                    let service = match guard.as_mut() {
+                        Ok(s) => s,
+                        Err(reason) => return (plan::no_robot(reason), None),
+                    };
+                    if let Some(js) = &current {
+                        if let Err(e) = service.set_joint_state(&js.name, &js.position) {
+                            r2r::log_warn!(&logger, "joint_states: {e}; message ignored");
+                        }
+                    }
+                    let request = plan::service_request(&req.message);
+                    let outcome = service.plan(request.clone());
+                    let response = plan::response(&outcome, &request, service);
+                    let published = response.success.then(|| response.trajectory.clone());
+                    (response, published)
+                });
                 r2r::log_info!(
                     &logger,
                     "~/plan: success={} error_code={} message='{}'",
@@ -181,6 +291,51 @@ async fn run_async() -> Result<(), NodeError> {
                 );
                 if let Err(e) = req.respond(response) {
                     r2r::log_error!(&logger, "~/plan: could not send the response: {e}");
+                }
+                if let Some(trajectory) = published {
+                    if let Err(e) = trajectory_pub.publish(&trajectory) {
+                        r2r::log_warn!(&logger, "~/trajectory: could not publish: {e}");
+                    }
+                }
+            }
+        }
+    }));
+
+    // Obstacles: every marker of an array is applied on its own; a bad one is logged and
+    // skipped. The scene is republished after each array that changed something.
+    tasks.push(tokio::spawn({
+        let shared = shared.clone();
+        let logger = logger.clone();
+        let mut obstacles = obstacles;
+        async move {
+            while let Some(array) = obstacles.next().await {
+                let changed = tokio::task::block_in_place(|| {
+                    let mut guard = lock(&shared.service);
+                    let service = match guard.as_mut() {
+                        Ok(s) => s,
+                        Err(reason) => {
+                            r2r::log_warn!(
+                                &logger,
+                                "~/obstacles ignored: no robot loaded: {reason}"
+                            );
+                            return 0;
+                        }
+                    };
+                    let mut changed = 0;
+                    for m in &array.markers {
+                        let applied = markers::marker_update(m)
+                            .and_then(|u| service.apply_marker(u).map_err(|e| e.to_string()));
+                        match applied {
+                            Ok(()) => changed += 1,
+                            Err(e) => r2r::log_warn!(&logger, "~/obstacles: {e}"),
+                        }
+                    }
+                    changed
+                });
+                if changed > 0 {
+                    if let Err(e) = scene_pub.publish(&scene_message(&shared)) {
+                        r2r::log_warn!(&logger, "~/scene: could not publish: {e}");
+                    }
                 }
             }
         }
@@ -192,7 +347,7 @@ async fn run_async() -> Result<(), NodeError> {
         "~/clear_roadmap",
         || Trigger::Response {
             success: true,
-            message: "no roadmap to clear (planner not wired yet)".into(),
+            message: "no persistent roadmap to clear: each plan builds its own".into(),
         },
     )));
     tasks.push(tokio::spawn(trigger_server(
@@ -201,7 +356,7 @@ async fn run_async() -> Result<(), NodeError> {
         "~/rebuild_roadmap",
         || Trigger::Response {
             success: false,
-            message: "planner not wired yet".into(),
+            message: "no persistent roadmap: each plan builds its own".into(),
         },
     )));
 

@@ -5,7 +5,13 @@
 //! parameter services (`ros2 param get/set/list`) read and write; [`NodeParams`] is the
 //! typed, validated copy the node works from.
 
+use std::path::Path;
+
 use r2r::{Parameter, ParameterValue};
+
+use crate::robot::{LoadOptions, RobotModel};
+use crate::scene::Scene;
+use crate::service::ServiceSettings;
 
 /// Planners the node accepts in the `planner` parameter and in `PlanPath.planner_id`.
 pub const PLANNERS: &[&str] = &["prm", "lazy_prm", "rrt", "rrt_star", "rrt_connect", "drm"];
@@ -132,6 +138,53 @@ fn fraction(name: &str, x: f64) -> Result<f64, ParamError> {
 }
 
 impl NodeParams {
+    /// Parameters that choose the robot: changing one reloads it.
+    pub const ROBOT: [&'static str; 3] = ["urdf_path", "srdf_path", "robot_description"];
+
+    /// The planning service's settings from these parameters.
+    pub fn service_settings(&self) -> ServiceSettings {
+        ServiceSettings {
+            planner: self.planner.clone(),
+            backend: self.backend.clone(),
+            resolution: self.resolution,
+            time_limit: self.time_limit,
+            seed: u64::try_from(self.seed).unwrap_or(0),
+            velocity_scaling: self.velocity_scaling,
+            acceleration_scaling: self.acceleration_scaling,
+            planning_group: self.planning_group.clone(),
+            planning_frame: self.planning_frame.clone(),
+        }
+    }
+
+    /// Loads the robot named by `robot_description` (URDF text, with the SRDF file
+    /// `srdf_path` if set) or `urdf_path` (+ `srdf_path`); with neither, the bundled robot
+    /// and its demo scene. Another robot starts with an empty scene. Errors name the file or
+    /// parameter.
+    pub fn load_robot(&self) -> Result<(RobotModel, Scene), String> {
+        let opts = LoadOptions::default();
+        let srdf_path = (!self.srdf_path.is_empty()).then(|| Path::new(&self.srdf_path));
+        let empty = || Scene::new(self.planning_frame.clone());
+        if !self.robot_description.is_empty() {
+            let srdf = match srdf_path {
+                Some(p) => Some(
+                    std::fs::read_to_string(p)
+                        .map_err(|e| format!("srdf_path '{}': {e}", p.display()))?,
+                ),
+                None => None,
+            };
+            let robot =
+                RobotModel::from_urdf_str(&self.robot_description, None, srdf.as_deref(), &opts)
+                    .map_err(|e| format!("robot_description: {e}"))?;
+            Ok((robot, empty()))
+        } else if !self.urdf_path.is_empty() {
+            let robot = RobotModel::from_urdf_file(Path::new(&self.urdf_path), srdf_path, &opts)
+                .map_err(|e| format!("urdf_path '{}': {e}", self.urdf_path))?;
+            Ok((robot, empty()))
+        } else {
+            crate::cli::demo::bundled().map_err(|e| format!("bundled robot: {}", e.0))
+        }
+    }
+
     /// Parameter names, in declaration order.
     pub const NAMES: [&'static str; 13] = [
         "planner",

@@ -1,219 +1,190 @@
-//! `~/plan` (PlanPath): request checking and defaults, and the answer.
+//! `~/plan` (PlanPath): request → [`ServicePlanRequest`], [`PlanningService::plan`], and the
+//! answer (trajectory, statistics, error code and message).
 //!
-//! [`resolve`] turns a request into plain values with every "0/empty/negative means
-//! default" rule applied and every outside value checked, so that the engine never sees
-//! a malformed request. The engine is not wired in yet: [`answer`] reports that.
+//! A zero/empty/negative request field means "the node's parameter", which the service's
+//! settings hold; every value is checked by the service, whose errors name the input.
 
+use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::gpu_motion_planner_interfaces::msg::PlanningStats;
 use r2r::gpu_motion_planner_interfaces::srv::PlanPath;
-use r2r::sensor_msgs::msg::JointState;
+use r2r::std_msgs::msg::Header;
+use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 
-use super::params::{NodeParams, PLANNERS};
+use crate::planners::PlanStats;
+use crate::service::{
+    ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
+};
+use crate::trajectory::Trajectory;
 
 // PlanPath error codes as plain integers (r2r generates the .srv constants as enums).
+const SUCCESS: i32 = PlanPath::Response::SUCCESS as i32;
 const FAILURE: i32 = PlanPath::Response::FAILURE as i32;
+const PLANNING_FAILED: i32 = PlanPath::Response::PLANNING_FAILED as i32;
+const INVALID_MOTION_PLAN: i32 = PlanPath::Response::INVALID_MOTION_PLAN as i32;
+const START_STATE_IN_COLLISION: i32 = PlanPath::Response::START_STATE_IN_COLLISION as i32;
+const GOAL_IN_COLLISION: i32 = PlanPath::Response::GOAL_IN_COLLISION as i32;
+const INVALID_GROUP_NAME: i32 = PlanPath::Response::INVALID_GROUP_NAME as i32;
 const INVALID_GOAL_CONSTRAINTS: i32 = PlanPath::Response::INVALID_GOAL_CONSTRAINTS as i32;
 const INVALID_ROBOT_STATE: i32 = PlanPath::Response::INVALID_ROBOT_STATE as i32;
+const INVALID_OBJECT_NAME: i32 = PlanPath::Response::INVALID_OBJECT_NAME as i32;
 const ROBOT_STATE_STALE: i32 = PlanPath::Response::ROBOT_STATE_STALE as i32;
 
-/// Message of every `~/plan` answer until the engine is wired in.
-pub const NOT_WIRED: &str = "planner not wired yet";
-
-/// A PlanPath request with defaults applied and inputs checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResolvedRequest {
-    /// Joint names, in the goal state's order.
-    pub joint_names: Vec<String>,
-    /// Start position of each joint in `joint_names`.
-    pub start: Vec<f64>,
-    /// Goal position of each joint in `joint_names`.
-    pub goal: Vec<f64>,
-    /// Planner to run, one of [`PLANNERS`].
-    pub planner_id: String,
-    /// Time budget in seconds, > 0.
-    pub time_limit: f64,
-    /// Random seed, >= 0.
-    pub seed: u64,
-    /// Velocity scaling in (0, 1].
-    pub velocity_scaling: f64,
-    /// Acceleration scaling in (0, 1].
-    pub acceleration_scaling: f64,
-}
-
-/// Why a request was refused: a PlanPath error code and a message naming the input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    /// One of the `PlanPath::Response` error code constants.
-    pub error_code: i32,
-    /// What was wrong with which input.
-    pub message: String,
-}
-
-fn refuse(error_code: i32, message: impl Into<String>) -> Refusal {
-    Refusal {
-        error_code,
-        message: message.into(),
-    }
-}
-
-/// Reads `name`/`position` pairs of a joint state, checking sizes, duplicates and values.
-fn positions(state: &JointState, what: &str, code: i32) -> Result<Vec<(String, f64)>, Refusal> {
-    if state.name.len() != state.position.len() {
-        return Err(refuse(
-            code,
-            format!(
-                "{what}: {} joint names but {} positions",
-                state.name.len(),
-                state.position.len()
-            ),
-        ));
-    }
-    let mut out: Vec<(String, f64)> = Vec::with_capacity(state.name.len());
-    for (name, &x) in state.name.iter().zip(&state.position) {
-        if !x.is_finite() {
-            return Err(refuse(
-                code,
-                format!("{what}: joint '{name}' position is {x}"),
-            ));
-        }
-        if out.iter().any(|(n, _)| n == name) {
-            return Err(refuse(
-                code,
-                format!("{what}: joint '{name}' appears twice"),
-            ));
-        }
-        out.push((name.clone(), x));
-    }
-    Ok(out)
-}
-
-fn scaling(requested: f64, default: f64, what: &str) -> Result<f64, Refusal> {
-    if requested == 0.0 {
-        Ok(default)
-    } else if requested > 0.0 && requested <= 1.0 {
-        Ok(requested)
+/// The service request of a PlanPath request. Empty `start_state.name` means the current
+/// joint state; empty `planner_id`, zero `allowed_planning_time`, negative `seed` and zero
+/// scaling factors mean the node's parameters.
+pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
+    let start = if req.start_state.name.is_empty() {
+        None
     } else {
-        Err(refuse(
-            FAILURE,
-            format!("{what} {requested} must be in (0, 1] (or 0 for the default)"),
+        Some((
+            req.start_state.name.clone(),
+            req.start_state.position.clone(),
         ))
-    }
-}
-
-/// Applies the defaults of `params` to `req` and checks it. `current` is the latest
-/// `joint_states` message, used when the request has no start state or a partial one.
-pub fn resolve(
-    req: &PlanPath::Request,
-    params: &NodeParams,
-    current: Option<&JointState>,
-) -> Result<ResolvedRequest, Refusal> {
-    let goal = positions(&req.goal_state, "goal_state", INVALID_GOAL_CONSTRAINTS)?;
-    if goal.is_empty() {
-        return Err(refuse(INVALID_GOAL_CONSTRAINTS, "goal_state has no joints"));
-    }
-    let current = match current {
-        Some(js) => positions(js, "joint_states", INVALID_ROBOT_STATE)?,
-        None => Vec::new(),
     };
-    let given = positions(&req.start_state, "start_state", INVALID_ROBOT_STATE)?;
-    if given.is_empty() && current.is_empty() {
-        return Err(refuse(
-            ROBOT_STATE_STALE,
-            "start_state is empty and no joint_states message has been received",
-        ));
-    }
-    let lookup =
-        |list: &[(String, f64)], name: &str| list.iter().find(|(n, _)| n == name).map(|&(_, x)| x);
-    let mut start = Vec::with_capacity(goal.len());
-    for (name, _) in &goal {
-        match lookup(&given, name).or_else(|| lookup(&current, name)) {
-            Some(x) => start.push(x),
-            None => {
-                return Err(refuse(
-                    INVALID_ROBOT_STATE,
-                    format!("start: no position for joint '{name}' in start_state or joint_states"),
-                ))
-            }
-        }
-    }
-
-    let planner_id = if req.planner_id.is_empty() {
-        params.planner.clone()
-    } else if PLANNERS.contains(&req.planner_id.as_str()) {
-        req.planner_id.clone()
-    } else {
-        return Err(refuse(
-            FAILURE,
-            format!("planner_id '{}' is not one of {PLANNERS:?}", req.planner_id),
-        ));
-    };
-    let t = req.allowed_planning_time;
-    let time_limit = if t == 0.0 {
-        params.time_limit
-    } else if t > 0.0 && t.is_finite() {
-        t
-    } else {
-        return Err(refuse(
-            FAILURE,
-            format!("allowed_planning_time {t} must be > 0 (or 0 for the default)"),
-        ));
-    };
-    let seed = if req.seed < 0 { params.seed } else { req.seed };
-    Ok(ResolvedRequest {
-        joint_names: goal.iter().map(|(n, _)| n.clone()).collect(),
+    let nonzero = |x: f64| if x == 0.0 { None } else { Some(x) };
+    ServicePlanRequest {
         start,
-        goal: goal.iter().map(|&(_, x)| x).collect(),
-        planner_id,
-        time_limit,
-        seed: u64::try_from(seed).unwrap_or(0),
-        velocity_scaling: scaling(
-            req.max_velocity_scaling_factor,
-            params.velocity_scaling,
-            "max_velocity_scaling_factor",
-        )?,
-        acceleration_scaling: scaling(
-            req.max_acceleration_scaling_factor,
-            params.acceleration_scaling,
-            "max_acceleration_scaling_factor",
-        )?,
-    })
+        goal: (req.goal_state.name.clone(), req.goal_state.position.clone()),
+        planner: if req.planner_id.is_empty() {
+            None
+        } else {
+            Some(req.planner_id.clone())
+        },
+        time_limit: nonzero(req.allowed_planning_time),
+        seed: u64::try_from(req.seed).ok(),
+        vel_scale: nonzero(req.max_velocity_scaling_factor),
+        acc_scale: nonzero(req.max_acceleration_scaling_factor),
+    }
 }
 
-/// Answers a PlanPath request. Until the engine is wired in, a well-formed request is
-/// answered with `success = false` and [`NOT_WIRED`]; a malformed one with its refusal.
-pub fn answer(
-    req: &PlanPath::Request,
-    params: &NodeParams,
-    current: Option<&JointState>,
-) -> PlanPath::Response {
-    let mut stats = PlanningStats {
-        backend: params.backend.clone(),
-        ..Default::default()
-    };
-    match resolve(req, params, current) {
-        Ok(resolved) => {
-            stats.planner_id = resolved.planner_id;
-            PlanPath::Response {
-                success: false,
-                error_code: FAILURE,
-                message: NOT_WIRED.into(),
-                stats,
-                ..Default::default()
-            }
-        }
-        Err(refusal) => PlanPath::Response {
-            success: false,
-            error_code: refusal.error_code,
-            message: refusal.message,
-            stats,
+/// The PlanPath error code of an error category (MoveIt error code values).
+pub fn error_code(category: ErrorCategory) -> i32 {
+    match category {
+        ErrorCategory::InvalidStart => INVALID_ROBOT_STATE,
+        ErrorCategory::InvalidGoal => INVALID_GOAL_CONSTRAINTS,
+        ErrorCategory::StaleState => ROBOT_STATE_STALE,
+        ErrorCategory::StartInCollision => START_STATE_IN_COLLISION,
+        ErrorCategory::GoalInCollision => GOAL_IN_COLLISION,
+        ErrorCategory::InvalidGroup => INVALID_GROUP_NAME,
+        ErrorCategory::PlanningFailed => PLANNING_FAILED,
+        ErrorCategory::InvalidMotionPlan => INVALID_MOTION_PLAN,
+        ErrorCategory::InvalidObject => INVALID_OBJECT_NAME,
+        ErrorCategory::Failure => FAILURE,
+    }
+}
+
+/// `t` seconds as a ROS duration; negative or non-finite times become 0, huge ones saturate.
+pub fn duration(t: f64) -> DurationMsg {
+    if !(t.is_finite() && t > 0.0) {
+        return DurationMsg { sec: 0, nanosec: 0 };
+    }
+    if t >= i32::MAX as f64 {
+        return DurationMsg {
+            sec: i32::MAX,
+            nanosec: 999_999_999,
+        };
+    }
+    let sec = t.floor();
+    let nanosec = ((t - sec) * 1e9).round().clamp(0.0, 999_999_999.0);
+    DurationMsg {
+        sec: sec as i32,
+        nanosec: nanosec as u32,
+    }
+}
+
+/// The JointTrajectory message of a trajectory, in `frame_id`.
+pub fn joint_trajectory(traj: &Trajectory, frame_id: &str) -> JointTrajectory {
+    JointTrajectory {
+        header: Header {
+            frame_id: frame_id.to_string(),
             ..Default::default()
         },
+        joint_names: traj.joint_names.clone(),
+        points: traj
+            .points
+            .iter()
+            .map(|p| JointTrajectoryPoint {
+                positions: p.positions.clone(),
+                velocities: p.velocities.clone(),
+                accelerations: p.accelerations.clone(),
+                effort: Vec::new(),
+                time_from_start: duration(p.time_from_start),
+            })
+            .collect(),
+    }
+}
+
+fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStats {
+    PlanningStats {
+        planning_time: stats.planning_time.as_secs_f64(),
+        simplification_time: stats.simplification_time.as_secs_f64(),
+        collision_checks: stats.collision_checks,
+        configurations_checked: stats.configs_checked,
+        motions_checked: stats.motions_checked,
+        path_length_before: stats.path_length_before,
+        path_length_after: stats.path_length_after,
+        roadmap_vertices: stats.roadmap_vertices as u64,
+        roadmap_edges: stats.roadmap_edges as u64,
+        backend: backend.to_string(),
+        planner_id: planner_id.to_string(),
+        iterations: stats.iterations as u64,
+    }
+}
+
+/// The PlanPath response of a plan's outcome; `request` names the planner asked for
+/// (reported in the statistics of a failure).
+pub fn response(
+    outcome: &Result<ServicePlanResponse, ServiceError>,
+    request: &ServicePlanRequest,
+    service: &PlanningService,
+) -> PlanPath::Response {
+    let settings = service.settings();
+    match outcome {
+        Ok(plan) => PlanPath::Response {
+            success: true,
+            error_code: SUCCESS,
+            message: format!(
+                "{} waypoints, {} trajectory points, {:.3} s long, planned by {} in {:.3} s",
+                plan.path.len(),
+                plan.trajectory.points.len(),
+                plan.trajectory.duration(),
+                plan.planner,
+                plan.stats.planning_time.as_secs_f64()
+            ),
+            trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
+            stats: stats_msg(&plan.stats, &plan.backend, plan.planner.as_str()),
+        },
+        Err(e) => PlanPath::Response {
+            success: false,
+            error_code: error_code(e.category()),
+            message: e.to_string(),
+            stats: PlanningStats {
+                backend: settings.backend.clone(),
+                planner_id: request
+                    .planner
+                    .clone()
+                    .unwrap_or_else(|| settings.planner.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    }
+}
+
+/// The answer when no robot is loaded.
+pub fn no_robot(reason: &str) -> PlanPath::Response {
+    PlanPath::Response {
+        success: false,
+        error_code: FAILURE,
+        message: format!("no robot loaded: {reason}"),
+        ..Default::default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use r2r::sensor_msgs::msg::JointState;
 
     fn js(names: &[&str], pos: &[f64]) -> JointState {
         JointState {
@@ -223,70 +194,72 @@ mod tests {
         }
     }
 
-    fn request(start: JointState, goal: JointState) -> PlanPath::Request {
-        PlanPath::Request {
-            start_state: start,
-            goal_state: goal,
+    #[test]
+    fn zero_fields_mean_the_parameters() {
+        let req = PlanPath::Request {
+            goal_state: js(&["a"], &[1.0]),
+            seed: -1,
             ..Default::default()
-        }
+        };
+        let r = service_request(&req);
+        assert_eq!(r.start, None);
+        assert_eq!(r.planner, None);
+        assert_eq!(r.time_limit, None);
+        assert_eq!(r.seed, None);
+        assert_eq!(r.vel_scale, None);
+        let req = PlanPath::Request {
+            start_state: js(&["a"], &[0.5]),
+            goal_state: js(&["a"], &[1.0]),
+            planner_id: "rrt".into(),
+            allowed_planning_time: 2.0,
+            seed: 3,
+            max_velocity_scaling_factor: 0.5,
+            ..Default::default()
+        };
+        let r = service_request(&req);
+        assert_eq!(r.start, Some((vec!["a".to_string()], vec![0.5])));
+        assert_eq!(r.planner.as_deref(), Some("rrt"));
+        assert_eq!(r.time_limit, Some(2.0));
+        assert_eq!(r.seed, Some(3));
+        assert_eq!(r.vel_scale, Some(0.5));
     }
 
     #[test]
-    fn defaults_come_from_the_parameters() {
-        let p = NodeParams::default();
-        let req = request(js(&["a", "b"], &[0.0, 1.0]), js(&["a", "b"], &[1.0, 2.0]));
-        let r = resolve(&req, &p, None).unwrap();
-        assert_eq!(r.planner_id, p.planner);
-        assert_eq!(r.time_limit, p.time_limit);
-        assert_eq!(r.seed, p.seed as u64);
-        assert_eq!(r.velocity_scaling, p.velocity_scaling);
-        assert_eq!(r.start, vec![0.0, 1.0]);
+    fn durations_split_into_seconds_and_nanoseconds() {
+        let d = duration(1.25);
+        assert_eq!((d.sec, d.nanosec), (1, 250_000_000));
+        let d = duration(f64::NAN);
+        assert_eq!((d.sec, d.nanosec), (0, 0));
+        let d = duration(-3.0);
+        assert_eq!((d.sec, d.nanosec), (0, 0));
     }
 
     #[test]
-    fn empty_start_uses_joint_states_in_goal_order() {
-        let p = NodeParams::default();
-        let req = request(JointState::default(), js(&["b", "a"], &[1.0, 2.0]));
-        let current = js(&["a", "b", "c"], &[0.1, 0.2, 0.3]);
-        let r = resolve(&req, &p, Some(&current)).unwrap();
-        assert_eq!(r.joint_names, vec!["b", "a"]);
-        assert_eq!(r.start, vec![0.2, 0.1]);
-        let e = resolve(&req, &p, None).unwrap_err();
-        assert_eq!(e.error_code, ROBOT_STATE_STALE);
-    }
-
-    #[test]
-    fn malformed_requests_are_refused_with_a_code() {
-        let p = NodeParams::default();
-        let bad_goal = request(js(&["a"], &[0.0]), js(&["a"], &[]));
-        assert_eq!(
-            resolve(&bad_goal, &p, None).unwrap_err().error_code,
-            INVALID_GOAL_CONSTRAINTS
-        );
-        let nan_start = request(js(&["a"], &[f64::NAN]), js(&["a"], &[1.0]));
-        assert_eq!(
-            resolve(&nan_start, &p, None).unwrap_err().error_code,
-            INVALID_ROBOT_STATE
-        );
-        let mut bad_planner = request(js(&["a"], &[0.0]), js(&["a"], &[1.0]));
-        bad_planner.planner_id = "teleport".into();
-        assert!(resolve(&bad_planner, &p, None)
-            .unwrap_err()
-            .message
-            .contains("teleport"));
-        let mut bad_scaling = request(js(&["a"], &[0.0]), js(&["a"], &[1.0]));
-        bad_scaling.max_velocity_scaling_factor = 2.0;
-        assert!(resolve(&bad_scaling, &p, None).is_err());
-    }
-
-    #[test]
-    fn answer_says_not_wired_for_good_requests() {
-        let p = NodeParams::default();
-        let req = request(js(&["a"], &[0.0]), js(&["a"], &[1.0]));
-        let res = answer(&req, &p, None);
+    fn plans_on_the_bundled_robot() {
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled");
+        let mut service =
+            PlanningService::new(robot, scene, crate::service::ServiceSettings::default());
+        let names = service.group().expect("group").space.names.clone();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let req = PlanPath::Request {
+            start_state: js(&names, &[-2.8, 0.3, 0.8, 0.0, 0.0, 0.0]),
+            goal_state: js(&names, &[-1.2, 0.3, 0.8, 0.0, 0.0, 0.0]),
+            seed: -1,
+            ..Default::default()
+        };
+        let sreq = service_request(&req);
+        let outcome = service.plan(sreq.clone());
+        let res = response(&outcome, &sreq, &service);
+        assert!(res.success, "{}", res.message);
+        assert_eq!(res.error_code, SUCCESS);
+        assert_eq!(res.trajectory.joint_names.len(), 6);
+        let mut bad = req.clone();
+        bad.goal_state.name[0] = "nope".into();
+        let sreq = service_request(&bad);
+        let outcome = service.plan(sreq.clone());
+        let res = response(&outcome, &sreq, &service);
         assert!(!res.success);
-        assert_eq!(res.message, NOT_WIRED);
-        assert_eq!(res.stats.planner_id, p.planner);
-        assert_eq!(res.stats.backend, p.backend);
+        assert_eq!(res.error_code, INVALID_GOAL_CONSTRAINTS);
+        assert!(res.message.contains("nope"));
     }
 }

@@ -1,0 +1,209 @@
+//! `visualization_msgs/Marker` ↔ [`MarkerUpdate`]: obstacles in from `~/obstacles`, the
+//! scene out on `~/scene`.
+
+use nalgebra::{Isometry3, Point3, Quaternion, Translation3, UnitQuaternion};
+use r2r::geometry_msgs::msg::{Point, Pose, Quaternion as QuaternionMsg, Vector3};
+use r2r::std_msgs::msg::{ColorRGBA, Header};
+use r2r::visualization_msgs::msg::{Marker, MarkerArray};
+
+use crate::robot::mesh::load_mesh_points;
+use crate::robot::resolve_resource;
+use crate::service::{marker_type, MarkerAction, MarkerKind, MarkerUpdate};
+
+/// ROS `Marker.DELETEALL`.
+const DELETEALL: i32 = 3;
+
+/// The pose of a marker: a finite position and a quaternion, normalized. An all-zero
+/// quaternion is read as the identity, as RViz does.
+fn pose_of(name: &str, p: &Pose) -> Result<Isometry3<f64>, String> {
+    let t = &p.position;
+    if !(t.x.is_finite() && t.y.is_finite() && t.z.is_finite()) {
+        return Err(format!(
+            "marker '{name}': position ({}, {}, {}) is not finite",
+            t.x, t.y, t.z
+        ));
+    }
+    let o = &p.orientation;
+    let q = Quaternion::new(o.w, o.x, o.y, o.z);
+    let norm = q.norm();
+    let rotation = if norm == 0.0 {
+        UnitQuaternion::identity()
+    } else if norm.is_finite() {
+        UnitQuaternion::from_quaternion(q)
+    } else {
+        return Err(format!(
+            "marker '{name}': orientation ({}, {}, {}, {}) is not finite",
+            o.x, o.y, o.z, o.w
+        ));
+    };
+    Ok(Isometry3::from_parts(
+        Translation3::new(t.x, t.y, t.z),
+        rotation,
+    ))
+}
+
+/// Reads a marker message. `MESH_RESOURCE` markers have their mesh loaded (and scaled) here;
+/// unknown actions and unreadable meshes are errors naming the marker.
+pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
+    let name = format!("{}/{}", m.ns, m.id);
+    let action = MarkerAction::from_ros(m.action).ok_or_else(|| {
+        format!(
+            "marker '{name}': unknown action {} (expected 0 ADD/MODIFY, 2 DELETE, 3 DELETEALL)",
+            m.action
+        )
+    })?;
+    let scale = [m.scale.x, m.scale.y, m.scale.z];
+    let adding = action == MarkerAction::Add;
+    let pose = if adding {
+        pose_of(&name, &m.pose)?
+    } else {
+        Isometry3::identity()
+    };
+    let kind = if adding && m.type_ == marker_type::MESH_RESOURCE {
+        let path = resolve_resource(&m.mesh_resource, None, &[]).map_err(|tried| {
+            format!(
+                "marker '{name}': mesh '{}' not found (tried {tried:?})",
+                m.mesh_resource
+            )
+        })?;
+        let points = load_mesh_points(&path, nalgebra::Vector3::new(scale[0], scale[1], scale[2]))
+            .map_err(|e| format!("marker '{name}': {e}"))?;
+        MarkerKind::Mesh(points)
+    } else {
+        let points: Vec<Point3<f64>> = m
+            .points
+            .iter()
+            .map(|p| Point3::new(p.x, p.y, p.z))
+            .collect();
+        MarkerKind::from_ros(m.type_, &points, scale)
+    };
+    Ok(MarkerUpdate {
+        ns: m.ns.clone(),
+        id: m.id,
+        action,
+        kind,
+        frame_id: m.header.frame_id.clone(),
+        pose,
+        scale,
+    })
+}
+
+fn pose_msg(pose: &Isometry3<f64>) -> Pose {
+    let t = &pose.translation.vector;
+    let q = pose.rotation.quaternion();
+    Pose {
+        position: Point {
+            x: t.x,
+            y: t.y,
+            z: t.z,
+        },
+        orientation: QuaternionMsg {
+            x: q.i,
+            y: q.j,
+            z: q.k,
+            w: q.w,
+        },
+    }
+}
+
+/// The marker message drawing one obstacle marker (grey, half transparent).
+pub fn marker_msg(u: &MarkerUpdate) -> Marker {
+    let points = match &u.kind {
+        MarkerKind::Mesh(points) | MarkerKind::TriangleList(points) => points
+            .iter()
+            .map(|p| Point {
+                x: p.x,
+                y: p.y,
+                z: p.z,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Marker {
+        header: Header {
+            frame_id: u.frame_id.clone(),
+            ..Default::default()
+        },
+        ns: u.ns.clone(),
+        id: u.id,
+        // A mesh is drawn by its hull triangles.
+        type_: match u.kind {
+            MarkerKind::Mesh(_) => marker_type::TRIANGLE_LIST,
+            _ => u.kind.ros_type(),
+        },
+        action: 0,
+        pose: pose_msg(&u.pose),
+        scale: Vector3 {
+            x: u.scale[0],
+            y: u.scale[1],
+            z: u.scale[2],
+        },
+        color: ColorRGBA {
+            r: 0.6,
+            g: 0.6,
+            b: 0.65,
+            a: 0.6,
+        },
+        points,
+        ..Default::default()
+    }
+}
+
+/// The `~/scene` message: a DELETEALL (so removed obstacles disappear) and then one marker
+/// per obstacle.
+pub fn scene_array(markers: &[MarkerUpdate], frame_id: &str) -> MarkerArray {
+    let mut out = Vec::with_capacity(markers.len() + 1);
+    out.push(Marker {
+        header: Header {
+            frame_id: frame_id.to_string(),
+            ..Default::default()
+        },
+        action: DELETEALL,
+        ..Default::default()
+    });
+    out.extend(markers.iter().map(marker_msg));
+    MarkerArray { markers: out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cube_marker_reads_and_writes_back() {
+        let m = Marker {
+            header: Header {
+                frame_id: "world".into(),
+                ..Default::default()
+            },
+            ns: "box".into(),
+            id: 4,
+            type_: marker_type::CUBE,
+            action: 0,
+            pose: Pose {
+                position: Point {
+                    x: 1.0,
+                    y: 2.0,
+                    z: 3.0,
+                },
+                orientation: QuaternionMsg::default(),
+            },
+            scale: Vector3 {
+                x: 0.1,
+                y: 0.2,
+                z: 0.3,
+            },
+            ..Default::default()
+        };
+        let u = marker_update(&m).expect("cube");
+        assert_eq!(u.kind, MarkerKind::Cube);
+        assert_eq!(u.obstacle_id(), "box/4");
+        let back = marker_msg(&u);
+        assert_eq!(back.type_, marker_type::CUBE);
+        assert_eq!(back.pose.position.y, 2.0);
+        assert_eq!(back.pose.orientation.w, 1.0);
+        let mut bad = m.clone();
+        bad.action = 7;
+        assert!(marker_update(&bad).unwrap_err().contains("box/4"));
+    }
+}

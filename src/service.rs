@@ -1,0 +1,934 @@
+//! The planning node's engine state and operations, in plain Rust types.
+//!
+//! [`PlanningService`] is everything the ROS 2 node does short of talking ROS: it keeps the
+//! robot, the scene, the current joint state and the settings; it turns joint-name/position
+//! lists into group configurations (naming the joint at fault when one is wrong), turns
+//! marker updates into obstacles, caches the collision checker for the current scene and base
+//! state, and runs [`planners::plan`]. The node (`crate::ros`, feature `ros`) only converts
+//! messages to and from these types, so all of this is tested without ROS.
+
+use std::time::Duration;
+
+use nalgebra::{Isometry3, Point3, Vector3};
+
+use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError};
+use crate::planners::{self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner};
+use crate::robot::{PlanningGroup, RobotError, RobotModel};
+use crate::scene::{Obstacle, Scene, SceneError, Shape};
+use crate::trajectory::Trajectory;
+
+/// Longest planning time budget accepted, seconds (keeps `Duration` conversion in range).
+const MAX_TIME_LIMIT: f64 = 1.0e6;
+
+/// Settings of the service; the node fills them from its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSettings {
+    /// Default planner (`prm`, `lazy_prm`, `rrt`, `rrt_star` or `rrt_connect`).
+    pub planner: String,
+    /// Collision backend (`auto`, `cpu` or `cuda`).
+    pub backend: String,
+    /// Joint-space step at which motions are collision checked; > 0.
+    pub resolution: f64,
+    /// Default planning time budget, seconds; > 0.
+    pub time_limit: f64,
+    /// Default random seed.
+    pub seed: u64,
+    /// Default velocity scaling in (0, 1].
+    pub velocity_scaling: f64,
+    /// Default acceleration scaling in (0, 1].
+    pub acceleration_scaling: f64,
+    /// SRDF planning group (empty: the robot's default group).
+    pub planning_group: String,
+    /// Frame of the scene; markers must be expressed in it.
+    pub planning_frame: String,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        Self {
+            planner: "rrt_connect".into(),
+            backend: "cpu".into(),
+            resolution: 0.01,
+            time_limit: 5.0,
+            seed: 0,
+            velocity_scaling: 1.0,
+            acceleration_scaling: 1.0,
+            planning_group: String::new(),
+            planning_frame: "world".into(),
+        }
+    }
+}
+
+/// A planning request: joint names with positions, and optional overrides of the settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServicePlanRequest {
+    /// Start joint names and positions; `None` = the current joint state. Group joints
+    /// missing here are taken from the current joint state.
+    pub start: Option<(Vec<String>, Vec<f64>)>,
+    /// Goal joint names and positions: every joint of the planning group must be given.
+    pub goal: (Vec<String>, Vec<f64>),
+    /// Planner override.
+    pub planner: Option<String>,
+    /// Time budget override, seconds.
+    pub time_limit: Option<f64>,
+    /// Seed override.
+    pub seed: Option<u64>,
+    /// Velocity scaling override, in (0, 1].
+    pub vel_scale: Option<f64>,
+    /// Acceleration scaling override, in (0, 1].
+    pub acc_scale: Option<f64>,
+}
+
+/// A successful plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServicePlanResponse {
+    /// The timed trajectory (planning-group joint names and points).
+    pub trajectory: Trajectory,
+    /// The planned (shortcut) waypoints, group configurations from start to goal.
+    pub path: Vec<Vec<f64>>,
+    /// Counters and timings.
+    pub stats: PlanStats,
+    /// The planner that ran.
+    pub planner: PlannerId,
+    /// The backend that checked collisions (`cpu` or `cuda`).
+    pub backend: String,
+}
+
+/// What a marker update does (ROS `visualization_msgs/Marker` actions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerAction {
+    /// Add an obstacle (or replace the one with the same ns/id).
+    Add,
+    /// Same as [`MarkerAction::Add`].
+    Modify,
+    /// Remove the obstacle with this ns/id.
+    Delete,
+    /// Remove every obstacle.
+    DeleteAll,
+}
+
+/// The geometry of a marker (ROS `visualization_msgs/Marker` types).
+#[derive(Debug, Clone, PartialEq)]
+pub enum MarkerKind {
+    /// A box; `scale` = full sizes along x, y, z.
+    Cube,
+    /// A ball; `scale.x` = diameter (the largest scale is used, which can only enlarge it).
+    Sphere,
+    /// A cylinder about z; `scale.x` = diameter, `scale.z` = height.
+    Cylinder,
+    /// Mesh vertices in the marker frame (already scaled); the convex hull is the obstacle.
+    Mesh(Vec<Point3<f64>>),
+    /// Triangle-list vertices in the marker frame (already scaled); the convex hull is the
+    /// obstacle.
+    TriangleList(Vec<Point3<f64>>),
+    /// Any other marker type (arrow, line strip, text, ...), by its ROS type number.
+    Other(i32),
+}
+
+/// One marker of a `MarkerArray`, in plain types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarkerUpdate {
+    /// Marker namespace.
+    pub ns: String,
+    /// Marker id within the namespace.
+    pub id: i32,
+    /// What to do.
+    pub action: MarkerAction,
+    /// The geometry.
+    pub kind: MarkerKind,
+    /// Frame of `pose`; must be the planning frame.
+    pub frame_id: String,
+    /// Pose of the marker in `frame_id`.
+    pub pose: Isometry3<f64>,
+    /// Marker scale (meaning depends on `kind`).
+    pub scale: [f64; 3],
+}
+
+impl MarkerUpdate {
+    /// The obstacle id of this marker: `"ns/id"`.
+    pub fn obstacle_id(&self) -> String {
+        format!("{}/{}", self.ns, self.id)
+    }
+}
+
+/// Why a service operation failed; every variant names the input at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// A joint name the robot does not have.
+    #[error("{which}: unknown joint '{joint}'")]
+    UnknownJoint {
+        /// `start`, `goal` or `joint state`.
+        which: &'static str,
+        /// The name.
+        joint: String,
+    },
+    /// A joint of the planning group has no value.
+    #[error("{which}: no position for planning-group joint '{joint}'")]
+    MissingJoint {
+        /// `start` or `goal`.
+        which: &'static str,
+        /// The joint.
+        joint: String,
+    },
+    /// A position that is NaN or infinite.
+    #[error("{which}: joint '{joint}' position is {value}")]
+    NotFinite {
+        /// `start`, `goal` or `joint state`.
+        which: &'static str,
+        /// The joint.
+        joint: String,
+        /// The value.
+        value: f64,
+    },
+    /// A position outside the joint's limits.
+    #[error("{which}: joint '{joint}' position {value} is outside its limits [{lower}, {upper}]")]
+    OutOfLimits {
+        /// `start` or `goal`.
+        which: &'static str,
+        /// The joint.
+        joint: String,
+        /// The value.
+        value: f64,
+        /// Lower limit.
+        lower: f64,
+        /// Upper limit.
+        upper: f64,
+    },
+    /// Names and positions of different lengths, or a joint given twice.
+    #[error("{which}: {message}")]
+    BadJointList {
+        /// `start`, `goal` or `joint state`.
+        which: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The request has no start and no joint state was received.
+    #[error("start: no start state given and no joint state received yet")]
+    NoCurrentState,
+    /// A request option or setting is unusable.
+    #[error("{name}: {reason}")]
+    BadOption {
+        /// The option.
+        name: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An unknown planner name.
+    #[error(transparent)]
+    UnknownPlanner(#[from] UnknownPlanner),
+    /// The planning group could not be formed.
+    #[error("planning group '{group}': {source}")]
+    Group {
+        /// The group name.
+        group: String,
+        /// Why.
+        source: RobotError,
+    },
+    /// The collision checker could not be built.
+    #[error("collision checker ({backend}): {source}")]
+    Checker {
+        /// The backend asked for.
+        backend: String,
+        /// Why.
+        source: CollisionError,
+    },
+    /// Planning failed (start/goal in collision, no path within the time limit, ...).
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// A marker is in another frame than the planning frame.
+    #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
+    WrongFrame {
+        /// The marker (`ns/id`).
+        marker: String,
+        /// Its frame.
+        frame: String,
+        /// The planning frame.
+        planning_frame: String,
+    },
+    /// A marker type that cannot be an obstacle.
+    #[error("marker '{marker}': unsupported marker type {kind}")]
+    UnsupportedMarker {
+        /// The marker (`ns/id`).
+        marker: String,
+        /// Its type.
+        kind: String,
+    },
+    /// A marker's geometry is unusable (sizes, pose, mesh).
+    #[error("marker '{marker}': {reason}")]
+    BadMarker {
+        /// The marker (`ns/id`).
+        marker: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A DELETE for a marker that is not in the scene.
+    #[error("marker '{marker}': not in the scene")]
+    UnknownMarker {
+        /// The marker (`ns/id`).
+        marker: String,
+    },
+}
+
+/// What kind of failure an error is, for clients that report codes (the node maps these to
+/// `PlanPath` error codes, which follow `moveit_msgs/MoveItErrorCodes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCategory {
+    /// The start state is malformed, unknown or outside the limits.
+    InvalidStart,
+    /// The goal state is malformed, unknown, incomplete or outside the limits.
+    InvalidGoal,
+    /// No start was given and no joint state has been received.
+    StaleState,
+    /// The start configuration is in collision (or otherwise refused by the planner).
+    StartInCollision,
+    /// The goal configuration is in collision (or otherwise refused by the planner).
+    GoalInCollision,
+    /// The planning group does not exist.
+    InvalidGroup,
+    /// No path was found within the time limit.
+    PlanningFailed,
+    /// A path was found but failed the final re-validation.
+    InvalidMotionPlan,
+    /// A marker could not be applied.
+    InvalidObject,
+    /// Anything else (bad options, unknown planner, checker failure).
+    Failure,
+}
+
+impl ServiceError {
+    /// The kind of failure.
+    pub fn category(&self) -> ErrorCategory {
+        use ErrorCategory as C;
+        let by_side = |which: &str| {
+            if which == "goal" {
+                C::InvalidGoal
+            } else {
+                C::InvalidStart
+            }
+        };
+        match self {
+            ServiceError::UnknownJoint { which, .. }
+            | ServiceError::MissingJoint { which, .. }
+            | ServiceError::NotFinite { which, .. }
+            | ServiceError::OutOfLimits { which, .. }
+            | ServiceError::BadJointList { which, .. } => by_side(which),
+            ServiceError::NoCurrentState => C::StaleState,
+            ServiceError::Group { .. } => C::InvalidGroup,
+            ServiceError::Plan(PlanError::InvalidStart(_)) => C::StartInCollision,
+            ServiceError::Plan(PlanError::InvalidGoal(_)) => C::GoalInCollision,
+            ServiceError::Plan(PlanError::NoPath { .. }) => C::PlanningFailed,
+            ServiceError::Plan(PlanError::ValidationFailed(_)) => C::InvalidMotionPlan,
+            ServiceError::WrongFrame { .. }
+            | ServiceError::UnsupportedMarker { .. }
+            | ServiceError::BadMarker { .. }
+            | ServiceError::UnknownMarker { .. } => C::InvalidObject,
+            _ => C::Failure,
+        }
+    }
+}
+
+/// ROS `visualization_msgs/Marker` type numbers.
+pub mod marker_type {
+    /// `CUBE`.
+    pub const CUBE: i32 = 1;
+    /// `SPHERE`.
+    pub const SPHERE: i32 = 2;
+    /// `CYLINDER`.
+    pub const CYLINDER: i32 = 3;
+    /// `MESH_RESOURCE`.
+    pub const MESH_RESOURCE: i32 = 10;
+    /// `TRIANGLE_LIST`.
+    pub const TRIANGLE_LIST: i32 = 11;
+}
+
+impl MarkerAction {
+    /// The action of a ROS marker action number (`ADD`/`MODIFY` = 0, `DELETE` = 2,
+    /// `DELETEALL` = 3); `None` for any other number.
+    pub fn from_ros(action: i32) -> Option<MarkerAction> {
+        match action {
+            0 => Some(MarkerAction::Add),
+            2 => Some(MarkerAction::Delete),
+            3 => Some(MarkerAction::DeleteAll),
+            _ => None,
+        }
+    }
+}
+
+impl MarkerKind {
+    /// The kind of a ROS marker type number whose geometry needs no file: `CUBE`, `SPHERE`,
+    /// `CYLINDER`, and `TRIANGLE_LIST` with its `points` scaled by `scale` (as RViz draws
+    /// them). `MESH_RESOURCE` needs the mesh loaded by the caller ([`MarkerKind::Mesh`]);
+    /// every other number is [`MarkerKind::Other`].
+    pub fn from_ros(kind: i32, points: &[Point3<f64>], scale: [f64; 3]) -> MarkerKind {
+        match kind {
+            marker_type::CUBE => MarkerKind::Cube,
+            marker_type::SPHERE => MarkerKind::Sphere,
+            marker_type::CYLINDER => MarkerKind::Cylinder,
+            marker_type::TRIANGLE_LIST => MarkerKind::TriangleList(
+                points
+                    .iter()
+                    .map(|p| Point3::new(p.x * scale[0], p.y * scale[1], p.z * scale[2]))
+                    .collect(),
+            ),
+            other => MarkerKind::Other(other),
+        }
+    }
+
+    /// The ROS marker type number of this kind.
+    pub fn ros_type(&self) -> i32 {
+        match self {
+            MarkerKind::Cube => marker_type::CUBE,
+            MarkerKind::Sphere => marker_type::SPHERE,
+            MarkerKind::Cylinder => marker_type::CYLINDER,
+            MarkerKind::Mesh(_) => marker_type::MESH_RESOURCE,
+            MarkerKind::TriangleList(_) => marker_type::TRIANGLE_LIST,
+            MarkerKind::Other(t) => *t,
+        }
+    }
+}
+
+/// The marker that draws `obstacle` (namespace = obstacle id, id 0, action ADD); a convex
+/// mesh becomes a TRIANGLE_LIST of its hull with unit scale.
+pub fn obstacle_marker(obstacle: &Obstacle, frame_id: &str) -> MarkerUpdate {
+    let (kind, scale) = match &obstacle.shape {
+        Shape::Box { half_extents } => (
+            MarkerKind::Cube,
+            [
+                2.0 * half_extents.x,
+                2.0 * half_extents.y,
+                2.0 * half_extents.z,
+            ],
+        ),
+        Shape::Sphere { radius } => (MarkerKind::Sphere, [2.0 * radius; 3]),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => (
+            MarkerKind::Cylinder,
+            [2.0 * radius, 2.0 * radius, 2.0 * half_length],
+        ),
+        Shape::ConvexMesh { polytope } => (
+            MarkerKind::TriangleList(
+                polytope
+                    .faces
+                    .iter()
+                    .flat_map(|f| f.iter())
+                    .filter_map(|&i| polytope.vertices.get(i as usize).copied())
+                    .collect(),
+            ),
+            [1.0; 3],
+        ),
+    };
+    MarkerUpdate {
+        ns: obstacle.id.clone(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind,
+        frame_id: frame_id.to_string(),
+        pose: obstacle.pose,
+        scale,
+    }
+}
+
+/// The checker built for one scene revision, base state, backend and group.
+struct CachedChecker {
+    revision: u64,
+    base: Vec<f64>,
+    backend: String,
+    group: String,
+    checker: Box<dyn Checker>,
+}
+
+/// The planning node's engine state: robot, scene, current joint state, settings, the cached
+/// collision checker and the last planned path.
+pub struct PlanningService {
+    robot: RobotModel,
+    scene: Scene,
+    settings: ServiceSettings,
+    /// Full robot state from the latest joint state (neutral until one arrives).
+    current: Vec<f64>,
+    has_current: bool,
+    cached: Option<CachedChecker>,
+    last_path: Option<Vec<Vec<f64>>>,
+}
+
+impl std::fmt::Debug for PlanningService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanningService")
+            .field("robot", &self.robot.tree.name)
+            .field("obstacles", &self.scene.len())
+            .field("settings", &self.settings)
+            .field("has_current", &self.has_current)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `scene` with its frame renamed to `frame` (same obstacles).
+fn reframed(scene: Scene, frame: &str) -> Scene {
+    if scene.frame() == frame {
+        return scene;
+    }
+    let mut renamed = Scene::new(frame);
+    for o in scene.iter() {
+        // The obstacles of a scene are valid and their ids unique, so adding them again
+        // cannot fail; were it to, the obstacle is dropped rather than panicking.
+        let _ = renamed.add(o.clone());
+    }
+    renamed
+}
+
+fn check_lists<'a>(
+    which: &'static str,
+    names: &'a [String],
+    positions: &'a [f64],
+) -> Result<Vec<(&'a str, f64)>, ServiceError> {
+    if names.len() != positions.len() {
+        return Err(ServiceError::BadJointList {
+            which,
+            message: format!(
+                "{} joint names but {} positions",
+                names.len(),
+                positions.len()
+            ),
+        });
+    }
+    let mut out: Vec<(&str, f64)> = Vec::with_capacity(names.len());
+    for (name, &x) in names.iter().zip(positions) {
+        if out.iter().any(|(n, _)| *n == name.as_str()) {
+            return Err(ServiceError::BadJointList {
+                which,
+                message: format!("joint '{name}' appears twice"),
+            });
+        }
+        out.push((name.as_str(), x));
+    }
+    Ok(out)
+}
+
+fn scaling(name: &'static str, v: f64) -> Result<f64, ServiceError> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(ServiceError::BadOption {
+            name,
+            reason: format!("must be in (0, 1], got {v}"),
+        })
+    }
+}
+
+fn finite_size(marker: &str, what: &str, v: f64) -> Result<f64, ServiceError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(ServiceError::BadMarker {
+            marker: marker.into(),
+            reason: format!("{what} must be positive and finite, got {v}"),
+        })
+    }
+}
+
+impl PlanningService {
+    /// A service for `robot` in `scene`. The scene's frame is set to the planning frame of
+    /// `settings` (obstacles already in it are kept as they are).
+    pub fn new(robot: RobotModel, scene: Scene, settings: ServiceSettings) -> Self {
+        let current = robot.tree.neutral_state();
+        let scene = reframed(scene, &settings.planning_frame);
+        Self {
+            robot,
+            scene,
+            settings,
+            current,
+            has_current: false,
+            cached: None,
+            last_path: None,
+        }
+    }
+
+    /// The robot.
+    pub fn robot(&self) -> &RobotModel {
+        &self.robot
+    }
+
+    /// The current settings.
+    pub fn settings(&self) -> &ServiceSettings {
+        &self.settings
+    }
+
+    /// Replaces the settings (checked when the next plan runs). With a new planning frame
+    /// the obstacles keep their poses, now read in the new frame (there is no transform
+    /// tree here), and later markers must use the new frame.
+    pub fn set_settings(&mut self, settings: ServiceSettings) {
+        if settings.planning_frame != self.scene.frame() {
+            let scene = std::mem::take(&mut self.scene);
+            self.scene = reframed(scene, &settings.planning_frame);
+        }
+        self.settings = settings;
+    }
+
+    /// The scene.
+    pub fn scene(&self) -> &Scene {
+        &self.scene
+    }
+
+    /// The obstacles of the scene, for publishing.
+    pub fn scene_obstacles(&self) -> impl Iterator<Item = &Obstacle> {
+        self.scene.iter()
+    }
+
+    /// One marker per obstacle (see [`obstacle_marker`]), in the planning frame.
+    pub fn scene_markers(&self) -> Vec<MarkerUpdate> {
+        self.scene
+            .iter()
+            .map(|o| obstacle_marker(o, self.scene.frame()))
+            .collect()
+    }
+
+    /// The path (group configurations) of the last successful plan.
+    pub fn last_plan(&self) -> Option<&[Vec<f64>]> {
+        self.last_path.as_deref()
+    }
+
+    /// The planning group named by the settings.
+    pub fn group(&self) -> Result<PlanningGroup, ServiceError> {
+        let name = &self.settings.planning_group;
+        if name.is_empty() {
+            Ok(self.robot.default_group())
+        } else {
+            self.robot
+                .group(name)
+                .map_err(|source| ServiceError::Group {
+                    group: name.clone(),
+                    source,
+                })
+        }
+    }
+
+    /// Whether a joint state has been received.
+    pub fn has_joint_state(&self) -> bool {
+        self.has_current
+    }
+
+    /// Records the current joint state. Unknown names (and joints without a variable, such
+    /// as fixed joints) are ignored; a non-finite position or a malformed list is an error and
+    /// leaves the state unchanged.
+    pub fn set_joint_state(
+        &mut self,
+        names: &[String],
+        positions: &[f64],
+    ) -> Result<(), ServiceError> {
+        let which = "joint state";
+        let pairs = check_lists(which, names, positions)?;
+        let mut updates = Vec::with_capacity(pairs.len());
+        for (name, x) in pairs {
+            let Ok(j) = self.robot.tree.joint(name) else {
+                continue;
+            };
+            if !x.is_finite() {
+                return Err(ServiceError::NotFinite {
+                    which,
+                    joint: name.into(),
+                    value: x,
+                });
+            }
+            if let Some(v) = self.robot.tree.joints.get(j).and_then(|jt| jt.variable) {
+                updates.push((v, x));
+            }
+        }
+        for (v, x) in updates {
+            if let Some(slot) = self.current.get_mut(v) {
+                *slot = x;
+            }
+        }
+        self.has_current = true;
+        Ok(())
+    }
+
+    /// Full robot state from `base` with the named positions written in; errors name the
+    /// joint. Returns the state and which variables were given.
+    fn apply_named(
+        &self,
+        which: &'static str,
+        base: &[f64],
+        names: &[String],
+        positions: &[f64],
+    ) -> Result<(Vec<f64>, Vec<bool>), ServiceError> {
+        let pairs = check_lists(which, names, positions)?;
+        let mut state = base.to_vec();
+        let mut given = vec![false; state.len()];
+        for (name, x) in pairs {
+            let j = self
+                .robot
+                .tree
+                .joint(name)
+                .map_err(|_| ServiceError::UnknownJoint {
+                    which,
+                    joint: name.into(),
+                })?;
+            if !x.is_finite() {
+                return Err(ServiceError::NotFinite {
+                    which,
+                    joint: name.into(),
+                    value: x,
+                });
+            }
+            if let Some(v) = self.robot.tree.joints.get(j).and_then(|jt| jt.variable) {
+                if let (Some(s), Some(g)) = (state.get_mut(v), given.get_mut(v)) {
+                    *s = x;
+                    *g = true;
+                }
+            }
+        }
+        Ok((state, given))
+    }
+
+    /// Checks that every group joint is given and within its limits; returns the group
+    /// configuration.
+    fn group_config(
+        which: &'static str,
+        group: &PlanningGroup,
+        state: &[f64],
+        given: &[bool],
+    ) -> Result<Vec<f64>, ServiceError> {
+        let space = &group.space;
+        let mut q = Vec::with_capacity(group.variables.len());
+        for (k, &v) in group.variables.iter().enumerate() {
+            let name = space.names.get(k).cloned().unwrap_or_default();
+            if !given.get(v).copied().unwrap_or(false) {
+                return Err(ServiceError::MissingJoint { which, joint: name });
+            }
+            let x = state.get(v).copied().unwrap_or(f64::NAN);
+            let (lo, hi) = (space.lower[k], space.upper[k]);
+            if !space.continuous[k] && (x < lo || x > hi) {
+                return Err(ServiceError::OutOfLimits {
+                    which,
+                    joint: name,
+                    value: x,
+                    lower: lo,
+                    upper: hi,
+                });
+            }
+            q.push(x);
+        }
+        Ok(q)
+    }
+
+    /// Plans from the request's start (or the current state) to its goal in the current
+    /// scene. Joints outside the planning group hold their start values.
+    pub fn plan(&mut self, req: ServicePlanRequest) -> Result<ServicePlanResponse, ServiceError> {
+        let s = &self.settings;
+        let planner: PlannerId = req.planner.as_deref().unwrap_or(&s.planner).parse()?;
+        let time_limit = req.time_limit.unwrap_or(s.time_limit);
+        if !(time_limit > 0.0 && time_limit <= MAX_TIME_LIMIT) {
+            return Err(ServiceError::BadOption {
+                name: "time_limit",
+                reason: format!("must be in (0, {MAX_TIME_LIMIT}] seconds, got {time_limit}"),
+            });
+        }
+        let vel_scale = scaling(
+            "velocity_scaling",
+            req.vel_scale.unwrap_or(s.velocity_scaling),
+        )?;
+        let acc_scale = scaling(
+            "acceleration_scaling",
+            req.acc_scale.unwrap_or(s.acceleration_scaling),
+        )?;
+        let resolution = s.resolution;
+        if !(resolution > 0.0 && resolution.is_finite()) {
+            return Err(ServiceError::BadOption {
+                name: "resolution",
+                reason: format!("must be positive and finite, got {resolution}"),
+            });
+        }
+        let seed = req.seed.unwrap_or(s.seed);
+        let group = self.group()?;
+
+        // Start: the current state overridden by the request's start joints.
+        let (start_state, start_given) = match &req.start {
+            Some((names, positions)) => {
+                let (state, mut given) =
+                    self.apply_named("start", &self.current, names, positions)?;
+                if self.has_current {
+                    given.iter_mut().for_each(|g| *g = true);
+                }
+                (state, given)
+            }
+            None => {
+                if !self.has_current {
+                    return Err(ServiceError::NoCurrentState);
+                }
+                (self.current.clone(), vec![true; self.current.len()])
+            }
+        };
+        let start = Self::group_config("start", &group, &start_state, &start_given)?;
+
+        // Goal: every group joint given; goal values of joints outside the group are
+        // ignored (they hold their start values), as PlanPath documents.
+        let (names, positions) = &req.goal;
+        let (goal_state, goal_given) = self.apply_named("goal", &start_state, names, positions)?;
+        let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
+
+        let checker = self.checker(&group, &start_state)?;
+        let mut preq = PlanRequest::new(start, goal, planner);
+        preq.group = group.name.clone();
+        preq.time_limit = Duration::from_secs_f64(time_limit);
+        preq.seed = seed;
+        preq.resolution = resolution;
+        preq.vel_scale = vel_scale;
+        preq.acc_scale = acc_scale;
+        let backend = format!("{:?}", checker.backend()).to_lowercase();
+        let result = planners::plan(checker, &preq)?;
+        self.last_path = Some(result.path.clone());
+        Ok(ServicePlanResponse {
+            trajectory: result.trajectory,
+            path: result.path,
+            stats: result.stats,
+            planner: result.planner,
+            backend,
+        })
+    }
+
+    /// The checker for the current scene, `group` and base state, rebuilt only when one of
+    /// them (or the backend) changed.
+    fn checker(
+        &mut self,
+        group: &PlanningGroup,
+        base: &[f64],
+    ) -> Result<&dyn Checker, ServiceError> {
+        let revision = self.scene.revision();
+        let backend = self.settings.backend.clone();
+        let fresh = self.cached.as_ref().is_some_and(|c| {
+            c.revision == revision
+                && c.base == base
+                && c.backend == backend
+                && c.group == group.name
+        });
+        if !fresh {
+            self.cached = None;
+            let checker = make_checker(
+                &backend,
+                &self.robot,
+                group,
+                base,
+                &self.scene,
+                CheckerOptions::default(),
+            )
+            .map_err(|source| ServiceError::Checker {
+                backend: backend.clone(),
+                source,
+            })?;
+            self.cached = Some(CachedChecker {
+                revision,
+                base: base.to_vec(),
+                backend,
+                group: group.name.clone(),
+                checker,
+            });
+        }
+        match &self.cached {
+            Some(c) => Ok(c.checker.as_ref()),
+            None => Err(ServiceError::BadOption {
+                name: "backend",
+                reason: "no checker".into(),
+            }),
+        }
+    }
+
+    /// Applies one marker: ADD/MODIFY add or replace obstacle `ns/id`, DELETE removes it,
+    /// DELETEALL clears the scene. On error the scene is unchanged.
+    pub fn apply_marker(&mut self, m: MarkerUpdate) -> Result<(), ServiceError> {
+        let marker = m.obstacle_id();
+        match m.action {
+            MarkerAction::DeleteAll => {
+                self.scene.clear();
+                Ok(())
+            }
+            MarkerAction::Delete => match self.scene.remove(&marker) {
+                Ok(_) => Ok(()),
+                Err(_) => Err(ServiceError::UnknownMarker { marker }),
+            },
+            MarkerAction::Add | MarkerAction::Modify => {
+                if m.frame_id != self.settings.planning_frame {
+                    return Err(ServiceError::WrongFrame {
+                        marker,
+                        frame: m.frame_id,
+                        planning_frame: self.settings.planning_frame.clone(),
+                    });
+                }
+                let shape = Self::marker_shape(&marker, &m.kind, m.scale)?;
+                let obstacle = Obstacle {
+                    id: marker.clone(),
+                    shape,
+                    pose: m.pose,
+                };
+                self.scene
+                    .upsert(obstacle)
+                    .map(|_| ())
+                    .map_err(|e| ServiceError::BadMarker {
+                        marker,
+                        reason: match e {
+                            SceneError::InvalidObstacle { reason, .. } => reason,
+                            other => other.to_string(),
+                        },
+                    })
+            }
+        }
+    }
+
+    /// The obstacle shape of a marker (ROS marker scale conventions).
+    fn marker_shape(
+        marker: &str,
+        kind: &MarkerKind,
+        scale: [f64; 3],
+    ) -> Result<Shape, ServiceError> {
+        let [sx, sy, sz] = scale;
+        match kind {
+            MarkerKind::Cube => Ok(Shape::Box {
+                half_extents: Vector3::new(
+                    finite_size(marker, "scale.x", sx)? / 2.0,
+                    finite_size(marker, "scale.y", sy)? / 2.0,
+                    finite_size(marker, "scale.z", sz)? / 2.0,
+                ),
+            }),
+            MarkerKind::Sphere => {
+                let d = finite_size(marker, "scale.x", sx)?;
+                // An ellipsoid marker is covered by the ball of its largest diameter.
+                let d = d.max(if sy.is_finite() { sy } else { d });
+                let d = d.max(if sz.is_finite() { sz } else { d });
+                Ok(Shape::Sphere { radius: d / 2.0 })
+            }
+            MarkerKind::Cylinder => {
+                let d = finite_size(marker, "scale.x", sx)?;
+                let d = d.max(if sy.is_finite() { sy } else { d });
+                let h = finite_size(marker, "scale.z", sz)?;
+                Ok(Shape::Cylinder {
+                    radius: d / 2.0,
+                    half_length: h / 2.0,
+                })
+            }
+            MarkerKind::Mesh(points) | MarkerKind::TriangleList(points) => {
+                if points.len() < 4 {
+                    return Err(ServiceError::BadMarker {
+                        marker: marker.into(),
+                        reason: format!(
+                            "{} points cannot enclose a volume (need at least 4)",
+                            points.len()
+                        ),
+                    });
+                }
+                let polytope = crate::robot::geometry::Polytope::from_points(points).map_err(
+                    |e| ServiceError::BadMarker {
+                        marker: marker.into(),
+                        reason: e.to_string(),
+                    },
+                )?;
+                Ok(Shape::ConvexMesh { polytope })
+            }
+            MarkerKind::Other(t) => Err(ServiceError::UnsupportedMarker {
+                marker: marker.into(),
+                kind: format!(
+                    "{t} (supported: CUBE 1, SPHERE 2, CYLINDER 3, TRIANGLE_LIST 11, MESH_RESOURCE 10)"
+                ),
+            }),
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! `PlanningService`: planning, marker obstacles and bad inputs on the bundled robot, no ROS.
+
+use gpu_motion_planner::cli::demo::bundled;
+use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
+use gpu_motion_planner::planners::PlanError;
+use gpu_motion_planner::service::{
+    MarkerAction, MarkerKind, MarkerUpdate, PlanningService, ServiceError, ServicePlanRequest,
+    ServiceSettings,
+};
+use gpu_motion_planner::trajectory;
+use nalgebra::{Isometry3, Point3, Vector3};
+
+const START: [f64; 6] = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
+const GOAL: [f64; 6] = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
+
+fn service() -> PlanningService {
+    let (robot, scene) = bundled().expect("bundled robot");
+    let settings = ServiceSettings {
+        time_limit: 10.0,
+        seed: 7,
+        ..ServiceSettings::default()
+    };
+    PlanningService::new(robot, scene, settings)
+}
+
+fn names(s: &PlanningService) -> Vec<String> {
+    s.group().expect("group").space.names.clone()
+}
+
+fn request(s: &PlanningService, start: &[f64], goal: &[f64]) -> ServicePlanRequest {
+    ServicePlanRequest {
+        start: Some((names(s), start.to_vec())),
+        goal: (names(s), goal.to_vec()),
+        ..Default::default()
+    }
+}
+
+/// Position of the tool at group configuration `q` (other joints neutral).
+fn tool_at(s: &PlanningService, q: &[f64]) -> Vector3<f64> {
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let state = group.full_state(&robot.tree.neutral_state(), q);
+    let tool = robot.tree.link("tool0").expect("tool0");
+    robot.tree.forward_kinematics(&state)[tool]
+        .translation
+        .vector
+}
+
+fn cube(ns: &str, id: i32, at: Vector3<f64>, size: f64) -> MarkerUpdate {
+    MarkerUpdate {
+        ns: ns.into(),
+        id,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Cube,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(at.x, at.y, at.z),
+        scale: [size; 3],
+    }
+}
+
+/// Re-checks a plan on a fresh CPU checker of the service's current scene.
+fn assert_valid(s: &PlanningService, traj: &trajectory::Trajectory) {
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let base = robot.tree.neutral_state();
+    let checker = CpuChecker::new(robot, &group, &base, s.scene(), CheckerOptions::default())
+        .expect("checker");
+    trajectory::validate(&checker, traj, 0.01).expect("trajectory collision free");
+    for p in &traj.points {
+        assert!(group.space.within_limits(&p.positions), "{:?}", p.positions);
+    }
+}
+
+fn mid() -> Vec<f64> {
+    START
+        .iter()
+        .zip(&GOAL)
+        .map(|(a, b)| (a + b) / 2.0)
+        .collect()
+}
+
+#[test]
+fn plans_a_valid_trajectory() {
+    let mut s = service();
+    let res = s.plan(request(&s, &START, &GOAL)).expect("plan");
+    assert_eq!(res.trajectory.joint_names, names(&s));
+    let first = &res.trajectory.points[0].positions;
+    let last = &res.trajectory.points[res.trajectory.points.len() - 1].positions;
+    for j in 0..6 {
+        assert!((first[j] - START[j]).abs() < 1e-9);
+        assert!((last[j] - GOAL[j]).abs() < 1e-9);
+    }
+    assert_eq!(res.backend, "cpu");
+    assert_valid(&s, &res.trajectory);
+    assert_eq!(s.last_plan(), Some(res.path.as_slice()));
+}
+
+#[test]
+fn start_defaults_to_the_current_joint_state() {
+    let mut s = service();
+    let req = ServicePlanRequest {
+        start: None,
+        goal: (names(&s), GOAL.to_vec()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.plan(req.clone()),
+        Err(ServiceError::NoCurrentState)
+    ));
+    let mut js_names = names(&s);
+    js_names.push("not_a_joint".into());
+    let mut js = START.to_vec();
+    js.push(1.0);
+    s.set_joint_state(&js_names, &js).expect("joint state");
+    let res = s.plan(req).expect("plan");
+    assert!((res.path[0][0] - START[0]).abs() < 1e-9);
+}
+
+#[test]
+fn a_marker_cube_changes_the_plan_and_a_goal_inside_one_is_refused() {
+    let mut s = service();
+    let free = s.plan(request(&s, &START, &GOAL)).expect("plan");
+    assert_eq!(
+        free.path.len(),
+        2,
+        "the straight line is free: {:?}",
+        free.path
+    );
+
+    s.apply_marker(cube("blocks", 1, tool_at(&s, &mid()), 0.2))
+        .expect("cube");
+    assert_eq!(
+        s.scene_obstacles().filter(|o| o.id == "blocks/1").count(),
+        1
+    );
+    let around = s.plan(request(&s, &START, &GOAL)).expect("plan around");
+    assert_ne!(around.path, free.path);
+    assert!(around.path.len() > 2);
+    assert_valid(&s, &around.trajectory);
+
+    s.apply_marker(cube("blocks", 2, tool_at(&s, &GOAL), 0.2))
+        .expect("cube at goal");
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert!(
+        matches!(e, ServiceError::Plan(PlanError::InvalidGoal(_))),
+        "{e}"
+    );
+
+    // Deleting both obstacles restores the straight plan.
+    for id in [1, 2] {
+        let mut m = cube("blocks", id, Vector3::zeros(), 0.2);
+        m.action = MarkerAction::Delete;
+        m.frame_id = String::new();
+        s.apply_marker(m).expect("delete");
+    }
+    let again = s.plan(request(&s, &START, &GOAL)).expect("plan");
+    assert_eq!(again.path, free.path);
+}
+
+#[test]
+fn marker_shapes_and_delete_all() {
+    let mut s = service();
+    let n = s.scene().len();
+    let mut sphere = cube("m", 1, Vector3::new(-1.0, -1.0, 0.5), 0.1);
+    sphere.kind = MarkerKind::Sphere;
+    s.apply_marker(sphere).expect("sphere");
+    let mut cyl = cube("m", 2, Vector3::new(-1.0, 1.0, 0.5), 0.1);
+    cyl.kind = MarkerKind::Cylinder;
+    s.apply_marker(cyl).expect("cylinder");
+    let mut mesh = cube("m", 3, Vector3::new(-1.0, 0.0, 0.5), 1.0);
+    mesh.kind = MarkerKind::TriangleList(vec![
+        Point3::new(0.0, 0.0, 0.0),
+        Point3::new(0.1, 0.0, 0.0),
+        Point3::new(0.0, 0.1, 0.0),
+        Point3::new(0.0, 0.0, 0.1),
+    ]);
+    s.apply_marker(mesh).expect("mesh");
+    assert_eq!(s.scene().len(), n + 3);
+    let mut all = cube("", 0, Vector3::zeros(), 1.0);
+    all.action = MarkerAction::DeleteAll;
+    s.apply_marker(all).expect("delete all");
+    assert_eq!(s.scene().len(), 0);
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_the_input_and_the_service_keeps_planning() {
+    let mut s = service();
+    let good = request(&s, &START, &GOAL);
+    let err = |s: &mut PlanningService, r: ServicePlanRequest| s.plan(r).unwrap_err().to_string();
+
+    let mut r = good.clone();
+    r.goal.0[2] = "elbow_jiont".into();
+    assert!(err(&mut s, r).contains("elbow_jiont"));
+
+    let mut r = good.clone();
+    r.goal.0.pop();
+    r.goal.1.pop();
+    assert!(err(&mut s, r).contains("wrist_3_joint"));
+
+    let mut r = good.clone();
+    r.goal.1[1] = f64::NAN;
+    assert!(err(&mut s, r).contains("shoulder_lift_joint"));
+
+    let mut r = good.clone();
+    r.start = Some((names(&s), vec![0.0, 0.0, 9.0, 0.0, 0.0, 0.0]));
+    assert!(err(&mut s, r).contains("elbow_joint"));
+
+    let mut r = good.clone();
+    r.planner = Some("teleport".into());
+    assert!(err(&mut s, r).contains("teleport"));
+
+    let mut r = good.clone();
+    r.time_limit = Some(-1.0);
+    assert!(err(&mut s, r).contains("time_limit"));
+
+    let bad_state = s.set_joint_state(&["elbow_joint".to_string()], &[f64::NAN]);
+    assert!(bad_state.unwrap_err().to_string().contains("elbow_joint"));
+
+    let mut m = cube("obst", 4, Vector3::new(1.0, 1.0, 1.0), 0.1);
+    m.frame_id = "map".into();
+    let e = s.apply_marker(m).unwrap_err().to_string();
+    assert!(e.contains("map") && e.contains("obst/4"), "{e}");
+
+    let mut m = cube("obst", 5, Vector3::new(1.0, 1.0, 1.0), 0.1);
+    m.kind = MarkerKind::Other(0);
+    assert!(s
+        .apply_marker(m)
+        .unwrap_err()
+        .to_string()
+        .contains("obst/5"));
+
+    let mut m = cube("obst", 6, Vector3::new(1.0, 1.0, 1.0), 0.0);
+    assert!(s
+        .apply_marker(m.clone())
+        .unwrap_err()
+        .to_string()
+        .contains("obst/6"));
+    m.action = MarkerAction::Delete;
+    assert!(s
+        .apply_marker(m)
+        .unwrap_err()
+        .to_string()
+        .contains("obst/6"));
+
+    let res = s.plan(good).expect("still plans");
+    assert_valid(&s, &res.trajectory);
+}
+
+#[test]
+fn scene_markers_round_trip_and_errors_have_categories() {
+    use gpu_motion_planner::service::ErrorCategory;
+    let s = service();
+    let (robot, _) = bundled().expect("bundled");
+    let mut copy = PlanningService::new(
+        robot,
+        gpu_motion_planner::scene::Scene::new("world"),
+        ServiceSettings::default(),
+    );
+    for m in s.scene_markers() {
+        copy.apply_marker(m).expect("marker of an obstacle applies");
+    }
+    assert_eq!(copy.scene().len(), s.scene().len());
+    for o in s.scene_obstacles() {
+        let back = copy.scene().get(&format!("{}/0", o.id)).expect("obstacle");
+        assert_eq!(back.shape, o.shape);
+        assert_eq!(back.pose, o.pose);
+    }
+
+    assert_eq!(MarkerAction::from_ros(0), Some(MarkerAction::Add));
+    assert_eq!(MarkerAction::from_ros(3), Some(MarkerAction::DeleteAll));
+    assert_eq!(MarkerAction::from_ros(1), None);
+    assert_eq!(
+        MarkerKind::from_ros(11, &[Point3::new(1.0, 1.0, 1.0)], [2.0, 3.0, 4.0]),
+        MarkerKind::TriangleList(vec![Point3::new(2.0, 3.0, 4.0)])
+    );
+    assert_eq!(MarkerKind::from_ros(9, &[], [1.0; 3]), MarkerKind::Other(9));
+
+    let mut s = service();
+    let mut r = request(&s, &START, &GOAL);
+    r.goal.1[0] = f64::NAN;
+    assert_eq!(
+        s.plan(r).unwrap_err().category(),
+        ErrorCategory::InvalidGoal
+    );
+    let r = ServicePlanRequest {
+        goal: (names(&s), GOAL.to_vec()),
+        ..Default::default()
+    };
+    assert_eq!(s.plan(r).unwrap_err().category(), ErrorCategory::StaleState);
+    s.apply_marker(cube("c", 1, tool_at(&s, &START), 0.2))
+        .expect("cube at start");
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::StartInCollision, "{e}");
+}
+
+#[test]
+fn planning_frame_and_group_come_from_the_settings() {
+    let mut s = service();
+    let mut settings = s.settings().clone();
+    settings.planning_group = "no_such_group".into();
+    s.set_settings(settings.clone());
+    let e = s.plan(request_names(&START, &GOAL)).unwrap_err();
+    assert!(e.to_string().contains("no_such_group"), "{e}");
+    settings.planning_group = "arm".into();
+    settings.planning_frame = "map".into();
+    s.set_settings(settings);
+    assert_eq!(s.scene().frame(), "map");
+    assert!(s.scene_markers().iter().all(|m| m.frame_id == "map"));
+    let mut m = cube("f", 1, Vector3::new(-1.0, -1.0, 0.3), 0.1);
+    assert!(s.apply_marker(m.clone()).is_err());
+    m.frame_id = "map".into();
+    s.apply_marker(m).expect("marker in the new frame");
+    s.plan(request_names(&START, &GOAL)).expect("plan");
+}
+
+fn request_names(start: &[f64], goal: &[f64]) -> ServicePlanRequest {
+    let names: Vec<String> = [
+        "shoulder_pan_joint",
+        "shoulder_lift_joint",
+        "elbow_joint",
+        "wrist_1_joint",
+        "wrist_2_joint",
+        "wrist_3_joint",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    ServicePlanRequest {
+        start: Some((names.clone(), start.to_vec())),
+        goal: (names, goal.to_vec()),
+        ..Default::default()
+    }
+}
