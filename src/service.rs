@@ -449,6 +449,7 @@ pub struct PlanningService {
     current: Vec<f64>,
     has_current: bool,
     cached: Option<CachedChecker>,
+    checker_builds: u64,
     last_path: Option<Vec<Vec<f64>>>,
 }
 
@@ -540,6 +541,7 @@ impl PlanningService {
             current,
             has_current: false,
             cached: None,
+            checker_builds: 0,
             last_path: None,
         }
     }
@@ -581,6 +583,12 @@ impl PlanningService {
             .iter()
             .map(|o| obstacle_marker(o, self.scene.frame()))
             .collect()
+    }
+
+    /// How many collision checkers have been built (the checker is cached and rebuilt only
+    /// when the scene, the base state, the backend or the group changed).
+    pub fn checker_builds(&self) -> u64 {
+        self.checker_builds
     }
 
     /// The path (group configurations) of the last successful plan.
@@ -796,6 +804,15 @@ impl PlanningService {
     ) -> Result<&dyn Checker, ServiceError> {
         let revision = self.scene.revision();
         let backend = self.settings.backend.clone();
+        // Group joints are overwritten by every checked configuration, so only the values
+        // of the other joints make a base state different.
+        let mut base = base.to_vec();
+        for &v in &group.variables {
+            if let Some(x) = base.get_mut(v) {
+                *x = 0.0;
+            }
+        }
+        let base = base.as_slice();
         let fresh = self.cached.as_ref().is_some_and(|c| {
             c.revision == revision
                 && c.base == base
@@ -816,6 +833,7 @@ impl PlanningService {
                 backend: backend.clone(),
                 source,
             })?;
+            self.checker_builds += 1;
             self.cached = Some(CachedChecker {
                 revision,
                 base: base.to_vec(),

@@ -331,3 +331,17 @@ fn request_names(start: &[f64], goal: &[f64]) -> ServicePlanRequest {
         ..Default::default()
     }
 }
+
+#[test]
+fn the_checker_is_rebuilt_only_when_the_scene_or_base_state_changes() {
+    let mut s = service();
+    s.plan(request(&s, &START, &GOAL)).expect("plan");
+    s.plan(request(&s, &GOAL, &START)).expect("plan back");
+    assert_eq!(s.checker_builds(), 1);
+    s.apply_marker(cube("c", 1, Vector3::new(-1.0, -1.0, 0.3), 0.1))
+        .expect("cube");
+    s.plan(request(&s, &START, &GOAL)).expect("plan");
+    assert_eq!(s.checker_builds(), 2);
+    s.plan(request(&s, &START, &GOAL)).expect("plan");
+    assert_eq!(s.checker_builds(), 2);
+}

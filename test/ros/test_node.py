@@ -3,9 +3,10 @@
 
 Run by scripts/test_ros.sh inside a private network namespace (see there). Starts the
 node through launch/planner.launch.py with `ros2 launch`, then checks from outside:
-the node is discovered, ~/plan and the Trigger services answer, parameters can be read
-and set with the ros2 CLI (and bad values are refused), and SIGINT stops everything
-cleanly. Prints one PASS/FAIL line per check and, last, `N passed, M failed`.
+the node is discovered, ~/plan answers (first without a loadable robot, then with the
+bundled one after `urdf_path` is cleared), ~/trajectory, ~/obstacles and ~/scene work,
+the Trigger services answer, parameters can be read and set with the ros2 CLI (and bad
+values are refused), and SIGINT stops everything cleanly. Prints one PASS/FAIL line per check and, last, `N passed, M failed`.
 
 Environment: ROS set up (env.sh + the workspace's install/setup.bash), GMP_TEST_LOG_DIR
 (where the launch output goes; default: a temporary folder), GMP_ROS2 (the `ros2`
@@ -23,8 +24,11 @@ import rclpy
 from rclpy.node import Node
 
 from gpu_motion_planner_interfaces.srv import PlanPath
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
 
 NODE = 'planner_node'
 ROS2 = os.environ.get('GMP_ROS2') or 'ros2'
@@ -108,6 +112,12 @@ def main():
     return 0 if all(RESULTS) else 1
 
 
+ARM = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
+       'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+START = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0]
+GOAL = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0]
+
+
 def run_checks(node, launch):
     plan = node.create_client(PlanPath, f'/{NODE}/plan')
     ready = plan.wait_for_service(timeout_sec=30.0)
@@ -115,29 +125,15 @@ def run_checks(node, launch):
                  f'launch running: {launch.poll() is None}'):
         return
 
-    # ~/plan with an explicit start state: well formed, so the stub answer.
+    # The launch names a URDF that does not exist: the node stays up and says why.
     req = PlanPath.Request()
-    req.start_state = joint_state(['j1', 'j2'], [0.0, 0.0])
-    req.goal_state = joint_state(['j1', 'j2'], [0.5, -0.5])
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
     res = call(node, plan, req)
-    check('~/plan answers', res is not None)
-    if res is not None:
-        check('~/plan stub answer: success=false, "planner not wired yet"',
-              (not res.success) and res.message == 'planner not wired yet'
-              and res.error_code == PlanPath.Response.FAILURE,
-              f'success={res.success} code={res.error_code} message={res.message!r}')
-        check('~/plan stats name the default planner and backend',
-              res.stats.planner_id == 'rrt_connect' and res.stats.backend == 'cpu',
-              f'planner_id={res.stats.planner_id!r} backend={res.stats.backend!r}')
-
-    # A malformed request gets an error code, and the node stays up.
-    bad = PlanPath.Request()
-    bad.start_state = joint_state(['j1'], [0.0])
-    bad.goal_state = joint_state(['j1', 'j2'], [1.0])
-    res = call(node, plan, bad)
-    check('~/plan refuses a malformed goal with INVALID_GOAL_CONSTRAINTS',
+    check('~/plan without a loadable robot: FAILURE naming the URDF',
           res is not None and not res.success
-          and res.error_code == PlanPath.Response.INVALID_GOAL_CONSTRAINTS,
+          and res.error_code == PlanPath.Response.FAILURE
+          and 'no robot loaded' in res.message and '/nonexistent/for_test.urdf' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
 
     for name in ('clear_roadmap', 'rebuild_roadmap'):
@@ -162,26 +158,85 @@ def run_checks(node, launch):
     rc, out = ros2_param('get', NODE, 'planner')
     check('an invalid planner is refused (value stays rrt)', rc == 0 and out.endswith('rrt'), out)
 
-    # The new default planner is used by ~/plan.
-    res = call(node, plan, req)
-    check('~/plan uses the planner set at run time',
-          res is not None and res.stats.planner_id == 'rrt',
-          res and f'planner_id={res.stats.planner_id!r}')
+    # Clearing urdf_path loads the bundled robot.
+    rc, out = ros2_param('set', NODE, 'urdf_path', '')
+    check('ros2 param set urdf_path ""', rc == 0 and 'successful' in out.lower(), out)
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory',
+                             trajectories.append, 10)
+    deadline = time.time() + 20.0
+    res = None
+    while time.time() < deadline:
+        res = call(node, plan, req, timeout=30.0)
+        if res is not None and res.success:
+            break
+        time.sleep(0.5)
+    check('~/plan plans on the bundled robot once urdf_path is cleared',
+          res is not None and res.success and res.error_code == PlanPath.Response.SUCCESS
+          and list(res.trajectory.joint_names) == ARM and len(res.trajectory.points) >= 2,
+          res and f'code={res.error_code} message={res.message!r}')
+    if res is not None and res.success:
+        last = res.trajectory.points[-1]
+        check('the trajectory ends at the goal and takes time',
+              all(abs(a - b) < 1e-6 for a, b in zip(last.positions, GOAL))
+              and (last.time_from_start.sec > 0 or last.time_from_start.nanosec > 0),
+              f'{list(last.positions)} at {last.time_from_start}')
+        check('~/plan stats name the planner set at run time and the backend',
+              res.stats.planner_id == 'rrt' and res.stats.backend == 'cpu',
+              f'planner_id={res.stats.planner_id!r} backend={res.stats.backend!r}')
+    deadline = time.time() + 5.0
+    while not trajectories and time.time() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.2)
+    check('~/trajectory publishes the planned trajectory', len(trajectories) > 0)
+
+    # A goal missing a joint is refused with INVALID_GOAL_CONSTRAINTS naming it.
+    bad = PlanPath.Request()
+    bad.start_state = joint_state(ARM, START)
+    bad.goal_state = joint_state(ARM[:5], GOAL[:5])
+    res = call(node, plan, bad)
+    check('~/plan refuses an incomplete goal with INVALID_GOAL_CONSTRAINTS',
+          res is not None and not res.success
+          and res.error_code == PlanPath.Response.INVALID_GOAL_CONSTRAINTS
+          and 'wrist_3_joint' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
+    # ~/obstacles: a cube marker becomes an obstacle shown on ~/scene.
+    scenes = []
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(MarkerArray, f'/{NODE}/scene', scenes.append, qos)
+    obstacles = node.create_publisher(MarkerArray, f'/{NODE}/obstacles', 10)
+    cube = Marker()
+    cube.header.frame_id = 'world'
+    cube.ns = 'test'
+    cube.id = 1
+    cube.type = Marker.CUBE
+    cube.action = Marker.ADD
+    cube.pose.position.x, cube.pose.position.y, cube.pose.position.z = -1.0, -1.0, 0.3
+    cube.pose.orientation.w = 1.0
+    cube.scale.x = cube.scale.y = cube.scale.z = 0.1
+    deadline = time.time() + 10.0
+    shown = False
+    while time.time() < deadline and not shown:
+        obstacles.publish(MarkerArray(markers=[cube]))
+        rclpy.spin_once(node, timeout_sec=0.3)
+        shown = any(m.ns == 'test/1' for s in scenes for m in s.markers)
+    check('a cube on ~/obstacles appears on ~/scene', shown, f'{len(scenes)} scene messages')
 
     # joint_states: an empty start state is filled from the latest message.
     pub = node.create_publisher(JointState, 'joint_states', 10)
     empty_start = PlanPath.Request()
-    empty_start.goal_state = joint_state(['j1', 'j2'], [0.5, -0.5])
-    deadline = time.time() + 10.0
+    empty_start.goal_state = joint_state(ARM, GOAL)
+    deadline = time.time() + 20.0
     res = None
     while time.time() < deadline:
-        pub.publish(joint_state(['j1', 'j2'], [0.1, 0.2]))
+        pub.publish(joint_state(ARM, START))
         rclpy.spin_once(node, timeout_sec=0.2)
-        res = call(node, plan, empty_start)
-        if res is not None and res.message == 'planner not wired yet':
+        res = call(node, plan, empty_start, timeout=30.0)
+        if res is not None and res.success:
             break
     check('~/plan with an empty start state uses joint_states',
-          res is not None and res.message == 'planner not wired yet',
+          res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
 
     # Clean shutdown on Ctrl-C: the terminal sends SIGINT to the whole process group
