@@ -332,6 +332,18 @@ impl CollisionModel {
     pub fn dof(&self) -> usize {
         self.group_vars.len()
     }
+
+    /// Replaces the full state that supplies the joints outside the group.
+    pub fn set_base_state(&mut self, base_state: &[f64]) -> Result<(), super::CollisionError> {
+        if base_state.len() != self.num_vars {
+            return Err(super::CollisionError::WrongDof {
+                expected: self.num_vars,
+                got: base_state.len(),
+            });
+        }
+        self.base_state = base_state.iter().map(|&v| v as f32).collect();
+        Ok(())
+    }
 }
 
 /// Upper bounds on the speed of every body point per unit joint value (see

@@ -844,13 +844,7 @@ impl CudaChecker {
 
     /// Replaces the full state that supplies the joints outside the group.
     pub fn set_base_state(&mut self, base_state: &[f64]) -> Result<(), CollisionError> {
-        if base_state.len() != self.model.num_vars {
-            return Err(CollisionError::WrongDof {
-                expected: self.model.num_vars,
-                got: base_state.len(),
-            });
-        }
-        self.model.base_state = base_state.iter().map(|&v| v as f32).collect();
+        self.model.set_base_state(base_state)?;
         for d in &mut self.devices {
             d.get_mut()
                 .unwrap_or_else(|p| p.into_inner())
