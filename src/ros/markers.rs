@@ -6,8 +6,10 @@ use r2r::geometry_msgs::msg::{Point, Pose, Quaternion as QuaternionMsg, Vector3}
 use r2r::std_msgs::msg::{ColorRGBA, Header};
 use r2r::visualization_msgs::msg::{Marker, MarkerArray};
 
+use crate::planners::dynamic_roadmap::DynamicRoadmap;
 use crate::robot::mesh::load_mesh_points;
 use crate::robot::resolve_resource;
+use crate::service::roadmap::RoadmapView;
 use crate::service::{marker_type, MarkerAction, MarkerKind, MarkerUpdate};
 
 /// ROS `Marker.DELETEALL`.
@@ -162,6 +164,92 @@ pub fn scene_array(markers: &[MarkerUpdate], frame_id: &str) -> MarkerArray {
         ..Default::default()
     });
     out.extend(markers.iter().map(marker_msg));
+    MarkerArray { markers: out }
+}
+
+/// ROS `Marker.LINE_STRIP`, `LINE_LIST` and `POINTS`.
+const LINE_STRIP: i32 = 4;
+const LINE_LIST: i32 = 5;
+const POINTS: i32 = 8;
+
+fn point_msg(p: &Point3<f64>) -> Point {
+    Point {
+        x: p.x,
+        y: p.y,
+        z: p.z,
+    }
+}
+
+fn color(c: [f32; 4]) -> ColorRGBA {
+    ColorRGBA {
+        r: c[0],
+        g: c[1],
+        b: c[2],
+        a: c[3],
+    }
+}
+
+/// A marker of `type_` in namespace `ns` with the identity pose.
+fn drawing(frame_id: &str, ns: &str, type_: i32, width: f64) -> Marker {
+    Marker {
+        header: Header {
+            frame_id: frame_id.to_string(),
+            ..Default::default()
+        },
+        ns: ns.into(),
+        id: 0,
+        type_,
+        action: 0,
+        pose: pose_msg(&Isometry3::identity()),
+        scale: Vector3 {
+            x: width,
+            y: width,
+            z: width,
+        },
+        ..Default::default()
+    }
+}
+
+/// The `~/roadmap` message: a DELETEALL, then the roadmap vertices (`roadmap_vertices`,
+/// points), its edges coloured by label (`roadmap_edges`, one line list: valid green,
+/// invalid red, unknown grey) and the last planned path (`solution_path`, a thick blue
+/// line strip), all drawn through the end effector's position.
+pub fn roadmap_array(view: &RoadmapView, frame_id: &str) -> MarkerArray {
+    let mut out = vec![Marker {
+        header: Header {
+            frame_id: frame_id.to_string(),
+            ..Default::default()
+        },
+        action: DELETEALL,
+        ..Default::default()
+    }];
+    if !view.vertices.is_empty() {
+        let mut m = drawing(frame_id, "roadmap_vertices", POINTS, 0.01);
+        m.color = color([0.9, 0.9, 0.9, 0.8]);
+        m.points = view.vertices.iter().map(point_msg).collect();
+        out.push(m);
+    }
+    if !view.edges.is_empty() {
+        let mut m = drawing(frame_id, "roadmap_edges", LINE_LIST, 0.002);
+        m.color = color([1.0, 1.0, 1.0, 1.0]);
+        for &(a, b, label) in &view.edges {
+            let (Some(pa), Some(pb)) = (view.vertices.get(a), view.vertices.get(b)) else {
+                continue;
+            };
+            let c = color(DynamicRoadmap::label_color(label));
+            m.points.push(point_msg(pa));
+            m.points.push(point_msg(pb));
+            m.colors.push(c.clone());
+            m.colors.push(c);
+        }
+        out.push(m);
+    }
+    if view.path.len() >= 2 {
+        let mut m = drawing(frame_id, "solution_path", LINE_STRIP, 0.01);
+        m.color = color([0.1, 0.4, 1.0, 1.0]);
+        m.points = view.path.iter().map(point_msg).collect();
+        out.push(m);
+    }
     MarkerArray { markers: out }
 }
 

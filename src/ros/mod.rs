@@ -11,11 +11,13 @@
 //! |--------------|---------------------|----------------------------------------|
 //! | subscription | `joint_states`      | `sensor_msgs/JointState`               |
 //! | subscription | `~/obstacles`       | `visualization_msgs/MarkerArray`       |
+//! | subscription | `~/goal`            | `sensor_msgs/JointState` (plan from the current state, publish) |
 //! | publisher    | `~/trajectory`      | `trajectory_msgs/JointTrajectory`      |
 //! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
+//! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
-//! | service      | `~/clear_roadmap`   | `std_srvs/Trigger`                     |
-//! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger`                     |
+//! | service      | `~/clear_roadmap`   | `std_srvs/Trigger` (drops the `drm` roadmap) |
+//! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
 //!
 //! The engine state lives in a [`PlanningService`] (plain Rust, tested without ROS); this
@@ -93,6 +95,73 @@ fn make_service(
     ))
 }
 
+/// The `~/roadmap` message: the persistent roadmap with its labels and the last path
+/// (only a DELETEALL when no robot is loaded).
+fn roadmap_message(shared: &Shared, logger: &str) -> MarkerArray {
+    let frame = lock(&shared.params).planning_frame.clone();
+    let view = match &*lock(&shared.service) {
+        Ok(service) => service.roadmap_view().unwrap_or_else(|e| {
+            r2r::log_warn!(logger, "~/roadmap: {e}");
+            Default::default()
+        }),
+        Err(_) => Default::default(),
+    };
+    markers::roadmap_array(&view, &frame)
+}
+
+/// Publishes `msg` on `publisher`, logging a failure under `topic`.
+fn publish<T: r2r::WrappedTypesupport + 'static>(
+    publisher: &r2r::Publisher<T>,
+    msg: &T,
+    logger: &str,
+    topic: &str,
+) {
+    if let Err(e) = publisher.publish(msg) {
+        r2r::log_warn!(logger, "{topic}: could not publish: {e}");
+    }
+}
+
+/// The publishers a successful plan feeds.
+#[derive(Clone)]
+struct PlanOutputs {
+    trajectory: r2r::Publisher<JointTrajectory>,
+    roadmap: r2r::Publisher<MarkerArray>,
+}
+
+/// Runs one plan request against the service (the latest joint state first) and answers
+/// it as a `PlanPath` response; on success publishes the trajectory and the roadmap view.
+fn serve_plan(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    request: &PlanPath::Request,
+) -> PlanPath::Response {
+    let current = lock(&shared.joint_state).clone();
+    let (response, published) = tokio::task::block_in_place(|| {
+        let mut guard = lock(&shared.service);
+        let service = match guard.as_mut() {
+            Ok(s) => s,
+            Err(reason) => return (plan::no_robot(reason), None),
+        };
+        if let Some(js) = &current {
+            if let Err(e) = service.set_joint_state(&js.name, &js.position) {
+                r2r::log_warn!(logger, "joint_states: {e}; message ignored");
+            }
+        }
+        let request = plan::service_request(request);
+        let outcome = service.plan(request.clone());
+        let response = plan::response(&outcome, &request, service);
+        let published = response.success.then(|| response.trajectory.clone());
+        (response, published)
+    });
+    if let Some(trajectory) = published {
+        publish(&outputs.trajectory, &trajectory, logger, "~/trajectory");
+        let view = roadmap_message(shared, logger);
+        publish(&outputs.roadmap, &view, logger, "~/roadmap");
+    }
+    response
+}
+
 /// The `~/scene` message of the current obstacles (empty when no robot is loaded).
 fn scene_message(shared: &Shared) -> MarkerArray {
     let params = lock(&shared.params).clone();
@@ -160,15 +229,24 @@ async fn run_async() -> Result<(), NodeError> {
     let rebuild_requests = node
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
+    let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
     let trajectory_pub =
         node.create_publisher::<JointTrajectory>("~/trajectory", QosProfile::default())?;
     let scene_pub = node.create_publisher::<MarkerArray>(
         "~/scene",
         QosProfile::default().reliable().transient_local(),
     )?;
-    if let Err(e) = scene_pub.publish(&scene_message(&shared)) {
-        r2r::log_warn!(&logger, "~/scene: could not publish: {e}");
-    }
+    publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
+    let roadmap_pub = node.create_publisher::<MarkerArray>(
+        "~/roadmap",
+        QosProfile::default().reliable().transient_local(),
+    )?;
+    publish(
+        &roadmap_pub,
+        &roadmap_message(&shared, &logger),
+        &logger,
+        "~/roadmap",
+    );
     let param_map = node.params.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -258,30 +336,16 @@ async fn run_async() -> Result<(), NodeError> {
         }
     }));
 
+    let outputs = PlanOutputs {
+        trajectory: trajectory_pub,
+        roadmap: roadmap_pub.clone(),
+    };
     tasks.push(tokio::spawn({
-        let shared = shared.clone();
-        let logger = logger.clone();
+        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
         let mut requests = plan_requests;
         async move {
             while let Some(req) = requests.next().await {
-                let current = lock(&shared.joint_state).clone();
-                let (response, published) = tokio::task::block_in_place(|| {
-                    let mut guard = lock(&shared.service);
-                    let service = match guard.as_mut() {
-                        Ok(s) => s,
-                        Err(reason) => return (plan::no_robot(reason), None),
-                    };
-                    if let Some(js) = &current {
-                        if let Err(e) = service.set_joint_state(&js.name, &js.position) {
-                            r2r::log_warn!(&logger, "joint_states: {e}; message ignored");
-                        }
-                    }
-                    let request = plan::service_request(&req.message);
-                    let outcome = service.plan(request.clone());
-                    let response = plan::response(&outcome, &request, service);
-                    let published = response.success.then(|| response.trajectory.clone());
-                    (response, published)
-                });
+                let response = serve_plan(&shared, &logger, &outputs, &req.message);
                 r2r::log_info!(
                     &logger,
                     "~/plan: success={} error_code={} message='{}'",
@@ -292,10 +356,31 @@ async fn run_async() -> Result<(), NodeError> {
                 if let Err(e) = req.respond(response) {
                     r2r::log_error!(&logger, "~/plan: could not send the response: {e}");
                 }
-                if let Some(trajectory) = published {
-                    if let Err(e) = trajectory_pub.publish(&trajectory) {
-                        r2r::log_warn!(&logger, "~/trajectory: could not publish: {e}");
-                    }
+            }
+        }
+    }));
+
+    // Goals: plan from the current joint state with the node's settings and publish.
+    tasks.push(tokio::spawn({
+        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+        let mut goals = goals;
+        async move {
+            while let Some(goal) = goals.next().await {
+                let request = PlanPath::Request {
+                    goal_state: goal,
+                    seed: -1,
+                    ..Default::default()
+                };
+                let response = serve_plan(&shared, &logger, &outputs, &request);
+                if response.success {
+                    r2r::log_info!(&logger, "~/goal: {}", response.message);
+                } else {
+                    r2r::log_warn!(
+                        &logger,
+                        "~/goal: no plan (error_code {}): {}",
+                        response.error_code,
+                        response.message
+                    );
                 }
             }
         }
@@ -306,6 +391,7 @@ async fn run_async() -> Result<(), NodeError> {
     tasks.push(tokio::spawn({
         let shared = shared.clone();
         let logger = logger.clone();
+        let roadmap_pub = roadmap_pub.clone();
         let mut obstacles = obstacles;
         async move {
             while let Some(array) = obstacles.next().await {
@@ -318,7 +404,7 @@ async fn run_async() -> Result<(), NodeError> {
                                 &logger,
                                 "~/obstacles ignored: no robot loaded: {reason}"
                             );
-                            return 0;
+                            return (0, false);
                         }
                     };
                     let mut changed = 0;
@@ -330,33 +416,61 @@ async fn run_async() -> Result<(), NodeError> {
                             Err(e) => r2r::log_warn!(&logger, "~/obstacles: {e}"),
                         }
                     }
-                    changed
+                    // The persistent roadmap's labels follow the obstacles.
+                    let relabelled = match service.update_roadmap() {
+                        Ok(Some(stats)) => {
+                            r2r::log_info!(
+                                &logger,
+                                "~/obstacles: roadmap updated, {} edges relabelled in {:.3} ms",
+                                stats.relabelled,
+                                (stats.drm_time + stats.rgg_time).as_secs_f64() * 1e3
+                            );
+                            true
+                        }
+                        Ok(None) => false,
+                        Err(e) => {
+                            r2r::log_error!(&logger, "~/obstacles: roadmap update failed: {e}");
+                            false
+                        }
+                    };
+                    (changed, relabelled)
                 });
+                let (changed, relabelled) = changed;
                 if changed > 0 {
-                    if let Err(e) = scene_pub.publish(&scene_message(&shared)) {
-                        r2r::log_warn!(&logger, "~/scene: could not publish: {e}");
-                    }
+                    publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
+                }
+                if relabelled {
+                    publish(
+                        &roadmap_pub,
+                        &roadmap_message(&shared, &logger),
+                        &logger,
+                        "~/roadmap",
+                    );
                 }
             }
         }
     }));
 
-    tasks.push(tokio::spawn(trigger_server(
+    tasks.push(tokio::spawn(roadmap_trigger(
         clear_requests,
+        shared.clone(),
+        roadmap_pub.clone(),
         logger.clone(),
         "~/clear_roadmap",
-        || Trigger::Response {
-            success: true,
-            message: "no persistent roadmap to clear: each plan builds its own".into(),
+        |s| match s.clear_roadmap() {
+            true => (true, "roadmap cleared".to_string()),
+            false => (true, "no roadmap to clear".to_string()),
         },
     )));
-    tasks.push(tokio::spawn(trigger_server(
+    tasks.push(tokio::spawn(roadmap_trigger(
         rebuild_requests,
+        shared.clone(),
+        roadmap_pub.clone(),
         logger.clone(),
         "~/rebuild_roadmap",
-        || Trigger::Response {
-            success: false,
-            message: "no persistent roadmap: each plan builds its own".into(),
+        |s| match s.rebuild_roadmap() {
+            Ok(summary) => (true, summary.to_string()),
+            Err(e) => (false, e.to_string()),
         },
     )));
 
@@ -381,21 +495,41 @@ async fn run_async() -> Result<(), NodeError> {
     Ok(())
 }
 
-/// Serves a `std_srvs/Trigger` service with a fixed answer.
-async fn trigger_server<S, F>(mut requests: S, logger: String, name: &'static str, answer: F)
-where
+/// Serves a roadmap `std_srvs/Trigger` service: `op` runs on the planning service (the
+/// latest joint state applied first) and returns (success, message); `~/roadmap` is
+/// republished after each call.
+async fn roadmap_trigger<S>(
+    mut requests: S,
+    shared: Arc<Shared>,
+    roadmap_pub: r2r::Publisher<MarkerArray>,
+    logger: String,
+    name: &'static str,
+    op: fn(&mut PlanningService) -> (bool, String),
+) where
     S: futures::Stream<Item = r2r::ServiceRequest<Trigger::Service>> + Unpin,
-    F: Fn() -> Trigger::Response,
 {
     while let Some(req) = requests.next().await {
-        let response = answer();
-        r2r::log_info!(
+        let current = lock(&shared.joint_state).clone();
+        let (success, message) =
+            tokio::task::block_in_place(|| match lock(&shared.service).as_mut() {
+                Ok(s) => {
+                    if let Some(js) = &current {
+                        if let Err(e) = s.set_joint_state(&js.name, &js.position) {
+                            r2r::log_warn!(&logger, "joint_states: {e}; message ignored");
+                        }
+                    }
+                    op(s)
+                }
+                Err(reason) => (false, format!("no robot loaded: {reason}")),
+            });
+        publish(
+            &roadmap_pub,
+            &roadmap_message(&shared, &logger),
             &logger,
-            "{name}: success={} message='{}'",
-            response.success,
-            response.message
+            "~/roadmap",
         );
-        if let Err(e) = req.respond(response) {
+        r2r::log_info!(&logger, "{name}: success={success} message='{message}'");
+        if let Err(e) = req.respond(Trigger::Response { success, message }) {
             r2r::log_error!(&logger, "{name}: could not send the response: {e}");
         }
     }

@@ -153,6 +153,7 @@ impl NodeParams {
             acceleration_scaling: self.acceleration_scaling,
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
+            roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
         }
     }
 

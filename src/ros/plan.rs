@@ -152,7 +152,7 @@ pub fn response(
                 plan.stats.planning_time.as_secs_f64()
             ),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
-            stats: stats_msg(&plan.stats, &plan.backend, plan.planner.as_str()),
+            stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
         },
         Err(e) => PlanPath::Response {
             success: false,

@@ -7,15 +7,21 @@
 //! state, and runs [`planners::plan`]. The node (`crate::ros`, feature `ros`) only converts
 //! messages to and from these types, so all of this is tested without ROS.
 
+pub mod roadmap;
+
 use std::time::Duration;
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
 use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError};
+use crate::planners::dynamic_roadmap::DynamicError;
 use crate::planners::{self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::trajectory::Trajectory;
+
+/// The planner name of the persistent dynamic roadmap.
+pub const DRM_PLANNER: &str = "drm";
 
 /// Longest planning time budget accepted, seconds (keeps `Duration` conversion in range).
 const MAX_TIME_LIMIT: f64 = 1.0e6;
@@ -23,7 +29,8 @@ const MAX_TIME_LIMIT: f64 = 1.0e6;
 /// Settings of the service; the node fills them from its parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSettings {
-    /// Default planner (`prm`, `lazy_prm`, `rrt`, `rrt_star` or `rrt_connect`).
+    /// Default planner (`prm`, `lazy_prm`, `rrt`, `rrt_star`, `rrt_connect` or `drm`, the
+    /// persistent dynamic roadmap of [`roadmap`]).
     pub planner: String,
     /// Collision backend (`auto`, `cpu` or `cuda`).
     pub backend: String,
@@ -41,6 +48,8 @@ pub struct ServiceSettings {
     pub planning_group: String,
     /// Frame of the scene; markers must be expressed in it.
     pub planning_frame: String,
+    /// Vertices of the persistent roadmap of the `drm` planner; > 0.
+    pub roadmap_size: usize,
 }
 
 impl Default for ServiceSettings {
@@ -55,6 +64,7 @@ impl Default for ServiceSettings {
             acceleration_scaling: 1.0,
             planning_group: String::new(),
             planning_frame: "world".into(),
+            roadmap_size: 2000,
         }
     }
 }
@@ -88,8 +98,8 @@ pub struct ServicePlanResponse {
     pub path: Vec<Vec<f64>>,
     /// Counters and timings.
     pub stats: PlanStats,
-    /// The planner that ran.
-    pub planner: PlannerId,
+    /// The planner that ran (`drm` or a [`PlannerId`] name).
+    pub planner: String,
     /// The backend that checked collisions (`cpu` or `cuda`).
     pub backend: String,
 }
@@ -235,6 +245,9 @@ pub enum ServiceError {
     /// Planning failed (start/goal in collision, no path within the time limit, ...).
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// The persistent roadmap could not be built or updated.
+    #[error("roadmap: {0}")]
+    Roadmap(#[from] DynamicError),
     /// A marker is in another frame than the planning frame.
     #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
     WrongFrame {
@@ -451,6 +464,8 @@ pub struct PlanningService {
     cached: Option<CachedChecker>,
     checker_builds: u64,
     last_path: Option<Vec<Vec<f64>>>,
+    /// The persistent roadmap of the `drm` planner.
+    roadmap: Option<roadmap::Persistent>,
 }
 
 impl std::fmt::Debug for PlanningService {
@@ -543,6 +558,7 @@ impl PlanningService {
             cached: None,
             checker_builds: 0,
             last_path: None,
+            roadmap: None,
         }
     }
 
@@ -724,7 +740,14 @@ impl PlanningService {
     /// scene. Joints outside the planning group hold their start values.
     pub fn plan(&mut self, req: ServicePlanRequest) -> Result<ServicePlanResponse, ServiceError> {
         let s = &self.settings;
-        let planner: PlannerId = req.planner.as_deref().unwrap_or(&s.planner).parse()?;
+        let planner_name = req.planner.as_deref().unwrap_or(&s.planner);
+        // `drm` answers with the persistent roadmap, searched lazily (lazy PRM).
+        let use_roadmap = planner_name == DRM_PLANNER;
+        let planner: PlannerId = if use_roadmap {
+            PlannerId::LazyPrm
+        } else {
+            planner_name.parse()?
+        };
         let time_limit = req.time_limit.unwrap_or(s.time_limit);
         if !(time_limit > 0.0 && time_limit <= MAX_TIME_LIMIT) {
             return Err(ServiceError::BadOption {
@@ -775,7 +798,19 @@ impl PlanningService {
         let (goal_state, goal_given) = self.apply_named("goal", &start_state, names, positions)?;
         let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
 
-        let checker = self.checker(&group, &start_state)?;
+        if use_roadmap {
+            self.ensure_roadmap(&group, &start_state)?;
+        }
+        self.ensure_checker(&group, &start_state)?;
+        let checker = match &self.cached {
+            Some(c) => c.checker.as_ref(),
+            None => {
+                return Err(ServiceError::BadOption {
+                    name: "backend",
+                    reason: "no checker".into(),
+                })
+            }
+        };
         let mut preq = PlanRequest::new(start, goal, planner);
         preq.group = group.name.clone();
         preq.time_limit = Duration::from_secs_f64(time_limit);
@@ -784,34 +819,32 @@ impl PlanningService {
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
         let backend = format!("{:?}", checker.backend()).to_lowercase();
-        let result = planners::plan(checker, &preq)?;
+        let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
+            Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),
+            None => {
+                let r = planners::plan(checker, &preq)?;
+                let name = r.planner.as_str().to_string();
+                (r, name)
+            }
+        };
         self.last_path = Some(result.path.clone());
         Ok(ServicePlanResponse {
             trajectory: result.trajectory,
             path: result.path,
             stats: result.stats,
-            planner: result.planner,
+            planner,
             backend,
         })
     }
 
-    /// The checker for the current scene, `group` and base state, rebuilt only when one of
-    /// them (or the backend) changed.
-    fn checker(
-        &mut self,
-        group: &PlanningGroup,
-        base: &[f64],
-    ) -> Result<&dyn Checker, ServiceError> {
+    /// Makes `self.cached` the checker for the current scene, `group` and base state,
+    /// rebuilt only when one of them (or the backend) changed.
+    fn ensure_checker(&mut self, group: &PlanningGroup, base: &[f64]) -> Result<(), ServiceError> {
         let revision = self.scene.revision();
         let backend = self.settings.backend.clone();
         // Group joints are overwritten by every checked configuration, so only the values
         // of the other joints make a base state different.
-        let mut base = base.to_vec();
-        for &v in &group.variables {
-            if let Some(x) = base.get_mut(v) {
-                *x = 0.0;
-            }
-        }
+        let base = Self::masked_base(group, base);
         let base = base.as_slice();
         let fresh = self.cached.as_ref().is_some_and(|c| {
             c.revision == revision
@@ -842,13 +875,7 @@ impl PlanningService {
                 checker,
             });
         }
-        match &self.cached {
-            Some(c) => Ok(c.checker.as_ref()),
-            None => Err(ServiceError::BadOption {
-                name: "backend",
-                reason: "no checker".into(),
-            }),
-        }
+        Ok(())
     }
 
     /// Applies one marker: ADD/MODIFY add or replace obstacle `ns/id`, DELETE removes it,

@@ -23,6 +23,9 @@ import time
 import rclpy
 from rclpy.node import Node
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import independent_check as ic  # noqa: E402
+
 from gpu_motion_planner_interfaces.srv import PlanPath
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -34,6 +37,10 @@ NODE = 'planner_node'
 ROS2 = os.environ.get('GMP_ROS2') or 'ros2'
 LOG_DIR = os.environ.get('GMP_TEST_LOG_DIR') or tempfile.mkdtemp(prefix='gmp_ros_test_')
 RESULTS = []
+ROOT = os.environ.get('GMP_ROOT') or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+ROBOT = ic.Robot(os.path.join(ROOT, 'urdf', 'gmp_arm.urdf'))
+SCENE = ic.load_scene(os.path.join(ROOT, 'config', 'default_scene.yaml'))
 
 
 def check(name, ok, detail=''):
@@ -188,6 +195,8 @@ def run_checks(node, launch):
     while not trajectories and time.time() < deadline:
         rclpy.spin_once(node, timeout_sec=0.2)
     check('~/trajectory publishes the planned trajectory', len(trajectories) > 0)
+    if res is not None and res.success:
+        check_trajectory(res.trajectory, SCENE, 'rrt plan')
 
     # A goal missing a joint is refused with INVALID_GOAL_CONSTRAINTS naming it.
     bad = PlanPath.Request()
@@ -239,6 +248,9 @@ def run_checks(node, launch):
           res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
 
+    obstacle_checks(node, plan, obstacles, scenes)
+    bad_input_checks(node, plan, obstacles)
+
     # Clean shutdown on Ctrl-C: the terminal sends SIGINT to the whole process group
     # (launch itself does not forward a SIGINT it received).
     os.killpg(launch.pid, signal.SIGINT)
@@ -247,6 +259,195 @@ def run_checks(node, launch):
     except subprocess.TimeoutExpired:
         pass
     check('SIGINT stops the launch within 20 s', launch.poll() is not None)
+
+
+def check_trajectory(traj, obstacles, what):
+    """Limits, monotone time and an independent collision re-check of a trajectory."""
+    names = list(traj.joint_names)
+    limits = {'shoulder_pan_joint': 3.1, 'shoulder_lift_joint': 2.0, 'elbow_joint': 2.6,
+              'wrist_1_joint': 3.1, 'wrist_2_joint': 2.1}
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points]
+    check(f'{what}: time_from_start strictly increases',
+          all(b > a for a, b in zip(times, times[1:])), f'{len(times)} points')
+    inside = all(abs(p.positions[names.index(j)]) <= lim + 1e-9
+                 for p in traj.points for j, lim in limits.items())
+    check(f'{what}: positions within the URDF limits', inside)
+    hit = ic.first_collision(ROBOT, obstacles, traj)
+    check(f'{what}: collision free by an independent re-check', hit is None,
+          f'first hit {hit}' if hit else f'{len(traj.points)} points re-checked densely')
+    return hit is None
+
+
+def cube_marker(ns, mid, position, size, frame='world'):
+    m = Marker()
+    m.header.frame_id = frame
+    m.ns, m.id = ns, mid
+    m.type = Marker.CUBE
+    m.action = Marker.ADD
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = position
+    m.pose.orientation.w = 1.0
+    m.scale.x = m.scale.y = m.scale.z = size
+    return m
+
+
+def wait_for(node, predicate, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        rclpy.spin_once(node, timeout_sec=0.2)
+    return predicate()
+
+
+def edge_colours(msg):
+    """(green, red, grey) counts of the roadmap_edges marker of a ~/roadmap message."""
+    counts = [0, 0, 0]
+    for m in msg.markers:
+        if m.ns != 'roadmap_edges':
+            continue
+        for c in m.colors[::2]:
+            if c.g > 0.7 and c.r < 0.3:
+                counts[0] += 1
+            elif c.r > 0.8 and c.g < 0.3:
+                counts[1] += 1
+            else:
+                counts[2] += 1
+    return tuple(counts)
+
+
+def obstacle_checks(node, plan, obstacles, scenes):
+    """The persistent roadmap (`drm`): rebuild, ~/roadmap, an obstacle moved across the
+    path and away again, ~/goal, clear."""
+    roadmaps = []
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(MarkerArray, f'/{NODE}/roadmap', roadmaps.append, qos)
+    rc, out = ros2_param('set', NODE, 'roadmap_size', '300')
+    check('ros2 param set roadmap_size 300', rc == 0 and 'successful' in out.lower(), out)
+    rebuild = node.create_client(Trigger, f'/{NODE}/rebuild_roadmap')
+    res = call(node, rebuild, Trigger.Request(), timeout=120.0)
+    check('~/rebuild_roadmap builds the roadmap of roadmap_size vertices',
+          res is not None and res.success and 'roadmap of 300 vertices' in res.message,
+          res and res.message)
+    got = wait_for(node, lambda: roadmaps and edge_colours(roadmaps[-1])[0] > 0, 10.0)
+    check('~/roadmap shows the roadmap edges coloured by label', got,
+          f'green/red/grey = {edge_colours(roadmaps[-1]) if roadmaps else None}')
+
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
+    req.planner_id = 'drm'
+    req.seed = 3
+    first = call(node, plan, req, timeout=120.0)
+    ok = check('~/plan with planner drm uses the persistent roadmap',
+               first is not None and first.success and first.stats.planner_id == 'drm'
+               and first.stats.roadmap_vertices == 300,
+               first and f'code={first.error_code} message={first.message!r} '
+               f'vertices={first.stats.roadmap_vertices}')
+    if not ok:
+        return
+    check_trajectory(first.trajectory, SCENE, 'drm plan')
+    got = wait_for(node, lambda: any(m.ns == 'solution_path' for m in roadmaps[-1].markers), 5.0)
+    check('~/roadmap highlights the solution path', got)
+
+    # Put a cube where the tool passes halfway along the path: the next plan avoids it.
+    mid = first.trajectory.points[len(first.trajectory.points) // 2]
+    tool = ROBOT.link_poses(ARM, list(mid.positions))['tool0'][1]
+    blocker = cube_marker('blocker', 1, tool, 0.12)
+    obstacle = ic.Obstacle('blocker/1', 'box', [0.06] * 3, tool)
+    hit_before = ic.first_collision(ROBOT, [obstacle], first.trajectory)
+    check('the cube placed on the path really blocks the old trajectory', hit_before is not None,
+          f'tool at {[round(v, 3) for v in tool]}')
+    before = len(roadmaps)
+    obstacles.publish(MarkerArray(markers=[blocker]))
+    shown = wait_for(node, lambda: any(m.ns == 'blocker/1' for s in scenes[-1:]
+                                       for m in s.markers), 10.0)
+    check('the blocking cube appears on ~/scene', shown)
+    relabelled = wait_for(node, lambda: len(roadmaps) > before
+                          and sum(edge_colours(roadmaps[-1])[1:]) > 0, 10.0)
+    check('~/roadmap relabels edges near the new obstacle (red or grey)', relabelled,
+          f'green/red/grey = {edge_colours(roadmaps[-1]) if roadmaps else None}')
+    second = call(node, plan, req, timeout=120.0)
+    if check('~/plan (drm) after the obstacle moved in succeeds',
+             second is not None and second.success,
+             second and f'code={second.error_code} message={second.message!r}'):
+        check_trajectory(second.trajectory, SCENE + [obstacle], 'drm plan around the cube')
+
+    # Move it away: the short path comes back.
+    blocker.pose.position.x, blocker.pose.position.y, blocker.pose.position.z = 5.0, 5.0, 5.0
+    obstacles.publish(MarkerArray(markers=[blocker]))
+    wait_for(node, lambda: any(m.ns == 'blocker/1' and m.pose.position.x == 5.0
+                               for s in scenes[-1:] for m in s.markers), 10.0)
+    third = call(node, plan, req, timeout=120.0)
+    check('moving the cube away restores the first path',
+          third is not None and third.success
+          and abs(third.stats.path_length_after - first.stats.path_length_after) < 1e-9,
+          third and f'lengths {first.stats.path_length_after:.4f} -> '
+          f'{second.stats.path_length_after if second else float("nan"):.4f} -> '
+          f'{third.stats.path_length_after:.4f}')
+
+    # ~/goal: plan from the current joint state and publish.
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    goal_pub = node.create_publisher(JointState, f'/{NODE}/goal', 10)
+    target = [-1.5, 0.2, 0.9, 0.0, 0.3, 0.0]
+    wait_for(node, lambda: goal_pub.get_subscription_count() > 0, 5.0)
+    goal_pub.publish(joint_state(ARM, target))
+    got = wait_for(node, lambda: any(
+        all(abs(a - b) < 1e-6 for a, b in zip(t.points[-1].positions, target))
+        for t in trajectories if t.points), 60.0)
+    check('a JointState on ~/goal is planned from the current state and published', got)
+
+    clear = node.create_client(Trigger, f'/{NODE}/clear_roadmap')
+    res = call(node, clear, Trigger.Request())
+    check('~/clear_roadmap drops the roadmap', res is not None and res.success
+          and res.message == 'roadmap cleared', res and res.message)
+    got = wait_for(node, lambda: roadmaps and not any(
+        m.ns == 'roadmap_edges' for m in roadmaps[-1].markers), 5.0)
+    check('~/roadmap is empty after ~/clear_roadmap', got)
+
+
+def bad_input_checks(node, plan, obstacles):
+    """Bad goals and markers get clear errors; the node keeps serving."""
+    def ask(goal_positions, names=ARM):
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, START)
+        req.goal_state = joint_state(names, goal_positions)
+        return call(node, plan, req, timeout=60.0)
+
+    codes = PlanPath.Response
+    cases = [
+        ('a NaN goal', ask([float('nan')] + GOAL[1:]), codes.INVALID_GOAL_CONSTRAINTS, 'nan'),
+        ('an out-of-limits goal', ask([GOAL[0], 2.5] + GOAL[2:]),
+         codes.INVALID_GOAL_CONSTRAINTS, 'outside its limits'),
+        ('an unknown goal joint', ask(GOAL + [0.0], ARM + ['no_such_joint']),
+         codes.INVALID_GOAL_CONSTRAINTS, 'no_such_joint'),
+        ('a goal in collision', ask([0.0, 1.9, 0.0, 0.0, 0.0, 0.0]),
+         codes.GOAL_IN_COLLISION, 'goal'),
+    ]
+    hit = ic.collision(ROBOT, SCENE, ARM, [0.0, 1.9, 0.0, 0.0, 0.0, 0.0])
+    check('the collision goal of the test collides by the independent check', hit is not None,
+          str(hit))
+    for what, res, code, text in cases:
+        check(f'~/plan refuses {what} with error code {code}',
+              res is not None and not res.success and res.error_code == code
+              and text in res.message.lower(),
+              res and f'code={res.error_code} message={res.message!r}')
+
+    arrow = cube_marker('bad', 1, (0.0, 0.0, 2.0), 0.1)
+    arrow.type = Marker.ARROW
+    wrong_frame = cube_marker('bad', 2, (0.0, 0.0, 2.0), 0.1, frame='elsewhere')
+    obstacles.publish(MarkerArray(markers=[arrow, wrong_frame]))
+    time.sleep(1.0)
+    with open(os.path.join(LOG_DIR, 'launch.log')) as f:
+        log = f.read()
+    check('an unsupported marker type is logged, naming the marker',
+          "marker 'bad/1': unsupported marker type" in log)
+    check('a marker in a wrong frame is logged, naming the frame',
+          "marker 'bad/2': frame 'elsewhere' is not the planning frame" in log)
+    res = ask(GOAL)
+    check('after all the bad input the node still plans', res is not None and res.success,
+          res and f'code={res.error_code} message={res.message!r}')
 
 
 if __name__ == '__main__':
