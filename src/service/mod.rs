@@ -17,6 +17,8 @@ use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::trajectory::Trajectory;
 
+pub mod agents;
+
 /// Longest planning time budget accepted, seconds (keeps `Duration` conversion in range).
 const MAX_TIME_LIMIT: f64 = 1.0e6;
 
