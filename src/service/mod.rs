@@ -7,6 +7,7 @@
 //! state, and runs [`planners::plan`]. The node (`crate::ros`, feature `ros`) only converts
 //! messages to and from these types, so all of this is tested without ROS.
 
+pub mod agents;
 pub mod roadmap;
 
 use std::time::Duration;
