@@ -16,6 +16,9 @@
 //! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
+//! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
+//! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
+//! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
 //! | service      | `~/clear_roadmap`   | `std_srvs/Trigger` (drops the `drm` roadmap) |
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
@@ -26,6 +29,7 @@
 //! that cannot be loaded leaves the node up, answering `~/plan` with the reason, until a
 //! robot parameter is set to something loadable.
 
+pub mod agents;
 pub mod markers;
 pub mod params;
 pub mod plan;
@@ -35,13 +39,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
-use r2r::gpu_motion_planner_interfaces::srv::PlanPath;
+use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanPath};
+use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_srvs::srv::Trigger;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::QosProfile;
 
+use crate::service::agents::{AgentsService, AgentsSettings};
 use crate::service::PlanningService;
 
 pub use params::NodeParams;
@@ -76,6 +82,8 @@ pub struct Shared {
     pub joint_state: Mutex<Option<JointState>>,
     /// The engine, or why the robot could not be loaded.
     pub service: Mutex<Result<PlanningService, String>>,
+    /// The many-agent grid planner and its last map.
+    pub agents: Mutex<AgentsService>,
 }
 
 /// A planning service for the robot named by `params`, keeping the obstacles of `old`.
@@ -214,10 +222,15 @@ async fn run_async() -> Result<(), NodeError> {
             "{e}; ~/plan will refuse requests until a robot parameter is fixed"
         ),
     }
+    let grid_backend = typed.backend.clone();
     let shared = Arc::new(Shared {
         params: Mutex::new(typed),
         joint_state: Mutex::new(None),
         service: Mutex::new(service),
+        agents: Mutex::new(AgentsService::new(AgentsSettings {
+            backend: grid_backend,
+            ..AgentsSettings::default()
+        })),
     });
     let (param_server, param_events) = node.make_parameter_handler()?;
 
@@ -230,6 +243,17 @@ async fn run_async() -> Result<(), NodeError> {
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
     let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
+    // Maps are usually latched (transient local); this QoS also receives volatile ones.
+    let grids = node.subscribe::<OccupancyGrid>(
+        "~/occupancy_grid",
+        QosProfile::default().reliable().transient_local(),
+    )?;
+    let agent_requests = node
+        .create_service::<PlanAgents::Service>("~/plan_agents", QosProfile::services_default())?;
+    let agent_paths_pub = node.create_publisher::<MarkerArray>(
+        "~/agent_paths",
+        QosProfile::default().reliable().transient_local(),
+    )?;
     let trajectory_pub =
         node.create_publisher::<JointTrajectory>("~/trajectory", QosProfile::default())?;
     let scene_pub = node.create_publisher::<MarkerArray>(
@@ -303,6 +327,10 @@ async fn run_async() -> Result<(), NodeError> {
                             } else if let Ok(s) = service.as_mut() {
                                 s.set_settings(params.service_settings());
                             }
+                            let mut agents = lock(&shared.agents);
+                            let mut settings = agents.settings().clone();
+                            settings.backend = params.backend.clone();
+                            agents.set_settings(settings);
                         });
                     }
                     Err(e) => {
@@ -381,6 +409,54 @@ async fn run_async() -> Result<(), NodeError> {
                         response.error_code,
                         response.message
                     );
+                }
+            }
+        }
+    }));
+
+    // Occupancy grids for ~/plan_agents: a bad one is logged and the previous one kept.
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let mut grids = grids;
+        async move {
+            while let Some(msg) = grids.next().await {
+                let (w, h) = (msg.info.width, msg.info.height);
+                let result = lock(&shared.agents).set_grid(agents::grid_data(&msg));
+                match result {
+                    Ok(()) => r2r::log_info!(&logger, "~/occupancy_grid: {w}x{h} map received"),
+                    Err(e) => {
+                        r2r::log_warn!(&logger, "~/occupancy_grid: {e}; keeping the previous map")
+                    }
+                }
+            }
+        }
+    }));
+
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let mut requests = agent_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                let outcome = tokio::task::block_in_place(|| {
+                    lock(&shared.agents).plan(agents::request(&req.message))
+                });
+                let response = agents::response(&outcome);
+                r2r::log_info!(
+                    &logger,
+                    "~/plan_agents: success={} message='{}'",
+                    response.success,
+                    response.message
+                );
+                if let Ok(answer) = &outcome {
+                    publish(
+                        &agent_paths_pub,
+                        &agents::paths_array(answer),
+                        &logger,
+                        "~/agent_paths",
+                    );
+                }
+                if let Err(e) = req.respond(response) {
+                    r2r::log_error!(&logger, "~/plan_agents: could not send the response: {e}");
                 }
             }
         }

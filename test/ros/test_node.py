@@ -26,7 +26,9 @@ from rclpy.node import Node
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
-from gpu_motion_planner_interfaces.srv import PlanPath
+from geometry_msgs.msg import Point
+from gpu_motion_planner_interfaces.srv import PlanAgents, PlanPath
+from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -250,6 +252,7 @@ def run_checks(node, launch):
 
     obstacle_checks(node, plan, obstacles, scenes)
     bad_input_checks(node, plan, obstacles)
+    agents_checks(node)
 
     # Clean shutdown on Ctrl-C: the terminal sends SIGINT to the whole process group
     # (launch itself does not forward a SIGINT it received).
@@ -448,6 +451,82 @@ def bad_input_checks(node, plan, obstacles):
     res = ask(GOAL)
     check('after all the bad input the node still plans', res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
+
+
+def agents_checks(node):
+    """~/occupancy_grid + ~/plan_agents + ~/agent_paths on a 10 x 6 map with a wall."""
+    width, height, res = 10, 6, 0.5
+    origin = (-1.0, 2.0)
+    # A wall at x = 5 with a gap at y = 5 (the top row); cell (0, 0) at the origin.
+    data = [0] * (width * height)
+    for y in range(height - 1):
+        data[y * width + 5] = 100
+    grid = OccupancyGrid()
+    grid.header.frame_id = 'map'
+    grid.info.resolution = res
+    grid.info.width, grid.info.height = width, height
+    grid.info.origin.position.x, grid.info.origin.position.y = origin
+    grid.info.origin.orientation.w = 1.0
+    grid.data = data
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    grid_pub = node.create_publisher(OccupancyGrid, f'/{NODE}/occupancy_grid', qos)
+    grid_pub.publish(grid)
+    markers = []
+    node.create_subscription(MarkerArray, f'/{NODE}/agent_paths', markers.append, qos)
+    client = node.create_client(PlanAgents, f'/{NODE}/plan_agents')
+    if not check('~/plan_agents appears', client.wait_for_service(timeout_sec=10.0)):
+        return
+
+    def centre(cx, cy):
+        return Point(x=origin[0] + (cx + 0.5) * res, y=origin[1] + (cy + 0.5) * res, z=0.0)
+
+    def cell(p):
+        return (int((p.x - origin[0]) // res), int((p.y - origin[1]) // res))
+
+    req = PlanAgents.Request()
+    req.goal = centre(9, 0)
+    req.starts = [centre(0, 0), centre(5, 2), centre(2, 3), Point(x=100.0, y=0.0, z=0.0)]
+    req.backend = 'cpu'
+    res_ = None
+    deadline = time.time() + 10.0
+    while time.time() < deadline:
+        res_ = call(node, client, req)
+        if res_ is not None and 'no map' not in res_.message and 'none was received' not in \
+                res_.message:
+            break
+        time.sleep(0.3)
+    ok = check('~/plan_agents answers on the map from ~/occupancy_grid',
+               res_ is not None and len(res_.paths) == 4, res_ and res_.message)
+    if not ok:
+        return
+    # Shortest path from (0,0) to (9,0) through the gap at (5,5): 5 up, 9 across, 5 down.
+    lengths = [len(p.poses) - 1 if p.poses else None for p in res_.paths]
+    check('agent 0 gets the shortest 4-connected path through the gap (19 moves)',
+          lengths[0] == 19, f'moves per agent {lengths}')
+    valid = True
+    for path in (res_.paths[0], res_.paths[2]):
+        cells = [cell(ps.pose.position) for ps in path.poses]
+        valid &= path.header.frame_id == 'map' and cells[-1] == (9, 0)
+        valid &= all(abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1 for a, b in zip(cells, cells[1:]))
+        valid &= all(data[y * width + x] == 0 for x, y in cells)
+    check('paths are 4-connected, on free cells, in the map frame, ending at the goal', valid)
+    check('a blocked start and a start outside the map are reported, not dropped',
+          not res_.success and list(res_.failed_agents) == [1, 3]
+          and list(res_.failure_reasons) == ['start is blocked', 'start outside the map'],
+          f'failed {list(res_.failed_agents)} {list(res_.failure_reasons)}')
+    got = wait_for(node, lambda: markers and sum(
+        1 for m in markers[-1].markers if m.ns == 'agent_paths') == 2, 5.0)
+    check('~/agent_paths draws the two solved agents', got)
+    bad = PlanAgents.Request()
+    bad.map = grid
+    bad.map.data = data[:-1]
+    bad.goal = centre(9, 0)
+    bad.starts = [centre(0, 0)]
+    res_ = call(node, client, bad)
+    check('a map whose data does not match its size is refused, naming map.data',
+          res_ is not None and not res_.success and 'map.data' in res_.message,
+          res_ and res_.message)
 
 
 if __name__ == '__main__':
