@@ -7,6 +7,10 @@
 # .cache/ros/ws, which git ignores; nothing is written into the source tree. Re-running
 # rebuilds only what changed. Runs scripts/setup_ros.sh first unless its env file exists.
 #
+# The node is built with --release (planning speed); GMP_ROS_CLIPPY=1 also runs
+# `cargo clippy --features ros` in the same environment (the lint of the node's code that
+# scripts/test.sh's plain clippy run cannot do without ROS).
+#
 # Usage: scripts/build_ros.sh [extra colcon build arguments]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +27,7 @@ T0=$(date +%s)
 # shellcheck disable=SC2086
 colcon build --base-paths "$ROOT" "$ROOT/interfaces" \
     --cmake-args ${GMP_COLCON_CMAKE_ARGS:-} \
-    --cargo-args --features ros \
+    --cargo-args --features ros --release \
     "$@" > "$WS/colcon_build.log" 2>&1 || {
         tail -60 "$WS/colcon_build.log"
         echo "build_ros: colcon build failed; full log: $WS/colcon_build.log" >&2
@@ -31,3 +35,8 @@ colcon build --base-paths "$ROOT" "$ROOT/interfaces" \
     }
 grep -E "^Summary|^Finished|^Failed" "$WS/colcon_build.log" || true
 echo "build_ros: built in $(( $(date +%s) - T0 ))s; source $WS/install/setup.bash"
+if [[ "${GMP_ROS_CLIPPY:-0}" == 1 ]]; then
+    set +u; . "$WS/install/setup.bash"; set -u
+    (cd "$ROOT" && cargo clippy --release --features ros --all-targets -- -D warnings)
+    echo "build_ros: cargo clippy --features ros clean"
+fi

@@ -21,7 +21,7 @@ fail_early() { echo "test_ros: $1"; echo "0 passed, 1 failed"; exit 1; }
 
 "$ROOT/scripts/setup_ros.sh" || fail_early "set-up failed"
 echo "test_ros: set-up done after $(( $(date +%s) - T0 ))s"
-"$ROOT/scripts/build_ros.sh" || fail_early "build failed"
+GMP_ROS_CLIPPY=1 "$ROOT/scripts/build_ros.sh" || fail_early "build or clippy (feature ros) failed"
 echo "test_ros: build done after $(( $(date +%s) - T0 ))s"
 
 LOG_DIR=$CACHE/test_logs

@@ -345,3 +345,79 @@ fn the_checker_is_rebuilt_only_when_the_scene_or_base_state_changes() {
     s.plan(request(&s, &START, &GOAL)).expect("plan");
     assert_eq!(s.checker_builds(), 2);
 }
+
+#[test]
+fn the_drm_roadmap_persists_follows_obstacles_and_is_drawn() {
+    let mut s = service();
+    let mut settings = s.settings().clone();
+    settings.roadmap_size = 250;
+    s.set_settings(settings);
+    let drm = |s: &PlanningService| ServicePlanRequest {
+        planner: Some("drm".into()),
+        ..request(s, &START, &GOAL)
+    };
+    assert!(!s.has_roadmap());
+    let first = s.plan(drm(&s)).expect("drm plan");
+    assert_eq!(first.planner, "drm");
+    assert_eq!(first.stats.roadmap_vertices, 250);
+    assert_valid(&s, &first.trajectory);
+    let built = s.roadmap_summary().expect("a roadmap after a drm plan");
+    assert_eq!(built.vertices, 250);
+    assert_eq!(
+        built.labels.valid + built.labels.invalid + built.labels.unknown,
+        built.edges
+    );
+
+    // The second query reuses the roadmap (same build) and finds the same path.
+    let again = s.plan(drm(&s)).expect("second drm plan");
+    assert_eq!(
+        s.roadmap_summary().expect("kept").build_time,
+        built.build_time
+    );
+    assert_eq!(again.path, first.path);
+
+    // ~/roadmap: one drawn vertex per roadmap vertex, every edge, and the path.
+    let view = s.roadmap_view().expect("view");
+    assert_eq!(view.tip_link, "tool0");
+    assert_eq!(view.vertices.len(), 250);
+    assert_eq!(view.edges.len(), built.edges);
+    assert!(view.path.len() >= first.path.len());
+    let end = view.path.last().expect("path drawn");
+    let goal_tool = tool_at(&s, &GOAL);
+    assert!((end.coords - goal_tool).norm() < 1e-9);
+
+    // A cube on the path: labels change, the next plan avoids it (re-checked in the new
+    // scene), and removing it restores the first path.
+    let blocker = tool_at(&s, &first.path[first.path.len() / 2]);
+    let blocker = if first.path.len() > 2 {
+        blocker
+    } else {
+        tool_at(&s, &mid())
+    };
+    s.apply_marker(cube("blocker", 1, blocker, 0.15))
+        .expect("cube");
+    let stats = s.update_roadmap().expect("update").expect("a roadmap");
+    assert!(stats.relabelled > 0, "{stats:?}");
+    let around = s.plan(drm(&s)).expect("drm plan around the cube");
+    assert_valid(&s, &around.trajectory);
+    assert_ne!(around.path, first.path);
+    let mut gone = cube("blocker", 1, blocker, 0.15);
+    gone.action = MarkerAction::Delete;
+    s.apply_marker(gone).expect("delete");
+    s.update_roadmap().expect("update");
+    let back = s.plan(drm(&s)).expect("drm plan after the cube left");
+    assert_eq!(back.path, first.path);
+
+    // A changed roadmap_size rebuilds on the next drm request; clear drops it.
+    let mut settings = s.settings().clone();
+    settings.roadmap_size = 120;
+    s.set_settings(settings);
+    s.plan(drm(&s)).expect("drm plan on the smaller roadmap");
+    assert_eq!(s.roadmap_summary().expect("rebuilt").vertices, 120);
+    assert!(s.clear_roadmap());
+    assert!(!s.has_roadmap());
+    assert!(s.roadmap_view().expect("view").vertices.is_empty());
+    let summary = s.rebuild_roadmap().expect("rebuild");
+    assert_eq!(summary.vertices, 120);
+    assert!(summary.to_string().contains("roadmap of 120 vertices"));
+}
