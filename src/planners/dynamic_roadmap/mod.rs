@@ -814,9 +814,21 @@ impl DynamicRoadmap {
         let mut touched = Vec::new();
         for slot in changed {
             stats.slots += 1;
-            self.remove_slot(slot, &mut touched, &mut stats);
-            if let Some(Some(o)) = scene.slots().get(slot) {
-                self.add_slot(slot, o, &mut touched, &mut stats);
+            let old = self
+                .slots
+                .get_mut(slot)
+                .and_then(Option::take)
+                .unwrap_or_default();
+            let new = match scene.slots().get(slot) {
+                Some(Some(o)) => Some(self.slot_state(o, &mut stats)),
+                _ => None,
+            };
+            self.replace_slot(&old, new.as_ref(), &mut touched, &mut stats);
+            if let Some(new) = new {
+                if self.slots.len() <= slot {
+                    self.slots.resize(slot + 1, None);
+                }
+                self.slots[slot] = Some(new);
             }
         }
         // Relabel the touched edges once each.
@@ -837,54 +849,14 @@ impl DynamicRoadmap {
         Ok(stats)
     }
 
-    /// Takes the contribution of `slot` off the counters.
-    fn remove_slot(&mut self, slot: usize, touched: &mut Vec<u32>, stats: &mut UpdateStats) {
-        let Some(state) = self.slots.get_mut(slot).and_then(Option::take) else {
-            return;
-        };
-        let t0 = Instant::now();
-        for &e in &state.drm {
-            let e = e as usize;
-            self.drm_hits[e] = self.drm_hits[e].saturating_sub(1);
-            self.verified[e] = VERIFIED_NONE;
-        }
-        touched.extend_from_slice(&state.drm);
-        stats.drm_candidates += state.drm.len();
-        stats.drm_time += t0.elapsed();
-        let t0 = Instant::now();
-        for &(e, inv) in &state.rgg {
-            let e = e as usize;
-            if inv {
-                self.rgg_invalid[e] = self.rgg_invalid[e].saturating_sub(1);
-            } else {
-                self.rgg_unknown[e] = self.rgg_unknown[e].saturating_sub(1);
-            }
-            self.verified[e] = VERIFIED_NONE;
-            touched.push(e as u32);
-        }
-        stats.rgg_time += t0.elapsed();
-    }
-
-    /// Adds the contribution of obstacle `o` in `slot`.
-    fn add_slot(
-        &mut self,
-        slot: usize,
-        o: &Obstacle,
-        touched: &mut Vec<u32>,
-        stats: &mut UpdateStats,
-    ) {
+    /// What obstacle `o` contributes: the edges of its voxel cells (DRM) and its RGG verdicts.
+    fn slot_state(&mut self, o: &Obstacle, stats: &mut UpdateStats) -> SlotState {
         let tol = self.opts.tolerance as f32;
         let approx = approximate(o, tol, self.opts.obstacle_inner_per_axis);
         let mut state = SlotState::default();
         if self.drm.is_some() {
             let t0 = Instant::now();
             state.drm = self.drm_edges(&approx);
-            for &e in &state.drm {
-                let e = e as usize;
-                self.drm_hits[e] += 1;
-                self.verified[e] = VERIFIED_NONE;
-            }
-            touched.extend_from_slice(&state.drm);
             stats.drm_candidates += state.drm.len();
             stats.drm_time += t0.elapsed();
         }
@@ -894,22 +866,78 @@ impl DynamicRoadmap {
             stats.rgg_candidates += tested;
             stats.rgg_listed += verdicts.len();
             state.rgg = verdicts;
-            for &(e, inv) in &state.rgg {
-                let e = e as usize;
-                if inv {
-                    self.rgg_invalid[e] += 1;
-                } else {
-                    self.rgg_unknown[e] += 1;
-                }
-                self.verified[e] = VERIFIED_NONE;
-                touched.push(e as u32);
-            }
             stats.rgg_time += t0.elapsed();
         }
-        if self.slots.len() <= slot {
-            self.slots.resize(slot + 1, None);
+        state
+    }
+
+    /// Replaces the contribution `old` of a slot by `new` (`None`: the slot is now empty) in
+    /// the counters. Both states list their edges in ascending order, so one merged walk finds
+    /// the edges whose counters change; those, and the edges in either list that carry a lazy
+    /// validation result (an obstacle that may touch them changed, so it is dropped), go to
+    /// `touched` for relabelling. An edge in both lists with the same verdict keeps its label.
+    fn replace_slot(
+        &mut self,
+        old: &SlotState,
+        new: Option<&SlotState>,
+        touched: &mut Vec<u32>,
+        stats: &mut UpdateStats,
+    ) {
+        let empty = SlotState::default();
+        let new = new.unwrap_or(&empty);
+        let verified = &mut self.verified;
+        // Drops a lazy validation result; true when there was one.
+        let mut unverify = |e: usize| std::mem::replace(&mut verified[e], VERIFIED_NONE) != 0;
+        let t0 = Instant::now();
+        if self.drm.is_some() {
+            let hits = &mut self.drm_hits;
+            merge_by_edge(
+                &old.drm,
+                &new.drm,
+                |&e| e,
+                |e, was, is| {
+                    match (was, is) {
+                        (Some(_), None) => hits[e] = hits[e].saturating_sub(1),
+                        (None, Some(_)) => hits[e] += 1,
+                        _ => {}
+                    }
+                    if unverify(e) || was.is_none() || is.is_none() {
+                        touched.push(e as u32);
+                    }
+                },
+            );
+            stats.drm_candidates += old.drm.len();
         }
-        self.slots[slot] = Some(state);
+        stats.drm_time += t0.elapsed();
+        let t0 = Instant::now();
+        if self.rgg.is_some() {
+            let (unknown, invalid) = (&mut self.rgg_unknown, &mut self.rgg_invalid);
+            merge_by_edge(
+                &old.rgg,
+                &new.rgg,
+                |x| x.0,
+                |e, was, is| {
+                    let (was, is) = (was.map(|x| x.1), is.map(|x| x.1));
+                    if was != is {
+                        match was {
+                            Some(true) => invalid[e] = invalid[e].saturating_sub(1),
+                            Some(false) => unknown[e] = unknown[e].saturating_sub(1),
+                            None => {}
+                        }
+                        match is {
+                            Some(true) => invalid[e] += 1,
+                            Some(false) => unknown[e] += 1,
+                            None => {}
+                        }
+                    }
+                    if unverify(e) || was != is {
+                        touched.push(e as u32);
+                    }
+                },
+            );
+            stats.rgg_listed += old.rgg.len();
+        }
+        stats.rgg_time += t0.elapsed();
     }
 
     /// Edges listed in the cells the obstacle's box touches, sorted, each once.
@@ -1316,6 +1344,41 @@ impl DynamicRoadmap {
     }
 }
 
+/// Walks two lists sorted by edge (`edge` gives an item's edge, each edge at most once per
+/// list) together, calling `f(edge, item in old, item in new)` for every edge in either.
+fn merge_by_edge<T: Copy>(
+    old: &[T],
+    new: &[T],
+    edge: impl Fn(&T) -> u32,
+    mut f: impl FnMut(usize, Option<T>, Option<T>),
+) {
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        let a = old.get(i).map(&edge);
+        let b = new.get(j).map(&edge);
+        match (a, b) {
+            (Some(x), Some(y)) if x == y => {
+                f(x as usize, Some(old[i]), Some(new[j]));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x < y => {
+                f(x as usize, Some(old[i]), None);
+                i += 1;
+            }
+            (Some(x), None) => {
+                f(x as usize, Some(old[i]), None);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                f(y as usize, None, Some(new[j]));
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+}
+
 fn make_grid(cell: f64, lo: [f64; 3], hi: [f64; 3]) -> Result<Grid, DynamicError> {
     let dims = [0, 1, 2].map(|k| ((hi[k] - lo[k]) / cell).ceil().max(1.0));
     if dims.iter().product::<f64>() > 64.0 * 1024.0 * 1024.0 {
@@ -1352,5 +1415,39 @@ fn build_drm(grid: Grid, n_edges: usize, cell_counts: &[u32], cells: &[u32]) -> 
         grid,
         offsets,
         edges,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_visits_every_edge_of_either_list_once_in_order() {
+        let old = [(1u32, true), (4, false), (5, true), (9, false)];
+        let new = [(0u32, false), (4, true), (5, true), (10, true)];
+        let mut seen = Vec::new();
+        merge_by_edge(
+            &old,
+            &new,
+            |x| x.0,
+            |e, a, b| {
+                seen.push((e, a.map(|x| x.1), b.map(|x| x.1)));
+            },
+        );
+        assert_eq!(
+            seen,
+            vec![
+                (0, None, Some(false)),
+                (1, Some(true), None),
+                (4, Some(false), Some(true)),
+                (5, Some(true), Some(true)),
+                (9, Some(false), None),
+                (10, None, Some(true)),
+            ]
+        );
+        let mut n = 0;
+        merge_by_edge(&[] as &[u32], &[], |&e| e, |_, _, _| n += 1);
+        assert_eq!(n, 0);
     }
 }
