@@ -1,12 +1,13 @@
 //! The CUDA engine of the dynamic roadmap's RGG labels (`kernels/drm.cu`, `rgg_label`).
 //!
-//! The flat layout of the approximations ([`RggLayout`]: pair boxes, outer boxes, capsule
-//! offsets, capsules, capsule chunk boxes) is uploaded once and stays resident. Per changed obstacle: one copy of the
-//! obstacle record (its outer box, world box and inner balls, a few hundred bytes) to the device,
-//! one clear of the output, one launch with a thread per (edge, body) pair, and one copy back of
-//! two bits per edge. The verdicts are those of [`RggLayout::verdicts_brute_force`] exactly
-//! (same f32 operations in the same order, no fused multiply-add; `tests/gpu_parity.rs` holds
-//! them to it).
+//! The flat layout of the approximations (`RggLayout` in
+//! `planners/dynamic_roadmap/layout.rs`: pair boxes, outer boxes, capsule offsets, capsules,
+//! capsule chunk boxes) is uploaded once and stays resident. Per changed obstacle: one copy of
+//! the obstacle record (its outer box, world box and inner balls, a few hundred bytes) to the
+//! device, one clear of the output, one launch with a thread per (edge, body) pair, and one
+//! copy back of two bits per edge. The verdicts are those of
+//! `RggLayout::verdicts_brute_force` exactly (same f32 operations in the same order, no fused
+//! multiply-add; `tests/gpu_parity.rs` holds them to it).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -10,11 +10,12 @@
 //!   inner capsules (inner spheres of the body swept along the edge, the polyline of their
 //!   centres simplified while staying inside); per obstacle an outer box and inner balls.
 //!   Outer disjoint: Valid; inner overlapping: Invalid (red); otherwise Unknown. The
-//!   approximations live in a flat layout per (edge, body) pair (see [`layout`]); BVHs over
-//!   the pairs' boxes find the candidate pairs of an obstacle, so an update touches only
-//!   those, split over threads. With a GPU ([`RggEngine::Cuda`]) the layout stays resident on
-//!   the device and one kernel labels every pair against the changed obstacle (only the
-//!   obstacle goes up, one bit pair per edge comes back), with the CPU's verdicts exactly.
+//!   approximations live in flat arrays per (edge, body) pair (`layout.rs`); BVHs over the
+//!   outer boxes find the candidate pairs of an obstacle, so an update tests only those,
+//!   split over threads ([`RggEngine::Bvh`]; [`RggEngine::BruteForce`] tests every pair).
+//!   With a GPU ([`RggEngine::Cuda`]) the arrays stay resident on the device and one kernel
+//!   labels every pair against the changed obstacle (only the obstacle goes up, two bits per
+//!   edge come back), with the CPU's verdicts exactly.
 //!
 //! [`DynamicRoadmap::update`] follows the scene's change log and processes only the changed
 //! obstacle slots; [`DynamicRoadmap::search`] / [`DynamicRoadmap::plan`] search over Valid
