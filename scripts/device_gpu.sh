@@ -3,8 +3,10 @@
 # scripts/device_prepare.sh. Called by the lead with the device tool:
 #   run  carry: [".device"]  command: bash scripts/device_gpu.sh [mode]
 # Modes: all (default: parity, memcheck, bench), parity, memcheck, bench, quick (a small smoke
-# run of all three). Results go to $OUT (logs, results/collision/*.json|md). The last line is
-# a one-line summary.
+# run of all three), drm (the dynamic roadmap's CUDA label engine: its parity test against the
+# CPU engines, a memcheck of it, and `gmp bench dynamic --experiment scale` with 10k and 100k
+# edges), drm-quick (the same, small). Results go to $OUT (logs, results/collision/*.json|md,
+# results/dynamic/*.json|md). The last line is a one-line summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -33,7 +35,7 @@ if [ "$mode" = quick ]; then
   parity_n=20000; motions_n=2000; bench_args=(--quick)
 fi
 
-status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"
+status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"; status_drm="skipped"
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
   GMP_PARITY_CONFIGS=$parity_n GMP_PARITY_MOTIONS=$motions_n \
@@ -52,5 +54,27 @@ if [[ "$mode" = all || "$mode" = bench || "$mode" = quick ]]; then
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
   cat "$OUT"/results/collision/*.md 2>/dev/null
 fi
-parity_lines="$(grep -h '^parity:' "$OUT/parity.log" 2>/dev/null | tr '\n' ';')"
-echo "SUMMARY device=$(head -1 "$OUT/devices.txt" | cut -c1-60) parity=$status_parity memcheck=$status_memcheck bench=$status_bench | $parity_lines"
+if [[ "$mode" = drm || "$mode" = drm-quick ]]; then
+  # Sizes and counts from the environment: GMP_DRM_SIZES (edges, comma separated),
+  # GMP_DRM_MOVES, GMP_PARITY_DRM_OBSTACLES, GMP_PARITY_DRM_VERTICES.
+  sizes="${GMP_DRM_SIZES:-10000,100000}"; moves="${GMP_DRM_MOVES:-20}"; obstacles=3000; verts=800
+  if [ "$mode" = drm-quick ]; then
+    sizes="${GMP_DRM_SIZES:-2000}"; moves="${GMP_DRM_MOVES:-5}"; obstacles=300; verts=300
+  fi
+  drm_ok=1
+  GMP_PARITY_DRM_OBSTACLES=${GMP_PARITY_DRM_OBSTACLES:-$obstacles} \
+    GMP_PARITY_DRM_VERTICES=${GMP_PARITY_DRM_VERTICES:-$verts} \
+    "$D/gpu_parity" drm --nocapture --test-threads=1 2>&1 | tee "$OUT/drm_parity.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
+  GMP_PARITY_DRM_OBSTACLES=100 GMP_PARITY_DRM_VERTICES=150 \
+    compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$D/gpu_parity" drm --nocapture --test-threads=1 2>&1 | tee "$OUT/drm_memcheck.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
+  "$D/gmp" bench dynamic --experiment scale --sizes "$sizes" --repetitions "$moves" \
+    --out "$OUT/results/dynamic" 2>&1 > "$OUT/drm_bench.json" | tee "$OUT/drm_bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
+  cat "$OUT"/results/dynamic/*.md 2>/dev/null
+  if [ "$drm_ok" = 1 ]; then status_drm="ok"; else status_drm="FAILED"; fi
+fi
+parity_lines="$(grep -h '^parity:' "$OUT/parity.log" "$OUT/drm_parity.log" 2>/dev/null | tr '\n' ';')"
+echo "SUMMARY device=$(head -1 "$OUT/devices.txt" | cut -c1-60) parity=$status_parity memcheck=$status_memcheck bench=$status_bench drm=$status_drm | $parity_lines"

@@ -2,16 +2,17 @@
 //! on random obstacle placements, incremental updates equal to a rebuild, replanning around
 //! a moved obstacle, determinism.
 
-use std::f64::consts::PI;
+mod common;
+
 use std::path::Path;
 
-use nalgebra::{Isometry3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use gpu_motion_planner::planners::dynamic_roadmap::{
-    DynamicRoadmap, DynamicRoadmapOptions, LabelMethod,
+    DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine,
 };
 use gpu_motion_planner::planners::{PlanRequest, PlannerId};
 use gpu_motion_planner::roadmap::EdgeLabel;
@@ -28,6 +29,17 @@ fn arm() -> (RobotModel, PlanningGroup, Vec<f64>) {
     (robot, group, base)
 }
 
+fn empty_checker(robot: &RobotModel, group: &PlanningGroup, base: &[f64]) -> CpuChecker {
+    CpuChecker::new(
+        robot,
+        group,
+        base,
+        &Scene::default(),
+        CheckerOptions::default(),
+    )
+    .unwrap()
+}
+
 fn options() -> DynamicRoadmapOptions {
     DynamicRoadmapOptions {
         resolution: RES,
@@ -37,47 +49,16 @@ fn options() -> DynamicRoadmapOptions {
     }
 }
 
+/// The arm's workspace.
+const LO: [f64; 3] = [-1.3, -1.3, 0.0];
+const HI: [f64; 3] = [1.3, 1.3, 1.6];
+
 fn random_pose(rng: &mut ChaCha8Rng) -> Isometry3<f64> {
-    let t = Vector3::new(
-        rng.random_range(-1.3..1.3),
-        rng.random_range(-1.3..1.3),
-        rng.random_range(0.0..1.6),
-    );
-    let q = UnitQuaternion::from_euler_angles(
-        rng.random_range(-PI..PI),
-        rng.random_range(-PI..PI),
-        rng.random_range(-PI..PI),
-    );
-    Isometry3::from_parts(t.into(), q)
+    common::random_pose(rng, LO, HI)
 }
 
 fn random_shape(rng: &mut ChaCha8Rng) -> Shape {
-    match rng.random_range(0..6) {
-        0 => Shape::Sphere {
-            radius: rng.random_range(0.05..0.3),
-        },
-        1 => Shape::Cylinder {
-            radius: rng.random_range(0.03..0.2),
-            half_length: rng.random_range(0.05..0.4),
-        },
-        _ => Shape::Box {
-            half_extents: Vector3::new(
-                rng.random_range(0.03..0.35),
-                rng.random_range(0.03..0.35),
-                rng.random_range(0.03..0.35),
-            ),
-        },
-    }
-}
-
-fn all_motions(dr: &DynamicRoadmap) -> MotionBatch {
-    let r = dr.roadmap();
-    let mut m = MotionBatch::new(r.dof());
-    for e in r.edges() {
-        m.push(r.vertex(e.a).unwrap(), r.vertex(e.b).unwrap())
-            .unwrap();
-    }
-    m
+    common::random_shape(rng, 1.0)
 }
 
 #[derive(Default, Debug)]
@@ -86,6 +67,15 @@ struct Tally {
     invalid_ok: usize,
     unknown: usize,
     wrong: usize,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.valid_ok += o.valid_ok;
+        self.invalid_ok += o.invalid_ok;
+        self.unknown += o.unknown;
+        self.wrong += o.wrong;
+    }
 }
 
 fn tally(labels: &[EdgeLabel], truth: &[bool], t: &mut Tally) {
@@ -99,22 +89,19 @@ fn tally(labels: &[EdgeLabel], truth: &[bool], t: &mut Tally) {
     }
 }
 
-#[test]
-fn labels_are_conservative_on_thousands_of_random_placements() {
+/// Tallies of both methods over `placements` random obstacle placements (seeded by `seed`):
+/// after each update, every edge not in self-collision that either method labels Valid or
+/// Invalid is checked exactly. An Unknown label cannot be wrong; an edge in self-collision is
+/// Invalid in every scene and collides in every scene (checked once by the caller), and its
+/// exact check is the costliest (near-contact motions are refined 64-fold).
+fn conservative_run(dr: &mut DynamicRoadmap, placements: usize, seed: u64) -> (Tally, Tally) {
     let (robot, group, base) = arm();
-    let mut dr = DynamicRoadmap::sample(&robot, &group, &base, 24, 4, 3, options()).unwrap();
-    assert!(
-        dr.roadmap().num_edges() >= 40,
-        "{}",
-        dr.roadmap().num_edges()
-    );
-    let motions = all_motions(&dr);
     let mut scene = Scene::default();
     let mut checker =
         CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut drm, mut rgg) = (Tally::default(), Tally::default());
-    for i in 0..2000 {
+    for i in 0..placements {
         let o = Obstacle {
             id: "o".into(),
             shape: random_shape(&mut rng),
@@ -128,9 +115,86 @@ fn labels_are_conservative_on_thousands_of_random_placements() {
         }
         dr.update(&scene).unwrap();
         checker.sync_scene(&scene);
+        let ld = dr.labels(LabelMethod::Drm).unwrap();
+        let lr = dr.labels(LabelMethod::Rgg).unwrap();
+        let decided: Vec<usize> = (0..ld.len())
+            .filter(|&e| !dr.self_collision(e))
+            .filter(|&e| ld[e] != EdgeLabel::Unknown || lr[e] != EdgeLabel::Unknown)
+            .collect();
+        for e in (0..ld.len()).filter(|&e| dr.self_collision(e)) {
+            assert_eq!((ld[e], lr[e]), (EdgeLabel::Invalid, EdgeLabel::Invalid));
+        }
+        let r = dr.roadmap();
+        let mut motions = MotionBatch::new(r.dof());
+        for &e in &decided {
+            let x = &r.edges()[e];
+            motions
+                .push(r.vertex(x.a).unwrap(), r.vertex(x.b).unwrap())
+                .unwrap();
+        }
         let truth = checker.check_motions(&motions, RES).unwrap();
-        tally(&dr.labels(LabelMethod::Drm).unwrap(), &truth, &mut drm);
-        tally(&dr.labels(LabelMethod::Rgg).unwrap(), &truth, &mut rgg);
+        let pick = |l: &[EdgeLabel]| decided.iter().map(|&e| l[e]).collect::<Vec<_>>();
+        tally(&pick(&ld), &truth, &mut drm);
+        tally(&pick(&lr), &truth, &mut rgg);
+        let both_unknown = (0..ld.len())
+            .filter(|&e| !dr.self_collision(e) && ld[e] == EdgeLabel::Unknown)
+            .filter(|&e| lr[e] == EdgeLabel::Unknown)
+            .count();
+        drm.unknown += both_unknown;
+        rgg.unknown += both_unknown;
+    }
+    (drm, rgg)
+}
+
+#[test]
+fn labels_are_conservative_on_thousands_of_random_placements() {
+    let (robot, group, base) = arm();
+    let dr = DynamicRoadmap::sample(&robot, &group, &base, 24, 4, 3, options()).unwrap();
+    assert!(
+        dr.roadmap().num_edges() >= 40,
+        "{}",
+        dr.roadmap().num_edges()
+    );
+    // The edges in self-collision (Invalid by the exact build-time check) collide.
+    let r = dr.roadmap();
+    let mut motions = MotionBatch::new(r.dof());
+    let selfc: Vec<usize> = (0..r.num_edges())
+        .filter(|&e| dr.self_collision(e))
+        .collect();
+    for &e in &selfc {
+        let x = &r.edges()[e];
+        motions
+            .push(r.vertex(x.a).unwrap(), r.vertex(x.b).unwrap())
+            .unwrap();
+    }
+    let free = empty_checker(&robot, &group, &base)
+        .check_motions(&motions, RES)
+        .unwrap();
+    assert!(
+        free.iter().all(|&f| !f),
+        "an edge in self-collision is free"
+    );
+    assert!(
+        selfc.len() < r.num_edges() / 2,
+        "{} of {}",
+        selfc.len(),
+        r.num_edges()
+    );
+    // 2000 placements on two workers, each with its own copy of the roadmap and checker.
+    let parts: Vec<(Tally, Tally)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = [11u64, 12]
+            .into_iter()
+            .map(|seed| {
+                let mut copy = dr.clone();
+                sc.spawn(move || conservative_run(&mut copy, 1000, seed))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (mut drm, mut rgg) = (Tally::default(), Tally::default());
+    for (d, r) in parts {
+        drm.add(&d);
+        rgg.add(&r);
     }
     eprintln!("DRM {drm:?}\nRGG {rgg:?}");
     assert_eq!(drm.wrong, 0, "DRM mislabelled edges: {drm:?}");
@@ -139,6 +203,36 @@ fn labels_are_conservative_on_thousands_of_random_placements() {
     assert!(rgg.invalid_ok > 0 && rgg.valid_ok > 0 && drm.valid_ok > 0);
     assert!(rgg.unknown > 0 && drm.unknown > 0);
     assert!(rgg.valid_ok >= drm.valid_ok / 2);
+}
+
+/// One random scene change: add an obstacle (at most five), move one or remove one.
+fn random_scene_step(rng: &mut ChaCha8Rng, scene: &mut Scene, ids: &mut Vec<String>, step: usize) {
+    let op = if ids.is_empty() {
+        0
+    } else {
+        rng.random_range(0..4)
+    };
+    match op {
+        0 | 3 if ids.len() < 5 => {
+            let id = format!("o{step}");
+            scene
+                .add(Obstacle {
+                    id: id.clone(),
+                    shape: random_shape(rng),
+                    pose: random_pose(rng),
+                })
+                .unwrap();
+            ids.push(id);
+        }
+        1 | 3 => {
+            let id = &ids[rng.random_range(0..ids.len())];
+            scene.set_pose(id, random_pose(rng)).unwrap();
+        }
+        _ => {
+            let k = rng.random_range(0..ids.len());
+            scene.remove(&ids.remove(k)).unwrap();
+        }
+    }
 }
 
 /// Label vectors of both methods.
@@ -159,32 +253,7 @@ fn incremental_add_move_remove_match_a_rebuild() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut ids: Vec<String> = Vec::new();
     for step in 0..60 {
-        let op = if ids.is_empty() {
-            0
-        } else {
-            rng.random_range(0..4)
-        };
-        match op {
-            0 | 3 if ids.len() < 5 => {
-                let id = format!("o{step}");
-                scene
-                    .add(Obstacle {
-                        id: id.clone(),
-                        shape: random_shape(&mut rng),
-                        pose: random_pose(&mut rng),
-                    })
-                    .unwrap();
-                ids.push(id);
-            }
-            1 | 3 => {
-                let id = &ids[rng.random_range(0..ids.len())];
-                scene.set_pose(id, random_pose(&mut rng)).unwrap();
-            }
-            _ => {
-                let k = rng.random_range(0..ids.len());
-                scene.remove(&ids.remove(k)).unwrap();
-            }
-        }
+        random_scene_step(&mut rng, &mut scene, &mut ids, step);
         let stats = dr.update(&scene).unwrap();
         assert!(!stats.full_resync || step == 0);
         assert!(stats.slots <= 1 || step == 0, "{stats:?}");
@@ -208,6 +277,62 @@ fn incremental_add_move_remove_match_a_rebuild() {
     );
     let counts = dr.label_counts(LabelMethod::Rgg).unwrap();
     assert_eq!(counts.unknown, 0);
+}
+
+#[test]
+fn bvh_verdicts_and_updates_equal_the_brute_force_ones() {
+    let (robot, group, base) = arm();
+    // Three workers, so that the pairs are split over several BVHs.
+    let opts = DynamicRoadmapOptions {
+        drm_cell_size: None,
+        threads: 3,
+        ..options()
+    };
+    let mut bvh = DynamicRoadmap::sample(&robot, &group, &base, 150, 6, 21, opts).unwrap();
+    assert_eq!(bvh.rgg_engine(), RggEngine::Bvh);
+    let mut brute = bvh.clone();
+    brute.set_rgg_engine(RggEngine::BruteForce).unwrap();
+    // Straight verdicts of many single obstacles.
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let (mut listed, mut invalid) = (0, 0);
+    for i in 0..1500 {
+        let o = Obstacle {
+            id: "o".into(),
+            shape: random_shape(&mut rng),
+            pose: random_pose(&mut rng),
+        };
+        let fast = bvh.rgg_verdicts(&o, RggEngine::Bvh).unwrap();
+        let reference = bvh.rgg_verdicts(&o, RggEngine::BruteForce).unwrap();
+        assert_eq!(fast, reference, "placement {i}: {o:?}");
+        listed += fast.len();
+        invalid += fast
+            .iter()
+            .filter(|(_, l)| *l == EdgeLabel::Invalid)
+            .count();
+    }
+    let edges = bvh.roadmap().num_edges();
+    eprintln!(
+        "{edges} edges; per placement {} listed, {} invalid",
+        listed / 1500,
+        invalid / 1500
+    );
+    assert!(invalid > 0 && listed > invalid && listed < 1500 * edges / 2);
+    // Updates through adds, moves and removals keep the labels equal.
+    let mut scene = Scene::default();
+    let mut ids = Vec::new();
+    for step in 0..60 {
+        random_scene_step(&mut rng, &mut scene, &mut ids, step);
+        let a = bvh.update(&scene).unwrap();
+        let b = brute.update(&scene).unwrap();
+        assert_eq!(
+            bvh.labels(LabelMethod::Rgg),
+            brute.labels(LabelMethod::Rgg),
+            "step {step}"
+        );
+        assert_eq!(bvh.export_labels(), brute.export_labels(), "step {step}");
+        assert_eq!((a.rgg_listed, a.relabelled), (b.rgg_listed, b.relabelled));
+        assert!(a.rgg_candidates <= b.rgg_candidates);
+    }
 }
 
 fn path_is_free(checker: &dyn Checker, configs: &[Vec<f64>]) -> bool {
@@ -315,14 +440,33 @@ fn bad_options_and_mismatched_checkers_are_errors() {
     o.rgg = false;
     assert!(DynamicRoadmap::sample(&robot, &group, &base, 10, 3, 1, o).is_err());
     let mut dr = DynamicRoadmap::sample(&robot, &group, &base, 10, 3, 1, options()).unwrap();
-    let checker = CpuChecker::new(
-        &robot,
-        &group,
-        &base,
-        &Scene::default(),
-        CheckerOptions::default(),
-    )
-    .unwrap();
+    let checker = empty_checker(&robot, &group, &base);
     assert!(dr.search(&checker, &[0.0; 5], &[0.0; 6]).is_err());
     assert!(dr.search(&checker, &[9.0; 6], &[0.0; 6]).is_err());
+}
+
+#[test]
+fn the_gpu_option_falls_back_to_the_cpu_without_a_gpu() {
+    if gpu_motion_planner::gpu::gpu_available() {
+        eprintln!("SKIP the_gpu_option_falls_back_to_the_cpu_without_a_gpu: a GPU is present");
+        return;
+    }
+    let (robot, group, base) = arm();
+    let cpu = DynamicRoadmap::sample(&robot, &group, &base, 12, 3, 1, options()).unwrap();
+    let o = DynamicRoadmapOptions {
+        gpu: true,
+        ..options()
+    };
+    let mut dr = DynamicRoadmap::sample(&robot, &group, &base, 12, 3, 1, o).unwrap();
+    assert_eq!(dr.rgg_engine(), RggEngine::Bvh);
+    assert_eq!(snapshot(&dr), snapshot(&cpu));
+    let err = dr.set_rgg_engine(RggEngine::Cuda).unwrap_err();
+    assert!(err.to_string().contains("no CUDA device"), "{err}");
+    assert_eq!(dr.rgg_engine(), RggEngine::Bvh);
+    let ob = Obstacle {
+        id: "o".into(),
+        shape: Shape::Sphere { radius: 0.2 },
+        pose: Isometry3::translation(0.5, 0.0, 0.8),
+    };
+    assert!(dr.rgg_verdicts(&ob, RggEngine::Cuda).is_err());
 }

@@ -6,6 +6,10 @@
 //!    scenes, every verdict compared with the CPU (`GMP_PARITY_CONFIGS`, default 20000, and
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison.
+//! 4. The dynamic roadmap's CUDA label engine (`kernels/drm.cu`) against the CPU engines (BVH
+//!    and brute force) on the MBM Panda: verdicts of random obstacles
+//!    (`GMP_PARITY_DRM_OBSTACLES`, default 3000), labels after scene updates, and the labels of a
+//!    roadmap built with the GPU (self-collision check on the CUDA checker).
 
 mod common;
 
@@ -13,6 +17,11 @@ use gpu_motion_planner::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
 use gpu_motion_planner::gpu::{self, kernels, CudaChecker, MotionKernel};
+use gpu_motion_planner::planners::dynamic_roadmap::{
+    DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine,
+};
+use gpu_motion_planner::roadmap::EdgeLabel;
+use gpu_motion_planner::scene::{Obstacle, Scene};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -33,33 +42,40 @@ fn nvrtc_compiles_every_kernel() {
         );
         return;
     }
-    // The collision translation unit, for every architecture we may meet.
-    for arch in ["compute_75", "compute_80", "compute_90"] {
-        let ptx = kernels::compile_collision(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let text = ptx.to_src();
-        // GMP_PTX_OUT=<folder> keeps the PTX (e.g. for `ptxas -arch=sm_90 -v`).
-        if let Ok(dir) = std::env::var("GMP_PTX_OUT") {
-            let _ = std::fs::write(format!("{dir}/collision_{arch}.ptx"), &text);
-        }
-        for k in kernels::KERNEL_NAMES {
+    // Each translation unit, for every architecture we may meet.
+    type Compile = fn(&'static str) -> Result<cudarc::nvrtc::Ptx, String>;
+    let units: [(&str, Compile, &[&str]); 2] = [
+        (
+            "collision",
+            kernels::compile_collision,
+            &kernels::KERNEL_NAMES,
+        ),
+        ("drm", kernels::compile_drm, &kernels::DRM_KERNEL_NAMES),
+    ];
+    for (unit, compile, names) in units {
+        for arch in ["compute_75", "compute_80", "compute_90"] {
+            let ptx = compile(arch).unwrap_or_else(|e| panic!("{unit} {arch}: {e}"));
+            let text = ptx.to_src();
+            // GMP_PTX_OUT=<folder> keeps the PTX (e.g. for `ptxas -arch=sm_90 -v`).
+            if let Ok(dir) = std::env::var("GMP_PTX_OUT") {
+                let _ = std::fs::write(format!("{dir}/{unit}_{arch}.ptx"), &text);
+            }
+            for k in names {
+                assert!(
+                    text.contains(&format!(".entry {k}(")),
+                    "{unit} {arch}: kernel {k} missing from the PTX"
+                );
+            }
+            // The twins must not contain fused multiply-adds (bit-identical to the CPU).
             assert!(
-                text.contains(&format!(".entry {k}(")),
-                "{arch}: kernel {k} missing from the PTX"
+                !text.contains("fma.rn.f32"),
+                "{unit} {arch}: the PTX contains fma.rn.f32; the kernels must be built with --fmad=false"
             );
         }
-        // The twin must not contain fused multiply-adds (bit-identical to the CPU).
-        assert!(
-            !text.contains("fma.rn.f32"),
-            "{arch}: the PTX contains fma.rn.f32; the kernels must be built with --fmad=false"
-        );
     }
     // Every source file on its own (headers compile as an empty translation unit).
-    for (name, src) in kernels::SOURCES {
-        let unit = if name.ends_with(".cuh") {
-            src.to_string()
-        } else {
-            kernels::collision_source()
-        };
+    for (name, _) in kernels::SOURCES {
+        let unit = kernels::source_unit(name).unwrap_or_else(|| panic!("{name}: no unit"));
         kernels::compile(&unit, "compute_90").unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     // A syntax error comes back as an error value carrying NVRTC's log.
@@ -422,6 +438,117 @@ fn gpu_parity_after_scene_updates() {
         0,
         "{:#?}",
         t.examples
+    );
+}
+
+#[test]
+fn gpu_parity_drm_rgg_labels() {
+    if gpu_or_skip("gpu_parity_drm_rgg_labels").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_drm_rgg_labels") else {
+        return;
+    };
+    let panda = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda loads");
+    let (robot, group) = (&panda.model, &panda.group);
+    let base = robot.tree.neutral_state();
+    let opts = DynamicRoadmapOptions {
+        resolution: 0.05,
+        drm_cell_size: None,
+        boxes_per_body: 2,
+        inner_spheres_per_body: 3,
+        ..Default::default()
+    };
+    let vertices = env_usize("GMP_PARITY_DRM_VERTICES", 800);
+    let mut cpu = DynamicRoadmap::sample(robot, group, &base, vertices, 8, 7, opts.clone())
+        .expect("CPU build");
+    let gpu_opts = DynamicRoadmapOptions { gpu: true, ..opts };
+    let mut cuda =
+        DynamicRoadmap::sample(robot, group, &base, vertices, 8, 7, gpu_opts).expect("GPU build");
+    assert_eq!(
+        cuda.rgg_engine(),
+        RggEngine::Cuda,
+        "the GPU build uses the CUDA engine"
+    );
+    // The self-collision check of the build ran on the CUDA checker: same labels.
+    assert_eq!(cpu.labels(LabelMethod::Rgg), cuda.labels(LabelMethod::Rgg));
+    let edges = cpu.roadmap().num_edges();
+    // Verdicts of single obstacles, all three engines.
+    let n = env_usize("GMP_PARITY_DRM_OBSTACLES", 3000);
+    let (lo, hi) = ([-0.8, -0.8, -0.1], [0.8, 0.8, 1.2]);
+    let mut rng = ChaCha8Rng::seed_from_u64(0xd4a);
+    let (mut diff, mut listed, mut invalid) = (0usize, 0usize, 0usize);
+    let mut examples = Vec::new();
+    for i in 0..n {
+        let o = Obstacle {
+            id: "o".into(),
+            shape: common::random_shape(&mut rng, 0.5),
+            pose: common::random_pose(&mut rng, lo, hi),
+        };
+        let c = cuda
+            .rgg_verdicts(&o, RggEngine::Cuda)
+            .expect("CUDA verdicts");
+        let b = cuda
+            .rgg_verdicts(&o, RggEngine::BruteForce)
+            .expect("brute force");
+        let h = cuda.rgg_verdicts(&o, RggEngine::Bvh).expect("BVH");
+        if c != b || h != b {
+            diff += 1;
+            if examples.len() < 5 {
+                let first = c.iter().zip(&b).position(|(x, y)| x != y);
+                examples.push(format!(
+                    "placement {i} {o:?}: listed cuda {} brute force {} bvh {}, first difference at {first:?}",
+                    c.len(),
+                    b.len(),
+                    h.len()
+                ));
+            }
+        }
+        listed += b.len();
+        invalid += b.iter().filter(|(_, l)| *l == EdgeLabel::Invalid).count();
+    }
+    // Scene updates (adds, moves, replacements, removals) on both roadmaps.
+    let mut scene = Scene::default();
+    let steps = 200;
+    let mut update_diff = 0;
+    for step in 0..steps {
+        let id = format!("o{}", step % 3);
+        if step % 7 == 6 && scene.get(&id).is_some() {
+            scene.remove(&id).expect("remove");
+        } else {
+            scene
+                .upsert(Obstacle {
+                    id,
+                    shape: common::random_shape(&mut rng, 0.5),
+                    pose: common::random_pose(&mut rng, lo, hi),
+                })
+                .expect("upsert");
+        }
+        cpu.update(&scene).expect("CPU update");
+        cuda.update(&scene).expect("CUDA update");
+        assert_eq!(
+            cuda.rgg_engine(),
+            RggEngine::Cuda,
+            "step {step}: fell back to the CPU"
+        );
+        if cpu.labels(LabelMethod::Rgg) != cuda.labels(LabelMethod::Rgg) {
+            update_diff += 1;
+        }
+    }
+    eprintln!(
+        "parity: drm rgg on {} ({edges} edges): placements {n} diff {diff} (per placement {:.1} listed, {:.1} invalid), updates {steps} diff {update_diff}",
+        cuda.cuda_device().unwrap_or("?"),
+        listed as f64 / n.max(1) as f64,
+        invalid as f64 / n.max(1) as f64,
+    );
+    assert!(
+        listed > 0 && invalid > 0,
+        "the placements never touch the roadmap"
+    );
+    assert_eq!(
+        diff + update_diff,
+        0,
+        "CUDA RGG verdicts differ: {examples:#?}"
     );
 }
 

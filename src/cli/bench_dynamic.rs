@@ -4,9 +4,11 @@
 //!   32 x 32 x 16 voxel workspace, one rectangular prism per size placed at random
 //!   orientations; after each update every edge is checked exactly and the DRM and RGG labels
 //!   are scored against that ground truth.
-//! * `--experiment scale`: the MotionBenchMaker Panda with a roadmap of `--vertices` vertices;
-//!   time per update for one obstacle move, and replanning with the updated roadmap versus
-//!   planning from scratch (lazy PRM) after the move.
+//! * `--experiment scale`: the MotionBenchMaker Panda with roadmaps of `--sizes` edges (default
+//!   10k and 100k): build time, time per update for one obstacle move on the CPU (BVH engine;
+//!   the brute-force pass for comparison) and on the GPU side by side when one is present,
+//!   label statistics, and replanning with the updated roadmap versus planning from scratch
+//!   (lazy PRM, RRT-Connect) after the move.
 //!
 //! Results are printed as JSON and, with `--out`, written there as JSON and markdown.
 
@@ -21,12 +23,14 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::CliError;
+use rand::seq::SliceRandom;
+
 use crate::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use crate::planners::dynamic_roadmap::{
-    DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, UpdateStats,
+    sample_roadmap, DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine, UpdateStats,
 };
 use crate::planners::{plan, PlanRequest, PlannerId};
-use crate::roadmap::EdgeLabel;
+use crate::roadmap::{EdgeLabel, Roadmap};
 use crate::robot::{LoadOptions, RobotModel};
 use crate::scene::{Obstacle, Scene, Shape};
 
@@ -43,15 +47,22 @@ pub struct BenchDynamicArgs {
     /// file (seed003) or 20 (scale).
     #[arg(long)]
     pub repetitions: Option<usize>,
-    /// Roadmap vertices (scale).
-    #[arg(long, default_value_t = 1500)]
-    pub vertices: usize,
+    /// Roadmap sizes in edges (scale), comma separated; each is a roadmap of its own.
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000])]
+    pub sizes: Vec<usize>,
     /// Neighbours per vertex (scale).
     #[arg(long, default_value_t = 10)]
     pub neighbors: usize,
-    /// Build the DRM voxel map too (scale; memory and time grow quickly with the roadmap).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// Build the DRM voxel map too (scale; voxelising every checked configuration takes far
+    /// longer than the rest of the build).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     pub drm: bool,
+    /// Also build and update with the GPU when one is present (scale), side by side.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub gpu: bool,
+    /// Also time the brute-force CPU verdict pass (scale).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub brute_force: bool,
     /// Voxel size for the scale experiment (m).
     #[arg(long, default_value_t = 0.05)]
     pub cell_size: f64,
@@ -93,10 +104,7 @@ pub fn run(a: &BenchDynamicArgs) -> Result<Value, CliError> {
             let (v, md) = seed003(a)?;
             ("seed003".to_string(), v, md)
         }
-        "scale" => {
-            let (v, md) = scale(a)?;
-            (format!("scale_panda_{}", a.vertices), v, md)
-        }
+        "scale" => scale(a)?,
         other => {
             return Err(CliError(format!(
                 "unknown experiment '{other}' (expected seed003 or scale)"
@@ -116,12 +124,12 @@ pub fn run(a: &BenchDynamicArgs) -> Result<Value, CliError> {
     Ok(v)
 }
 
-fn machine() -> Value {
+fn machine(gpu: &str) -> Value {
     let secs = crate::report::unix_now();
     let mut m = crate::report::machine_info();
     m["unix_time"] = json!(secs);
     m["date_utc"] = json!(crate::report::utc_date(secs));
-    m["gpu"] = json!("none (CPU only; no GPU path yet)");
+    m["gpu"] = json!(gpu);
     m
 }
 
@@ -283,7 +291,7 @@ fn seed003(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
         a.repetitions
             .map(|r| format!(" --repetitions {r}"))
             .unwrap_or_default(),
-        machine(),
+        machine("none (CPU only)"),
         dr.roadmap().num_vertices(),
         n_edges,
         selfc.iter().filter(|&&s| s).count(),
@@ -379,7 +387,7 @@ fn seed003(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
     let (cells, boxes, caps) = dr.sizes();
     let v = json!({
         "experiment": "seed003",
-        "machine": machine(),
+        "machine": machine("none (CPU only)"),
         "config": a.config.display().to_string(),
         "roadmap": {"vertices": dr.roadmap().num_vertices(), "edges": n_edges,
                     "self_collision_edges": selfc.iter().filter(|&&s| s).count()},
@@ -399,27 +407,115 @@ fn seed003(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
     Ok((v, md))
 }
 
-fn scale(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
-    let data = crate::mbm::data_dir()?;
-    let panda = crate::mbm::load_robot(&data, "panda")?;
-    let robot = &panda.model;
-    let group = &panda.group;
-    let base = robot.tree.neutral_state();
-    let opts = DynamicRoadmapOptions {
-        resolution: a.resolution,
-        drm_cell_size: a.drm.then_some(a.cell_size),
-        drm_bounds: None,
+/// The roadmap of one scale size: Panda configurations free of self-collision joined to their
+/// `k` nearest neighbours, enough of them for `edges` edges, of which exactly `edges` are kept
+/// (a seeded random subset, in their original order).
+fn scale_roadmap(
+    checker: &dyn Checker,
+    edges: usize,
+    k: usize,
+    seed: u64,
+) -> Result<Roadmap, CliError> {
+    // A k-nearest-neighbour graph has between k/2 and k edges per vertex (~0.63 k here).
+    let vertices = (edges as f64 / (0.55 * k.max(1) as f64)).ceil() as usize + 2;
+    let (full, _) = sample_roadmap(checker, vertices, k, seed)?;
+    let mut keep: Vec<usize> = (0..full.num_edges()).collect();
+    if keep.len() > edges {
+        keep.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x5eed));
+        keep.truncate(edges);
+        keep.sort_unstable();
+    }
+    let mut r = Roadmap::new(full.dof());
+    for v in 0..full.num_vertices() {
+        let q = full
+            .vertex(v)
+            .ok_or_else(|| CliError(format!("roadmap vertex {v} is missing")))?;
+        r.add_vertex(q)?;
+    }
+    for &e in &keep {
+        let x = &full.edges()[e];
+        r.add_edge(x.a, x.b, x.length, EdgeLabel::Unknown)?;
+    }
+    Ok(r)
+}
+
+/// What one scale size measured, per obstacle move.
+#[derive(Default)]
+struct ScaleSeries {
+    update_cpu: Vec<f64>,
+    update_gpu: Vec<f64>,
+    pass_bvh: Vec<f64>,
+    pass_brute: Vec<f64>,
+    pass_cuda: Vec<f64>,
+    kernel: Vec<f64>,
+    candidates: Vec<f64>,
+    listed: Vec<f64>,
+    relabelled: Vec<f64>,
+    valid: Vec<f64>,
+    invalid: Vec<f64>,
+    unknown: Vec<f64>,
+    plan_cpu: Vec<f64>,
+    replan_cpu: Vec<f64>,
+    replan_gpu: Vec<f64>,
+    scratch_lazy_prm: Vec<f64>,
+    scratch_rrt_connect: Vec<f64>,
+    mismatches: usize,
+}
+
+fn med(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The robot and settings shared by the scale sizes.
+struct ScaleSetup<'a> {
+    robot: &'a RobotModel,
+    group: &'a crate::robot::PlanningGroup,
+    base: Vec<f64>,
+    opts: DynamicRoadmapOptions,
+    gpu: bool,
+}
+
+/// One scale size: build on the CPU (and the GPU), then `repetitions` moves of one box.
+fn scale_size(
+    a: &BenchDynamicArgs,
+    s: &ScaleSetup<'_>,
+    target: usize,
+) -> Result<(Value, String), CliError> {
+    let (robot, group, base) = (s.robot, s.group, &s.base[..]);
+    let copts = CheckerOptions {
         threads: a.threads,
-        boxes_per_body: 2,
-        inner_spheres_per_body: 3,
-        ..DynamicRoadmapOptions::default()
+        ..CheckerOptions::default()
     };
-    let t0 = Instant::now();
-    let mut dr = DynamicRoadmap::sample(robot, group, &base, a.vertices, a.neighbors, a.seed, opts)
-        .map_err(|e| CliError(e.to_string()))?;
-    let build = t0.elapsed();
-    let n_edges = dr.roadmap().num_edges();
-    let reps = a.repetitions.unwrap_or(20);
+    let empty = CpuChecker::new(robot, group, base, &Scene::default(), copts)?;
+    let t = Instant::now();
+    let roadmap = scale_roadmap(&empty, target, a.neighbors, a.seed)?;
+    let sample_ms = ms(t.elapsed());
+    let (nv, n_edges) = (roadmap.num_vertices(), roadmap.num_edges());
+    eprintln!("bench dynamic scale: {n_edges} edges, {nv} vertices sampled in {sample_ms:.0} ms");
+    let t = Instant::now();
+    let mut cpu = DynamicRoadmap::new(robot, group, base, roadmap.clone(), s.opts.clone())?;
+    let build_cpu = ms(t.elapsed());
+    eprintln!("bench dynamic scale: CPU build {build_cpu:.0} ms");
+    let mut cuda = None;
+    let mut build_gpu = None;
+    let mut build_labels_equal = None;
+    if s.gpu {
+        let t = Instant::now();
+        let o = DynamicRoadmapOptions {
+            gpu: true,
+            ..s.opts.clone()
+        };
+        let d = DynamicRoadmap::new(robot, group, base, roadmap, o)?;
+        build_gpu = Some(ms(t.elapsed()));
+        if d.rgg_engine() != RggEngine::Cuda {
+            return Err(CliError("the CUDA label engine did not start".into()));
+        }
+        build_labels_equal = Some(d.labels(LabelMethod::Rgg) == cpu.labels(LabelMethod::Rgg));
+        eprintln!("bench dynamic scale: GPU build {:.0} ms", ms(t.elapsed()));
+        cuda = Some(d);
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
     let mut scene = Scene::default();
     let (lo, hi) = ([0.2, -0.5, 0.0], [0.7, 0.5, 0.8]);
@@ -430,109 +526,272 @@ fn scale(a: &BenchDynamicArgs) -> Result<(Value, String), CliError> {
         },
         pose: Isometry3::translation(0.5, 0.0, 0.4),
     })?;
-    dr.update(&scene).map_err(|e| CliError(e.to_string()))?;
-    let mut checker = CpuChecker::new(
-        robot,
-        group,
-        &base,
-        &scene,
-        CheckerOptions {
-            threads: a.threads,
-            ..CheckerOptions::default()
-        },
-    )?;
-    let nv = dr.roadmap().num_vertices();
-    let (mut t_drm, mut t_rgg, mut t_upd) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut t_replan, mut t_scratch) = (Vec::new(), Vec::new());
-    let (mut replan_ok, mut scratch_ok) = (0usize, 0usize);
-    let mut candidates = Vec::new();
+    cpu.update(&scene)?;
+    if let Some(d) = cuda.as_mut() {
+        d.update(&scene)?;
+    }
+    let mut checker = CpuChecker::new(robot, group, base, &scene, copts)?;
+    let reps = a.repetitions.unwrap_or(20);
+    let mut m = ScaleSeries::default();
+    let (mut replan_ok, mut lazy_ok, mut rrtc_ok) = (0usize, 0usize, 0usize);
     for rep in 0..reps {
         let pose = Isometry3::from_parts(
             random_position(&mut rng, &lo, &hi).into(),
             random_rotation(&mut rng),
         );
         scene.set_pose("box", pose)?;
+        let obstacle = scene
+            .get("box")
+            .cloned()
+            .ok_or_else(|| CliError("the box left the scene".into()))?;
+        // Whole updates (the old state taken off, the new one labelled, edges relabelled).
         let t = Instant::now();
-        let st = dr.update(&scene).map_err(|e| CliError(e.to_string()))?;
-        t_upd.push(ms(t.elapsed()));
-        t_drm.push(ms(st.drm_time));
-        t_rgg.push(ms(st.rgg_time));
-        candidates.push(st.rgg_candidates as f64);
+        let st = cpu.update(&scene)?;
+        let upd_cpu = ms(t.elapsed());
+        m.update_cpu.push(upd_cpu);
+        m.candidates.push(st.rgg_candidates as f64);
+        m.relabelled.push(st.relabelled as f64);
+        let mut upd_gpu = None;
+        if let Some(d) = cuda.as_mut() {
+            let t = Instant::now();
+            d.update(&scene)?;
+            let x = ms(t.elapsed());
+            m.update_gpu.push(x);
+            upd_gpu = Some(x);
+            if d.labels(LabelMethod::Rgg) != cpu.labels(LabelMethod::Rgg) {
+                m.mismatches += 1;
+            }
+        }
+        // The verdict pass alone, per engine (no bookkeeping).
+        let t = Instant::now();
+        let v_bvh = cpu.rgg_verdicts(&obstacle, RggEngine::Bvh)?;
+        m.pass_bvh.push(ms(t.elapsed()));
+        m.listed.push(v_bvh.len() as f64);
+        if a.brute_force {
+            let t = Instant::now();
+            let v = cpu.rgg_verdicts(&obstacle, RggEngine::BruteForce)?;
+            m.pass_brute.push(ms(t.elapsed()));
+            m.mismatches += usize::from(v != v_bvh);
+        }
+        if let Some(d) = cuda.as_ref() {
+            let t = Instant::now();
+            let v = d.rgg_verdicts(&obstacle, RggEngine::Cuda)?;
+            m.pass_cuda.push(ms(t.elapsed()));
+            m.kernel
+                .push(d.cuda_timings().map_or(f64::NAN, |t| t.kernel_ms));
+            m.mismatches += usize::from(v != v_bvh);
+        }
+        if let Some(c) = cpu.label_counts(LabelMethod::Rgg) {
+            m.valid.push(c.valid as f64);
+            m.invalid.push(c.invalid as f64);
+            m.unknown.push(c.unknown as f64);
+        }
+        // Replanning between two roadmap vertices valid in the new scene.
         checker.sync_scene(&scene);
-        // A query between two roadmap vertices that are valid in the new scene.
-        let (s, g) = loop {
+        let (qs, qg) = loop {
             let s = rng.random_range(0..nv);
             let g = rng.random_range(0..nv);
-            let (Some(qs), Some(qg)) = (dr.roadmap().vertex(s), dr.roadmap().vertex(g)) else {
+            let (Some(qs), Some(qg)) = (cpu.roadmap().vertex(s), cpu.roadmap().vertex(g)) else {
                 continue;
             };
             if s != g && checker.check_config(qs)? && checker.check_config(qg)? {
                 break (qs.to_vec(), qg.to_vec());
             }
         };
-        let mut req = PlanRequest::new(s.clone(), g.clone(), PlannerId::LazyPrm);
+        let mut req = PlanRequest::new(qs, qg, PlannerId::LazyPrm);
         req.resolution = a.resolution;
         req.seed = a.seed + rep as u64;
         req.time_limit = Duration::from_secs(5);
         req.shortcut_rounds = 0;
         let t = Instant::now();
-        if dr.plan(&checker, &req).is_ok() {
+        if cpu.plan(&checker, &req).is_ok() {
+            let p = ms(t.elapsed());
             replan_ok += 1;
-            t_replan.push(ms(t.elapsed()));
+            m.plan_cpu.push(p);
+            m.replan_cpu.push(upd_cpu + p);
+            if let (Some(d), Some(u)) = (cuda.as_mut(), upd_gpu) {
+                let t = Instant::now();
+                if d.plan(&checker, &req).is_ok() {
+                    m.replan_gpu.push(u + ms(t.elapsed()));
+                }
+            }
         }
         let t = Instant::now();
         if plan(&checker, &req).is_ok() {
-            scratch_ok += 1;
-            t_scratch.push(ms(t.elapsed()));
+            lazy_ok += 1;
+            m.scratch_lazy_prm.push(ms(t.elapsed()));
+        }
+        req.planner = PlannerId::RrtConnect;
+        let t = Instant::now();
+        if plan(&checker, &req).is_ok() {
+            rrtc_ok += 1;
+            m.scratch_rrt_connect.push(ms(t.elapsed()));
         }
     }
-    let (cells, boxes, caps) = dr.sizes();
+    let (cells, boxes, caps) = cpu.sizes();
+    let ratio = |x: &[f64], y: &[f64]| {
+        if y.is_empty() {
+            Value::Null
+        } else {
+            json!(med(x) / med(y))
+        }
+    };
+    let v = json!({
+        "edges": n_edges,
+        "vertices": nv,
+        "neighbors": a.neighbors,
+        "sample_roadmap_ms": sample_ms,
+        "build_cpu_ms": build_cpu,
+        "build_gpu_ms": build_gpu,
+        "build_labels_equal": build_labels_equal,
+        "precomputed": {"voxel_map_entries": cells, "outer_boxes": boxes, "inner_capsules": caps},
+        "moves": reps,
+        "update_ms": {"cpu_bvh": stats_of(m.update_cpu.clone()), "gpu": stats_of(m.update_gpu.clone())},
+        "update_cpu_over_gpu": ratio(&m.update_cpu, &m.update_gpu),
+        "verdict_pass_ms": {
+            "cpu_bvh": stats_of(m.pass_bvh.clone()),
+            "cpu_brute_force": stats_of(m.pass_brute.clone()),
+            "gpu": stats_of(m.pass_cuda.clone()),
+            "gpu_kernel": stats_of(m.kernel.clone()),
+        },
+        "verdict_pass_brute_force_over_bvh": ratio(&m.pass_brute, &m.pass_bvh),
+        "verdict_pass_bvh_over_gpu": ratio(&m.pass_bvh, &m.pass_cuda),
+        "engine_mismatches": m.mismatches,
+        "pairs_tested_per_update_cpu_bvh": stats_of(m.candidates.clone()),
+        "edges_listed_per_obstacle": stats_of(m.listed.clone()),
+        "edges_relabelled_per_update": stats_of(m.relabelled.clone()),
+        "rgg_labels_after_move": {
+            "valid": stats_of(m.valid.clone()),
+            "invalid": stats_of(m.invalid.clone()),
+            "unknown": stats_of(m.unknown.clone()),
+        },
+        "plan_with_dynamic_roadmap_ms": stats_of(m.plan_cpu.clone()),
+        "replan_end_to_end_ms": {"cpu": stats_of(m.replan_cpu.clone()), "gpu": stats_of(m.replan_gpu.clone())},
+        "replan_successes": replan_ok,
+        "scratch_ms": {"lazy_prm": stats_of(m.scratch_lazy_prm.clone()), "rrt_connect": stats_of(m.scratch_rrt_connect.clone())},
+        "scratch_successes": {"lazy_prm": lazy_ok, "rrt_connect": rrtc_ok},
+    });
+    let opt = |x: &[f64], d: usize| {
+        if x.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.*}", d, med(x))
+        }
+    };
+    let row = format!(
+        "| {n_edges} | {nv} | {:.1} | {} | {} | {} | {} | {} / {} / {} | {} | {:.0} | {:.0} | {:.0} / {:.0} / {:.0} | {} ({replan_ok}) | {} | {} | {} ({lazy_ok}) | {} ({rrtc_ok}) |\n",
+        build_cpu / 1e3,
+        build_gpu.map_or("-".into(), |b| format!("{:.1}", b / 1e3)),
+        opt(&m.update_cpu, 3),
+        opt(&m.update_gpu, 3),
+        if m.update_gpu.is_empty() { "-".into() } else { format!("{:.1}", med(&m.update_cpu) / med(&m.update_gpu)) },
+        opt(&m.pass_brute, 3),
+        opt(&m.pass_bvh, 3),
+        opt(&m.pass_cuda, 3),
+        opt(&m.kernel, 3),
+        med(&m.candidates),
+        med(&m.listed),
+        med(&m.valid),
+        med(&m.invalid),
+        med(&m.unknown),
+        opt(&m.replan_cpu, 2),
+        opt(&m.replan_gpu, 2),
+        opt(&m.plan_cpu, 2),
+        opt(&m.scratch_lazy_prm, 2),
+        opt(&m.scratch_rrt_connect, 2),
+    );
+    Ok((v, row))
+}
+
+/// The scale experiment: one row per `--sizes` entry. Returns the result name too.
+fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
+    let data = crate::mbm::data_dir()?;
+    let panda = crate::mbm::load_robot(&data, "panda")?;
+    let gpu_name = if a.gpu && crate::gpu::gpu_available() {
+        crate::gpu::device_names().into_iter().next()
+    } else {
+        if a.gpu {
+            eprintln!("bench dynamic scale: no CUDA device found, CPU only");
+        }
+        None
+    };
+    let setup = ScaleSetup {
+        robot: &panda.model,
+        group: &panda.group,
+        base: panda.model.tree.neutral_state(),
+        opts: DynamicRoadmapOptions {
+            resolution: a.resolution,
+            drm_cell_size: a.drm.then_some(a.cell_size),
+            drm_bounds: None,
+            threads: a.threads,
+            boxes_per_body: 2,
+            inner_spheres_per_body: 3,
+            ..DynamicRoadmapOptions::default()
+        },
+        gpu: gpu_name.is_some(),
+    };
+    let mut rows = Vec::new();
+    let mut table = String::new();
+    for &target in &a.sizes {
+        let (v, row) = scale_size(a, &setup, target)?;
+        rows.push(v);
+        table.push_str(&row);
+    }
+    let gpu_desc = gpu_name.clone().unwrap_or_else(|| "none (CPU only)".into());
+    let mach = machine(&gpu_desc);
+    let date = mach["date_utc"].as_str().unwrap_or("unknown").to_string();
+    let slug: String = gpu_name
+        .as_deref()
+        .unwrap_or("cpu")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = format!("scale_panda_{slug}_{date}");
+    let sizes: Vec<String> = a.sizes.iter().map(|s| s.to_string()).collect();
+    let command = format!(
+        "gmp bench dynamic --experiment scale --sizes {} --neighbors {} --repetitions {} --resolution {} --drm {} --gpu {} --brute-force {} --threads {} --out results/dynamic",
+        sizes.join(","),
+        a.neighbors,
+        a.repetitions.unwrap_or(20),
+        a.resolution,
+        a.drm,
+        a.gpu,
+        a.brute_force,
+        a.threads
+    );
     let v = json!({
         "experiment": "scale",
         "robot": "panda",
-        "machine": machine(),
-        "roadmap": {"vertices": nv, "edges": n_edges},
+        "command": command,
+        "machine": mach,
+        "gpu": gpu_name,
         "resolution": a.resolution,
         "drm_cell_size": a.drm.then_some(a.cell_size),
-        "build_ms": ms(build),
-        "precomputed": {"voxel_map_entries": cells, "outer_boxes": boxes, "inner_capsules": caps},
-        "moves": reps,
-        "update_ms": {"drm": stats_of(t_drm), "rgg": stats_of(t_rgg), "total": stats_of(t_upd)},
-        "rgg_candidates_per_update": stats_of(candidates),
-        "replan_with_dynamic_roadmap_ms": stats_of(t_replan),
-        "replan_successes": replan_ok,
-        "plan_from_scratch_lazy_prm_ms": stats_of(t_scratch),
-        "scratch_successes": scratch_ok,
-        "gpu": "not measured: no GPU path yet",
+        "obstacle": "one 0.2 m box, moved to random poses with centres in [0.2, -0.5, 0.0]..[0.7, 0.5, 0.8] m",
+        "sizes": rows,
     });
-    let g = |k: &str, m: &str| v[k][m]["median"].as_f64().unwrap_or(f64::NAN);
     let md = format!(
-        "# Dynamic roadmap at scale: MBM Panda, {nv} vertices, {n_edges} edges (CPU)\n\n\
-         Command: `gmp bench dynamic --experiment scale --vertices {} --neighbors {} --drm {} \
-         --resolution {} --out results/dynamic`\n\nMachine: {}\n\n\
-         Build (self-collision check, sweep, maps): {:.0} ms. One 0.2 m box moved to {reps} random \
-         poses; per move:\n\n\
-         | quantity | median |\n|---|---|\n\
-         | DRM update (ms) | {:.3} |\n| RGG update (ms) | {:.3} |\n| whole update (ms) | {:.3} |\n\
-         | replan with the updated dynamic roadmap, end to end (ms, {replan_ok} solved) | {:.2} |\n\
-         | plan from scratch, lazy PRM, end to end (ms, {scratch_ok} solved) | {:.2} |\n\n\
-         Both plans skip shortcutting and include timing and re-validation.\n\n\
-         GPU: not measured (no GPU path yet).\n",
-        a.vertices,
-        a.neighbors,
-        a.drm,
-        a.resolution,
+        "# Dynamic roadmap at scale: MBM Panda, {} edges\n\n\
+         Command: `{command}`\n\nMachine: {}\n\nGPU: {gpu_desc}\n\n\
+         One 0.2 m box is moved {} times to a random pose in front of the robot; medians per move. \
+         Builds include the self-collision check of every edge (on the CUDA checker for the GPU \
+         build) and the sweep (CPU). `update` is a whole `DynamicRoadmap::update` (old box state \
+         taken off, new one labelled, edges relabelled); `verdict pass` labels every edge against \
+         one obstacle without bookkeeping (brute force = every (edge, body) pair on the CPU; BVH = \
+         candidate pairs only, split over the threads; GPU = the `rgg_label` kernel over every pair, \
+         wall time with the copies; kernel = CUDA events). Replanning end to end = update + lazy \
+         search on the roadmap (Unknown edges of the path checked exactly on the CPU checker, \
+         timing and re-validation included, no shortcutting); from scratch = the same query with \
+         lazy PRM and RRT-Connect. Successes in parentheses.\n\n\
+         | edges | vertices | build CPU (s) | build GPU (s) | update CPU (ms) | update GPU (ms) | CPU/GPU | verdict pass brute force / BVH / GPU (ms) | kernel (ms) | pairs tested (BVH) | edges listed | labels Valid / Invalid / Unknown | replan CPU (ms) | replan GPU (ms) | roadmap search alone (ms) | scratch lazy PRM (ms) | scratch RRT-Connect (ms) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
+         Engine mismatches (labels or verdicts that differ between engines, all sizes): {}.\n",
+        sizes.join(", "),
         v["machine"],
-        ms(build),
-        g("update_ms", "drm"),
-        g("update_ms", "rgg"),
-        g("update_ms", "total"),
-        v["replan_with_dynamic_roadmap_ms"]["median"]
-            .as_f64()
-            .unwrap_or(f64::NAN),
-        v["plan_from_scratch_lazy_prm_ms"]["median"]
-            .as_f64()
-            .unwrap_or(f64::NAN),
+        a.repetitions.unwrap_or(20),
+        rows.iter()
+            .map(|r| r["engine_mismatches"].as_u64().unwrap_or(0))
+            .sum::<u64>(),
     );
-    Ok((v, md))
+    Ok((name, v, md))
 }

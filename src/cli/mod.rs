@@ -40,6 +40,8 @@ cli_from!(
     crate::collision::CollisionError,
     crate::scene::SceneError,
     crate::mbm::MbmError,
+    crate::planners::dynamic_roadmap::DynamicError,
+    crate::roadmap::RoadmapError,
     std::io::Error,
     serde_json::Error
 );

@@ -1,7 +1,8 @@
 //! The CUDA C sources (embedded at build time) and their NVRTC compilation.
 //!
-//! `kernels/common.cuh` is the line-by-line twin of the CPU reference arithmetic and
-//! `kernels/collision.cu` holds the kernels; they are concatenated into one translation unit so
+//! `kernels/common.cuh` is the line-by-line twin of the CPU reference arithmetic;
+//! `kernels/collision.cu` holds the collision kernels and `kernels/drm.cu` the dynamic-roadmap
+//! label kernel. Each `.cu` file is concatenated after `common.cuh` into one translation unit so
 //! that nothing has to be found on disk at run time.
 
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
@@ -11,8 +12,18 @@ pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 /// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`.
 pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
 
+/// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle).
+pub const DRM_CU: &str = include_str!("../../kernels/drm.cu");
+
 /// Every kernel source file, by file name (for tests that compile each one).
-pub const SOURCES: [(&str, &str); 2] = [("common.cuh", COMMON_CUH), ("collision.cu", COLLISION_CU)];
+pub const SOURCES: [(&str, &str); 3] = [
+    ("common.cuh", COMMON_CUH),
+    ("collision.cu", COLLISION_CU),
+    ("drm.cu", DRM_CU),
+];
+
+/// Names of the kernels in the dynamic-roadmap module.
+pub const DRM_KERNEL_NAMES: [&str; 1] = ["rgg_label"];
 
 /// Names of the kernels in the collision module.
 pub const KERNEL_NAMES: [&str; 3] = [
@@ -21,15 +32,35 @@ pub const KERNEL_NAMES: [&str; 3] = [
     "check_motions_balanced",
 ];
 
-/// The collision translation unit: `common.cuh` followed by `collision.cu` (the `#include` is
+/// `common.cuh` followed by the `.cu` file `name` with source `src` (the `#include` is
 /// resolved here, so NVRTC needs no include path).
-pub fn collision_source() -> String {
-    let mut s = String::with_capacity(COMMON_CUH.len() + COLLISION_CU.len() + 64);
+fn unit(name: &str, src: &str) -> String {
+    let mut s = String::with_capacity(COMMON_CUH.len() + src.len() + 64);
     s.push_str("// ---- common.cuh ----\n");
     s.push_str(COMMON_CUH);
-    s.push_str("\n// ---- collision.cu ----\n");
-    s.push_str(COLLISION_CU);
+    s.push_str(&format!("\n// ---- {name} ----\n"));
+    s.push_str(src);
     s
+}
+
+/// The collision translation unit: `common.cuh` followed by `collision.cu`.
+pub fn collision_source() -> String {
+    unit("collision.cu", COLLISION_CU)
+}
+
+/// The dynamic-roadmap translation unit: `common.cuh` followed by `drm.cu`.
+pub fn drm_source() -> String {
+    unit("drm.cu", DRM_CU)
+}
+
+/// The translation unit of source file `name` (one of [`SOURCES`]; a header compiles alone).
+pub fn source_unit(name: &str) -> Option<String> {
+    match name {
+        "common.cuh" => Some(COMMON_CUH.to_string()),
+        "collision.cu" => Some(collision_source()),
+        "drm.cu" => Some(drm_source()),
+        _ => None,
+    }
 }
 
 /// NVRTC options that keep the kernels bit-identical to the CPU: no fused multiply-add, IEEE
@@ -75,7 +106,7 @@ pub fn describe_compile_error(e: &CompileError) -> String {
             options,
             log,
         } => format!(
-            "NVRTC failed to compile the collision kernels ({nvrtc:?}, options {options:?}):\n{}",
+            "NVRTC failed to compile the kernels ({nvrtc:?}, options {options:?}):\n{}",
             log.to_string_lossy()
         ),
         other => format!("NVRTC error: {other:?}"),
@@ -103,11 +134,16 @@ pub fn compile(src: &str, arch: &'static str) -> Result<Ptx, String> {
             }
         }
         Ok(Err(e)) => Err(describe_compile_error(&e)),
-        Err(_) => Err("NVRTC panicked while compiling the collision kernels".into()),
+        Err(_) => Err("NVRTC panicked while compiling the kernels".into()),
     }
 }
 
 /// Compiles the collision module for `arch`.
 pub fn compile_collision(arch: &'static str) -> Result<Ptx, String> {
     compile(&collision_source(), arch)
+}
+
+/// Compiles the dynamic-roadmap module for `arch`.
+pub fn compile_drm(arch: &'static str) -> Result<Ptx, String> {
+    compile(&drm_source(), arch)
 }

@@ -11,6 +11,7 @@
 //! `tests/gpu_parity.rs`).
 
 pub mod kernels;
+pub mod rgg;
 pub mod upload;
 
 use std::collections::HashMap;

@@ -6,8 +6,13 @@
 use std::f64::consts::PI;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use nalgebra::{Isometry3, UnitQuaternion, Vector3};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
 use gpu_motion_planner::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use gpu_motion_planner::robot::{wrap_angle, JointSpace};
+use gpu_motion_planner::scene::Shape;
 use gpu_motion_planner::trajectory::Trajectory;
 
 /// Resolution used by the planner tests.
@@ -313,5 +318,42 @@ pub fn mbm_or_skip(test: &str) -> Option<std::path::PathBuf> {
             eprintln!("SKIP {test}: {e}");
             None
         }
+    }
+}
+
+/// A random obstacle pose: position uniform in the box `lo..hi`, orientation from random Euler
+/// angles (dynamic-roadmap tests).
+pub fn random_pose(rng: &mut ChaCha8Rng, lo: [f64; 3], hi: [f64; 3]) -> Isometry3<f64> {
+    let t = Vector3::new(
+        rng.random_range(lo[0]..hi[0]),
+        rng.random_range(lo[1]..hi[1]),
+        rng.random_range(lo[2]..hi[2]),
+    );
+    let q = UnitQuaternion::from_euler_angles(
+        rng.random_range(-PI..PI),
+        rng.random_range(-PI..PI),
+        rng.random_range(-PI..PI),
+    );
+    Isometry3::from_parts(t.into(), q)
+}
+
+/// A random obstacle shape, sizes scaled by `s` (1 for a 1.6 m arm): one in six a sphere, one
+/// in six a cylinder, the rest boxes of 6 cm to 70 cm sides.
+pub fn random_shape(rng: &mut ChaCha8Rng, s: f64) -> Shape {
+    match rng.random_range(0..6) {
+        0 => Shape::Sphere {
+            radius: s * rng.random_range(0.05..0.3),
+        },
+        1 => Shape::Cylinder {
+            radius: s * rng.random_range(0.03..0.2),
+            half_length: s * rng.random_range(0.05..0.4),
+        },
+        _ => Shape::Box {
+            half_extents: Vector3::new(
+                s * rng.random_range(0.03..0.35),
+                s * rng.random_range(0.03..0.35),
+                s * rng.random_range(0.03..0.35),
+            ),
+        },
     }
 }

@@ -115,21 +115,24 @@ impl Obb {
         }
     }
 
-    /// Half the extent of the box along direction `l`.
+    /// Half the extent of the box along direction `l` (summed left to right, as the CUDA
+    /// twin `gmp_obb_reach` in `kernels/drm.cu` does).
     #[inline(always)]
     fn reach(&self, l: &V3) -> f32 {
-        (0..3)
-            .map(|i| self.h[i] * dot(&self.axis(i), l).abs())
-            .sum()
+        let s0 = self.h[0] * dot(&self.axis(0), l).abs();
+        let s1 = self.h[1] * dot(&self.axis(1), l).abs();
+        let s2 = self.h[2] * dot(&self.axis(2), l).abs();
+        (s0 + s1) + s2
     }
 
-    /// A world box containing this one (rounded outwards by a relative tolerance).
+    /// A world box containing this one (rounded outwards by a relative tolerance). Twin:
+    /// `gmp_obb_aabb`.
+    #[inline]
     pub fn aabb(&self) -> Aabb {
         let mut out = Aabb::EMPTY;
         for k in 0..3 {
-            let e = (0..3)
-                .map(|i| self.r[3 * k + i].abs() * self.h[i])
-                .sum::<f32>();
+            let e = (self.r[3 * k].abs() * self.h[0] + self.r[3 * k + 1].abs() * self.h[1])
+                + self.r[3 * k + 2].abs() * self.h[2];
             let tol = SAT_REL_TOL * (self.c[k].abs() + e);
             out.lo[k] = self.c[k] - e - tol;
             out.hi[k] = self.c[k] + e + tol;
@@ -138,31 +141,40 @@ impl Obb {
     }
 }
 
+/// True when axis `l` separates the projections of the boxes `a` and `b` (`t` = centre of
+/// `b` minus centre of `a`) by more than a rounding allowance.
+///
+/// `l` is not normalised: the projections of `t` and of the boxes all scale with `|l|`
+/// while the allowance does not, so for `|l| <= 1` (face axes are unit and cross products
+/// of unit axes shorter, up to f32 rounding) the test is only stricter than on the unit
+/// axis. The allowance covers the rounding of the dot products: relative to the centre
+/// distance (`scale`), the extents (`hsum`, the sum of both boxes' half extents) and the
+/// projected extents (`s`), plus an absolute floor. A NaN or zero axis separates nothing.
+#[inline(always)]
+fn separates(a: &Obb, b: &Obb, t: &V3, scale: f32, hsum: f32, l: &V3) -> bool {
+    let d = dot(t, l).abs();
+    let s = a.reach(l) + b.reach(l);
+    d > s + SAT_REL_TOL * ((scale + hsum) + s) + 1e-7
+}
+
 /// True when the two boxes are provably disjoint: some of the 15 candidate axes separates
-/// their projections by more than a rounding tolerance. `false` means "may touch".
+/// their projections by more than a rounding allowance (see `separates`). `false` means
+/// "may touch". Twin: `gmp_obb_disjoint` in `kernels/drm.cu` (same f32 operations in the same
+/// order; the order in which axes are tried does not change the answer).
 pub fn obb_disjoint(a: &Obb, b: &Obb) -> bool {
     let t = sub(&b.c, &a.c);
-    let scale = t[0].abs() + t[1].abs() + t[2].abs();
-    let sep = |l: &V3| -> bool {
-        let n2 = dot(l, l);
-        // NaN fails this comparison too: no separation claimed.
-        if n2.partial_cmp(&1e-10) != Some(std::cmp::Ordering::Greater) {
-            return false;
-        }
-        let inv = 1.0 / n2.sqrt();
-        let l = [l[0] * inv, l[1] * inv, l[2] * inv];
-        let d = dot(&t, &l).abs();
-        let s = a.reach(&l) + b.reach(&l);
-        d > s + SAT_REL_TOL * (scale + s) + 1e-7
-    };
+    let scale = (t[0].abs() + t[1].abs()) + t[2].abs();
+    let hsum = ((a.h[0] + a.h[1]) + a.h[2]) + ((b.h[0] + b.h[1]) + b.h[2]);
     for i in 0..3 {
-        if sep(&a.axis(i)) || sep(&b.axis(i)) {
+        if separates(a, b, &t, scale, hsum, &a.axis(i))
+            || separates(a, b, &t, scale, hsum, &b.axis(i))
+        {
             return true;
         }
     }
     for i in 0..3 {
         for j in 0..3 {
-            if sep(&cross(&a.axis(i), &b.axis(j))) {
+            if separates(a, b, &t, scale, hsum, &cross(&a.axis(i), &b.axis(j))) {
                 return true;
             }
         }
@@ -170,12 +182,13 @@ pub fn obb_disjoint(a: &Obb, b: &Obb) -> bool {
     false
 }
 
-/// Squared distance from `p` to the segment `a`-`b`.
+/// Squared distance from `p` to the segment `a`-`b` (twin: `gmp_point_segment_dist2`).
 #[inline]
 pub fn point_segment_dist2(p: &V3, a: &V3, b: &V3) -> f32 {
     let ab = sub(b, a);
     let ap = sub(p, a);
     let l2 = dot(&ab, &ab);
+    // `clamp` keeps a NaN (the CUDA twin writes the comparisons out to do the same).
     let t = if l2 > 0.0 {
         (dot(&ap, &ab) / l2).clamp(0.0, 1.0)
     } else {
@@ -188,7 +201,7 @@ pub fn point_segment_dist2(p: &V3, a: &V3, b: &V3) -> f32 {
 
 /// True when the capsule and the ball provably share a point deeper than `depth` inside
 /// both (their axis-to-centre distance is below `r_cap + r_ball - depth`, with a rounding
-/// tolerance taken off).
+/// tolerance taken off). Twin: `gmp_capsule_hits_ball`.
 #[inline]
 pub fn capsule_hits_ball(c: &Capsule, ball: &Ball, depth: f32) -> bool {
     let p = [ball[0], ball[1], ball[2]];
@@ -202,10 +215,19 @@ pub fn capsule_hits_ball(c: &Capsule, ball: &Ball, depth: f32) -> bool {
     r > 0.0 && d2 < r * r
 }
 
+/// True when the capsule's bounding box (its axis' box grown by its radius) meets `b`: the
+/// cheap reject before the capsule is tested against an obstacle's inner balls. Twin:
+/// `gmp_capsule_near_box`.
+#[inline]
+pub fn capsule_near_box(c: &Capsule, b: &Aabb) -> bool {
+    (0..3).all(|k| c.a[k].min(c.b[k]) - c.r <= b.hi[k] && c.a[k].max(c.b[k]) + c.r >= b.lo[k])
+}
+
 /// A bounding-volume hierarchy over boxes, in flat arrays: node `i` has box `boxes[i]`; an
-/// inner node has children `left[i]` and `left[i] + 1`... stored as `left`/`right`; a leaf
-/// (`count[i] > 0`) covers `items[first[i]..first[i] + count[i]]`. Built by median splits
-/// along the longest axis, deterministic for a given input.
+/// inner node has children `left[i]` and `right[i]`; a leaf (`count[i] > 0`) covers
+/// `items[first[i]..first[i] + count[i]]`, whose boxes `item_boxes` holds in the same order
+/// (a leaf reads one contiguous run). Built by median splits along the longest axis,
+/// deterministic for a given input.
 #[derive(Clone, Debug, Default)]
 pub struct Bvh {
     boxes: Vec<Aabb>,
@@ -214,9 +236,10 @@ pub struct Bvh {
     first: Vec<u32>,
     count: Vec<u32>,
     items: Vec<u32>,
+    item_boxes: Vec<Aabb>,
 }
 
-const LEAF_SIZE: usize = 4;
+const LEAF_SIZE: usize = 8;
 
 impl Bvh {
     /// Builds a hierarchy over `boxes` (item `i` is `boxes[i]`).
@@ -259,6 +282,7 @@ impl Bvh {
             stack.push((l, start, mid));
             stack.push((r, mid, end));
         }
+        bvh.item_boxes = bvh.items.iter().map(|&i| boxes[i as usize]).collect();
         bvh
     }
 
@@ -271,12 +295,14 @@ impl Bvh {
         self.boxes.len() - 1
     }
 
-    /// Calls `f` for every item whose box overlaps `query` (each once).
-    pub fn query(&self, query: &Aabb, boxes: &[Aabb], mut f: impl FnMut(u32)) {
+    /// Calls `f` for every item whose box overlaps `query` (each once, in no particular
+    /// order).
+    pub fn query(&self, query: &Aabb, mut f: impl FnMut(u32)) {
         if self.boxes.is_empty() {
             return;
         }
-        let mut stack = vec![0u32];
+        let mut stack = Vec::with_capacity(64);
+        stack.push(0u32);
         while let Some(n) = stack.pop() {
             let n = n as usize;
             if !self.boxes[n].overlaps(query) {
@@ -284,8 +310,9 @@ impl Bvh {
             }
             if self.count[n] > 0 {
                 let s = self.first[n] as usize;
-                for &it in &self.items[s..s + self.count[n] as usize] {
-                    if boxes[it as usize].overlaps(query) {
+                let e = s + self.count[n] as usize;
+                for (b, &it) in self.item_boxes[s..e].iter().zip(&self.items[s..e]) {
+                    if b.overlaps(query) {
                         f(it);
                     }
                 }
@@ -357,7 +384,7 @@ mod tests {
             hi: [4.1, 4.6, 0.6],
         };
         let mut got = Vec::new();
-        bvh.query(&q, &boxes, |i| got.push(i));
+        bvh.query(&q, |i| got.push(i));
         got.sort_unstable();
         let want: Vec<u32> = (0..100u32)
             .filter(|&i| boxes[i as usize].overlaps(&q))

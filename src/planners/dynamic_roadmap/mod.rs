@@ -9,9 +9,13 @@
 //! * **RGG** (Red-Green-Gray): per edge and body an outer oriented box of the swept body and
 //!   inner capsules (inner spheres of the body swept along the edge, the polyline of their
 //!   centres simplified while staying inside); per obstacle an outer box and inner balls.
-//!   Outer disjoint: Valid; inner overlapping: Invalid (red); otherwise Unknown. A flat BVH
-//!   over the edges' boxes finds the candidate edges of an obstacle, so an update touches
-//!   only those.
+//!   Outer disjoint: Valid; inner overlapping: Invalid (red); otherwise Unknown. The
+//!   approximations live in flat arrays per (edge, body) pair (`layout.rs`); BVHs over the
+//!   outer boxes find the candidate pairs of an obstacle, so an update tests only those,
+//!   split over threads ([`RggEngine::Bvh`]; [`RggEngine::BruteForce`] tests every pair).
+//!   With a GPU ([`RggEngine::Cuda`]) the arrays stay resident on the device and one kernel
+//!   labels every pair against the changed obstacle (only the obstacle goes up, two bits per
+//!   edge come back), with the CPU's verdicts exactly.
 //!
 //! [`DynamicRoadmap::update`] follows the scene's change log and processes only the changed
 //! obstacle slots; [`DynamicRoadmap::search`] / [`DynamicRoadmap::plan`] search over Valid
@@ -42,26 +46,32 @@
 //!   obstacle whose old or new outer approximation may touch the edge changes.
 //!
 //! The label computations are batch operations over flat arrays (one pass over edges for
-//! the sweep, one over candidate edges per obstacle); only the CPU version exists so far.
+//! the sweep, one over candidate pairs per obstacle). The self-collision check of the build
+//! runs on the GPU when [`DynamicRoadmapOptions::gpu`] is set and one is present (the CUDA
+//! checker's verdicts are the CPU's); so do the label updates.
 
 pub mod geom;
-mod obstacle;
+pub(crate) mod layout;
+pub(crate) mod obstacle;
 pub mod sweep;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use self::geom::{capsule_hits_ball, obb_disjoint, Aabb, Bvh, Capsule, Obb};
+use self::geom::Aabb;
+use self::layout::{EdgeVerdicts, RggLayout};
 use self::obstacle::{approximate, ObstacleApprox};
 pub use self::sweep::Grid;
 use self::sweep::{BodyLocal, Sweep, SweepOut, SweepParams};
 use crate::collision::{
-    prepare_motions, Checker, CheckerOptions, CollisionError, CollisionModel, ConfigBatch,
-    CpuChecker, MotionBatch, RobotShapes, DEFAULT_MARGIN,
+    make_checker, prepare_motions, Checker, CheckerOptions, CollisionError, CollisionModel,
+    ConfigBatch, CpuChecker, MotionBatch, RobotShapes, DEFAULT_MARGIN,
 };
+use crate::gpu::rgg::{RggDevice, RggTimings};
 use crate::planners::prm::Prm;
 use crate::planners::{run, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
 use crate::roadmap::{EdgeLabel, NearestNeighbors, NnError, Roadmap, RoadmapError};
@@ -75,6 +85,19 @@ pub enum LabelMethod {
     Drm,
     /// Red-Green-Gray approximations (Valid / Invalid / Unknown).
     Rgg,
+}
+
+/// How the RGG verdicts of a changed obstacle are computed. All three give identical
+/// verdicts (tests hold them to it); they differ only in speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RggEngine {
+    /// BVHs over the outer boxes find the candidate (edge, body) pairs; split over the
+    /// option's threads.
+    Bvh,
+    /// Every pair is tested (the reference), split over the option's threads.
+    BruteForce,
+    /// The `rgg_label` CUDA kernel over every pair, the layout resident on the GPU.
+    Cuda,
 }
 
 /// Options of a dynamic roadmap.
@@ -112,13 +135,17 @@ pub struct DynamicRoadmapOptions {
     pub threads: usize,
     /// Roadmap vertices a start or goal that is not a vertex is joined to.
     pub connect_neighbors: usize,
+    /// Use the GPU when one is present: the build's self-collision check runs on the CUDA
+    /// checker and label updates on the CUDA engine (identical results). Without a usable
+    /// GPU one line on stderr says so and the CPU does the work.
+    pub gpu: bool,
 }
 
 impl Default for DynamicRoadmapOptions {
     /// Resolution 0.02, 5 cm voxels, RGG on and used for queries, 4 outer boxes and 4 inner
     /// spheres per body,
     /// capsules down to half radius over at most 32 configurations, 0.1 mm tolerance, the
-    /// default checker margin, all cores, 10 connections for start and goal.
+    /// default checker margin, all cores, 10 connections for start and goal, CPU only.
     fn default() -> Self {
         Self {
             resolution: 0.02,
@@ -135,6 +162,7 @@ impl Default for DynamicRoadmapOptions {
             margin: DEFAULT_MARGIN,
             threads: 0,
             connect_neighbors: 10,
+            gpu: false,
         }
     }
 }
@@ -179,8 +207,11 @@ pub struct UpdateStats {
     pub full_resync: bool,
     /// Edges listed by the voxel cells of the old and new obstacle states (DRM).
     pub drm_candidates: usize,
-    /// Edges whose box the BVH returned for the old and new obstacle states (RGG).
+    /// (edge, body) pairs whose verdict was computed for the new obstacle states (RGG): the
+    /// BVH's candidates, or every pair for the brute-force and CUDA engines.
     pub rgg_candidates: usize,
+    /// Edges listed (not outer-disjoint) for the old and new obstacle states (RGG).
+    pub rgg_listed: usize,
     /// Edges whose effective label changed.
     pub relabelled: usize,
     /// Time in the DRM part.
@@ -206,14 +237,6 @@ pub struct RoadmapPath {
     pub edges_checked: usize,
 }
 
-/// The per-edge RGG data: outer boxes (bodies per edge), inner capsules (CSR) and the BVH.
-#[derive(Clone, Debug)]
-struct RggData {
-    obbs: Vec<Obb>,
-    cap_offsets: Vec<u32>,
-    caps: Vec<Capsule>,
-}
-
 /// The DRM voxel map: cell -> edges (CSR).
 #[derive(Clone, Debug)]
 struct DrmMap {
@@ -229,7 +252,7 @@ struct SlotState {
     drm: Vec<u32>,
     /// Edges not outer-disjoint from the obstacle, with true when the inner approximations
     /// overlap (RGG).
-    rgg: Vec<(u32, bool)>,
+    rgg: EdgeVerdicts,
 }
 
 const VERIFIED_NONE: u8 = 0;
@@ -243,11 +266,11 @@ pub struct DynamicRoadmap {
     roadmap: Roadmap,
     nn: NearestNeighbors,
     opts: DynamicRoadmapOptions,
-    bodies: usize,
     self_free: Vec<bool>,
-    edge_aabbs: Vec<Aabb>,
-    bvh: Bvh,
-    rgg: Option<RggData>,
+    rgg: Option<RggLayout>,
+    engine: RggEngine,
+    /// The layout resident on a GPU (shared by clones: it never changes after the build).
+    cuda: Option<Arc<RggDevice>>,
     drm: Option<DrmMap>,
     slots: Vec<Option<SlotState>>,
     drm_hits: Vec<u32>,
@@ -469,8 +492,17 @@ impl DynamicRoadmap {
             margin: opts.margin,
             threads: opts.threads,
         };
-        let empty = CpuChecker::new(robot, group, base_state, &Scene::default(), checker_opts)?;
+        // Self-collision does not depend on obstacles: one exact check of every edge.
+        let empty = make_checker(
+            if opts.gpu { "auto" } else { "cpu" },
+            robot,
+            group,
+            base_state,
+            &Scene::default(),
+            checker_opts,
+        )?;
         let self_free = empty.check_motions(&motions, opts.resolution)?;
+        drop(empty);
         let prepared = prepare_motions(&space, &motions, opts.resolution)?;
         let tol = opts.tolerance as f32;
         let locals = BodyLocal::of_model(&model, opts.inner_spheres_per_body, tol);
@@ -516,21 +548,25 @@ impl DynamicRoadmap {
             }
         };
         let drm = grid.map(|g| build_drm(g, n_edges, &cell_counts, &cells));
-        let rgg = opts.rgg.then(|| RggData {
-            obbs: first.obbs,
-            cap_offsets: prefix(&first.cap_counts),
-            caps: first.caps,
+        let rgg = opts.rgg.then(|| {
+            RggLayout::new(
+                locals.len(),
+                params.boxes_per_body,
+                n_edges,
+                first.obbs,
+                &first.cap_counts,
+                first.caps,
+                nthreads,
+            )
         });
-        let bvh = Bvh::build(&first.aabbs);
         let mut me = Self {
             space,
             roadmap,
             nn,
-            bodies: locals.len(),
             self_free,
-            edge_aabbs: first.aabbs,
-            bvh,
             rgg,
+            engine: RggEngine::Bvh,
+            cuda: None,
             drm,
             slots: Vec::new(),
             drm_hits: vec![0; n_edges],
@@ -546,6 +582,15 @@ impl DynamicRoadmap {
         for e in 0..n_edges {
             let l = me.effective(e);
             me.roadmap.set_label(e, l)?;
+        }
+        if me.opts.gpu && me.rgg.is_some() {
+            if crate::gpu::gpu_available() {
+                if let Err(e) = me.set_rgg_engine(RggEngine::Cuda) {
+                    eprintln!("gmp: dynamic roadmap labels on the CPU (the CUDA engine could not start: {e})");
+                }
+            } else {
+                eprintln!("gmp: dynamic roadmap labels on the CPU (no CUDA device found)");
+            }
         }
         me.precompute_time = started.elapsed();
         Ok(me)
@@ -770,9 +815,21 @@ impl DynamicRoadmap {
         let mut touched = Vec::new();
         for slot in changed {
             stats.slots += 1;
-            self.remove_slot(slot, &mut touched, &mut stats);
-            if let Some(Some(o)) = scene.slots().get(slot) {
-                self.add_slot(slot, o, &mut touched, &mut stats);
+            let old = self
+                .slots
+                .get_mut(slot)
+                .and_then(Option::take)
+                .unwrap_or_default();
+            let new = match scene.slots().get(slot) {
+                Some(Some(o)) => Some(self.slot_state(o, &mut stats)),
+                _ => None,
+            };
+            self.replace_slot(&old, new.as_ref(), &mut touched, &mut stats);
+            if let Some(new) = new {
+                if self.slots.len() <= slot {
+                    self.slots.resize(slot + 1, None);
+                }
+                self.slots[slot] = Some(new);
             }
         }
         // Relabel the touched edges once each.
@@ -793,81 +850,95 @@ impl DynamicRoadmap {
         Ok(stats)
     }
 
-    /// Takes the contribution of `slot` off the counters.
-    fn remove_slot(&mut self, slot: usize, touched: &mut Vec<u32>, stats: &mut UpdateStats) {
-        let Some(state) = self.slots.get_mut(slot).and_then(Option::take) else {
-            return;
-        };
-        let t0 = Instant::now();
-        for &e in &state.drm {
-            let e = e as usize;
-            self.drm_hits[e] = self.drm_hits[e].saturating_sub(1);
-            self.verified[e] = VERIFIED_NONE;
-        }
-        touched.extend_from_slice(&state.drm);
-        stats.drm_candidates += state.drm.len();
-        stats.drm_time += t0.elapsed();
-        let t0 = Instant::now();
-        for &(e, inv) in &state.rgg {
-            let e = e as usize;
-            if inv {
-                self.rgg_invalid[e] = self.rgg_invalid[e].saturating_sub(1);
-            } else {
-                self.rgg_unknown[e] = self.rgg_unknown[e].saturating_sub(1);
-            }
-            self.verified[e] = VERIFIED_NONE;
-            touched.push(e as u32);
-        }
-        stats.rgg_time += t0.elapsed();
-    }
-
-    /// Adds the contribution of obstacle `o` in `slot`.
-    fn add_slot(
-        &mut self,
-        slot: usize,
-        o: &Obstacle,
-        touched: &mut Vec<u32>,
-        stats: &mut UpdateStats,
-    ) {
+    /// What obstacle `o` contributes: the edges of its voxel cells (DRM) and its RGG verdicts.
+    fn slot_state(&mut self, o: &Obstacle, stats: &mut UpdateStats) -> SlotState {
         let tol = self.opts.tolerance as f32;
         let approx = approximate(o, tol, self.opts.obstacle_inner_per_axis);
         let mut state = SlotState::default();
         if self.drm.is_some() {
             let t0 = Instant::now();
             state.drm = self.drm_edges(&approx);
-            for &e in &state.drm {
-                let e = e as usize;
-                self.drm_hits[e] += 1;
-                self.verified[e] = VERIFIED_NONE;
-            }
-            touched.extend_from_slice(&state.drm);
             stats.drm_candidates += state.drm.len();
             stats.drm_time += t0.elapsed();
         }
         if self.rgg.is_some() {
             let t0 = Instant::now();
-            let mut candidates = Vec::new();
-            self.bvh
-                .query(&approx.aabb, &self.edge_aabbs, |e| candidates.push(e));
-            candidates.sort_unstable();
-            stats.rgg_candidates += candidates.len();
-            state.rgg = self.rgg_classify(&candidates, &approx);
-            for &(e, inv) in &state.rgg {
-                let e = e as usize;
-                if inv {
-                    self.rgg_invalid[e] += 1;
-                } else {
-                    self.rgg_unknown[e] += 1;
-                }
-                self.verified[e] = VERIFIED_NONE;
-                touched.push(e as u32);
-            }
+            let (verdicts, tested) = self.rgg_classify(&approx);
+            stats.rgg_candidates += tested;
+            stats.rgg_listed += verdicts.len();
+            state.rgg = verdicts;
             stats.rgg_time += t0.elapsed();
         }
-        if self.slots.len() <= slot {
-            self.slots.resize(slot + 1, None);
+        state
+    }
+
+    /// Replaces the contribution `old` of a slot by `new` (`None`: the slot is now empty) in
+    /// the counters. Both states list their edges in ascending order, so one merged walk finds
+    /// the edges whose counters change; those, and the edges in either list that carry a lazy
+    /// validation result (an obstacle that may touch them changed, so it is dropped), go to
+    /// `touched` for relabelling. An edge in both lists with the same verdict keeps its label.
+    fn replace_slot(
+        &mut self,
+        old: &SlotState,
+        new: Option<&SlotState>,
+        touched: &mut Vec<u32>,
+        stats: &mut UpdateStats,
+    ) {
+        let empty = SlotState::default();
+        let new = new.unwrap_or(&empty);
+        let verified = &mut self.verified;
+        // Drops a lazy validation result; true when there was one.
+        let mut unverify = |e: usize| std::mem::replace(&mut verified[e], VERIFIED_NONE) != 0;
+        let t0 = Instant::now();
+        if self.drm.is_some() {
+            let hits = &mut self.drm_hits;
+            merge_by_edge(
+                &old.drm,
+                &new.drm,
+                |&e| e,
+                |e, was, is| {
+                    match (was, is) {
+                        (Some(_), None) => hits[e] = hits[e].saturating_sub(1),
+                        (None, Some(_)) => hits[e] += 1,
+                        _ => {}
+                    }
+                    if unverify(e) || was.is_none() || is.is_none() {
+                        touched.push(e as u32);
+                    }
+                },
+            );
+            stats.drm_candidates += old.drm.len();
         }
-        self.slots[slot] = Some(state);
+        stats.drm_time += t0.elapsed();
+        let t0 = Instant::now();
+        if self.rgg.is_some() {
+            let (unknown, invalid) = (&mut self.rgg_unknown, &mut self.rgg_invalid);
+            merge_by_edge(
+                &old.rgg,
+                &new.rgg,
+                |x| x.0,
+                |e, was, is| {
+                    let (was, is) = (was.map(|x| x.1), is.map(|x| x.1));
+                    if was != is {
+                        match was {
+                            Some(true) => invalid[e] = invalid[e].saturating_sub(1),
+                            Some(false) => unknown[e] = unknown[e].saturating_sub(1),
+                            None => {}
+                        }
+                        match is {
+                            Some(true) => invalid[e] += 1,
+                            Some(false) => unknown[e] += 1,
+                            None => {}
+                        }
+                    }
+                    if unverify(e) || was != is {
+                        touched.push(e as u32);
+                    }
+                },
+            );
+            stats.rgg_listed += old.rgg.len();
+        }
+        stats.rgg_time += t0.elapsed();
     }
 
     /// Edges listed in the cells the obstacle's box touches, sorted, each once.
@@ -895,36 +966,103 @@ impl DynamicRoadmap {
         out
     }
 
-    /// RGG verdicts of the candidate edges against one obstacle: dropped when every outer
-    /// box is disjoint from the obstacle's box, `(e, true)` when an inner capsule overlaps
-    /// an inner ball, `(e, false)` (Unknown) otherwise. A batch over candidates.
-    fn rgg_classify(&self, candidates: &[u32], approx: &ObstacleApprox) -> Vec<(u32, bool)> {
+    /// RGG verdicts of every edge against one obstacle with the current engine, and the
+    /// number of (edge, body) pairs tested. A CUDA failure switches the engine to the BVH for
+    /// good (one line on stderr) and the BVH answers: the verdicts are the same.
+    fn rgg_classify(&mut self, approx: &ObstacleApprox) -> (EdgeVerdicts, usize) {
         let Some(rgg) = self.rgg.as_ref() else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
-        let nb = self.bodies * self.opts.boxes_per_body.max(1);
-        let mut out = Vec::new();
-        for &e in candidates {
-            let eu = e as usize;
-            let boxes = &rgg.obbs[eu * nb..(eu + 1) * nb];
-            if boxes.iter().all(|b| obb_disjoint(b, &approx.outer)) {
-                continue;
+        match (self.engine, self.cuda.as_ref()) {
+            (RggEngine::Cuda, Some(dev)) => match dev.verdicts(approx) {
+                Ok(v) => return (v, rgg.pairs()),
+                Err(e) => {
+                    eprintln!("gmp: dynamic roadmap labels move to the CPU (CUDA engine: {e})");
+                    self.engine = RggEngine::Bvh;
+                }
+            },
+            (RggEngine::BruteForce, _) => {
+                let threads = threads(self.opts.threads);
+                return (rgg.verdicts_brute_force(approx, threads), rgg.pairs());
             }
-            let caps = &rgg.caps[rgg.cap_offsets[eu] as usize..rgg.cap_offsets[eu + 1] as usize];
-            let ob = &approx.aabb;
-            let hit = caps.iter().any(|c| {
-                // Cheap reject: the capsule's box misses the obstacle's box.
-                let near = (0..3).all(|k| {
-                    c.a[k].min(c.b[k]) - c.r <= ob.hi[k] && c.a[k].max(c.b[k]) + c.r >= ob.lo[k]
-                });
-                near && approx
-                    .inner
-                    .iter()
-                    .any(|ball| capsule_hits_ball(c, ball, 0.0))
-            });
-            out.push((e, hit));
+            _ => {}
         }
-        out
+        rgg.verdicts(approx)
+    }
+
+    /// The engine label updates use.
+    pub fn rgg_engine(&self) -> RggEngine {
+        self.engine
+    }
+
+    /// Chooses the engine of label updates. [`RggEngine::Cuda`] uploads the approximations to
+    /// the first GPU once (shared with clones of this roadmap) and fails when no GPU is usable
+    /// or the RGG approximations were not built.
+    pub fn set_rgg_engine(&mut self, engine: RggEngine) -> Result<(), DynamicError> {
+        if engine == RggEngine::Cuda && self.cuda.is_none() {
+            let Some(rgg) = self.rgg.as_ref() else {
+                return Err(DynamicError::Options(
+                    "the CUDA engine needs the RGG approximations (rgg: true)".into(),
+                ));
+            };
+            self.cuda = Some(Arc::new(RggDevice::new(rgg, 0)?));
+        }
+        self.engine = engine;
+        Ok(())
+    }
+
+    /// Timings of the CUDA engine's last verdict pass, once attached.
+    pub fn cuda_timings(&self) -> Option<RggTimings> {
+        self.cuda.as_ref().map(|d| d.last_timings())
+    }
+
+    /// The name of the GPU the CUDA engine runs on, once attached.
+    pub fn cuda_device(&self) -> Option<&str> {
+        self.cuda.as_ref().map(|d| d.device_name())
+    }
+
+    /// The RGG labels `obstacle` alone gives, computed by `engine` without touching the
+    /// roadmap: every edge whose outer approximations may touch it, ascending, as
+    /// [`EdgeLabel::Unknown`] or (inner approximations overlap) [`EdgeLabel::Invalid`]; the
+    /// others are Valid for it. [`RggEngine::Cuda`] needs [`DynamicRoadmap::set_rgg_engine`]
+    /// to have attached the GPU. For tests and benchmarks: all engines must agree.
+    pub fn rgg_verdicts(
+        &self,
+        obstacle: &Obstacle,
+        engine: RggEngine,
+    ) -> Result<Vec<(usize, EdgeLabel)>, DynamicError> {
+        let Some(rgg) = self.rgg.as_ref() else {
+            return Err(DynamicError::Options(
+                "the RGG approximations were not built (rgg: false)".into(),
+            ));
+        };
+        let approx = approximate(
+            obstacle,
+            self.opts.tolerance as f32,
+            self.opts.obstacle_inner_per_axis,
+        );
+        let v = match engine {
+            RggEngine::Bvh => rgg.verdicts(&approx).0,
+            RggEngine::BruteForce => rgg.verdicts_brute_force(&approx, threads(self.opts.threads)),
+            RggEngine::Cuda => match self.cuda.as_ref() {
+                Some(dev) => dev.verdicts(&approx)?,
+                None => {
+                    return Err(DynamicError::Options(
+                        "the CUDA engine is not attached (set_rgg_engine(RggEngine::Cuda))".into(),
+                    ))
+                }
+            },
+        };
+        Ok(v.into_iter()
+            .map(|(e, inv)| {
+                let l = if inv {
+                    EdgeLabel::Invalid
+                } else {
+                    EdgeLabel::Unknown
+                };
+                (e as usize, l)
+            })
+            .collect())
     }
 
     /// Finds a path from `start` to `goal` over edges not known to be invalid, checking the
@@ -1207,6 +1345,41 @@ impl DynamicRoadmap {
     }
 }
 
+/// Walks two lists sorted by edge (`edge` gives an item's edge, each edge at most once per
+/// list) together, calling `f(edge, item in old, item in new)` for every edge in either.
+fn merge_by_edge<T: Copy>(
+    old: &[T],
+    new: &[T],
+    edge: impl Fn(&T) -> u32,
+    mut f: impl FnMut(usize, Option<T>, Option<T>),
+) {
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        let a = old.get(i).map(&edge);
+        let b = new.get(j).map(&edge);
+        match (a, b) {
+            (Some(x), Some(y)) if x == y => {
+                f(x as usize, Some(old[i]), Some(new[j]));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x < y => {
+                f(x as usize, Some(old[i]), None);
+                i += 1;
+            }
+            (Some(x), None) => {
+                f(x as usize, Some(old[i]), None);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                f(y as usize, None, Some(new[j]));
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+}
+
 fn make_grid(cell: f64, lo: [f64; 3], hi: [f64; 3]) -> Result<Grid, DynamicError> {
     let dims = [0, 1, 2].map(|k| ((hi[k] - lo[k]) / cell).ceil().max(1.0));
     if dims.iter().product::<f64>() > 64.0 * 1024.0 * 1024.0 {
@@ -1243,5 +1416,39 @@ fn build_drm(grid: Grid, n_edges: usize, cell_counts: &[u32], cells: &[u32]) -> 
         grid,
         offsets,
         edges,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_visits_every_edge_of_either_list_once_in_order() {
+        let old = [(1u32, true), (4, false), (5, true), (9, false)];
+        let new = [(0u32, false), (4, true), (5, true), (10, true)];
+        let mut seen = Vec::new();
+        merge_by_edge(
+            &old,
+            &new,
+            |x| x.0,
+            |e, a, b| {
+                seen.push((e, a.map(|x| x.1), b.map(|x| x.1)));
+            },
+        );
+        assert_eq!(
+            seen,
+            vec![
+                (0, None, Some(false)),
+                (1, Some(true), None),
+                (4, Some(false), Some(true)),
+                (5, Some(true), Some(true)),
+                (9, Some(false), None),
+                (10, None, Some(true)),
+            ]
+        );
+        let mut n = 0;
+        merge_by_edge(&[] as &[u32], &[], |&e| e, |_, _, _| n += 1);
+        assert_eq!(n, 0);
     }
 }

@@ -217,9 +217,9 @@ pub(crate) struct SweepOut {
     pub obbs: Vec<Obb>,
     /// Bounding box of each edge's outer boxes.
     pub aabbs: Vec<Aabb>,
-    /// Capsules per edge (counts; RGG).
+    /// Capsules per (edge, body) pair, edge-major (counts; RGG).
     pub cap_counts: Vec<u32>,
-    /// Inner capsules, all bodies of an edge together.
+    /// Inner capsules, in (edge, body) order.
     pub caps: Vec<Capsule>,
     /// Voxel cells per edge (counts; DRM).
     pub cell_counts: Vec<u32>,
@@ -291,7 +291,6 @@ impl Sweep<'_> {
                 }
             };
             let mut edge_box = Aabb::EMPTY;
-            let mut caps_here = 0u32;
             let pieces = self.params.boxes_per_body.max(1);
             // How far each body may stray between checked configurations: the checker grows
             // the bodies by this when it proves a motion free, so the outer boxes must too.
@@ -312,18 +311,17 @@ impl Sweep<'_> {
                     }
                 }
                 if self.params.rgg {
+                    let before = out.caps.len();
                     for s in &body.inner {
                         let pts: Vec<V3> = (0..configs)
                             .map(|k| fr(k, body.frame).apply(&[s[0], s[1], s[2]]))
                             .collect();
-                        let before = out.caps.len();
                         simplify(&pts, s[3], &self.params, &mut out.caps);
-                        caps_here += (out.caps.len() - before) as u32;
                     }
+                    out.cap_counts.push((out.caps.len() - before) as u32);
                 }
             }
             out.aabbs.push(edge_box);
-            out.cap_counts.push(caps_here);
             if let Some(grid) = &self.grid {
                 cells.clear();
                 for k in 0..configs {
