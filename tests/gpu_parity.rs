@@ -16,21 +16,9 @@ use gpu_motion_planner::gpu::{self, kernels, CudaChecker, MotionKernel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn nvrtc_compiles_every_kernel() {
-    if !kernels::nvrtc_available() {
-        eprintln!(
-            "SKIP nvrtc_compiles_every_kernel: libnvrtc not found (GMP_NVRTC_LIB={:?}); \
-             run `source scripts/nvrtc_env.sh` first",
-            std::env::var("GMP_NVRTC_LIB").ok()
-        );
+    if !common::nvrtc_or_skip("nvrtc_compiles_every_kernel") {
         return;
     }
     // The collision translation unit, for every architecture we may meet.
@@ -41,17 +29,7 @@ fn nvrtc_compiles_every_kernel() {
         if let Ok(dir) = std::env::var("GMP_PTX_OUT") {
             let _ = std::fs::write(format!("{dir}/collision_{arch}.ptx"), &text);
         }
-        for k in kernels::KERNEL_NAMES {
-            assert!(
-                text.contains(&format!(".entry {k}(")),
-                "{arch}: kernel {k} missing from the PTX"
-            );
-        }
-        // The twin must not contain fused multiply-adds (bit-identical to the CPU).
-        assert!(
-            !text.contains("fma.rn.f32"),
-            "{arch}: the PTX contains fma.rn.f32; the kernels must be built with --fmad=false"
-        );
+        common::assert_exact_collision_ptx(arch, &text);
     }
     // Every source file on its own (headers compile as an empty translation unit).
     for (name, src) in kernels::SOURCES {
@@ -276,8 +254,8 @@ fn assert_parity(robot: &str) {
     {
         return;
     }
-    let n_cfg = env_usize("GMP_PARITY_CONFIGS", 20_000);
-    let n_mot = env_usize("GMP_PARITY_MOTIONS", 2_000);
+    let n_cfg = common::env_usize("GMP_PARITY_CONFIGS", 20_000);
+    let n_mot = common::env_usize("GMP_PARITY_MOTIONS", 2_000);
     let mut examples = Vec::new();
     let mut bad = 0;
     // The exact polytope model at full size, the sphere model at a quarter.
@@ -318,9 +296,8 @@ fn gpu_parity_after_scene_updates() {
     let Some(data) = common::mbm_or_skip("gpu_parity_after_scene_updates") else {
         return;
     };
-    use gpu_motion_planner::robot::geometry::Polytope;
     use gpu_motion_planner::scene::{Obstacle, Shape};
-    use nalgebra::{Isometry3, Point3, Translation3, Vector3};
+    use nalgebra::{Isometry3, Translation3, Vector3};
 
     let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
     let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
@@ -363,18 +340,11 @@ fn gpu_parity_after_scene_updates() {
             pose: Isometry3::translation(0.45, 0.0, 0.5),
         })
         .unwrap();
-    let pts = [
-        Point3::new(0.0, 0.0, 0.0),
-        Point3::new(0.2, 0.0, 0.0),
-        Point3::new(0.0, 0.2, 0.0),
-        Point3::new(0.0, 0.0, 0.2),
-        Point3::new(0.1, 0.1, 0.15),
-    ];
     scene
         .add(Obstacle {
             id: "added_mesh".into(),
             shape: Shape::ConvexMesh {
-                polytope: Polytope::from_points(&pts).unwrap(),
+                polytope: common::small_mesh(),
             },
             pose: Isometry3::translation(0.3, -0.35, 0.35),
         })

@@ -11,6 +11,7 @@
 //! `tests/gpu_parity.rs`).
 
 pub mod kernels;
+pub mod specialise;
 pub mod upload;
 
 use std::collections::HashMap;
@@ -81,6 +82,8 @@ struct DeviceModule {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
     name: String,
+    /// NVRTC architecture of the device.
+    arch: &'static str,
 }
 
 type ModuleCache = Mutex<HashMap<usize, Result<Arc<DeviceModule>, String>>>;
@@ -107,13 +110,81 @@ fn device_module(ordinal: usize) -> Result<Arc<DeviceModule>, CollisionError> {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| format!("device {ordinal}: compute capability: {e:?}"))?;
-        let ptx = kernels::compile_collision(kernels::arch_for(major, minor))?;
+        let arch = kernels::arch_for(major, minor);
+        let ptx = kernels::compile_collision(arch)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| format!("device {ordinal}: loading the collision module: {e:?}"))?;
-        Ok(Arc::new(DeviceModule { ctx, module, name }))
+        Ok(Arc::new(DeviceModule {
+            ctx,
+            module,
+            name,
+            arch,
+        }))
     });
     entry.clone().map_err(backend_err)
+}
+
+/// Robot-specialised modules by device, register cap and source (compiled once per process).
+type SpecCache = Mutex<HashMap<(usize, Option<usize>, String), Result<Arc<CudaModule>, String>>>;
+
+/// Compiles (once per process, device, register cap and source) and loads a specialised module.
+fn specialised_module(
+    dm: &DeviceModule,
+    ordinal: usize,
+    source: &str,
+    maxrreg: Option<usize>,
+) -> Result<Arc<CudaModule>, String> {
+    static CACHE: OnceLock<SpecCache> = OnceLock::new();
+    let mut cache = lock(CACHE.get_or_init(|| Mutex::new(HashMap::new())));
+    cache
+        .entry((ordinal, maxrreg, source.to_string()))
+        .or_insert_with(|| {
+            let ptx = kernels::compile_with(source, dm.arch, maxrreg)?;
+            dm.ctx.load_module(ptx).map_err(|e| {
+                format!("device {ordinal}: loading the specialised collision module: {e:?}")
+            })
+        })
+        .clone()
+}
+
+/// Which collision kernels a [`CudaChecker`] runs. Both give the CPU's verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum KernelVariant {
+    /// The table-driven kernels of `kernels/collision.cu`: loops over the robot tables in device
+    /// memory; any robot.
+    Generic,
+    /// Kernels generated for the loaded robot by [`specialise`]: the same arithmetic with the
+    /// robot's constants folded into straight-line code.
+    Specialised,
+}
+
+impl KernelVariant {
+    /// The variant's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVariant::Generic => "generic",
+            KernelVariant::Specialised => "specialised",
+        }
+    }
+}
+
+/// Environment variable choosing the collision kernels: `generic` turns the robot-specialised
+/// kernels off; anything else (or unset) uses them whenever they can be generated and compiled.
+pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
+/// Environment variable capping the registers per thread of the specialised kernels (NVRTC
+/// `--maxrregcount`; unset: the compiler's choice).
+pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
+
+fn specialisation_wanted() -> bool {
+    std::env::var(KERNEL_ENV).map_or(true, |v| v.trim() != "generic")
+}
+
+fn spec_maxrreg() -> Option<usize> {
+    std::env::var(MAXRREG_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n: &usize| (16..=255).contains(&n))
 }
 
 /// Names of the visible devices (empty without a GPU).
@@ -263,13 +334,35 @@ struct DeviceScene {
     mesh_host: (Vec<u32>, Vec<u32>, Vec<u32>),
 }
 
+/// The three collision kernels of one module.
+struct KernelSet {
+    configs: CudaFunction,
+    naive: CudaFunction,
+    balanced: CudaFunction,
+}
+
+impl KernelSet {
+    fn load(module: &Arc<CudaModule>) -> Result<Self, String> {
+        let f = |name: &str| {
+            module
+                .load_function(name)
+                .map_err(|e| format!("kernel '{name}' not found: {e:?}"))
+        };
+        Ok(Self {
+            configs: f("check_configs")?,
+            naive: f("check_motions_naive")?,
+            balanced: f("check_motions_balanced")?,
+        })
+    }
+}
+
 /// Everything one checker keeps on one device.
 struct DeviceState {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    f_configs: CudaFunction,
-    f_naive: CudaFunction,
-    f_balanced: CudaFunction,
+    generic: KernelSet,
+    /// The robot-specialised kernels, when they compiled.
+    spec: Option<KernelSet>,
     robot: DeviceRobot,
     scene: DeviceScene,
     args: ModelArgs,
@@ -293,18 +386,29 @@ struct DevTimes {
 }
 
 impl DeviceState {
+    /// Sets up device `ordinal`; with `spec` (source and register cap) also the robot-specialised
+    /// kernels, whose failure to compile or load is returned beside the state (the generic
+    /// kernels then run).
     fn new(
         ordinal: usize,
         model: &CollisionModel,
         scene: &SceneModel,
-    ) -> Result<Self, CollisionError> {
+        spec: Option<(&str, Option<usize>)>,
+    ) -> Result<(Self, Option<String>), CollisionError> {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
         let stream = ctx.new_stream().map_err(drv("creating a stream"))?;
-        let f = |name: &str| {
-            dm.module
-                .load_function(name)
-                .map_err(|e| backend_err(format!("kernel '{name}' not found: {e:?}")))
+        let generic = KernelSet::load(&dm.module).map_err(backend_err)?;
+        let (spec, spec_error) = match spec {
+            None => (None, None),
+            Some((source, maxrreg)) => {
+                match specialised_module(&dm, ordinal, source, maxrreg)
+                    .and_then(|module| KernelSet::load(&module))
+                {
+                    Ok(k) => (Some(k), None),
+                    Err(e) => (None, Some(e)),
+                }
+            }
         };
         let rw = RobotWords::build(model);
         let robot = DeviceRobot {
@@ -333,9 +437,8 @@ impl DeviceState {
         };
         let events = [ev()?, ev()?, ev()?, ev()?];
         let mut st = DeviceState {
-            f_configs: f("check_configs")?,
-            f_naive: f("check_motions_naive")?,
-            f_balanced: f("check_motions_balanced")?,
+            generic,
+            spec,
             order_off: upload(&stream, &[])?,
             order: upload(&stream, &[])?,
             order_version: 0,
@@ -354,7 +457,15 @@ impl DeviceState {
         };
         st.refresh_args(model, scene);
         st.stream.synchronize().map_err(drv("upload"))?;
-        Ok(st)
+        Ok((st, spec_error))
+    }
+
+    /// The kernels of `variant` (the generic ones when the specialised ones are missing).
+    fn kernels(&self, variant: KernelVariant) -> &KernelSet {
+        match (variant, &self.spec) {
+            (KernelVariant::Specialised, Some(k)) => k,
+            _ => &self.generic,
+        }
     }
 
     /// Recomputes the kernel argument block from the current buffers.
@@ -502,9 +613,11 @@ impl DeviceState {
         &mut self,
         values: &[f32],
         dof: usize,
+        variant: KernelVariant,
         out: &mut [bool],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
+        let f_configs = self.kernels(variant).configs.clone();
         let n = out.len();
         let mut start = 0;
         while start < n {
@@ -524,7 +637,7 @@ impl DeviceState {
                 let input = s.input.slice(0..words);
                 let cn32 = cn as u32;
                 let cfg = launch_cfg(cn);
-                let mut b = s.stream.launch_builder(&s.f_configs);
+                let mut b = s.stream.launch_builder(&f_configs);
                 b.arg(&s.args).arg(&input).arg(&cn32).arg(&mut s.out);
                 unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
                 Ok(())
@@ -543,12 +656,16 @@ impl DeviceState {
         &mut self,
         p: &PreparedMotions,
         range: std::ops::Range<usize>,
-        kernel: MotionKernel,
+        (kernel, variant): (MotionKernel, KernelVariant),
         table: &OrderTable,
         out: &mut [MotionStatus],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
+        let (f_naive, f_balanced) = {
+            let k = self.kernels(variant);
+            (k.naive.clone(), k.balanced.clone())
+        };
         let dof = self.args.dof as usize;
         let mut i = range.start;
         while i < range.end {
@@ -600,7 +717,7 @@ impl DeviceState {
                 let cn32 = cn as u32;
                 match kernel {
                     MotionKernel::Naive => {
-                        let mut b = s.stream.launch_builder(&s.f_naive);
+                        let mut b = s.stream.launch_builder(&f_naive);
                         b.arg(&s.args)
                             .arg(&start_v)
                             .arg(&diff_v)
@@ -623,7 +740,7 @@ impl DeviceState {
                                 .memset_zeros(&mut o)
                                 .map_err(drv("clearing motion flags"))?;
                         }
-                        let mut b = s.stream.launch_builder(&s.f_balanced);
+                        let mut b = s.stream.launch_builder(&f_balanced);
                         b.arg(&s.args)
                             .arg(&start_v)
                             .arg(&diff_v)
@@ -712,6 +829,11 @@ pub struct CudaChecker {
     names: Vec<String>,
     order: Mutex<Arc<OrderTable>>,
     motion_kernel: MotionKernel,
+    variant: KernelVariant,
+    /// What the specialised kernels contain, when every device has them.
+    spec_stats: Option<specialise::SpecialiseStats>,
+    /// Why the specialised kernels do not run, when they do not.
+    spec_unavailable: Option<String>,
     timings: Mutex<GpuTimings>,
 }
 
@@ -720,6 +842,7 @@ impl std::fmt::Debug for CudaChecker {
         f.debug_struct("CudaChecker")
             .field("devices", &self.names)
             .field("motion_kernel", &self.motion_kernel)
+            .field("variant", &self.variant)
             .finish()
     }
 }
@@ -777,11 +900,54 @@ impl CudaChecker {
             )));
         }
         let scene_model = SceneModel::build(scene);
+        let t0 = Instant::now();
+        let maxrreg = spec_maxrreg();
+        let generated = if specialisation_wanted() {
+            specialise::generate(&model).map_err(|e| e.to_string())
+        } else {
+            Err(format!("{KERNEL_ENV}=generic"))
+        };
+        let mut spec_unavailable = generated.as_ref().err().cloned();
         let mut states = Vec::new();
         let mut names = Vec::new();
         for &d in devices {
-            states.push(Mutex::new(DeviceState::new(d, &model, &scene_model)?));
+            let spec = generated
+                .as_ref()
+                .ok()
+                .map(|g| (g.source.as_str(), maxrreg));
+            let (state, err) = DeviceState::new(d, &model, &scene_model, spec)?;
+            if let Some(e) = err {
+                spec_unavailable.get_or_insert(e);
+            }
+            states.push(Mutex::new(state));
             names.push(device_module(d)?.name.clone());
+        }
+        let spec_stats = match (&generated, &spec_unavailable) {
+            (Ok(g), None) => Some(g.stats.clone()),
+            _ => None,
+        };
+        let variant = if spec_stats.is_some() {
+            KernelVariant::Specialised
+        } else {
+            KernelVariant::Generic
+        };
+        match (&spec_stats, &spec_unavailable) {
+            (Some(st), _) => eprintln!(
+                "gmp: cuda collision kernels: specialised ({} joints, {} frames, {} bodies, {} self \
+                 pairs; {} KiB generated; generated and compiled in {:.0} ms{})",
+                st.dof,
+                st.frames,
+                st.bodies,
+                st.self_pairs,
+                st.generated_bytes / 1024,
+                t0.elapsed().as_secs_f64() * 1e3,
+                maxrreg.map_or(String::new(), |r| format!(", at most {r} registers"))
+            ),
+            (None, Some(why)) => eprintln!(
+                "gmp: cuda collision kernels: generic (no specialised kernels: {})",
+                why.lines().next().unwrap_or("")
+            ),
+            (None, None) => {}
         }
         Ok(Self {
             model,
@@ -791,8 +957,39 @@ impl CudaChecker {
             names,
             order: Mutex::new(Arc::new(OrderTable::default())),
             motion_kernel: MotionKernel::Balanced,
+            variant,
+            spec_stats,
+            spec_unavailable,
             timings: Mutex::new(GpuTimings::default()),
         })
+    }
+
+    /// The collision kernels the checks run on.
+    pub fn kernel_variant(&self) -> KernelVariant {
+        self.variant
+    }
+
+    /// Chooses the collision kernels (both give the same verdicts). Fails when the specialised
+    /// kernels are asked for but could not be generated or compiled.
+    pub fn set_kernel_variant(&mut self, v: KernelVariant) -> Result<(), CollisionError> {
+        if v == KernelVariant::Specialised && self.spec_stats.is_none() {
+            return Err(backend_err(format!(
+                "no specialised collision kernels for this robot: {}",
+                self.spec_unavailable.as_deref().unwrap_or("unknown reason")
+            )));
+        }
+        self.variant = v;
+        Ok(())
+    }
+
+    /// What the specialised kernels contain, or `None` when they are not available.
+    pub fn specialisation(&self) -> Option<&specialise::SpecialiseStats> {
+        self.spec_stats.as_ref()
+    }
+
+    /// Why the specialised kernels are not available (`None` when they are).
+    pub fn specialisation_unavailable(&self) -> Option<&str> {
+        self.spec_unavailable.as_deref()
     }
 
     /// Names of the devices this checker runs on.
@@ -925,8 +1122,15 @@ impl CudaChecker {
         if n == 0 {
             return Ok(Vec::new());
         }
+        let variant = self.variant;
         self.split(n, |dev, range, out, t| {
-            dev.configs(&values[range.start * dof..range.end * dof], dof, out, t)
+            dev.configs(
+                &values[range.start * dof..range.end * dof],
+                dof,
+                variant,
+                out,
+                t,
+            )
         })
     }
 
@@ -953,8 +1157,9 @@ impl CudaChecker {
             Arc::make_mut(&mut t).ensure(&p.segments)?;
             t.clone()
         };
+        let variant = self.variant;
         self.split(n, |dev, range, out, t| {
-            dev.motions(p, range, kernel, &table, out, t)
+            dev.motions(p, range, (kernel, variant), &table, out, t)
         })
     }
 }
