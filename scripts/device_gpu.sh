@@ -4,7 +4,8 @@
 #   run  carry: [".device"]  command: bash scripts/device_gpu.sh [mode]
 # Modes: all (default: parity, memcheck, bench), parity, memcheck, bench, quick (a small smoke
 # run of all three). Results go to $OUT (logs, results/collision/*.json|md). The last line is
-# a one-line summary.
+# a one-line summary. Parity and the benchmark cover both CUDA kernel variants (generic and
+# robot-specialised); GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -28,10 +29,14 @@ tarfile.open(src, "r:bz2").extractall(dst)
   done
 fi
 
-parity_n=1000000; motions_n=100000; bench_args=()
+# The benchmark measures the generic and the robot-specialised kernels side by side, for the
+# polytope and the sphere model (GMP_BENCH_ARGS adds or overrides arguments).
+parity_n=1000000; motions_n=100000; bench_args=(--shapes polytopes,spheres)
 if [ "$mode" = quick ]; then
-  parity_n=20000; motions_n=2000; bench_args=(--quick)
+  parity_n=20000; motions_n=2000; bench_args+=(--quick)
 fi
+# shellcheck disable=SC2206
+bench_args+=(${GMP_BENCH_ARGS:-})
 
 status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then

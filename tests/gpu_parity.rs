@@ -6,13 +6,17 @@
 //!    scenes, every verdict compared with the CPU (`GMP_PARITY_CONFIGS`, default 20000, and
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison.
+//!
+//! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
+//! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
+//! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel.
 
 mod common;
 
 use gpu_motion_planner::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
-use gpu_motion_planner::gpu::{self, kernels, CudaChecker, MotionKernel};
+use gpu_motion_planner::gpu::{self, kernels, CudaChecker, KernelVariant, MotionKernel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -114,13 +118,76 @@ const PARITY_RESOLUTION: f64 = 0.03;
 #[derive(Default)]
 struct Tally {
     configs: usize,
-    config_diff: usize,
     config_free: usize,
     motions: usize,
-    motion_diff_naive: usize,
-    motion_diff_balanced: usize,
     motion_free: usize,
+    /// Verdicts differing from the CPU, per GPU run ("generic configs", "specialised balanced
+    /// motions", ...), in the order first seen.
+    diffs: Vec<(String, usize)>,
     examples: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, run: &str, n: usize) {
+        match self.diffs.iter_mut().find(|(r, _)| r == run) {
+            Some((_, d)) => *d += n,
+            None => self.diffs.push((run.to_string(), n)),
+        }
+    }
+
+    /// Compares the GPU verdicts of one run with the CPU's, keeping a few examples.
+    fn record(
+        &mut self,
+        run: &str,
+        cpu: &[bool],
+        gpu: &[bool],
+        describe: impl Fn(usize) -> String,
+    ) {
+        assert_eq!(cpu.len(), gpu.len(), "{run}: verdict count");
+        let mut diffs = 0;
+        for i in 0..cpu.len() {
+            if cpu[i] != gpu[i] {
+                diffs += 1;
+                if self.examples.len() < 5 {
+                    self.examples.push(format!(
+                        "{}: cpu {} cuda {} ({run})",
+                        describe(i),
+                        cpu[i],
+                        gpu[i]
+                    ));
+                }
+            }
+        }
+        self.add(run, diffs);
+    }
+
+    fn total_diff(&self) -> usize {
+        self.diffs.iter().map(|(_, d)| d).sum()
+    }
+
+    /// `generic configs 0, specialised configs 0, ...`
+    fn per_run(&self) -> String {
+        self.diffs
+            .iter()
+            .map(|(r, d)| format!("{r} {d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The kernel variants a parity run must cover: both, unless the specialised kernels were
+/// turned off on purpose (GMP_CUDA_KERNEL=generic). A checker without specialised kernels fails
+/// the test otherwise (it would compare the generic kernels twice).
+fn variants(cuda: &CudaChecker) -> Vec<KernelVariant> {
+    if std::env::var(gpu::KERNEL_ENV).is_ok_and(|v| v.trim() == "generic") {
+        return vec![KernelVariant::Generic];
+    }
+    assert!(
+        cuda.specialisation().is_some(),
+        "the specialised kernels are missing: {}",
+        cuda.specialisation_unavailable().unwrap_or("?")
+    );
+    vec![KernelVariant::Generic, KernelVariant::Specialised]
 }
 
 fn compare(
@@ -138,24 +205,6 @@ fn compare(
         batch.push(&s.config()).unwrap();
     }
     let vc = cpu.check_configs(&batch).expect("cpu configs");
-    let vg = cuda.check_configs(&batch).expect("cuda configs");
-    assert_eq!(vc.len(), vg.len());
-    for i in 0..vc.len() {
-        if vc[i] != vg[i] {
-            t.config_diff += 1;
-            if t.examples.len() < 5 {
-                t.examples.push(format!(
-                    "{what} config {:?}: cpu {} cuda {}",
-                    batch.row(i),
-                    vc[i],
-                    vg[i]
-                ));
-            }
-        }
-    }
-    t.configs += vc.len();
-    t.config_free += vc.iter().filter(|&&v| v).count();
-
     let mut motions = MotionBatch::new(dof);
     for _ in 0..n_mot {
         let (a, b) = s.motion();
@@ -164,31 +213,30 @@ fn compare(
     let mc = cpu
         .check_motions(&motions, PARITY_RESOLUTION)
         .expect("cpu motions");
-    for (kernel, diffs) in [
-        (MotionKernel::Naive, &mut t.motion_diff_naive),
-        (MotionKernel::Balanced, &mut t.motion_diff_balanced),
-    ] {
-        cuda.set_motion_kernel(kernel);
-        let mg = cuda
-            .check_motions(&motions, PARITY_RESOLUTION)
-            .expect("cuda motions");
-        assert_eq!(mc.len(), mg.len());
-        for i in 0..mc.len() {
-            if mc[i] != mg[i] {
-                *diffs += 1;
-                if t.examples.len() < 5 {
-                    t.examples.push(format!(
-                        "{what} motion {:?} -> {:?} ({}): cpu {} cuda {}",
-                        motions.from.row(i),
-                        motions.to.row(i),
-                        kernel.name(),
-                        mc[i],
-                        mg[i]
-                    ));
-                }
-            }
+    for variant in variants(cuda) {
+        cuda.set_kernel_variant(variant).expect("kernel variant");
+        let vg = cuda.check_configs(&batch).expect("cuda configs");
+        t.record(&format!("{} configs", variant.name()), &vc, &vg, |i| {
+            format!("{what} config {:?}", batch.row(i))
+        });
+        for kernel in [MotionKernel::Naive, MotionKernel::Balanced] {
+            cuda.set_motion_kernel(kernel);
+            let mg = cuda
+                .check_motions(&motions, PARITY_RESOLUTION)
+                .expect("cuda motions");
+            let run = format!("{} {} motions", variant.name(), kernel.name());
+            t.record(&run, &mc, &mg, |i| {
+                format!(
+                    "{what} motion {:?} -> {:?}",
+                    motions.from.row(i),
+                    motions.to.row(i)
+                )
+            });
         }
     }
+    cuda.set_motion_kernel(MotionKernel::Balanced);
+    t.configs += vc.len();
+    t.config_free += vc.iter().filter(|&&v| v).count();
     t.motions += mc.len();
     t.motion_free += mc.iter().filter(|&&v| v).count();
 }
@@ -232,18 +280,24 @@ fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) ->
         let what = format!("{robot}/{}#{}", p.scene_name, p.index);
         compare(&cpu, &mut cuda, &mut s, per_cfg, per_mot, &mut t, &what);
     }
-    let motion_diff = t.motion_diff_naive + t.motion_diff_balanced;
     eprintln!(
-        "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; naive diff {}, balanced diff {})",
+        "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; {})",
         t.configs,
-        t.config_diff,
+        t.diffs
+            .iter()
+            .filter(|(r, _)| r.ends_with(" configs"))
+            .map(|(_, d)| d)
+            .sum::<usize>(),
         t.motions,
-        motion_diff,
+        t.diffs
+            .iter()
+            .filter(|(r, _)| r.ends_with(" motions"))
+            .map(|(_, d)| d)
+            .sum::<usize>(),
         shapes,
         100.0 * t.config_free as f64 / t.configs.max(1) as f64,
         100.0 * t.motion_free as f64 / t.motions.max(1) as f64,
-        t.motion_diff_naive,
-        t.motion_diff_balanced,
+        t.per_run(),
     );
     t
 }
@@ -264,7 +318,7 @@ fn assert_parity(robot: &str) {
         (RobotShapes::Spheres, n_cfg / 4, n_mot / 4),
     ] {
         let t = parity_robot(robot, shapes, c, m);
-        bad += t.config_diff + t.motion_diff_naive + t.motion_diff_balanced;
+        bad += t.total_diff();
         examples.extend(t.examples);
     }
     assert_eq!(
@@ -381,18 +435,13 @@ fn gpu_parity_after_scene_updates() {
     );
 
     eprintln!(
-        "parity: scene updates configs {} diff {}, motions {} diff {}",
+        "parity: scene updates configs {} motions {} diff {} ({})",
         t.configs,
-        t.config_diff,
         t.motions,
-        t.motion_diff_naive + t.motion_diff_balanced
+        t.total_diff(),
+        t.per_run()
     );
-    assert_eq!(
-        t.config_diff + t.motion_diff_naive + t.motion_diff_balanced,
-        0,
-        "{:#?}",
-        t.examples
-    );
+    assert_eq!(t.total_diff(), 0, "{:#?}", t.examples);
 }
 
 #[test]

@@ -176,15 +176,36 @@ pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
 /// `--maxrregcount`; unset: the compiler's choice).
 pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
 
-fn specialisation_wanted() -> bool {
-    std::env::var(KERNEL_ENV).map_or(true, |v| v.trim() != "generic")
+/// How a [`CudaChecker`] chooses its collision kernels (beyond [`CheckerOptions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// Generate, compile and use kernels specialised to the robot when possible (the generic
+    /// kernels run otherwise).
+    pub specialise: bool,
+    /// Register cap per thread of the specialised kernels (NVRTC `--maxrregcount`, 16..=255);
+    /// `None`: the compiler's choice.
+    pub spec_maxrreg: Option<usize>,
 }
 
-fn spec_maxrreg() -> Option<usize> {
-    std::env::var(MAXRREG_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n: &usize| (16..=255).contains(&n))
+impl Default for CudaOptions {
+    fn default() -> Self {
+        Self {
+            specialise: true,
+            spec_maxrreg: None,
+        }
+    }
+}
+
+impl CudaOptions {
+    /// The defaults, overridden by [`KERNEL_ENV`] and [`MAXRREG_ENV`].
+    pub fn from_env() -> Self {
+        Self {
+            specialise: std::env::var(KERNEL_ENV).map_or(true, |v| v.trim() != "generic"),
+            spec_maxrreg: std::env::var(MAXRREG_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+        }
+    }
 }
 
 /// Names of the visible devices (empty without a GPU).
@@ -848,14 +869,34 @@ impl std::fmt::Debug for CudaChecker {
 }
 
 impl CudaChecker {
-    /// Builds a checker on every visible device (like [`crate::collision::CpuChecker::new`]).
-    /// Fails with a clear message when no GPU is usable.
+    /// Builds a checker on every visible device (like [`crate::collision::CpuChecker::new`]),
+    /// its kernels chosen by [`CudaOptions::from_env`]. Fails with a clear message when no GPU is
+    /// usable.
     pub fn new(
         robot: &RobotModel,
         group: &PlanningGroup,
         base_state: &[f64],
         scene: &Scene,
         opts: CheckerOptions,
+    ) -> Result<Self, CollisionError> {
+        Self::with_options(
+            robot,
+            group,
+            base_state,
+            scene,
+            opts,
+            CudaOptions::from_env(),
+        )
+    }
+
+    /// [`Self::new`] with explicit kernel options.
+    pub fn with_options(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        scene: &Scene,
+        opts: CheckerOptions,
+        cuda: CudaOptions,
     ) -> Result<Self, CollisionError> {
         let n = device_count();
         if n == 0 {
@@ -870,10 +911,12 @@ impl CudaChecker {
             scene,
             opts,
             &(0..n).collect::<Vec<_>>(),
+            cuda,
         )
     }
 
-    /// Builds a checker on the given device ordinals (a batch is split evenly over them).
+    /// Builds a checker on the given device ordinals (a batch is split evenly over them), its
+    /// kernels chosen by `cuda`.
     pub fn on_devices(
         robot: &RobotModel,
         group: &PlanningGroup,
@@ -881,6 +924,7 @@ impl CudaChecker {
         scene: &Scene,
         opts: CheckerOptions,
         devices: &[usize],
+        cuda: CudaOptions,
     ) -> Result<Self, CollisionError> {
         if devices.is_empty() {
             return Err(backend_err("no CUDA device selected"));
@@ -901,11 +945,15 @@ impl CudaChecker {
         }
         let scene_model = SceneModel::build(scene);
         let t0 = Instant::now();
-        let maxrreg = spec_maxrreg();
-        let generated = if specialisation_wanted() {
-            specialise::generate(&model).map_err(|e| e.to_string())
-        } else {
-            Err(format!("{KERNEL_ENV}=generic"))
+        let maxrreg = cuda.spec_maxrreg;
+        let generated = match maxrreg {
+            _ if !cuda.specialise => {
+                Err("turned off (GMP_CUDA_KERNEL=generic or CudaOptions)".into())
+            }
+            Some(r) if !(16..=255).contains(&r) => Err(format!(
+                "register cap {r} out of range 16..=255 ({MAXRREG_ENV})"
+            )),
+            _ => specialise::generate(&model).map_err(|e| e.to_string()),
         };
         let mut spec_unavailable = generated.as_ref().err().cloned();
         let mut states = Vec::new();
