@@ -25,8 +25,8 @@ use cudarc::driver::{
 
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
-    bisection_order, prepare_motions, refine_motions, validate_batch, Backend, Checker,
-    CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
+    bisection_order, prepare_motions, refine_motions, Backend, Checker, CheckerOptions,
+    CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -289,6 +289,98 @@ impl OrderTable {
         }
         Ok(())
     }
+}
+
+/// Configuration values on their way to a device's staging buffer: already f32, or f64 to round
+/// (and to check for NaN and infinities, as `validate_batch` does) on the way.
+#[derive(Clone, Copy, Debug)]
+enum ConfigValues<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> ConfigValues<'a> {
+    fn len(&self) -> usize {
+        match self {
+            ConfigValues::F32(v) => v.len(),
+            ConfigValues::F64(v) => v.len(),
+        }
+    }
+
+    fn slice(&self, r: std::ops::Range<usize>) -> ConfigValues<'a> {
+        match *self {
+            ConfigValues::F32(v) => ConfigValues::F32(&v[r]),
+            ConfigValues::F64(v) => ConfigValues::F64(&v[r]),
+        }
+    }
+}
+
+/// Where a device's configurations sit in the batch, to name a non-finite value.
+#[derive(Clone, Copy, Debug)]
+struct Rows<'a> {
+    dof: usize,
+    /// Batch index of the device's first configuration.
+    first: usize,
+    /// Joint names.
+    names: &'a [String],
+}
+
+/// Fewest values per staging thread (smaller batches are staged on the calling thread).
+const STAGE_GRAIN: usize = 1 << 18;
+
+fn host_threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(16)
+    })
+}
+
+/// Writes `src` (as many values as `dst` holds) as f32 bits into `dst`, on several threads for
+/// large batches. Returns the index of the first value that is not finite (f64 input only; the
+/// values are written regardless).
+fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
+    fn part(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
+        match src {
+            ConfigValues::F32(v) => {
+                for (d, s) in dst.iter_mut().zip(v) {
+                    *d = s.to_bits();
+                }
+                None
+            }
+            ConfigValues::F64(v) => {
+                let mut bad = None;
+                for (i, (d, s)) in dst.iter_mut().zip(v).enumerate() {
+                    if bad.is_none() && !s.is_finite() {
+                        bad = Some(i);
+                    }
+                    *d = (*s as f32).to_bits();
+                }
+                bad
+            }
+        }
+    }
+    let threads = (dst.len() / STAGE_GRAIN).clamp(1, host_threads());
+    if threads == 1 {
+        return part(src, dst);
+    }
+    let per = dst.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = dst
+            .chunks_mut(per)
+            .enumerate()
+            .map(|(k, d)| {
+                let s = src.slice(k * per..k * per + d.len());
+                sc.spawn(move || part(s, d).map(|i| k * per + i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .min()
+    })
 }
 
 /// Grows a device buffer to at least `n` elements (contents are not kept).
@@ -632,13 +724,14 @@ impl DeviceState {
     /// Checks `values.len() / dof` configurations (f32, row-major).
     fn configs(
         &mut self,
-        values: &[f32],
-        dof: usize,
+        values: ConfigValues,
+        rows: Rows,
         variant: KernelVariant,
         out: &mut [bool],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         let f_configs = self.kernels(variant).configs.clone();
+        let dof = rows.dof;
         let n = out.len();
         let mut start = 0;
         while start < n {
@@ -647,11 +740,13 @@ impl DeviceState {
             self.ensure_buffers(words, cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
-                for (d, s) in stg[..words]
-                    .iter_mut()
-                    .zip(&values[start * dof..(start + cn) * dof])
-                {
-                    *d = s.to_bits();
+                let src = values.slice(start * dof..(start + cn) * dof);
+                if let Some(i) = stage_values(src, &mut stg[..words]) {
+                    let v = start * dof + i;
+                    return Err(CollisionError::NonFinite {
+                        index: rows.first + v / dof,
+                        joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
+                    });
                 }
             }
             self.round(words, cn, times, |s| {
@@ -1159,6 +1254,11 @@ impl CudaChecker {
 
     /// Validity of configurations already in f32 (row-major, `dof` values each).
     pub fn check_configs_f32(&self, values: &[f32]) -> Result<Vec<bool>, CollisionError> {
+        self.configs_from(ConfigValues::F32(values))
+    }
+
+    /// Validity of row-major configurations, staged straight into each device's pinned buffer.
+    fn configs_from(&self, values: ConfigValues) -> Result<Vec<bool>, CollisionError> {
         let dof = self.model.dof();
         if dof == 0 || !values.len().is_multiple_of(dof) {
             return Err(CollisionError::WrongDof {
@@ -1171,14 +1271,15 @@ impl CudaChecker {
             return Ok(Vec::new());
         }
         let variant = self.variant;
+        let names = &self.space.names;
         self.split(n, |dev, range, out, t| {
-            dev.configs(
-                &values[range.start * dof..range.end * dof],
+            let rows = Rows {
                 dof,
-                variant,
-                out,
-                t,
-            )
+                first: range.start,
+                names,
+            };
+            let part = values.slice(range.start * dof..range.end * dof);
+            dev.configs(part, rows, variant, out, t)
         })
     }
 
@@ -1218,9 +1319,15 @@ impl Checker for CudaChecker {
     }
 
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
-        validate_batch(&self.space, configs)?;
-        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
-        self.check_configs_f32(&values)
+        // The f64 values are rounded to f32 and checked for NaN and infinities (the errors of
+        // `validate_batch`) while they are copied into the pinned staging buffers.
+        if configs.dof() != self.space.dof() {
+            return Err(CollisionError::WrongDof {
+                expected: self.space.dof(),
+                got: configs.dof(),
+            });
+        }
+        self.configs_from(ConfigValues::F64(configs.values()))
     }
 
     fn check_motions(
@@ -1261,6 +1368,35 @@ mod tests {
             assert!(seen.insert((m, r)));
         }
         assert_eq!(seen.len(), total as usize);
+    }
+
+    #[test]
+    fn staging_rounds_and_finds_the_first_non_finite_value() {
+        let n = 3 * STAGE_GRAIN + 12345;
+        let src: Vec<f64> = (0..n).map(|i| (i as f64) * 0.37 - 1e5).collect();
+        let mut dst = vec![0u32; n];
+        assert_eq!(stage_values(ConfigValues::F64(&src), &mut dst), None);
+        assert!(src
+            .iter()
+            .zip(&dst)
+            .all(|(s, d)| (*s as f32).to_bits() == *d));
+        let mut bad = src.clone();
+        bad[2 * STAGE_GRAIN + 7] = f64::INFINITY;
+        bad[STAGE_GRAIN + 3] = f64::NAN;
+        bad[n - 1] = f64::NAN;
+        assert_eq!(
+            stage_values(ConfigValues::F64(&bad), &mut dst),
+            Some(STAGE_GRAIN + 3)
+        );
+        let small = [1.0, f64::NEG_INFINITY, 2.0];
+        assert_eq!(
+            stage_values(ConfigValues::F64(&small), &mut dst[..3]),
+            Some(1)
+        );
+        let f: Vec<f32> = src.iter().map(|&v| v as f32).collect();
+        let mut dst2 = vec![0u32; n];
+        assert_eq!(stage_values(ConfigValues::F32(&f), &mut dst2), None);
+        assert!(f.iter().zip(&dst2).all(|(s, d)| s.to_bits() == *d));
     }
 
     #[test]
