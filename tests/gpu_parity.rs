@@ -9,14 +9,18 @@
 //!
 //! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
 //! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
-//! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel.
+//! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel; the
+//! robot parity tests also run the specialised kernels in their other layout (inline/grouped).
 
 mod common;
 
 use gpu_motion_planner::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
-use gpu_motion_planner::gpu::{self, kernels, CudaChecker, KernelVariant, MotionKernel};
+use gpu_motion_planner::gpu::specialise::Layout;
+use gpu_motion_planner::gpu::{
+    self, kernels, CudaChecker, CudaOptions, KernelVariant, MotionKernel,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -190,9 +194,39 @@ fn variants(cuda: &CudaChecker) -> Vec<KernelVariant> {
     vec![KernelVariant::Generic, KernelVariant::Specialised]
 }
 
+/// The checker with the specialised kernels in the layout the default one does not use (both
+/// layouts must give the CPU's verdicts), or `None` when the specialised kernels are off.
+fn other_layout(
+    r: &gpu_motion_planner::mbm::MbmRobot,
+    base: &[f64],
+    scene: &gpu_motion_planner::scene::Scene,
+    opts: CheckerOptions,
+    main: &CudaChecker,
+) -> Option<CudaChecker> {
+    let used = Layout::parse(&main.specialisation()?.layout)?;
+    let other = match used {
+        Layout::Inline => Layout::Grouped,
+        Layout::Grouped => Layout::Inline,
+    };
+    let cuda = CudaOptions {
+        spec_layout: Some(other),
+        ..CudaOptions::from_env()
+    };
+    let c = CudaChecker::with_options(&r.model, &r.group, base, scene, opts, cuda)
+        .expect("cuda checker (other layout)");
+    assert!(
+        c.specialisation().is_some(),
+        "the specialised kernels ({other:?}) are missing: {}",
+        c.specialisation_unavailable().unwrap_or("?")
+    );
+    Some(c)
+}
+
+/// Compares the CPU with every kernel variant of `cudas[0]` and with the specialised kernels of
+/// the others (other builds), on the same batches.
 fn compare(
     cpu: &CpuChecker,
-    cuda: &mut CudaChecker,
+    cudas: &mut [CudaChecker],
     s: &mut Sampler,
     n_cfg: usize,
     n_mot: usize,
@@ -213,10 +247,27 @@ fn compare(
     let mc = cpu
         .check_motions(&motions, PARITY_RESOLUTION)
         .expect("cpu motions");
-    for variant in variants(cuda) {
+    let mut runs = Vec::new();
+    for (ci, c) in cudas.iter().enumerate() {
+        if ci == 0 {
+            runs.extend(
+                variants(c)
+                    .into_iter()
+                    .map(|v| (0, v, v.name().to_string())),
+            );
+        } else if let Some(st) = c.specialisation() {
+            runs.push((
+                ci,
+                KernelVariant::Specialised,
+                format!("specialised-{}", st.layout),
+            ));
+        }
+    }
+    for (ci, variant, label) in runs {
+        let cuda = &mut cudas[ci];
         cuda.set_kernel_variant(variant).expect("kernel variant");
         let vg = cuda.check_configs(&batch).expect("cuda configs");
-        t.record(&format!("{} configs", variant.name()), &vc, &vg, |i| {
+        t.record(&format!("{label} configs"), &vc, &vg, |i| {
             format!("{what} config {:?}", batch.row(i))
         });
         for kernel in [MotionKernel::Naive, MotionKernel::Balanced] {
@@ -224,7 +275,7 @@ fn compare(
             let mg = cuda
                 .check_motions(&motions, PARITY_RESOLUTION)
                 .expect("cuda motions");
-            let run = format!("{} {} motions", variant.name(), kernel.name());
+            let run = format!("{label} {} motions", kernel.name());
             t.record(&run, &mc, &mg, |i| {
                 format!(
                     "{what} motion {:?} -> {:?}",
@@ -234,7 +285,9 @@ fn compare(
             });
         }
     }
-    cuda.set_motion_kernel(MotionKernel::Balanced);
+    for c in cudas.iter_mut() {
+        c.set_motion_kernel(MotionKernel::Balanced);
+    }
     t.configs += vc.len();
     t.config_free += vc.iter().filter(|&&v| v).count();
     t.motions += mc.len();
@@ -275,10 +328,12 @@ fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) ->
     for p in &picked {
         let base = r.start_full_state(p);
         let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu checker");
-        let mut cuda =
+        let cuda =
             CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda checker");
+        let other = other_layout(&r, &base, &p.scene, opts, &cuda);
+        let mut cudas: Vec<CudaChecker> = std::iter::once(cuda).chain(other).collect();
         let what = format!("{robot}/{}#{}", p.scene_name, p.index);
-        compare(&cpu, &mut cuda, &mut s, per_cfg, per_mot, &mut t, &what);
+        compare(&cpu, &mut cudas, &mut s, per_cfg, per_mot, &mut t, &what);
     }
     eprintln!(
         "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; {})",
@@ -371,7 +426,7 @@ fn gpu_parity_after_scene_updates() {
     let opts = CheckerOptions::default();
     let mut scene = p.scene.clone();
     let mut cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
-    let mut cuda = CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
+    let mut cuda = [CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap()];
     let mut t = Tally::default();
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "initial");
 
@@ -404,7 +459,7 @@ fn gpu_parity_after_scene_updates() {
         })
         .unwrap();
     let changed_cpu = cpu.sync_scene(&scene);
-    let changed_gpu = cuda.sync_scene(&scene).expect("sync");
+    let changed_gpu = cuda[0].sync_scene(&scene).expect("sync");
     assert_eq!(changed_cpu, changed_gpu);
     assert!(!changed_gpu.is_empty());
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 1");
@@ -415,7 +470,7 @@ fn gpu_parity_after_scene_updates() {
         .unwrap();
     scene.remove("added_box").unwrap();
     cpu.sync_scene(&scene);
-    cuda.sync_scene(&scene).expect("sync");
+    cuda[0].sync_scene(&scene).expect("sync");
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 2");
     // A new base state (the fingers) goes to the device too.
     let mut base2 = base.clone();
@@ -423,7 +478,7 @@ fn gpu_parity_after_scene_updates() {
         *v += 0.01;
     }
     cpu.set_base_state(&base2).unwrap();
-    cuda.set_base_state(&base2).unwrap();
+    cuda[0].set_base_state(&base2).unwrap();
     compare(
         &cpu,
         &mut cuda,

@@ -23,7 +23,7 @@ use gpu_motion_planner::collision::{
     body_sweep, config_valid, frame_poses, frames_valid, prepare_motions, CollisionModel,
     MotionBatch, RobotShapes, SceneModel, DEFAULT_MARGIN,
 };
-use gpu_motion_planner::gpu::specialise::{generate, SpecialisedSource};
+use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource};
 use gpu_motion_planner::gpu::{kernels, upload};
 use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
@@ -168,12 +168,17 @@ fn label(r: &Robot) -> String {
     format!("{}/{:?}", r.name, shapes(r))
 }
 
-fn specialised(r: &Robot) -> (CollisionModel, SpecialisedSource) {
-    let model = CollisionModel::build(&r.model, &r.group, &r.base, shapes(r), DEFAULT_MARGIN)
-        .expect("collision model");
-    let src = generate(&model).unwrap_or_else(|e| panic!("{}: generation failed: {e}", label(r)));
-    (model, src)
+fn collision_model(r: &Robot) -> CollisionModel {
+    CollisionModel::build(&r.model, &r.group, &r.base, shapes(r), DEFAULT_MARGIN)
+        .expect("collision model")
 }
+
+fn specialised(r: &Robot, model: &CollisionModel, layout: Layout) -> SpecialisedSource {
+    generate_with(model, layout)
+        .unwrap_or_else(|e| panic!("{} ({layout:?}): generation failed: {e}", label(r)))
+}
+
+const LAYOUTS: [Layout; 2] = [Layout::Inline, Layout::Grouped];
 
 #[test]
 fn specialised_kernels_compile_with_nvrtc() {
@@ -183,27 +188,22 @@ fn specialised_kernels_compile_with_nvrtc() {
     let robots = robots();
     let sources: Vec<(String, SpecialisedSource)> = robots
         .iter()
-        .map(|r| (label(r), specialised(r).1))
-        .collect();
-    // NVRTC compiles one translation unit per thread; the robots compile side by side.
-    // Per robot: its label and the PTX with the compile time, or NVRTC's error.
-    type Compiled = (String, Result<(String, f64), String>);
-    let results: Vec<Compiled> = std::thread::scope(|sc| {
-        let handles: Vec<_> = sources
-            .iter()
-            .map(|(name, src)| {
-                sc.spawn(move || {
-                    let t0 = std::time::Instant::now();
-                    let r = kernels::compile(&src.source, "compute_90")
-                        .map(|ptx| (ptx.to_src(), t0.elapsed().as_secs_f64()));
-                    (name.clone(), r)
-                })
+        .flat_map(|r| {
+            let model = collision_model(r);
+            LAYOUTS.map(|l| {
+                (
+                    format!("{}/{}", label(r), l.name()),
+                    specialised(r, &model, l),
+                )
             })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("compile thread"))
-            .collect()
+        })
+        .collect();
+    // NVRTC compiles one translation unit per thread; the units compile side by side.
+    let results = common::par_map(&sources, |(name, src)| {
+        let t0 = std::time::Instant::now();
+        let r = kernels::compile(&src.source, "compute_90")
+            .map(|ptx| (ptx.to_src(), t0.elapsed().as_secs_f64()));
+        (name.clone(), r)
     });
     for ((name, result), (_, src)) in results.into_iter().zip(&sources) {
         let (ptx, secs) = result.unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -237,7 +237,8 @@ using std::isnan;
 #define __restrict__
 "#;
 
-/// Runs every case folder given on the command line (files written by `write_case`).
+/// Runs every case folder given on the command line after an output tag (inputs written by
+/// `write_case`, outputs `<tag>_<what>` beside them).
 const HOST_MAIN: &str = r#"
 static std::vector<uint32_t> load(const std::string& dir, const char* name) {
     std::vector<uint32_t> v;
@@ -262,7 +263,9 @@ template <class T> static const T* as(const std::vector<uint32_t>& v) {
 }
 
 int main(int argc, char** argv) {
-    for (int a = 1; a < argc; a++) {
+    if (argc < 2) return 4;
+    const std::string tag = argv[1];
+    for (int a = 2; a < argc; a++) {
         const std::string dir = argv[a];
         auto meta = load(dir, "meta");
         auto frames = load(dir, "frames"), bodies = load(dir, "bodies"), verts = load(dir, "verts");
@@ -307,10 +310,10 @@ int main(int argc, char** argv) {
             spec_s[i] = (uint8_t)gmp_spec_step_status(m, row, d, sn[i]);
             gen_s[i] = (uint8_t)gmp_motion_step_status(m, row, d, sn[i]);
         }
-        save(dir, "spec_configs", spec_c);
-        save(dir, "generic_configs", gen_c);
-        save(dir, "spec_steps", spec_s);
-        save(dir, "generic_steps", gen_s);
+        save(dir, (tag + "_spec_configs").c_str(), spec_c);
+        save(dir, (tag + "_generic_configs").c_str(), gen_c);
+        save(dir, (tag + "_spec_steps").c_str(), spec_s);
+        save(dir, (tag + "_generic_steps").c_str(), gen_s);
     }
     return 0;
 }
@@ -475,16 +478,21 @@ fn cxx() -> Option<String> {
         .map(|_| c)
 }
 
-/// Compiles the host twin of `src`; returns the executable.
-fn build_host_twin(cxx: &str, dir: &Path, src: &SpecialisedSource) -> Result<PathBuf, String> {
-    let file = dir.join("twin.cpp");
+/// Compiles the host twin of `src` as `<dir>/twin_<tag>`; returns the executable.
+fn build_host_twin(
+    cxx: &str,
+    dir: &Path,
+    tag: &str,
+    src: &SpecialisedSource,
+) -> Result<PathBuf, String> {
+    let file = dir.join(format!("twin_{tag}.cpp"));
     let mut text = String::from(HOST_PRELUDE);
     text.push_str(kernels::COMMON_CUH);
     text.push('\n');
     text.push_str(&src.generated);
     text.push_str(HOST_MAIN);
     std::fs::write(&file, text).map_err(|e| e.to_string())?;
-    let exe = dir.join("twin");
+    let exe = dir.join(format!("twin_{tag}"));
     let out = Command::new(cxx)
         .args([
             "-std=c++17",
@@ -529,10 +537,11 @@ fn specialised_source_matches_cpu_on_the_host() {
     let n_step = common::env_usize("GMP_SPEC_HOST_STEPS", 1500);
     let tmp = tempfile::tempdir().expect("temporary folder");
     let robots = robots();
-    // Generate, write the cases and compute the CPU verdicts; then build the twins side by side.
+    // Write the cases and compute the CPU verdicts per robot; generate each layout's code.
     let mut work = Vec::new();
+    let mut twins = Vec::new();
     for (ri, r) in robots.iter().enumerate() {
-        let (model, src) = specialised(r);
+        let model = collision_model(r);
         let rdir = tmp.path().join(format!("r{ri}"));
         let mut rng = ChaCha8Rng::seed_from_u64(0x5bec_0000 + ri as u64);
         let mut cases = Vec::new();
@@ -541,25 +550,23 @@ fn specialised_source_matches_cpu_on_the_host() {
             let exp = write_case(&cdir, r, &model, scene, &mut rng, n_cfg, n_step);
             cases.push((scene_name.clone(), cdir, exp));
         }
-        work.push((label(r), rdir, src, cases));
+        for layout in LAYOUTS {
+            twins.push((ri, layout, specialised(r, &model, layout)));
+        }
+        work.push((label(r), rdir, cases));
     }
-    let built: Vec<Result<PathBuf, String>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = work
-            .iter()
-            .map(|(_, rdir, src, _)| {
-                let cxx = cxx.as_str();
-                sc.spawn(move || build_host_twin(cxx, rdir, src))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("build thread".into())))
-            .collect()
+    // Build the twins side by side.
+    let built = common::par_map(&twins, |(ri, layout, src)| {
+        build_host_twin(&cxx, &work[*ri].1, layout.name(), src)
     });
     let mut failures = Vec::new();
-    for ((name, _, src, cases), exe) in work.iter().zip(built) {
+    for ((ri, layout, src), exe) in twins.iter().zip(built) {
+        let (robot, _, cases) = &work[*ri];
+        let name = format!("{robot}/{}", layout.name());
         let exe = exe.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tag = layout.name();
         let status = Command::new(&exe)
+            .arg(tag)
             .args(cases.iter().map(|(_, d, _)| d))
             .status()
             .expect("run the host twin");
@@ -572,7 +579,7 @@ fn specialised_source_matches_cpu_on_the_host() {
                 ("specialised step", "spec_steps", &exp.steps),
                 ("generic step", "generic_steps", &exp.steps),
             ] {
-                let got = read_bytes(dir, file);
+                let got = read_bytes(dir, &format!("{tag}_{file}"));
                 assert_eq!(got.len(), want.len(), "{name}/{scene}: {file} length");
                 let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();
                 if let Some(&i) = bad.first() {

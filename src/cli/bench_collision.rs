@@ -10,8 +10,9 @@
 //!
 //! The CUDA side runs each of its kernel variants on the same batch, one table line each: the
 //! generic table-driven kernels and the robot-specialised ones (`--variants`), and for motions
-//! both motion kernels (naive, balanced). `--shapes` picks the robot model(s): the exact polytope
-//! model (default) and/or the sphere model of the spherized URDF (Panda only).
+//! both motion kernels (naive, balanced); `--spec-builds` adds other builds of the specialised
+//! kernels (layout, register cap). `--shapes` picks the robot model(s): the exact polytope model
+//! (default) and/or the sphere model of the spherized URDF (Panda only).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,6 +26,7 @@ use super::CliError;
 use crate::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, PreparedMotions, RobotShapes,
 };
+use crate::gpu::specialise::Layout;
 use crate::gpu::{CudaChecker, CudaOptions, GpuTimings, KernelVariant, MotionKernel};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -66,10 +68,12 @@ pub struct BenchCollisionArgs {
     /// Robot models: polytopes (exact, the default) and/or spheres (the spherized URDF; Panda).
     #[arg(long, value_delimiter = ',', default_value = "polytopes")]
     pub shapes: Vec<String>,
-    /// Register caps per thread to measure the specialised kernels with, besides the
-    /// compiler's choice (each one more line per size, labelled `specialised-r<cap>`; 0 = none).
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub spec_maxrreg: Vec<usize>,
+    /// More builds of the specialised kernels to measure besides the default one, each
+    /// `LAYOUT[:REGISTERS]` (layout `inline` or `grouped`, optional register cap per thread), one
+    /// more line per size labelled `specialised-<layout>[-r<registers>]`; e.g.
+    /// `grouped,inline:128`.
+    #[arg(long, value_delimiter = ',')]
+    pub spec_builds: Vec<String>,
     /// Largest configuration batch the CPU runs (larger sizes reuse its largest measured rate,
     /// marked `cpu_extrapolated`).
     #[arg(long, default_value_t = 1_000_000)]
@@ -247,8 +251,26 @@ fn gpu_json(secs: f64, n: usize, t: &GpuTimings) -> Value {
 /// A measured GPU configuration: its label, the checker (index) and the kernel variant.
 type GpuRun = (String, usize, KernelVariant);
 
+/// Parses a `--spec-builds` entry, `LAYOUT[:REGISTERS]`.
+fn parse_build(s: &str) -> Result<(Layout, Option<usize>), CliError> {
+    let bad = || {
+        CliError(format!(
+            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout inline or grouped, registers 16..=255)"
+        ))
+    };
+    let (layout, regs) = match s.split_once(':') {
+        Some((l, r)) => (l, Some(r.trim().parse::<usize>().map_err(|_| bad())?)),
+        None => (s, None),
+    };
+    let layout = Layout::parse(layout).ok_or_else(bad)?;
+    if regs.is_some_and(|r| !(16..=255).contains(&r)) {
+        return Err(bad());
+    }
+    Ok((layout, regs))
+}
+
 /// The CUDA checkers of a case and the runs to measure on them: each requested variant the
-/// main checker has, then the specialised kernels once more per extra register cap.
+/// main checker has (default build of the specialised kernels), then each extra build.
 fn gpu_runs(
     a: &BenchCollisionArgs,
     case: &Case,
@@ -268,7 +290,7 @@ fn gpu_runs(
     };
     let mut main = build(CudaOptions {
         specialise: want_spec,
-        spec_maxrreg: None,
+        ..Default::default()
     })?;
     let mut runs: Vec<GpuRun> = variants
         .iter()
@@ -276,17 +298,20 @@ fn gpu_runs(
         .map(|&v| (v.name().to_string(), 0, v))
         .collect();
     let mut checkers = vec![main];
-    for &cap in a.spec_maxrreg.iter().filter(|&&c| c > 0 && want_spec) {
+    for spec in a.spec_builds.iter().filter(|_| want_spec) {
+        let (layout, regs) = parse_build(spec)?;
         let c = build(CudaOptions {
             specialise: true,
-            spec_maxrreg: Some(cap),
+            spec_maxrreg: regs,
+            spec_layout: Some(layout),
         })?;
         if c.specialisation().is_some() {
-            runs.push((
-                format!("specialised-r{cap}"),
-                checkers.len(),
-                KernelVariant::Specialised,
-            ));
+            let label = format!(
+                "specialised-{}{}",
+                layout.name(),
+                regs.map_or(String::new(), |r| format!("-r{r}"))
+            );
+            runs.push((label, checkers.len(), KernelVariant::Specialised));
             checkers.push(c);
         }
     }
@@ -629,6 +654,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spec_builds_parse() {
+        assert_eq!(parse_build("grouped").unwrap(), (Layout::Grouped, None));
+        assert_eq!(
+            parse_build("inline:128").unwrap(),
+            (Layout::Inline, Some(128))
+        );
+        for bad in ["tiled", "inline:", "inline:8", "grouped:x", "inline:300"] {
+            assert!(parse_build(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn device_names_are_file_safe() {
         assert_eq!(sanitize("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
     }
@@ -694,7 +731,7 @@ mod tests {
             backends: vec!["cpu".into()],
             variants: vec!["generic".into(), "specialised".into()],
             shapes: vec!["polytopes".into()],
-            spec_maxrreg: vec![0],
+            spec_builds: vec![],
             cpu_max_configs: 1_000_000,
             cpu_max_motions: 100_000,
             out: dir.clone(),

@@ -175,6 +175,9 @@ pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
 /// Environment variable capping the registers per thread of the specialised kernels (NVRTC
 /// `--maxrregcount`; unset: the compiler's choice).
 pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
+/// Environment variable choosing the layout of the specialised kernels (`inline` or `grouped`,
+/// see [`specialise::Layout`]; anything else: the layout the model suits).
+pub const LAYOUT_ENV: &str = "GMP_SPEC_LAYOUT";
 
 /// How a [`CudaChecker`] chooses its collision kernels (beyond [`CheckerOptions`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,6 +188,9 @@ pub struct CudaOptions {
     /// Register cap per thread of the specialised kernels (NVRTC `--maxrregcount`, 16..=255);
     /// `None`: the compiler's choice.
     pub spec_maxrreg: Option<usize>,
+    /// How the specialised tests are laid out in device functions; `None`: the layout the
+    /// model suits ([`specialise::Layout::for_model`]).
+    pub spec_layout: Option<specialise::Layout>,
 }
 
 impl Default for CudaOptions {
@@ -192,18 +198,22 @@ impl Default for CudaOptions {
         Self {
             specialise: true,
             spec_maxrreg: None,
+            spec_layout: None,
         }
     }
 }
 
 impl CudaOptions {
-    /// The defaults, overridden by [`KERNEL_ENV`] and [`MAXRREG_ENV`].
+    /// The defaults, overridden by [`KERNEL_ENV`], [`MAXRREG_ENV`] and [`LAYOUT_ENV`].
     pub fn from_env() -> Self {
         Self {
             specialise: std::env::var(KERNEL_ENV).map_or(true, |v| v.trim() != "generic"),
             spec_maxrreg: std::env::var(MAXRREG_ENV)
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
+            spec_layout: std::env::var(LAYOUT_ENV)
+                .ok()
+                .and_then(|v| specialise::Layout::parse(&v)),
         }
     }
 }
@@ -1048,7 +1058,12 @@ impl CudaChecker {
             Some(r) if !(16..=255).contains(&r) => Err(format!(
                 "register cap {r} out of range 16..=255 ({MAXRREG_ENV})"
             )),
-            _ => specialise::generate(&model).map_err(|e| e.to_string()),
+            _ => {
+                let layout = cuda
+                    .spec_layout
+                    .unwrap_or_else(|| specialise::Layout::for_model(&model));
+                specialise::generate_with(&model, layout).map_err(|e| e.to_string())
+            }
         };
         let mut spec_unavailable = generated.as_ref().err().cloned();
         let mut states = Vec::new();
@@ -1077,11 +1092,12 @@ impl CudaChecker {
         match (&spec_stats, &spec_unavailable) {
             (Some(st), _) => eprintln!(
                 "gmp: cuda collision kernels: specialised ({} joints, {} frames, {} bodies, {} self \
-                 pairs; {} KiB generated; generated and compiled in {:.0} ms{})",
+                 pairs; {} layout, {} KiB generated; generated and compiled in {:.0} ms{})",
                 st.dof,
                 st.frames,
                 st.bodies,
                 st.self_pairs,
+                st.layout,
                 st.generated_bytes / 1024,
                 t0.elapsed().as_secs_f64() * 1e3,
                 maxrreg.map_or(String::new(), |r| format!(", at most {r} registers"))

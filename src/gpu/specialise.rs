@@ -21,14 +21,23 @@
 //!   self-pair test says so; each test is a pure function of the configuration (the GJK caches
 //!   start afresh per test), so their conjunction does not depend on the order the CPU stops at.
 //!   The generated code tests the bodies frame by frame, as forward kinematics reaches them, and
-//!   each pair once both of its frames are known, leaving at the first collision of a frame.
-//! - The covering-sphere loops compute every "near" flag instead of stopping at the first one
-//!   (an `any` of pure tests).
+//!   each pair once both of its frames are known, and returns after the frame (or chunk of a
+//!   frame's bodies) where it met the first collision.
 //! - A pair of sphere bodies whose one covering sphere *is* the body's bounding sphere (same
 //!   centre and radius bits, the sphere model) is tested once: the CPU's second test computes the
 //!   same expression on the same values.
 //! - Pairs where a body has no covering sphere are never in collision on the CPU (its covering
 //!   loop finds nothing near) and are left out.
+//! - The [`Layout::Grouped`] layout stores the frames and recomputes a world centre in every
+//!   function that needs it: the same expression on the same stored values, so the same bits.
+//!
+//! The broad phase (forward kinematics, every bounding-sphere test) is what the generated code
+//! holds. When a bounding test fires, the rest of that test (covering spheres, then GJK) runs
+//! out of line in the table-driven code the generic kernel uses (`gmp_body_obstacle_clear_at`,
+//! `gmp_pair_clear_at` in `common.cuh`). On the MBM Panda about 60% of uniformly random
+//! configurations have a test that reaches GJK in the polytope model (mostly self pairs; measured
+//! on the CPU), none in the sphere model against the MBM scenes (boxes and cylinders: only mesh
+//! obstacles need GJK for sphere bodies).
 //!
 //! Scene obstacles and the base state stay in device memory (the generic kernel's argument
 //! block), so scene updates and new base states need no new module.
@@ -36,6 +45,10 @@
 use crate::collision::detmath::V3;
 use crate::collision::model::{BodyModel, CollisionModel};
 
+/// [`Layout::for_model`] picks the grouped layout above this many moving bodies.
+pub const GROUPED_ABOVE_BODIES: usize = 32;
+/// Most bodies per function of the [`Layout::Grouped`] layout.
+pub const CHUNK_BODIES: usize = 8;
 /// Most bodies a specialised kernel is generated for.
 pub const MAX_BODIES: usize = 4096;
 /// Most self-collision pairs a specialised kernel is generated for.
@@ -83,6 +96,8 @@ pub struct SpecialiseStats {
     pub skipped_pairs: usize,
     /// Bytes of generated CUDA C (without the shared `common.cuh` and `collision.cu`).
     pub generated_bytes: usize,
+    /// The [`Layout`] generated.
+    pub layout: String,
 }
 
 /// A generated translation unit.
@@ -211,8 +226,208 @@ fn env_covering(b: &BodyModel) -> bool {
     b.inflate == 0.0 && b.sphere_count > 0
 }
 
-/// Generates the specialised translation unit for `model`.
+/// How the generated tests are laid out in device functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Layout {
+    /// One straight-line function: forward kinematics, then each frame's bodies against the
+    /// obstacles and in their self pairs as the frame is reached. Fewest instructions; every world
+    /// centre stays live until its last pair, so models with many spheres need many registers.
+    Inline,
+    /// Forward kinematics in one function that stores the frames; the bodies of each frame, in
+    /// chunks of at most [`CHUNK_BODIES`], tested (against the obstacles, and in the pairs whose
+    /// later body they are) in a function of their own, which recomputes (identically) the world
+    /// centres it needs from the stored frames. More instructions and local-memory loads, fewer
+    /// registers (more threads per SM).
+    Grouped,
+}
+
+impl Layout {
+    /// The layout [`generate`] picks: [`Layout::Grouped`] for models with more than
+    /// [`GROUPED_ABOVE_BODIES`] moving bodies (sphere models: the inline code needs every
+    /// register and spills, by `ptxas -v` for the MBM robots), [`Layout::Inline`] otherwise
+    /// (polytope models: ~110-140 registers inline, and the grouped code is about twice as
+    /// long). A choice from register counts, to be revisited with `gmp bench collision
+    /// --spec-builds inline,grouped` timings.
+    pub fn for_model(m: &CollisionModel) -> Layout {
+        let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
+        if moving > GROUPED_ABOVE_BODIES {
+            Layout::Grouped
+        } else {
+            Layout::Inline
+        }
+    }
+
+    /// The layout's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Inline => "inline",
+            Layout::Grouped => "grouped",
+        }
+    }
+
+    /// Parses [`Layout::name`].
+    pub fn parse(s: &str) -> Option<Layout> {
+        match s.trim() {
+            "inline" => Some(Layout::Inline),
+            "grouped" => Some(Layout::Grouped),
+            _ => None,
+        }
+    }
+}
+
+/// What is declared in the device function being written.
+#[derive(Default)]
+struct Scope {
+    frames: Vec<bool>,
+    bodies: Vec<bool>,
+    root: bool,
+    /// Frames are read from the stored array `fr` (grouped layout) rather than computed here.
+    stored_frames: bool,
+}
+
+/// The model with the tables the emitters share.
+struct Gen<'a> {
+    m: &'a CollisionModel,
+    mg: String,
+    /// Per variable: its planning-group index, or -1.
+    var_group: Vec<i32>,
+    /// Group indices the sweep steps are taken from.
+    step_groups: Vec<i32>,
+}
+
+impl Gen<'_> {
+    fn var_group(&self, var: u32) -> i32 {
+        self.var_group.get(var as usize).copied().unwrap_or(-1)
+    }
+
+    /// A new function scope.
+    fn scope(&self, stored_frames: bool) -> Scope {
+        Scope {
+            frames: vec![false; self.m.frames.len()],
+            bodies: vec![false; self.m.bodies.len()],
+            root: false,
+            stored_frames,
+        }
+    }
+
+    /// The per-joint sweep steps `st<k>` (body_sweep: `diff[k].abs() / segments as f32`).
+    fn emit_steps(&self, o: &mut Out) {
+        if self.step_groups.is_empty() {
+            return;
+        }
+        let names: Vec<String> = self
+            .step_groups
+            .iter()
+            .map(|k| format!("st{k} = 0.0f"))
+            .collect();
+        o.line(format!("float {};", names.join(", ")));
+        o.open("if (SWEEP) {");
+        o.line("const float nf = (float)n;");
+        for k in &self.step_groups {
+            o.line(format!("st{k} = fabsf(diff[{k}]) / nf;"));
+        }
+        o.close("}");
+    }
+
+    /// Declares frame `f`'s transform in the scope (stored frames only; computed ones are
+    /// declared by [`emit_frame`]).
+    fn ensure_frame(&self, o: &mut Out, sc: &mut Scope, f: i32) {
+        if f < 0 {
+            if !sc.root {
+                o.line("const Xf FR = xf_identity();");
+                sc.root = true;
+            }
+        } else if sc.stored_frames && !sc.frames[f as usize] {
+            o.line(format!("const Xf F{f} = fr[{f}];"));
+            sc.frames[f as usize] = true;
+        }
+    }
+
+    /// Declares body `bi`'s world centre `c<bi>` and sweep `e<bi>` (twin of `body_sweep`).
+    fn ensure_body(&self, o: &mut Out, sc: &mut Scope, bi: usize) -> Result<(), SpecialiseError> {
+        if sc.bodies[bi] {
+            return Ok(());
+        }
+        sc.bodies[bi] = true;
+        let m = self.m;
+        let b = &m.bodies[bi];
+        self.ensure_frame(o, sc, b.frame);
+        o.line(format!(
+            "// body {bi} (link {}, {} vertices, {} covering spheres)",
+            b.link, b.vert_count, b.sphere_count
+        ));
+        o.line(format!(
+            "const V3 c{bi} = xf_apply({}, {});",
+            frame_name(b.frame),
+            Lit::v3(&b.center, || format!("body {bi} centre"))?
+        ));
+        o.line(format!("float e{bi} = 0.0f;"));
+        let nf = m.frames.len();
+        let mut terms = Vec::new();
+        for (f, fr) in m.frames.iter().enumerate() {
+            let k = self.var_group(fr.var);
+            if k < 0 {
+                continue;
+            }
+            terms.push(format!(
+                "a = a + {} * st{k} * {};",
+                Lit::f(fr.mult.abs(), || format!("frame {f} multiplier"))?,
+                Lit::f(m.reach[bi * nf + f], || format!("reach of body {bi}"))?
+            ));
+        }
+        o.open("if (SWEEP) {");
+        o.line("float a = 0.0f;");
+        for t in terms {
+            o.line(t);
+        }
+        o.line(format!("e{bi} = 0.5f * a;"));
+        o.close("}");
+        Ok(())
+    }
+
+    /// The obstacle and self-pair tests of one frame group (its bodies and the pairs whose later
+    /// body it holds), pairs ordered by their other body so that its centre is needed briefly.
+    fn emit_group(
+        &self,
+        o: &mut Out,
+        sc: &mut Scope,
+        bodies: &[usize],
+        pairs: &[usize],
+        stats: &mut SpecialiseStats,
+    ) -> Result<(), SpecialiseError> {
+        for &bi in bodies {
+            self.ensure_body(o, sc, bi)?;
+        }
+        emit_obstacle_tests(o, self.m, bodies, &self.mg)?;
+        let mut order: Vec<(usize, usize)> = pairs
+            .iter()
+            .map(|&pi| {
+                let [a, b] = self.m.self_pairs[pi];
+                // The body outside this group (or either, when both are in it).
+                let other = if bodies.contains(&(a as usize)) { b } else { a };
+                (other as usize, pi)
+            })
+            .collect();
+        order.sort_unstable();
+        for (other, pi) in order {
+            self.ensure_body(o, sc, other)?;
+            emit_pair(o, self.m, pi, &self.mg, stats)?;
+        }
+        Ok(())
+    }
+}
+
+/// Generates the specialised translation unit for `model` in the layout it suits
+/// ([`Layout::for_model`]).
 pub fn generate(model: &CollisionModel) -> Result<SpecialisedSource, SpecialiseError> {
+    generate_with(model, Layout::for_model(model))
+}
+
+/// Generates the specialised translation unit for `model` in `layout`.
+pub fn generate_with(
+    model: &CollisionModel,
+    layout: Layout,
+) -> Result<SpecialisedSource, SpecialiseError> {
     let m = model;
     let nb = m.bodies.len();
     let nf = m.frames.len();
@@ -264,49 +479,27 @@ pub fn generate(model: &CollisionModel) -> Result<SpecialisedSource, SpecialiseE
             )));
         }
     }
-    let var_group = |var: u32| -> i32 { m.var_group.get(var as usize).copied().unwrap_or(-1) };
-
+    let mut step_groups: Vec<i32> = m
+        .frames
+        .iter()
+        .map(|f| m.var_group.get(f.var as usize).copied().unwrap_or(-1))
+        .filter(|&k| k >= 0)
+        .collect();
+    step_groups.sort_unstable();
+    step_groups.dedup();
+    let gen = Gen {
+        m,
+        mg: Lit::f(m.margin, || "margin".into())?,
+        var_group: m.var_group.clone(),
+        step_groups,
+    };
     let mut stats = SpecialiseStats {
         dof: m.dof(),
         frames: nf,
         bodies: nb,
+        layout: layout.name().into(),
         ..Default::default()
     };
-    let mg = Lit::f(m.margin, || "margin".into())?;
-    let mut o = Out {
-        s: String::new(),
-        indent: 0,
-    };
-    o.line("// ---- generated by src/gpu/specialise.rs from the loaded robot: do not edit ----");
-    o.line(format!(
-        "// {} joints, {nf} moving frames, {nb} bodies, {} self pairs, margin {}",
-        m.dof(),
-        m.self_pairs.len(),
-        m.margin
-    ));
-    o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
-    o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
-    o.line("template <bool SWEEP>");
-    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
-    o.line("bool hit = false;");
-    // Per-joint step of the sweep (body_sweep: diff[k].abs() / segments as f32).
-    let mut used_groups: Vec<i32> = m.frames.iter().map(|f| var_group(f.var)).collect();
-    used_groups.retain(|&k| k >= 0);
-    used_groups.sort_unstable();
-    used_groups.dedup();
-    if !used_groups.is_empty() {
-        let names: Vec<String> = used_groups
-            .iter()
-            .map(|k| format!("st{k} = 0.0f"))
-            .collect();
-        o.line(format!("float {};", names.join(", ")));
-        o.open("if (SWEEP) {");
-        o.line("const float nf = (float)n;");
-        for k in &used_groups {
-            o.line(format!("st{k} = fabsf(diff[{k}]) / nf;"));
-        }
-        o.close("}");
-    }
 
     // Bodies grouped by frame: the root's first, then each frame as forward kinematics reaches it.
     let group_of = |b: &BodyModel| (b.frame + 1) as usize;
@@ -320,23 +513,86 @@ pub fn generate(model: &CollisionModel) -> Result<SpecialisedSource, SpecialiseE
         let (a, b) = (&m.bodies[p[0] as usize], &m.bodies[p[1] as usize]);
         pairs_of[group_of(a).max(group_of(b))].push(pi);
     }
+    let busy = |g: usize| !groups[g].is_empty() || !pairs_of[g].is_empty();
 
-    if !groups[0].is_empty() {
-        o.line("const Xf FR = xf_identity();");
+    let mut o = Out {
+        s: String::new(),
+        indent: 0,
+    };
+    o.line("// ---- generated by src/gpu/specialise.rs from the loaded robot: do not edit ----");
+    o.line(format!(
+        "// {} joints, {nf} moving frames, {nb} bodies, {} self pairs, margin {}; {} layout",
+        m.dof(),
+        m.self_pairs.len(),
+        m.margin,
+        layout.name()
+    ));
+    o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
+    o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
+    // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
+    // its later body.
+    let mut chunks: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut chunk_of = vec![0usize; nb];
+    for (g, bodies) in groups.iter().enumerate() {
+        for part in bodies.chunks(CHUNK_BODIES) {
+            for &b in part {
+                chunk_of[b] = chunks.len();
+            }
+            chunks.push((g, part.to_vec()));
+        }
+    }
+    let mut chunk_pairs: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
+    for (pi, p) in m.self_pairs.iter().enumerate() {
+        chunk_pairs[chunk_of[p[0] as usize].max(chunk_of[p[1] as usize])].push(pi);
+    }
+    if layout == Layout::Grouped {
+        for (c, (_, bodies)) in chunks.iter().enumerate() {
+            o.line("template <bool SWEEP>");
+            o.open(format!(
+                "__device__ __noinline__ bool gmp_spec_chunk{c}(const GmpModel& m, const Xf* fr, const float* diff, unsigned n) {{"
+            ));
+            o.line("bool hit = false;");
+            gen.emit_steps(&mut o);
+            let mut sc = gen.scope(true);
+            gen.emit_group(&mut o, &mut sc, bodies, &chunk_pairs[c], &mut stats)?;
+            o.line("return !hit;");
+            o.close("}");
+            o.line("");
+        }
+    }
+    o.line("template <bool SWEEP>");
+    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    let mut sc = gen.scope(false);
+    match layout {
+        Layout::Inline => {
+            o.line("bool hit = false;");
+            gen.emit_steps(&mut o);
+        }
+        Layout::Grouped => o.line(format!("Xf fr[{}];", nf.max(1))),
     }
     for g in 0..=nf {
         if g > 0 {
-            emit_frame(&mut o, m, g - 1, &var_group)?;
+            emit_frame(&mut o, m, g - 1, &|v| gen.var_group(v))?;
+            if layout == Layout::Grouped {
+                o.line(format!("fr[{}] = F{};", g - 1, g - 1));
+            }
         }
-        if groups[g].is_empty() && pairs_of[g].is_empty() {
+        if !busy(g) {
             continue;
         }
-        emit_bodies(&mut o, m, &groups[g], &var_group)?;
-        emit_obstacle_tests(&mut o, m, &groups[g], &mg)?;
-        for &pi in &pairs_of[g] {
-            emit_pair(&mut o, m, pi, &mg, &mut stats)?;
+        match layout {
+            Layout::Inline => {
+                gen.emit_group(&mut o, &mut sc, &groups[g], &pairs_of[g], &mut stats)?;
+                o.line("if (hit) return false;");
+            }
+            Layout::Grouped => {
+                for (c, _) in chunks.iter().enumerate().filter(|(_, (cg, _))| *cg == g) {
+                    o.line(format!(
+                        "if (!gmp_spec_chunk{c}<SWEEP>(m, fr, diff, n)) return false;"
+                    ));
+                }
+            }
         }
-        o.line("if (hit) return false;");
     }
     o.line("return true;");
     o.close("}");
@@ -431,50 +687,6 @@ fn emit_frame(
         ));
     }
     o.close("}");
-    Ok(())
-}
-
-/// World centres (`c<b>`) and sweeps (`e<b>`, twin of `body_sweep`) of a group's bodies.
-fn emit_bodies(
-    o: &mut Out,
-    m: &CollisionModel,
-    bodies: &[usize],
-    var_group: &impl Fn(u32) -> i32,
-) -> Result<(), SpecialiseError> {
-    let nf = m.frames.len();
-    for &bi in bodies {
-        let b = &m.bodies[bi];
-        o.line(format!(
-            "// body {bi} (link {}, {} vertices, {} covering spheres)",
-            b.link, b.vert_count, b.sphere_count
-        ));
-        o.line(format!(
-            "const V3 c{bi} = xf_apply({}, {});",
-            frame_name(b.frame),
-            Lit::v3(&b.center, || format!("body {bi} centre"))?
-        ));
-        o.line(format!("float e{bi} = 0.0f;"));
-        let mut terms = Vec::new();
-        for (f, fr) in m.frames.iter().enumerate() {
-            let k = var_group(fr.var);
-            if k < 0 {
-                continue;
-            }
-            let reach = m.reach[bi * nf + f];
-            terms.push(format!(
-                "a = a + {} * st{k} * {};",
-                Lit::f(fr.mult.abs(), || format!("frame {f} multiplier"))?,
-                Lit::f(reach, || format!("reach of body {bi}"))?
-            ));
-        }
-        o.open("if (SWEEP) {");
-        o.line("float a = 0.0f;");
-        for t in terms {
-            o.line(t);
-        }
-        o.line(format!("e{bi} = 0.5f * a;"));
-        o.close("}");
-    }
     Ok(())
 }
 
