@@ -270,7 +270,8 @@ fn parse_build(s: &str) -> Result<(Layout, Option<usize>), CliError> {
 }
 
 /// The CUDA checkers of a case and the runs to measure on them: each requested variant the
-/// main checker has (default build of the specialised kernels), then each extra build.
+/// main checker has (default build of the specialised kernels), then each extra build that
+/// differs from the default one.
 fn gpu_runs(
     a: &BenchCollisionArgs,
     case: &Case,
@@ -297,9 +298,17 @@ fn gpu_runs(
         .filter(|&&v| main.set_kernel_variant(v).is_ok())
         .map(|&v| (v.name().to_string(), 0, v))
         .collect();
+    let main_layout = main
+        .specialisation()
+        .and_then(|st| Layout::parse(&st.layout));
     let mut checkers = vec![main];
+    let mut seen = Vec::new();
     for spec in a.spec_builds.iter().filter(|_| want_spec) {
         let (layout, regs) = parse_build(spec)?;
+        if (regs.is_none() && main_layout == Some(layout)) || seen.contains(&(layout, regs)) {
+            continue; // the default build, or one measured already
+        }
+        seen.push((layout, regs));
         let c = build(CudaOptions {
             specialise: true,
             spec_maxrreg: regs,
@@ -387,6 +396,9 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
     let mut rows = Vec::new();
     let mut specialisations = Vec::new();
     let variants = parse_variants(&a.variants)?;
+    for b in &a.spec_builds {
+        parse_build(b)?; // fail before anything runs
+    }
     for case in cases(a)? {
         let opts = CheckerOptions {
             shapes: case.shapes,
