@@ -11,15 +11,29 @@
 #define GMP_MAX_DOF 32
 #endif
 
+// The per-configuration tests the kernels call. A robot-specialised translation unit
+// (src/gpu/specialise.rs) defines these before this file to put its generated straight-line tests
+// (same arithmetic, robot constants folded in) in place of the table-driven ones, and GMP_DOF as
+// a constant so that the joint values stay in registers.
+#ifndef GMP_CONFIG_VALID
+#define GMP_CONFIG_VALID(m, q) gmp_config_valid(m, q)
+#endif
+#ifndef GMP_STEP_STATUS
+#define GMP_STEP_STATUS(m, q, diff, n) gmp_motion_step_status(m, q, diff, n)
+#endif
+#ifndef GMP_DOF
+#define GMP_DOF(m) ((m).dof)
+#endif
+
 // One thread per configuration. q: n x dof row-major f32.
 extern "C" __global__ void check_configs(const GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float qloc[GMP_MAX_DOF];
-    const float* row = q + (size_t)i * m.dof;
-    for (unsigned j = 0; j < m.dof; j++) qloc[j] = row[j];
-    out[i] = gmp_config_valid(m, qloc) ? 1 : 0;
+    const float* row = q + (size_t)i * GMP_DOF(m);
+    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
+    out[i] = GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
 }
 
 // Configuration `step` of a motion: start + diff * (step / segments), joint by joint
@@ -42,13 +56,13 @@ extern "C" __global__ void check_motions_naive(const GmpModel m, const float* __
     if (i >= n_motions) return;
     unsigned n = segments[i];
     unsigned off = order_off[n];
-    const float* s = start + (size_t)i * m.dof;
-    const float* d = diff + (size_t)i * m.dof;
+    const float* s = start + (size_t)i * GMP_DOF(m);
+    const float* d = diff + (size_t)i * GMP_DOF(m);
     float qloc[GMP_MAX_DOF];
     unsigned char status = 0;
     for (unsigned k = 0; k <= n; k++) {
-        gmp_interpolate(s, d, m.dof, order[off + k], n, qloc);
-        unsigned st = gmp_motion_step_status(m, qloc, d, n);
+        gmp_interpolate(s, d, GMP_DOF(m), order[off + k], n, qloc);
+        unsigned st = GMP_STEP_STATUS(m, qloc, d, n);
         if (st == 1u) {
             status = 1;
             break;
@@ -90,9 +104,9 @@ extern "C" __global__ void check_motions_balanced(const GmpModel m, const float*
     unsigned n = segments[mi];
     unsigned step = order[order_off[n] + r];
     float qloc[GMP_MAX_DOF];
-    const float* d = diff + (size_t)mi * m.dof;
-    gmp_interpolate(start + (size_t)mi * m.dof, d, m.dof, step, n, qloc);
-    unsigned st = gmp_motion_step_status(m, qloc, d, n);
+    const float* d = diff + (size_t)mi * GMP_DOF(m);
+    gmp_interpolate(start + (size_t)mi * GMP_DOF(m), d, GMP_DOF(m), step, n, qloc);
+    unsigned st = GMP_STEP_STATUS(m, qloc, d, n);
     if (st == 1u) collided[mi] = 1;
     if (st == 2u) collided[n_motions + mi] = 1;
 }

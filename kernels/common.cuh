@@ -238,30 +238,37 @@ __device__ __forceinline__ float gmp_var_value(const GmpModel& m, const float* q
     return g >= 0 ? q[g] : m.base_state[var];
 }
 
+// One step of frame_poses: the joint frame `origin * local(q)` of a joint with unit `axis`
+// (kind 0 revolute, 1 prismatic) at joint value `qv`, relative to its parent frame. Shared with the
+// robot-specialised kernels (src/gpu/specialise.rs), which pass the robot's constants.
+__device__ __forceinline__ Xf gmp_joint_frame(const Xf& origin, const float* axis, unsigned kind, float qv) {
+    Xf local;
+    if (kind == 0u) {
+        gmp_axis_angle(axis, qv, local.r);
+        local.t[0] = 0.0f;
+        local.t[1] = 0.0f;
+        local.t[2] = 0.0f;
+    } else {
+        local = xf_identity();
+        local.t[0] = axis[0] * qv;
+        local.t[1] = axis[1] * qv;
+        local.t[2] = axis[2] * qv;
+    }
+    return xf_mul(origin, local);
+}
+
 // frame_poses
 __device__ __forceinline__ void gmp_fk(const GmpModel& m, const float* q, Xf* out) {
     for (unsigned i = 0; i < m.num_frames; i++) {
         const GmpFrame& f = m.frames[i];
         float qv = f.mult * gmp_var_value(m, q, f.var) + f.offset;
-        Xf local;
-        if (f.kind == 0u) {
-            gmp_axis_angle(f.axis, qv, local.r);
-            local.t[0] = 0.0f;
-            local.t[1] = 0.0f;
-            local.t[2] = 0.0f;
-        } else {
-            local = xf_identity();
-            local.t[0] = f.axis[0] * qv;
-            local.t[1] = f.axis[1] * qv;
-            local.t[2] = f.axis[2] * qv;
-        }
         Xf origin;
 #pragma unroll
         for (int k = 0; k < 9; k++) origin.r[k] = f.r[k];
         origin.t[0] = f.t[0];
         origin.t[1] = f.t[1];
         origin.t[2] = f.t[2];
-        Xf joint = xf_mul(origin, local);
+        Xf joint = gmp_joint_frame(origin, f.axis, f.kind, qv);
         if (f.parent < 0) {
             out[i] = joint;
         } else {
@@ -542,28 +549,41 @@ __device__ __forceinline__ Xf gmp_obstacle_pose(const GmpObstacle& o) {
     return x;
 }
 
+// sphere_near_obstacle, box arm
+__device__ __forceinline__ bool gmp_near_box(const V3& c, float r, const GmpObstacle& o, float margin) {
+    float reach = r + margin;
+    V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
+    float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
+    float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
+    float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
+    return ex * ex + ey * ey + ez * ez <= reach * reach;
+}
+
+// sphere_near_obstacle, cylinder arm
+__device__ __forceinline__ bool gmp_near_cylinder(const V3& c, float r, const GmpObstacle& o, float margin) {
+    float reach = r + margin;
+    V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
+    float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
+    float er = fmaxf(rad - o.params[0], 0.0f);
+    float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
+    return er * er + ez * ez <= reach * reach;
+}
+
+// sphere_near_obstacle, sphere and mesh arm (bounding sphere of the obstacle)
+__device__ __forceinline__ bool gmp_near_ball(const V3& c, float r, const GmpObstacle& o, float margin) {
+    float reach = r + margin;
+    V3 oc = v3(o.center[0], o.center[1], o.center[2]);
+    V3 d = gmp_sub(c, oc);
+    float rr = reach + o.radius;
+    return gmp_dot(d, d) <= rr * rr;
+}
+
 // sphere_near_obstacle
 __device__ __forceinline__ bool gmp_sphere_near_obstacle(const V3& c, float r, const GmpObstacle& o,
                                                          float margin) {
-    float reach = r + margin;
-    if (o.kind == GMP_BOX) {
-        V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
-        float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
-        float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
-        float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
-        return ex * ex + ey * ey + ez * ez <= reach * reach;
-    } else if (o.kind == GMP_CYLINDER) {
-        V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
-        float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
-        float er = fmaxf(rad - o.params[0], 0.0f);
-        float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
-        return er * er + ez * ez <= reach * reach;
-    } else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) {
-        V3 oc = v3(o.center[0], o.center[1], o.center[2]);
-        V3 d = gmp_sub(c, oc);
-        float rr = reach + o.radius;
-        return gmp_dot(d, d) <= rr * rr;
-    }
+    if (o.kind == GMP_BOX) return gmp_near_box(c, r, o, margin);
+    if (o.kind == GMP_CYLINDER) return gmp_near_cylinder(c, r, o, margin);
+    if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) return gmp_near_ball(c, r, o, margin);
     return false;
 }
 
@@ -629,6 +649,76 @@ __device__ __forceinline__ float gmp_body_sweep(const GmpModel& m, unsigned b, c
     return 0.5f * acc;
 }
 
+// cpu.rs frames_valid, one (body, obstacle) test once the body's bounding sphere (world centre bc,
+// grown by e) was found near the obstacle: the covering spheres, then the exact test. true = the
+// two are apart (frames_valid goes on), false = in contact.
+__device__ __forceinline__ bool gmp_body_obstacle_clear(const GmpModel& m, const Xf& xf, const GmpBody& b,
+                                                        const GmpObstacle& o, const V3& bc, float e) {
+    const float mg = m.margin;
+    if (b.inflate == 0.0f && b.sphere_count > 0u) {
+        bool near = false;
+        for (unsigned si = b.sphere_start; si < b.sphere_start + b.sphere_count; si++) {
+            const float* sp = m.spheres + 4 * si;
+            V3 c = xf_apply(xf, gmp_sphere_center(sp));
+            if (gmp_sphere_near_obstacle(c, sp[3] + e, o, mg)) {
+                near = true;
+                break;
+            }
+        }
+        if (!near) return true;
+    }
+    if (b.vert_count == 1u && o.kind != GMP_MESH) return false;
+    float extra = o.kind == GMP_SPHERE ? o.params[0] : 0.0f;
+    unsigned ca = b.vert_start;
+    unsigned cb = o.mesh_start;
+    V3 ocenter = v3(o.center[0], o.center[1], o.center[2]);
+    V3 dir = gmp_sub(bc, ocenter);
+    GmpShape body = gmp_body_shape(m, xf);
+    GmpShape obs = gmp_obstacle_shape(m, o);
+    return gmp_separated(body, obs, mg + b.inflate + e + extra, dir, &ca, &cb);
+}
+
+// cpu.rs frames_valid, one self pair once the bodies' bounding spheres (centres ca - cb = d, grown
+// by ea and eb) were found near: the covering-sphere pairs, then the exact test. true = apart.
+__device__ __forceinline__ bool gmp_pair_clear(const GmpModel& m, const Xf& xa, const Xf& xb, const GmpBody& ba,
+                                               const GmpBody& bb, float ea, float eb, const V3& d) {
+    const float mg = m.margin;
+    bool near = false;
+    for (unsigned si = ba.sphere_start; si < ba.sphere_start + ba.sphere_count && !near; si++) {
+        const float* s = m.spheres + 4 * si;
+        V3 c1 = xf_apply(xa, gmp_sphere_center(s));
+        for (unsigned ti = bb.sphere_start; ti < bb.sphere_start + bb.sphere_count; ti++) {
+            const float* t = m.spheres + 4 * ti;
+            V3 c2 = xf_apply(xb, gmp_sphere_center(t));
+            V3 dd = gmp_sub(c1, c2);
+            float r2 = s[3] + t[3] + mg + ea + eb;
+            if (gmp_dot(dd, dd) <= r2 * r2) {
+                near = true;
+                break;
+            }
+        }
+    }
+    if (!near) return true;
+    if (ba.vert_count == 1u && bb.vert_count == 1u) return false;
+    GmpShape sha = gmp_body_shape(m, xa);
+    GmpShape shb = gmp_body_shape(m, xb);
+    unsigned va = ba.vert_start;
+    unsigned vb = bb.vert_start;
+    return gmp_separated(sha, shb, mg + ba.inflate + bb.inflate + ea + eb, d, &va, &vb);
+}
+
+// Out-of-line forms of the two tests above for the robot-specialised kernels, whose straight-line
+// broad phase calls them only when a bounding test fires (src/gpu/specialise.rs).
+__device__ __noinline__ bool gmp_body_obstacle_clear_at(const GmpModel& m, const Xf& xf, unsigned bi, unsigned oi,
+                                                        V3 bc, float e) {
+    return gmp_body_obstacle_clear(m, xf, m.bodies[bi], m.obstacles[oi], bc, e);
+}
+
+__device__ __noinline__ bool gmp_pair_clear_at(const GmpModel& m, const Xf& xa, const Xf& xb, unsigned ia,
+                                               unsigned ib, float ea, float eb, V3 d) {
+    return gmp_pair_clear(m, xa, xb, m.bodies[ia], m.bodies[ib], ea, eb, d);
+}
+
 // cpu.rs frames_valid: config_valid after frame_poses, every body grown by its sweep for the
 // motion (diff, n) when diff is not null. true = collision free.
 __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const float* diff, unsigned n) {
@@ -642,27 +732,7 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const floa
         for (unsigned oi = 0; oi < m.num_obstacles; oi++) {
             const GmpObstacle& o = m.obstacles[oi];
             if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius + e, o, mg)) continue;
-            if (b.inflate == 0.0f && b.sphere_count > 0u) {
-                bool near = false;
-                for (unsigned si = b.sphere_start; si < b.sphere_start + b.sphere_count; si++) {
-                    const float* sp = m.spheres + 4 * si;
-                    V3 c = xf_apply(xf, gmp_sphere_center(sp));
-                    if (gmp_sphere_near_obstacle(c, sp[3] + e, o, mg)) {
-                        near = true;
-                        break;
-                    }
-                }
-                if (!near) continue;
-            }
-            if (b.vert_count == 1u && o.kind != GMP_MESH) return false;
-            float extra = o.kind == GMP_SPHERE ? o.params[0] : 0.0f;
-            unsigned ca = b.vert_start;
-            unsigned cb = o.mesh_start;
-            V3 ocenter = v3(o.center[0], o.center[1], o.center[2]);
-            V3 dir = gmp_sub(bc, ocenter);
-            GmpShape body = gmp_body_shape(m, xf);
-            GmpShape obs = gmp_obstacle_shape(m, o);
-            if (!gmp_separated(body, obs, mg + b.inflate + e + extra, dir, &ca, &cb)) return false;
+            if (!gmp_body_obstacle_clear(m, xf, b, o, bc, e)) return false;
         }
     }
     for (unsigned pi = 0; pi < m.num_self_pairs; pi++) {
@@ -677,28 +747,7 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const floa
         V3 d = gmp_sub(ca, cb);
         float rr = ba.radius + bb.radius + mg + ea + eb;
         if (gmp_dot(d, d) > rr * rr) continue;
-        bool near = false;
-        for (unsigned si = ba.sphere_start; si < ba.sphere_start + ba.sphere_count && !near; si++) {
-            const float* s = m.spheres + 4 * si;
-            V3 c1 = xf_apply(xa, gmp_sphere_center(s));
-            for (unsigned ti = bb.sphere_start; ti < bb.sphere_start + bb.sphere_count; ti++) {
-                const float* t = m.spheres + 4 * ti;
-                V3 c2 = xf_apply(xb, gmp_sphere_center(t));
-                V3 dd = gmp_sub(c1, c2);
-                float r2 = s[3] + t[3] + mg + ea + eb;
-                if (gmp_dot(dd, dd) <= r2 * r2) {
-                    near = true;
-                    break;
-                }
-            }
-        }
-        if (!near) continue;
-        if (ba.vert_count == 1u && bb.vert_count == 1u) return false;
-        GmpShape sha = gmp_body_shape(m, xa);
-        GmpShape shb = gmp_body_shape(m, xb);
-        unsigned va = ba.vert_start;
-        unsigned vb = bb.vert_start;
-        if (!gmp_separated(sha, shb, mg + ba.inflate + bb.inflate + ea + eb, d, &va, &vb)) return false;
+        if (!gmp_pair_clear(m, xa, xb, ba, bb, ea, eb, d)) return false;
     }
     return true;
 }

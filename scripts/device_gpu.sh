@@ -6,7 +6,9 @@
 # run of all three), drm (the dynamic roadmap's CUDA label engine: its parity test against the
 # CPU engines, a memcheck of it, and `gmp bench dynamic --experiment scale` with 10k and 100k
 # edges), drm-quick (the same, small). Results go to $OUT (logs, results/collision/*.json|md,
-# results/dynamic/*.json|md). The last line is a one-line summary.
+# results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
+# benchmark cover both CUDA kernel variants (generic and robot-specialised);
+# GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -30,10 +32,18 @@ tarfile.open(src, "r:bz2").extractall(dst)
   done
 fi
 
-parity_n=1000000; motions_n=100000; bench_args=()
+# The benchmark measures the generic and the robot-specialised kernels side by side, for the
+# polytope and the sphere model, the specialised ones in their default build (the layout the
+# model suits, the compiler's register count) and in the other layout. GMP_BENCH_ARGS adds
+# arguments, e.g. GMP_BENCH_ARGS="--spec-builds inline,grouped,inline:96,grouped:96" for register
+# caps too (longer), or "--robots panda" to leave out the planar arm.
+parity_n=1000000; motions_n=100000
+bench_args=(--shapes polytopes,spheres --spec-builds inline,grouped)
 if [ "$mode" = quick ]; then
-  parity_n=20000; motions_n=2000; bench_args=(--quick)
+  parity_n=20000; motions_n=2000; bench_args+=(--quick)
 fi
+# shellcheck disable=SC2206
+bench_args+=(${GMP_BENCH_ARGS:-})
 
 status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"; status_drm="skipped"
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then

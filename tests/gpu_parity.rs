@@ -10,13 +10,21 @@
 //!    and brute force) on the MBM Panda: verdicts of random obstacles
 //!    (`GMP_PARITY_DRM_OBSTACLES`, default 3000), labels after scene updates, and the labels of a
 //!    roadmap built with the GPU (self-collision check on the CUDA checker).
+//!
+//! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
+//! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
+//! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel; the
+//! robot parity tests also run the specialised kernels in their other layout (inline/grouped).
 
 mod common;
 
 use gpu_motion_planner::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
-use gpu_motion_planner::gpu::{self, kernels, CudaChecker, MotionKernel};
+use gpu_motion_planner::gpu::specialise::Layout;
+use gpu_motion_planner::gpu::{
+    self, kernels, CudaChecker, CudaOptions, KernelVariant, MotionKernel,
+};
 use gpu_motion_planner::planners::dynamic_roadmap::{
     DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine,
 };
@@ -25,21 +33,9 @@ use gpu_motion_planner::scene::{Obstacle, Scene};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn nvrtc_compiles_every_kernel() {
-    if !kernels::nvrtc_available() {
-        eprintln!(
-            "SKIP nvrtc_compiles_every_kernel: libnvrtc not found (GMP_NVRTC_LIB={:?}); \
-             run `source scripts/nvrtc_env.sh` first",
-            std::env::var("GMP_NVRTC_LIB").ok()
-        );
+    if !common::nvrtc_or_skip("nvrtc_compiles_every_kernel") {
         return;
     }
     // Each translation unit, for every architecture we may meet.
@@ -152,18 +148,111 @@ const PARITY_RESOLUTION: f64 = 0.03;
 #[derive(Default)]
 struct Tally {
     configs: usize,
-    config_diff: usize,
     config_free: usize,
     motions: usize,
-    motion_diff_naive: usize,
-    motion_diff_balanced: usize,
     motion_free: usize,
+    /// Verdicts differing from the CPU, per GPU run ("generic configs", "specialised balanced
+    /// motions", ...), in the order first seen.
+    diffs: Vec<(String, usize)>,
     examples: Vec<String>,
 }
 
+impl Tally {
+    fn add(&mut self, run: &str, n: usize) {
+        match self.diffs.iter_mut().find(|(r, _)| r == run) {
+            Some((_, d)) => *d += n,
+            None => self.diffs.push((run.to_string(), n)),
+        }
+    }
+
+    /// Compares the GPU verdicts of one run with the CPU's, keeping a few examples.
+    fn record(
+        &mut self,
+        run: &str,
+        cpu: &[bool],
+        gpu: &[bool],
+        describe: impl Fn(usize) -> String,
+    ) {
+        assert_eq!(cpu.len(), gpu.len(), "{run}: verdict count");
+        let mut diffs = 0;
+        for i in 0..cpu.len() {
+            if cpu[i] != gpu[i] {
+                diffs += 1;
+                if self.examples.len() < 5 {
+                    self.examples.push(format!(
+                        "{}: cpu {} cuda {} ({run})",
+                        describe(i),
+                        cpu[i],
+                        gpu[i]
+                    ));
+                }
+            }
+        }
+        self.add(run, diffs);
+    }
+
+    fn total_diff(&self) -> usize {
+        self.diffs.iter().map(|(_, d)| d).sum()
+    }
+
+    /// `generic configs 0, specialised configs 0, ...`
+    fn per_run(&self) -> String {
+        self.diffs
+            .iter()
+            .map(|(r, d)| format!("{r} {d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The kernel variants a parity run must cover: both, unless the specialised kernels were
+/// turned off on purpose (GMP_CUDA_KERNEL=generic). A checker without specialised kernels fails
+/// the test otherwise (it would compare the generic kernels twice).
+fn variants(cuda: &CudaChecker) -> Vec<KernelVariant> {
+    if std::env::var(gpu::KERNEL_ENV).is_ok_and(|v| v.trim() == "generic") {
+        return vec![KernelVariant::Generic];
+    }
+    assert!(
+        cuda.specialisation().is_some(),
+        "the specialised kernels are missing: {}",
+        cuda.specialisation_unavailable().unwrap_or("?")
+    );
+    vec![KernelVariant::Generic, KernelVariant::Specialised]
+}
+
+/// The checker with the specialised kernels in the layout the default one does not use (both
+/// layouts must give the CPU's verdicts), or `None` when the specialised kernels are off.
+fn other_layout(
+    r: &gpu_motion_planner::mbm::MbmRobot,
+    base: &[f64],
+    scene: &gpu_motion_planner::scene::Scene,
+    opts: CheckerOptions,
+    main: &CudaChecker,
+) -> Option<CudaChecker> {
+    let used = Layout::parse(&main.specialisation()?.layout)?;
+    let other = match used {
+        Layout::Inline => Layout::Grouped,
+        Layout::Grouped => Layout::Inline,
+    };
+    let cuda = CudaOptions {
+        spec_layout: Some(other),
+        ..CudaOptions::from_env()
+    };
+    let c = CudaChecker::with_options(&r.model, &r.group, base, scene, opts, cuda)
+        .expect("cuda checker (other layout)");
+    assert!(
+        c.specialisation().is_some(),
+        "the specialised kernels ({other:?}) are missing: {}",
+        c.specialisation_unavailable().unwrap_or("?")
+    );
+    Some(c)
+}
+
+/// Compares the CPU with every kernel variant of `cudas[0]` and with the specialised kernels of
+/// the others (other builds), on the same batches.
 fn compare(
     cpu: &CpuChecker,
-    cuda: &mut CudaChecker,
+    cudas: &mut [CudaChecker],
     s: &mut Sampler,
     n_cfg: usize,
     n_mot: usize,
@@ -176,24 +265,6 @@ fn compare(
         batch.push(&s.config()).unwrap();
     }
     let vc = cpu.check_configs(&batch).expect("cpu configs");
-    let vg = cuda.check_configs(&batch).expect("cuda configs");
-    assert_eq!(vc.len(), vg.len());
-    for i in 0..vc.len() {
-        if vc[i] != vg[i] {
-            t.config_diff += 1;
-            if t.examples.len() < 5 {
-                t.examples.push(format!(
-                    "{what} config {:?}: cpu {} cuda {}",
-                    batch.row(i),
-                    vc[i],
-                    vg[i]
-                ));
-            }
-        }
-    }
-    t.configs += vc.len();
-    t.config_free += vc.iter().filter(|&&v| v).count();
-
     let mut motions = MotionBatch::new(dof);
     for _ in 0..n_mot {
         let (a, b) = s.motion();
@@ -202,31 +273,49 @@ fn compare(
     let mc = cpu
         .check_motions(&motions, PARITY_RESOLUTION)
         .expect("cpu motions");
-    for (kernel, diffs) in [
-        (MotionKernel::Naive, &mut t.motion_diff_naive),
-        (MotionKernel::Balanced, &mut t.motion_diff_balanced),
-    ] {
-        cuda.set_motion_kernel(kernel);
-        let mg = cuda
-            .check_motions(&motions, PARITY_RESOLUTION)
-            .expect("cuda motions");
-        assert_eq!(mc.len(), mg.len());
-        for i in 0..mc.len() {
-            if mc[i] != mg[i] {
-                *diffs += 1;
-                if t.examples.len() < 5 {
-                    t.examples.push(format!(
-                        "{what} motion {:?} -> {:?} ({}): cpu {} cuda {}",
-                        motions.from.row(i),
-                        motions.to.row(i),
-                        kernel.name(),
-                        mc[i],
-                        mg[i]
-                    ));
-                }
-            }
+    let mut runs = Vec::new();
+    for (ci, c) in cudas.iter().enumerate() {
+        if ci == 0 {
+            runs.extend(
+                variants(c)
+                    .into_iter()
+                    .map(|v| (0, v, v.name().to_string())),
+            );
+        } else if let Some(st) = c.specialisation() {
+            runs.push((
+                ci,
+                KernelVariant::Specialised,
+                format!("specialised-{}", st.layout),
+            ));
         }
     }
+    for (ci, variant, label) in runs {
+        let cuda = &mut cudas[ci];
+        cuda.set_kernel_variant(variant).expect("kernel variant");
+        let vg = cuda.check_configs(&batch).expect("cuda configs");
+        t.record(&format!("{label} configs"), &vc, &vg, |i| {
+            format!("{what} config {:?}", batch.row(i))
+        });
+        for kernel in [MotionKernel::Naive, MotionKernel::Balanced] {
+            cuda.set_motion_kernel(kernel);
+            let mg = cuda
+                .check_motions(&motions, PARITY_RESOLUTION)
+                .expect("cuda motions");
+            let run = format!("{label} {} motions", kernel.name());
+            t.record(&run, &mc, &mg, |i| {
+                format!(
+                    "{what} motion {:?} -> {:?}",
+                    motions.from.row(i),
+                    motions.to.row(i)
+                )
+            });
+        }
+    }
+    for c in cudas.iter_mut() {
+        c.set_motion_kernel(MotionKernel::Balanced);
+    }
+    t.configs += vc.len();
+    t.config_free += vc.iter().filter(|&&v| v).count();
     t.motions += mc.len();
     t.motion_free += mc.iter().filter(|&&v| v).count();
 }
@@ -265,23 +354,31 @@ fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) ->
     for p in &picked {
         let base = r.start_full_state(p);
         let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu checker");
-        let mut cuda =
+        let cuda =
             CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda checker");
+        let other = other_layout(&r, &base, &p.scene, opts, &cuda);
+        let mut cudas: Vec<CudaChecker> = std::iter::once(cuda).chain(other).collect();
         let what = format!("{robot}/{}#{}", p.scene_name, p.index);
-        compare(&cpu, &mut cuda, &mut s, per_cfg, per_mot, &mut t, &what);
+        compare(&cpu, &mut cudas, &mut s, per_cfg, per_mot, &mut t, &what);
     }
-    let motion_diff = t.motion_diff_naive + t.motion_diff_balanced;
     eprintln!(
-        "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; naive diff {}, balanced diff {})",
+        "parity: {robot} configs {} diff {}, motions {} diff {} ({:?}; free configs {:.1}%, free motions {:.1}%; {})",
         t.configs,
-        t.config_diff,
+        t.diffs
+            .iter()
+            .filter(|(r, _)| r.ends_with(" configs"))
+            .map(|(_, d)| d)
+            .sum::<usize>(),
         t.motions,
-        motion_diff,
+        t.diffs
+            .iter()
+            .filter(|(r, _)| r.ends_with(" motions"))
+            .map(|(_, d)| d)
+            .sum::<usize>(),
         shapes,
         100.0 * t.config_free as f64 / t.configs.max(1) as f64,
         100.0 * t.motion_free as f64 / t.motions.max(1) as f64,
-        t.motion_diff_naive,
-        t.motion_diff_balanced,
+        t.per_run(),
     );
     t
 }
@@ -292,8 +389,8 @@ fn assert_parity(robot: &str) {
     {
         return;
     }
-    let n_cfg = env_usize("GMP_PARITY_CONFIGS", 20_000);
-    let n_mot = env_usize("GMP_PARITY_MOTIONS", 2_000);
+    let n_cfg = common::env_usize("GMP_PARITY_CONFIGS", 20_000);
+    let n_mot = common::env_usize("GMP_PARITY_MOTIONS", 2_000);
     let mut examples = Vec::new();
     let mut bad = 0;
     // The exact polytope model at full size, the sphere model at a quarter.
@@ -302,7 +399,7 @@ fn assert_parity(robot: &str) {
         (RobotShapes::Spheres, n_cfg / 4, n_mot / 4),
     ] {
         let t = parity_robot(robot, shapes, c, m);
-        bad += t.config_diff + t.motion_diff_naive + t.motion_diff_balanced;
+        bad += t.total_diff();
         examples.extend(t.examples);
     }
     assert_eq!(
@@ -334,9 +431,8 @@ fn gpu_parity_after_scene_updates() {
     let Some(data) = common::mbm_or_skip("gpu_parity_after_scene_updates") else {
         return;
     };
-    use gpu_motion_planner::robot::geometry::Polytope;
     use gpu_motion_planner::scene::{Obstacle, Shape};
-    use nalgebra::{Isometry3, Point3, Translation3, Vector3};
+    use nalgebra::{Isometry3, Translation3, Vector3};
 
     let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
     let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
@@ -356,7 +452,7 @@ fn gpu_parity_after_scene_updates() {
     let opts = CheckerOptions::default();
     let mut scene = p.scene.clone();
     let mut cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
-    let mut cuda = CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
+    let mut cuda = [CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap()];
     let mut t = Tally::default();
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "initial");
 
@@ -379,24 +475,17 @@ fn gpu_parity_after_scene_updates() {
             pose: Isometry3::translation(0.45, 0.0, 0.5),
         })
         .unwrap();
-    let pts = [
-        Point3::new(0.0, 0.0, 0.0),
-        Point3::new(0.2, 0.0, 0.0),
-        Point3::new(0.0, 0.2, 0.0),
-        Point3::new(0.0, 0.0, 0.2),
-        Point3::new(0.1, 0.1, 0.15),
-    ];
     scene
         .add(Obstacle {
             id: "added_mesh".into(),
             shape: Shape::ConvexMesh {
-                polytope: Polytope::from_points(&pts).unwrap(),
+                polytope: common::small_mesh(),
             },
             pose: Isometry3::translation(0.3, -0.35, 0.35),
         })
         .unwrap();
     let changed_cpu = cpu.sync_scene(&scene);
-    let changed_gpu = cuda.sync_scene(&scene).expect("sync");
+    let changed_gpu = cuda[0].sync_scene(&scene).expect("sync");
     assert_eq!(changed_cpu, changed_gpu);
     assert!(!changed_gpu.is_empty());
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 1");
@@ -407,7 +496,7 @@ fn gpu_parity_after_scene_updates() {
         .unwrap();
     scene.remove("added_box").unwrap();
     cpu.sync_scene(&scene);
-    cuda.sync_scene(&scene).expect("sync");
+    cuda[0].sync_scene(&scene).expect("sync");
     compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 2");
     // A new base state (the fingers) goes to the device too.
     let mut base2 = base.clone();
@@ -415,7 +504,7 @@ fn gpu_parity_after_scene_updates() {
         *v += 0.01;
     }
     cpu.set_base_state(&base2).unwrap();
-    cuda.set_base_state(&base2).unwrap();
+    cuda[0].set_base_state(&base2).unwrap();
     compare(
         &cpu,
         &mut cuda,
@@ -427,18 +516,13 @@ fn gpu_parity_after_scene_updates() {
     );
 
     eprintln!(
-        "parity: scene updates configs {} diff {}, motions {} diff {}",
+        "parity: scene updates configs {} motions {} diff {} ({})",
         t.configs,
-        t.config_diff,
         t.motions,
-        t.motion_diff_naive + t.motion_diff_balanced
+        t.total_diff(),
+        t.per_run()
     );
-    assert_eq!(
-        t.config_diff + t.motion_diff_naive + t.motion_diff_balanced,
-        0,
-        "{:#?}",
-        t.examples
-    );
+    assert_eq!(t.total_diff(), 0, "{:#?}", t.examples);
 }
 
 #[test]
@@ -459,7 +543,7 @@ fn gpu_parity_drm_rgg_labels() {
         inner_spheres_per_body: 3,
         ..Default::default()
     };
-    let vertices = env_usize("GMP_PARITY_DRM_VERTICES", 800);
+    let vertices = common::env_usize("GMP_PARITY_DRM_VERTICES", 800);
     let mut cpu = DynamicRoadmap::sample(robot, group, &base, vertices, 8, 7, opts.clone())
         .expect("CPU build");
     let gpu_opts = DynamicRoadmapOptions { gpu: true, ..opts };
@@ -474,7 +558,7 @@ fn gpu_parity_drm_rgg_labels() {
     assert_eq!(cpu.labels(LabelMethod::Rgg), cuda.labels(LabelMethod::Rgg));
     let edges = cpu.roadmap().num_edges();
     // Verdicts of single obstacles, all three engines.
-    let n = env_usize("GMP_PARITY_DRM_OBSTACLES", 3000);
+    let n = common::env_usize("GMP_PARITY_DRM_OBSTACLES", 3000);
     let (lo, hi) = ([-0.8, -0.8, -0.1], [0.8, 0.8, 1.2]);
     let mut rng = ChaCha8Rng::seed_from_u64(0xd4a);
     let (mut diff, mut listed, mut invalid) = (0usize, 0usize, 0usize);

@@ -7,6 +7,12 @@
 //! uniform in the joint limits; motions start uniform and move 1 rad (joint-space norm, clamped
 //! into the limits) at a resolution of 0.01, so about 100 steps each. Every size where both
 //! backends ran also counts verdict mismatches (expected 0).
+//!
+//! The CUDA side runs each of its kernel variants on the same batch, one table line each: the
+//! generic table-driven kernels and the robot-specialised ones (`--variants`), and for motions
+//! both motion kernels (naive, balanced); `--spec-builds` adds other builds of the specialised
+//! kernels (layout, register cap). `--shapes` picks the robot model(s): the exact polytope model
+//! (default) and/or the sphere model of the spherized URDF (Panda only).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,9 +24,10 @@ use serde_json::{json, Value};
 
 use super::CliError;
 use crate::collision::{
-    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, PreparedMotions,
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, PreparedMotions, RobotShapes,
 };
-use crate::gpu::{CudaChecker, GpuTimings, MotionKernel};
+use crate::gpu::specialise::Layout;
+use crate::gpu::{CudaChecker, CudaOptions, GpuTimings, KernelVariant, MotionKernel};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
@@ -55,6 +62,18 @@ pub struct BenchCollisionArgs {
     /// Backends to measure: cpu, cuda.
     #[arg(long, value_delimiter = ',', default_value = "cpu,cuda")]
     pub backends: Vec<String>,
+    /// CUDA kernel variants to measure side by side: generic, specialised.
+    #[arg(long, value_delimiter = ',', default_value = "generic,specialised")]
+    pub variants: Vec<String>,
+    /// Robot models: polytopes (exact, the default) and/or spheres (the spherized URDF; Panda).
+    #[arg(long, value_delimiter = ',', default_value = "polytopes")]
+    pub shapes: Vec<String>,
+    /// More builds of the specialised kernels to measure besides the default one, each
+    /// `LAYOUT[:REGISTERS]` (layout `inline` or `grouped`, optional register cap per thread), one
+    /// more line per size labelled `specialised-<layout>[-r<registers>]`; e.g.
+    /// `grouped,inline:128`.
+    #[arg(long, value_delimiter = ',')]
+    pub spec_builds: Vec<String>,
     /// Largest configuration batch the CPU runs (larger sizes reuse its largest measured rate,
     /// marked `cpu_extrapolated`).
     #[arg(long, default_value_t = 1_000_000)]
@@ -76,6 +95,7 @@ pub struct BenchCollisionArgs {
 /// A robot and scene to benchmark.
 struct Case {
     name: String,
+    shapes: RobotShapes,
     robot: RobotModel,
     group: PlanningGroup,
     base: Vec<f64>,
@@ -92,6 +112,22 @@ fn crate_file(rel: &str) -> PathBuf {
 
 fn cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
     let mut out = Vec::new();
+    for shape in &a.shapes {
+        let shapes = super::parse_shapes(shape)?;
+        for mut c in robot_cases(a)? {
+            if shapes == RobotShapes::Spheres && c.robot.spherized.is_none() {
+                eprintln!("bench collision: {} has no sphere model, skipped", c.name);
+                continue;
+            }
+            c.shapes = shapes;
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn robot_cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
+    let mut out = Vec::new();
     for r in &a.robots {
         match r.as_str() {
             "panda" => {
@@ -105,6 +141,7 @@ fn cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
                         .ok_or_else(|| CliError(format!("no MBM panda problem in scene '{s}'")))?;
                     out.push(Case {
                         name: format!("panda/{s}"),
+                        shapes: RobotShapes::Polytopes,
                         base: mr.start_full_state(p),
                         robot: mr.model.clone(),
                         group: mr.group.clone(),
@@ -120,6 +157,7 @@ fn cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
                 let scene = crate::scene::load_scene(&crate_file("config/planar_arm9_scene.yaml"))?;
                 out.push(Case {
                     name: "planar9/seed000".into(),
+                    shapes: RobotShapes::Polytopes,
                     base: robot.tree.neutral_state(),
                     robot,
                     group,
@@ -210,6 +248,123 @@ fn gpu_json(secs: f64, n: usize, t: &GpuTimings) -> Value {
     })
 }
 
+/// A measured GPU configuration: its label, the checker (index) and the kernel variant.
+type GpuRun = (String, usize, KernelVariant);
+
+/// Parses a `--spec-builds` entry, `LAYOUT[:REGISTERS]`.
+fn parse_build(s: &str) -> Result<(Layout, Option<usize>), CliError> {
+    let bad = || {
+        CliError(format!(
+            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout inline or grouped, registers 16..=255)"
+        ))
+    };
+    let (layout, regs) = match s.split_once(':') {
+        Some((l, r)) => (l, Some(r.trim().parse::<usize>().map_err(|_| bad())?)),
+        None => (s, None),
+    };
+    let layout = Layout::parse(layout).ok_or_else(bad)?;
+    if regs.is_some_and(|r| !(16..=255).contains(&r)) {
+        return Err(bad());
+    }
+    Ok((layout, regs))
+}
+
+/// The CUDA checkers of a case and the runs to measure on them: each requested variant the
+/// main checker has (default build of the specialised kernels), then each extra build that
+/// differs from the default one.
+fn gpu_runs(
+    a: &BenchCollisionArgs,
+    case: &Case,
+    opts: CheckerOptions,
+    variants: &[KernelVariant],
+) -> Result<(Vec<CudaChecker>, Vec<GpuRun>), CliError> {
+    let want_spec = variants.contains(&KernelVariant::Specialised);
+    let build = |cuda: CudaOptions| {
+        CudaChecker::with_options(
+            &case.robot,
+            &case.group,
+            &case.base,
+            &case.scene,
+            opts,
+            cuda,
+        )
+    };
+    let mut main = build(CudaOptions {
+        specialise: want_spec,
+        ..Default::default()
+    })?;
+    let mut runs: Vec<GpuRun> = variants
+        .iter()
+        .filter(|&&v| main.set_kernel_variant(v).is_ok())
+        .map(|&v| (v.name().to_string(), 0, v))
+        .collect();
+    let main_layout = main
+        .specialisation()
+        .and_then(|st| Layout::parse(&st.layout));
+    let mut checkers = vec![main];
+    let mut seen = Vec::new();
+    for spec in a.spec_builds.iter().filter(|_| want_spec) {
+        let (layout, regs) = parse_build(spec)?;
+        if (regs.is_none() && main_layout == Some(layout)) || seen.contains(&(layout, regs)) {
+            continue; // the default build, or one measured already
+        }
+        seen.push((layout, regs));
+        let c = build(CudaOptions {
+            specialise: true,
+            spec_maxrreg: regs,
+            spec_layout: Some(layout),
+        })?;
+        if c.specialisation().is_some() {
+            let label = format!(
+                "specialised-{}{}",
+                layout.name(),
+                regs.map_or(String::new(), |r| format!("-r{r}"))
+            );
+            runs.push((label, checkers.len(), KernelVariant::Specialised));
+            checkers.push(c);
+        }
+    }
+    Ok((checkers, runs))
+}
+
+fn parse_variants(names: &[String]) -> Result<Vec<KernelVariant>, CliError> {
+    names
+        .iter()
+        .map(|n| match n.as_str() {
+            "generic" => Ok(KernelVariant::Generic),
+            "specialised" | "specialized" => Ok(KernelVariant::Specialised),
+            other => Err(CliError(format!(
+                "--variants: unknown kernel variant '{other}' (expected generic or specialised)"
+            ))),
+        })
+        .collect()
+}
+
+/// The GPU measurement of `variant` in a row (for motions, the balanced motion kernel's).
+fn gpu_entry<'a>(row: &'a Value, variant: &str) -> Option<&'a Value> {
+    row["gpu"].as_array()?.iter().find(|g| {
+        g["variant"] == variant
+            && (g["motion_kernel"].is_null() || g["motion_kernel"] == "balanced")
+    })
+}
+
+/// Stores the GPU measurements of a row, its best GPU/CPU ratio and the specialised kernels'
+/// speedup over the generic ones (configurations; for motions, with the balanced kernel).
+fn finish_row(row: &mut Value, gpu: Vec<Value>) {
+    let best = gpu
+        .iter()
+        .filter_map(|g| g["ratio"].as_f64())
+        .reduce(f64::max);
+    if let Some(b) = best {
+        row["ratio"] = json!(b);
+    }
+    row["gpu"] = json!(gpu);
+    let rate = |variant: &str| gpu_entry(row, variant).and_then(|g| g["per_s"].as_f64());
+    if let (Some(s), Some(g)) = (rate("specialised"), rate("generic")) {
+        row["speedup_specialised"] = json!(s / g);
+    }
+}
+
 fn mismatches(a: &[bool], b: &[bool]) -> usize {
     a.iter().zip(b).filter(|(x, y)| x != y).count()
 }
@@ -239,26 +394,43 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
         .unwrap_or(1);
     let date = today();
     let mut rows = Vec::new();
-    let opts = CheckerOptions::default();
+    let mut specialisations = Vec::new();
+    let variants = parse_variants(&a.variants)?;
+    for b in &a.spec_builds {
+        parse_build(b)?; // fail before anything runs
+    }
     for case in cases(a)? {
+        let opts = CheckerOptions {
+            shapes: case.shapes,
+            ..Default::default()
+        };
+        let model = match case.shapes {
+            RobotShapes::Polytopes => "polytopes",
+            RobotShapes::Spheres => "spheres",
+        };
         let space = case.group.space.clone();
         let cpu = CpuChecker::new(&case.robot, &case.group, &case.base, &case.scene, opts)?;
-        let mut cuda = if want_cuda {
-            Some(CudaChecker::new(
-                &case.robot,
-                &case.group,
-                &case.base,
-                &case.scene,
-                opts,
-            )?)
+        let (mut checkers, runs) = if want_cuda {
+            gpu_runs(a, &case, opts, &variants)?
         } else {
-            None
+            (Vec::new(), Vec::new())
         };
+        for g in &checkers {
+            let kernels = match g.specialisation() {
+                Some(st) => json!(st),
+                None => json!({"unavailable": g.specialisation_unavailable()}),
+            };
+            eprintln!(
+                "bench collision: {} ({model}) specialised kernels: {kernels}",
+                case.name
+            );
+            specialisations.push(json!({"case": case.name, "model": model, "kernels": kernels}));
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
         let mut cpu_rate_c: Option<f64> = None;
         for &n in &config_sizes {
             let batch = random_configs(&space, n, &mut rng);
-            let mut row = json!({"case": case.name, "kind": "configs", "n": n});
+            let mut row = json!({"case": case.name, "model": model, "kind": "configs", "n": n});
             let mut cpu_v = None;
             if want_cpu && n <= a.cpu_max_configs {
                 let (s, v) = timed(|| Ok(cpu.check_configs(&batch)?), false)?;
@@ -270,17 +442,22 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
             } else if let Some(r) = cpu_rate_c {
                 row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
             }
-            if let Some(g) = cuda.as_ref() {
-                let (s, v) = timed(|| Ok(g.check_configs(&batch)?), true)?;
-                let t = g.last_timings();
-                row["cuda"] = gpu_json(s, n, &t);
+            let mut gpu = Vec::new();
+            for (label, ci, v) in &runs {
+                let g = &mut checkers[*ci];
+                g.set_kernel_variant(*v)?;
+                let (s, verdicts) = timed(|| Ok(g.check_configs(&batch)?), true)?;
+                let mut j = gpu_json(s, n, &g.last_timings());
+                j["variant"] = json!(label);
                 if let Some(c) = &cpu_v {
-                    row["mismatches"] = json!(mismatches(c, &v));
+                    j["mismatches"] = json!(mismatches(c, &verdicts));
                 }
                 if let Some(r) = cpu_rate_c {
-                    row["ratio"] = json!((n as f64 / s) / r);
+                    j["ratio"] = json!((n as f64 / s) / r);
                 }
+                gpu.push(j);
             }
+            finish_row(&mut row, gpu);
             eprintln!("bench collision: {row}");
             rows.push(row);
         }
@@ -295,8 +472,8 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                 .map(|&s| s as f64 + 1.0)
                 .sum::<f64>()
                 / n.max(1) as f64;
-            let mut row =
-                json!({"case": case.name, "kind": "motions", "n": n, "mean_steps": steps});
+            let mut row = json!({"case": case.name, "model": model, "kind": "motions", "n": n,
+                "mean_steps": steps});
             let mut cpu_v = None;
             if want_cpu && n <= a.cpu_max_motions {
                 let (s, v) = timed(|| Ok(cpu.check_motions(&batch, MOTION_RESOLUTION)?), false)?;
@@ -308,27 +485,31 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
             } else if let Some(r) = cpu_rate_m {
                 row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
             }
-            if let Some(g) = cuda.as_mut() {
-                let mut best: Option<f64> = None;
+            let mut gpu = Vec::new();
+            for (label, ci, v) in &runs {
+                let g = &mut checkers[*ci];
+                g.set_kernel_variant(*v)?;
                 for k in [MotionKernel::Naive, MotionKernel::Balanced] {
                     g.set_motion_kernel(k);
-                    let (s, v) = timed(|| Ok(g.check_motions(&batch, MOTION_RESOLUTION)?), true)?;
-                    let t = g.last_timings();
-                    let mut j = gpu_json(s, n, &t);
+                    let (s, verdicts) =
+                        timed(|| Ok(g.check_motions(&batch, MOTION_RESOLUTION)?), true)?;
+                    let mut j = gpu_json(s, n, &g.last_timings());
+                    j["variant"] = json!(label);
+                    j["motion_kernel"] = json!(k.name());
                     if let Some(c) = &cpu_v {
-                        j["mismatches"] = json!(mismatches(c, &v));
+                        j["mismatches"] = json!(mismatches(c, &verdicts));
+                    }
+                    if let Some(r) = cpu_rate_m {
+                        j["ratio"] = json!((n as f64 / s) / r);
                     }
                     // Device-only time of the prepared batch (no host interpolation set-up).
                     let (sp, _) = timed(|| Ok(g.check_prepared(&prepared, k)?), false)?;
                     j["prepared_wall_s"] = json!(sp);
-                    row[format!("cuda_{}", k.name())] = j;
-                    best = Some(best.map_or(n as f64 / s, |b: f64| b.max(n as f64 / s)));
+                    gpu.push(j);
                 }
                 g.set_motion_kernel(MotionKernel::Balanced);
-                if let (Some(b), Some(r)) = (best, cpu_rate_m) {
-                    row["ratio"] = json!(b / r);
-                }
             }
+            finish_row(&mut row, gpu);
             eprintln!("bench collision: {row}");
             rows.push(row);
         }
@@ -341,6 +522,7 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "motion_length_rad": MOTION_LENGTH,
         "motion_resolution": MOTION_RESOLUTION,
+        "specialisations": specialisations,
         "rows": rows,
     });
     std::fs::create_dir_all(&a.out)
@@ -373,8 +555,10 @@ pub fn markdown(doc: &Value) -> String {
         "# Collision benchmark\n\nDevice: {}  \nDate: {}  \nHost threads (CPU backend): {}  \nCommand: `{}`\n\n\
          Rates are checks per second, end to end through the `Checker` trait (host conversion \
          included); `kernel/s` counts kernel time only (CUDA events). Motions are {} rad long at \
-         resolution {} (about 100 steps). `ratio` = best GPU rate / CPU rate \
-         (`*` = CPU rate taken from its largest measured size). `mism.` = verdicts differing from the CPU.\n\n",
+         resolution {} (about 100 steps). `kernels` = the CUDA kernel variant (generic: \
+         table-driven; specialised: generated for the robot) and, for motions, the motion kernel. \
+         `ratio` = that line's GPU rate / CPU rate (`*` = CPU rate taken from its largest measured \
+         size). `mism.` = verdicts differing from the CPU.\n\n",
         doc["device"].as_str().unwrap_or("?"),
         doc["date"].as_str().unwrap_or("?"),
         doc["host_threads"],
@@ -382,51 +566,95 @@ pub fn markdown(doc: &Value) -> String {
         doc["motion_length_rad"],
         doc["motion_resolution"],
     );
-    s.push_str("| case | kind | n | CPU /s | GPU /s | ratio | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
+    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let empty = Vec::new();
-    for r in doc["rows"].as_array().unwrap_or(&empty) {
+    let none = vec![Value::Null];
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let num = |v: &Value, digits: usize| {
+        v.as_f64()
+            .map(|x| format!("{x:.digits$}"))
+            .unwrap_or_else(|| "-".into())
+    };
+    let rows = doc["rows"].as_array().unwrap_or(&empty);
+    for r in rows {
         let star = if r["cpu"]["cpu_extrapolated"].as_bool() == Some(true) {
             "*"
         } else {
             ""
         };
-        let variants: Vec<(&str, &Value)> = if r["kind"] == "configs" || r["cuda_naive"].is_null() {
-            vec![("", &r["cuda"])]
-        } else {
-            vec![
-                (" (naive)", &r["cuda_naive"]),
-                (" (balanced)", &r["cuda_balanced"]),
-            ]
+        let gpu = match r["gpu"].as_array() {
+            Some(g) if !g.is_empty() => g,
+            _ => &none,
         };
-        for (label, g) in variants {
-            let mism = if r["kind"] == "configs" {
-                &r["mismatches"]
-            } else {
-                &g["mismatches"]
+        for g in gpu {
+            let kernels = match (g["variant"].as_str(), g["motion_kernel"].as_str()) {
+                (Some(v), Some(k)) => format!("{v}, {k}"),
+                (Some(v), None) => v.to_string(),
+                _ => "-".into(),
             };
             s.push_str(&format!(
-                "| {} | {}{} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n",
-                r["case"].as_str().unwrap_or(""),
-                r["kind"].as_str().unwrap_or(""),
-                label,
+                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} |\n",
+                text(&r["case"]),
+                text(&r["model"]),
+                text(&r["kind"]),
                 r["n"],
                 fmt_rate(&r["cpu"]["per_s"]),
-                star,
                 fmt_rate(&g["per_s"]),
-                r["ratio"]
-                    .as_f64()
-                    .map(|x| format!("{x:.1}"))
-                    .unwrap_or_else(|| "-".into()),
+                num(&g["ratio"], 1),
                 fmt_rate(&g["kernel_per_s"]),
                 fmt_ms(&g["kernel_ms"]),
                 fmt_ms(&g["htod_ms"]),
                 fmt_ms(&g["dtoh_ms"]),
-                if mism.is_null() {
+                if g["mismatches"].is_null() {
                     "-".to_string()
                 } else {
-                    mism.to_string()
+                    g["mismatches"].to_string()
                 },
+            ));
+        }
+    }
+    // Generic vs specialised, side by side (motions: balanced kernel).
+    let both: Vec<(&Value, &Value, &Value)> = rows
+        .iter()
+        .filter_map(|r| Some((r, gpu_entry(r, "generic")?, gpu_entry(r, "specialised")?)))
+        .collect();
+    if !both.is_empty() {
+        s.push_str(
+            "\n## Generic vs specialised kernels\n\n\
+             Same batches as above (motions: balanced kernel). Speedups are specialised / generic.\n\n\
+             | case | model | kind | n | generic kernel/s | specialised kernel/s | kernel speedup | \
+             generic /s | specialised /s | end-to-end speedup |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for (r, g, sp) in both {
+            let ratio = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) if y > 0.0 => format!("{:.1}", x / y),
+                _ => "-".into(),
+            };
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                text(&r["case"]),
+                text(&r["model"]),
+                text(&r["kind"]),
+                r["n"],
+                fmt_rate(&g["kernel_per_s"]),
+                fmt_rate(&sp["kernel_per_s"]),
+                ratio(&sp["kernel_per_s"], &g["kernel_per_s"]),
+                fmt_rate(&g["per_s"]),
+                fmt_rate(&sp["per_s"]),
+                ratio(&sp["per_s"], &g["per_s"]),
+            ));
+        }
+    }
+    if let Some(specs) = doc["specialisations"].as_array().filter(|v| !v.is_empty()) {
+        s.push_str("\n## Specialised kernels\n\n");
+        for sp in specs {
+            s.push_str(&format!(
+                "- {} ({}): {}\n",
+                text(&sp["case"]),
+                text(&sp["model"]),
+                sp["kernels"]
             ));
         }
     }
@@ -438,8 +666,70 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spec_builds_parse() {
+        assert_eq!(parse_build("grouped").unwrap(), (Layout::Grouped, None));
+        assert_eq!(
+            parse_build("inline:128").unwrap(),
+            (Layout::Inline, Some(128))
+        );
+        for bad in ["tiled", "inline:", "inline:8", "grouped:x", "inline:300"] {
+            assert!(parse_build(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn device_names_are_file_safe() {
         assert_eq!(sanitize("NVIDIA H100 80GB HBM3"), "NVIDIA-H100-80GB-HBM3");
+    }
+
+    #[test]
+    fn markdown_lists_every_variant_and_compares_them() {
+        let g = |variant: &str, k: Option<&str>, per_s: f64| {
+            let t = GpuTimings {
+                kernel_ms: 1e3 / (2.0 * per_s),
+                ..Default::default()
+            };
+            let mut j = gpu_json(1.0 / per_s, 1, &t);
+            j["variant"] = json!(variant);
+            if let Some(k) = k {
+                j["motion_kernel"] = json!(k);
+            }
+            j["mismatches"] = json!(0);
+            j
+        };
+        let mut configs = json!({"case": "panda/cage", "model": "spheres", "kind": "configs",
+            "n": 1, "cpu": {"per_s": 1.0}});
+        finish_row(
+            &mut configs,
+            vec![g("generic", None, 1e8), g("specialised", None, 5e8)],
+        );
+        let speedup = |r: &Value| r["speedup_specialised"].as_f64().unwrap();
+        assert!((speedup(&configs) - 5.0).abs() < 1e-9);
+        let mut motions = json!({"case": "panda/cage", "model": "spheres", "kind": "motions",
+            "n": 1, "cpu": {"per_s": 1.0}});
+        finish_row(
+            &mut motions,
+            vec![
+                g("generic", Some("naive"), 1.0),
+                g("generic", Some("balanced"), 2.0),
+                g("specialised", Some("naive"), 3.0),
+                g("specialised", Some("balanced"), 8.0),
+            ],
+        );
+        assert!((speedup(&motions) - 4.0).abs() < 1e-9);
+        let doc = json!({"device": "test", "rows": [configs, motions],
+            "specialisations": [{"case": "panda/cage", "model": "spheres", "kernels": {"bodies": 59}}]});
+        let md = markdown(&doc);
+        for line in [
+            "| panda/cage | spheres | configs | generic | 1 |",
+            "| panda/cage | spheres | configs | specialised | 1 |",
+            "| panda/cage | spheres | motions | specialised, balanced | 1 |",
+            "## Generic vs specialised kernels",
+            "| panda/cage | spheres | configs | 1 | 2.000e8 | 1.000e9 | 5.0 | 1.000e8 | 5.000e8 | 5.0 |",
+            "- panda/cage (spheres): {\"bodies\":59}",
+        ] {
+            assert!(md.contains(line), "missing `{line}` in\n{md}");
+        }
     }
 
     #[test]
@@ -451,6 +741,9 @@ mod tests {
             config_sizes: vec![200],
             motion_sizes: vec![20],
             backends: vec!["cpu".into()],
+            variants: vec!["generic".into(), "specialised".into()],
+            shapes: vec!["polytopes".into()],
+            spec_builds: vec![],
             cpu_max_configs: 1_000_000,
             cpu_max_motions: 100_000,
             out: dir.clone(),
@@ -469,7 +762,10 @@ mod tests {
             "about 100 steps, got {steps}"
         );
         let md = std::fs::read_to_string(v["markdown"].as_str().unwrap()).unwrap();
-        assert!(md.contains("| planar9/seed000 | configs |"));
+        assert!(
+            md.contains("| planar9/seed000 | polytopes | configs | - |"),
+            "{md}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

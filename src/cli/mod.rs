@@ -409,7 +409,7 @@ fn dh(a: &DhArgs) -> Result<Value, CliError> {
     }))
 }
 
-fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
+pub(crate) fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
     match s {
         "polytopes" => Ok(RobotShapes::Polytopes),
         "spheres" => Ok(RobotShapes::Spheres),

@@ -115,6 +115,11 @@ pub fn describe_compile_error(e: &CompileError) -> String {
 
 /// Compiles `src` to PTX for `arch` with [`exact_options`]. Errors carry NVRTC's log.
 pub fn compile(src: &str, arch: &'static str) -> Result<Ptx, String> {
+    compile_with(src, arch, None)
+}
+
+/// [`compile`] with an optional register cap per thread (NVRTC `--maxrregcount`).
+pub fn compile_with(src: &str, arch: &'static str, maxrreg: Option<usize>) -> Result<Ptx, String> {
     if !nvrtc_available() {
         return Err(
             "libnvrtc was not found on the library path (install the CUDA runtime compiler, \
@@ -123,7 +128,10 @@ pub fn compile(src: &str, arch: &'static str) -> Result<Ptx, String> {
         );
     }
     let src = src.to_string();
-    let opts = exact_options(arch);
+    let opts = CompileOptions {
+        maxrregcount: maxrreg,
+        ..exact_options(arch)
+    };
     let r = std::panic::catch_unwind(move || cudarc::nvrtc::compile_ptx_with_opts(src, opts));
     match r {
         Ok(Ok(ptx)) => {

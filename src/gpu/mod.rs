@@ -12,6 +12,7 @@
 
 pub mod kernels;
 pub mod rgg;
+pub mod specialise;
 pub mod upload;
 
 use std::collections::HashMap;
@@ -25,8 +26,8 @@ use cudarc::driver::{
 
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
-    bisection_order, prepare_motions, refine_motions, validate_batch, Backend, Checker,
-    CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
+    bisection_order, prepare_motions, refine_motions, Backend, Checker, CheckerOptions,
+    CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -82,6 +83,8 @@ struct DeviceModule {
     ctx: Arc<CudaContext>,
     module: Arc<CudaModule>,
     name: String,
+    /// NVRTC architecture of the device.
+    arch: &'static str,
 }
 
 type ModuleCache = Mutex<HashMap<usize, Result<Arc<DeviceModule>, String>>>;
@@ -108,13 +111,112 @@ fn device_module(ordinal: usize) -> Result<Arc<DeviceModule>, CollisionError> {
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| format!("device {ordinal}: compute capability: {e:?}"))?;
-        let ptx = kernels::compile_collision(kernels::arch_for(major, minor))?;
+        let arch = kernels::arch_for(major, minor);
+        let ptx = kernels::compile_collision(arch)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| format!("device {ordinal}: loading the collision module: {e:?}"))?;
-        Ok(Arc::new(DeviceModule { ctx, module, name }))
+        Ok(Arc::new(DeviceModule {
+            ctx,
+            module,
+            name,
+            arch,
+        }))
     });
     entry.clone().map_err(backend_err)
+}
+
+/// Robot-specialised modules by device, register cap and source (compiled once per process).
+type SpecCache = Mutex<HashMap<(usize, Option<usize>, String), Result<Arc<CudaModule>, String>>>;
+
+/// Compiles (once per process, device, register cap and source) and loads a specialised module.
+fn specialised_module(
+    dm: &DeviceModule,
+    ordinal: usize,
+    source: &str,
+    maxrreg: Option<usize>,
+) -> Result<Arc<CudaModule>, String> {
+    static CACHE: OnceLock<SpecCache> = OnceLock::new();
+    let mut cache = lock(CACHE.get_or_init(|| Mutex::new(HashMap::new())));
+    cache
+        .entry((ordinal, maxrreg, source.to_string()))
+        .or_insert_with(|| {
+            let ptx = kernels::compile_with(source, dm.arch, maxrreg)?;
+            dm.ctx.load_module(ptx).map_err(|e| {
+                format!("device {ordinal}: loading the specialised collision module: {e:?}")
+            })
+        })
+        .clone()
+}
+
+/// Which collision kernels a [`CudaChecker`] runs. Both give the CPU's verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum KernelVariant {
+    /// The table-driven kernels of `kernels/collision.cu`: loops over the robot tables in device
+    /// memory; any robot.
+    Generic,
+    /// Kernels generated for the loaded robot by [`specialise`]: the same arithmetic with the
+    /// robot's constants folded into straight-line code.
+    Specialised,
+}
+
+impl KernelVariant {
+    /// The variant's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVariant::Generic => "generic",
+            KernelVariant::Specialised => "specialised",
+        }
+    }
+}
+
+/// Environment variable choosing the collision kernels: `generic` turns the robot-specialised
+/// kernels off; anything else (or unset) uses them whenever they can be generated and compiled.
+pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
+/// Environment variable capping the registers per thread of the specialised kernels (NVRTC
+/// `--maxrregcount`; unset: the compiler's choice).
+pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
+/// Environment variable choosing the layout of the specialised kernels (`inline` or `grouped`,
+/// see [`specialise::Layout`]; anything else: the layout the model suits).
+pub const LAYOUT_ENV: &str = "GMP_SPEC_LAYOUT";
+
+/// How a [`CudaChecker`] chooses its collision kernels (beyond [`CheckerOptions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// Generate, compile and use kernels specialised to the robot when possible (the generic
+    /// kernels run otherwise).
+    pub specialise: bool,
+    /// Register cap per thread of the specialised kernels (NVRTC `--maxrregcount`, 16..=255);
+    /// `None`: the compiler's choice.
+    pub spec_maxrreg: Option<usize>,
+    /// How the specialised tests are laid out in device functions; `None`: the layout the
+    /// model suits ([`specialise::Layout::for_model`]).
+    pub spec_layout: Option<specialise::Layout>,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        Self {
+            specialise: true,
+            spec_maxrreg: None,
+            spec_layout: None,
+        }
+    }
+}
+
+impl CudaOptions {
+    /// The defaults, overridden by [`KERNEL_ENV`], [`MAXRREG_ENV`] and [`LAYOUT_ENV`].
+    pub fn from_env() -> Self {
+        Self {
+            specialise: std::env::var(KERNEL_ENV).map_or(true, |v| v.trim() != "generic"),
+            spec_maxrreg: std::env::var(MAXRREG_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
+            spec_layout: std::env::var(LAYOUT_ENV)
+                .ok()
+                .and_then(|v| specialise::Layout::parse(&v)),
+        }
+    }
 }
 
 /// Names of the visible devices (empty without a GPU).
@@ -200,6 +302,98 @@ impl OrderTable {
     }
 }
 
+/// Configuration values on their way to a device's staging buffer: already f32, or f64 to round
+/// (and to check for NaN and infinities, as `validate_batch` does) on the way.
+#[derive(Clone, Copy, Debug)]
+enum ConfigValues<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> ConfigValues<'a> {
+    fn len(&self) -> usize {
+        match self {
+            ConfigValues::F32(v) => v.len(),
+            ConfigValues::F64(v) => v.len(),
+        }
+    }
+
+    fn slice(&self, r: std::ops::Range<usize>) -> ConfigValues<'a> {
+        match *self {
+            ConfigValues::F32(v) => ConfigValues::F32(&v[r]),
+            ConfigValues::F64(v) => ConfigValues::F64(&v[r]),
+        }
+    }
+}
+
+/// Where a device's configurations sit in the batch, to name a non-finite value.
+#[derive(Clone, Copy, Debug)]
+struct Rows<'a> {
+    dof: usize,
+    /// Batch index of the device's first configuration.
+    first: usize,
+    /// Joint names.
+    names: &'a [String],
+}
+
+/// Fewest values per staging thread (smaller batches are staged on the calling thread).
+const STAGE_GRAIN: usize = 1 << 18;
+
+fn host_threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(16)
+    })
+}
+
+/// Writes `src` (as many values as `dst` holds) as f32 bits into `dst`, on several threads for
+/// large batches. Returns the index of the first value that is not finite (f64 input only; the
+/// values are written regardless).
+fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
+    fn part(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
+        match src {
+            ConfigValues::F32(v) => {
+                for (d, s) in dst.iter_mut().zip(v) {
+                    *d = s.to_bits();
+                }
+                None
+            }
+            ConfigValues::F64(v) => {
+                let mut bad = None;
+                for (i, (d, s)) in dst.iter_mut().zip(v).enumerate() {
+                    if bad.is_none() && !s.is_finite() {
+                        bad = Some(i);
+                    }
+                    *d = (*s as f32).to_bits();
+                }
+                bad
+            }
+        }
+    }
+    let threads = (dst.len() / STAGE_GRAIN).clamp(1, host_threads());
+    if threads == 1 {
+        return part(src, dst);
+    }
+    let per = dst.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = dst
+            .chunks_mut(per)
+            .enumerate()
+            .map(|(k, d)| {
+                let s = src.slice(k * per..k * per + d.len());
+                sc.spawn(move || part(s, d).map(|i| k * per + i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .min()
+    })
+}
+
 /// Grows a device buffer to at least `n` elements (contents are not kept).
 fn ensure_dev<T: cudarc::driver::DeviceRepr>(
     stream: &Arc<CudaStream>,
@@ -264,13 +458,35 @@ struct DeviceScene {
     mesh_host: (Vec<u32>, Vec<u32>, Vec<u32>),
 }
 
+/// The three collision kernels of one module.
+struct KernelSet {
+    configs: CudaFunction,
+    naive: CudaFunction,
+    balanced: CudaFunction,
+}
+
+impl KernelSet {
+    fn load(module: &Arc<CudaModule>) -> Result<Self, String> {
+        let f = |name: &str| {
+            module
+                .load_function(name)
+                .map_err(|e| format!("kernel '{name}' not found: {e:?}"))
+        };
+        Ok(Self {
+            configs: f("check_configs")?,
+            naive: f("check_motions_naive")?,
+            balanced: f("check_motions_balanced")?,
+        })
+    }
+}
+
 /// Everything one checker keeps on one device.
 struct DeviceState {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    f_configs: CudaFunction,
-    f_naive: CudaFunction,
-    f_balanced: CudaFunction,
+    generic: KernelSet,
+    /// The robot-specialised kernels, when they compiled.
+    spec: Option<KernelSet>,
     robot: DeviceRobot,
     scene: DeviceScene,
     args: ModelArgs,
@@ -294,18 +510,29 @@ struct DevTimes {
 }
 
 impl DeviceState {
+    /// Sets up device `ordinal`; with `spec` (source and register cap) also the robot-specialised
+    /// kernels, whose failure to compile or load is returned beside the state (the generic
+    /// kernels then run).
     fn new(
         ordinal: usize,
         model: &CollisionModel,
         scene: &SceneModel,
-    ) -> Result<Self, CollisionError> {
+        spec: Option<(&str, Option<usize>)>,
+    ) -> Result<(Self, Option<String>), CollisionError> {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
         let stream = ctx.new_stream().map_err(drv("creating a stream"))?;
-        let f = |name: &str| {
-            dm.module
-                .load_function(name)
-                .map_err(|e| backend_err(format!("kernel '{name}' not found: {e:?}")))
+        let generic = KernelSet::load(&dm.module).map_err(backend_err)?;
+        let (spec, spec_error) = match spec {
+            None => (None, None),
+            Some((source, maxrreg)) => {
+                match specialised_module(&dm, ordinal, source, maxrreg)
+                    .and_then(|module| KernelSet::load(&module))
+                {
+                    Ok(k) => (Some(k), None),
+                    Err(e) => (None, Some(e)),
+                }
+            }
         };
         let rw = RobotWords::build(model);
         let robot = DeviceRobot {
@@ -334,9 +561,8 @@ impl DeviceState {
         };
         let events = [ev()?, ev()?, ev()?, ev()?];
         let mut st = DeviceState {
-            f_configs: f("check_configs")?,
-            f_naive: f("check_motions_naive")?,
-            f_balanced: f("check_motions_balanced")?,
+            generic,
+            spec,
             order_off: upload(&stream, &[])?,
             order: upload(&stream, &[])?,
             order_version: 0,
@@ -355,7 +581,15 @@ impl DeviceState {
         };
         st.refresh_args(model, scene);
         st.stream.synchronize().map_err(drv("upload"))?;
-        Ok(st)
+        Ok((st, spec_error))
+    }
+
+    /// The kernels of `variant` (the generic ones when the specialised ones are missing).
+    fn kernels(&self, variant: KernelVariant) -> &KernelSet {
+        match (variant, &self.spec) {
+            (KernelVariant::Specialised, Some(k)) => k,
+            _ => &self.generic,
+        }
     }
 
     /// Recomputes the kernel argument block from the current buffers.
@@ -501,11 +735,14 @@ impl DeviceState {
     /// Checks `values.len() / dof` configurations (f32, row-major).
     fn configs(
         &mut self,
-        values: &[f32],
-        dof: usize,
+        values: ConfigValues,
+        rows: Rows,
+        variant: KernelVariant,
         out: &mut [bool],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
+        let f_configs = self.kernels(variant).configs.clone();
+        let dof = rows.dof;
         let n = out.len();
         let mut start = 0;
         while start < n {
@@ -514,18 +751,20 @@ impl DeviceState {
             self.ensure_buffers(words, cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
-                for (d, s) in stg[..words]
-                    .iter_mut()
-                    .zip(&values[start * dof..(start + cn) * dof])
-                {
-                    *d = s.to_bits();
+                let src = values.slice(start * dof..(start + cn) * dof);
+                if let Some(i) = stage_values(src, &mut stg[..words]) {
+                    let v = start * dof + i;
+                    return Err(CollisionError::NonFinite {
+                        index: rows.first + v / dof,
+                        joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
+                    });
                 }
             }
             self.round(words, cn, times, |s| {
                 let input = s.input.slice(0..words);
                 let cn32 = cn as u32;
                 let cfg = launch_cfg(cn);
-                let mut b = s.stream.launch_builder(&s.f_configs);
+                let mut b = s.stream.launch_builder(&f_configs);
                 b.arg(&s.args).arg(&input).arg(&cn32).arg(&mut s.out);
                 unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
                 Ok(())
@@ -544,12 +783,16 @@ impl DeviceState {
         &mut self,
         p: &PreparedMotions,
         range: std::ops::Range<usize>,
-        kernel: MotionKernel,
+        (kernel, variant): (MotionKernel, KernelVariant),
         table: &OrderTable,
         out: &mut [MotionStatus],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
+        let (f_naive, f_balanced) = {
+            let k = self.kernels(variant);
+            (k.naive.clone(), k.balanced.clone())
+        };
         let dof = self.args.dof as usize;
         let mut i = range.start;
         while i < range.end {
@@ -601,7 +844,7 @@ impl DeviceState {
                 let cn32 = cn as u32;
                 match kernel {
                     MotionKernel::Naive => {
-                        let mut b = s.stream.launch_builder(&s.f_naive);
+                        let mut b = s.stream.launch_builder(&f_naive);
                         b.arg(&s.args)
                             .arg(&start_v)
                             .arg(&diff_v)
@@ -624,7 +867,7 @@ impl DeviceState {
                                 .memset_zeros(&mut o)
                                 .map_err(drv("clearing motion flags"))?;
                         }
-                        let mut b = s.stream.launch_builder(&s.f_balanced);
+                        let mut b = s.stream.launch_builder(&f_balanced);
                         b.arg(&s.args)
                             .arg(&start_v)
                             .arg(&diff_v)
@@ -713,6 +956,11 @@ pub struct CudaChecker {
     names: Vec<String>,
     order: Mutex<Arc<OrderTable>>,
     motion_kernel: MotionKernel,
+    variant: KernelVariant,
+    /// What the specialised kernels contain, when every device has them.
+    spec_stats: Option<specialise::SpecialiseStats>,
+    /// Why the specialised kernels do not run, when they do not.
+    spec_unavailable: Option<String>,
     timings: Mutex<GpuTimings>,
 }
 
@@ -721,19 +969,40 @@ impl std::fmt::Debug for CudaChecker {
         f.debug_struct("CudaChecker")
             .field("devices", &self.names)
             .field("motion_kernel", &self.motion_kernel)
+            .field("variant", &self.variant)
             .finish()
     }
 }
 
 impl CudaChecker {
-    /// Builds a checker on every visible device (like [`crate::collision::CpuChecker::new`]).
-    /// Fails with a clear message when no GPU is usable.
+    /// Builds a checker on every visible device (like [`crate::collision::CpuChecker::new`]),
+    /// its kernels chosen by [`CudaOptions::from_env`]. Fails with a clear message when no GPU is
+    /// usable.
     pub fn new(
         robot: &RobotModel,
         group: &PlanningGroup,
         base_state: &[f64],
         scene: &Scene,
         opts: CheckerOptions,
+    ) -> Result<Self, CollisionError> {
+        Self::with_options(
+            robot,
+            group,
+            base_state,
+            scene,
+            opts,
+            CudaOptions::from_env(),
+        )
+    }
+
+    /// [`Self::new`] with explicit kernel options.
+    pub fn with_options(
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        base_state: &[f64],
+        scene: &Scene,
+        opts: CheckerOptions,
+        cuda: CudaOptions,
     ) -> Result<Self, CollisionError> {
         let n = device_count();
         if n == 0 {
@@ -748,10 +1017,12 @@ impl CudaChecker {
             scene,
             opts,
             &(0..n).collect::<Vec<_>>(),
+            cuda,
         )
     }
 
-    /// Builds a checker on the given device ordinals (a batch is split evenly over them).
+    /// Builds a checker on the given device ordinals (a batch is split evenly over them), its
+    /// kernels chosen by `cuda`.
     pub fn on_devices(
         robot: &RobotModel,
         group: &PlanningGroup,
@@ -759,6 +1030,7 @@ impl CudaChecker {
         scene: &Scene,
         opts: CheckerOptions,
         devices: &[usize],
+        cuda: CudaOptions,
     ) -> Result<Self, CollisionError> {
         if devices.is_empty() {
             return Err(backend_err("no CUDA device selected"));
@@ -778,11 +1050,64 @@ impl CudaChecker {
             )));
         }
         let scene_model = SceneModel::build(scene);
+        let t0 = Instant::now();
+        let maxrreg = cuda.spec_maxrreg;
+        let generated = match maxrreg {
+            _ if !cuda.specialise => {
+                Err("turned off (GMP_CUDA_KERNEL=generic or CudaOptions)".into())
+            }
+            Some(r) if !(16..=255).contains(&r) => Err(format!(
+                "register cap {r} out of range 16..=255 ({MAXRREG_ENV})"
+            )),
+            _ => {
+                let layout = cuda
+                    .spec_layout
+                    .unwrap_or_else(|| specialise::Layout::for_model(&model));
+                specialise::generate_with(&model, layout).map_err(|e| e.to_string())
+            }
+        };
+        let mut spec_unavailable = generated.as_ref().err().cloned();
         let mut states = Vec::new();
         let mut names = Vec::new();
         for &d in devices {
-            states.push(Mutex::new(DeviceState::new(d, &model, &scene_model)?));
+            let spec = generated
+                .as_ref()
+                .ok()
+                .map(|g| (g.source.as_str(), maxrreg));
+            let (state, err) = DeviceState::new(d, &model, &scene_model, spec)?;
+            if let Some(e) = err {
+                spec_unavailable.get_or_insert(e);
+            }
+            states.push(Mutex::new(state));
             names.push(device_module(d)?.name.clone());
+        }
+        let spec_stats = match (&generated, &spec_unavailable) {
+            (Ok(g), None) => Some(g.stats.clone()),
+            _ => None,
+        };
+        let variant = if spec_stats.is_some() {
+            KernelVariant::Specialised
+        } else {
+            KernelVariant::Generic
+        };
+        match (&spec_stats, &spec_unavailable) {
+            (Some(st), _) => eprintln!(
+                "gmp: cuda collision kernels: specialised ({} joints, {} frames, {} bodies, {} self \
+                 pairs; {} layout, {} KiB generated; generated and compiled in {:.0} ms{})",
+                st.dof,
+                st.frames,
+                st.bodies,
+                st.self_pairs,
+                st.layout,
+                st.generated_bytes / 1024,
+                t0.elapsed().as_secs_f64() * 1e3,
+                maxrreg.map_or(String::new(), |r| format!(", at most {r} registers"))
+            ),
+            (None, Some(why)) => eprintln!(
+                "gmp: cuda collision kernels: generic (no specialised kernels: {})",
+                why.lines().next().unwrap_or("")
+            ),
+            (None, None) => {}
         }
         Ok(Self {
             model,
@@ -792,8 +1117,39 @@ impl CudaChecker {
             names,
             order: Mutex::new(Arc::new(OrderTable::default())),
             motion_kernel: MotionKernel::Balanced,
+            variant,
+            spec_stats,
+            spec_unavailable,
             timings: Mutex::new(GpuTimings::default()),
         })
+    }
+
+    /// The collision kernels the checks run on.
+    pub fn kernel_variant(&self) -> KernelVariant {
+        self.variant
+    }
+
+    /// Chooses the collision kernels (both give the same verdicts). Fails when the specialised
+    /// kernels are asked for but could not be generated or compiled.
+    pub fn set_kernel_variant(&mut self, v: KernelVariant) -> Result<(), CollisionError> {
+        if v == KernelVariant::Specialised && self.spec_stats.is_none() {
+            return Err(backend_err(format!(
+                "no specialised collision kernels for this robot: {}",
+                self.spec_unavailable.as_deref().unwrap_or("unknown reason")
+            )));
+        }
+        self.variant = v;
+        Ok(())
+    }
+
+    /// What the specialised kernels contain, or `None` when they are not available.
+    pub fn specialisation(&self) -> Option<&specialise::SpecialiseStats> {
+        self.spec_stats.as_ref()
+    }
+
+    /// Why the specialised kernels are not available (`None` when they are).
+    pub fn specialisation_unavailable(&self) -> Option<&str> {
+        self.spec_unavailable.as_deref()
     }
 
     /// Names of the devices this checker runs on.
@@ -915,6 +1271,11 @@ impl CudaChecker {
 
     /// Validity of configurations already in f32 (row-major, `dof` values each).
     pub fn check_configs_f32(&self, values: &[f32]) -> Result<Vec<bool>, CollisionError> {
+        self.configs_from(ConfigValues::F32(values))
+    }
+
+    /// Validity of row-major configurations, staged straight into each device's pinned buffer.
+    fn configs_from(&self, values: ConfigValues) -> Result<Vec<bool>, CollisionError> {
         let dof = self.model.dof();
         if dof == 0 || !values.len().is_multiple_of(dof) {
             return Err(CollisionError::WrongDof {
@@ -926,8 +1287,16 @@ impl CudaChecker {
         if n == 0 {
             return Ok(Vec::new());
         }
+        let variant = self.variant;
+        let names = &self.space.names;
         self.split(n, |dev, range, out, t| {
-            dev.configs(&values[range.start * dof..range.end * dof], dof, out, t)
+            let rows = Rows {
+                dof,
+                first: range.start,
+                names,
+            };
+            let part = values.slice(range.start * dof..range.end * dof);
+            dev.configs(part, rows, variant, out, t)
         })
     }
 
@@ -954,8 +1323,9 @@ impl CudaChecker {
             Arc::make_mut(&mut t).ensure(&p.segments)?;
             t.clone()
         };
+        let variant = self.variant;
         self.split(n, |dev, range, out, t| {
-            dev.motions(p, range, kernel, &table, out, t)
+            dev.motions(p, range, (kernel, variant), &table, out, t)
         })
     }
 }
@@ -966,9 +1336,15 @@ impl Checker for CudaChecker {
     }
 
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
-        validate_batch(&self.space, configs)?;
-        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
-        self.check_configs_f32(&values)
+        // The f64 values are rounded to f32 and checked for NaN and infinities (the errors of
+        // `validate_batch`) while they are copied into the pinned staging buffers.
+        if configs.dof() != self.space.dof() {
+            return Err(CollisionError::WrongDof {
+                expected: self.space.dof(),
+                got: configs.dof(),
+            });
+        }
+        self.configs_from(ConfigValues::F64(configs.values()))
     }
 
     fn check_motions(
@@ -1009,6 +1385,35 @@ mod tests {
             assert!(seen.insert((m, r)));
         }
         assert_eq!(seen.len(), total as usize);
+    }
+
+    #[test]
+    fn staging_rounds_and_finds_the_first_non_finite_value() {
+        let n = 3 * STAGE_GRAIN + 12345;
+        let src: Vec<f64> = (0..n).map(|i| (i as f64) * 0.37 - 1e5).collect();
+        let mut dst = vec![0u32; n];
+        assert_eq!(stage_values(ConfigValues::F64(&src), &mut dst), None);
+        assert!(src
+            .iter()
+            .zip(&dst)
+            .all(|(s, d)| (*s as f32).to_bits() == *d));
+        let mut bad = src.clone();
+        bad[2 * STAGE_GRAIN + 7] = f64::INFINITY;
+        bad[STAGE_GRAIN + 3] = f64::NAN;
+        bad[n - 1] = f64::NAN;
+        assert_eq!(
+            stage_values(ConfigValues::F64(&bad), &mut dst),
+            Some(STAGE_GRAIN + 3)
+        );
+        let small = [1.0, f64::NEG_INFINITY, 2.0];
+        assert_eq!(
+            stage_values(ConfigValues::F64(&small), &mut dst[..3]),
+            Some(1)
+        );
+        let f: Vec<f32> = src.iter().map(|&v| v as f32).collect();
+        let mut dst2 = vec![0u32; n];
+        assert_eq!(stage_values(ConfigValues::F32(&f), &mut dst2), None);
+        assert!(f.iter().zip(&dst2).all(|(s, d)| s.to_bits() == *d));
     }
 
     #[test]

@@ -357,3 +357,82 @@ pub fn random_shape(rng: &mut ChaCha8Rng, s: f64) -> Shape {
         },
     }
 }
+
+/// An environment variable as a number, or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// True when libnvrtc can be loaded; otherwise prints why `test` is skipped.
+pub fn nvrtc_or_skip(test: &str) -> bool {
+    if gpu_motion_planner::gpu::kernels::nvrtc_available() {
+        return true;
+    }
+    eprintln!(
+        "SKIP {test}: libnvrtc not found (GMP_NVRTC_LIB={:?}); run `source scripts/nvrtc_env.sh` first",
+        std::env::var("GMP_NVRTC_LIB").ok()
+    );
+    false
+}
+
+/// Asserts that the PTX of a collision module holds every collision kernel and no fused
+/// multiply-add (the kernels must agree bit for bit with the CPU).
+pub fn assert_exact_collision_ptx(what: &str, ptx: &str) {
+    for k in gpu_motion_planner::gpu::kernels::KERNEL_NAMES {
+        assert!(
+            ptx.contains(&format!(".entry {k}(")),
+            "{what}: kernel {k} missing from the PTX"
+        );
+    }
+    assert!(
+        !ptx.contains("fma.rn.f32"),
+        "{what}: the PTX contains fma.rn.f32; the kernels must be built with --fmad=false"
+    );
+}
+
+/// A small convex mesh (the hull of five points within 20 cm) for scene tests.
+pub fn small_mesh() -> gpu_motion_planner::robot::geometry::Polytope {
+    use nalgebra::Point3;
+    let pts = [
+        Point3::new(0.0, 0.0, 0.0),
+        Point3::new(0.2, 0.0, 0.0),
+        Point3::new(0.0, 0.2, 0.0),
+        Point3::new(0.0, 0.0, 0.2),
+        Point3::new(0.1, 0.1, 0.15),
+    ];
+    gpu_motion_planner::robot::geometry::Polytope::from_points(&pts).expect("convex mesh")
+}
+
+/// `f` applied to every item on as many threads as there are cores, results in item order.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|sc| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else {
+                            return done;
+                        };
+                        done.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker thread"))
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}

@@ -1,0 +1,870 @@
+//! Robot-specialised collision kernels: CUDA C generated from a loaded [`CollisionModel`], with
+//! the robot's constants (joint origins and axes, body and covering-sphere centres and radii,
+//! the self-collision pairs, the margin, the sweep reach table) folded into straight-line code,
+//! compiled by NVRTC when a [`super::CudaChecker`] is built.
+//!
+//! # Same arithmetic as the CPU
+//!
+//! The generated code is not a new algorithm: it is the table-driven twin (`kernels/common.cuh`,
+//! itself the twin of `src/collision/cpu.rs`) with the loops over robot tables unrolled. Every
+//! floating-point expression is either a call of the same `common.cuh` function the generic kernel
+//! calls (`gmp_joint_frame`, `xf_mul`, `xf_apply`, `gmp_near_box`, `gmp_separated`, ...) or the
+//! same expression written in the same order, with each robot constant written as a hexadecimal
+//! float literal of exactly the f32 the tables hold (see [`f32_literal`]). Nothing is folded here:
+//! where two constants meet (say `radius + 0.0 + margin`), the compiler folds them, and IEEE
+//! constant folding in round-to-nearest gives the bits the CPU computes at run time. The module
+//! is compiled with the same options as the generic one (`--fmad=false`, IEEE division and square
+//! root, no flush to zero).
+//!
+//! What the unrolling may change, and why the verdicts cannot:
+//! - The order of the tests. A configuration is free when every (body, obstacle) test and every
+//!   self-pair test says so; each test is a pure function of the configuration (the GJK caches
+//!   start afresh per test), so their conjunction does not depend on the order the CPU stops at.
+//!   The generated code tests the bodies frame by frame, as forward kinematics reaches them, and
+//!   each pair once both of its frames are known, and returns after the frame (or chunk of a
+//!   frame's bodies) where it met the first collision.
+//! - A pair of sphere bodies whose one covering sphere *is* the body's bounding sphere (same
+//!   centre and radius bits, the sphere model) is tested once: the CPU's second test computes the
+//!   same expression on the same values.
+//! - Pairs where a body has no covering sphere are never in collision on the CPU (its covering
+//!   loop finds nothing near) and are left out.
+//! - The [`Layout::Grouped`] layout stores the frames and recomputes a world centre in every
+//!   function that needs it: the same expression on the same stored values, so the same bits.
+//!
+//! The broad phase (forward kinematics, every bounding-sphere test) is what the generated code
+//! holds. When a bounding test fires, the rest of that test (covering spheres, then GJK) runs
+//! out of line in the table-driven code the generic kernel uses (`gmp_body_obstacle_clear_at`,
+//! `gmp_pair_clear_at` in `common.cuh`). On the MBM Panda about 60% of uniformly random
+//! configurations have a test that reaches GJK in the polytope model (mostly self pairs; measured
+//! on the CPU), none in the sphere model against the MBM scenes (boxes and cylinders: only mesh
+//! obstacles need GJK for sphere bodies).
+//!
+//! Scene obstacles and the base state stay in device memory (the generic kernel's argument
+//! block), so scene updates and new base states need no new module.
+
+use crate::collision::detmath::V3;
+use crate::collision::model::{BodyModel, CollisionModel};
+
+/// [`Layout::for_model`] picks the grouped layout above this many moving bodies.
+pub const GROUPED_ABOVE_BODIES: usize = 32;
+/// Most bodies per function of the [`Layout::Grouped`] layout.
+pub const CHUNK_BODIES: usize = 8;
+/// Most bodies a specialised kernel is generated for.
+pub const MAX_BODIES: usize = 4096;
+/// Most self-collision pairs a specialised kernel is generated for.
+pub const MAX_SELF_PAIRS: usize = 20_000;
+
+/// Why no specialised kernel was generated (the generic kernel runs instead).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecialiseError {
+    /// A robot constant is NaN or infinite (it could not be written as a literal).
+    #[error("the collision model holds a non-finite constant ({what})")]
+    NonFinite {
+        /// Which constant.
+        what: String,
+    },
+    /// The model is too large for straight-line code.
+    #[error("the collision model is too large to specialise: {what} (limit {limit})")]
+    TooLarge {
+        /// What was counted.
+        what: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// The model's tables are inconsistent (an index out of range).
+    #[error("the collision model is inconsistent: {0}")]
+    Inconsistent(String),
+}
+
+/// What a generated kernel contains.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SpecialiseStats {
+    /// Planning-group joints.
+    pub dof: usize,
+    /// Moving frames (forward-kinematics steps).
+    pub frames: usize,
+    /// Bodies tested against the obstacles.
+    pub bodies: usize,
+    /// Self-collision pairs tested.
+    pub self_pairs: usize,
+    /// Self pairs reduced to one sphere-sphere test (sphere bodies).
+    pub sphere_pairs: usize,
+    /// Self pairs whose bounding test is followed, when it fires, by the out-of-line covering
+    /// and exact tests.
+    pub fine_pairs: usize,
+    /// Self pairs left out: a body without covering spheres is never in contact on the CPU.
+    pub skipped_pairs: usize,
+    /// Bytes of generated CUDA C (without the shared `common.cuh` and `collision.cu`).
+    pub generated_bytes: usize,
+    /// The [`Layout`] generated.
+    pub layout: String,
+}
+
+/// A generated translation unit.
+#[derive(Clone, Debug)]
+pub struct SpecialisedSource {
+    /// The whole translation unit for NVRTC: `common.cuh`, the generated tests, `collision.cu`.
+    pub source: String,
+    /// The generated part alone.
+    pub generated: String,
+    /// What it contains.
+    pub stats: SpecialiseStats,
+}
+
+/// `x` as a C++17 hexadecimal float literal of exactly the same f32 (`0x1.8p-3f`), with a sign
+/// and in parentheses when negative; `None` for NaN and infinities. Hexadecimal literals are
+/// exact: no decimal rounding can differ between the Rust tables and NVRTC's parser.
+pub fn f32_literal(x: f32) -> Option<String> {
+    if !x.is_finite() {
+        return None;
+    }
+    let bits = x.to_bits();
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let man = bits & 0x7f_ffff;
+    let body = if exp == 0 && man == 0 {
+        "0x0p+0".to_string()
+    } else if exp == 0 {
+        format!("0x0.{:06x}p-126", man << 1)
+    } else {
+        format!("0x1.{:06x}p{:+}", man << 1, exp - 127)
+    };
+    Some(if bits >> 31 != 0 {
+        format!("(-{body}f)")
+    } else {
+        format!("{body}f")
+    })
+}
+
+/// Writes literals, failing on non-finite constants.
+struct Lit;
+
+impl Lit {
+    fn f(x: f32, what: impl FnOnce() -> String) -> Result<String, SpecialiseError> {
+        f32_literal(x).ok_or_else(|| SpecialiseError::NonFinite { what: what() })
+    }
+
+    fn v3(v: &V3, what: impl Fn() -> String) -> Result<String, SpecialiseError> {
+        Ok(format!(
+            "v3({}, {}, {})",
+            Self::f(v[0], &what)?,
+            Self::f(v[1], &what)?,
+            Self::f(v[2], &what)?
+        ))
+    }
+}
+
+/// Indented line output.
+struct Out {
+    s: String,
+    indent: usize,
+}
+
+impl Out {
+    fn line(&mut self, l: impl AsRef<str>) {
+        for _ in 0..self.indent {
+            self.s.push_str("    ");
+        }
+        self.s.push_str(l.as_ref());
+        self.s.push('\n');
+    }
+
+    fn open(&mut self, l: impl AsRef<str>) {
+        self.line(l);
+        self.indent += 1;
+    }
+
+    fn close(&mut self, l: impl AsRef<str>) {
+        self.indent = self.indent.saturating_sub(1);
+        self.line(l);
+    }
+
+    /// `} else {`-style lines: closes a block and opens the next.
+    fn mid(&mut self, l: impl AsRef<str>) {
+        self.close(l);
+        self.indent += 1;
+    }
+}
+
+/// The C name of the transform of frame `f` (`-1`: the root, identity).
+fn frame_name(f: i32) -> String {
+    if f < 0 {
+        "FR".into()
+    } else {
+        format!("F{f}")
+    }
+}
+
+/// A body's covering spheres, checked against the sphere table.
+fn covering<'a>(m: &'a CollisionModel, b: &BodyModel) -> Result<&'a [[f32; 4]], SpecialiseError> {
+    let (s, n) = (b.sphere_start as usize, b.sphere_count as usize);
+    m.spheres.get(s..s + n).ok_or_else(|| {
+        SpecialiseError::Inconsistent(format!(
+            "body on link {} names spheres {s}..{} of {}",
+            b.link,
+            s + n,
+            m.spheres.len()
+        ))
+    })
+}
+
+/// True when the body is one sphere whose single covering sphere is its bounding sphere, bit for
+/// bit: then the CPU's covering test of a pair of such bodies repeats the bounding test.
+fn is_plain_sphere(m: &CollisionModel, b: &BodyModel) -> bool {
+    let Ok(cov) = covering(m, b) else {
+        return false;
+    };
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    b.vert_count == 1
+        && cov.len() == 1
+        && bits(&cov[0][..3]) == bits(&b.center)
+        && cov[0][3].to_bits() == b.radius.to_bits()
+}
+
+/// Whether the CPU runs the covering-sphere test of a body against obstacles
+/// (`b.inflate == 0.0 && b.sphere_count > 0` in `frames_valid`).
+fn env_covering(b: &BodyModel) -> bool {
+    b.inflate == 0.0 && b.sphere_count > 0
+}
+
+/// How the generated tests are laid out in device functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Layout {
+    /// One straight-line function: forward kinematics, then each frame's bodies against the
+    /// obstacles and in their self pairs as the frame is reached. Fewest instructions; every world
+    /// centre stays live until its last pair, so models with many spheres need many registers.
+    Inline,
+    /// Forward kinematics in one function that stores the frames; the bodies of each frame, in
+    /// chunks of at most [`CHUNK_BODIES`], tested (against the obstacles, and in the pairs whose
+    /// later body they are) in a function of their own, which recomputes (identically) the world
+    /// centres it needs from the stored frames. More instructions and local-memory loads, fewer
+    /// registers (more threads per SM).
+    Grouped,
+}
+
+impl Layout {
+    /// The layout [`generate`] picks: [`Layout::Grouped`] for models with more than
+    /// [`GROUPED_ABOVE_BODIES`] moving bodies (sphere models: the inline code needs every
+    /// register and spills, by `ptxas -v` for the MBM robots), [`Layout::Inline`] otherwise
+    /// (polytope models: ~110-140 registers inline, and the grouped code is about twice as
+    /// long). A choice from register counts, to be revisited with `gmp bench collision
+    /// --spec-builds inline,grouped` timings.
+    pub fn for_model(m: &CollisionModel) -> Layout {
+        let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
+        if moving > GROUPED_ABOVE_BODIES {
+            Layout::Grouped
+        } else {
+            Layout::Inline
+        }
+    }
+
+    /// The layout's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Inline => "inline",
+            Layout::Grouped => "grouped",
+        }
+    }
+
+    /// Parses [`Layout::name`].
+    pub fn parse(s: &str) -> Option<Layout> {
+        match s.trim() {
+            "inline" => Some(Layout::Inline),
+            "grouped" => Some(Layout::Grouped),
+            _ => None,
+        }
+    }
+}
+
+/// What is declared in the device function being written.
+#[derive(Default)]
+struct Scope {
+    frames: Vec<bool>,
+    bodies: Vec<bool>,
+    root: bool,
+    /// Frames are read from the stored array `fr` (grouped layout) rather than computed here.
+    stored_frames: bool,
+}
+
+/// The model with the tables the emitters share.
+struct Gen<'a> {
+    m: &'a CollisionModel,
+    mg: String,
+    /// Per variable: its planning-group index, or -1.
+    var_group: Vec<i32>,
+    /// Group indices the sweep steps are taken from.
+    step_groups: Vec<i32>,
+}
+
+impl Gen<'_> {
+    fn var_group(&self, var: u32) -> i32 {
+        self.var_group.get(var as usize).copied().unwrap_or(-1)
+    }
+
+    /// A new function scope.
+    fn scope(&self, stored_frames: bool) -> Scope {
+        Scope {
+            frames: vec![false; self.m.frames.len()],
+            bodies: vec![false; self.m.bodies.len()],
+            root: false,
+            stored_frames,
+        }
+    }
+
+    /// The per-joint sweep steps `st<k>` (body_sweep: `diff[k].abs() / segments as f32`).
+    fn emit_steps(&self, o: &mut Out) {
+        if self.step_groups.is_empty() {
+            return;
+        }
+        let names: Vec<String> = self
+            .step_groups
+            .iter()
+            .map(|k| format!("st{k} = 0.0f"))
+            .collect();
+        o.line(format!("float {};", names.join(", ")));
+        o.open("if (SWEEP) {");
+        o.line("const float nf = (float)n;");
+        for k in &self.step_groups {
+            o.line(format!("st{k} = fabsf(diff[{k}]) / nf;"));
+        }
+        o.close("}");
+    }
+
+    /// Declares frame `f`'s transform in the scope (stored frames only; computed ones are
+    /// declared by [`emit_frame`]).
+    fn ensure_frame(&self, o: &mut Out, sc: &mut Scope, f: i32) {
+        if f < 0 {
+            if !sc.root {
+                o.line("const Xf FR = xf_identity();");
+                sc.root = true;
+            }
+        } else if sc.stored_frames && !sc.frames[f as usize] {
+            o.line(format!("const Xf F{f} = fr[{f}];"));
+            sc.frames[f as usize] = true;
+        }
+    }
+
+    /// Declares body `bi`'s world centre `c<bi>` and sweep `e<bi>` (twin of `body_sweep`).
+    fn ensure_body(&self, o: &mut Out, sc: &mut Scope, bi: usize) -> Result<(), SpecialiseError> {
+        if sc.bodies[bi] {
+            return Ok(());
+        }
+        sc.bodies[bi] = true;
+        let m = self.m;
+        let b = &m.bodies[bi];
+        self.ensure_frame(o, sc, b.frame);
+        o.line(format!(
+            "// body {bi} (link {}, {} vertices, {} covering spheres)",
+            b.link, b.vert_count, b.sphere_count
+        ));
+        o.line(format!(
+            "const V3 c{bi} = xf_apply({}, {});",
+            frame_name(b.frame),
+            Lit::v3(&b.center, || format!("body {bi} centre"))?
+        ));
+        o.line(format!("float e{bi} = 0.0f;"));
+        let nf = m.frames.len();
+        let mut terms = Vec::new();
+        for (f, fr) in m.frames.iter().enumerate() {
+            let k = self.var_group(fr.var);
+            if k < 0 {
+                continue;
+            }
+            terms.push(format!(
+                "a = a + {} * st{k} * {};",
+                Lit::f(fr.mult.abs(), || format!("frame {f} multiplier"))?,
+                Lit::f(m.reach[bi * nf + f], || format!("reach of body {bi}"))?
+            ));
+        }
+        o.open("if (SWEEP) {");
+        o.line("float a = 0.0f;");
+        for t in terms {
+            o.line(t);
+        }
+        o.line(format!("e{bi} = 0.5f * a;"));
+        o.close("}");
+        Ok(())
+    }
+
+    /// The obstacle and self-pair tests of one frame group (its bodies and the pairs whose later
+    /// body it holds), pairs ordered by their other body so that its centre is needed briefly.
+    fn emit_group(
+        &self,
+        o: &mut Out,
+        sc: &mut Scope,
+        bodies: &[usize],
+        pairs: &[usize],
+        stats: &mut SpecialiseStats,
+    ) -> Result<(), SpecialiseError> {
+        for &bi in bodies {
+            self.ensure_body(o, sc, bi)?;
+        }
+        emit_obstacle_tests(o, self.m, bodies, &self.mg)?;
+        let mut order: Vec<(usize, usize)> = pairs
+            .iter()
+            .map(|&pi| {
+                let [a, b] = self.m.self_pairs[pi];
+                // The body outside this group (or either, when both are in it).
+                let other = if bodies.contains(&(a as usize)) { b } else { a };
+                (other as usize, pi)
+            })
+            .collect();
+        order.sort_unstable();
+        for (other, pi) in order {
+            self.ensure_body(o, sc, other)?;
+            emit_pair(o, self.m, pi, &self.mg, stats)?;
+        }
+        Ok(())
+    }
+}
+
+/// Generates the specialised translation unit for `model` in the layout it suits
+/// ([`Layout::for_model`]).
+pub fn generate(model: &CollisionModel) -> Result<SpecialisedSource, SpecialiseError> {
+    generate_with(model, Layout::for_model(model))
+}
+
+/// Generates the specialised translation unit for `model` in `layout`.
+pub fn generate_with(
+    model: &CollisionModel,
+    layout: Layout,
+) -> Result<SpecialisedSource, SpecialiseError> {
+    let m = model;
+    let nb = m.bodies.len();
+    let nf = m.frames.len();
+    if nb > MAX_BODIES {
+        return Err(SpecialiseError::TooLarge {
+            what: format!("{nb} bodies"),
+            limit: MAX_BODIES,
+        });
+    }
+    if m.self_pairs.len() > MAX_SELF_PAIRS {
+        return Err(SpecialiseError::TooLarge {
+            what: format!("{} self pairs", m.self_pairs.len()),
+            limit: MAX_SELF_PAIRS,
+        });
+    }
+    if m.dof() == 0 || m.dof() > super::MAX_DOF {
+        return Err(SpecialiseError::TooLarge {
+            what: format!("{} planning-group joints", m.dof()),
+            limit: super::MAX_DOF,
+        });
+    }
+    if m.reach.len() != nb * nf {
+        return Err(SpecialiseError::Inconsistent(format!(
+            "reach table has {} entries for {nb} bodies x {nf} frames",
+            m.reach.len()
+        )));
+    }
+    for (k, f) in m.frames.iter().enumerate() {
+        if f.parent >= k as i32 || f.var as usize >= m.num_vars {
+            return Err(SpecialiseError::Inconsistent(format!(
+                "frame {k}: parent {} / variable {} of {}",
+                f.parent, f.var, m.num_vars
+            )));
+        }
+    }
+    for (i, b) in m.bodies.iter().enumerate() {
+        if b.frame >= nf as i32 {
+            return Err(SpecialiseError::Inconsistent(format!(
+                "body {i} on frame {} of {nf}",
+                b.frame
+            )));
+        }
+        covering(m, b)?;
+    }
+    for p in &m.self_pairs {
+        if p[0] as usize >= nb || p[1] as usize >= nb {
+            return Err(SpecialiseError::Inconsistent(format!(
+                "self pair {p:?} of {nb} bodies"
+            )));
+        }
+    }
+    let mut step_groups: Vec<i32> = m
+        .frames
+        .iter()
+        .map(|f| m.var_group.get(f.var as usize).copied().unwrap_or(-1))
+        .filter(|&k| k >= 0)
+        .collect();
+    step_groups.sort_unstable();
+    step_groups.dedup();
+    let gen = Gen {
+        m,
+        mg: Lit::f(m.margin, || "margin".into())?,
+        var_group: m.var_group.clone(),
+        step_groups,
+    };
+    let mut stats = SpecialiseStats {
+        dof: m.dof(),
+        frames: nf,
+        bodies: nb,
+        layout: layout.name().into(),
+        ..Default::default()
+    };
+
+    // Bodies grouped by frame: the root's first, then each frame as forward kinematics reaches it.
+    let group_of = |b: &BodyModel| (b.frame + 1) as usize;
+    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); nf + 1];
+    for (i, b) in m.bodies.iter().enumerate() {
+        groups[group_of(b)].push(i);
+    }
+    // Each pair is tested with the later of its two bodies' groups.
+    let mut pairs_of: Vec<Vec<usize>> = vec![Vec::new(); nf + 1];
+    for (pi, p) in m.self_pairs.iter().enumerate() {
+        let (a, b) = (&m.bodies[p[0] as usize], &m.bodies[p[1] as usize]);
+        pairs_of[group_of(a).max(group_of(b))].push(pi);
+    }
+    let busy = |g: usize| !groups[g].is_empty() || !pairs_of[g].is_empty();
+
+    let mut o = Out {
+        s: String::new(),
+        indent: 0,
+    };
+    o.line("// ---- generated by src/gpu/specialise.rs from the loaded robot: do not edit ----");
+    o.line(format!(
+        "// {} joints, {nf} moving frames, {nb} bodies, {} self pairs, margin {}; {} layout",
+        m.dof(),
+        m.self_pairs.len(),
+        m.margin,
+        layout.name()
+    ));
+    o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
+    o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
+    // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
+    // its later body.
+    let mut chunks: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut chunk_of = vec![0usize; nb];
+    for (g, bodies) in groups.iter().enumerate() {
+        for part in bodies.chunks(CHUNK_BODIES) {
+            for &b in part {
+                chunk_of[b] = chunks.len();
+            }
+            chunks.push((g, part.to_vec()));
+        }
+    }
+    let mut chunk_pairs: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
+    for (pi, p) in m.self_pairs.iter().enumerate() {
+        chunk_pairs[chunk_of[p[0] as usize].max(chunk_of[p[1] as usize])].push(pi);
+    }
+    if layout == Layout::Grouped {
+        for (c, (_, bodies)) in chunks.iter().enumerate() {
+            o.line("template <bool SWEEP>");
+            o.open(format!(
+                "__device__ __noinline__ bool gmp_spec_chunk{c}(const GmpModel& m, const Xf* fr, const float* diff, unsigned n) {{"
+            ));
+            o.line("bool hit = false;");
+            gen.emit_steps(&mut o);
+            let mut sc = gen.scope(true);
+            gen.emit_group(&mut o, &mut sc, bodies, &chunk_pairs[c], &mut stats)?;
+            o.line("return !hit;");
+            o.close("}");
+            o.line("");
+        }
+    }
+    o.line("template <bool SWEEP>");
+    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    let mut sc = gen.scope(false);
+    match layout {
+        Layout::Inline => {
+            o.line("bool hit = false;");
+            gen.emit_steps(&mut o);
+        }
+        Layout::Grouped => o.line(format!("Xf fr[{}];", nf.max(1))),
+    }
+    for g in 0..=nf {
+        if g > 0 {
+            emit_frame(&mut o, m, g - 1, &|v| gen.var_group(v))?;
+            if layout == Layout::Grouped {
+                o.line(format!("fr[{}] = F{};", g - 1, g - 1));
+            }
+        }
+        if !busy(g) {
+            continue;
+        }
+        match layout {
+            Layout::Inline => {
+                gen.emit_group(&mut o, &mut sc, &groups[g], &pairs_of[g], &mut stats)?;
+                o.line("if (hit) return false;");
+            }
+            Layout::Grouped => {
+                for (c, _) in chunks.iter().enumerate().filter(|(_, (cg, _))| *cg == g) {
+                    o.line(format!(
+                        "if (!gmp_spec_chunk{c}<SWEEP>(m, fr, diff, n)) return false;"
+                    ));
+                }
+            }
+        }
+    }
+    o.line("return true;");
+    o.close("}");
+    o.line("");
+    o.line("__device__ __forceinline__ bool gmp_spec_config_valid(const GmpModel& m, const float* q) {");
+    o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
+    o.line("}");
+    o.line("");
+    o.line("// gmp_motion_step_status with the specialised tests.");
+    o.line("__device__ __forceinline__ unsigned gmp_spec_step_status(const GmpModel& m, const float* q,");
+    o.line(
+        "                                                         const float* diff, unsigned n) {",
+    );
+    o.line("    if (gmp_spec_valid<true>(m, q, diff, n)) return 0u;");
+    o.line("    if (!gmp_spec_valid<false>(m, q, nullptr, 0u)) return 1u;");
+    o.line("    return 2u;");
+    o.line("}");
+    o.line("");
+    o.line("#define GMP_CONFIG_VALID(m, q) gmp_spec_config_valid(m, q)");
+    o.line("#define GMP_STEP_STATUS(m, q, diff, n) gmp_spec_step_status(m, q, diff, n)");
+    o.line(format!("#define GMP_DOF(m) {}u", m.dof()));
+    o.line("// ---- end of generated code ----");
+    stats.self_pairs = m.self_pairs.len();
+    let generated = o.s;
+    stats.generated_bytes = generated.len();
+    let common = super::kernels::COMMON_CUH;
+    let collision = super::kernels::COLLISION_CU;
+    let mut source = String::with_capacity(common.len() + generated.len() + collision.len() + 96);
+    source.push_str("// ---- common.cuh ----\n");
+    source.push_str(common);
+    source.push('\n');
+    source.push_str(&generated);
+    source.push_str("// ---- collision.cu ----\n");
+    source.push_str(collision);
+    Ok(SpecialisedSource {
+        source,
+        generated,
+        stats,
+    })
+}
+
+/// Forward kinematics of frame `k` (twin of one step of `gmp_fk` / `frame_poses`).
+fn emit_frame(
+    o: &mut Out,
+    m: &CollisionModel,
+    k: usize,
+    var_group: &impl Fn(u32) -> i32,
+) -> Result<(), SpecialiseError> {
+    let f = &m.frames[k];
+    let what = || format!("frame {k}");
+    let src = match var_group(f.var) {
+        g if g >= 0 => format!("q[{g}]"),
+        _ => format!("m.base_state[{}]", f.var),
+    };
+    o.line(format!(
+        "// frame {k}: {} joint on variable {}, parent {}",
+        if f.kind == 0 { "revolute" } else { "prismatic" },
+        f.var,
+        f.parent
+    ));
+    o.line(format!("Xf {};", frame_name(k as i32)));
+    o.open("{");
+    o.line(format!(
+        "const float qv = {} * {src} + {};",
+        Lit::f(f.mult, what)?,
+        Lit::f(f.offset, what)?
+    ));
+    o.line("Xf org;");
+    for (i, v) in f.origin.r.iter().enumerate() {
+        o.line(format!("org.r[{i}] = {};", Lit::f(*v, what)?));
+    }
+    for (i, v) in f.origin.t.iter().enumerate() {
+        o.line(format!("org.t[{i}] = {};", Lit::f(*v, what)?));
+    }
+    o.line(format!(
+        "const float ax[3] = {{{}, {}, {}}};",
+        Lit::f(f.axis[0], what)?,
+        Lit::f(f.axis[1], what)?,
+        Lit::f(f.axis[2], what)?
+    ));
+    o.line(format!(
+        "const Xf jf = gmp_joint_frame(org, ax, {}u, qv);",
+        f.kind
+    ));
+    if f.parent < 0 {
+        o.line(format!("{} = jf;", frame_name(k as i32)));
+    } else {
+        o.line(format!(
+            "{} = xf_mul({}, jf);",
+            frame_name(k as i32),
+            frame_name(f.parent)
+        ));
+    }
+    o.close("}");
+    Ok(())
+}
+
+/// The group's bodies against every obstacle slot (twin of the obstacle loop of `frames_valid`):
+/// one pass over the obstacles, each slot's kind dispatched once for all the group's bodies.
+fn emit_obstacle_tests(
+    o: &mut Out,
+    m: &CollisionModel,
+    bodies: &[usize],
+    mg: &str,
+) -> Result<(), SpecialiseError> {
+    if bodies.is_empty() {
+        return Ok(());
+    }
+    let radius = |bi: usize| -> Result<String, SpecialiseError> {
+        Lit::f(m.bodies[bi].radius, || format!("body {bi} radius"))
+    };
+    o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
+    o.line("const GmpObstacle o = m.obstacles[oi];");
+    o.line("if (o.kind == GMP_NONE) continue;");
+    let flags: Vec<String> = bodies.iter().map(|b| format!("n{b} = false")).collect();
+    o.line(format!("bool {};", flags.join(", ")));
+    for (k, (cond, func)) in [
+        ("o.kind == GMP_BOX", "gmp_near_box"),
+        ("o.kind == GMP_CYLINDER", "gmp_near_cylinder"),
+        (
+            "o.kind == GMP_SPHERE || o.kind == GMP_MESH",
+            "gmp_near_ball",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if k == 0 {
+            o.open(format!("if ({cond}) {{"));
+        } else {
+            o.mid(format!("}} else if ({cond}) {{"));
+        }
+        for &bi in bodies {
+            o.line(format!(
+                "n{bi} = {func}(c{bi}, {} + e{bi}, o, {mg});",
+                radius(bi)?
+            ));
+        }
+    }
+    o.close("}");
+    // Sphere bodies without a covering test against a primitive: the distance test was exact.
+    let (points, general): (Vec<usize>, Vec<usize>) = bodies
+        .iter()
+        .partition(|&&bi| m.bodies[bi].vert_count == 1 && !env_covering(&m.bodies[bi]));
+    if !points.is_empty() {
+        let any: Vec<String> = points.iter().map(|b| format!("n{b}")).collect();
+        o.open("if (o.kind != GMP_MESH) {");
+        o.line(format!("hit |= {};", any.join(" | ")));
+        o.mid("} else {");
+        for &bi in &points {
+            emit_env_fine(o, m, bi);
+        }
+        o.close("}");
+    }
+    for &bi in &general {
+        emit_env_fine(o, m, bi);
+    }
+    o.close("}");
+    Ok(())
+}
+
+/// The rest of a (body, obstacle) test once its bounding test fired: covering spheres and the
+/// exact test, out of line and table-driven (`gmp_body_obstacle_clear` of the generic kernel).
+fn emit_env_fine(o: &mut Out, m: &CollisionModel, bi: usize) {
+    o.line(format!(
+        "if (n{bi} && (hit || !gmp_body_obstacle_clear_at(m, {}, {bi}u, oi, c{bi}, e{bi}))) return false;",
+        frame_name(m.bodies[bi].frame)
+    ));
+}
+
+/// Self pair `pi` (twin of the pair loop of `frames_valid`).
+fn emit_pair(
+    o: &mut Out,
+    m: &CollisionModel,
+    pi: usize,
+    mg: &str,
+    stats: &mut SpecialiseStats,
+) -> Result<(), SpecialiseError> {
+    let [ia, ib] = m.self_pairs[pi];
+    let (ia, ib) = (ia as usize, ib as usize);
+    let (ba, bb) = (&m.bodies[ia], &m.bodies[ib]);
+    let (sa, sb) = (covering(m, ba)?, covering(m, bb)?);
+    if sa.is_empty() || sb.is_empty() {
+        // The CPU's covering loop finds nothing near: never a collision.
+        stats.skipped_pairs += 1;
+        return Ok(());
+    }
+    let ra = Lit::f(ba.radius, || format!("body {ia} radius"))?;
+    let rb = Lit::f(bb.radius, || format!("body {ib} radius"))?;
+    o.open(format!("{{ // pair {pi}: bodies {ia}, {ib}"));
+    o.line(format!("const V3 d = gmp_sub(c{ia}, c{ib});"));
+    o.line(format!(
+        "const float rr = {ra} + {rb} + {mg} + e{ia} + e{ib};"
+    ));
+    if is_plain_sphere(m, ba) && is_plain_sphere(m, bb) {
+        // Not farther than rr, then the identical covering test, then a collision.
+        stats.sphere_pairs += 1;
+        o.line("hit |= gmp_dot(d, d) <= rr * rr;");
+        o.close("}");
+        return Ok(());
+    }
+    o.line(format!(
+        "if (!(gmp_dot(d, d) > rr * rr) && (hit || !gmp_pair_clear_at(m, {}, {}, {ia}u, {ib}u, e{ia}, e{ib}, d))) return false;",
+        frame_name(ba.frame),
+        frame_name(bb.frame)
+    ));
+    stats.fine_pairs += 1;
+    o.close("}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses what [`f32_literal`] writes back to an f32 (exactly).
+    fn parse(lit: &str) -> f32 {
+        let s = lit.trim_start_matches('(').trim_end_matches(')');
+        let (neg, s) = match s.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, s),
+        };
+        let s = s.strip_prefix("0x").unwrap().strip_suffix('f').unwrap();
+        let (mant, exp) = s.split_once('p').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+        let mut v = int.parse::<u64>().unwrap() as f64;
+        for (i, c) in frac.chars().enumerate() {
+            v += c.to_digit(16).unwrap() as f64 / 16f64.powi(i as i32 + 1);
+        }
+        let v = (v * 2f64.powi(exp)) as f32;
+        if neg {
+            -v
+        } else {
+            v
+        }
+    }
+
+    #[test]
+    fn literals_are_exact() {
+        let mut vals = vec![
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            1e-4,
+            std::f32::consts::PI,
+            f32::MAX,
+            f32::MIN_POSITIVE,
+            f32::MIN_POSITIVE / 3.0,
+            -1.0e-42,
+            0.333,
+            1.5703125,
+        ];
+        let mut x = 0x1234_5678u32;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let v = f32::from_bits(x);
+            if v.is_finite() {
+                vals.push(v);
+            }
+        }
+        for v in vals {
+            let l = f32_literal(v).unwrap();
+            assert_eq!(parse(&l).to_bits(), v.to_bits(), "{v:e} -> {l}");
+        }
+        assert_eq!(f32_literal(1.0).unwrap(), "0x1.000000p+0f");
+        assert_eq!(f32_literal(-0.0).unwrap(), "(-0x0p+0f)");
+        assert!(f32_literal(f32::NAN).is_none());
+        assert!(f32_literal(f32::INFINITY).is_none());
+    }
+}
