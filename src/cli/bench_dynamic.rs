@@ -130,6 +130,10 @@ fn machine(gpu: &str) -> Value {
     m["unix_time"] = json!(secs);
     m["date_utc"] = json!(crate::report::utc_date(secs));
     m["gpu"] = json!(gpu);
+    // Other work on the machine skews timings; the load average says how much there was.
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        m["load_average_1_5_15_min"] = json!(l.split_whitespace().take(3).collect::<Vec<_>>());
+    }
     m
 }
 
@@ -730,6 +734,9 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
         },
         gpu: gpu_name.is_some(),
     };
+    let gpu_desc = gpu_name.clone().unwrap_or_else(|| "none (CPU only)".into());
+    // Taken before the run: the load average then is other work on the machine.
+    let mach = machine(&gpu_desc);
     let mut rows = Vec::new();
     let mut table = String::new();
     for &target in &a.sizes {
@@ -737,8 +744,6 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
         rows.push(v);
         table.push_str(&row);
     }
-    let gpu_desc = gpu_name.clone().unwrap_or_else(|| "none (CPU only)".into());
-    let mach = machine(&gpu_desc);
     let date = mach["date_utc"].as_str().unwrap_or("unknown").to_string();
     let slug: String = gpu_name
         .as_deref()
