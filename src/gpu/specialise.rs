@@ -285,19 +285,19 @@ struct Scope {
     stored_frames: bool,
 }
 
-/// The model with the tables the emitters share.
+/// The model and what every emitter needs from it.
 struct Gen<'a> {
     m: &'a CollisionModel,
+    /// The margin as a literal.
     mg: String,
-    /// Per variable: its planning-group index, or -1.
-    var_group: Vec<i32>,
-    /// Group indices the sweep steps are taken from.
+    /// Planning-group indices the sweep steps are taken from.
     step_groups: Vec<i32>,
 }
 
 impl Gen<'_> {
+    /// The planning-group index of full-state variable `var`, or -1.
     fn var_group(&self, var: u32) -> i32 {
-        self.var_group.get(var as usize).copied().unwrap_or(-1)
+        self.m.var_group.get(var as usize).copied().unwrap_or(-1)
     }
 
     /// A new function scope.
@@ -479,20 +479,20 @@ pub fn generate_with(
             )));
         }
     }
+    let mut gen = Gen {
+        m,
+        mg: Lit::f(m.margin, || "margin".into())?,
+        step_groups: Vec::new(),
+    };
     let mut step_groups: Vec<i32> = m
         .frames
         .iter()
-        .map(|f| m.var_group.get(f.var as usize).copied().unwrap_or(-1))
+        .map(|f| gen.var_group(f.var))
         .filter(|&k| k >= 0)
         .collect();
     step_groups.sort_unstable();
     step_groups.dedup();
-    let gen = Gen {
-        m,
-        mg: Lit::f(m.margin, || "margin".into())?,
-        var_group: m.var_group.clone(),
-        step_groups,
-    };
+    gen.step_groups = step_groups;
     let mut stats = SpecialiseStats {
         dof: m.dof(),
         frames: nf,
@@ -807,6 +807,68 @@ fn emit_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collision::RobotShapes;
+    use crate::robot::RobotModel;
+
+    /// The bundled arm's collision model (polytopes).
+    fn arm() -> CollisionModel {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let robot = RobotModel::from_urdf_file(
+            &root.join("urdf/gmp_arm.urdf"),
+            Some(&root.join("urdf/gmp_arm.srdf")),
+            &Default::default(),
+        )
+        .expect("bundled arm");
+        let group = robot.group("arm").expect("group");
+        let base = robot.tree.neutral_state();
+        CollisionModel::build(&robot, &group, &base, RobotShapes::Polytopes, 1e-4).expect("model")
+    }
+
+    #[test]
+    fn every_body_and_pair_is_emitted_in_both_layouts() {
+        let m = arm();
+        assert_eq!(Layout::for_model(&m), Layout::Inline);
+        for layout in [Layout::Inline, Layout::Grouped] {
+            let g = generate_with(&m, layout).expect("generated");
+            let st = &g.stats;
+            assert_eq!(st.layout, layout.name());
+            assert_eq!(
+                st.sphere_pairs + st.fine_pairs + st.skipped_pairs,
+                m.self_pairs.len()
+            );
+            let pairs = g.generated.matches("// pair ").count();
+            assert_eq!(pairs, st.sphere_pairs + st.fine_pairs, "{layout:?}");
+            for b in 0..m.bodies.len() {
+                assert!(
+                    g.generated.contains(&format!("// body {b} ")),
+                    "{layout:?}: body {b} missing"
+                );
+            }
+            assert!(g
+                .source
+                .contains("#define GMP_CONFIG_VALID(m, q) gmp_spec_config_valid"));
+            assert!(g.source.ends_with(crate::gpu::kernels::COLLISION_CU));
+        }
+    }
+
+    #[test]
+    fn non_finite_constants_and_bad_tables_are_refused() {
+        let mut m = arm();
+        m.margin = f32::NAN;
+        assert!(matches!(
+            generate(&m),
+            Err(SpecialiseError::NonFinite { .. })
+        ));
+        let mut m = arm();
+        m.self_pairs.push([0, 999]);
+        assert!(matches!(
+            generate(&m),
+            Err(SpecialiseError::Inconsistent(_))
+        ));
+        let mut m = arm();
+        m.bodies[0].center[1] = f32::INFINITY;
+        assert!(generate(&m).is_err());
+    }
 
     /// Parses what [`f32_literal`] writes back to an f32 (exactly).
     fn parse(lit: &str) -> f32 {
