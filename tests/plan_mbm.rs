@@ -66,7 +66,10 @@ fn request(p: &Panda, prob: &Problem, planner: PlannerId, seed: u64) -> PlanRequ
     req.vel_scale = 0.5;
     req.acc_scale = 0.5;
     if planner == PlannerId::RrtStar {
+        // Anytime: the iteration budget ends the run, never the clock (a run stopped by its
+        // time limit on a loaded machine would draw fewer samples than the repeat run).
         req.max_iterations = Some(40);
+        req.time_limit = Duration::from_secs(3600);
     }
     req
 }

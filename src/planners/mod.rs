@@ -561,6 +561,9 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
     }
 }
 
+/// Mixed into the seed of the shortcutting generator (any constant other than 0).
+const SHORTCUT_STREAM: u64 = 0x5348_4f52_5443_5554;
+
 /// Validates the request, runs `planner`, then shortcuts, times and re-validates its path.
 pub(crate) fn run(
     checker: &dyn Checker,
@@ -624,7 +627,10 @@ pub(crate) fn run(
             &counting,
             &raw_path,
             req.resolution,
-            &mut ctx.rng,
+            // A generator of its own, so the shortcut depends only on the raw path and the
+            // seed, not on how many samples the planner drew (an anytime planner stopped by
+            // its time limit draws a load-dependent number).
+            &mut ChaCha8Rng::seed_from_u64(req.seed ^ SHORTCUT_STREAM),
             req.shortcut_rounds,
         )?
     } else {
