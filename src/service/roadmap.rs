@@ -205,6 +205,9 @@ impl PlanningService {
                 resolution,
                 // The voxel map only serves the DRM comparison; queries use RGG labels.
                 drm_cell_size: None,
+                // Build checks and label updates on the GPU unless the CPU is asked for
+                // (without a GPU this falls back to the CPU with one log line).
+                gpu: self.settings.backend != "cpu",
                 ..DynamicRoadmapOptions::default()
             };
             let drm = DynamicRoadmap::sample(
