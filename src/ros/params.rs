@@ -51,18 +51,20 @@ pub struct NodeParams {
 }
 
 impl Default for NodeParams {
+    /// The service's default settings and no robot override (the bundled robot).
     fn default() -> Self {
+        let s = ServiceSettings::default();
         Self {
-            planner: "rrt_connect".into(),
-            backend: "cpu".into(),
-            resolution: 0.01,
-            time_limit: 5.0,
-            seed: 0,
-            roadmap_size: 2000,
-            velocity_scaling: 1.0,
-            acceleration_scaling: 1.0,
-            planning_group: String::new(),
-            planning_frame: "world".into(),
+            planner: s.planner,
+            backend: s.backend,
+            resolution: s.resolution,
+            time_limit: s.time_limit,
+            seed: i64::try_from(s.seed).unwrap_or(0),
+            roadmap_size: i64::try_from(s.roadmap_size).unwrap_or(i64::MAX),
+            velocity_scaling: s.velocity_scaling,
+            acceleration_scaling: s.acceleration_scaling,
+            planning_group: s.planning_group,
+            planning_frame: s.planning_frame,
             urdf_path: String::new(),
             srdf_path: String::new(),
             robot_description: String::new(),

@@ -648,14 +648,7 @@ impl PlanningService {
             let Ok(j) = self.robot.tree.joint(name) else {
                 continue;
             };
-            if !x.is_finite() {
-                return Err(ServiceError::NotFinite {
-                    which,
-                    joint: name.into(),
-                    value: x,
-                });
-            }
-            if let Some(v) = self.robot.tree.joints.get(j).and_then(|jt| jt.variable) {
+            if let Some(v) = self.variable_of(which, name, j, x)? {
                 updates.push((v, x));
             }
         }
@@ -666,6 +659,25 @@ impl PlanningService {
         }
         self.has_current = true;
         Ok(())
+    }
+
+    /// The state variable of joint `j` (named `name`, `None` for a joint without one, such
+    /// as a fixed joint) that position `x` sets; a non-finite `x` is an error naming it.
+    fn variable_of(
+        &self,
+        which: &'static str,
+        name: &str,
+        j: usize,
+        x: f64,
+    ) -> Result<Option<usize>, ServiceError> {
+        if !x.is_finite() {
+            return Err(ServiceError::NotFinite {
+                which,
+                joint: name.into(),
+                value: x,
+            });
+        }
+        Ok(self.robot.tree.joints.get(j).and_then(|jt| jt.variable))
     }
 
     /// Full robot state from `base` with the named positions written in; errors name the
@@ -689,14 +701,7 @@ impl PlanningService {
                     which,
                     joint: name.into(),
                 })?;
-            if !x.is_finite() {
-                return Err(ServiceError::NotFinite {
-                    which,
-                    joint: name.into(),
-                    value: x,
-                });
-            }
-            if let Some(v) = self.robot.tree.joints.get(j).and_then(|jt| jt.variable) {
+            if let Some(v) = self.variable_of(which, name, j, x)? {
                 if let (Some(s), Some(g)) = (state.get_mut(v), given.get_mut(v)) {
                     *s = x;
                     *g = true;
