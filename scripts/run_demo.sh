@@ -30,12 +30,14 @@ set -u
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 LOG=$(mktemp -t gmp_demo_launch.XXXXXX.log)
 echo "==> ros2 launch gpu_motion_planner planner.launch.py (log: $LOG)"
-ros2 launch gpu_motion_planner planner.launch.py > "$LOG" 2>&1 &
+# A process group of its own: `ros2 launch` does not pass a SIGINT it receives on to the
+# node, so stopping means signalling the whole group (as Ctrl-C in a terminal does).
+setsid ros2 launch gpu_motion_planner planner.launch.py > "$LOG" 2>&1 &
 LAUNCH=$!
 stop() {
-    kill -INT "$LAUNCH" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$LAUNCH" 2>/dev/null || return 0; sleep 0.2; done
-    kill -KILL "$LAUNCH" 2>/dev/null || true
+    kill -INT -- -"$LAUNCH" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 -- -"$LAUNCH" 2>/dev/null || return 0; sleep 0.2; done
+    kill -KILL -- -"$LAUNCH" 2>/dev/null || true
 }
 trap stop EXIT
 RC=0
