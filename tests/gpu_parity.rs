@@ -205,6 +205,16 @@ impl Tally {
     }
 }
 
+/// The motion kernels to compare: both, or the one `GMP_PARITY_MOTION_KERNEL` names (`naive`
+/// or `balanced`, to shorten long runs; the default kernel is the balanced one).
+fn motion_kernels() -> Vec<MotionKernel> {
+    let all = [MotionKernel::Naive, MotionKernel::Balanced];
+    match std::env::var("GMP_PARITY_MOTION_KERNEL") {
+        Ok(k) if !k.trim().is_empty() => all.into_iter().filter(|m| m.name() == k.trim()).collect(),
+        _ => all.to_vec(),
+    }
+}
+
 /// The kernel variants a parity run must cover: both, unless the specialised kernels were
 /// turned off on purpose (GMP_CUDA_KERNEL=generic). A checker without specialised kernels fails
 /// the test otherwise (it would compare the generic kernels twice).
@@ -296,7 +306,7 @@ fn compare(
         t.record(&format!("{label} configs"), &vc, &vg, |i| {
             format!("{what} config {:?}", batch.row(i))
         });
-        for kernel in [MotionKernel::Naive, MotionKernel::Balanced] {
+        for kernel in motion_kernels() {
             cuda.set_motion_kernel(kernel);
             let mg = cuda
                 .check_motions(&motions, PARITY_RESOLUTION)
@@ -393,11 +403,19 @@ fn assert_parity(robot: &str) {
     let n_mot = common::env_usize("GMP_PARITY_MOTIONS", 2_000);
     let mut examples = Vec::new();
     let mut bad = 0;
-    // The exact polytope model at full size, the sphere model at a quarter.
+    // The exact polytope model at full size, the sphere model at a quarter
+    // (GMP_PARITY_SPHERE_DIVISOR, default 4); GMP_PARITY_SHAPES=polytopes|spheres runs one.
+    let only = std::env::var("GMP_PARITY_SHAPES").unwrap_or_default();
+    let divisor = common::env_usize("GMP_PARITY_SPHERE_DIVISOR", 4).max(1);
     for (shapes, c, m) in [
         (RobotShapes::Polytopes, n_cfg, n_mot),
-        (RobotShapes::Spheres, n_cfg / 4, n_mot / 4),
+        (RobotShapes::Spheres, n_cfg / divisor, n_mot / divisor),
     ] {
+        let name = format!("{shapes:?}").to_lowercase();
+        if !only.trim().is_empty() && only.trim() != name {
+            eprintln!("parity: {robot} {name} left out (GMP_PARITY_SHAPES={only})");
+            continue;
+        }
         let t = parity_robot(robot, shapes, c, m);
         bad += t.total_diff();
         examples.extend(t.examples);
@@ -421,6 +439,77 @@ fn gpu_parity_ur5() {
 #[test]
 fn gpu_parity_fetch() {
     assert_parity("fetch");
+}
+
+/// Batches large enough to go through the device in pipelined pieces (several pieces, the
+/// buffer ring wrapping around), f64 and f32 input, both models, every kernel variant: the
+/// same verdicts as the CPU, in the same order.
+#[test]
+fn gpu_parity_pipelined_batches() {
+    if gpu_or_skip("gpu_parity_pipelined_batches").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_pipelined_batches") else {
+        return;
+    };
+    let n = common::env_usize("GMP_PARITY_PIPELINE_CONFIGS", 700_001);
+    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
+    let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
+    let p = problems
+        .iter()
+        .find(|p| p.scene_name == "cage")
+        .expect("a cage problem");
+    let base = r.start_full_state(p);
+    let (a, b) = r.start_goal(p).unwrap();
+    let space = &r.group.space;
+    let mut s = Sampler {
+        lower: &space.lower,
+        upper: &space.upper,
+        anchors: vec![a, b],
+        rng: ChaCha8Rng::seed_from_u64(0x7069_7065),
+    };
+    let dof = space.dof();
+    let mut batch = ConfigBatch::with_capacity(dof, n);
+    for _ in 0..n {
+        batch.push(&s.config()).unwrap();
+    }
+    let f32s: Vec<f32> = batch.values().iter().map(|&v| v as f32).collect();
+    let mut t = Tally::default();
+    for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+        let opts = CheckerOptions {
+            shapes,
+            ..Default::default()
+        };
+        let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu");
+        let vc = cpu.check_configs(&batch).expect("cpu configs");
+        let mut cuda = CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda");
+        for v in variants(&cuda) {
+            cuda.set_kernel_variant(v).expect("variant");
+            let vg = cuda.check_configs(&batch).expect("cuda configs");
+            let launches = cuda.last_timings().launches;
+            assert!(
+                launches >= 2,
+                "{n} configurations went in {launches} piece(s)"
+            );
+            t.record(&format!("{shapes:?} {} f64", v.name()), &vc, &vg, |i| {
+                format!("config {:?}", batch.row(i))
+            });
+            let vf = cuda.check_configs_f32(&f32s).expect("cuda f32 configs");
+            t.record(&format!("{shapes:?} {} f32", v.name()), &vc, &vf, |i| {
+                format!("config {:?}", batch.row(i))
+            });
+        }
+        t.configs += vc.len();
+        t.config_free += vc.iter().filter(|&&v| v).count();
+    }
+    eprintln!(
+        "parity: pipelined batches of {n} configs ({} checked, {:.1}% free): diff {} ({})",
+        t.configs,
+        100.0 * t.config_free as f64 / t.configs.max(1) as f64,
+        t.total_diff(),
+        t.per_run()
+    );
+    assert_eq!(t.total_diff(), 0, "{:#?}", t.examples);
 }
 
 #[test]

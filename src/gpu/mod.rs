@@ -498,6 +498,11 @@ struct DeviceState {
     out: CudaSlice<u8>,
     out_host: PinnedHostSlice<u8>,
     events: [CudaEvent; 4],
+    /// Copy-in and copy-out streams of the pipelined configuration checks.
+    h2d: Arc<CudaStream>,
+    d2h: Arc<CudaStream>,
+    /// Six events per pipeline slot (copy in, kernel, copy out: start and end).
+    pipe_events: Vec<CudaEvent>,
 }
 
 /// Per-device timings of one query.
@@ -573,6 +578,9 @@ impl DeviceState {
             out_host: unsafe { ctx.alloc_pinned_with_flags::<u8>(1, 0) }
                 .map_err(drv("pinned host allocation"))?,
             events,
+            h2d: ctx.new_stream().map_err(drv("creating a stream"))?,
+            d2h: ctx.new_stream().map_err(drv("creating a stream"))?,
+            pipe_events: Vec::new(),
             robot,
             scene: scene_dev,
             args: ModelArgs::default(),
@@ -732,7 +740,11 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Checks `values.len() / dof` configurations (f32, row-major).
+    /// Checks `values.len() / dof` configurations (f32, row-major), pipelined: the batch goes
+    /// in pieces through a ring of [`PIPE_SLOTS`] buffer slots, each piece copied in on the
+    /// copy-in stream, checked on the kernel stream and copied back on the copy-out stream, so
+    /// that staging the next piece on the host, copying it in and checking the previous one
+    /// overlap (see [`pipeline_shape`]).
     fn configs(
         &mut self,
         values: ConfigValues,
@@ -744,36 +756,132 @@ impl DeviceState {
         let f_configs = self.kernels(variant).configs.clone();
         let dof = rows.dof;
         let n = out.len();
-        let mut start = 0;
-        while start < n {
-            let cn = (n - start).min(CONFIG_CHUNK);
-            let words = cn * dof;
-            self.ensure_buffers(words, cn)?;
-            {
-                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
-                let src = values.slice(start * dof..(start + cn) * dof);
-                if let Some(i) = stage_values(src, &mut stg[..words]) {
-                    let v = start * dof + i;
-                    return Err(CollisionError::NonFinite {
-                        index: rows.first + v / dof,
-                        joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
-                    });
+        let (piece, slots) = pipeline_shape(n);
+        self.ensure_buffers(piece * slots * dof, piece * slots)?;
+        self.ensure_pipe_events(slots)?;
+        let mut pending = std::collections::VecDeque::with_capacity(slots);
+        let result = (|| {
+            for j in 0..n.div_ceil(piece) {
+                let slot = j % slots;
+                if pending.len() == slots {
+                    if let Some(done) = pending.pop_front() {
+                        self.finish_piece(done, out, times)?;
+                    }
                 }
+                let start = j * piece;
+                let cn = piece.min(n - start);
+                let (w0, words) = (slot * piece * dof, cn * dof);
+                let o0 = slot * piece;
+                {
+                    let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
+                    let src = values.slice(start * dof..(start + cn) * dof);
+                    if let Some(i) = stage_values(src, &mut stg[w0..w0 + words]) {
+                        let v = start * dof + i;
+                        return Err(CollisionError::NonFinite {
+                            index: rows.first + v / dof,
+                            joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
+                        });
+                    }
+                }
+                let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
+                ev[0].record(&self.h2d).map_err(drv("event"))?;
+                {
+                    let stg = self.staging.as_slice().map_err(drv("pinned buffer"))?;
+                    let dst = dptr(&self.input, &self.h2d) + (w0 * 4) as u64;
+                    // SAFETY: the pinned staging buffer outlives the copy (every call ends by
+                    // waiting for its pieces) and is not written again before the copy of this
+                    // slot is known to be done (`finish_piece`); the device range is in bounds.
+                    unsafe {
+                        cudarc::driver::result::memcpy_htod_async(
+                            dst,
+                            &stg[w0..w0 + words],
+                            self.h2d.cu_stream(),
+                        )
+                    }
+                    .map_err(drv("copy to device"))?;
+                }
+                ev[1].record(&self.h2d).map_err(drv("event"))?;
+                self.stream.wait(&ev[1]).map_err(drv("stream wait"))?;
+                ev[2].record(&self.stream).map_err(drv("event"))?;
+                {
+                    let input = self.input.slice(w0..w0 + words);
+                    let mut outv = self.out.slice_mut(o0..o0 + cn);
+                    let cn32 = cn as u32;
+                    let mut b = self.stream.launch_builder(&f_configs);
+                    b.arg(&self.args).arg(&input).arg(&cn32).arg(&mut outv);
+                    unsafe { b.launch(launch_cfg(cn)) }.map_err(drv("launching check_configs"))?;
+                }
+                ev[3].record(&self.stream).map_err(drv("event"))?;
+                self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
+                ev[4].record(&self.d2h).map_err(drv("event"))?;
+                {
+                    let src = {
+                        let (p, _sync) = self.out.device_ptr(&self.d2h);
+                        p + o0 as u64
+                    };
+                    let host = self.out_host.as_mut_slice().map_err(drv("pinned buffer"))?;
+                    // SAFETY: as above; the host range is read only after this slot's last
+                    // event completed.
+                    unsafe {
+                        cudarc::driver::result::memcpy_dtoh_async(
+                            &mut host[o0..o0 + cn],
+                            src,
+                            self.d2h.cu_stream(),
+                        )
+                    }
+                    .map_err(drv("copy to host"))?;
+                }
+                ev[5].record(&self.d2h).map_err(drv("event"))?;
+                pending.push_back((slot, start, cn, o0));
             }
-            self.round(words, cn, times, |s| {
-                let input = s.input.slice(0..words);
-                let cn32 = cn as u32;
-                let cfg = launch_cfg(cn);
-                let mut b = s.stream.launch_builder(&f_configs);
-                b.arg(&s.args).arg(&input).arg(&cn32).arg(&mut s.out);
-                unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
-                Ok(())
-            })?;
-            let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
-            for (o, &h) in out[start..start + cn].iter_mut().zip(&host[..cn]) {
-                *o = h != 0;
+            while let Some(done) = pending.pop_front() {
+                self.finish_piece(done, out, times)?;
             }
-            start += cn;
+            Ok(())
+        })();
+        if result.is_err() {
+            // Nothing in flight may outlive the call (the buffers are reused).
+            let _ = self.h2d.synchronize();
+            let _ = self.stream.synchronize();
+            let _ = self.d2h.synchronize();
+        }
+        result
+    }
+
+    /// Waits for piece `(slot, start, count, out offset)` of [`DeviceState::configs`], adds its
+    /// timings and writes its verdicts.
+    fn finish_piece(
+        &mut self,
+        (slot, start, cn, o0): (usize, usize, usize, usize),
+        out: &mut [bool],
+        times: &mut DevTimes,
+    ) -> Result<(), CollisionError> {
+        let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
+        ev[5].synchronize().map_err(drv("kernel execution"))?;
+        let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
+            Ok(ev[a].elapsed_ms(&ev[b]).map_err(drv("event timing"))? as f64)
+        };
+        times.htod += el(0, 1)?;
+        times.kernel += el(2, 3)?;
+        times.dtoh += el(4, 5)?;
+        times.launches += 1;
+        let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
+        for (o, &h) in out[start..start + cn].iter_mut().zip(&host[o0..o0 + cn]) {
+            *o = h != 0;
+        }
+        Ok(())
+    }
+
+    /// At least `slots` pipeline slots of six events each.
+    fn ensure_pipe_events(&mut self, slots: usize) -> Result<(), CollisionError> {
+        while self.pipe_events.len() < slots * 6 {
+            let e = self
+                .ctx
+                .new_event(Some(
+                    cudarc::driver::sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC,
+                ))
+                .map_err(drv("creating an event"))?;
+            self.pipe_events.push(e);
         }
         Ok(())
     }
@@ -904,6 +1012,22 @@ impl DeviceState {
         }
         Ok(())
     }
+}
+
+/// Pipeline slots of the configuration checks (pieces in flight at once).
+const PIPE_SLOTS: usize = 4;
+/// Smallest pipelined piece: below twice this a batch goes in one piece.
+const MIN_PIECE: usize = 1 << 16;
+
+/// `(piece, slots)` for a batch of `n` configurations: one piece for small batches, else about
+/// eight pieces of at least [`MIN_PIECE`] and at most a quarter of [`CONFIG_CHUNK`], in a ring
+/// of up to [`PIPE_SLOTS`] buffer slots.
+fn pipeline_shape(n: usize) -> (usize, usize) {
+    if n < 2 * MIN_PIECE {
+        return (n.max(1), 1);
+    }
+    let piece = n.div_ceil(8).clamp(MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
+    (piece, n.div_ceil(piece).min(PIPE_SLOTS))
 }
 
 fn launch_cfg(n: usize) -> LaunchConfig {
@@ -1364,6 +1488,37 @@ impl Checker for CudaChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipeline_pieces_cover_the_batch() {
+        for n in [
+            1,
+            7,
+            MIN_PIECE,
+            2 * MIN_PIECE - 1,
+            2 * MIN_PIECE,
+            1_000_000,
+            10_000_000,
+            40_000_000,
+        ] {
+            let (piece, slots) = pipeline_shape(n);
+            assert!((1..=PIPE_SLOTS).contains(&slots), "{n}");
+            assert!(
+                piece * slots <= CONFIG_CHUNK.max(n.min(2 * MIN_PIECE)),
+                "{n}"
+            );
+            let pieces = n.div_ceil(piece);
+            assert!(pieces * piece >= n && (pieces - 1) * piece < n, "{n}");
+            if n >= 2 * MIN_PIECE {
+                assert!(
+                    pieces >= 2 && piece >= MIN_PIECE,
+                    "{n}: {pieces} pieces of {piece}"
+                );
+            } else {
+                assert_eq!(pieces, 1, "{n}");
+            }
+        }
+    }
 
     #[test]
     fn rank_major_layout_covers_every_item_once() {

@@ -94,6 +94,10 @@ pub struct SpecialiseStats {
     pub fine_pairs: usize,
     /// Self pairs left out: a body without covering spheres is never in contact on the CPU.
     pub skipped_pairs: usize,
+    /// Culling bounds tested before a group's bodies against an obstacle (per obstacle kind).
+    pub cull_bounds: usize,
+    /// Bound tests put before the sphere pairs between two frames.
+    pub cull_pair_bounds: usize,
     /// Bytes of generated CUDA C (without the shared `common.cuh` and `collision.cu`).
     pub generated_bytes: usize,
     /// The [`Layout`] generated.
@@ -398,20 +402,95 @@ impl Gen<'_> {
         for &bi in bodies {
             self.ensure_body(o, sc, bi)?;
         }
-        emit_obstacle_tests(o, self.m, bodies, &self.mg)?;
-        let mut order: Vec<(usize, usize)> = pairs
+        emit_obstacle_tests(o, self.m, bodies, &self.mg, stats)?;
+        let m = self.m;
+        // (frame of the other body, other body, own body, pair): the body outside this group
+        // (or either, when both are in it).
+        let mut order: Vec<(i32, usize, usize, usize)> = pairs
             .iter()
             .map(|&pi| {
-                let [a, b] = self.m.self_pairs[pi];
-                // The body outside this group (or either, when both are in it).
-                let other = if bodies.contains(&(a as usize)) { b } else { a };
-                (other as usize, pi)
+                let [a, b] = m.self_pairs[pi];
+                let (own, other) = if bodies.contains(&(a as usize)) {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                let other = other as usize;
+                (m.bodies[other].frame, other, own as usize, pi)
             })
             .collect();
         order.sort_unstable();
-        for (other, pi) in order {
-            self.ensure_body(o, sc, other)?;
-            emit_pair(o, self.m, pi, &self.mg, stats)?;
+        // Pairs of sphere bodies between this group and one other frame, many enough, go
+        // under one test of the two sides' bounds (see [`Cull`]; a pair test fires only when
+        // the bounds' test does).
+        let plain = |&(_, other, own, _): &(i32, usize, usize, usize)| {
+            is_plain_sphere(m, &m.bodies[other]) && is_plain_sphere(m, &m.bodies[own])
+        };
+        let mut k = 0;
+        while k < order.len() {
+            let frame = order[k].0;
+            let end = k + order[k..].iter().take_while(|p| p.0 == frame).count();
+            let block = &order[k..end];
+            let (culled, rest): (Vec<&(i32, usize, usize, usize)>, Vec<_>) =
+                block.iter().partition(|p| plain(p));
+            let mut own: Vec<usize> = culled.iter().map(|p| p.2).collect();
+            let mut other: Vec<usize> = culled.iter().map(|p| p.1).collect();
+            own.sort_unstable();
+            own.dedup();
+            other.sort_unstable();
+            other.dedup();
+            if own.is_empty() || culled.len() < PAIR_CULL_MIN {
+                for &(_, other, _, pi) in block {
+                    self.ensure_body(o, sc, other)?;
+                    emit_pair(o, m, pi, &self.mg, stats)?;
+                }
+                k = end;
+                continue;
+            };
+            let (cp, rp, _, _) = bound_of(m, &own);
+            let (cq, rq, _, _) = bound_of(m, &other);
+            for &bi in own.iter().chain(&other) {
+                self.ensure_body(o, sc, bi)?;
+            }
+            let sweep = |list: &[usize]| {
+                let mut e = format!("e{}", list[0]);
+                for b in &list[1..] {
+                    e = format!("fmaxf({e}, e{b})");
+                }
+                e
+            };
+            let what = || format!("pair culling bound, bodies {own:?} / {other:?}");
+            o.open(format!(
+                "{{ // {} sphere pairs with frame {frame} under one bound test",
+                culled.len()
+            ));
+            o.line(format!(
+                "const V3 d = gmp_sub(xf_apply({}, {}), xf_apply({}, {}));",
+                frame_name(m.bodies[own[0]].frame),
+                Lit::v3(&cp, what)?,
+                frame_name(frame),
+                Lit::v3(&cq, what)?
+            ));
+            o.line(format!(
+                "const float rr = {} + {} + {} + {} + {};",
+                Lit::f(rp, what)?,
+                Lit::f(rq, what)?,
+                self.mg,
+                sweep(&own),
+                sweep(&other)
+            ));
+            o.open("if (gmp_dot(d, d) <= rr * rr) {");
+            for &&(_, _, _, pi) in &culled {
+                emit_pair(o, m, pi, &self.mg, stats)?;
+            }
+            o.close("}");
+            o.close("}");
+            stats.cull_pair_bounds += 1;
+            for &&(_, other, _, pi) in &rest {
+                self.ensure_body(o, sc, other)?;
+                emit_pair(o, m, pi, &self.mg, stats)?;
+            }
+            k = end;
         }
         Ok(())
     }
@@ -690,20 +769,187 @@ fn emit_frame(
     Ok(())
 }
 
+/// Fewest sphere pairs between two frames put under one bound test.
+const PAIR_CULL_MIN: usize = 4;
+/// Fewest bodies under one culling bound (smaller sets are tested body by body).
+const CULL_MIN_BODIES: usize = 3;
+/// A set of more bodies than this is split into parts under their own bounds.
+const CULL_SPLIT_ABOVE: usize = 8;
+/// Most bodies per part of a split set.
+const CULL_PART_BODIES: usize = 6;
+
+/// The padded bounding sphere (centre, radius, see [`Cull`]) of the bounding spheres of
+/// `bodies` (not empty, all on one frame), and their box (low and high corners, f64).
+fn bound_of(m: &CollisionModel, bodies: &[usize]) -> (V3, f32, [f64; 3], [f64; 3]) {
+    let c = |bi: usize| m.bodies[bi].center.map(f64::from);
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for &bi in bodies {
+        let r = f64::from(m.bodies[bi].radius);
+        for k in 0..3 {
+            lo[k] = lo[k].min(c(bi)[k] - r);
+            hi[k] = hi[k].max(c(bi)[k] + r);
+        }
+    }
+    let centre: [f64; 3] = std::array::from_fn(|k| 0.5 * (lo[k] + hi[k]));
+    let centre32 = centre.map(|x| x as f32);
+    let radius = bodies
+        .iter()
+        .map(|&bi| {
+            let d: f64 = (0..3)
+                .map(|k| (c(bi)[k] - f64::from(centre32[k])).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            d + f64::from(m.bodies[bi].radius)
+        })
+        .fold(0.0f64, f64::max);
+    let padded = radius + 1e-4 * (radius + 1.0);
+    let mut r32 = padded as f32;
+    if f64::from(r32) < padded {
+        r32 = f32::from_bits(r32.to_bits() + 1);
+    }
+    (centre32, r32, lo, hi)
+}
+
+/// A node of the obstacle-culling tree over one group's bodies: a bounding sphere (in the
+/// bodies' common frame) that holds every body's bounding sphere, padded, and either the
+/// bodies themselves or parts with their own bounds.
+///
+/// # Why culling cannot change a verdict
+/// A body's obstacle test fires when its centre is within `r_b + e_b + margin` of the obstacle
+/// (`gmp_near_*`). With `R >= |c - c_b| + r_b` and `e = max e_b`, such a centre puts the bound's
+/// centre `c` within `R + e + margin` of the obstacle (triangle inequality), so the bound's
+/// test fires too: when it does not, no body under it can fire, and the skipped tests would
+/// all have said "not near". `R` is computed in f64 and padded by `1e-4 (R + 1)` (rounded up
+/// to an f32), orders of magnitude more than the f32 rounding of the two tests (a few ulps of
+/// the coordinates). Both centres are mapped by the same frame, a rigid transform.
+struct Cull {
+    /// Centre in the frame and padded radius (`None`: too few bodies to bound).
+    bound: Option<(V3, f32)>,
+    /// Bodies tested under this node directly.
+    bodies: Vec<usize>,
+    /// Parts with their own bounds.
+    parts: Vec<Cull>,
+}
+
+impl Cull {
+    /// The culling tree of `bodies` (all on one frame).
+    fn new(m: &CollisionModel, bodies: &[usize]) -> Cull {
+        if bodies.len() < CULL_MIN_BODIES {
+            return Cull {
+                bound: None,
+                bodies: bodies.to_vec(),
+                parts: Vec::new(),
+            };
+        }
+        let (centre32, r32, lo, hi) = bound_of(m, bodies);
+        let c = |bi: usize| m.bodies[bi].center.map(f64::from);
+        if bodies.len() <= CULL_SPLIT_ABOVE {
+            return Cull {
+                bound: Some((centre32, r32)),
+                bodies: bodies.to_vec(),
+                parts: Vec::new(),
+            };
+        }
+        // Split along the longest side of the box, in runs of neighbours.
+        let axis = (0..3)
+            .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
+            .unwrap_or(0);
+        let mut sorted = bodies.to_vec();
+        sorted.sort_by(|&a, &b| c(a)[axis].total_cmp(&c(b)[axis]).then(a.cmp(&b)));
+        let n_parts = sorted.len().div_ceil(CULL_PART_BODIES);
+        let per = sorted.len().div_ceil(n_parts);
+        Cull {
+            bound: Some((centre32, r32)),
+            bodies: Vec::new(),
+            parts: sorted.chunks(per).map(|p| Cull::new(m, p)).collect(),
+        }
+    }
+
+    /// Declares the world centre of every bound (`k<id>`), ids in depth-first order.
+    fn declare(
+        &self,
+        o: &mut Out,
+        frame: &str,
+        tag: usize,
+        id: &mut usize,
+    ) -> Result<(), SpecialiseError> {
+        if let Some((c, _)) = &self.bound {
+            o.line(format!(
+                "const V3 k{tag}_{id} = xf_apply({frame}, {});",
+                Lit::v3(c, || format!("culling bound {tag}_{id}"))?
+            ));
+            *id += 1;
+        }
+        for p in &self.parts {
+            p.declare(o, frame, tag, id)?;
+        }
+        Ok(())
+    }
+
+    /// The tests under this node with `func`, each bound first (same ids as [`Cull::declare`]).
+    fn emit(
+        &self,
+        o: &mut Out,
+        m: &CollisionModel,
+        (func, mg, tag): (&str, &str, usize),
+        id: &mut usize,
+        stats: &mut SpecialiseStats,
+    ) -> Result<(), SpecialiseError> {
+        let opened = match &self.bound {
+            Some((_, r)) => {
+                o.open(format!(
+                    "if ({func}(k{tag}_{id}, {} + ge{tag}, o, {mg})) {{",
+                    Lit::f(*r, || format!("culling bound {tag}_{id}"))?
+                ));
+                *id += 1;
+                stats.cull_bounds += 1;
+                true
+            }
+            None => false,
+        };
+        for &bi in &self.bodies {
+            o.line(format!(
+                "n{bi} = {func}(c{bi}, {} + e{bi}, o, {mg});",
+                Lit::f(m.bodies[bi].radius, || format!("body {bi} radius"))?
+            ));
+        }
+        for p in &self.parts {
+            p.emit(o, m, (func, mg, tag), id, stats)?;
+        }
+        if opened {
+            o.close("}");
+        }
+        Ok(())
+    }
+}
+
 /// The group's bodies against every obstacle slot (twin of the obstacle loop of `frames_valid`):
-/// one pass over the obstacles, each slot's kind dispatched once for all the group's bodies.
+/// one pass over the obstacles, each slot's kind dispatched once for all the group's bodies,
+/// bodies culled by the bounds of a [`Cull`] tree first.
 fn emit_obstacle_tests(
     o: &mut Out,
     m: &CollisionModel,
     bodies: &[usize],
     mg: &str,
+    stats: &mut SpecialiseStats,
 ) -> Result<(), SpecialiseError> {
     if bodies.is_empty() {
         return Ok(());
     }
-    let radius = |bi: usize| -> Result<String, SpecialiseError> {
-        Lit::f(m.bodies[bi].radius, || format!("body {bi} radius"))
-    };
+    let tree = Cull::new(m, bodies);
+    // Every body of a group is on the same frame.
+    let tag = bodies[0];
+    if tree.bound.is_some() {
+        let frame = frame_name(m.bodies[tag].frame);
+        tree.declare(o, &frame, tag, &mut 0)?;
+        let sweeps: Vec<String> = bodies.iter().map(|b| format!("e{b}")).collect();
+        let mut e = sweeps[0].clone();
+        for s in &sweeps[1..] {
+            e = format!("fmaxf({e}, {s})");
+        }
+        o.line(format!("const float ge{tag} = {e};"));
+    }
     o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
     o.line("const GmpObstacle o = m.obstacles[oi];");
     o.line("if (o.kind == GMP_NONE) continue;");
@@ -725,11 +971,10 @@ fn emit_obstacle_tests(
         } else {
             o.mid(format!("}} else if ({cond}) {{"));
         }
-        for &bi in bodies {
-            o.line(format!(
-                "n{bi} = {func}(c{bi}, {} + e{bi}, o, {mg});",
-                radius(bi)?
-            ));
+        let mut st = SpecialiseStats::default();
+        tree.emit(o, m, (func, mg, tag), &mut 0, &mut st)?;
+        if k == 0 {
+            stats.cull_bounds += st.cull_bounds;
         }
     }
     o.close("}");
@@ -848,6 +1093,69 @@ mod tests {
                 .source
                 .contains("#define GMP_CONFIG_VALID(m, q) gmp_spec_config_valid"));
             assert!(g.source.ends_with(crate::gpu::kernels::COLLISION_CU));
+        }
+    }
+
+    /// Every culling bound holds the bounding sphere of every body under it (checked in f64
+    /// against the f32 values the kernel uses), parts split large sets, and every body is
+    /// tested exactly once under the tree.
+    #[test]
+    fn culling_bounds_hold_their_bodies() {
+        let mut m = arm();
+        // Twenty sphere-like bodies spread along the first moving frame.
+        let template = m.bodies[m.bodies.len() - 1];
+        let mut added = Vec::new();
+        for i in 0..20 {
+            let mut b = template;
+            b.frame = 0;
+            b.center = [
+                0.05 * i as f32,
+                0.013 * (i % 3) as f32,
+                -0.2 + 0.031 * i as f32,
+            ];
+            b.radius = 0.01 + 0.003 * (i % 5) as f32;
+            added.push(m.bodies.len());
+            m.bodies.push(b);
+        }
+        m.reach = vec![0.0; m.bodies.len() * m.frames.len()];
+        fn walk(m: &CollisionModel, t: &Cull, seen: &mut Vec<usize>) -> Vec<usize> {
+            let mut under: Vec<usize> = t.bodies.clone();
+            for p in &t.parts {
+                under.extend(walk(m, p, seen));
+            }
+            seen.extend(&t.bodies);
+            if let Some((c, r)) = t.bound {
+                for &bi in &under {
+                    let b = &m.bodies[bi];
+                    let d: f64 = (0..3)
+                        .map(|k| (f64::from(b.center[k]) - f64::from(c[k])).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    assert!(d + f64::from(b.radius) < f64::from(r), "body {bi}");
+                }
+            } else {
+                assert!(t.parts.is_empty() && t.bodies.len() < CULL_MIN_BODIES);
+            }
+            assert!(t.bodies.len() <= CULL_SPLIT_ABOVE);
+            under
+        }
+        let tree = Cull::new(&m, &added);
+        assert!(!tree.parts.is_empty(), "20 bodies are split");
+        let mut seen = Vec::new();
+        walk(&m, &tree, &mut seen);
+        seen.sort_unstable();
+        assert_eq!(seen, added);
+        for layout in [Layout::Inline, Layout::Grouped] {
+            let g = generate_with(&m, layout).expect("generated");
+            assert!(g.stats.cull_bounds > 0, "{layout:?}");
+            for &bi in &added {
+                // One near test per obstacle kind per body.
+                assert_eq!(
+                    g.generated.matches(&format!("n{bi} = gmp_near_")).count(),
+                    3,
+                    "{layout:?} body {bi}"
+                );
+            }
         }
     }
 
