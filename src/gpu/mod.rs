@@ -877,9 +877,7 @@ impl DeviceState {
         while self.pipe_events.len() < slots * 6 {
             let e = self
                 .ctx
-                .new_event(Some(
-                    cudarc::driver::sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC,
-                ))
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(drv("creating an event"))?;
             self.pipe_events.push(e);
         }
@@ -1017,16 +1015,16 @@ impl DeviceState {
 /// Pipeline slots of the configuration checks (pieces in flight at once).
 const PIPE_SLOTS: usize = 4;
 /// Smallest pipelined piece: below twice this a batch goes in one piece.
-const MIN_PIECE: usize = 1 << 16;
+const MIN_PIECE: usize = 1 << 18;
 
 /// `(piece, slots)` for a batch of `n` configurations: one piece for small batches, else about
-/// eight pieces of at least [`MIN_PIECE`] and at most a quarter of [`CONFIG_CHUNK`], in a ring
+/// four pieces of at least [`MIN_PIECE`] and at most a quarter of [`CONFIG_CHUNK`], in a ring
 /// of up to [`PIPE_SLOTS`] buffer slots.
 fn pipeline_shape(n: usize) -> (usize, usize) {
     if n < 2 * MIN_PIECE {
         return (n.max(1), 1);
     }
-    let piece = n.div_ceil(8).clamp(MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
+    let piece = n.div_ceil(4).clamp(MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
     (piece, n.div_ceil(piece).min(PIPE_SLOTS))
 }
 
