@@ -14,7 +14,7 @@
 //! compiled as host C++ against the CPU sweep).
 //!
 //! The edges go in chunks whose bitmaps (one row of `ceil(cells / 32)` words per edge) fit
-//! [`BITMAP_BUDGET_WORDS`]: per chunk, one clear of the bitmap, one thread per (checked
+//! 256 MiB (`BITMAP_BUDGET_WORDS`): per chunk, one clear of the bitmap, one thread per (checked
 //! configuration, body) setting bits, one thread per edge counting them, a prefix sum on the
 //! host, one thread per edge writing its cells in ascending order, and the cells copied back.
 
