@@ -1,15 +1,12 @@
 // gpu_motion_planner: batched configuration and motion validity (twin of CpuChecker).
 // Compiled at run time by NVRTC with common.cuh prepended (src/gpu/kernels.rs).
 //
-// Outputs: check_configs writes one byte per configuration (1 = collision free, 0 = in
-// collision); check_motions_naive one status byte per motion (0 = valid, 1 = collides,
-// 2 = uncertain: free at every checked configuration but not with the sweep margin);
+// Outputs: fk_frames writes 12 floats per configuration and moving frame; check_configs one
+// byte per configuration (1 = collision free, 0 = in collision); check_motions_naive one status
+// byte per motion (0 = valid, 1 = collides, 2 = uncertain: free at every checked configuration
+// but not with the sweep margin);
 // check_motions_balanced two flag arrays the host zeroes before the launch: collided[0..n)
 // (a colliding step was found) and collided[n..2n) (an uncertain step was found).
-
-#ifndef GMP_MAX_DOF
-#define GMP_MAX_DOF 32
-#endif
 
 // The per-configuration tests the kernels call. A robot-specialised translation unit
 // (src/gpu/specialise.rs) defines these before this file to put its generated straight-line tests
@@ -36,12 +33,27 @@ extern "C" __global__ void check_configs(const GmpModel m, const float* __restri
     out[i] = GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
 }
 
-// Configuration `step` of a motion: start + diff * (step / segments), joint by joint
-// (CpuChecker::motion_valid).
-__device__ __forceinline__ void gmp_interpolate(const float* start, const float* diff, unsigned dof,
-                                                unsigned step, unsigned segments, float* qloc) {
-    float t = (float)step / (float)segments;
-    for (unsigned j = 0; j < dof; j++) qloc[j] = start[j] + diff[j] * t;
+// One thread per configuration: the world pose of every moving frame (frame_poses), for
+// CudaChecker::forward_kinematics. q: n x dof row-major f32; out: n x num_frames records of 12
+// floats (the row-major rotation, then the translation), the frames of a configuration
+// contiguous, in the model's frame order.
+extern "C" __global__ void fk_frames(const GmpModel m, const float* __restrict__ q, unsigned n,
+                                     float* __restrict__ out) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float qloc[GMP_MAX_DOF];
+    const float* row = q + (size_t)i * GMP_DOF(m);
+    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
+    Xf frames[GMP_MAX_FRAMES];
+    gmp_fk(m, qloc, frames);
+    float* o = out + (size_t)i * m.num_frames * 12u;
+    for (unsigned f = 0; f < m.num_frames; f++) {
+#pragma unroll
+        for (int k = 0; k < 9; k++) o[12u * f + k] = frames[f].r[k];
+        o[12u * f + 9] = frames[f].t[0];
+        o[12u * f + 10] = frames[f].t[1];
+        o[12u * f + 11] = frames[f].t[2];
+    }
 }
 
 // One thread per motion; steps in the CPU's bisection order (order table: for a motion with n

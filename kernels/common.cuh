@@ -11,6 +11,10 @@
 #ifndef GMP_MAX_FRAMES
 #define GMP_MAX_FRAMES 32
 #endif
+// Largest planning-group joint count (checked on the host).
+#ifndef GMP_MAX_DOF
+#define GMP_MAX_DOF 32
+#endif
 
 // Obstacle kinds (model.rs, obstacle_kind).
 #define GMP_BOX 0u
@@ -281,6 +285,14 @@ __device__ __forceinline__ void gmp_fk(const GmpModel& m, const float* q, Xf* ou
 __device__ __forceinline__ Xf gmp_frame_of(const Xf* frames, int f) {
     if (f < 0) return xf_identity();
     return frames[f];
+}
+
+// Configuration `step` of a motion: start + diff * (step / segments), joint by joint
+// (CpuChecker::motion_valid, Sweep::edge_frames).
+__device__ __forceinline__ void gmp_interpolate(const float* start, const float* diff, unsigned dof,
+                                                unsigned step, unsigned segments, float* qloc) {
+    float t = (float)step / (float)segments;
+    for (unsigned j = 0; j < dof; j++) qloc[j] = start[j] + diff[j] * t;
 }
 
 // ---- gjk.rs ----

@@ -3,9 +3,11 @@
 # scripts/device_prepare.sh. Called by the lead with the device tool:
 #   run  carry: [".device"]  command: bash scripts/device_gpu.sh [mode]
 # Modes: all (default: parity, memcheck, bench), parity, memcheck, bench, quick (a small smoke
-# run of all three), drm (the dynamic roadmap's CUDA label engine: its parity test against the
-# CPU engines, a memcheck of it, and `gmp bench dynamic --experiment scale` with 10k and 100k
-# edges), drm-quick (the same, small). Results go to $OUT (logs, results/collision/*.json|md,
+# run of all three), drm (the dynamic roadmap on the GPU: the `gpu_parity drm` tests — CUDA label
+# engine against the CPU engines, batched forward kinematics and the CUDA-built voxel map against
+# the CPU's — a memcheck of them, and `gmp bench dynamic --experiment scale` with 10k and 100k
+# edges, which times the voxel map on the CPU and the GPU side by side), drm-quick (the same,
+# small). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -76,12 +78,13 @@ if [[ "$mode" = drm || "$mode" = drm-quick ]]; then
     GMP_PARITY_DRM_VERTICES=${GMP_PARITY_DRM_VERTICES:-$verts} \
     "$D/gpu_parity" drm --nocapture --test-threads=1 2>&1 | tee "$OUT/drm_parity.log"
   [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
-  GMP_PARITY_DRM_OBSTACLES=100 GMP_PARITY_DRM_VERTICES=150 \
+  GMP_PARITY_DRM_OBSTACLES=100 GMP_PARITY_DRM_VERTICES=150 GMP_PARITY_FK_CONFIGS=20000 \
     compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$D/gpu_parity" drm --nocapture --test-threads=1 2>&1 | tee "$OUT/drm_memcheck.log"
   [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
+  # shellcheck disable=SC2086
   "$D/gmp" bench dynamic --experiment scale --sizes "$sizes" --repetitions "$moves" \
-    --out "$OUT/results/dynamic" 2>&1 > "$OUT/drm_bench.json" | tee "$OUT/drm_bench.log"
+    ${GMP_DRM_BENCH_ARGS:-} --out "$OUT/results/dynamic" 2>&1 > "$OUT/drm_bench.json" | tee "$OUT/drm_bench.log"
   [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
   cat "$OUT"/results/dynamic/*.md 2>/dev/null
   if [ "$drm_ok" = 1 ]; then status_drm="ok"; else status_drm="FAILED"; fi

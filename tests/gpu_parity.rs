@@ -10,6 +10,12 @@
 //!    and brute force) on the MBM Panda: verdicts of random obstacles
 //!    (`GMP_PARITY_DRM_OBSTACLES`, default 3000), labels after scene updates, and the labels of a
 //!    roadmap built with the GPU (self-collision check on the CUDA checker).
+//! 5. Forward kinematics (`CudaChecker::forward_kinematics`, the `fk_frames` kernel) against the
+//!    CPU's `frame_poses`, bit for bit, on random MBM Panda configurations
+//!    (`GMP_PARITY_FK_CONFIGS`, default 300000: two kernel rounds), and the DRM voxel map of Panda
+//!    roadmaps built by the CUDA voxel kernels against the CPU-built map (identical cell -> edge
+//!    lists; `GMP_PARITY_DRM_VERTICES` vertices). Both names contain `drm`, so
+//!    `scripts/device_gpu.sh drm` runs them.
 //!
 //! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
 //! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
@@ -19,14 +25,15 @@
 mod common;
 
 use gpu_motion_planner::collision::{
-    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
+    frame_poses, Checker, CheckerOptions, CollisionError, ConfigBatch, CpuChecker, MotionBatch,
+    RobotShapes,
 };
 use gpu_motion_planner::gpu::specialise::Layout;
 use gpu_motion_planner::gpu::{
     self, kernels, CudaChecker, CudaOptions, KernelVariant, MotionKernel,
 };
 use gpu_motion_planner::planners::dynamic_roadmap::{
-    DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine,
+    sample_roadmap, DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine, VoxelEngine,
 };
 use gpu_motion_planner::roadmap::EdgeLabel;
 use gpu_motion_planner::scene::{Obstacle, Scene};
@@ -723,6 +730,238 @@ fn gpu_parity_drm_rgg_labels() {
         0,
         "CUDA RGG verdicts differ: {examples:#?}"
     );
+}
+
+#[test]
+fn gpu_parity_drm_fk_frames_panda() {
+    if gpu_or_skip("gpu_parity_drm_fk_frames_panda").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_drm_fk_frames_panda") else {
+        return;
+    };
+    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda loads");
+    let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
+    // A base state from a problem (the fingers are outside the group).
+    let base = problems
+        .first()
+        .map(|p| r.start_full_state(p))
+        .unwrap_or_else(|| r.model.tree.neutral_state());
+    let generic = CudaOptions {
+        specialise: false,
+        ..CudaOptions::default()
+    };
+    let cuda = CudaChecker::with_options(
+        &r.model,
+        &r.group,
+        &base,
+        &Scene::default(),
+        CheckerOptions::default(),
+        generic,
+    )
+    .expect("cuda checker");
+    let model = cuda.model();
+    let (dof, nf) = (model.dof(), model.frames.len());
+    assert!(nf >= dof && dof == 7, "{nf} frames, {dof} joints");
+    // Uniform in the limits, and a quarter far outside them (several turns, to exercise the
+    // range reduction of the sine and cosine).
+    let n = common::env_usize("GMP_PARITY_FK_CONFIGS", 300_000);
+    let space = &r.group.space;
+    let mut rng = ChaCha8Rng::seed_from_u64(0xf4);
+    let mut q = Vec::with_capacity(n * dof);
+    for i in 0..n {
+        for j in 0..dof {
+            let v = if i % 4 == 3 {
+                rng.random_range(-20.0..20.0)
+            } else {
+                rng.random_range(space.lower[j]..=space.upper[j])
+            };
+            q.push(v as f32);
+        }
+    }
+    let t = std::time::Instant::now();
+    let gpu_frames = cuda.forward_kinematics(&q).expect("cuda fk");
+    let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(gpu_frames.len(), n * nf);
+    let t = std::time::Instant::now();
+    let (mut state, mut frames) = (Vec::new(), Vec::new());
+    let (mut diff, mut examples) = (0usize, Vec::new());
+    for i in 0..n {
+        // CpuChecker::fill_state: the base state with the group's joints set.
+        state.clear();
+        state.extend_from_slice(&model.base_state);
+        for j in 0..dof {
+            state[model.group_vars[j] as usize] = q[i * dof + j];
+        }
+        frame_poses(model, &state, &mut frames);
+        for (f, (c, g)) in frames
+            .iter()
+            .zip(&gpu_frames[i * nf..(i + 1) * nf])
+            .enumerate()
+        {
+            let same =
+                c.r.iter()
+                    .zip(&g.r)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                    && c.t
+                        .iter()
+                        .zip(&g.t)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+            if !same {
+                diff += 1;
+                if examples.len() < 5 {
+                    examples.push(format!(
+                        "config {i} {:?} frame {f}: cpu {c:?} cuda {g:?}",
+                        &q[i * dof..(i + 1) * dof]
+                    ));
+                }
+            }
+        }
+    }
+    let cpu_ms = t.elapsed().as_secs_f64() * 1e3;
+    // Bad input is an error value.
+    assert!(matches!(
+        cuda.forward_kinematics(&q[..dof + 1]),
+        Err(CollisionError::WrongDof { .. })
+    ));
+    assert!(cuda.forward_kinematics(&[]).expect("empty").is_empty());
+    eprintln!(
+        "parity: drm fk frames panda on {}: {n} configs x {nf} frames, diff {diff} (cuda {gpu_ms:.1} ms with copies, cpu {cpu_ms:.1} ms)",
+        cuda.device_names().first().map_or("?", |s| s.as_str())
+    );
+    assert_eq!(
+        diff, 0,
+        "GPU frame poses differ from the CPU: {examples:#?}"
+    );
+}
+
+/// Builds `roadmap` with `opts` on the CPU and with the GPU and compares the voxel maps (and
+/// the DRM labels after a few obstacle moves). Returns the number of map entries.
+fn voxel_map_parity(
+    what: &str,
+    r: &gpu_motion_planner::mbm::MbmRobot,
+    base: &[f64],
+    roadmap: &gpu_motion_planner::roadmap::Roadmap,
+    opts: DynamicRoadmapOptions,
+) -> usize {
+    let (robot, group) = (&r.model, &r.group);
+    let mut cpu =
+        DynamicRoadmap::new(robot, group, base, roadmap.clone(), opts.clone()).expect("CPU build");
+    let gpu_opts = DynamicRoadmapOptions { gpu: true, ..opts };
+    let mut cuda =
+        DynamicRoadmap::new(robot, group, base, roadmap.clone(), gpu_opts).expect("GPU build");
+    let (sc, sg) = (
+        cpu.voxel_map_stats().expect("CPU map"),
+        cuda.voxel_map_stats().expect("GPU map"),
+    );
+    assert_eq!(sc.engine, VoxelEngine::Cpu);
+    assert_eq!(
+        sg.engine,
+        VoxelEngine::Cuda,
+        "{what}: the GPU build fell back to the CPU"
+    );
+    let (mc, mg) = (
+        cpu.voxel_map().expect("map"),
+        cuda.voxel_map().expect("map"),
+    );
+    assert_eq!(mc.grid, mg.grid, "{what}: grids");
+    assert_eq!(mc.offsets.len(), mg.offsets.len(), "{what}: cells");
+    let mut cells_differing = 0;
+    let mut first = None;
+    for c in 0..mc.offsets.len().saturating_sub(1) {
+        let a = &mc.edges[mc.offsets[c] as usize..mc.offsets[c + 1] as usize];
+        let b = &mg.edges[mg.offsets[c] as usize..mg.offsets[c + 1] as usize];
+        if a != b {
+            cells_differing += 1;
+            first.get_or_insert(format!(
+                "cell {c}: cpu {} edges, cuda {} edges",
+                a.len(),
+                b.len()
+            ));
+        }
+    }
+    assert_eq!(
+        cells_differing, 0,
+        "{what}: {cells_differing} cells list other edges on the GPU, first {first:?}"
+    );
+    assert!(mc == mg, "{what}: the maps differ");
+    let (dims, entries) = (mc.grid.dims, mc.edges.len());
+    // The same maps give the same DRM labels as obstacles come and go.
+    let mut rng = ChaCha8Rng::seed_from_u64(0xd0c);
+    let mut scene = Scene::default();
+    for step in 0..20 {
+        scene
+            .upsert(Obstacle {
+                id: format!("o{}", step % 2),
+                shape: common::random_shape(&mut rng, 0.5),
+                pose: common::random_pose(&mut rng, [-0.6, -0.6, 0.0], [0.6, 0.6, 1.0]),
+            })
+            .expect("upsert");
+        cpu.update(&scene).expect("CPU update");
+        cuda.update(&scene).expect("GPU update");
+        assert_eq!(
+            cpu.labels(LabelMethod::Drm),
+            cuda.labels(LabelMethod::Drm),
+            "{what}: DRM labels after step {step}"
+        );
+    }
+    let cu = sg.cuda.unwrap_or_default();
+    eprintln!(
+        "parity: drm voxel map {what}: {} edges, grid {:?}, {} entries, identical (build cpu {:.1} ms, gpu {:.1} ms: kernels {:.1} ms in {} chunks)",
+        roadmap.num_edges(),
+        dims,
+        entries,
+        sc.build_time.as_secs_f64() * 1e3,
+        sg.build_time.as_secs_f64() * 1e3,
+        cu.kernel_ms,
+        cu.chunks
+    );
+    entries
+}
+
+#[test]
+fn gpu_parity_drm_voxel_map_panda() {
+    if gpu_or_skip("gpu_parity_drm_voxel_map_panda").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_drm_voxel_map_panda") else {
+        return;
+    };
+    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda loads");
+    let base = r.model.tree.neutral_state();
+    let empty = CpuChecker::new(
+        &r.model,
+        &r.group,
+        &base,
+        &Scene::default(),
+        CheckerOptions::default(),
+    )
+    .expect("cpu checker");
+    let vertices = common::env_usize("GMP_PARITY_DRM_VERTICES", 800);
+    let (roadmap, _) = sample_roadmap(&empty, vertices, 8, 5).expect("roadmap");
+    // The grid around every swept volume (from the sweep), 5 cm cells, DRM only.
+    let derived = DynamicRoadmapOptions {
+        resolution: 0.05,
+        drm_cell_size: Some(0.05),
+        rgg: false,
+        plan_with: LabelMethod::Drm,
+        ..Default::default()
+    };
+    let n1 = voxel_map_parity("panda derived bounds", &r, &base, &roadmap, derived.clone());
+    // Given bounds smaller than the reach (border cells stand for the outside), 4 cm cells, at a
+    // finer resolution, with the RGG approximations built too; half the roadmap.
+    let (small, _) = sample_roadmap(&empty, vertices / 2, 6, 9).expect("roadmap");
+    let fixed = DynamicRoadmapOptions {
+        resolution: 0.03,
+        drm_cell_size: Some(0.04),
+        drm_bounds: Some(([-0.5, -0.6, 0.1], [0.7, 0.6, 1.1])),
+        rgg: true,
+        boxes_per_body: 2,
+        inner_spheres_per_body: 2,
+        ..derived
+    };
+    let n2 = voxel_map_parity("panda fixed bounds", &r, &base, &small, fixed);
+    assert!(n1 > 0 && n2 > 0, "empty maps");
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //!   10k and 100k): build time, time per update for one obstacle move on the CPU (BVH engine;
 //!   the brute-force pass for comparison) and on the GPU side by side when one is present,
 //!   label statistics, and replanning with the updated roadmap versus planning from scratch
-//!   (lazy PRM, RRT-Connect) after the move.
+//!   (lazy PRM, RRT-Connect) after the move. With `--voxel-map` (default) also the DRM voxel map
+//!   alone, built on the CPU and on the GPU side by side (DRM-only builds of the same roadmap,
+//!   the CPU's on at most `--voxel-cpu-edges` edges), and whether the two maps are identical.
 //!
 //! Results are printed as JSON and, with `--out`, written there as JSON and markdown.
 
@@ -28,6 +30,7 @@ use rand::seq::SliceRandom;
 use crate::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use crate::planners::dynamic_roadmap::{
     sample_roadmap, DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine, UpdateStats,
+    VoxelEngine,
 };
 use crate::planners::{plan, PlanRequest, PlannerId};
 use crate::roadmap::{EdgeLabel, Roadmap};
@@ -60,6 +63,16 @@ pub struct BenchDynamicArgs {
     /// Also build and update with the GPU when one is present (scale), side by side.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub gpu: bool,
+    /// Time the DRM voxel map alone on the CPU and (when present) the GPU, side by side
+    /// (scale): DRM-only builds of the roadmap, the map's own time from
+    /// `DynamicRoadmap::voxel_map_stats`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub voxel_map: bool,
+    /// Most edges the CPU voxel map is timed on (scale): a larger roadmap's map is built on the
+    /// CPU for its first this many edges only (the GPU builds that same map too, for the
+    /// like-for-like ratio and the equality check) and on the GPU for all edges.
+    #[arg(long, default_value_t = 10_000)]
+    pub voxel_cpu_edges: usize,
     /// Also time the brute-force CPU verdict pass (scale).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub brute_force: bool,
@@ -443,6 +456,133 @@ fn scale_roadmap(
     Ok(r)
 }
 
+/// The first `edges` edges of `r` (all of its vertices).
+fn prefix_roadmap(r: &Roadmap, edges: usize) -> Result<Roadmap, CliError> {
+    let mut out = Roadmap::new(r.dof());
+    for v in 0..r.num_vertices() {
+        let q = r
+            .vertex(v)
+            .ok_or_else(|| CliError(format!("roadmap vertex {v} is missing")))?;
+        out.add_vertex(q)?;
+    }
+    for x in r.edges().iter().take(edges) {
+        out.add_edge(x.a, x.b, x.length, EdgeLabel::Unknown)?;
+    }
+    Ok(out)
+}
+
+/// Times of one voxel map build (ms): the whole map, its cells stage, the CUDA kernels.
+#[derive(Clone, Copy)]
+struct VoxelTimes {
+    map: f64,
+    cells: f64,
+    kernels: Option<f64>,
+}
+
+/// The voxel map of a DRM-only build of `roadmap`: its times and the build.
+fn voxel_build(
+    s: &ScaleSetup<'_>,
+    roadmap: Roadmap,
+    cell: f64,
+    gpu: bool,
+) -> Result<(VoxelTimes, DynamicRoadmap), CliError> {
+    let o = DynamicRoadmapOptions {
+        rgg: false,
+        plan_with: LabelMethod::Drm,
+        drm_cell_size: Some(cell),
+        drm_bounds: None,
+        gpu,
+        ..s.opts.clone()
+    };
+    let d = DynamicRoadmap::new(s.robot, s.group, &s.base, roadmap, o)?;
+    let st = d
+        .voxel_map_stats()
+        .ok_or_else(|| CliError("the voxel map was not built".into()))?;
+    if gpu && st.engine != VoxelEngine::Cuda {
+        return Err(CliError("the CUDA voxel builder did not run".into()));
+    }
+    let t = VoxelTimes {
+        map: ms(st.build_time),
+        cells: ms(st.cells_time),
+        kernels: st.cuda.map(|t| t.kernel_ms),
+    };
+    Ok((t, d))
+}
+
+/// The DRM voxel map of `roadmap` built on the CPU (its first `--voxel-cpu-edges` edges) and on
+/// the GPU (those edges, and all of them), side by side: JSON and the markdown cells
+/// `CPU | GPU | CPU/GPU | GPU all edges | equal`.
+fn voxel_map_sizes(
+    a: &BenchDynamicArgs,
+    s: &ScaleSetup<'_>,
+    roadmap: &Roadmap,
+) -> Result<(Value, String), CliError> {
+    let n = roadmap.num_edges();
+    let cap = a.voxel_cpu_edges.clamp(1, n.max(1)).min(n);
+    let sub = prefix_roadmap(roadmap, cap)?;
+    let (cpu_t, cpu) = voxel_build(s, sub.clone(), a.cell_size, false)?;
+    let (entries, dims) = cpu
+        .voxel_map()
+        .map_or((0, [0; 3]), |m| (m.edges.len(), m.grid.dims));
+    eprintln!(
+        "bench dynamic scale: CPU voxel map of {cap} edges {:.0} ms",
+        cpu_t.map
+    );
+    let (mut gpu_t, mut all_t, mut equal) = (None, None, None);
+    if s.gpu {
+        let (t, g) = voxel_build(s, sub, a.cell_size, true)?;
+        equal = Some(g.voxel_map() == cpu.voxel_map());
+        gpu_t = Some(t);
+        drop(g);
+        drop(cpu);
+        all_t = if cap < n {
+            Some(voxel_build(s, roadmap.clone(), a.cell_size, true)?.0)
+        } else {
+            gpu_t
+        };
+        eprintln!(
+            "bench dynamic scale: GPU voxel map of {cap} edges {:.0} ms, of {n} edges {:.0} ms, identical to the CPU's: {}",
+            t.map,
+            all_t.map_or(f64::NAN, |t| t.map),
+            equal.unwrap_or(false)
+        );
+    }
+    let times = |t: Option<VoxelTimes>| {
+        t.map_or(
+            Value::Null,
+            |t| json!({"map_ms": t.map, "cells_ms": t.cells, "kernels_ms": t.kernels}),
+        )
+    };
+    let v = json!({
+        "cell_size": a.cell_size,
+        "cpu_edges": cap,
+        "grid_dims_cpu_edges": dims,
+        "entries_cpu_edges": entries,
+        "cpu": times(Some(cpu_t)),
+        "gpu": times(gpu_t),
+        "cpu_over_gpu": gpu_t.map(|g| cpu_t.map / g.map),
+        "gpu_all_edges": times(all_t),
+        "maps_equal": equal,
+    });
+    let secs = |t: Option<VoxelTimes>| {
+        t.map_or("-".to_string(), |t| {
+            let k = t
+                .kernels
+                .map_or(String::new(), |k| format!(", kernels {:.2}", k / 1e3));
+            format!("{:.2} (cells {:.2}{k})", t.map / 1e3, t.cells / 1e3)
+        })
+    };
+    let md = format!(
+        "{} [{cap}] | {} | {} | {} | {} |",
+        secs(Some(cpu_t)),
+        secs(gpu_t),
+        gpu_t.map_or("-".to_string(), |g| format!("{:.0}", cpu_t.map / g.map)),
+        secs(all_t),
+        equal.map_or("-", |e| if e { "yes" } else { "NO" }),
+    );
+    Ok((v, md))
+}
+
 /// What one scale size measured, per obstacle move.
 #[derive(Default)]
 struct ScaleSeries {
@@ -498,6 +638,12 @@ fn scale_size(
     let sample_ms = ms(t.elapsed());
     let (nv, n_edges) = (roadmap.num_vertices(), roadmap.num_edges());
     eprintln!("bench dynamic scale: {n_edges} edges, {nv} vertices sampled in {sample_ms:.0} ms");
+    let (voxel, voxel_md) = if a.voxel_map {
+        let (v, md) = voxel_map_sizes(a, s, &roadmap)?;
+        (v, md)
+    } else {
+        (Value::Null, "- | - | - | - | - |".to_string())
+    };
     let t = Instant::now();
     let mut cpu = DynamicRoadmap::new(robot, group, base, roadmap.clone(), s.opts.clone())?;
     let build_cpu = ms(t.elapsed());
@@ -516,7 +662,10 @@ fn scale_size(
         if d.rgg_engine() != RggEngine::Cuda {
             return Err(CliError("the CUDA label engine did not start".into()));
         }
-        build_labels_equal = Some(d.labels(LabelMethod::Rgg) == cpu.labels(LabelMethod::Rgg));
+        build_labels_equal = Some(
+            d.labels(LabelMethod::Rgg) == cpu.labels(LabelMethod::Rgg)
+                && d.voxel_map() == cpu.voxel_map(),
+        );
         eprintln!("bench dynamic scale: GPU build {:.0} ms", ms(t.elapsed()));
         cuda = Some(d);
     }
@@ -648,6 +797,7 @@ fn scale_size(
         "build_cpu_ms": build_cpu,
         "build_gpu_ms": build_gpu,
         "build_labels_equal": build_labels_equal,
+        "voxel_map": voxel,
         "precomputed": {"voxel_map_entries": cells, "outer_boxes": boxes, "inner_capsules": caps},
         "moves": reps,
         "update_ms": {"cpu_bvh": stats_of(m.update_cpu.clone()), "gpu": stats_of(m.update_gpu.clone())},
@@ -683,7 +833,7 @@ fn scale_size(
         }
     };
     let row = format!(
-        "| {n_edges} | {nv} | {:.1} | {} | {} | {} | {} | {} / {} / {} | {} | {:.0} | {:.0} | {:.0} / {:.0} / {:.0} | {} ({replan_ok}) | {} | {} | {} ({lazy_ok}) | {} ({rrtc_ok}) |\n",
+        "| {n_edges} | {nv} | {:.1} | {} | {voxel_md} {} | {} | {} | {} / {} / {} | {} | {:.0} | {:.0} | {:.0} / {:.0} / {:.0} | {} ({replan_ok}) | {} | {} | {} ({lazy_ok}) | {} ({rrtc_ok}) |\n",
         build_cpu / 1e3,
         build_gpu.map_or("-".into(), |b| format!("{:.1}", b / 1e3)),
         opt(&m.update_cpu, 3),
@@ -754,12 +904,15 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
     let name = format!("scale_panda_{slug}_{date}");
     let sizes: Vec<String> = a.sizes.iter().map(|s| s.to_string()).collect();
     let command = format!(
-        "gmp bench dynamic --experiment scale --sizes {} --neighbors {} --repetitions {} --resolution {} --drm {} --gpu {} --brute-force {} --threads {} --out results/dynamic",
+        "gmp bench dynamic --experiment scale --sizes {} --neighbors {} --repetitions {} --resolution {} --drm {} --voxel-map {} --voxel-cpu-edges {} --cell-size {} --gpu {} --brute-force {} --threads {} --out results/dynamic",
         sizes.join(","),
         a.neighbors,
         a.repetitions.unwrap_or(20),
         a.resolution,
         a.drm,
+        a.voxel_map,
+        a.voxel_cpu_edges,
+        a.cell_size,
         a.gpu,
         a.brute_force,
         a.threads
@@ -772,6 +925,7 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
         "gpu": gpu_name,
         "resolution": a.resolution,
         "drm_cell_size": a.drm.then_some(a.cell_size),
+        "voxel_map_cell_size": a.voxel_map.then_some(a.cell_size),
         "obstacle": "one 0.2 m box, moved to random poses with centres in [0.2, -0.5, 0.0]..[0.7, 0.5, 0.8] m",
         "sizes": rows,
     });
@@ -787,13 +941,21 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
          wall time with the copies; kernel = CUDA events). Replanning end to end = update + lazy \
          search on the roadmap (Unknown edges of the path checked exactly on the CPU checker, \
          timing and re-validation included, no shortcutting); from scratch = the same query with \
-         lazy PRM and RRT-Connect. Successes in parentheses.\n\n\
-         | edges | vertices | build CPU (s) | build GPU (s) | update CPU (ms) | update GPU (ms) | CPU/GPU | verdict pass brute force / BVH / GPU (ms) | kernel (ms) | pairs tested (BVH) | edges listed | labels Valid / Invalid / Unknown | replan CPU (ms) | replan GPU (ms) | roadmap search alone (ms) | scratch lazy PRM (ms) | scratch RRT-Connect (ms) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
+         lazy PRM and RRT-Connect. Successes in parentheses. Voxel map: the DRM map alone \
+         ({} m cells, grid around all swept volumes; `DynamicRoadmap::voxel_map_stats`: grid, cells \
+         of every edge, cell -> edge lists; the sweep for the grid bounds and the self-collision \
+         check not included) of DRM-only builds of the same roadmap: on the CPU threads for its \
+         first N edges (N in brackets), on the GPU (`drm_voxel_*` kernels) for the same N edges \
+         and for all edges; in parentheses the cells stage (CPU sweep, or the CUDA builder with its \
+         copies; the rest is the cell -> edge lists, on the host either way) and the kernels (CUDA \
+         events); `same` = the GPU's map of the N edges is identical to the CPU's.\n\n\
+         | edges | vertices | build CPU (s) | build GPU (s) | voxel map CPU (s, N edges) | voxel map GPU (s, N edges) | voxel map CPU/GPU | voxel map GPU, all edges (s) | voxel maps same | update CPU (ms) | update GPU (ms) | CPU/GPU | verdict pass brute force / BVH / GPU (ms) | kernel (ms) | pairs tested (BVH) | edges listed | labels Valid / Invalid / Unknown | replan CPU (ms) | replan GPU (ms) | roadmap search alone (ms) | scratch lazy PRM (ms) | scratch RRT-Connect (ms) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
          Engine mismatches (labels or verdicts that differ between engines, all sizes): {}.\n",
         sizes.join(", "),
         v["machine"],
         a.repetitions.unwrap_or(20),
+        a.cell_size,
         rows.iter()
             .map(|r| r["engine_mismatches"].as_u64().unwrap_or(0))
             .sum::<u64>(),

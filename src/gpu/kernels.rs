@@ -1,18 +1,20 @@
 //! The CUDA C sources (embedded at build time) and their NVRTC compilation.
 //!
 //! `kernels/common.cuh` is the line-by-line twin of the CPU reference arithmetic;
-//! `kernels/collision.cu` holds the collision kernels and `kernels/drm.cu` the dynamic-roadmap
-//! label kernel. Each `.cu` file is concatenated after `common.cuh` into one translation unit so
+//! `kernels/collision.cu` holds the collision and forward-kinematics kernels and `kernels/drm.cu`
+//! the dynamic-roadmap kernels (labels and voxel map). Each `.cu` file is concatenated after `common.cuh` into one translation unit so
 //! that nothing has to be found on disk at run time.
 
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 
 /// `kernels/common.cuh`: deterministic math, GJK and the per-configuration validity test.
 pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
-/// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`.
+/// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`,
+/// `fk_frames`.
 pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
 
-/// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle).
+/// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle) and
+/// `drm_voxel_mark`, `drm_voxel_count`, `drm_voxel_list` (the DRM voxel map).
 pub const DRM_CU: &str = include_str!("../../kernels/drm.cu");
 
 /// Every kernel source file, by file name (for tests that compile each one).
@@ -23,13 +25,19 @@ pub const SOURCES: [(&str, &str); 3] = [
 ];
 
 /// Names of the kernels in the dynamic-roadmap module.
-pub const DRM_KERNEL_NAMES: [&str; 1] = ["rgg_label"];
+pub const DRM_KERNEL_NAMES: [&str; 4] = [
+    "rgg_label",
+    "drm_voxel_mark",
+    "drm_voxel_count",
+    "drm_voxel_list",
+];
 
 /// Names of the kernels in the collision module.
-pub const KERNEL_NAMES: [&str; 3] = [
+pub const KERNEL_NAMES: [&str; 4] = [
     "check_configs",
     "check_motions_naive",
     "check_motions_balanced",
+    "fk_frames",
 ];
 
 /// `common.cuh` followed by the `.cu` file `name` with source `src` (the `#include` is

@@ -14,6 +14,7 @@ pub mod kernels;
 pub mod rgg;
 pub mod specialise;
 pub mod upload;
+pub mod voxel;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -24,6 +25,7 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
+use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
     bisection_order, prepare_motions, refine_motions, Backend, Checker, CheckerOptions,
@@ -45,6 +47,8 @@ const CONFIG_CHUNK: usize = 1 << 22;
 const MOTION_CHUNK: usize = 1 << 20;
 /// Interpolated configurations per balanced launch.
 const ITEM_CHUNK: u64 = 1 << 28;
+/// Configurations per forward-kinematics launch (12 floats come back per frame).
+const FK_CHUNK: usize = 1 << 18;
 /// Largest total size of the bisection-order table (entries).
 const MAX_ORDER_TABLE: usize = 1 << 24;
 
@@ -448,6 +452,58 @@ struct DeviceRobot {
     reach: CudaSlice<u32>,
 }
 
+impl DeviceRobot {
+    /// Uploads the robot arrays of `model`.
+    fn upload(stream: &Arc<CudaStream>, model: &CollisionModel) -> Result<Self, CollisionError> {
+        let rw = RobotWords::build(model);
+        Ok(DeviceRobot {
+            frames: upload(stream, &rw.frames)?,
+            bodies: upload(stream, &rw.bodies)?,
+            verts: upload(stream, &rw.verts)?,
+            edge_offsets: upload(stream, &rw.edge_offsets)?,
+            edge_targets: upload(stream, &rw.edge_targets)?,
+            spheres: upload(stream, &rw.spheres)?,
+            self_pairs: upload(stream, &rw.self_pairs)?,
+            base_state: upload(stream, &rw.base_state)?,
+            var_group: upload(stream, &rw.var_group)?,
+            reach: upload(stream, &rw.reach)?,
+        })
+    }
+}
+
+/// The kernel argument block of a resident robot and scene.
+fn model_args(
+    stream: &CudaStream,
+    r: &DeviceRobot,
+    sc: &DeviceScene,
+    model: &CollisionModel,
+    scene: &SceneModel,
+) -> ModelArgs {
+    let s = stream;
+    ModelArgs {
+        frames: dptr(&r.frames, s),
+        bodies: dptr(&r.bodies, s),
+        verts: dptr(&r.verts, s),
+        edge_offsets: dptr(&r.edge_offsets, s),
+        edge_targets: dptr(&r.edge_targets, s),
+        spheres: dptr(&r.spheres, s),
+        self_pairs: dptr(&r.self_pairs, s),
+        base_state: dptr(&r.base_state, s),
+        var_group: dptr(&r.var_group, s),
+        obstacles: dptr(&sc.obstacles, s),
+        mesh_verts: dptr(&sc.mesh_verts, s),
+        mesh_edge_offsets: dptr(&sc.mesh_edge_offsets, s),
+        mesh_edge_targets: dptr(&sc.mesh_edge_targets, s),
+        reach: dptr(&r.reach, s),
+        num_frames: model.frames.len() as u32,
+        num_bodies: model.bodies.len() as u32,
+        num_self_pairs: model.self_pairs.len() as u32,
+        num_obstacles: scene.obstacles.len() as u32,
+        dof: model.group_vars.len() as u32,
+        margin: model.margin,
+    }
+}
+
 /// The scene arrays resident on one device.
 struct DeviceScene {
     obstacles: CudaSlice<u32>,
@@ -456,6 +512,20 @@ struct DeviceScene {
     mesh_edge_targets: CudaSlice<u32>,
     /// The mesh pool as uploaded (to detect changes).
     mesh_host: (Vec<u32>, Vec<u32>, Vec<u32>),
+}
+
+impl DeviceScene {
+    /// Uploads the scene arrays of `scene`.
+    fn upload(stream: &Arc<CudaStream>, scene: &SceneModel) -> Result<Self, CollisionError> {
+        let sw = SceneWords::build(scene);
+        Ok(DeviceScene {
+            obstacles: upload(stream, &sw.obstacles)?,
+            mesh_verts: upload(stream, &sw.mesh_verts)?,
+            mesh_edge_offsets: upload(stream, &sw.mesh_edge_offsets)?,
+            mesh_edge_targets: upload(stream, &sw.mesh_edge_targets)?,
+            mesh_host: (sw.mesh_verts, sw.mesh_edge_offsets, sw.mesh_edge_targets),
+        })
+    }
 }
 
 /// The three collision kernels of one module.
@@ -497,6 +567,11 @@ struct DeviceState {
     staging: PinnedHostSlice<u32>,
     out: CudaSlice<u8>,
     out_host: PinnedHostSlice<u8>,
+    /// `fk_frames` of the generic module.
+    fk: CudaFunction,
+    /// Frame poses of the last forward-kinematics round (12 floats per configuration and frame).
+    fk_out: CudaSlice<u32>,
+    fk_host: PinnedHostSlice<u32>,
     events: [CudaEvent; 4],
     /// Copy-in and copy-out streams of the pipelined configuration checks.
     h2d: Arc<CudaStream>,
@@ -539,27 +614,12 @@ impl DeviceState {
                 }
             }
         };
-        let rw = RobotWords::build(model);
-        let robot = DeviceRobot {
-            frames: upload(&stream, &rw.frames)?,
-            bodies: upload(&stream, &rw.bodies)?,
-            verts: upload(&stream, &rw.verts)?,
-            edge_offsets: upload(&stream, &rw.edge_offsets)?,
-            edge_targets: upload(&stream, &rw.edge_targets)?,
-            spheres: upload(&stream, &rw.spheres)?,
-            self_pairs: upload(&stream, &rw.self_pairs)?,
-            base_state: upload(&stream, &rw.base_state)?,
-            var_group: upload(&stream, &rw.var_group)?,
-            reach: upload(&stream, &rw.reach)?,
-        };
-        let sw = SceneWords::build(scene);
-        let scene_dev = DeviceScene {
-            obstacles: upload(&stream, &sw.obstacles)?,
-            mesh_verts: upload(&stream, &sw.mesh_verts)?,
-            mesh_edge_offsets: upload(&stream, &sw.mesh_edge_offsets)?,
-            mesh_edge_targets: upload(&stream, &sw.mesh_edge_targets)?,
-            mesh_host: (sw.mesh_verts, sw.mesh_edge_offsets, sw.mesh_edge_targets),
-        };
+        let fk = dm
+            .module
+            .load_function("fk_frames")
+            .map_err(|e| backend_err(format!("kernel 'fk_frames' not found: {e:?}")))?;
+        let robot = DeviceRobot::upload(&stream, model)?;
+        let scene_dev = DeviceScene::upload(&stream, scene)?;
         let ev = || {
             ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(drv("creating an event"))
@@ -576,6 +636,10 @@ impl DeviceState {
                 .map_err(drv("pinned host allocation"))?,
             out: unsafe { stream.alloc::<u8>(1) }.map_err(drv("device allocation"))?,
             out_host: unsafe { ctx.alloc_pinned_with_flags::<u8>(1, 0) }
+                .map_err(drv("pinned host allocation"))?,
+            fk,
+            fk_out: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            fk_host: unsafe { ctx.alloc_pinned_with_flags::<u32>(1, 0) }
                 .map_err(drv("pinned host allocation"))?,
             events,
             h2d: ctx.new_stream().map_err(drv("creating a stream"))?,
@@ -602,31 +666,7 @@ impl DeviceState {
 
     /// Recomputes the kernel argument block from the current buffers.
     fn refresh_args(&mut self, model: &CollisionModel, scene: &SceneModel) {
-        let s = &self.stream;
-        let r = &self.robot;
-        let sc = &self.scene;
-        self.args = ModelArgs {
-            frames: dptr(&r.frames, s),
-            bodies: dptr(&r.bodies, s),
-            verts: dptr(&r.verts, s),
-            edge_offsets: dptr(&r.edge_offsets, s),
-            edge_targets: dptr(&r.edge_targets, s),
-            spheres: dptr(&r.spheres, s),
-            self_pairs: dptr(&r.self_pairs, s),
-            base_state: dptr(&r.base_state, s),
-            var_group: dptr(&r.var_group, s),
-            obstacles: dptr(&sc.obstacles, s),
-            mesh_verts: dptr(&sc.mesh_verts, s),
-            mesh_edge_offsets: dptr(&sc.mesh_edge_offsets, s),
-            mesh_edge_targets: dptr(&sc.mesh_edge_targets, s),
-            reach: dptr(&r.reach, s),
-            num_frames: model.frames.len() as u32,
-            num_bodies: model.bodies.len() as u32,
-            num_self_pairs: model.self_pairs.len() as u32,
-            num_obstacles: scene.obstacles.len() as u32,
-            dof: model.group_vars.len() as u32,
-            margin: model.margin,
-        };
+        self.args = model_args(&self.stream, &self.robot, &self.scene, model, scene);
     }
 
     /// Uploads the changed obstacle slots (one copy of the range they span) and, when the mesh
@@ -884,6 +924,94 @@ impl DeviceState {
         Ok(())
     }
 
+    /// World poses of the moving frames of `values.len() / dof` configurations (f32, row-major)
+    /// into `out` (`num_frames` per configuration), in rounds of at most [`FK_CHUNK`]
+    /// configurations.
+    fn frames(
+        &mut self,
+        values: &[f32],
+        out: &mut [Xf],
+        times: &mut DevTimes,
+    ) -> Result<(), CollisionError> {
+        let dof = self.args.dof as usize;
+        let nf = self.args.num_frames as usize;
+        let n = values.len().checked_div(dof).unwrap_or(0);
+        if out.len() != n * nf {
+            return Err(backend_err(format!(
+                "forward kinematics: room for {} poses, {n} configurations of {nf} frames",
+                out.len()
+            )));
+        }
+        if n == 0 || nf == 0 {
+            return Ok(());
+        }
+        let func = self.fk.clone();
+        let mut start = 0;
+        while start < n {
+            let cn = (n - start).min(FK_CHUNK);
+            let words = cn * dof;
+            let outs = cn * nf * 12;
+            ensure_dev(&self.stream, &mut self.input, words)?;
+            ensure_pinned(&self.ctx, &mut self.staging, words)?;
+            ensure_dev(&self.stream, &mut self.fk_out, outs)?;
+            ensure_pinned(&self.ctx, &mut self.fk_host, outs)?;
+            {
+                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
+                for (d, v) in stg[..words]
+                    .iter_mut()
+                    .zip(&values[start * dof..(start + cn) * dof])
+                {
+                    *d = v.to_bits();
+                }
+            }
+            let st = self.stream.clone();
+            self.events[0].record(&st).map_err(drv("event"))?;
+            {
+                let src = &self.staging.as_slice().map_err(drv("pinned buffer"))?[..words];
+                let mut dst = self.input.slice_mut(0..words);
+                st.memcpy_htod(src, &mut dst)
+                    .map_err(drv("copy to device"))?;
+            }
+            self.events[1].record(&st).map_err(drv("event"))?;
+            {
+                let input = self.input.slice(0..words);
+                let cn32 = cn as u32;
+                let mut b = st.launch_builder(&func);
+                b.arg(&self.args)
+                    .arg(&input)
+                    .arg(&cn32)
+                    .arg(&mut self.fk_out);
+                unsafe { b.launch(launch_cfg(cn)) }.map_err(drv("launching fk_frames"))?;
+            }
+            self.events[2].record(&st).map_err(drv("event"))?;
+            {
+                let src = self.fk_out.slice(0..outs);
+                let dst = &mut self.fk_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
+                st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))?;
+            }
+            self.events[3].record(&st).map_err(drv("event"))?;
+            st.synchronize().map_err(drv("fk_frames execution"))?;
+            let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
+                Ok(self.events[a]
+                    .elapsed_ms(&self.events[b])
+                    .map_err(drv("event timing"))? as f64)
+            };
+            times.htod += el(0, 1)?;
+            times.kernel += el(1, 2)?;
+            times.dtoh += el(2, 3)?;
+            times.launches += 1;
+            let host = self.fk_host.as_slice().map_err(drv("pinned buffer"))?;
+            for (o, w) in out[start * nf..(start + cn) * nf]
+                .iter_mut()
+                .zip(host[..outs].chunks_exact(12))
+            {
+                *o = xf_of_words(w);
+            }
+            start += cn;
+        }
+        Ok(())
+    }
+
     /// Checks motions `range` of `p`.
     fn motions(
         &mut self,
@@ -1026,6 +1154,15 @@ fn pipeline_shape(n: usize) -> (usize, usize) {
     }
     let piece = n.div_ceil(4).clamp(MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
     (piece, n.div_ceil(piece).min(PIPE_SLOTS))
+}
+
+/// A transform from the 12 words `fk_frames` writes per frame (row-major rotation, translation).
+fn xf_of_words(w: &[u32]) -> Xf {
+    let f = |k: usize| f32::from_bits(w.get(k).copied().unwrap_or(0));
+    Xf {
+        r: [f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7), f(8)],
+        t: [f(9), f(10), f(11)],
+    }
 }
 
 fn launch_cfg(n: usize) -> LaunchConfig {
@@ -1345,19 +1482,41 @@ impl CudaChecker {
             ) -> Result<(), CollisionError>
             + Sync,
     {
+        self.split_rows(n, 1, T::default(), f)
+    }
+
+    /// [`Self::split`] with `stride` results per item (`out` of `f` holds `stride` values per
+    /// item of its range), initialised to `fill`.
+    fn split_rows<T, F>(
+        &self,
+        n: usize,
+        stride: usize,
+        fill: T,
+        f: F,
+    ) -> Result<Vec<T>, CollisionError>
+    where
+        T: Clone + Send,
+        F: Fn(
+                &mut DeviceState,
+                std::ops::Range<usize>,
+                &mut [T],
+                &mut DevTimes,
+            ) -> Result<(), CollisionError>
+            + Sync,
+    {
         let t0 = Instant::now();
-        let mut out = vec![T::default(); n];
+        let mut out = vec![fill; n * stride];
         let nd = self.devices.len().min(n.max(1));
         let per = n.div_ceil(nd).max(1);
         let mut results: Vec<Result<DevTimes, CollisionError>> = Vec::new();
-        if nd == 1 {
+        if nd == 1 || stride == 0 {
             let mut t = DevTimes::default();
             let r = f(&mut lock(&self.devices[0]), 0..n, &mut out, &mut t);
             results.push(r.map(|_| t));
         } else {
             std::thread::scope(|sc| {
                 let handles: Vec<_> = out
-                    .chunks_mut(per)
+                    .chunks_mut(per * stride)
                     .enumerate()
                     .map(|(k, part)| {
                         let f = &f;
@@ -1365,7 +1524,8 @@ impl CudaChecker {
                         sc.spawn(move || {
                             let mut t = DevTimes::default();
                             let lo = k * per;
-                            let r = f(&mut lock(dev), lo..lo + part.len(), part, &mut t);
+                            let rows = part.len() / stride;
+                            let r = f(&mut lock(dev), lo..lo + rows, part, &mut t);
                             r.map(|_| t)
                         })
                     })
@@ -1419,6 +1579,35 @@ impl CudaChecker {
             };
             let part = values.slice(range.start * dof..range.end * dof);
             dev.configs(part, rows, variant, out, t)
+        })
+    }
+
+    /// World poses of the moving frames at each of the configurations `configs` (f32,
+    /// row-major, [`JointSpace::dof`] group values each; the joints outside the group come from
+    /// the base state): `configs.len() / dof * model().frames.len()` transforms, the frames of a
+    /// configuration contiguous and in the order of [`CollisionModel::frames`] (a body of frame
+    /// `f` is placed by pose `f`; frame `-1`, the root, is the identity).
+    ///
+    /// Bit for bit what [`crate::collision::frame_poses`] gives for the same f32 state (the
+    /// `fk_frames` kernel runs `gmp_fk`, the collision kernels' forward kinematics, built without
+    /// fused multiply-add). Large batches run in rounds of a few hundred thousand configurations
+    /// and are split over the devices. Non-finite values are not rejected: they give non-finite
+    /// poses, as on the CPU.
+    pub fn forward_kinematics(&self, configs: &[f32]) -> Result<Vec<Xf>, CollisionError> {
+        let dof = self.model.dof();
+        if dof == 0 || !configs.len().is_multiple_of(dof) {
+            return Err(CollisionError::WrongDof {
+                expected: dof,
+                got: configs.len(),
+            });
+        }
+        let n = configs.len() / dof;
+        let nf = self.model.frames.len();
+        if n == 0 || nf == 0 {
+            return Ok(Vec::new());
+        }
+        self.split_rows(n, nf, Xf::IDENTITY, |dev, range, out, t| {
+            dev.frames(&configs[range.start * dof..range.end * dof], out, t)
         })
     }
 
@@ -1567,6 +1756,20 @@ mod tests {
         let mut dst2 = vec![0u32; n];
         assert_eq!(stage_values(ConfigValues::F32(&f), &mut dst2), None);
         assert!(f.iter().zip(&dst2).all(|(s, d)| s.to_bits() == *d));
+    }
+
+    #[test]
+    fn frame_words_are_rotation_then_translation() {
+        let x = Xf {
+            r: [1.0, -2.0, 3.5, 0.25, f32::NAN, -0.0, 7.0, 8.0, 9.0],
+            t: [1e-30, -4.0, f32::INFINITY],
+        };
+        let words: Vec<u32> = x.r.iter().chain(&x.t).map(|v| v.to_bits()).collect();
+        let back = xf_of_words(&words);
+        let bits = |x: &Xf| -> Vec<u32> { x.r.iter().chain(&x.t).map(|v| v.to_bits()).collect() };
+        assert_eq!(bits(&back), words, "bit for bit, NaN and -0 included");
+        // A short record reads missing words as zero instead of panicking.
+        assert_eq!(xf_of_words(&words[..3]).t, [0.0; 3]);
     }
 
     #[test]

@@ -65,16 +65,16 @@ pub struct RggTimings {
 }
 
 /// A device's context and compiled dynamic-roadmap module, shared by the process.
-struct DrmModule {
-    ctx: Arc<CudaContext>,
-    module: Arc<CudaModule>,
-    name: String,
+pub(super) struct DrmModule {
+    pub(super) ctx: Arc<CudaContext>,
+    pub(super) module: Arc<CudaModule>,
+    pub(super) name: String,
 }
 
 type DrmCache = Mutex<HashMap<usize, Result<Arc<DrmModule>, String>>>;
 
 /// The context of device `ordinal` (the collision backend's) with `drm.cu` compiled for it.
-fn drm_module(ordinal: usize) -> Result<Arc<DrmModule>, CollisionError> {
+pub(super) fn drm_module(ordinal: usize) -> Result<Arc<DrmModule>, CollisionError> {
     static CACHE: OnceLock<DrmCache> = OnceLock::new();
     let base = device_module(ordinal)?;
     let mut cache = lock(CACHE.get_or_init(|| Mutex::new(HashMap::new())));

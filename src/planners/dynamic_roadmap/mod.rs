@@ -48,7 +48,9 @@
 //! The label computations are batch operations over flat arrays (one pass over edges for
 //! the sweep, one over candidate pairs per obstacle). The self-collision check of the build
 //! runs on the GPU when [`DynamicRoadmapOptions::gpu`] is set and one is present (the CUDA
-//! checker's verdicts are the CPU's); so do the label updates.
+//! checker's verdicts are the CPU's); so do the voxel map (the `drm_voxel_*` kernels compute
+//! every edge's cells with the CPU's arithmetic: the identical map, see [`VoxelEngine`]) and
+//! the label updates.
 
 pub mod geom;
 pub(crate) mod layout;
@@ -72,6 +74,7 @@ use crate::collision::{
     ConfigBatch, CpuChecker, MotionBatch, RobotShapes, DEFAULT_MARGIN,
 };
 use crate::gpu::rgg::{RggDevice, RggTimings};
+use crate::gpu::voxel::{VoxelJob, VoxelTimings};
 use crate::planners::prm::Prm;
 use crate::planners::{run, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
 use crate::roadmap::{EdgeLabel, NearestNeighbors, NnError, Roadmap, RoadmapError};
@@ -136,8 +139,9 @@ pub struct DynamicRoadmapOptions {
     /// Roadmap vertices a start or goal that is not a vertex is joined to.
     pub connect_neighbors: usize,
     /// Use the GPU when one is present: the build's self-collision check runs on the CUDA
-    /// checker and label updates on the CUDA engine (identical results). Without a usable
-    /// GPU one line on stderr says so and the CPU does the work.
+    /// checker, the DRM voxel map is built by the CUDA voxel kernels and label updates run on
+    /// the CUDA engine (identical results). Without a usable GPU one line on stderr says so and
+    /// the CPU does the work.
     pub gpu: bool,
 }
 
@@ -237,6 +241,44 @@ pub struct RoadmapPath {
     pub edges_checked: usize,
 }
 
+/// Where the DRM voxel map is built. Both engines give the identical map (the same cells for
+/// every edge; `tests/gpu_parity.rs` holds them to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum VoxelEngine {
+    /// The sweep over the worker threads (the reference).
+    Cpu,
+    /// The `drm_voxel_*` CUDA kernels (`crate::gpu::voxel`).
+    Cuda,
+}
+
+/// How the DRM voxel map was built.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VoxelMapStats {
+    /// Where the cells of the edges were computed.
+    pub engine: VoxelEngine,
+    /// Wall time of the map: the grid, the cells of every edge and the cell -> edges lists (the
+    /// sweep the RGG approximations and the grid bounds come from is not included).
+    pub build_time: Duration,
+    /// The part of `build_time` spent on the cells of every edge (the sweep on the CPU threads,
+    /// or the CUDA builder with its uploads and copies); the rest is the cell -> edges lists,
+    /// built on the host either way.
+    pub cells_time: Duration,
+    /// Timings of the CUDA builder, when it built the cells.
+    pub cuda: Option<VoxelTimings>,
+}
+
+/// A view of the DRM voxel map: for every cell of `grid` (linear index
+/// [`Grid::index`]), the edges whose swept volume may touch it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VoxelMap<'a> {
+    /// The grid.
+    pub grid: &'a Grid,
+    /// `grid.len() + 1` offsets: cell `c` lists `edges[offsets[c]..offsets[c + 1]]`.
+    pub offsets: &'a [u32],
+    /// The edges of every cell, ascending per cell.
+    pub edges: &'a [u32],
+}
+
 /// The DRM voxel map: cell -> edges (CSR).
 #[derive(Clone, Debug)]
 struct DrmMap {
@@ -272,6 +314,8 @@ pub struct DynamicRoadmap {
     /// The layout resident on a GPU (shared by clones: it never changes after the build).
     cuda: Option<Arc<RggDevice>>,
     drm: Option<DrmMap>,
+    /// How the voxel map was built.
+    voxel_stats: Option<VoxelMapStats>,
     slots: Vec<Option<SlotState>>,
     drm_hits: Vec<u32>,
     rgg_unknown: Vec<u32>,
@@ -324,6 +368,54 @@ fn threads(n: usize) -> usize {
     } else {
         n
     }
+}
+
+/// The voxel cells of every edge (`Sweep::run`'s `cell_counts` and `cells` for `sweep.grid`):
+/// with `gpu` on the first GPU when one is usable (the identical cells; one line on stderr when
+/// it is not), else on the CPU threads. `build_time` of the stats is left for the caller.
+fn voxel_cells(
+    sweep: &Sweep<'_>,
+    n_edges: usize,
+    threads: usize,
+    gpu: bool,
+) -> (Vec<u32>, Vec<u32>, VoxelMapStats) {
+    let started = Instant::now();
+    if let (true, Some(grid)) = (gpu, sweep.grid) {
+        if crate::gpu::gpu_available() {
+            let job = VoxelJob::new(
+                sweep.model,
+                sweep.bodies,
+                sweep.motions,
+                grid,
+                sweep.params.inflate,
+            );
+            match crate::gpu::voxel::voxel_cells(&job, 0) {
+                Ok((counts, cells, t)) => {
+                    let st = VoxelMapStats {
+                        engine: VoxelEngine::Cuda,
+                        build_time: Duration::ZERO,
+                        cells_time: started.elapsed(),
+                        cuda: Some(t),
+                    };
+                    return (counts, cells, st);
+                }
+                Err(e) => eprintln!(
+                    "gmp: dynamic roadmap voxel map on the CPU (the CUDA builder failed: {e})"
+                ),
+            }
+        } else {
+            eprintln!("gmp: dynamic roadmap voxel map on the CPU (no CUDA device found)");
+        }
+    }
+    let started = Instant::now();
+    let out = sweep_all(sweep, n_edges, threads);
+    let st = VoxelMapStats {
+        engine: VoxelEngine::Cpu,
+        build_time: Duration::ZERO,
+        cells_time: started.elapsed(),
+        cuda: None,
+    };
+    (out.cell_counts, out.cells, st)
 }
 
 /// Runs the sweep over all edges, split into contiguous chunks over threads.
@@ -524,12 +616,20 @@ impl DynamicRoadmap {
             bodies: &locals,
             motions: &prepared,
             params,
-            grid: fixed_grid,
+            grid: None,
         };
-        let first = sweep_all(&sweep, n_edges, nthreads);
-        let (cell_counts, cells, grid) = match (opts.drm_cell_size, fixed_grid) {
-            (None, _) => (Vec::new(), Vec::new(), None),
-            (Some(_), Some(g)) => (first.cell_counts.clone(), first.cells.clone(), Some(g)),
+        // The RGG approximations, and the edges' bounding boxes that bound the voxel grid when
+        // no bounds are given.
+        let first = if opts.rgg || (opts.drm_cell_size.is_some() && fixed_grid.is_none()) {
+            sweep_all(&sweep, n_edges, nthreads)
+        } else {
+            SweepOut::default()
+        };
+        // The voxel map: its own pass over the edges, on the CPU threads or the GPU.
+        let map_started = Instant::now();
+        let grid = match (opts.drm_cell_size, fixed_grid) {
+            (None, _) => None,
+            (Some(_), Some(g)) => Some(g),
             (Some(cell), None) => {
                 let mut all = Aabb::EMPTY;
                 for b in &first.aabbs {
@@ -540,14 +640,22 @@ impl DynamicRoadmap {
                 } else {
                     (all.lo.map(|v| v as f64), all.hi.map(|v| v as f64))
                 };
-                let g = make_grid(cell, lo, hi)?;
-                sweep.grid = Some(g);
-                sweep.params.rgg = false;
-                let second = sweep_all(&sweep, n_edges, nthreads);
-                (second.cell_counts, second.cells, Some(g))
+                Some(make_grid(cell, lo, hi)?)
             }
         };
-        let drm = grid.map(|g| build_drm(g, n_edges, &cell_counts, &cells));
+        let mut voxel_stats = None;
+        let drm = match grid {
+            None => None,
+            Some(g) => {
+                sweep.grid = Some(g);
+                sweep.params.rgg = false;
+                let (cell_counts, cells, mut st) = voxel_cells(&sweep, n_edges, nthreads, opts.gpu);
+                let map = build_drm(g, n_edges, &cell_counts, &cells);
+                st.build_time = map_started.elapsed();
+                voxel_stats = Some(st);
+                Some(map)
+            }
+        };
         let rgg = opts.rgg.then(|| {
             RggLayout::new(
                 locals.len(),
@@ -568,6 +676,7 @@ impl DynamicRoadmap {
             engine: RggEngine::Bvh,
             cuda: None,
             drm,
+            voxel_stats,
             slots: Vec::new(),
             drm_hits: vec![0; n_edges],
             rgg_unknown: vec![0; n_edges],
@@ -652,6 +761,20 @@ impl DynamicRoadmap {
     /// Time the build took (self-collision check, sweep, maps).
     pub fn precompute_time(&self) -> Duration {
         self.precompute_time
+    }
+
+    /// The DRM voxel map, when built.
+    pub fn voxel_map(&self) -> Option<VoxelMap<'_>> {
+        self.drm.as_ref().map(|d| VoxelMap {
+            grid: &d.grid,
+            offsets: &d.offsets,
+            edges: &d.edges,
+        })
+    }
+
+    /// Where and how fast the DRM voxel map was built, when it was.
+    pub fn voxel_map_stats(&self) -> Option<VoxelMapStats> {
+        self.voxel_stats
     }
 
     /// Sizes of the precomputed data: (voxel map entries, RGG outer boxes, RGG capsules).

@@ -12,8 +12,11 @@
 //!   some checked configuration (RGG, red test);
 //! * the voxel cells touched by the inflated bodies at every checked configuration (DRM).
 //!
-//! The work is one loop over edges with no shared state (split over threads here, one GPU
-//! thread block per edge later); the outputs are flat arrays concatenated in edge order.
+//! The work is one loop over edges with no shared state, split over threads; the outputs are
+//! flat arrays concatenated in edge order. The voxel cells also have a CUDA twin
+//! (`crate::gpu::voxel`, `kernels/drm.cu`) that computes the same cells with the same f32
+//! arithmetic (`Grid::range`, `Grid::border`, `Grid::cell_box` and `obb_disjoint` have
+//! line-by-line twins there: change them together).
 
 use std::ops::Range;
 
@@ -143,7 +146,7 @@ impl Grid {
     }
 
     /// Clamped index range `[lo, hi]` per axis of the cells a box touches (closed cells,
-    /// widened by a rounding tolerance).
+    /// widened by a rounding tolerance). Twin: `gmp_grid_range` in `kernels/drm.cu`.
     pub fn range(&self, b: &Aabb) -> [[u32; 2]; 3] {
         let mut r = [[0u32; 2]; 3];
         for (k, rk) in r.iter_mut().enumerate() {
@@ -164,13 +167,14 @@ impl Grid {
         (k * self.dims[1] + j) * self.dims[0] + i
     }
 
-    /// True when the cell lies on the border (it stands for everything outside, too).
+    /// True when the cell lies on the border (it stands for everything outside, too). Twin:
+    /// `gmp_grid_border`.
     fn border(&self, i: u32, j: u32, k: u32) -> bool {
         let c = [i, j, k];
         (0..3).any(|a| c[a] == 0 || c[a] + 1 >= self.dims[a])
     }
 
-    /// The cell as a box.
+    /// The cell as a box. Twin: `gmp_grid_cell_box`.
     fn cell_box(&self, i: u32, j: u32, k: u32) -> Obb {
         let c = [i, j, k];
         let lo = [0, 1, 2].map(|a| self.origin[a] + c[a] as f32 * self.cell);
@@ -179,7 +183,8 @@ impl Grid {
     }
 
     /// Appends the cells that `obb` may touch: every cell of its bounding range on the
-    /// border, and inner cells that the separating-axis test cannot rule out.
+    /// border, and inner cells that the separating-axis test cannot rule out. Twin:
+    /// `gmp_grid_mark` (which sets the cells' bits in a bitmap instead).
     pub fn cells_of(&self, obb: &Obb, out: &mut Vec<u32>) {
         let r = self.range(&obb.aabb());
         for k in r[2][0]..=r[2][1] {
