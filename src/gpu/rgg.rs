@@ -269,9 +269,13 @@ impl RggDevice {
         let s = st.stream.clone();
         st.events[0].record(&s).map_err(drv("event"))?;
         {
+            // Raw asynchronous copies from and to pinned memory: one synchronisation per
+            // update (the safe copies of host slices wait for the stream each).
             let src = &st.staging.as_slice().map_err(drv("pinned buffer"))?[..words];
-            let mut dst = st.obstacle.slice_mut(0..words);
-            s.memcpy_htod(src, &mut dst)
+            let (dst, _sync) = st.obstacle.device_ptr(&s);
+            // SAFETY: the pinned staging buffer is not touched before the stream is
+            // synchronised below; the device buffer holds at least `words` words.
+            unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, s.cu_stream()) }
                 .map_err(drv("obstacle upload"))?;
             let mut out = st.out.slice_mut(0..out_words);
             s.memset_zeros(&mut out).map_err(drv("clearing verdicts"))?;
@@ -289,9 +293,11 @@ impl RggDevice {
         }
         st.events[2].record(&s).map_err(drv("event"))?;
         {
-            let src = st.out.slice(0..out_words);
+            let (src, _sync) = st.out.device_ptr(&s);
             let dst = &mut st.out_host.as_mut_slice().map_err(drv("pinned buffer"))?[..out_words];
-            s.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))?;
+            // SAFETY: as above; the host buffer is read only after the synchronisation.
+            unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, s.cu_stream()) }
+                .map_err(drv("copy to host"))?;
         }
         st.events[3].record(&s).map_err(drv("event"))?;
         s.synchronize().map_err(drv("rgg_label execution"))?;
