@@ -3,7 +3,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use gpu_motion_planner::collision::Checker;
+use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::planners::prm::{Prm, RoadmapFileError};
 use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use gpu_motion_planner::trajectory::path_length;
@@ -184,7 +184,8 @@ fn bad_start_and_goal_are_named() {
 
 #[test]
 fn prm_checks_motions_in_few_large_batches() {
-    let (world, start, goal) = window_3d();
+    let (mut world, start, goal) = window_3d();
+    world.backend = Backend::Cuda; // the batches a GPU gets
     let req = request(&start, &goal, PlannerId::Prm, 5);
     let res = plan(&world, &req).unwrap();
     let (config_calls, configs, motion_calls, motions) = world.calls();
@@ -213,7 +214,8 @@ fn prm_checks_motions_in_few_large_batches() {
 #[test]
 fn rrt_family_batches_motions() {
     for planner in [PlannerId::Rrt, PlannerId::RrtStar, PlannerId::RrtConnect] {
-        let (world, start, goal) = window_3d();
+        let (mut world, start, goal) = window_3d();
+        world.backend = Backend::Cuda; // the batches a GPU gets
         let req = request(&start, &goal, planner, 9);
         let res = plan(&world, &req).unwrap();
         let (_, _, motion_calls, motions) = world.calls();
@@ -227,6 +229,37 @@ fn rrt_family_batches_motions() {
             motions >= 5 * motion_calls,
             "{planner}: {motions} in {motion_calls}"
         );
+    }
+}
+
+/// On the CPU the planners and the shortcutting check motions one at a time and skip those
+/// whose verdict would not be read; on a GPU they check them in batches. The result must be
+/// the same, with no more motions checked on the CPU.
+#[test]
+fn cpu_and_gpu_checking_orders_give_the_same_plans() {
+    for make in [wall_2d, window_3d, continuous_2d] {
+        for planner in PlannerId::ALL {
+            let (cpu, start, goal) = make();
+            let (mut gpu, _, _) = make();
+            gpu.backend = Backend::Cuda;
+            let req = request(&start, &goal, planner, 13);
+            let a = plan(&cpu, &req).unwrap_or_else(|e| panic!("{planner} on the CPU: {e}"));
+            let b = plan(&gpu, &req).unwrap_or_else(|e| panic!("{planner} batched: {e}"));
+            assert_eq!(a.raw_path, b.raw_path, "{planner}");
+            assert_eq!(a.path, b.path, "{planner}");
+            assert_eq!(a.trajectory, b.trajectory, "{planner}");
+            assert_eq!(a.stats.iterations, b.stats.iterations, "{planner}");
+            assert_eq!(
+                a.stats.roadmap_vertices, b.stats.roadmap_vertices,
+                "{planner}"
+            );
+            let (_, _, _, cpu_motions) = cpu.calls();
+            let (_, _, _, gpu_motions) = gpu.calls();
+            assert!(
+                cpu_motions <= gpu_motions,
+                "{planner}: {cpu_motions} motions checked on the CPU, {gpu_motions} batched"
+            );
+        }
     }
 }
 

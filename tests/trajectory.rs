@@ -3,7 +3,7 @@ mod common;
 use std::f64::consts::PI;
 
 use common::*;
-use gpu_motion_planner::collision::Checker;
+use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::trajectory::{
     path_length, shortcut, time_parameterize, time_parameterize_steps, validate, validate_path,
     TrajectoryError,
@@ -177,7 +177,8 @@ fn bad_timing_inputs_are_named() {
 
 #[test]
 fn shortcut_straightens_detours_in_batches() {
-    let world = BoxWorld::new(space(2, &[]), vec![]);
+    let mut world = BoxWorld::new(space(2, &[]), vec![]);
+    world.backend = Backend::Cuda; // one batched check per round, as on a GPU
     let zigzag: Vec<Vec<f64>> = (0..=10)
         .map(|i| vec![i as f64 / 10.0, if i % 2 == 0 { 0.2 } else { 0.8 }])
         .collect();
@@ -192,6 +193,42 @@ fn shortcut_straightens_detours_in_batches() {
     // Deterministic for the seed.
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     assert_eq!(shortcut(&world, &zigzag, RES, &mut rng, 10).unwrap(), out);
+}
+
+#[test]
+fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
+    let (mut gpu, start, goal) = wall_2d();
+    gpu.backend = Backend::Cuda;
+    let (cpu, _, _) = wall_2d();
+    // A valid zigzag detour over the wall.
+    let path = vec![
+        start.clone(),
+        vec![0.1, 0.5],
+        vec![0.2, 0.8],
+        vec![0.3, 0.75],
+        vec![0.4, 0.9],
+        vec![0.5, 0.8],
+        vec![0.6, 0.95],
+        vec![0.7, 0.75],
+        vec![0.9, 0.5],
+        goal.clone(),
+    ];
+    validate_path(&cpu, &path, RES).unwrap();
+    cpu.reset_counts();
+    for seed in 0..5 {
+        let batched = shortcut(&gpu, &path, RES, &mut ChaCha8Rng::seed_from_u64(seed), 20).unwrap();
+        let one_by_one =
+            shortcut(&cpu, &path, RES, &mut ChaCha8Rng::seed_from_u64(seed), 20).unwrap();
+        assert_eq!(batched, one_by_one, "seed {seed}");
+        validate_path(&cpu, &one_by_one, RES).unwrap();
+        assert!(path_length(&cpu.space, &one_by_one) < path_length(&cpu.space, &path));
+    }
+    let (_, _, _, cpu_motions) = cpu.calls();
+    let (_, _, _, gpu_motions) = gpu.calls();
+    assert!(
+        cpu_motions < gpu_motions,
+        "{cpu_motions} motions checked one by one, {gpu_motions} batched"
+    );
 }
 
 #[test]

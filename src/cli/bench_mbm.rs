@@ -3,10 +3,16 @@
 //! length before and after shortcutting and collision checks per problem. Writes
 //! `<out>/mbm_<planner>_<backend>_<date>.json` and `.md`.
 //!
+//! With `--concurrent N` the selected problems are planned a second time with N of them in
+//! flight (a scoped pool of N threads, each problem with its own checker, as in the
+//! sequential pass), and the report gives the wall time of both passes side by side and
+//! whether every problem's result (solved, path lengths, checks) is the same in both.
+//!
 //! A benchmark, not a test: it measures and reports, it asserts nothing about timings.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -15,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::{parse_shapes, CliError};
 use crate::collision::{CheckerOptions, ConfigBatch};
-use crate::planners::{plan, PlanRequest, PlannerId};
+use crate::planners::{plan, suited_batch_size, PlanRequest, PlannerId};
 
 /// `gmp bench mbm` arguments.
 #[derive(Args, Debug, Clone)]
@@ -51,6 +57,15 @@ pub struct BenchMbmArgs {
     /// Checker worker threads (1 = one core, as the published single-core figures).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Samples per planner iteration (default: suited to the backend, see
+    /// `planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise).
+    #[arg(long = "batch-size")]
+    pub batch_size: Option<usize>,
+    /// Also plan the selected problems with this many in flight at once (one checker per
+    /// problem; on the CUDA backend each checker has its own stream) and report the wall time
+    /// next to the sequential pass.
+    #[arg(long)]
+    pub concurrent: Option<usize>,
     /// Output folder.
     #[arg(long, default_value = "results/mbm")]
     pub out: PathBuf,
@@ -79,10 +94,58 @@ pub struct ProblemRecord {
     pub path_length_before: f64,
     /// Shortcut path length.
     pub path_length_after: f64,
-    /// Configurations checked.
+    /// Configurations checked (every step of every motion asked for, at the resolution).
     pub collision_checks: u64,
+    /// Configurations the checker actually evaluated for the plan (early exits and
+    /// refinements included), where the backend counts them.
+    pub configs_evaluated: Option<u64>,
+    /// Samples per planner iteration.
+    pub batch_size: usize,
     /// Why planning failed, when it did.
     pub error: Option<String>,
+}
+
+impl ProblemRecord {
+    /// What differs between two runs of the same problem, leaving out the timings: `None`
+    /// when solved flags, path lengths and check counts are all the same.
+    pub fn difference(&self, other: &ProblemRecord) -> Option<String> {
+        let mut d = Vec::new();
+        if self.valid != other.valid {
+            d.push(format!("valid {} vs {}", self.valid, other.valid));
+        }
+        if self.solved != other.solved {
+            // The rest follows; a plan cut short by the time limit in one pass only.
+            return Some(format!(
+                "{} {}: solved {} vs {}",
+                self.scene, self.index, self.solved, other.solved
+            ));
+        }
+        if self.path_length_before.to_bits() != other.path_length_before.to_bits() {
+            d.push(format!(
+                "raw length {} vs {}",
+                self.path_length_before, other.path_length_before
+            ));
+        }
+        if self.path_length_after.to_bits() != other.path_length_after.to_bits() {
+            d.push(format!(
+                "length {} vs {}",
+                self.path_length_after, other.path_length_after
+            ));
+        }
+        if self.collision_checks != other.collision_checks {
+            d.push(format!(
+                "checks {} vs {}",
+                self.collision_checks, other.collision_checks
+            ));
+        }
+        if self.configs_evaluated != other.configs_evaluated {
+            d.push(format!(
+                "evaluated {:?} vs {:?}",
+                self.configs_evaluated, other.configs_evaluated
+            ));
+        }
+        (!d.is_empty()).then(|| format!("{} {}: {}", self.scene, self.index, d.join(", ")))
+    }
 }
 
 /// Median, mean, 95th percentile and maximum of `v` (zeros when empty).
@@ -123,6 +186,12 @@ fn group_summary(records: &[&ProblemRecord]) -> Value {
         "path_length_before": summary(&col(&|r| r.path_length_before)),
         "path_length_after": summary(&col(&|r| r.path_length_after)),
         "collision_checks": summary(&col(&|r| r.collision_checks as f64)),
+        "configs_evaluated": summary(
+            &solved
+                .iter()
+                .filter_map(|r| r.configs_evaluated.map(|v| v as f64))
+                .collect::<Vec<_>>()
+        ),
     })
 }
 
@@ -149,7 +218,7 @@ fn markdown(report: &Value) -> String {
         report["date"].as_str().unwrap_or("")
     ));
     s.push_str(&format!(
-        "Machine: {} ({} cores). Shapes: {}. Time limit {} s per problem, resolution {}, seed {}, checker threads {}.\n\n",
+        "Machine: {} ({} cores). Shapes: {}. Time limit {} s per problem, resolution {}, seed {}, checker threads {}, batch size {}.\n\n",
         report["machine"]["cpu"].as_str().unwrap_or("?"),
         report["machine"]["cores"],
         report["shapes"].as_str().unwrap_or(""),
@@ -157,16 +226,17 @@ fn markdown(report: &Value) -> String {
         report["resolution"],
         report["seed"],
         report["threads"],
+        report["batch_size"],
     ));
     s.push_str(&format!(
         "Command: `{}`\n\n",
         report["command"].as_str().unwrap_or("")
     ));
     s.push_str(
-        "Times in milliseconds over solved problems. Lengths in joint-space radians/metres.\n\n",
+        "Times in milliseconds over solved problems. Lengths in joint-space radians/metres. Checks: configurations of the motions asked for at the resolution; evaluated: configurations the checker computed (early exits and refinements included; CPU backend only).\n\n",
     );
-    s.push_str("| robot | scene | solved | valid | total | plan median | plan mean | plan p95 | plan max | simplify median | length before | length after | checks / problem |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| robot | scene | solved | valid | total | plan median | plan mean | plan p95 | plan max | simplify median | simplify mean | length before | length after | checks / problem | evaluated / problem |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     if let Some(robots) = report["robots"].as_object() {
         for (robot, r) in robots {
             let mut rows: Vec<(String, &Value)> = r["scenes"]
@@ -176,7 +246,7 @@ fn markdown(report: &Value) -> String {
             rows.push(("**all**".into(), &r["all"]));
             for (scene, v) in rows {
                 s.push_str(&format!(
-                    "| {robot} | {scene} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {robot} | {scene} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                     v["solved"],
                     v["valid"],
                     v["total"],
@@ -185,24 +255,56 @@ fn markdown(report: &Value) -> String {
                     ms(&v["planning_time_s"]["p95"]),
                     ms(&v["planning_time_s"]["max"]),
                     ms(&v["simplification_time_s"]["median"]),
+                    ms(&v["simplification_time_s"]["mean"]),
                     num(&v["path_length_before"]["mean"], 2),
                     num(&v["path_length_after"]["mean"], 2),
                     num(&v["collision_checks"]["mean"], 0),
+                    num(&v["configs_evaluated"]["mean"], 0),
                 ));
             }
         }
         s.push_str("\nSequential totals (every valid problem planned one after another; plan + simplify, checker set-up excluded):\n\n");
         for (robot, r) in robots {
             s.push_str(&format!(
-                "- {robot}: {} s for {} problems ({} s including checker set-up)\n",
+                "- {robot}: {} s for {} problems ({} s including checker set-up; wall time of the pass {} s)\n",
                 num(&r["sequential_total_s"], 3),
                 r["all"]["valid"],
                 num(&r["sequential_total_with_setup_s"], 3),
+                num(&r["sequential_wall_s"], 3),
+            ));
+        }
+        if let Some(n) = report["concurrent"]["in_flight"].as_u64() {
+            s.push_str(&format!(
+                "\nConcurrent ({n} problems in flight, each with its own checker; wall time of the pass, checker set-up included, next to the sequential pass):\n\n"
+            ));
+            for (robot, r) in robots {
+                let c = &r["concurrent"];
+                s.push_str(&format!(
+                    "- {robot}: {} s for {} problems vs {} s one after another ({}x); results (solved, path lengths, checks) identical to the sequential pass for {} of {} problems{}\n",
+                    num(&c["wall_s"], 3),
+                    c["problems"],
+                    num(&r["sequential_wall_s"], 3),
+                    num(&c["speedup"], 2),
+                    c["identical"],
+                    c["problems"],
+                    c["differences"]
+                        .as_array()
+                        .filter(|d| !d.is_empty())
+                        .map(|d| format!(
+                            " (different: {})",
+                            d.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("; ")
+                        ))
+                        .unwrap_or_default(),
+                ));
+            }
+            s.push_str(&format!(
+                "\n{}\n",
+                report["concurrent"]["note"].as_str().unwrap_or("")
             ));
         }
     }
     s.push_str(&format!(
-        "\nBatched (all problems at once): {}\n",
+        "\nBatched (all problems sharing launches): {}\n",
         report["batched"]["note"].as_str().unwrap_or("")
     ));
     s.push_str(&format!(
@@ -212,20 +314,118 @@ fn markdown(report: &Value) -> String {
     s
 }
 
-fn run_robot(
+/// One problem of one pass: its record, the wall time of its `plan` call and of building its
+/// checker.
+struct Outcome {
+    record: ProblemRecord,
+    plan_time: f64,
+    setup_time: f64,
+}
+
+/// Builds the problem's checker, checks its start and goal and plans it.
+fn solve_problem(
     a: &BenchMbmArgs,
-    data: &Path,
-    name: &str,
+    r: &crate::mbm::MbmRobot,
+    p: &crate::mbm::Problem,
     planner: PlannerId,
-) -> Result<(Vec<ProblemRecord>, f64, f64), CliError> {
-    let shapes = parse_shapes(&a.shapes)?;
-    let r = crate::mbm::load_robot(data, name)?;
-    let problems = crate::mbm::load_problems(data, name)?;
-    let mut records = Vec::new();
-    let mut sequential = 0.0;
-    let mut with_setup = 0.0;
+    shapes: crate::collision::RobotShapes,
+) -> Result<Outcome, CliError> {
+    let setup_start = Instant::now();
+    let base = r.start_full_state(p);
+    let (start, goal) = r.start_goal(p)?;
+    let checker = crate::collision::make_checker(
+        &a.backend,
+        &r.model,
+        &r.group,
+        &base,
+        &p.scene,
+        CheckerOptions {
+            shapes,
+            threads: a.threads,
+            ..Default::default()
+        },
+    )?;
+    let setup_time = setup_start.elapsed().as_secs_f64();
+    let batch_size = a
+        .batch_size
+        .unwrap_or_else(|| suited_batch_size(planner, checker.backend()));
+    let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
+    let v = checker.check_configs(&ends)?;
+    let valid = v.iter().all(|x| *x);
+    let mut rec = ProblemRecord {
+        scene: p.scene_name.clone(),
+        index: p.index,
+        valid,
+        solved: false,
+        planning_time: 0.0,
+        simplification_time: 0.0,
+        total_time: 0.0,
+        setup_time,
+        path_length_before: 0.0,
+        path_length_after: 0.0,
+        collision_checks: 0,
+        configs_evaluated: None,
+        batch_size,
+        error: None,
+    };
+    let mut plan_time = 0.0;
+    if valid {
+        let mut req = PlanRequest::new(start, goal, planner);
+        req.seed = a.seed;
+        req.time_limit = Duration::from_secs_f64(a.time_limit);
+        req.resolution = a.resolution;
+        req.batch_size = batch_size;
+        req.group = r.group.name.clone();
+        let evaluated_before = checker.configs_evaluated();
+        let t = Instant::now();
+        let out = plan(checker.as_ref(), &req);
+        plan_time = t.elapsed().as_secs_f64();
+        rec.total_time = plan_time;
+        match out {
+            Ok(res) => {
+                rec.solved = true;
+                rec.planning_time = res.stats.planning_time.as_secs_f64();
+                rec.simplification_time = res.stats.simplification_time.as_secs_f64();
+                rec.path_length_before = res.stats.path_length_before;
+                rec.path_length_after = res.stats.path_length_after;
+                rec.collision_checks = res.stats.collision_checks;
+                rec.configs_evaluated = checker
+                    .configs_evaluated()
+                    .zip(evaluated_before)
+                    .map(|(after, before)| after.saturating_sub(before));
+            }
+            Err(e) => rec.error = Some(e.to_string()),
+        }
+    } else {
+        rec.error = Some(format!(
+            "invalid problem: start {} goal {}",
+            if v.first() == Some(&true) {
+                "free"
+            } else {
+                "in collision"
+            },
+            if v.get(1) == Some(&true) {
+                "free"
+            } else {
+                "in collision"
+            }
+        ));
+    }
+    Ok(Outcome {
+        record: rec,
+        plan_time,
+        setup_time,
+    })
+}
+
+/// The problems `a` selects, in the benchmark's order.
+fn select<'p>(
+    a: &BenchMbmArgs,
+    problems: &'p [crate::mbm::Problem],
+) -> Vec<&'p crate::mbm::Problem> {
     let mut per_scene: BTreeMap<String, usize> = BTreeMap::new();
-    for p in &problems {
+    let mut out = Vec::new();
+    for p in problems {
         if !a.scenes.is_empty() && !a.scenes.contains(&p.scene_name) {
             continue;
         }
@@ -234,79 +434,130 @@ fn run_robot(
             continue;
         }
         *count += 1;
-        let setup_start = Instant::now();
-        let base = r.start_full_state(p);
-        let (start, goal) = r.start_goal(p)?;
-        let checker = crate::collision::make_checker(
-            &a.backend,
-            &r.model,
-            &r.group,
-            &base,
-            &p.scene,
-            CheckerOptions {
-                shapes,
-                threads: a.threads,
-                ..Default::default()
-            },
-        )?;
-        let setup_time = setup_start.elapsed().as_secs_f64();
-        let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
-        let v = checker.check_configs(&ends)?;
-        let valid = v.iter().all(|x| *x);
-        let mut rec = ProblemRecord {
-            scene: p.scene_name.clone(),
-            index: p.index,
-            valid,
-            solved: false,
-            planning_time: 0.0,
-            simplification_time: 0.0,
-            total_time: 0.0,
-            setup_time,
-            path_length_before: 0.0,
-            path_length_after: 0.0,
-            collision_checks: 0,
-            error: None,
-        };
-        if valid {
-            let mut req = PlanRequest::new(start, goal, planner);
-            req.seed = a.seed;
-            req.time_limit = Duration::from_secs_f64(a.time_limit);
-            req.resolution = a.resolution;
-            req.group = r.group.name.clone();
-            let t = Instant::now();
-            let out = plan(checker.as_ref(), &req);
-            rec.total_time = t.elapsed().as_secs_f64();
-            sequential += rec.total_time;
-            with_setup += rec.total_time + setup_time;
-            match out {
-                Ok(res) => {
-                    rec.solved = true;
-                    rec.planning_time = res.stats.planning_time.as_secs_f64();
-                    rec.simplification_time = res.stats.simplification_time.as_secs_f64();
-                    rec.path_length_before = res.stats.path_length_before;
-                    rec.path_length_after = res.stats.path_length_after;
-                    rec.collision_checks = res.stats.collision_checks;
-                }
-                Err(e) => rec.error = Some(e.to_string()),
-            }
-        } else {
-            rec.error = Some(format!(
-                "invalid problem: start {} goal {}",
-                if v.first() == Some(&true) {
-                    "free"
-                } else {
-                    "in collision"
-                },
-                if v.get(1) == Some(&true) {
-                    "free"
-                } else {
-                    "in collision"
-                }
-            ));
-        }
-        records.push(rec);
+        out.push(p);
     }
-    Ok((records, sequential, with_setup))
+    out
+}
+
+/// Plans `selected` with `in_flight` problems at once: a scoped pool of that many threads,
+/// each taking the next problem in order. Outcomes come back in the order of `selected`.
+fn solve_concurrently(
+    a: &BenchMbmArgs,
+    r: &crate::mbm::MbmRobot,
+    selected: &[&crate::mbm::Problem],
+    planner: PlannerId,
+    shapes: crate::collision::RobotShapes,
+    in_flight: usize,
+) -> Result<Vec<Outcome>, CliError> {
+    let next = AtomicUsize::new(0);
+    let workers = in_flight.clamp(1, selected.len().max(1));
+    let results: Vec<Vec<(usize, Result<Outcome, CliError>)>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(p) = selected.get(i) else {
+                            return done;
+                        };
+                        let out = solve_problem(a, r, p, planner, shapes);
+                        let failed = out.is_err();
+                        done.push((i, out));
+                        if failed {
+                            // Let the other workers finish their problems; take no more.
+                            next.store(selected.len(), Ordering::Relaxed);
+                            return done;
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    vec![(
+                        usize::MAX,
+                        Err(CliError("a benchmark worker thread panicked".into())),
+                    )]
+                })
+            })
+            .collect()
+    });
+    let mut all: Vec<(usize, Result<Outcome, CliError>)> = results.into_iter().flatten().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, o)| o).collect()
+}
+
+/// The outcome of one robot: the sequential records, its totals and the concurrent pass.
+struct RobotRun {
+    records: Vec<ProblemRecord>,
+    sequential: f64,
+    with_setup: f64,
+    sequential_wall: f64,
+    concurrent: Option<Value>,
+    concurrent_records: Option<Vec<ProblemRecord>>,
+}
+
+fn run_robot(
+    a: &BenchMbmArgs,
+    data: &Path,
+    name: &str,
+    planner: PlannerId,
+) -> Result<RobotRun, CliError> {
+    let shapes = parse_shapes(&a.shapes)?;
+    let r = crate::mbm::load_robot(data, name)?;
+    let problems = crate::mbm::load_problems(data, name)?;
+    let selected = select(a, &problems);
+    let mut records = Vec::new();
+    let mut sequential = 0.0;
+    let mut with_setup = 0.0;
+    let wall = Instant::now();
+    for p in &selected {
+        let o = solve_problem(a, &r, p, planner, shapes)?;
+        if o.record.valid {
+            sequential += o.plan_time;
+            with_setup += o.plan_time + o.setup_time;
+        }
+        records.push(o.record);
+    }
+    let sequential_wall = wall.elapsed().as_secs_f64();
+    let mut run = RobotRun {
+        records,
+        sequential,
+        with_setup,
+        sequential_wall,
+        concurrent: None,
+        concurrent_records: None,
+    };
+    if let Some(n) = a.concurrent {
+        eprintln!(
+            "bench mbm: {name}: {} problems, {n} in flight ...",
+            selected.len()
+        );
+        let wall = Instant::now();
+        let outcomes = solve_concurrently(a, &r, &selected, planner, shapes, n)?;
+        let wall_s = wall.elapsed().as_secs_f64();
+        let concurrent: Vec<ProblemRecord> = outcomes.into_iter().map(|o| o.record).collect();
+        let differences: Vec<String> = run
+            .records
+            .iter()
+            .zip(&concurrent)
+            .filter_map(|(s, c)| s.difference(c))
+            .collect();
+        run.concurrent = Some(json!({
+            "in_flight": n,
+            "problems": concurrent.len(),
+            "wall_s": wall_s,
+            "sequential_wall_s": sequential_wall,
+            "speedup": if wall_s > 0.0 { sequential_wall / wall_s } else { 0.0 },
+            "identical": concurrent.len() - differences.len(),
+            "differences": differences,
+        }));
+        run.concurrent_records = Some(concurrent);
+    }
+    Ok(run)
 }
 
 /// Runs the benchmark, writes the JSON and markdown files and returns the summary.
@@ -317,6 +568,12 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             "--time-limit must be a positive number of seconds, got {}",
             a.time_limit
         )));
+    }
+    if a.batch_size == Some(0) {
+        return Err(CliError("--batch-size must be at least 1".into()));
+    }
+    if a.concurrent == Some(0) {
+        return Err(CliError("--concurrent must be at least 1".into()));
     }
     for s in &a.scenes {
         if !crate::mbm::SCENES.contains(&s.as_str()) {
@@ -345,10 +602,14 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     );
     let mut robots = serde_json::Map::new();
     let mut all_records = serde_json::Map::new();
+    let mut all_concurrent = serde_json::Map::new();
+    let mut batch_sizes = std::collections::BTreeSet::new();
     let mut backend_name = a.backend.clone();
     for name in &a.robots {
         eprintln!("bench mbm: {name} ...");
-        let (records, sequential, with_setup) = run_robot(a, &data, name, planner)?;
+        let run = run_robot(a, &data, name, planner)?;
+        let records = &run.records;
+        batch_sizes.extend(records.iter().filter(|r| r.valid).map(|r| r.batch_size));
         let mut scenes = serde_json::Map::new();
         for scene in crate::mbm::SCENES {
             let rs: Vec<&ProblemRecord> = records.iter().filter(|r| r.scene == scene).collect();
@@ -357,11 +618,12 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             }
         }
         let all: Vec<&ProblemRecord> = records.iter().collect();
-        let summary = json!({
+        let mut summary = json!({
             "scenes": scenes,
             "all": group_summary(&all),
-            "sequential_total_s": sequential,
-            "sequential_total_with_setup_s": with_setup,
+            "sequential_total_s": run.sequential,
+            "sequential_total_with_setup_s": run.with_setup,
+            "sequential_wall_s": run.sequential_wall,
         });
         eprintln!(
             "bench mbm: {name}: solved {}/{} valid of {}, median {} ms",
@@ -370,14 +632,41 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             summary["all"]["total"],
             ms(&summary["all"]["planning_time_s"]["median"])
         );
+        if let Some(c) = &run.concurrent {
+            eprintln!(
+                "bench mbm: {name}: {} in flight: {} s wall vs {} s sequential, {} of {} identical",
+                c["in_flight"],
+                num(&c["wall_s"], 3),
+                num(&run.sequential_wall.into(), 3),
+                c["identical"],
+                c["problems"]
+            );
+            summary["concurrent"] = c.clone();
+        }
         robots.insert(name.clone(), summary);
-        all_records.insert(name.clone(), serde_json::to_value(&records)?);
+        all_records.insert(name.clone(), serde_json::to_value(records)?);
+        if let Some(c) = &run.concurrent_records {
+            all_concurrent.insert(name.clone(), serde_json::to_value(c)?);
+        }
     }
     if a.backend == "auto" {
         // `auto` resolves to the CPU in builds without the CUDA backend.
         backend_name = "cpu".into();
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let batch_size: Value = match batch_sizes.len() {
+        0 => a.batch_size.map_or(Value::Null, |b| Value::from(b as u64)),
+        1 => batch_sizes
+            .iter()
+            .next()
+            .map_or(Value::Null, |&b| Value::from(b as u64)),
+        _ => json!(batch_sizes.iter().map(|&b| b as u64).collect::<Vec<_>>()),
+    };
+    let backend_kind = if backend_name == "cuda" {
+        "On the CUDA backend they share the GPU through concurrent streams (each checker has its own stream, so the kernels of different problems can overlap on the device), not through shared kernel launches: each launch still holds the checks of one problem."
+    } else {
+        "On the CPU backend they share the CPU cores: one thread per problem in flight, each checker with its own worker threads (--threads), so the gain is bounded by the number of cores."
+    };
     let mut report = json!({
         "benchmark": "MotionBenchMaker (7 scenes x 100 problems per robot)",
         "planner": planner.as_str(),
@@ -390,14 +679,27 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "resolution": a.resolution,
         "seed": a.seed,
         "threads": a.threads,
+        "batch_size": batch_size,
         "problems_per_scene": a.problems,
         "robots": robots,
         "batched": {
             "supported": false,
-            "note": "not measured: no planner shares collision-check launches across problems yet (each plan() call batches only within its own problem), so a batched run would be the sequential run",
+            "note": if a.concurrent.is_some() {
+                "not implemented: no planner shares collision-check launches across problems (each plan() call batches only within its own problem); the concurrent pass above runs problems side by side instead"
+            } else {
+                "not measured: no planner shares collision-check launches across problems yet (each plan() call batches only within its own problem); `--concurrent N` measures N problems in flight, each with its own checker"
+            },
         },
         "anchor": "Panda 699/699 solved, median 35 us, mean 76 us, p95 343 us, all 700 in 99 ms; UR5 608/608, median 39 us; Fetch 668/679, median 828 us (Ryzen 9 7950X). On this project's machine kind: Panda median 60 us, UR5 52 us, Fetch 776 us.",
     });
+    if let Some(n) = a.concurrent {
+        report["concurrent"] = json!({
+            "in_flight": n,
+            "note": format!(
+                "Each problem is planned by its own plan() call with its own checker, exactly as in the sequential pass; planners are deterministic for a seed, so a problem's result can differ between the passes only when the time limit cut its planning short in one of them. {backend_kind}"
+            ),
+        });
+    }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError(format!("cannot create {}: {e}", a.out.display())))?;
     let stem = format!("mbm_{}_{}_{}", planner.as_str(), backend_name, date);
@@ -406,6 +708,9 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     let md = markdown(&report);
     let mut full = report.clone();
     full["problems"] = Value::Object(all_records);
+    if a.concurrent.is_some() {
+        full["concurrent_problems"] = Value::Object(all_concurrent);
+    }
     write_atomic(&json_path, serde_json::to_string_pretty(&full)?.as_bytes())?;
     write_atomic(&md_path, md.as_bytes())?;
     report["files"] = json!([

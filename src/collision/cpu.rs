@@ -8,6 +8,7 @@ use super::model::{
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Options of a checker.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,6 +37,10 @@ pub struct Scratch {
     state: Vec<f32>,
     frames: Vec<Xf>,
     sweep: Vec<f32>,
+    /// Per checked configuration of the current refinement level: passed its swept check.
+    passed: Vec<bool>,
+    /// The same for the previous level.
+    passed_before: Vec<bool>,
 }
 
 /// The outcome of checking one motion at its checked configurations.
@@ -440,12 +445,26 @@ pub fn bisection_order(segments: u32) -> Vec<u32> {
 }
 
 /// The CPU reference checker.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CpuChecker {
     model: CollisionModel,
     scene: SceneModel,
     space: JointSpace,
     threads: usize,
+    /// Configurations whose validity was computed (forward kinematics run), all threads.
+    evaluated: AtomicU64,
+}
+
+impl Clone for CpuChecker {
+    fn clone(&self) -> Self {
+        Self {
+            model: self.model.clone(),
+            scene: self.scene.clone(),
+            space: self.space.clone(),
+            threads: self.threads,
+            evaluated: AtomicU64::new(self.evaluated.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl CpuChecker {
@@ -475,6 +494,7 @@ impl CpuChecker {
             scene: SceneModel::build(scene),
             space: group.space.clone(),
             threads,
+            evaluated: AtomicU64::new(0),
         })
     }
 
@@ -549,6 +569,150 @@ impl CpuChecker {
         status
     }
 
+    /// Verdict of motion `i` of prepared motions: the same verdict as [`refine_motions`] over
+    /// [`Self::motion_status`] (what [`Checker::check_motions`] of every backend answers),
+    /// computed with less work. `evaluated` grows by the configurations visited.
+    ///
+    /// Why it is the same verdict: the swept check is monotone in the growth. A body grown
+    /// more reaches every broad-phase sphere it reached before, and the GJK iteration does
+    /// not depend on the margin, only its two exits do, both in the safe direction (f32
+    /// rounding of `+`, `*` is monotone). So a configuration that passes with growth `e`
+    /// passes with any smaller growth, in particular unswept, and a refined level (4x the
+    /// segments, smaller growth, and at every 4th step the same configurations: step `s` of
+    /// `n` and step `4 s` of `4 n` give the same f32 fraction, both exact below 2^24) passes
+    /// wherever the coarser level passed. Hence [`refine_motions`] answers valid exactly when some
+    /// level, up to [`MAX_REFINEMENTS`] refinements, passes its swept check at every
+    /// configuration (no level before it can then contain a colliding configuration). This
+    /// function looks for that level: it stops a level at its first failing configuration
+    /// (after which that level cannot pass), answers invalid at once when that configuration
+    /// also fails unswept (it belongs to every finer level, so none can pass), skips in a
+    /// finer level the configurations that passed in the coarser one, and starts each finer
+    /// level next to where the coarser one failed. Motions whose growth is not a finite
+    /// non-negative number take the reference path.
+    pub fn motion_valid(
+        &self,
+        p: &PreparedMotions,
+        i: usize,
+        scratch: &mut Scratch,
+        evaluated: &mut u64,
+    ) -> bool {
+        let dof = self.model.dof();
+        let start = &p.start[i * dof..(i + 1) * dof];
+        let diff = &p.diff[i * dof..(i + 1) * dof];
+        let n0 = p.segments[i];
+        // The levels refine_motions would visit.
+        let mut levels = vec![n0];
+        while levels.len() <= MAX_REFINEMENTS as usize {
+            let last = levels[levels.len() - 1];
+            match last.checked_mul(REFINE_FACTOR).filter(|&s| s < (1 << 24)) {
+                Some(s) => levels.push(s),
+                None => break,
+            }
+        }
+        let mut failed_at: Option<u32> = None;
+        for (level, &n) in levels.iter().enumerate() {
+            scratch.sweep.clear();
+            for b in 0..self.model.bodies.len() {
+                scratch.sweep.push(body_sweep(&self.model, b, diff, n));
+            }
+            if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
+                return self.motion_valid_reference(p, i, scratch, evaluated);
+            }
+            // Configurations known to pass from the coarser level: index s there is 4 s here.
+            std::mem::swap(&mut scratch.passed, &mut scratch.passed_before);
+            scratch.passed.clear();
+            scratch.passed.resize(n as usize + 1, false);
+            if level > 0 {
+                for (s, &ok) in scratch.passed_before.iter().enumerate() {
+                    if ok {
+                        scratch.passed[s * REFINE_FACTOR as usize] = true;
+                    }
+                }
+            }
+            // First the failing configuration of the coarser level and its new neighbours.
+            let mut first = Vec::new();
+            if let Some(f) = failed_at {
+                let c = f.saturating_mul(REFINE_FACTOR);
+                first.push(c);
+                for d in 1..REFINE_FACTOR / 2 + 1 {
+                    if c >= d {
+                        first.push(c - d);
+                    }
+                    if c + d <= n {
+                        first.push(c + d);
+                    }
+                }
+            }
+            failed_at = None;
+            for step in first.into_iter().chain(bisection_order(n)) {
+                let Some(known) = scratch.passed.get(step as usize).copied() else {
+                    continue;
+                };
+                if known {
+                    continue;
+                }
+                *evaluated += 1;
+                let t = step as f32 / n as f32;
+                self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
+                frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+                if frames_valid(&self.model, &self.scene, &scratch.frames, &scratch.sweep) {
+                    scratch.passed[step as usize] = true;
+                    continue;
+                }
+                if !frames_valid(&self.model, &self.scene, &scratch.frames, &[]) {
+                    return false; // in collision: no level can pass
+                }
+                failed_at = Some(step);
+                break;
+            }
+            if failed_at.is_none() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`refine_motions`] over [`Self::motion_status`] for motion `i` alone.
+    fn motion_valid_reference(
+        &self,
+        p: &PreparedMotions,
+        i: usize,
+        scratch: &mut Scratch,
+        evaluated: &mut u64,
+    ) -> bool {
+        let dof = self.model.dof();
+        let one = PreparedMotions {
+            start: p.start[i * dof..(i + 1) * dof].to_vec(),
+            diff: p.diff[i * dof..(i + 1) * dof].to_vec(),
+            segments: vec![p.segments[i]],
+        };
+        refine_motions(&one, |q| {
+            Ok((0..q.segments.len())
+                .map(|k| {
+                    *evaluated += u64::from(q.segments[k]) + 1;
+                    self.motion_status(q, k, scratch)
+                })
+                .collect())
+        })
+        .ok()
+        .and_then(|v| v.first().copied())
+        .unwrap_or(false)
+    }
+
+    /// The reference motion check: [`refine_motions`] over [`Self::motion_status`], the
+    /// twin of the GPU backends' motion check. [`Checker::check_motions`] gives the same
+    /// verdicts with less work (see [`Self::motion_valid`]); tests hold the two together.
+    pub fn check_motions_reference(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
+        let p = prepare_motions(&self.space, motions, resolution)?;
+        refine_motions(&p, |q| {
+            Ok(self.parallel(q.segments.len(), |i, s| self.motion_status(q, i, s)))
+        })
+    }
+
     fn parallel<T, F>(&self, n: usize, f: F) -> Vec<T>
     where
         T: Clone + Default + Send,
@@ -588,6 +752,8 @@ impl Checker for CpuChecker {
         validate_batch(&self.space, configs)?;
         let dof = self.space.dof();
         let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
+        self.evaluated
+            .fetch_add(configs.len() as u64, Ordering::Relaxed);
         Ok(self.parallel(configs.len(), |i, s| {
             self.config_valid_f32(&values[i * dof..(i + 1) * dof], s)
         }))
@@ -599,13 +765,20 @@ impl Checker for CpuChecker {
         resolution: f64,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        refine_motions(&p, |q| {
-            Ok(self.parallel(q.segments.len(), |i, s| self.motion_status(q, i, s)))
-        })
+        Ok(self.parallel(p.segments.len(), |i, s| {
+            let mut evaluated = 0;
+            let ok = self.motion_valid(&p, i, s, &mut evaluated);
+            self.evaluated.fetch_add(evaluated, Ordering::Relaxed);
+            ok
+        }))
     }
 
     fn backend(&self) -> Backend {
         Backend::Cpu
+    }
+
+    fn configs_evaluated(&self) -> Option<u64> {
+        Some(self.evaluated.load(Ordering::Relaxed))
     }
 }
 

@@ -217,6 +217,13 @@ pub trait Checker: Send + Sync {
     /// The backend that runs the checks.
     fn backend(&self) -> Backend;
 
+    /// Configurations whose validity this checker has computed so far, over all calls and
+    /// threads, where the backend counts them (`None` otherwise). A motion check visits
+    /// fewer configurations than it has when it stops early, and more when it refines.
+    fn configs_evaluated(&self) -> Option<u64> {
+        None
+    }
+
     /// Convenience: one configuration.
     fn check_config(&self, q: &[f64]) -> Result<bool, CollisionError> {
         let b = ConfigBatch::from_rows(self.space().dof(), &[q])?;

@@ -107,7 +107,10 @@ pub struct PlanRequest {
     pub seed: u64,
     /// Motion-check resolution: joint-space distance between checked configurations.
     pub resolution: f64,
-    /// Samples drawn (and checked together) per planner iteration.
+    /// Samples drawn (and checked together) per planner iteration. Large batches keep a GPU
+    /// busy; on the CPU, where a check costs in proportion to the configurations it visits,
+    /// small ones waste less work (see [`suited_batch_size`]). The path depends on it: the
+    /// same request, batch size included, gives the same path on either backend.
     pub batch_size: usize,
     /// Stop after this many iterations (batches) even before the time limit. RRT* is anytime
     /// and otherwise runs until the time limit; set this for reproducible RRT* results.
@@ -142,7 +145,7 @@ impl PlanRequest {
             time_limit: Duration::from_secs(5),
             seed: 0,
             resolution: 0.02,
-            batch_size: 64,
+            batch_size: DEFAULT_BATCH_SIZE,
             max_iterations: None,
             range: None,
             goal_bias: 0.05,
@@ -155,6 +158,22 @@ impl PlanRequest {
     }
 }
 
+/// A batch size that suits `planner` on `backend`: 1 for RRT-Connect on the CPU (each sample
+/// extends a tree before the next is drawn, as in the original algorithm; a batch extends
+/// towards samples the earlier ones of the batch made unnecessary, and every check is paid
+/// in full on the CPU), the default 64 otherwise (the GPU wants many checks per launch).
+/// Measured on the MotionBenchMaker Panda problems (`results/mbm/NOTES.md`); the other
+/// planners keep the default until measured.
+pub fn suited_batch_size(planner: PlannerId, backend: Backend) -> usize {
+    match (planner, backend) {
+        (PlannerId::RrtConnect, Backend::Cpu) => 1,
+        _ => DEFAULT_BATCH_SIZE,
+    }
+}
+
+/// The batch size of [`PlanRequest::new`].
+pub const DEFAULT_BATCH_SIZE: usize = 64;
+
 /// Counters and timings of one planning run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlanStats {
@@ -162,7 +181,10 @@ pub struct PlanStats {
     pub planning_time: Duration,
     /// Time spent shortcutting, timing and re-validating.
     pub simplification_time: Duration,
-    /// Configurations checked: single configurations plus every step of every motion.
+    /// Configurations checked: single configurations plus every step of every motion asked
+    /// for, at the requested resolution. A backend may visit fewer (a motion check stops at
+    /// the first colliding configuration) or more (a motion grazing an obstacle is
+    /// re-checked at finer steps); [`Checker::configs_evaluated`] counts those.
     pub collision_checks: u64,
     /// Configurations checked on their own.
     pub configs_checked: u64,
@@ -316,6 +338,10 @@ impl Checker for CountingChecker<'_> {
 
     fn backend(&self) -> Backend {
         self.inner.backend()
+    }
+
+    fn configs_evaluated(&self) -> Option<u64> {
+        self.inner.configs_evaluated()
     }
 }
 
@@ -518,17 +544,20 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Times `path` and re-validates path and trajectory at the request's resolution. The
-/// trajectory is sampled in time first; should its extra points disagree with the path's
-/// check (a motion grazing an obstacle between the checked configurations), it is sampled
-/// at exactly the configurations the path check visited instead.
+/// Times `path` and re-validates the trajectory at the request's resolution. The trajectory's
+/// consecutive points lie on the path's segments and cover each of them from end to end, so
+/// its check re-validates every motion of the path as well (a separate check of the path's
+/// segments would repeat checks already made by the planner and the shortcutting, and cost
+/// more: a whole segment grazing an obstacle needs finer refinement than its short pieces).
+/// The trajectory is sampled in time first; should its extra points disagree with the checks
+/// the path was built from (a motion grazing an obstacle between the checked configurations),
+/// it is sampled at exactly the configurations a check of the path visits instead.
 fn finish(
     checker: &dyn Checker,
     req: &PlanRequest,
     path: &[Vec<f64>],
 ) -> Result<Trajectory, TrajectoryError> {
     let space = checker.space();
-    trajectory::validate_path(checker, path, req.resolution)?;
     let traj =
         trajectory::time_parameterize(space, path, req.vel_scale, req.acc_scale, req.sample_dt)?;
     match trajectory::validate(checker, &traj, req.resolution) {

@@ -3,9 +3,12 @@
 //! vertex with a second check that holds, for each new vertex, the whole chain of
 //! `range`-long steps from the other tree's nearest vertex. The valid prefix of each chain is
 //! added to the other tree (what the greedy CONNECT step would have built); a fully valid
-//! chain joins the trees. The trees then swap roles.
+//! chain joins the trees. The trees then swap roles. On the CPU backend the chains' motions
+//! are checked one at a time instead and checking stops where their verdicts stop being read
+//! (after a chain's first invalid motion, after the joining chain): the same result for less
+//! work.
 
-use crate::collision::{Checker, MotionBatch};
+use crate::collision::{Backend, Checker, ConfigBatch, MotionBatch};
 use crate::planners::rrt::Tree;
 use crate::planners::{Context, PlanError, RawSolution};
 
@@ -74,13 +77,36 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             plans.push((v, nearest.id, points, first));
         }
         if !chains.is_empty() {
-            let verdicts = ctx.checker.check_motions(&chains, ctx.req.resolution)?;
+            // On the GPU every chain is checked in one batch. On the CPU a check costs in
+            // proportion to the configurations it visits, and the verdicts of a chain after
+            // its first invalid motion, and of the chains after the one that joins the
+            // trees, are never read: there the motions are checked one at a time, in the
+            // order they are read, and checking stops where reading stops. Same result.
+            let batched = ctx.checker.backend() != Backend::Cpu;
+            let verdicts = if batched {
+                ctx.checker.check_motions(&chains, ctx.req.resolution)?
+            } else {
+                Vec::new()
+            };
+            let mut one = MotionBatch::new(dof);
             for (v, nearest, points, first) in plans {
                 let mut tip = nearest;
                 let mut joined = true;
                 let n = points.len();
                 for (k, p) in points.into_iter().enumerate() {
-                    if !verdicts.get(first + k).copied().unwrap_or(false) {
+                    let valid = if batched {
+                        verdicts.get(first + k).copied().unwrap_or(false)
+                    } else {
+                        let m = first + k;
+                        one.from = ConfigBatch::from_rows(dof, &[chains.from.row(m)])?;
+                        one.to = ConfigBatch::from_rows(dof, &[chains.to.row(m)])?;
+                        ctx.checker
+                            .check_motions(&one, ctx.req.resolution)?
+                            .first()
+                            .copied()
+                            .unwrap_or(false)
+                    };
+                    if !valid {
                         joined = false;
                         break;
                     }

@@ -11,10 +11,10 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::collision::{Checker, CollisionError, MotionBatch};
+use crate::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::JointSpace;
 
-/// Shortcut attempts checked together in one batched motion check per round.
+/// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
 pub const SHORTCUTS_PER_ROUND: usize = 64;
 
 /// One point of a trajectory.
@@ -147,16 +147,32 @@ struct Candidate {
     q1: Vec<f64>,
     q2: Vec<f64>,
     saving: f64,
+    /// The motions the path would gain, each to be checked as it will be traversed: the
+    /// shortcut `q1 -> q2` first, then the parts of the cut segments that stay, when the
+    /// shortcut starts or ends inside a segment (a part of a valid motion need not pass the
+    /// check on its own: its checked configurations and sweeps are different).
+    motions: Vec<(Vec<f64>, Vec<f64>)>,
 }
+
+/// A shortcut that leaves as many waypoints (stops of the timed trajectory) as it removes is
+/// tried only when it saves at least this fraction of the path's length: every check costs in
+/// proportion to the motion's length, whatever it saves, and the last rounds of shortcutting
+/// otherwise spend most of their checks on savings of a few hundredths of a percent.
+pub const MIN_SAVING_FRACTION: f64 = 1e-3;
 
 /// Shortens a collision-free path by replacing stretches of it with straight motions.
 ///
 /// Each of the `rounds` rounds draws [`SHORTCUTS_PER_ROUND`] random pairs of points along the
 /// path (by arc length; a quarter of the endpoints snap to waypoints so corners can disappear
-/// entirely), checks all their straight motions in one batched call, and applies the valid
-/// ones that do not overlap, largest saving first. The result starts and ends at the same
-/// configurations and only uses motions that were checked at `resolution` or pieces of the
-/// input's segments. Randomness comes only from `rng`.
+/// entirely) and, largest saving first, applies those whose new motions are all valid and
+/// that overlap none applied before them; pairs that save less than [`MIN_SAVING_FRACTION`]
+/// of the path without removing waypoints are not tried. On the GPU all the new motions of a round are checked in one
+/// batched call; on the CPU one at a time in the order of choice, skipping the candidates
+/// that overlap one already applied (the same result with less work). The result starts and
+/// ends at the same configurations; each of its motions is one of the input's or was checked
+/// at `resolution` exactly as it appears in the result (waypoints that fall on the straight
+/// line between their neighbours are dropped only when that line is checked too).
+/// Randomness comes only from `rng`.
 pub fn shortcut<R: Rng + ?Sized>(
     checker: &dyn Checker,
     path: &[Vec<f64>],
@@ -172,6 +188,17 @@ pub fn shortcut<R: Rng + ?Sized>(
     let mut path = dedup(&space, path.to_vec());
     let dof = space.dof();
     let mut tmp = vec![0.0; dof];
+    let batched = checker.backend() != Backend::Cpu;
+    let mut one = MotionBatch::new(dof);
+    let mut check_one = |from: &[f64], to: &[f64]| -> Result<bool, TrajectoryError> {
+        one.from = ConfigBatch::from_rows(dof, &[from])?;
+        one.to = ConfigBatch::from_rows(dof, &[to])?;
+        Ok(checker
+            .check_motions(&one, resolution)?
+            .first()
+            .copied()
+            .unwrap_or(false))
+    };
     for _ in 0..rounds {
         if path.len() < 3 {
             break;
@@ -210,7 +237,6 @@ pub fn shortcut<R: Rng + ?Sized>(
             }
         };
         let mut candidates = Vec::new();
-        let mut motions = MotionBatch::new(dof);
         for _ in 0..SHORTCUTS_PER_ROUND {
             let (a, b) = (draw(rng), draw(rng));
             let (u1, u2) = if a <= b { (a, b) } else { (b, a) };
@@ -230,10 +256,23 @@ pub fn shortcut<R: Rng + ?Sized>(
             }
             along += space.distance(&path[i2], &q2);
             let saving = along - space.distance(&q1, &q2);
-            if saving <= 1e-9 * total.max(1.0) {
+            // Waypoints between q1 and q2 that go, against those the shortcut adds (q1 when
+            // inside its segment, and q2); see the splicing below.
+            let removed = if t2 >= 1.0 { i2 + 1 - i1 } else { i2 - i1 };
+            let added = usize::from(t1 > 0.0) + 1;
+            let fewer_stops = removed > added;
+            if saving <= 1e-9 * total.max(1.0)
+                || (saving < MIN_SAVING_FRACTION * total && !fewer_stops)
+            {
                 continue;
             }
-            motions.push(&q1, &q2)?;
+            let mut motions = vec![(q1.clone(), q2.clone())];
+            if t1 > 0.0 && t1 < 1.0 {
+                motions.push((path[i1].clone(), q1.clone()));
+            }
+            if t2 > 0.0 && t2 < 1.0 {
+                motions.push((q2.clone(), path[i2 + 1].clone()));
+            }
             candidates.push(Candidate {
                 i1,
                 t1,
@@ -242,30 +281,65 @@ pub fn shortcut<R: Rng + ?Sized>(
                 q1,
                 q2,
                 saving,
+                motions,
             });
         }
         if candidates.is_empty() {
             continue;
         }
-        let valid = checker.check_motions(&motions, resolution)?;
-        let mut order: Vec<usize> = (0..candidates.len())
-            .filter(|&k| valid.get(k).copied().unwrap_or(false))
-            .collect();
+        // Largest saving first, equal savings in draw order; a candidate is taken when all
+        // its motions are valid and it overlaps none taken before it.
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
         order.sort_by(|&x, &y| {
             candidates[y]
                 .saving
                 .total_cmp(&candidates[x].saving)
                 .then(x.cmp(&y))
         });
-        let mut chosen: Vec<usize> = Vec::new();
-        for k in order {
+        let overlaps = |k: usize, chosen: &[usize]| {
             let c = &candidates[k];
-            let overlaps = chosen.iter().any(|&o| {
+            chosen.iter().any(|&o| {
                 let d = &candidates[o];
                 !(c.i2 < d.i1 || d.i2 < c.i1)
-            });
-            if !overlaps {
-                chosen.push(k);
+            })
+        };
+        let mut chosen: Vec<usize> = Vec::new();
+        if batched {
+            let mut motions = MotionBatch::new(dof);
+            let mut first = Vec::with_capacity(candidates.len());
+            for c in &candidates {
+                first.push(motions.len());
+                for (a, b) in &c.motions {
+                    motions.push(a, b)?;
+                }
+            }
+            let valid = checker.check_motions(&motions, resolution)?;
+            for k in order {
+                let all_valid = (first[k]..first[k] + candidates[k].motions.len())
+                    .all(|m| valid.get(m).copied().unwrap_or(false));
+                if all_valid && !overlaps(k, &chosen) {
+                    chosen.push(k);
+                }
+            }
+        } else {
+            // On the CPU a check costs in proportion to the configurations it visits, so the
+            // candidates are checked in the order of choice, each up to its first invalid
+            // motion, and one that overlaps a candidate already taken is not checked at all:
+            // its verdict could not change the choice.
+            for k in order {
+                if overlaps(k, &chosen) {
+                    continue;
+                }
+                let mut all_valid = true;
+                for (a, b) in &candidates[k].motions {
+                    if !check_one(a, b)? {
+                        all_valid = false;
+                        break;
+                    }
+                }
+                if all_valid {
+                    chosen.push(k);
+                }
             }
         }
         chosen.sort_by_key(|&k| candidates[k].i1);
@@ -303,7 +377,8 @@ pub fn shortcut<R: Rng + ?Sized>(
             space.interpolate(a, c, t, &mut tmp);
             on_line = space.distance(&tmp, b) <= 1e-9;
         }
-        if on_line {
+        // The straight line replaces two checked motions: it is checked itself.
+        if on_line && check_one(&path[i - 1], &path[i + 1])? {
             path.remove(i);
         } else {
             i += 1;

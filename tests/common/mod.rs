@@ -32,6 +32,9 @@ pub struct BoxWorld {
     /// The checker's verdicts use boxes inflated by this much (conservative, like the real
     /// checker); the exact test does not.
     pub margin: f64,
+    /// The backend the world reports: `Cpu` by default; `Cuda` makes the planners issue
+    /// their work in the batches they use on a GPU (same verdicts, same results).
+    pub backend: Backend,
     pub config_calls: AtomicUsize,
     pub motion_calls: AtomicUsize,
     pub configs: AtomicUsize,
@@ -61,6 +64,7 @@ impl BoxWorld {
             space,
             obstacles,
             margin: 0.6 * RES,
+            backend: Backend::Cpu,
             config_calls: AtomicUsize::new(0),
             motion_calls: AtomicUsize::new(0),
             configs: AtomicUsize::new(0),
@@ -191,7 +195,7 @@ impl Checker for BoxWorld {
     }
 
     fn backend(&self) -> Backend {
-        Backend::Cpu
+        self.backend
     }
 }
 

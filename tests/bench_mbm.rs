@@ -1,0 +1,123 @@
+//! `gmp bench mbm --concurrent N`: planning several MotionBenchMaker problems at once gives
+//! every problem the result it gets when planned alone (planners are deterministic for a
+//! seed and each problem has its own checker). Runs the built binary; skips without the data.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Runs `gmp bench mbm` on the first Panda problem of every scene (CPU backend, a time limit
+/// no problem reaches, so that no result depends on timing) and returns its JSON report.
+fn bench(out: &Path, extra: &[&str]) -> Value {
+    let status = Command::new(env!("CARGO_BIN_EXE_gmp"))
+        .args(["bench", "mbm", "--robots", "panda", "--backend", "cpu"])
+        .args(["--problems", "1", "--time-limit", "120", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("gmp runs");
+    assert!(
+        status.status.success(),
+        "gmp bench mbm failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let json = std::fs::read_dir(out)
+        .expect("output folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a JSON report");
+    serde_json::from_str(&std::fs::read_to_string(&json).expect("report readable"))
+        .expect("report parses")
+}
+
+/// The fields of a problem's record that must not depend on how many problems are in flight.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    scene: String,
+    index: u64,
+    valid: bool,
+    solved: bool,
+    path_length_before: Value,
+    path_length_after: Value,
+    collision_checks: u64,
+    configs_evaluated: Value,
+}
+
+fn outcome(r: &Value) -> Outcome {
+    Outcome {
+        scene: r["scene"].as_str().unwrap_or_default().to_string(),
+        index: r["index"].as_u64().unwrap_or(0),
+        valid: r["valid"].as_bool().unwrap_or(false),
+        solved: r["solved"].as_bool().unwrap_or(false),
+        path_length_before: r["path_length_before"].clone(),
+        path_length_after: r["path_length_after"].clone(),
+        collision_checks: r["collision_checks"].as_u64().unwrap_or(0),
+        configs_evaluated: r["configs_evaluated"].clone(),
+    }
+}
+
+fn outcomes(v: &Value) -> Vec<Outcome> {
+    v.as_array()
+        .expect("a list of problems")
+        .iter()
+        .map(outcome)
+        .collect()
+}
+
+#[test]
+fn concurrent_problems_get_their_sequential_results() {
+    if common::mbm_or_skip("concurrent_problems_get_their_sequential_results").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (seq_dir, conc_dir) = (dir.path().join("sequential"), dir.path().join("concurrent"));
+    let sequential = bench(&seq_dir, &[]);
+    let concurrent = bench(&conc_dir, &["--concurrent", "3"]);
+
+    let alone = outcomes(&sequential["problems"]["panda"]);
+    assert_eq!(alone.len(), 7, "one problem per scene");
+    assert!(
+        alone.iter().filter(|o| o.solved).count() >= 6,
+        "the first problems of the scenes are solved: {alone:?}"
+    );
+    assert!(sequential.get("concurrent_problems").is_none());
+    // Both passes of the concurrent run give the results of the plain run.
+    assert_eq!(outcomes(&concurrent["problems"]["panda"]), alone);
+    assert_eq!(outcomes(&concurrent["concurrent_problems"]["panda"]), alone);
+    let c = &concurrent["robots"]["panda"]["concurrent"];
+    assert_eq!(c["in_flight"], 3);
+    assert_eq!(c["problems"], 7);
+    assert_eq!(c["identical"], 7, "{c}");
+    assert!(c["wall_s"].as_f64().is_some_and(|w| w > 0.0), "{c}");
+
+    // The markdown gives the measured figure instead of "not measured".
+    let md = std::fs::read_dir(&conc_dir)
+        .expect("output folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "md"))
+        .expect("a markdown report");
+    let md = std::fs::read_to_string(md).expect("markdown readable");
+    assert!(md.contains("Concurrent (3 problems in flight"), "{md}");
+    assert!(
+        md.contains("identical to the sequential pass for 7 of 7"),
+        "{md}"
+    );
+    assert!(!md.contains("not measured"), "{md}");
+}
+
+#[test]
+fn bad_concurrency_and_batch_size_are_refused() {
+    for args in [["--concurrent", "0"], ["--batch-size", "0"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gmp"))
+            .args(["bench", "mbm", "--robots", "panda"])
+            .args(args)
+            .output()
+            .expect("gmp runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(args[0]), "{args:?}: {err}");
+    }
+}
