@@ -5,7 +5,11 @@
 //! 2. Parity: random configurations and motions on the MotionBenchMaker Panda, UR5 and Fetch
 //!    scenes, every verdict compared with the CPU (`GMP_PARITY_CONFIGS`, default 20000, and
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
-//! 3. Scene updates (move, remove, add obstacles) followed by the same comparison.
+//!    `GMP_PARITY_SHAPES=polytopes|spheres` runs one model (the sphere model runs at
+//!    1/`GMP_PARITY_SPHERE_DIVISOR` of the sizes, default 4); `GMP_PARITY_MOTION_KERNEL=naive|
+//!    balanced` compares one motion kernel (to fit long runs into a device call).
+//! 3. Scene updates (move, remove, add obstacles) followed by the same comparison; batches large
+//!    enough to go through the pipelined path (`GMP_PARITY_PIPELINE_CONFIGS`, default 700001).
 //! 4. The dynamic roadmap's CUDA label engine (`kernels/drm.cu`) against the CPU engines (BVH
 //!    and brute force) on the MBM Panda: verdicts of random obstacles
 //!    (`GMP_PARITY_DRM_OBSTACLES`, default 3000), labels after scene updates, and the labels of a

@@ -516,6 +516,11 @@ fn run_robot(
     let wall = Instant::now();
     for p in &selected {
         let o = solve_problem(a, &r, p, planner, shapes)?;
+        // One line per problem as it finishes, so that a run cut short (a time limit on the
+        // GPU machine) still leaves its per-problem results in the log.
+        if let Ok(line) = serde_json::to_string(&o.record) {
+            eprintln!("bench mbm: {name} problem {line}");
+        }
         if o.record.valid {
             sequential += o.plan_time;
             with_setup += o.plan_time + o.setup_time;
