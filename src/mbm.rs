@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::robot::{LoadOptions, PlanningGroup, RobotError, RobotModel};
+use crate::robot::{LoadOptions, PlanningGroup, RobotError, RobotModel, LIMIT_TOLERANCE};
 use crate::scene::Scene;
 
 /// The seven MBM scenes, in the benchmark's order.
@@ -291,7 +291,10 @@ impl MbmRobot {
         s
     }
 
-    /// The group configurations of a problem's start and goal.
+    /// The group configurations of a problem's start and goal. Values within
+    /// [`LIMIT_TOLERANCE`] outside a joint limit are moved onto it (the Fetch problems record
+    /// roll joints at `±PI`, the URDF limits them to `±3.14159`); values further out are
+    /// left for the planner to reject.
     pub fn start_goal(&self, p: &Problem) -> Result<(Vec<f64>, Vec<f64>), MbmError> {
         let names = &self.group.space.names;
         let mut start = Vec::with_capacity(names.len());
@@ -312,6 +315,9 @@ impl MbmRobot {
                     })?,
             );
         }
+        let space = &self.group.space;
+        space.snap_to_limits(&mut start, LIMIT_TOLERANCE);
+        space.snap_to_limits(&mut goal, LIMIT_TOLERANCE);
         Ok((start, goal))
     }
 }

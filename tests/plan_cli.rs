@@ -220,6 +220,62 @@ fn plan_from_a_moveit_request() {
     }
 }
 
+/// Fetch's goal in MBM box #2 has wrist_roll_joint at -PI, 2.7e-6 past the URDF's -3.14159:
+/// `--request` moves it onto the limit instead of rejecting the goal.
+#[test]
+fn plan_from_a_fetch_request_with_a_goal_on_a_rounded_limit() {
+    let Some(data) =
+        common::mbm_or_skip("plan_from_a_fetch_request_with_a_goal_on_a_rounded_limit")
+    else {
+        return;
+    };
+    let problems: PathBuf = gpu_motion_planner::mbm::unpacked_problems(&data, "fetch")
+        .unwrap()
+        .join("problems/box_fetch");
+    let out = gmp(&[
+        "plan",
+        "--urdf",
+        data.join("fetch/fetch.urdf").to_str().unwrap(),
+        "--srdf",
+        data.join("fetch/fetch.srdf").to_str().unwrap(),
+        "--scene",
+        problems.join("scene0002.yaml").to_str().unwrap(),
+        "--request",
+        problems.join("request0002.yaml").to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--time-limit",
+        "60",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let req = gpu_motion_planner::mbm::read_request(&problems.join("request0002.yaml")).unwrap();
+    let names: Vec<String> = v["joint_names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    let last = v["points"].as_array().unwrap().last().unwrap()["positions"].clone();
+    for (k, j) in names.iter().enumerate() {
+        let want = req.goal.iter().find(|(n, _)| n == j).unwrap().1;
+        let got = last[k].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= gpu_motion_planner::robot::LIMIT_TOLERANCE,
+            "{j}"
+        );
+        if j == "wrist_roll_joint" {
+            // The URDF's lower limit (PI rounded to five decimals), not -PI.
+            let urdf_lower: f64 = "-3.14159".parse().unwrap();
+            assert_eq!(got, urdf_lower, "snapped onto the URDF limit");
+        }
+    }
+}
+
 #[test]
 fn demo_writes_a_png() {
     let dir = tempfile::tempdir().unwrap();

@@ -61,6 +61,10 @@ pub struct BenchMbmArgs {
     /// `planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise).
     #[arg(long = "batch-size")]
     pub batch_size: Option<usize>,
+    /// Longest RRT-family extension (joint-space distance); default: the planner's
+    /// (`PlanRequest::range` = `None`, 0.2 times the joint-space diagonal).
+    #[arg(long)]
+    pub range: Option<f64>,
     /// Also plan the selected problems with this many in flight at once (one checker per
     /// problem; on the CUDA backend each checker has its own stream) and report the wall time
     /// next to the sequential pass.
@@ -375,6 +379,7 @@ fn solve_problem(
         req.time_limit = Duration::from_secs_f64(a.time_limit);
         req.resolution = a.resolution;
         req.batch_size = batch_size;
+        req.range = a.range;
         req.group = r.group.name.clone();
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
@@ -577,6 +582,13 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     if a.batch_size == Some(0) {
         return Err(CliError("--batch-size must be at least 1".into()));
     }
+    if let Some(r) = a.range {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(CliError(format!(
+                "--range must be a positive joint-space distance, got {r}"
+            )));
+        }
+    }
     if a.concurrent == Some(0) {
         return Err(CliError("--concurrent must be at least 1".into()));
     }
@@ -685,6 +697,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "seed": a.seed,
         "threads": a.threads,
         "batch_size": batch_size,
+        "range": a.range,
         "problems_per_scene": a.problems,
         "robots": robots,
         "batched": {

@@ -151,7 +151,15 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 }
             }
         }
+        // Values just outside a limit (a limit rounded in the URDF) count as on it, as in
+        // `mbm::MbmRobot::start_goal`.
+        if let Some(s) = start.as_mut() {
+            group.space.snap_to_limits(s, crate::robot::LIMIT_TOLERANCE);
+        }
         if g.len() == group.space.dof() {
+            group
+                .space
+                .snap_to_limits(&mut g, crate::robot::LIMIT_TOLERANCE);
             goal = Some(g);
         }
     }

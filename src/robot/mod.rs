@@ -18,7 +18,7 @@ pub use load::{
     load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel,
 };
 pub use model::{Joint, JointKind, JointLimits, KinematicTree, Link, Mimic};
-pub use space::{wrap_angle, wrapped_difference, JointSpace};
+pub use space::{wrap_angle, wrapped_difference, JointSpace, LIMIT_TOLERANCE};
 pub use srdf::{Srdf, SrdfGroup};
 
 /// Errors of the robot layer; each names the file, link or joint at fault.

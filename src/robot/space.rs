@@ -24,6 +24,16 @@ pub struct JointSpace {
     pub max_acceleration: Vec<f64>,
 }
 
+/// How far outside a joint limit (rad or m) a start or goal value read from outside the engine
+/// (a MotionBenchMaker / MoveIt request) may lie and still count as on the limit; see
+/// [`JointSpace::snap_to_limits`]. URDFs write limits rounded (Fetch's roll joints have
+/// `±3.14159`, 2.7e-6 inside `±PI`) while recorded robot states reach `±PI` itself; MoveIt
+/// accepts such states by clamping them. 1e-4 covers limits rounded to four or more
+/// decimals and is 200 times smaller than the default motion resolution (0.02), so the
+/// snapped configuration is, for collision purposes, the requested one (and it is checked
+/// again anyway).
+pub const LIMIT_TOLERANCE: f64 = 1e-4;
+
 /// Shortest signed difference `b - a` for an angle, in `[-PI, PI]`.
 pub fn wrapped_difference(a: f64, b: f64) -> f64 {
     let mut d = (b - a) % (2.0 * PI);
@@ -97,6 +107,28 @@ impl JointSpace {
                 q[j].is_finite()
                     && (self.continuous[j] || (q[j] >= self.lower[j] && q[j] <= self.upper[j]))
             })
+    }
+
+    /// Moves every finite value that lies outside its joint's limits by at most `tolerance`
+    /// onto the limit (continuous joints have none). Values further out, and non-finite ones,
+    /// are left as they are, for [`Self::validate`] to reject with a message naming the joint.
+    /// Returns how many values were moved.
+    pub fn snap_to_limits(&self, q: &mut [f64], tolerance: f64) -> usize {
+        let mut moved = 0;
+        for (j, v) in q.iter_mut().enumerate().take(self.dof()) {
+            if self.continuous[j] || !v.is_finite() {
+                continue;
+            }
+            let (lo, hi) = (self.lower[j], self.upper[j]);
+            if *v < lo && *v >= lo - tolerance {
+                *v = lo;
+                moved += 1;
+            } else if *v > hi && *v <= hi + tolerance {
+                *v = hi;
+                moved += 1;
+            }
+        }
+        moved
     }
 
     /// Describes the first problem with `q` (wrong length, NaN, outside limits), naming the joint.
@@ -173,6 +205,21 @@ mod tests {
         let s = space();
         assert_eq!(s.segments(&[0.0, 0.0], &[1.0, 0.0], 0.1), 10);
         assert_eq!(s.segments(&[0.0, 0.0], &[0.0, 0.0], 0.1), 1);
+    }
+
+    #[test]
+    fn snap_moves_only_values_just_outside() {
+        let s = space();
+        let mut q = [1.0 + 5e-5, 3.5];
+        assert_eq!(s.snap_to_limits(&mut q, LIMIT_TOLERANCE), 1);
+        assert_eq!(q, [1.0, 3.5], "continuous joints are not snapped");
+        let mut q = [-1.0 - 1e-3, 0.0];
+        assert_eq!(s.snap_to_limits(&mut q, LIMIT_TOLERANCE), 0);
+        assert_eq!(
+            q[0],
+            -1.0 - 1e-3,
+            "far outside stays, for validate to reject"
+        );
     }
 
     #[test]
