@@ -421,3 +421,29 @@ fn the_drm_roadmap_persists_follows_obstacles_and_is_drawn() {
     assert_eq!(summary.vertices, 120);
     assert!(summary.to_string().contains("roadmap of 120 vertices"));
 }
+
+/// A goal a hair past a joint limit (URDF limits are rounded, encoders read over) is planned
+/// to the limit itself; one clearly past it is refused with an error naming the limits.
+#[test]
+fn goals_within_the_limit_tolerance_are_snapped_and_farther_ones_refused() {
+    let mut s = service();
+    let space = s.group().expect("group").space.clone();
+    // A wrist joint with finite limits (the last one that is not continuous).
+    let j = (3..6)
+        .rev()
+        .find(|&j| !space.continuous[j])
+        .expect("a wrist joint with limits");
+    let mut goal = GOAL.to_vec();
+    goal[j] = space.upper[j] + 0.5 * gpu_motion_planner::robot::LIMIT_TOLERANCE;
+    let res = s
+        .plan(request(&s, &START, &goal))
+        .expect("plan to the limit");
+    let last = &res.trajectory.points[res.trajectory.points.len() - 1].positions;
+    assert_eq!(last[j], space.upper[j], "the goal is moved onto the limit");
+    assert_valid(&s, &res.trajectory);
+    goal[j] = space.upper[j] + 0.01;
+    let err = s
+        .plan(request(&s, &START, &goal))
+        .expect_err("1 cm / 0.01 rad past the limit is refused");
+    assert!(err.to_string().contains("limits"), "{err}");
+}

@@ -726,8 +726,16 @@ impl PlanningService {
             if !given.get(v).copied().unwrap_or(false) {
                 return Err(ServiceError::MissingJoint { which, joint: name });
             }
-            let x = state.get(v).copied().unwrap_or(f64::NAN);
+            let mut x = state.get(v).copied().unwrap_or(f64::NAN);
             let (lo, hi) = (space.lower[k], space.upper[k]);
+            // A hair past a limit (URDF limits are written rounded, encoders read a little
+            // over) is moved onto it, as `JointSpace::snap_to_limits` does for `gmp plan`.
+            let tol = crate::robot::LIMIT_TOLERANCE;
+            if !space.continuous[k] && x < lo && x >= lo - tol {
+                x = lo;
+            } else if !space.continuous[k] && x > hi && x <= hi + tol {
+                x = hi;
+            }
             if !space.continuous[k] && (x < lo || x > hi) {
                 return Err(ServiceError::OutOfLimits {
                     which,
