@@ -588,6 +588,9 @@ fn voxel_map_sizes(
 struct ScaleSeries {
     update_cpu: Vec<f64>,
     update_gpu: Vec<f64>,
+    /// Parts of the updates: (labelling, bookkeeping) per move, CPU and GPU roadmaps.
+    parts_cpu: (Vec<f64>, Vec<f64>),
+    parts_gpu: (Vec<f64>, Vec<f64>),
     pass_bvh: Vec<f64>,
     pass_brute: Vec<f64>,
     pass_cuda: Vec<f64>,
@@ -702,14 +705,18 @@ fn scale_size(
         let st = cpu.update(&scene)?;
         let upd_cpu = ms(t.elapsed());
         m.update_cpu.push(upd_cpu);
+        m.parts_cpu.0.push(ms(st.labelling_time));
+        m.parts_cpu.1.push(ms(st.bookkeeping_time));
         m.candidates.push(st.rgg_candidates as f64);
         m.relabelled.push(st.relabelled as f64);
         let mut upd_gpu = None;
         if let Some(d) = cuda.as_mut() {
             let t = Instant::now();
-            d.update(&scene)?;
+            let gst = d.update(&scene)?;
             let x = ms(t.elapsed());
             m.update_gpu.push(x);
+            m.parts_gpu.0.push(ms(gst.labelling_time));
+            m.parts_gpu.1.push(ms(gst.bookkeeping_time));
             upd_gpu = Some(x);
             if d.labels(LabelMethod::Rgg) != cpu.labels(LabelMethod::Rgg) {
                 m.mismatches += 1;
@@ -801,6 +808,12 @@ fn scale_size(
         "precomputed": {"voxel_map_entries": cells, "outer_boxes": boxes, "inner_capsules": caps},
         "moves": reps,
         "update_ms": {"cpu_bvh": stats_of(m.update_cpu.clone()), "gpu": stats_of(m.update_gpu.clone())},
+        "update_parts_ms": {
+            "cpu_labelling": stats_of(m.parts_cpu.0.clone()),
+            "cpu_bookkeeping": stats_of(m.parts_cpu.1.clone()),
+            "gpu_labelling": stats_of(m.parts_gpu.0.clone()),
+            "gpu_bookkeeping": stats_of(m.parts_gpu.1.clone()),
+        },
         "update_cpu_over_gpu": ratio(&m.update_cpu, &m.update_gpu),
         "verdict_pass_ms": {
             "cpu_bvh": stats_of(m.pass_bvh.clone()),
@@ -832,12 +845,20 @@ fn scale_size(
             format!("{:.*}", d, med(x))
         }
     };
+    // "total (labelling + bookkeeping)", medians.
+    let with_parts = |x: &[f64], p: &(Vec<f64>, Vec<f64>)| {
+        if x.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.3} ({:.3} + {:.3})", med(x), med(&p.0), med(&p.1))
+        }
+    };
     let row = format!(
         "| {n_edges} | {nv} | {:.1} | {} | {voxel_md} {} | {} | {} | {} / {} / {} | {} | {:.0} | {:.0} | {:.0} / {:.0} / {:.0} | {} ({replan_ok}) | {} | {} | {} ({lazy_ok}) | {} ({rrtc_ok}) |\n",
         build_cpu / 1e3,
         build_gpu.map_or("-".into(), |b| format!("{:.1}", b / 1e3)),
-        opt(&m.update_cpu, 3),
-        opt(&m.update_gpu, 3),
+        with_parts(&m.update_cpu, &m.parts_cpu),
+        with_parts(&m.update_gpu, &m.parts_gpu),
         if m.update_gpu.is_empty() { "-".into() } else { format!("{:.1}", med(&m.update_cpu) / med(&m.update_gpu)) },
         opt(&m.pass_brute, 3),
         opt(&m.pass_bvh, 3),
@@ -935,7 +956,9 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
          One 0.2 m box is moved {} times to a random pose in front of the robot; medians per move. \
          Builds include the self-collision check of every edge (on the CUDA checker for the GPU \
          build) and the sweep (CPU). `update` is a whole `DynamicRoadmap::update` (old box state \
-         taken off, new one labelled, edges relabelled); `verdict pass` labels every edge against \
+         taken off, new one labelled, edges relabelled), in parentheses its labelling (the new box's \
+         approximation and verdict pass on the roadmap's engine) and host bookkeeping (counters and \
+         relabelling) parts; `verdict pass` labels every edge against \
          one obstacle without bookkeeping (brute force = every (edge, body) pair on the CPU; BVH = \
          candidate pairs only, split over the threads; GPU = the `rgg_label` kernel over every pair, \
          wall time with the copies; kernel = CUDA events). Replanning end to end = update + lazy \
@@ -949,7 +972,7 @@ fn scale(a: &BenchDynamicArgs) -> Result<(String, Value, String), CliError> {
          and for all edges; in parentheses the cells stage (CPU sweep, or the CUDA builder with its \
          copies; the rest is the cell -> edge lists, on the host either way) and the kernels (CUDA \
          events); `same` = the GPU's map of the N edges is identical to the CPU's.\n\n\
-         | edges | vertices | build CPU (s) | build GPU (s) | voxel map CPU (s, N edges) | voxel map GPU (s, N edges) | voxel map CPU/GPU | voxel map GPU, all edges (s) | voxel maps same | update CPU (ms) | update GPU (ms) | CPU/GPU | verdict pass brute force / BVH / GPU (ms) | kernel (ms) | pairs tested (BVH) | edges listed | labels Valid / Invalid / Unknown | replan CPU (ms) | replan GPU (ms) | roadmap search alone (ms) | scratch lazy PRM (ms) | scratch RRT-Connect (ms) |\n\
+         | edges | vertices | build CPU (s) | build GPU (s) | voxel map CPU (s, N edges) | voxel map GPU (s, N edges) | voxel map CPU/GPU | voxel map GPU, all edges (s) | voxel maps same | update CPU (ms: labelling + bookkeeping) | update GPU (ms: labelling + bookkeeping) | CPU/GPU | verdict pass brute force / BVH / GPU (ms) | kernel (ms) | pairs tested (BVH) | edges listed | labels Valid / Invalid / Unknown | replan CPU (ms) | replan GPU (ms) | roadmap search alone (ms) | scratch lazy PRM (ms) | scratch RRT-Connect (ms) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n{table}\n\
          Engine mismatches (labels or verdicts that differ between engines, all sizes): {}.\n",
         sizes.join(", "),

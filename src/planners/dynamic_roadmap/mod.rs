@@ -222,6 +222,12 @@ pub struct UpdateStats {
     pub drm_time: Duration,
     /// Time in the RGG part.
     pub rgg_time: Duration,
+    /// Time computing the new obstacle states (approximations, DRM cell lists, RGG verdict
+    /// passes on the selected engine, copies included).
+    pub labelling_time: Duration,
+    /// Time in the host bookkeeping: old states taken off and new ones put on the counters,
+    /// touched edges relabelled.
+    pub bookkeeping_time: Duration,
 }
 
 /// A path through the roadmap found by [`DynamicRoadmap::search`].
@@ -943,11 +949,15 @@ impl DynamicRoadmap {
                 .get_mut(slot)
                 .and_then(Option::take)
                 .unwrap_or_default();
+            let t0 = Instant::now();
             let new = match scene.slots().get(slot) {
                 Some(Some(o)) => Some(self.slot_state(o, &mut stats)),
                 _ => None,
             };
+            stats.labelling_time += t0.elapsed();
+            let t0 = Instant::now();
             self.replace_slot(&old, new.as_ref(), &mut touched, &mut stats);
+            stats.bookkeeping_time += t0.elapsed();
             if let Some(new) = new {
                 if self.slots.len() <= slot {
                     self.slots.resize(slot + 1, None);
@@ -956,6 +966,7 @@ impl DynamicRoadmap {
             }
         }
         // Relabel the touched edges once each.
+        let t0 = Instant::now();
         let epoch = self.next_epoch();
         for &e in &touched {
             let e = e as usize;
@@ -969,6 +980,7 @@ impl DynamicRoadmap {
                 stats.relabelled += 1;
             }
         }
+        stats.bookkeeping_time += t0.elapsed();
         self.revision = Some(scene.revision());
         Ok(stats)
     }
