@@ -327,6 +327,9 @@ pub struct DynamicRoadmap {
     rgg_unknown: Vec<u32>,
     rgg_invalid: Vec<u32>,
     verified: Vec<u8>,
+    /// The label every roadmap edge carries, one byte each: updates compare against this
+    /// compact copy and write the roadmap's (large) edge records only when a label changes.
+    labels: Vec<EdgeLabel>,
     revision: Option<u64>,
     stamp: Vec<u32>,
     epoch: u32,
@@ -688,6 +691,7 @@ impl DynamicRoadmap {
             rgg_unknown: vec![0; n_edges],
             rgg_invalid: vec![0; n_edges],
             verified: vec![VERIFIED_NONE; n_edges],
+            labels: vec![EdgeLabel::Unknown; n_edges],
             revision: None,
             stamp: vec![0; n_edges],
             epoch: 0,
@@ -697,6 +701,7 @@ impl DynamicRoadmap {
         for e in 0..n_edges {
             let l = me.effective(e);
             me.roadmap.set_label(e, l)?;
+            me.labels[e] = l;
         }
         if me.opts.gpu && me.rgg.is_some() {
             if crate::gpu::gpu_available() {
@@ -975,8 +980,9 @@ impl DynamicRoadmap {
             }
             self.stamp[e] = epoch;
             let l = self.effective(e);
-            if self.roadmap.edge(e).is_some_and(|x| x.label != l) {
+            if self.labels.get(e).is_some_and(|&x| x != l) {
                 self.roadmap.set_label(e, l)?;
+                self.labels[e] = l;
                 stats.relabelled += 1;
             }
         }
@@ -1344,6 +1350,7 @@ impl DynamicRoadmap {
                 if e < ne {
                     self.verified[e] = if ok { VERIFIED_VALID } else { VERIFIED_INVALID };
                     self.roadmap.set_label(e, l)?;
+                    self.labels[e] = l;
                 } else {
                     conn_label[e - ne] = l;
                 }
