@@ -452,6 +452,41 @@ fn gpu_parity_fetch() {
     assert_parity("fetch");
 }
 
+/// The MBM Panda, the first problem of `scene` and its base state, with a sampler of
+/// configurations around that problem's start and goal.
+fn panda_problem(
+    data: &std::path::Path,
+    scene: &str,
+) -> (
+    gpu_motion_planner::mbm::MbmRobot,
+    gpu_motion_planner::mbm::Problem,
+    Vec<f64>,
+) {
+    let r = gpu_motion_planner::mbm::load_robot(data, "panda").expect("panda");
+    let problems = gpu_motion_planner::mbm::load_problems(data, "panda").expect("problems");
+    let p = problems
+        .into_iter()
+        .find(|p| p.scene_name == scene)
+        .unwrap_or_else(|| panic!("a {scene} problem"));
+    let base = r.start_full_state(&p);
+    (r, p, base)
+}
+
+/// A sampler around the start and goal of `p`.
+fn sampler_for<'a>(
+    r: &'a gpu_motion_planner::mbm::MbmRobot,
+    p: &gpu_motion_planner::mbm::Problem,
+    seed: u64,
+) -> Sampler<'a> {
+    let (a, b) = r.start_goal(p).expect("start and goal");
+    Sampler {
+        lower: &r.group.space.lower,
+        upper: &r.group.space.upper,
+        anchors: vec![a, b],
+        rng: ChaCha8Rng::seed_from_u64(seed),
+    }
+}
+
 /// Batches large enough to go through the device in pipelined pieces (several pieces, the
 /// buffer ring wrapping around), f64 and f32 input, both models, every kernel variant: the
 /// same verdicts as the CPU, in the same order.
@@ -464,21 +499,9 @@ fn gpu_parity_pipelined_batches() {
         return;
     };
     let n = common::env_usize("GMP_PARITY_PIPELINE_CONFIGS", 700_001);
-    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
-    let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
-    let p = problems
-        .iter()
-        .find(|p| p.scene_name == "cage")
-        .expect("a cage problem");
-    let base = r.start_full_state(p);
-    let (a, b) = r.start_goal(p).unwrap();
+    let (r, p, base) = panda_problem(&data, "cage");
     let space = &r.group.space;
-    let mut s = Sampler {
-        lower: &space.lower,
-        upper: &space.upper,
-        anchors: vec![a, b],
-        rng: ChaCha8Rng::seed_from_u64(0x7069_7065),
-    };
+    let mut s = sampler_for(&r, &p, 0x7069_7065);
     let dof = space.dof();
     let mut batch = ConfigBatch::with_capacity(dof, n);
     for _ in 0..n {
@@ -534,21 +557,8 @@ fn gpu_parity_after_scene_updates() {
     use gpu_motion_planner::scene::{Obstacle, Shape};
     use nalgebra::{Isometry3, Translation3, Vector3};
 
-    let r = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda");
-    let problems = gpu_motion_planner::mbm::load_problems(&data, "panda").expect("problems");
-    let p = problems
-        .iter()
-        .find(|p| p.scene_name == "bookshelf_small")
-        .expect("a bookshelf problem");
-    let base = r.start_full_state(p);
-    let (a, b) = r.start_goal(p).unwrap();
-    let space = &r.group.space;
-    let mut s = Sampler {
-        lower: &space.lower,
-        upper: &space.upper,
-        anchors: vec![a, b],
-        rng: ChaCha8Rng::seed_from_u64(7),
-    };
+    let (r, p, base) = panda_problem(&data, "bookshelf_small");
+    let mut s = sampler_for(&r, &p, 7);
     let opts = CheckerOptions::default();
     let mut scene = p.scene.clone();
     let mut cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
