@@ -23,8 +23,9 @@ use gpu_motion_planner::collision::{
     body_sweep, config_valid, frame_poses, frames_valid, prepare_motions, CollisionModel,
     MotionBatch, RobotShapes, SceneModel, DEFAULT_MARGIN,
 };
+use gpu_motion_planner::gpu::kernels::{self, host_twin};
 use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource};
-use gpu_motion_planner::gpu::{kernels, upload};
+use gpu_motion_planner::gpu::upload;
 use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
 use rand::{Rng, SeedableRng};
@@ -468,16 +469,6 @@ fn write_case(
     exp
 }
 
-fn cxx() -> Option<String> {
-    let c = std::env::var("GMP_CXX").unwrap_or_else(|_| "c++".into());
-    Command::new(&c)
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| c)
-}
-
 /// Compiles the host twin of `src` as `<dir>/twin_<tag>`; returns the executable.
 fn build_host_twin(
     cxx: &str,
@@ -485,40 +476,12 @@ fn build_host_twin(
     tag: &str,
     src: &SpecialisedSource,
 ) -> Result<PathBuf, String> {
-    let file = dir.join(format!("twin_{tag}.cpp"));
     let mut text = String::from(HOST_PRELUDE);
     text.push_str(kernels::COMMON_CUH);
     text.push('\n');
     text.push_str(&src.generated);
     text.push_str(HOST_MAIN);
-    std::fs::write(&file, text).map_err(|e| e.to_string())?;
-    let exe = dir.join(format!("twin_{tag}"));
-    let out = Command::new(cxx)
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-fast-math",
-            "-Wno-unknown-pragmas",
-            "-Wno-pragma-once-outside-header",
-            "-o",
-        ])
-        .arg(&exe)
-        .arg(&file)
-        .output()
-        .map_err(|e| format!("{cxx}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cxx} failed on {}:\n{}",
-            file.display(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .take(40)
-                .collect::<Vec<_>>()
-                .join("\n")
-        ));
-    }
-    Ok(exe)
+    host_twin::compile(cxx, dir, &format!("twin_{tag}"), &text)
 }
 
 fn read_bytes(dir: &Path, name: &str) -> Vec<u8> {
@@ -527,7 +490,7 @@ fn read_bytes(dir: &Path, name: &str) -> Vec<u8> {
 
 #[test]
 fn specialised_source_matches_cpu_on_the_host() {
-    let Some(cxx) = cxx() else {
+    let Some(cxx) = host_twin::compiler() else {
         eprintln!(
             "SKIP specialised_source_matches_cpu_on_the_host: no C++ compiler (c++ or GMP_CXX)"
         );

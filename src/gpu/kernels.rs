@@ -163,3 +163,56 @@ pub fn compile_collision(arch: &'static str) -> Result<Ptx, String> {
 pub fn compile_drm(arch: &'static str) -> Result<Ptx, String> {
     compile(&drm_source(), arch)
 }
+
+/// Host "twins" of the kernels: the CUDA C compiled by the host C++ compiler, with the
+/// options that keep its f32 arithmetic the device's (no contraction into fused multiply-adds,
+/// no fast math), so tests without a GPU can run kernel code thread by thread against the CPU.
+pub mod host_twin {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    /// The host C++ compiler (`$GMP_CXX`, default `c++`), when it runs.
+    pub fn compiler() -> Option<String> {
+        let c = std::env::var("GMP_CXX").unwrap_or_else(|_| "c++".into());
+        Command::new(&c)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|_| c)
+    }
+
+    /// Writes `text` to `<dir>/<name>.cpp` and compiles it with `cxx` to `<dir>/<name>`;
+    /// returns the executable, or the compiler's first 40 lines of errors.
+    pub fn compile(cxx: &str, dir: &Path, name: &str, text: &str) -> Result<PathBuf, String> {
+        let file = dir.join(format!("{name}.cpp"));
+        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let exe = dir.join(name);
+        let out = Command::new(cxx)
+            .args([
+                "-std=c++17",
+                "-O1",
+                "-ffp-contract=off",
+                "-fno-fast-math",
+                "-Wno-unknown-pragmas",
+                "-Wno-pragma-once-outside-header",
+                "-o",
+            ])
+            .arg(&exe)
+            .arg(&file)
+            .output()
+            .map_err(|e| format!("{cxx}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{cxx} failed on {}:\n{}",
+                file.display(),
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .take(40)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+        }
+        Ok(exe)
+    }
+}

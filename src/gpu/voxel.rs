@@ -478,7 +478,7 @@ mod tests {
     mod host_twin {
         use super::super::*;
         use crate::collision::{prepare_motions, CheckerOptions, CpuChecker};
-        use crate::gpu::kernels::{COMMON_CUH, DRM_CU};
+        use crate::gpu::kernels::{host_twin, COMMON_CUH, DRM_CU};
         use crate::planners::dynamic_roadmap::sample_roadmap;
         use crate::planners::dynamic_roadmap::sweep::{Sweep, SweepParams};
         use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
@@ -590,41 +590,9 @@ int main(int argc, char** argv) {
 }
 "#;
 
-        fn cxx() -> Option<String> {
-            let c = std::env::var("GMP_CXX").unwrap_or_else(|_| "c++".into());
-            Command::new(&c)
-                .arg("--version")
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|_| c)
-        }
-
         fn build_twin(cxx: &str, dir: &Path) -> PathBuf {
-            let src = dir.join("voxel_twin.cpp");
             let text = format!("{PRELUDE}{COMMON_CUH}\n{DRM_CU}\n{MAIN}");
-            std::fs::write(&src, text).unwrap();
-            let exe = dir.join("voxel_twin");
-            let out = Command::new(cxx)
-                .args([
-                    "-std=c++17",
-                    "-O1",
-                    "-ffp-contract=off",
-                    "-fno-fast-math",
-                    "-Wno-unknown-pragmas",
-                    "-Wno-pragma-once-outside-header",
-                    "-o",
-                ])
-                .arg(&exe)
-                .arg(&src)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{cxx} failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            exe
+            host_twin::compile(cxx, dir, "voxel_twin", &text).unwrap_or_else(|e| panic!("{e}"))
         }
 
         fn write(dir: &Path, name: &str, words: &[u32]) {
@@ -766,7 +734,7 @@ int main(int argc, char** argv) {
 
         #[test]
         fn voxel_kernels_as_host_code_equal_the_cpu_sweep() {
-            let Some(cxx) = cxx() else {
+            let Some(cxx) = host_twin::compiler() else {
                 eprintln!("SKIP voxel_kernels_as_host_code_equal_the_cpu_sweep: no C++ compiler (c++ or GMP_CXX)");
                 return;
             };
