@@ -722,30 +722,26 @@ impl PlanningService {
         let space = &group.space;
         let mut q = Vec::with_capacity(group.variables.len());
         for (k, &v) in group.variables.iter().enumerate() {
-            let name = space.names.get(k).cloned().unwrap_or_default();
             if !given.get(v).copied().unwrap_or(false) {
-                return Err(ServiceError::MissingJoint { which, joint: name });
+                let joint = space.names.get(k).cloned().unwrap_or_default();
+                return Err(ServiceError::MissingJoint { which, joint });
             }
-            let mut x = state.get(v).copied().unwrap_or(f64::NAN);
+            q.push(state.get(v).copied().unwrap_or(f64::NAN));
+        }
+        // A hair past a limit (URDF limits are written rounded, encoders read a little over)
+        // is moved onto it, as for `gmp plan` and the MBM problems; farther out is refused.
+        space.snap_to_limits(&mut q, crate::robot::LIMIT_TOLERANCE);
+        for (k, &x) in q.iter().enumerate() {
             let (lo, hi) = (space.lower[k], space.upper[k]);
-            // A hair past a limit (URDF limits are written rounded, encoders read a little
-            // over) is moved onto it, as `JointSpace::snap_to_limits` does for `gmp plan`.
-            let tol = crate::robot::LIMIT_TOLERANCE;
-            if !space.continuous[k] && x < lo && x >= lo - tol {
-                x = lo;
-            } else if !space.continuous[k] && x > hi && x <= hi + tol {
-                x = hi;
-            }
             if !space.continuous[k] && (x < lo || x > hi) {
                 return Err(ServiceError::OutOfLimits {
                     which,
-                    joint: name,
+                    joint: space.names.get(k).cloned().unwrap_or_default(),
                     value: x,
                     lower: lo,
                     upper: hi,
                 });
             }
-            q.push(x);
         }
         Ok(q)
     }
