@@ -400,6 +400,72 @@ fn an_obstacle_moved_across_the_path_is_avoided_and_moving_it_away_restores_the_
 }
 
 #[test]
+fn lazy_validation_results_survive_unrelated_moves_and_drop_for_nearby_ones() {
+    let (robot, group, base) = arm();
+    let mut dr = DynamicRoadmap::sample(&robot, &group, &base, 200, 8, 1, options()).unwrap();
+    let start = vec![0.0, -0.3, 0.0, 0.0, 0.0, 0.0];
+    let goal = vec![1.6, -0.3, 0.0, 0.0, 0.0, 0.0];
+    let block = Obstacle {
+        id: "block".into(),
+        shape: Shape::Box {
+            half_extents: Vector3::new(0.15, 0.15, 0.3),
+        },
+        pose: Isometry3::translation(0.55, 0.55, 1.0),
+    };
+    let mut scene = Scene::default();
+    scene.add(block.clone()).unwrap();
+    dr.update(&scene).unwrap();
+    let checker =
+        CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).unwrap();
+    dr.search(&checker, &start, &goal).unwrap();
+    // Edges whose label came from lazy validation differ from the method's label.
+    let method = dr.plan_method();
+    let effective = |dr: &DynamicRoadmap| -> Vec<EdgeLabel> {
+        dr.export_labels().iter().map(|x| x.2).collect()
+    };
+    let labels = effective(&dr);
+    let validated: Vec<usize> = (0..labels.len())
+        .filter(|&e| dr.method_label(method, e) != Some(labels[e]))
+        .collect();
+    assert!(
+        !validated.is_empty(),
+        "the search validated no Unknown edge"
+    );
+
+    // An obstacle outside the voxel grid and far from every sweep: nothing is dropped.
+    let far = Obstacle {
+        id: "far".into(),
+        shape: Shape::Sphere { radius: 0.05 },
+        pose: Isometry3::translation(3.0, 3.0, 3.0),
+    };
+    assert!(dr.rgg_verdicts(&far, RggEngine::Bvh).unwrap().is_empty());
+    scene.add(far).unwrap();
+    dr.update(&scene).unwrap();
+    assert_eq!(effective(&dr), labels);
+
+    // The block moved by a millimetre: every validated edge it may touch (old or new pose)
+    // falls back to the method's label; the others keep theirs.
+    let mut moved = block.clone();
+    moved.pose = Isometry3::translation(0.551, 0.55, 1.0);
+    let near: std::collections::HashSet<usize> = dr
+        .rgg_verdicts(&block, RggEngine::Bvh)
+        .unwrap()
+        .into_iter()
+        .chain(dr.rgg_verdicts(&moved, RggEngine::Bvh).unwrap())
+        .map(|x| x.0)
+        .collect();
+    assert!(validated.iter().any(|e| near.contains(e)));
+    scene.set_pose("block", moved.pose).unwrap();
+    dr.update(&scene).unwrap();
+    let after = effective(&dr);
+    for &e in &validated {
+        if near.contains(&e) {
+            assert_eq!(Some(after[e]), dr.method_label(method, e), "edge {e}");
+        }
+    }
+}
+
+#[test]
 fn labels_and_paths_are_deterministic() {
     let (robot, group, base) = arm();
     let run = || {

@@ -5,7 +5,7 @@
 //! capsule chunk boxes) is uploaded once and stays resident. Per changed obstacle: one copy of
 //! the obstacle record (its outer box, world box and inner balls, a few hundred bytes) to the
 //! device, one clear of the output, one launch with a thread per (edge, body) pair, and one
-//! copy back of two bits per edge. The verdicts are those of
+//! copy back of two bits per edge, handed on packed as they are. The verdicts are those of
 //! `RggLayout::verdicts_brute_force` exactly (same f32 operations in the same order, no fused
 //! multiply-add; `tests/gpu_parity.rs` holds them to it).
 
@@ -21,7 +21,7 @@ use cudarc::driver::{
 use super::{backend_err, device_module, drv, ensure_dev, ensure_pinned, launch_cfg, lock};
 use crate::collision::CollisionError;
 use crate::planners::dynamic_roadmap::geom::{Aabb, Capsule, Obb};
-use crate::planners::dynamic_roadmap::layout::{EdgeVerdicts, RggLayout, HIT};
+use crate::planners::dynamic_roadmap::layout::{RggLayout, VerdictBits};
 use crate::planners::dynamic_roadmap::obstacle::ObstacleApprox;
 
 // SAFETY: #[repr(C)] records of f32 fields only (`GmpObb`, `GmpAabb`, `GmpCapsule` in
@@ -60,7 +60,7 @@ pub struct RggTimings {
     pub kernel_ms: f64,
     /// Copy back of the verdict bits (CUDA events).
     pub dtoh_ms: f64,
-    /// The whole pass on the host: staging, the above, decoding the bits.
+    /// The whole pass on the host: staging, the above, the copy of the packed verdicts.
     pub wall_ms: f64,
 }
 
@@ -239,8 +239,8 @@ impl RggDevice {
         *lock(&self.timings)
     }
 
-    /// The verdicts of every edge against `o` (equal to the CPU engines').
-    pub(crate) fn verdicts(&self, o: &ObstacleApprox) -> Result<EdgeVerdicts, CollisionError> {
+    /// The verdicts of every edge against `o`, packed (equal to the CPU engines' once packed).
+    pub(crate) fn verdicts(&self, o: &ObstacleApprox) -> Result<VerdictBits, CollisionError> {
         let t0 = Instant::now();
         let mut st = lock(&self.state);
         let st = &mut *st;
@@ -301,20 +301,8 @@ impl RggDevice {
         }
         st.events[3].record(&s).map_err(drv("event"))?;
         s.synchronize().map_err(drv("rgg_label execution"))?;
-        let host = st.out_host.as_slice().map_err(drv("pinned buffer"))?;
-        let mut out = Vec::new();
-        for (w, &bits) in host[..out_words].iter().enumerate() {
-            if bits == 0 {
-                continue;
-            }
-            for k in 0..16 {
-                let v = ((bits >> (2 * k)) & 3) as u8;
-                let e = w * 16 + k;
-                if v != 0 && e < st.edges {
-                    out.push((e as u32, v == HIT));
-                }
-            }
-        }
+        // The kernel's words are the packed verdicts as they are (no decoding on the host).
+        let out = st.out_host.as_slice().map_err(drv("pinned buffer"))?[..out_words].to_vec();
         let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
             Ok(st.events[a]
                 .elapsed_ms(&st.events[b])

@@ -259,7 +259,7 @@ impl PlanningService {
                 .filter_map(|v| rm.vertex(v))
                 .map(|q| position(&p.base, q))
                 .collect();
-            view.edges = rm.edges().iter().map(|e| (e.a, e.b, e.label)).collect();
+            view.edges = p.drm.export_labels();
         }
         if let Some(path) = &self.last_path {
             let base = &self.current;

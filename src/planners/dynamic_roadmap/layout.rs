@@ -67,6 +67,53 @@ const PAIRS_PER_THREAD: usize = 2048;
 /// with `true` when the inner approximations overlap.
 pub(crate) type EdgeVerdicts = Vec<(u32, bool)>;
 
+/// Edges per word of packed verdicts (two bits each, as `rgg_label` in `kernels/drm.cu`
+/// writes them).
+pub(crate) const EDGES_PER_WORD: usize = 16;
+
+/// The verdicts of one obstacle packed two bits per edge (edge `e` at bits `2 (e % 16)` of
+/// word `e / 16`: [`FREE`], [`NEAR`] or [`HIT`]); words past the end are free, so an empty
+/// vector is "touches nothing". Updates compare two obstacle states word by word.
+pub(crate) type VerdictBits = Vec<u32>;
+
+/// `list` (ascending, edges below `edges`) packed as [`VerdictBits`].
+pub(crate) fn pack_verdicts(edges: usize, list: &EdgeVerdicts) -> VerdictBits {
+    let mut bits = vec![0u32; edges.div_ceil(EDGES_PER_WORD)];
+    for &(e, hit) in list {
+        let e = e as usize;
+        if let Some(w) = bits.get_mut(e / EDGES_PER_WORD) {
+            let v = if hit { HIT } else { NEAR } as u32;
+            *w |= v << (2 * (e % EDGES_PER_WORD));
+        }
+    }
+    bits
+}
+
+/// The listed edges of packed verdicts, ascending (the inverse of [`pack_verdicts`]); fields
+/// of edges at or past `edges` are ignored.
+pub(crate) fn unpack_verdicts(edges: usize, bits: &[u32]) -> EdgeVerdicts {
+    let mut out = Vec::new();
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let k = (rest.trailing_zeros() & !1) as usize;
+            rest &= !(3 << k);
+            let e = w * EDGES_PER_WORD + k / 2;
+            if e < edges {
+                out.push((e as u32, (word >> k) & 3 == HIT as u32));
+            }
+        }
+    }
+    out
+}
+
+/// Edges with a verdict other than free in packed verdicts.
+pub(crate) fn count_listed(bits: &[u32]) -> usize {
+    bits.iter()
+        .map(|&w| ((w | (w >> 1)) & 0x5555_5555).count_ones() as usize)
+        .sum()
+}
+
 /// One worker's share: a contiguous range of pairs (whole edges) and a BVH over the world
 /// boxes of their outer boxes (item `i` is outer box `pairs.start * pieces + i`).
 #[derive(Clone, Debug)]
@@ -334,6 +381,21 @@ fn capsule_hits_any(c: &Capsule, b: &Aabb, balls: &[Ball]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_verdicts_round_trip() {
+        let list: EdgeVerdicts = vec![(0, false), (3, true), (15, true), (16, false), (40, false)];
+        let bits = pack_verdicts(41, &list);
+        assert_eq!(bits.len(), 3);
+        assert_eq!(bits[0] & 3, NEAR as u32);
+        assert_eq!((bits[0] >> 6) & 3, HIT as u32);
+        assert_eq!(unpack_verdicts(41, &bits), list);
+        assert_eq!(count_listed(&bits), 5);
+        // Fields past the edge count are not edges.
+        assert_eq!(unpack_verdicts(40, &bits).len(), 4);
+        assert_eq!(count_listed(&[]), 0);
+        assert!(unpack_verdicts(10, &[]).is_empty());
+    }
 
     #[test]
     fn workers_cover_the_range_in_order() {

@@ -65,7 +65,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use self::geom::Aabb;
-use self::layout::{EdgeVerdicts, RggLayout};
+use self::layout::{
+    count_listed, pack_verdicts, unpack_verdicts, RggLayout, VerdictBits, EDGES_PER_WORD, HIT, NEAR,
+};
 use self::obstacle::{approximate, ObstacleApprox};
 pub use self::sweep::Grid;
 use self::sweep::{BodyLocal, Sweep, SweepOut, SweepParams};
@@ -216,7 +218,8 @@ pub struct UpdateStats {
     pub rgg_candidates: usize,
     /// Edges listed (not outer-disjoint) for the old and new obstacle states (RGG).
     pub rgg_listed: usize,
-    /// Edges whose effective label changed.
+    /// Effective label changes (an edge changed back and forth by two slots of one update
+    /// counts twice).
     pub relabelled: usize,
     /// Time in the DRM part.
     pub drm_time: Duration,
@@ -226,7 +229,7 @@ pub struct UpdateStats {
     /// passes on the selected engine, copies included).
     pub labelling_time: Duration,
     /// Time in the host bookkeeping: old states taken off and new ones put on the counters,
-    /// touched edges relabelled.
+    /// the edges whose counters or lazy validation results changed relabelled.
     pub bookkeeping_time: Duration,
 }
 
@@ -293,14 +296,65 @@ struct DrmMap {
     edges: Vec<u32>,
 }
 
-/// What an obstacle slot contributes to the labels.
+/// What an obstacle slot contributes to the labels, as bitmaps over the edges (empty: no
+/// edge), so that replacing a state compares words and visits only the edges that differ.
 #[derive(Clone, Debug, Default)]
 struct SlotState {
-    /// Edges in the obstacle's cells (DRM).
+    /// Edges in the obstacle's cells (DRM), one bit per edge (edge `e` at bit `e % 32` of
+    /// word `e / 32`).
     drm: Vec<u32>,
-    /// Edges not outer-disjoint from the obstacle, with true when the inner approximations
-    /// overlap (RGG).
-    rgg: EdgeVerdicts,
+    /// RGG verdicts, packed two bits per edge (see [`VerdictBits`]).
+    rgg: VerdictBits,
+}
+
+/// Word `i` of a bitmap, zero past its end.
+fn word(bits: &[u32], i: usize) -> u32 {
+    bits.get(i).copied().unwrap_or(0)
+}
+
+/// True when edge `e` is marked in a one-bit-per-edge bitmap.
+fn marked(bits: &[u32], e: usize) -> bool {
+    (word(bits, e / 32) >> (e % 32)) & 1 != 0
+}
+
+/// The per-edge state an edge's effective label is computed from.
+struct EdgeState<'a> {
+    /// The query method, when it was built.
+    plan: Option<LabelMethod>,
+    self_free: &'a [bool],
+    verified: &'a [u8],
+    drm_hits: &'a [u32],
+    rgg_unknown: &'a [u32],
+    rgg_invalid: &'a [u32],
+}
+
+impl EdgeState<'_> {
+    /// Invalid in self-collision; else the lazy validation result while it holds; else the
+    /// query method's label (Unknown when it was not built).
+    #[inline]
+    fn effective(&self, e: usize) -> EdgeLabel {
+        let get = |v: &[u32]| v.get(e).copied().unwrap_or(0);
+        if !self.self_free.get(e).copied().unwrap_or(false) {
+            return EdgeLabel::Invalid;
+        }
+        match self.verified.get(e).copied().unwrap_or(VERIFIED_NONE) {
+            VERIFIED_VALID => EdgeLabel::Valid,
+            VERIFIED_INVALID => EdgeLabel::Invalid,
+            _ => match self.plan {
+                None => EdgeLabel::Unknown,
+                Some(LabelMethod::Drm) if get(self.drm_hits) > 0 => EdgeLabel::Unknown,
+                Some(LabelMethod::Drm) => EdgeLabel::Valid,
+                Some(LabelMethod::Rgg) if get(self.rgg_invalid) > 0 => EdgeLabel::Invalid,
+                Some(LabelMethod::Rgg) if get(self.rgg_unknown) > 0 => EdgeLabel::Unknown,
+                Some(LabelMethod::Rgg) => EdgeLabel::Valid,
+            },
+        }
+    }
+}
+
+/// True when edge `e` has a verdict other than free in packed verdicts.
+fn listed(bits: &[u32], e: usize) -> bool {
+    (word(bits, e / EDGES_PER_WORD) >> (2 * (e % EDGES_PER_WORD))) & 3 != 0
 }
 
 const VERIFIED_NONE: u8 = 0;
@@ -327,12 +381,14 @@ pub struct DynamicRoadmap {
     rgg_unknown: Vec<u32>,
     rgg_invalid: Vec<u32>,
     verified: Vec<u8>,
+    /// The edges whose `verified` entry may be set (each at most once; entries reset to
+    /// none are dropped when next seen), so that an update visits these instead of every
+    /// edge an obstacle touches.
+    verified_edges: Vec<u32>,
     /// The label every roadmap edge carries, one byte each: updates compare against this
     /// compact copy and write the roadmap's (large) edge records only when a label changes.
     labels: Vec<EdgeLabel>,
     revision: Option<u64>,
-    stamp: Vec<u32>,
-    epoch: u32,
     precompute_time: Duration,
 }
 
@@ -691,17 +747,14 @@ impl DynamicRoadmap {
             rgg_unknown: vec![0; n_edges],
             rgg_invalid: vec![0; n_edges],
             verified: vec![VERIFIED_NONE; n_edges],
+            verified_edges: Vec::new(),
             labels: vec![EdgeLabel::Unknown; n_edges],
             revision: None,
-            stamp: vec![0; n_edges],
-            epoch: 0,
             precompute_time: Duration::ZERO,
             opts,
         };
         for e in 0..n_edges {
-            let l = me.effective(e);
-            me.roadmap.set_label(e, l)?;
-            me.labels[e] = l;
+            me.labels[e] = me.effective(e);
         }
         if me.opts.gpu && me.rgg.is_some() {
             if crate::gpu::gpu_available() {
@@ -749,9 +802,22 @@ impl DynamicRoadmap {
         Self::new(robot, group, base_state, roadmap, opts)
     }
 
-    /// The roadmap, its labels being the effective ones (see [`DynamicRoadmap::labels`]).
+    /// The roadmap's graph (vertices, edges, lengths). The labels of its edge records are
+    /// not kept up to date (an update would have to write every changed label into the large
+    /// edge records): the effective labels are [`DynamicRoadmap::edge_label`],
+    /// [`DynamicRoadmap::export_labels`] and [`DynamicRoadmap::labelled_roadmap`].
     pub fn roadmap(&self) -> &Roadmap {
         &self.roadmap
+    }
+
+    /// A copy of the roadmap whose edges carry the effective labels (e.g. to save it).
+    pub fn labelled_roadmap(&self) -> Roadmap {
+        let mut r = self.roadmap.clone();
+        for (e, &l) in self.labels.iter().enumerate() {
+            // The labels are one per edge of this roadmap, so every index exists.
+            let _ = r.set_label(e, l);
+        }
+        r
     }
 
     /// The joint space.
@@ -863,26 +929,35 @@ impl DynamicRoadmap {
         Some(c)
     }
 
+    /// The query method when it was built (else queries see every edge Unknown).
+    fn built_plan_method(&self) -> Option<LabelMethod> {
+        let m = self.plan_method();
+        let built = match m {
+            LabelMethod::Drm => self.drm.is_some(),
+            LabelMethod::Rgg => self.rgg.is_some(),
+        };
+        built.then_some(m)
+    }
+
     /// The label queries go by: the lazy validation result while it holds, else the
     /// query method's label.
     fn effective(&self, e: usize) -> EdgeLabel {
-        if self.self_collision(e) {
-            return EdgeLabel::Invalid;
+        EdgeState {
+            plan: self.built_plan_method(),
+            self_free: &self.self_free,
+            verified: &self.verified,
+            drm_hits: &self.drm_hits,
+            rgg_unknown: &self.rgg_unknown,
+            rgg_invalid: &self.rgg_invalid,
         }
-        match self.verified[e] {
-            VERIFIED_VALID => EdgeLabel::Valid,
-            VERIFIED_INVALID => EdgeLabel::Invalid,
-            _ => self
-                .method_label(self.plan_method(), e)
-                .unwrap_or(EdgeLabel::Unknown),
-        }
+        .effective(e)
     }
 
-    /// Effective label counts (what the roadmap's edges carry).
+    /// Effective label counts (the labels queries go by).
     pub fn effective_counts(&self) -> LabelCounts {
         let mut c = LabelCounts::default();
-        for e in self.roadmap.edges() {
-            match e.label {
+        for l in &self.labels {
+            match l {
                 EdgeLabel::Valid => c.valid += 1,
                 EdgeLabel::Invalid => c.invalid += 1,
                 EdgeLabel::Unknown => c.unknown += 1,
@@ -896,8 +971,14 @@ impl DynamicRoadmap {
         self.roadmap
             .edges()
             .iter()
-            .map(|e| (e.a, e.b, e.label))
+            .zip(&self.labels)
+            .map(|(e, &l)| (e.a, e.b, l))
             .collect()
+    }
+
+    /// The effective label of edge `e` (`None`: no such edge).
+    pub fn edge_label(&self, e: usize) -> Option<EdgeLabel> {
+        self.labels.get(e).copied()
     }
 
     /// The colour of a label for markers (RGBA): green, red, gray.
@@ -907,15 +988,6 @@ impl DynamicRoadmap {
             EdgeLabel::Invalid => [0.9, 0.1, 0.1, 1.0],
             EdgeLabel::Unknown => [0.55, 0.55, 0.55, 0.6],
         }
-    }
-
-    fn next_epoch(&mut self) -> u32 {
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.stamp.iter_mut().for_each(|s| *s = 0);
-            self.epoch = 1;
-        }
-        self.epoch
     }
 
     /// Brings the labels up to date with `scene`: only the obstacle slots changed since the
@@ -946,7 +1018,6 @@ impl DynamicRoadmap {
                 (0..self.slots.len().max(scene.slots().len())).collect()
             }
         };
-        let mut touched = Vec::new();
         for slot in changed {
             stats.slots += 1;
             let old = self
@@ -961,7 +1032,7 @@ impl DynamicRoadmap {
             };
             stats.labelling_time += t0.elapsed();
             let t0 = Instant::now();
-            self.replace_slot(&old, new.as_ref(), &mut touched, &mut stats);
+            self.replace_slot(&old, new.as_ref(), &mut stats);
             stats.bookkeeping_time += t0.elapsed();
             if let Some(new) = new {
                 if self.slots.len() <= slot {
@@ -970,23 +1041,6 @@ impl DynamicRoadmap {
                 self.slots[slot] = Some(new);
             }
         }
-        // Relabel the touched edges once each.
-        let t0 = Instant::now();
-        let epoch = self.next_epoch();
-        for &e in &touched {
-            let e = e as usize;
-            if self.stamp[e] == epoch {
-                continue;
-            }
-            self.stamp[e] = epoch;
-            let l = self.effective(e);
-            if self.labels.get(e).is_some_and(|&x| x != l) {
-                self.roadmap.set_label(e, l)?;
-                self.labels[e] = l;
-                stats.relabelled += 1;
-            }
-        }
-        stats.bookkeeping_time += t0.elapsed();
         self.revision = Some(scene.revision());
         Ok(stats)
     }
@@ -999,14 +1053,18 @@ impl DynamicRoadmap {
         if self.drm.is_some() {
             let t0 = Instant::now();
             state.drm = self.drm_edges(&approx);
-            stats.drm_candidates += state.drm.len();
+            stats.drm_candidates += state
+                .drm
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>();
             stats.drm_time += t0.elapsed();
         }
         if self.rgg.is_some() {
             let t0 = Instant::now();
             let (verdicts, tested) = self.rgg_classify(&approx);
             stats.rgg_candidates += tested;
-            stats.rgg_listed += verdicts.len();
+            stats.rgg_listed += count_listed(&verdicts);
             state.rgg = verdicts;
             stats.rgg_time += t0.elapsed();
         }
@@ -1014,103 +1072,163 @@ impl DynamicRoadmap {
     }
 
     /// Replaces the contribution `old` of a slot by `new` (`None`: the slot is now empty) in
-    /// the counters. Both states list their edges in ascending order, so one merged walk finds
-    /// the edges whose counters change; those, and the edges in either list that carry a lazy
-    /// validation result (an obstacle that may touch them changed, so it is dropped), go to
-    /// `touched` for relabelling. An edge in both lists with the same verdict keeps its label.
-    fn replace_slot(
-        &mut self,
-        old: &SlotState,
-        new: Option<&SlotState>,
-        touched: &mut Vec<u32>,
-        stats: &mut UpdateStats,
-    ) {
+    /// the counters and relabels the edges concerned. Both states are bitmaps over the
+    /// edges, so a word-by-word comparison finds the edges whose counters change (usually far
+    /// fewer than the edges either state lists); each is relabelled as its counters change.
+    /// Then the lazy validation results of edges that either state lists are dropped (an
+    /// obstacle that may touch them changed) and those edges relabelled. An edge listed by
+    /// both states with the same verdict and no validation result keeps its label.
+    fn replace_slot(&mut self, old: &SlotState, new: Option<&SlotState>, stats: &mut UpdateStats) {
         let empty = SlotState::default();
         let new = new.unwrap_or(&empty);
-        let verified = &mut self.verified;
-        // Drops a lazy validation result; true when there was one.
-        let mut unverify = |e: usize| std::mem::replace(&mut verified[e], VERIFIED_NONE) != 0;
+        let plan = self.built_plan_method();
+        let (has_drm, has_rgg) = (self.drm.is_some(), self.rgg.is_some());
+        let Self {
+            self_free,
+            verified,
+            verified_edges,
+            drm_hits,
+            rgg_unknown,
+            rgg_invalid,
+            labels,
+            ..
+        } = self;
+        let n = labels.len();
+        let mut relabel = |st: &EdgeState<'_>, e: usize| {
+            let l = st.effective(e);
+            if labels[e] != l {
+                labels[e] = l;
+                stats.relabelled += 1;
+            }
+        };
         let t0 = Instant::now();
-        if self.drm.is_some() {
-            let hits = &mut self.drm_hits;
-            merge_by_edge(
-                &old.drm,
-                &new.drm,
-                |&e| e,
-                |e, was, is| {
-                    match (was, is) {
-                        (Some(_), None) => hits[e] = hits[e].saturating_sub(1),
-                        (None, Some(_)) => hits[e] += 1,
-                        _ => {}
+        if has_drm {
+            for i in 0..old.drm.len().max(new.drm.len()) {
+                let (was, is) = (word(&old.drm, i), word(&new.drm, i));
+                let mut diff = was ^ is;
+                while diff != 0 {
+                    let k = diff.trailing_zeros();
+                    diff &= diff - 1;
+                    let e = i * 32 + k as usize;
+                    if e >= n {
+                        break;
                     }
-                    if unverify(e) || was.is_none() || is.is_none() {
-                        touched.push(e as u32);
+                    if (is >> k) & 1 != 0 {
+                        drm_hits[e] += 1;
+                    } else {
+                        drm_hits[e] = drm_hits[e].saturating_sub(1);
                     }
-                },
-            );
-            stats.drm_candidates += old.drm.len();
+                    let st = EdgeState {
+                        plan,
+                        self_free,
+                        verified,
+                        drm_hits,
+                        rgg_unknown,
+                        rgg_invalid,
+                    };
+                    relabel(&st, e);
+                }
+            }
         }
         stats.drm_time += t0.elapsed();
         let t0 = Instant::now();
-        if self.rgg.is_some() {
-            let (unknown, invalid) = (&mut self.rgg_unknown, &mut self.rgg_invalid);
-            merge_by_edge(
-                &old.rgg,
-                &new.rgg,
-                |x| x.0,
-                |e, was, is| {
-                    let (was, is) = (was.map(|x| x.1), is.map(|x| x.1));
-                    if was != is {
-                        match was {
-                            Some(true) => invalid[e] = invalid[e].saturating_sub(1),
-                            Some(false) => unknown[e] = unknown[e].saturating_sub(1),
-                            None => {}
-                        }
-                        match is {
-                            Some(true) => invalid[e] += 1,
-                            Some(false) => unknown[e] += 1,
-                            None => {}
-                        }
+        if has_rgg {
+            for i in 0..old.rgg.len().max(new.rgg.len()) {
+                let (was, is) = (word(&old.rgg, i), word(&new.rgg, i));
+                let mut diff = was ^ is;
+                while diff != 0 {
+                    let k = diff.trailing_zeros() & !1;
+                    diff &= !(3 << k);
+                    let e = i * EDGES_PER_WORD + (k / 2) as usize;
+                    if e >= n {
+                        break;
                     }
-                    if unverify(e) || was != is {
-                        touched.push(e as u32);
+                    match ((was >> k) & 3) as u8 {
+                        HIT => rgg_invalid[e] = rgg_invalid[e].saturating_sub(1),
+                        NEAR => rgg_unknown[e] = rgg_unknown[e].saturating_sub(1),
+                        _ => {}
                     }
-                },
-            );
-            stats.rgg_listed += old.rgg.len();
+                    match ((is >> k) & 3) as u8 {
+                        HIT => rgg_invalid[e] += 1,
+                        NEAR => rgg_unknown[e] += 1,
+                        _ => {}
+                    }
+                    let st = EdgeState {
+                        plan,
+                        self_free,
+                        verified,
+                        drm_hits,
+                        rgg_unknown,
+                        rgg_invalid,
+                    };
+                    relabel(&st, e);
+                }
+            }
         }
+        // Lazy validation results of edges either state may touch are dropped.
+        let mut dropped = Vec::new();
+        verified_edges.retain(|&e| {
+            let e = e as usize;
+            if verified.get(e).is_none_or(|&v| v == VERIFIED_NONE) {
+                return false;
+            }
+            let near = marked(&old.drm, e)
+                || marked(&new.drm, e)
+                || listed(&old.rgg, e)
+                || listed(&new.rgg, e);
+            if near {
+                verified[e] = VERIFIED_NONE;
+                dropped.push(e);
+            }
+            !near
+        });
+        let st = EdgeState {
+            plan,
+            self_free,
+            verified,
+            drm_hits,
+            rgg_unknown,
+            rgg_invalid,
+        };
+        for e in dropped {
+            relabel(&st, e);
+        }
+        stats.drm_candidates += old
+            .drm
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum::<usize>();
+        stats.rgg_listed += count_listed(&old.rgg);
         stats.rgg_time += t0.elapsed();
     }
 
-    /// Edges listed in the cells the obstacle's box touches, sorted, each once.
+    /// Edges listed in the cells the obstacle's box touches, as a bitmap (one bit per edge).
     fn drm_edges(&mut self, approx: &ObstacleApprox) -> Vec<u32> {
-        let epoch = self.next_epoch();
         let Some(drm) = self.drm.as_ref() else {
             return Vec::new();
         };
         let mut cells = Vec::new();
         drm.grid.cells_of(&approx.outer, &mut cells);
-        let mut out = Vec::new();
+        let mut out = vec![0u32; self.roadmap.num_edges().div_ceil(32)];
         for c in cells {
             let (a, b) = (
                 drm.offsets[c as usize] as usize,
                 drm.offsets[c as usize + 1] as usize,
             );
             for &e in &drm.edges[a..b] {
-                if self.stamp[e as usize] != epoch {
-                    self.stamp[e as usize] = epoch;
-                    out.push(e);
+                if let Some(w) = out.get_mut(e as usize / 32) {
+                    *w |= 1 << (e % 32);
                 }
             }
         }
-        out.sort_unstable();
         out
     }
 
     /// RGG verdicts of every edge against one obstacle with the current engine, and the
     /// number of (edge, body) pairs tested. A CUDA failure switches the engine to the BVH for
-    /// good (one line on stderr) and the BVH answers: the verdicts are the same.
-    fn rgg_classify(&mut self, approx: &ObstacleApprox) -> (EdgeVerdicts, usize) {
+    /// good (one line on stderr) and the BVH answers: the verdicts are the same. Packed: the
+    /// CUDA engine's words come as they are, the CPU engines' lists are packed.
+    fn rgg_classify(&mut self, approx: &ObstacleApprox) -> (VerdictBits, usize) {
         let Some(rgg) = self.rgg.as_ref() else {
             return (Vec::new(), 0);
         };
@@ -1124,11 +1242,13 @@ impl DynamicRoadmap {
             },
             (RggEngine::BruteForce, _) => {
                 let threads = threads(self.opts.threads);
-                return (rgg.verdicts_brute_force(approx, threads), rgg.pairs());
+                let v = rgg.verdicts_brute_force(approx, threads);
+                return (pack_verdicts(rgg.edges, &v), rgg.pairs());
             }
             _ => {}
         }
-        rgg.verdicts(approx)
+        let (v, tested) = rgg.verdicts(approx);
+        (pack_verdicts(rgg.edges, &v), tested)
     }
 
     /// The engine label updates use.
@@ -1186,7 +1306,7 @@ impl DynamicRoadmap {
             RggEngine::Bvh => rgg.verdicts(&approx).0,
             RggEngine::BruteForce => rgg.verdicts_brute_force(&approx, threads(self.opts.threads)),
             RggEngine::Cuda => match self.cuda.as_ref() {
-                Some(dev) => dev.verdicts(&approx)?,
+                Some(dev) => unpack_verdicts(rgg.edges, &dev.verdicts(&approx)?),
                 None => {
                     return Err(DynamicError::Options(
                         "the CUDA engine is not attached (set_rgg_engine(RggEngine::Cuda))".into(),
@@ -1277,7 +1397,7 @@ impl DynamicRoadmap {
                 .copied()
                 .filter(|&e| {
                     if e < ne {
-                        self.roadmap.edges()[e].label == EdgeLabel::Unknown
+                        self.labels[e] == EdgeLabel::Unknown
                     } else {
                         conn_label[e - ne] == EdgeLabel::Unknown
                     }
@@ -1348,8 +1468,10 @@ impl DynamicRoadmap {
                     EdgeLabel::Invalid
                 };
                 if e < ne {
+                    if self.verified[e] == VERIFIED_NONE {
+                        self.verified_edges.push(e as u32);
+                    }
                     self.verified[e] = if ok { VERIFIED_VALID } else { VERIFIED_INVALID };
-                    self.roadmap.set_label(e, l)?;
                     self.labels[e] = l;
                 } else {
                     conn_label[e - ne] = l;
@@ -1423,7 +1545,7 @@ impl DynamicRoadmap {
             if v < n {
                 for &e in self.roadmap.incident(v) {
                     let edge = &self.roadmap.edges()[e];
-                    if edge.label != EdgeLabel::Invalid {
+                    if self.labels[e] != EdgeLabel::Invalid {
                         relax(e, edge.other(v), edge.length, &mut heap);
                     }
                 }
@@ -1487,41 +1609,6 @@ impl DynamicRoadmap {
     }
 }
 
-/// Walks two lists sorted by edge (`edge` gives an item's edge, each edge at most once per
-/// list) together, calling `f(edge, item in old, item in new)` for every edge in either.
-fn merge_by_edge<T: Copy>(
-    old: &[T],
-    new: &[T],
-    edge: impl Fn(&T) -> u32,
-    mut f: impl FnMut(usize, Option<T>, Option<T>),
-) {
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < new.len() {
-        let a = old.get(i).map(&edge);
-        let b = new.get(j).map(&edge);
-        match (a, b) {
-            (Some(x), Some(y)) if x == y => {
-                f(x as usize, Some(old[i]), Some(new[j]));
-                i += 1;
-                j += 1;
-            }
-            (Some(x), Some(y)) if x < y => {
-                f(x as usize, Some(old[i]), None);
-                i += 1;
-            }
-            (Some(x), None) => {
-                f(x as usize, Some(old[i]), None);
-                i += 1;
-            }
-            (_, Some(y)) => {
-                f(y as usize, None, Some(new[j]));
-                j += 1;
-            }
-            (None, None) => break,
-        }
-    }
-}
-
 fn make_grid(cell: f64, lo: [f64; 3], hi: [f64; 3]) -> Result<Grid, DynamicError> {
     let dims = [0, 1, 2].map(|k| ((hi[k] - lo[k]) / cell).ceil().max(1.0));
     if dims.iter().product::<f64>() > 64.0 * 1024.0 * 1024.0 {
@@ -1566,31 +1653,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn merge_visits_every_edge_of_either_list_once_in_order() {
-        let old = [(1u32, true), (4, false), (5, true), (9, false)];
-        let new = [(0u32, false), (4, true), (5, true), (10, true)];
-        let mut seen = Vec::new();
-        merge_by_edge(
-            &old,
-            &new,
-            |x| x.0,
-            |e, a, b| {
-                seen.push((e, a.map(|x| x.1), b.map(|x| x.1)));
-            },
-        );
-        assert_eq!(
-            seen,
-            vec![
-                (0, None, Some(false)),
-                (1, Some(true), None),
-                (4, Some(false), Some(true)),
-                (5, Some(true), Some(true)),
-                (9, Some(false), None),
-                (10, None, Some(true)),
-            ]
-        );
-        let mut n = 0;
-        merge_by_edge(&[] as &[u32], &[], |&e| e, |_, _, _| n += 1);
-        assert_eq!(n, 0);
+    fn bitmap_lookups_read_the_right_fields_and_zero_past_the_end() {
+        let drm = vec![0b1010u32, 1 << 31];
+        assert!(marked(&drm, 1) && marked(&drm, 3) && marked(&drm, 63));
+        assert!(!marked(&drm, 0) && !marked(&drm, 32) && !marked(&drm, 64));
+        let rgg = pack_verdicts(40, &vec![(2, true), (17, false)]);
+        assert!(listed(&rgg, 2) && listed(&rgg, 17));
+        assert!(!listed(&rgg, 1) && !listed(&rgg, 16) && !listed(&rgg, 1000));
+        assert_eq!(word(&rgg, 99), 0);
     }
 }
