@@ -466,6 +466,43 @@ fn lazy_validation_results_survive_unrelated_moves_and_drop_for_nearby_ones() {
 }
 
 #[test]
+fn relabelling_split_over_threads_gives_the_single_thread_labels() {
+    let (robot, group, base) = arm();
+    // Shares of 64 edges over up to 4 threads, against one thread; both DRM and RGG built.
+    let split = DynamicRoadmapOptions {
+        threads: 4,
+        relabel_edges_per_worker: 64,
+        ..options()
+    };
+    let single = DynamicRoadmapOptions {
+        threads: 1,
+        ..options()
+    };
+    let mut a = DynamicRoadmap::sample(&robot, &group, &base, 120, 8, 5, split).unwrap();
+    let mut b = DynamicRoadmap::sample(&robot, &group, &base, 120, 8, 5, single).unwrap();
+    assert!(
+        a.roadmap().num_edges() >= 4 * 64,
+        "{}",
+        a.roadmap().num_edges()
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut scene = Scene::default();
+    let mut ids = Vec::new();
+    for step in 0..30 {
+        random_scene_step(&mut rng, &mut scene, &mut ids, step);
+        let (sa, sb) = (a.update(&scene).unwrap(), b.update(&scene).unwrap());
+        assert_eq!(sa.relabelled, sb.relabelled, "step {step}");
+        assert_eq!(a.export_labels(), b.export_labels(), "step {step}");
+        assert_eq!(snapshot(&a), snapshot(&b), "step {step}");
+    }
+    let bad = DynamicRoadmapOptions {
+        relabel_edges_per_worker: 0,
+        ..options()
+    };
+    assert!(DynamicRoadmap::sample(&robot, &group, &base, 20, 4, 5, bad).is_err());
+}
+
+#[test]
 fn labels_and_paths_are_deterministic() {
     let (robot, group, base) = arm();
     let run = || {

@@ -136,8 +136,12 @@ pub struct DynamicRoadmapOptions {
     pub tolerance: f64,
     /// The checker margin (must equal the margin of the checkers used with this roadmap).
     pub margin: f32,
-    /// Worker threads for the precomputation (0 = all cores).
+    /// Worker threads for the precomputation, the CPU verdict passes and the relabelling of
+    /// large updates (0 = all cores).
     pub threads: usize,
+    /// Fewest edges per worker thread when an update relabels (smaller roadmaps relabel on
+    /// the calling thread; thread start-up costs more than small shares save).
+    pub relabel_edges_per_worker: usize,
     /// Roadmap vertices a start or goal that is not a vertex is joined to.
     pub connect_neighbors: usize,
     /// Use the GPU when one is present: the build's self-collision check runs on the CUDA
@@ -151,7 +155,8 @@ impl Default for DynamicRoadmapOptions {
     /// Resolution 0.02, 5 cm voxels, RGG on and used for queries, 4 outer boxes and 4 inner
     /// spheres per body,
     /// capsules down to half radius over at most 32 configurations, 0.1 mm tolerance, the
-    /// default checker margin, all cores, 10 connections for start and goal, CPU only.
+    /// default checker margin, all cores (relabelling: 16,384 edges or more per worker), 10
+    /// connections for start and goal, CPU only.
     fn default() -> Self {
         Self {
             resolution: 0.02,
@@ -167,6 +172,7 @@ impl Default for DynamicRoadmapOptions {
             tolerance: 1e-4,
             margin: DEFAULT_MARGIN,
             threads: 0,
+            relabel_edges_per_worker: 16_384,
             connect_neighbors: 10,
             gpu: false,
         }
@@ -221,9 +227,11 @@ pub struct UpdateStats {
     /// Effective label changes (an edge changed back and forth by two slots of one update
     /// counts twice).
     pub relabelled: usize,
-    /// Time in the DRM part.
+    /// Time in the DRM part: the new states' cell lists, and the counter and label updates
+    /// of the DRM difference (summed over the relabelling workers).
     pub drm_time: Duration,
-    /// Time in the RGG part.
+    /// Time in the RGG part: the new states' verdict passes, and the counter and label
+    /// updates of the RGG difference (summed over the relabelling workers).
     pub rgg_time: Duration,
     /// Time computing the new obstacle states (approximations, DRM cell lists, RGG verdict
     /// passes on the selected engine, copies included).
@@ -317,38 +325,155 @@ fn marked(bits: &[u32], e: usize) -> bool {
     (word(bits, e / 32) >> (e % 32)) & 1 != 0
 }
 
-/// The per-edge state an edge's effective label is computed from.
-struct EdgeState<'a> {
-    /// The query method, when it was built.
-    plan: Option<LabelMethod>,
-    self_free: &'a [bool],
-    verified: &'a [u8],
-    drm_hits: &'a [u32],
-    rgg_unknown: &'a [u32],
-    rgg_invalid: &'a [u32],
+/// The effective labels of every combination of an edge's state, indexed by
+/// [`EdgeState::index`]: bit 0 set when the edge is in self-collision, bits 1-2 the lazy
+/// validation result, bit 3 the query method says Invalid, bit 4 it says Unknown.
+type LabelTable = [EdgeLabel; 32];
+
+/// The table for query method `plan` (`None`: not built, every edge Unknown unless in
+/// self-collision or validated): self-collision first, then a validation result, then the
+/// method (Invalid before Unknown).
+fn label_table(plan: Option<LabelMethod>) -> LabelTable {
+    let mut t = [EdgeLabel::Unknown; 32];
+    for (i, l) in t.iter_mut().enumerate() {
+        let verified = ((i >> 1) & 3) as u8;
+        *l = if i & 1 != 0 || verified == VERIFIED_INVALID {
+            EdgeLabel::Invalid
+        } else if verified == VERIFIED_VALID {
+            EdgeLabel::Valid
+        } else if plan.is_none() {
+            EdgeLabel::Unknown
+        } else if i & 8 != 0 {
+            EdgeLabel::Invalid
+        } else if i & 16 != 0 {
+            EdgeLabel::Unknown
+        } else {
+            EdgeLabel::Valid
+        };
+    }
+    t
 }
 
-impl EdgeState<'_> {
-    /// Invalid in self-collision; else the lazy validation result while it holds; else the
-    /// query method's label (Unknown when it was not built).
-    #[inline]
-    fn effective(&self, e: usize) -> EdgeLabel {
-        let get = |v: &[u32]| v.get(e).copied().unwrap_or(0);
-        if !self.self_free.get(e).copied().unwrap_or(false) {
-            return EdgeLabel::Invalid;
+/// The table index of an edge's state (see [`LabelTable`]) from its self-collision flag,
+/// validation result and the query method's counters, without data-dependent branches:
+/// updates relabel tens of thousands of edges whose states vary at random.
+#[inline]
+fn label_index(
+    plan: Option<LabelMethod>,
+    self_free: bool,
+    verified: u8,
+    counters: (u32, u32, u32),
+) -> usize {
+    let (hits, unknown, invalid) = counters;
+    let (invalid, unknown) = match plan {
+        Some(LabelMethod::Rgg) => (invalid > 0, unknown > 0),
+        Some(LabelMethod::Drm) => (false, hits > 0),
+        None => (false, false),
+    };
+    (!self_free) as usize
+        | ((verified & 3) as usize) << 1
+        | (invalid as usize) << 3
+        | (unknown as usize) << 4
+}
+
+/// One worker's share of an update's relabelling: the edges from `base` on (a multiple of
+/// 32, so that both bitmaps split on word boundaries), with their counters and labels.
+struct EdgeChunk<'a> {
+    base: usize,
+    drm_hits: &'a mut [u32],
+    rgg_unknown: &'a mut [u32],
+    rgg_invalid: &'a mut [u32],
+    labels: &'a mut [EdgeLabel],
+}
+
+/// What every worker reads: the slot's old and new states and the per-edge flags.
+struct ChunkContext<'a> {
+    old: &'a SlotState,
+    new: &'a SlotState,
+    has_drm: bool,
+    has_rgg: bool,
+    plan: Option<LabelMethod>,
+    table: &'a LabelTable,
+    self_free: &'a [bool],
+    verified: &'a [u8],
+}
+
+impl EdgeChunk<'_> {
+    /// Applies the difference between the old and new states to this chunk's counters and
+    /// relabels each edge whose counters changed; returns the number of label changes and
+    /// the time spent on the DRM and the RGG difference.
+    fn apply(&mut self, cx: &ChunkContext<'_>) -> (usize, Duration, Duration) {
+        let n = self.labels.len();
+        let mut changes = 0;
+        let mut relabel = |c: &EdgeChunk<'_>, i: usize, labels: &mut [EdgeLabel]| {
+            let e = c.base + i;
+            let counters = (
+                c.drm_hits.get(i).copied().unwrap_or(0),
+                c.rgg_unknown.get(i).copied().unwrap_or(0),
+                c.rgg_invalid.get(i).copied().unwrap_or(0),
+            );
+            let idx = label_index(
+                cx.plan,
+                cx.self_free.get(e).copied().unwrap_or(false),
+                cx.verified.get(e).copied().unwrap_or(VERIFIED_NONE),
+                counters,
+            );
+            let l = cx.table[idx];
+            changes += (labels[i] != l) as usize;
+            labels[i] = l;
+        };
+        let mut labels = std::mem::take(&mut self.labels);
+        let t0 = Instant::now();
+        if cx.has_drm {
+            let w0 = self.base / 32;
+            for w in w0..w0 + n.div_ceil(32) {
+                let (was, is) = (word(&cx.old.drm, w), word(&cx.new.drm, w));
+                let mut diff = was ^ is;
+                while diff != 0 {
+                    let k = diff.trailing_zeros();
+                    diff &= diff - 1;
+                    let i = w * 32 + k as usize - self.base;
+                    if i >= n {
+                        break;
+                    }
+                    // +1 when the new state lists the edge, -1 when the old one did.
+                    self.drm_hits[i] = self.drm_hits[i]
+                        .wrapping_add(((is >> k) & 1) * 2)
+                        .wrapping_sub(1);
+                    relabel(self, i, &mut labels);
+                }
+            }
         }
-        match self.verified.get(e).copied().unwrap_or(VERIFIED_NONE) {
-            VERIFIED_VALID => EdgeLabel::Valid,
-            VERIFIED_INVALID => EdgeLabel::Invalid,
-            _ => match self.plan {
-                None => EdgeLabel::Unknown,
-                Some(LabelMethod::Drm) if get(self.drm_hits) > 0 => EdgeLabel::Unknown,
-                Some(LabelMethod::Drm) => EdgeLabel::Valid,
-                Some(LabelMethod::Rgg) if get(self.rgg_invalid) > 0 => EdgeLabel::Invalid,
-                Some(LabelMethod::Rgg) if get(self.rgg_unknown) > 0 => EdgeLabel::Unknown,
-                Some(LabelMethod::Rgg) => EdgeLabel::Valid,
-            },
+        let t_drm = t0.elapsed();
+        let t0 = Instant::now();
+        if cx.has_rgg {
+            let w0 = self.base / EDGES_PER_WORD;
+            for w in w0..w0 + n.div_ceil(EDGES_PER_WORD) {
+                let (was, is) = (word(&cx.old.rgg, w), word(&cx.new.rgg, w));
+                let mut diff = was ^ is;
+                while diff != 0 {
+                    let k = diff.trailing_zeros() & !1;
+                    diff &= !(3 << k);
+                    let i = w * EDGES_PER_WORD + (k / 2) as usize - self.base;
+                    if i >= n {
+                        break;
+                    }
+                    // Branch-free: the old verdict's counter down, the new one's up.
+                    let (v0, v1) = ((was >> k) & 3, (is >> k) & 3);
+                    let (hit, near) = (HIT as u32, NEAR as u32);
+                    self.rgg_invalid[i] = self.rgg_invalid[i]
+                        .wrapping_add((v1 == hit) as u32)
+                        .wrapping_sub((v0 == hit) as u32);
+                    self.rgg_unknown[i] = self.rgg_unknown[i]
+                        .wrapping_add((v1 == near) as u32)
+                        .wrapping_sub((v0 == near) as u32);
+                    relabel(self, i, &mut labels);
+                }
+            }
         }
+        let t_rgg = t0.elapsed();
+        self.labels = labels;
+        (changes, t_drm, t_rgg)
     }
 }
 
@@ -421,6 +546,9 @@ fn check_options(o: &DynamicRoadmapOptions) -> Result<(), DynamicError> {
     }
     if !(o.margin.is_finite() && o.margin >= 0.0) {
         return bad(format!("margin must be non-negative, got {}", o.margin));
+    }
+    if o.relabel_edges_per_worker == 0 {
+        return bad("relabel_edges_per_worker must be at least 1".into());
     }
     Ok(())
 }
@@ -942,15 +1070,19 @@ impl DynamicRoadmap {
     /// The label queries go by: the lazy validation result while it holds, else the
     /// query method's label.
     fn effective(&self, e: usize) -> EdgeLabel {
-        EdgeState {
-            plan: self.built_plan_method(),
-            self_free: &self.self_free,
-            verified: &self.verified,
-            drm_hits: &self.drm_hits,
-            rgg_unknown: &self.rgg_unknown,
-            rgg_invalid: &self.rgg_invalid,
-        }
-        .effective(e)
+        let plan = self.built_plan_method();
+        let at = |v: &[u32]| v.get(e).copied().unwrap_or(0);
+        let idx = label_index(
+            plan,
+            !self.self_collision(e),
+            self.verified.get(e).copied().unwrap_or(VERIFIED_NONE),
+            (
+                at(&self.drm_hits),
+                at(&self.rgg_unknown),
+                at(&self.rgg_invalid),
+            ),
+        );
+        label_table(plan)[idx]
     }
 
     /// Effective label counts (the labels queries go by).
@@ -1082,7 +1214,17 @@ impl DynamicRoadmap {
         let empty = SlotState::default();
         let new = new.unwrap_or(&empty);
         let plan = self.built_plan_method();
-        let (has_drm, has_rgg) = (self.drm.is_some(), self.rgg.is_some());
+        let table = label_table(plan);
+        let n = self.labels.len();
+        // Counters exist for the built methods only; the others are empty and stay so.
+        let (has_drm, has_rgg) = (
+            self.drm.is_some() && self.drm_hits.len() == n,
+            self.rgg.is_some() && self.rgg_unknown.len() == n && self.rgg_invalid.len() == n,
+        );
+        let workers = threads(self.opts.threads)
+            .min(n / self.opts.relabel_edges_per_worker.max(1))
+            .max(1);
+        let per = n.div_ceil(workers).div_ceil(32) * 32;
         let Self {
             self_free,
             verified,
@@ -1093,77 +1235,63 @@ impl DynamicRoadmap {
             labels,
             ..
         } = self;
-        let n = labels.len();
-        let mut relabel = |st: &EdgeState<'_>, e: usize| {
-            let l = st.effective(e);
-            if labels[e] != l {
-                labels[e] = l;
-                stats.relabelled += 1;
-            }
+        let cx = ChunkContext {
+            old,
+            new,
+            has_drm,
+            has_rgg,
+            plan,
+            table: &table,
+            self_free,
+            verified,
         };
-        let t0 = Instant::now();
-        if has_drm {
-            for i in 0..old.drm.len().max(new.drm.len()) {
-                let (was, is) = (word(&old.drm, i), word(&new.drm, i));
-                let mut diff = was ^ is;
-                while diff != 0 {
-                    let k = diff.trailing_zeros();
-                    diff &= diff - 1;
-                    let e = i * 32 + k as usize;
-                    if e >= n {
-                        break;
-                    }
-                    if (is >> k) & 1 != 0 {
-                        drm_hits[e] += 1;
-                    } else {
-                        drm_hits[e] = drm_hits[e].saturating_sub(1);
-                    }
-                    let st = EdgeState {
-                        plan,
-                        self_free,
-                        verified,
-                        drm_hits,
-                        rgg_unknown,
-                        rgg_invalid,
-                    };
-                    relabel(&st, e);
-                }
-            }
+        // Split every per-edge array at the same edges (the arrays of a method that was not
+        // built are empty: their chunks are empty).
+        let mut chunks = Vec::with_capacity(workers);
+        let (mut h, mut u, mut v, mut l) = (
+            &mut drm_hits[..],
+            &mut rgg_unknown[..],
+            &mut rgg_invalid[..],
+            &mut labels[..],
+        );
+        let mut base = 0;
+        while base < n {
+            let len = per.min(n - base);
+            let cut = [h.len(), u.len(), v.len()].map(|x| len.min(x));
+            let (h0, h1) = std::mem::take(&mut h).split_at_mut(cut[0]);
+            let (u0, u1) = std::mem::take(&mut u).split_at_mut(cut[1]);
+            let (v0, v1) = std::mem::take(&mut v).split_at_mut(cut[2]);
+            let (l0, l1) = std::mem::take(&mut l).split_at_mut(len);
+            chunks.push(EdgeChunk {
+                base,
+                drm_hits: h0,
+                rgg_unknown: u0,
+                rgg_invalid: v0,
+                labels: l0,
+            });
+            (h, u, v, l) = (h1, u1, v1, l1);
+            base += len;
         }
-        stats.drm_time += t0.elapsed();
-        let t0 = Instant::now();
-        if has_rgg {
-            for i in 0..old.rgg.len().max(new.rgg.len()) {
-                let (was, is) = (word(&old.rgg, i), word(&new.rgg, i));
-                let mut diff = was ^ is;
-                while diff != 0 {
-                    let k = diff.trailing_zeros() & !1;
-                    diff &= !(3 << k);
-                    let e = i * EDGES_PER_WORD + (k / 2) as usize;
-                    if e >= n {
-                        break;
-                    }
-                    match ((was >> k) & 3) as u8 {
-                        HIT => rgg_invalid[e] = rgg_invalid[e].saturating_sub(1),
-                        NEAR => rgg_unknown[e] = rgg_unknown[e].saturating_sub(1),
-                        _ => {}
-                    }
-                    match ((is >> k) & 3) as u8 {
-                        HIT => rgg_invalid[e] += 1,
-                        NEAR => rgg_unknown[e] += 1,
-                        _ => {}
-                    }
-                    let st = EdgeState {
-                        plan,
-                        self_free,
-                        verified,
-                        drm_hits,
-                        rgg_unknown,
-                        rgg_invalid,
-                    };
-                    relabel(&st, e);
-                }
-            }
+        let parts: Vec<(usize, Duration, Duration)> = if chunks.len() > 1 {
+            std::thread::scope(|sc| {
+                let cx = &cx;
+                let handles: Vec<_> = chunks
+                    .iter_mut()
+                    .map(|c| sc.spawn(move || c.apply(cx)))
+                    .collect();
+                // A worker panics only on a bug: pass it on rather than half-update.
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        } else {
+            chunks.iter_mut().map(|c| c.apply(&cx)).collect()
+        };
+        for (changes, t_drm, t_rgg) in parts {
+            stats.relabelled += changes;
+            stats.drm_time += t_drm;
+            stats.rgg_time += t_rgg;
         }
         // Lazy validation results of edges either state may touch are dropped.
         let mut dropped = Vec::new();
@@ -1182,16 +1310,18 @@ impl DynamicRoadmap {
             }
             !near
         });
-        let st = EdgeState {
-            plan,
-            self_free,
-            verified,
-            drm_hits,
-            rgg_unknown,
-            rgg_invalid,
-        };
+        let at = |v: &[u32], e: usize| v.get(e).copied().unwrap_or(0);
         for e in dropped {
-            relabel(&st, e);
+            let idx = label_index(
+                plan,
+                self_free.get(e).copied().unwrap_or(false),
+                VERIFIED_NONE,
+                (at(drm_hits, e), at(rgg_unknown, e), at(rgg_invalid, e)),
+            );
+            if let Some(x) = labels.get_mut(e) {
+                stats.relabelled += (*x != table[idx]) as usize;
+                *x = table[idx];
+            }
         }
         stats.drm_candidates += old
             .drm
@@ -1199,7 +1329,6 @@ impl DynamicRoadmap {
             .map(|w| w.count_ones() as usize)
             .sum::<usize>();
         stats.rgg_listed += count_listed(&old.rgg);
-        stats.rgg_time += t0.elapsed();
     }
 
     /// Edges listed in the cells the obstacle's box touches, as a bitmap (one bit per edge).
