@@ -440,7 +440,7 @@ impl EdgeChunk<'_> {
                     self.drm_hits[i] = self.drm_hits[i]
                         .wrapping_add(((is >> k) & 1) * 2)
                         .wrapping_sub(1);
-                    relabel(self, i, &mut labels);
+                    relabel(self, i, labels);
                 }
             }
         }
@@ -467,7 +467,7 @@ impl EdgeChunk<'_> {
                     self.rgg_unknown[i] = self.rgg_unknown[i]
                         .wrapping_add((v1 == near) as u32)
                         .wrapping_sub((v0 == near) as u32);
-                    relabel(self, i, &mut labels);
+                    relabel(self, i, labels);
                 }
             }
         }
