@@ -422,7 +422,7 @@ impl EdgeChunk<'_> {
             changes += (labels[i] != l) as usize;
             labels[i] = l;
         };
-        let mut labels = std::mem::take(&mut self.labels);
+        let labels = std::mem::take(&mut self.labels);
         let t0 = Instant::now();
         if cx.has_drm {
             let w0 = self.base / 32;
