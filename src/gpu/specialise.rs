@@ -593,13 +593,9 @@ impl Gen<'_> {
             ]
         };
         let mut origin: SymXf = std::array::from_fn(|_| Sym::C(0.0));
-        for i in 0..9 {
-            Lit::f(f.origin.r[i], what)?;
-            origin[i] = Sym::C(f.origin.r[i]);
-        }
-        for i in 0..3 {
-            Lit::f(f.origin.t[i], what)?;
-            origin[9 + i] = Sym::C(f.origin.t[i]);
+        for (slot, &v) in origin.iter_mut().zip(f.origin.r.iter().chain(&f.origin.t)) {
+            Lit::f(v, what)?;
+            *slot = Sym::C(v);
         }
         let joint = self.mul_sym(o, &origin, &local)?;
         let world = match parent {
