@@ -581,6 +581,46 @@ __device__ __forceinline__ bool gmp_near_cylinder(const V3& c, float r, const Gm
     return er * er + ez * ez <= reach * reach;
 }
 
+// The robot-specialised kernels' folded builds (src/gpu/specialise.rs, Layout::folds) only:
+// true when the obstacle's rotation is about z (r[2] = r[5] = r[6] = r[7] = 0, either sign) and
+// its translation finite. Then xf_apply_inv's products with those entries are exact zeros (the
+// centre is finite there) and gmp_apply_inv_z leaves them out: each coordinate equals
+// xf_apply_inv's as a real number (only the sign of a zero can differ), so the tests below give
+// gmp_near_box's and gmp_near_cylinder's verdicts (fabsf, fmaxf, sqrtf and <= do not see the sign).
+__device__ __forceinline__ bool gmp_obstacle_zrot(const GmpObstacle& o) {
+    return o.r[2] == 0.0f && o.r[5] == 0.0f && o.r[6] == 0.0f && o.r[7] == 0.0f &&
+           fabsf(o.t[0]) <= 1e30f && fabsf(o.t[1]) <= 1e30f && fabsf(o.t[2]) <= 1e30f;
+}
+
+// xf_apply_inv for a rotation about z (gmp_obstacle_zrot): the same products and sums in the same
+// order, less the products with the zero entries.
+__device__ __forceinline__ V3 gmp_apply_inv_z(const GmpObstacle& o, const V3& c) {
+    float d0 = c.x[0] - o.t[0];
+    float d1 = c.x[1] - o.t[1];
+    float d2 = c.x[2] - o.t[2];
+    return v3(o.r[0] * d0 + o.r[3] * d1, o.r[1] * d0 + o.r[4] * d1, o.r[8] * d2);
+}
+
+// gmp_near_box for a rotation about z.
+__device__ __forceinline__ bool gmp_near_box_z(const V3& c, float r, const GmpObstacle& o, float margin) {
+    float reach = r + margin;
+    V3 q = gmp_apply_inv_z(o, c);
+    float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
+    float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
+    float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
+    return ex * ex + ey * ey + ez * ez <= reach * reach;
+}
+
+// gmp_near_cylinder for a rotation about z.
+__device__ __forceinline__ bool gmp_near_cylinder_z(const V3& c, float r, const GmpObstacle& o, float margin) {
+    float reach = r + margin;
+    V3 q = gmp_apply_inv_z(o, c);
+    float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
+    float er = fmaxf(rad - o.params[0], 0.0f);
+    float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
+    return er * er + ez * ez <= reach * reach;
+}
+
 // sphere_near_obstacle, sphere and mesh arm (bounding sphere of the obstacle)
 __device__ __forceinline__ bool gmp_near_ball(const V3& c, float r, const GmpObstacle& o, float margin) {
     float reach = r + margin;

@@ -7,7 +7,10 @@
 # engine against the CPU engines, batched forward kinematics and the CUDA-built voxel map against
 # the CPU's — a memcheck of them, and `gmp bench dynamic --experiment scale` with 10k and 100k
 # edges, which times the voxel map on the CPU and the GPU side by side), drm-quick (the same,
-# small). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
+# small), fold (the constant-folding builds of the specialised kernels, inline-fold and
+# grouped-fold, against inline and grouped: Panda parity of the folded builds, then the Panda
+# collision benchmark with all four builds side by side; GMP_FOLD_CONFIGS / GMP_FOLD_MOTIONS size
+# the parity run, default 200000 / 20000). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -48,6 +51,18 @@ fi
 bench_args+=(${GMP_BENCH_ARGS:-})
 
 status_parity="skipped"; status_memcheck="skipped"; status_bench="skipped"; status_drm="skipped"
+if [ "$mode" = fold ]; then
+  GMP_PARITY_LAYOUTS=inline-fold,grouped-fold GMP_PARITY_CONFIGS=${GMP_FOLD_CONFIGS:-200000} \
+    GMP_PARITY_MOTIONS=${GMP_FOLD_MOTIONS:-20000} GMP_PARITY_MOTION_KERNEL=balanced \
+    "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_parity="ok"; else status_parity="FAILED"; fi
+  # shellcheck disable=SC2086
+  "$D/gmp" bench collision --out "$OUT/results/collision" --robots panda \
+    --shapes ${GMP_FOLD_SHAPES:-spheres,polytopes} \
+    --spec-builds inline,grouped,inline-fold,grouped-fold ${GMP_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  cat "$OUT"/results/collision/*.md 2>/dev/null
+fi
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
   GMP_PARITY_CONFIGS=$parity_n GMP_PARITY_MOTIONS=$motions_n \

@@ -24,7 +24,8 @@
 //! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
 //! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
 //! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel; the
-//! robot parity tests also run the specialised kernels in their other layout (inline/grouped).
+//! robot parity tests also run the specialised kernels in their other layouts (inline, grouped and
+//! their constant-folding builds inline-fold, grouped-fold; `GMP_PARITY_LAYOUTS` restricts them).
 
 mod common;
 
@@ -241,32 +242,46 @@ fn variants(cuda: &CudaChecker) -> Vec<KernelVariant> {
     vec![KernelVariant::Generic, KernelVariant::Specialised]
 }
 
-/// The checker with the specialised kernels in the layout the default one does not use (both
-/// layouts must give the CPU's verdicts), or `None` when the specialised kernels are off.
-fn other_layout(
+/// The checkers with the specialised kernels in the layouts the default one does not use (every
+/// layout must give the CPU's verdicts; `GMP_PARITY_LAYOUTS`, a comma-separated list of layout
+/// names such as `grouped-fold`, restricts them), empty when the specialised kernels are off.
+fn other_layouts(
     r: &gpu_motion_planner::mbm::MbmRobot,
     base: &[f64],
     scene: &gpu_motion_planner::scene::Scene,
     opts: CheckerOptions,
     main: &CudaChecker,
-) -> Option<CudaChecker> {
-    let used = Layout::parse(&main.specialisation()?.layout)?;
-    let other = match used {
-        Layout::Inline => Layout::Grouped,
-        Layout::Grouped => Layout::Inline,
+) -> Vec<CudaChecker> {
+    let Some(used) = main
+        .specialisation()
+        .and_then(|st| Layout::parse(&st.layout))
+    else {
+        return Vec::new();
     };
-    let cuda = CudaOptions {
-        spec_layout: Some(other),
-        ..CudaOptions::from_env()
-    };
-    let c = CudaChecker::with_options(&r.model, &r.group, base, scene, opts, cuda)
-        .expect("cuda checker (other layout)");
-    assert!(
-        c.specialisation().is_some(),
-        "the specialised kernels ({other:?}) are missing: {}",
-        c.specialisation_unavailable().unwrap_or("?")
-    );
-    Some(c)
+    let wanted: Option<Vec<Layout>> = std::env::var("GMP_PARITY_LAYOUTS").ok().map(|v| {
+        v.split(',')
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| Layout::parse(n).unwrap_or_else(|| panic!("GMP_PARITY_LAYOUTS: '{n}'")))
+            .collect()
+    });
+    Layout::ALL
+        .into_iter()
+        .filter(|&l| l != used && wanted.as_ref().is_none_or(|w| w.contains(&l)))
+        .map(|other| {
+            let cuda = CudaOptions {
+                spec_layout: Some(other),
+                ..CudaOptions::from_env()
+            };
+            let c = CudaChecker::with_options(&r.model, &r.group, base, scene, opts, cuda)
+                .expect("cuda checker (other layout)");
+            assert!(
+                c.specialisation().is_some(),
+                "the specialised kernels ({other:?}) are missing: {}",
+                c.specialisation_unavailable().unwrap_or("?")
+            );
+            c
+        })
+        .collect()
 }
 
 /// Compares the CPU with every kernel variant of `cudas[0]` and with the specialised kernels of
@@ -377,7 +392,7 @@ fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) ->
         let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu checker");
         let cuda =
             CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda checker");
-        let other = other_layout(&r, &base, &p.scene, opts, &cuda);
+        let other = other_layouts(&r, &base, &p.scene, opts, &cuda);
         let mut cudas: Vec<CudaChecker> = std::iter::once(cuda).chain(other).collect();
         let what = format!("{robot}/{}#{}", p.scene_name, p.index);
         compare(&cpu, &mut cudas, &mut s, per_cfg, per_mot, &mut t, &what);

@@ -230,7 +230,38 @@ fn env_covering(b: &BodyModel) -> bool {
     b.inflate == 0.0 && b.sphere_count > 0
 }
 
-/// How the generated tests are laid out in device functions.
+/// A value in folded code: a constant known when the code is generated, or a C expression.
+#[derive(Clone, Debug, PartialEq)]
+enum Sym {
+    C(f32),
+    V(String),
+}
+
+impl Sym {
+    /// A constant zero (either sign).
+    fn zero(&self) -> bool {
+        matches!(self, Sym::C(x) if *x == 0.0)
+    }
+
+    /// The C text of the value.
+    fn lit(&self) -> Result<String, SpecialiseError> {
+        match self {
+            Sym::C(x) => Lit::f(*x, || "folded constant".into()),
+            Sym::V(e) => Ok(e.clone()),
+        }
+    }
+}
+
+/// A folded transform: rotation entries (row-major), then the translation.
+type SymXf = [Sym; 12];
+
+/// The identity transform as constants.
+fn sym_identity() -> SymXf {
+    std::array::from_fn(|i| Sym::C(if i == 0 || i == 4 || i == 8 { 1.0 } else { 0.0 }))
+}
+
+/// How the generated tests are laid out in device functions, and whether the forward kinematics
+/// and the world centres are folded (see [`Layout::folds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Layout {
     /// One straight-line function: forward kinematics, then each frame's bodies against the
@@ -243,9 +274,21 @@ pub enum Layout {
     /// centres it needs from the stored frames. More instructions and local-memory loads, fewer
     /// registers (more threads per SM).
     Grouped,
+    /// [`Layout::Inline`] with folded constants (see [`Layout::folds`]).
+    InlineFold,
+    /// [`Layout::Grouped`] with folded constants (see [`Layout::folds`]).
+    GroupedFold,
 }
 
 impl Layout {
+    /// Every layout, in the order of their names.
+    pub const ALL: [Layout; 4] = [
+        Layout::Inline,
+        Layout::Grouped,
+        Layout::InlineFold,
+        Layout::GroupedFold,
+    ];
+
     /// The layout [`generate`] picks: [`Layout::Grouped`] for models with more than
     /// [`GROUPED_ABOVE_BODIES`] moving bodies (sphere models: the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots), [`Layout::Inline`] otherwise
@@ -266,16 +309,45 @@ impl Layout {
         match self {
             Layout::Inline => "inline",
             Layout::Grouped => "grouped",
+            Layout::InlineFold => "inline-fold",
+            Layout::GroupedFold => "grouped-fold",
         }
     }
 
     /// Parses [`Layout::name`].
     pub fn parse(s: &str) -> Option<Layout> {
-        match s.trim() {
-            "inline" => Some(Layout::Inline),
-            "grouped" => Some(Layout::Grouped),
-            _ => None,
+        Layout::ALL.into_iter().find(|l| l.name() == s.trim())
+    }
+
+    /// The function layout without folding ([`Layout::Inline`] or [`Layout::Grouped`]).
+    pub fn base(self) -> Layout {
+        match self {
+            Layout::Inline | Layout::InlineFold => Layout::Inline,
+            Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
         }
+    }
+
+    /// Whether the generated code folds constants: forward kinematics, world centres and
+    /// culling-bound centres are written as expressions in which every product with a constant
+    /// zero (and the sum with its result) is left out and products with `1` and `-1` become the
+    /// other factor, constants combined at generation time (f32, same order); and boxes and
+    /// cylinders whose rotation is about z (`r[2] = r[5] = r[6] = r[7] = 0`, tested per
+    /// obstacle, the same for every thread) are tested without the products with those zeros
+    /// (`gmp_near_box_z`, `gmp_near_cylinder_z`).
+    ///
+    /// # Why the verdicts stay the CPU's
+    /// For a finite `x`, `x * 0` is a zero and `y + 0 = y` exactly; `1 * x = x` and `-1 * x = -x`
+    /// exactly. So every folded value equals the CPU's value as a real number; only the sign of
+    /// a zero result may differ. The operations after forward kinematics (`+ - *`, `sqrtf`,
+    /// `fabsf`, `fmaxf`, `floorf`, comparisons, and the divisions of GJK, whose denominators are
+    /// positive or give 0/0 where they are zero) give real-equal results for real-equal inputs,
+    /// so every comparison, and every verdict, is the same. Finiteness: the generated function
+    /// first checks every joint value (`mult * q + offset`) against `|qv| <= 1e4`, which bounds
+    /// every frame entry and world centre; when one fails (or is NaN) the configuration goes to
+    /// the table-driven twin (`gmp_fk` + `gmp_frames_valid`) unfolded. The z-rotation fast path
+    /// also asks for a finite obstacle translation.
+    pub fn folds(self) -> bool {
+        matches!(self, Layout::InlineFold | Layout::GroupedFold)
     }
 }
 
@@ -296,12 +368,302 @@ struct Gen<'a> {
     mg: String,
     /// Planning-group indices the sweep steps are taken from.
     step_groups: Vec<i32>,
+    /// Constants folded ([`Layout::folds`]).
+    fold: bool,
+    /// The folded world transform of every moving frame, as the code after forward kinematics
+    /// sees it (constants, or entries of `F<k>`); empty unless folding.
+    frame_syms: Vec<SymXf>,
+    /// Next folded temporary (`_f<n>`), unique in the translation unit.
+    next_tmp: std::cell::Cell<usize>,
 }
 
 impl Gen<'_> {
     /// The planning-group index of full-state variable `var`, or -1.
     fn var_group(&self, var: u32) -> i32 {
         self.m.var_group.get(var as usize).copied().unwrap_or(-1)
+    }
+
+    /// A folded temporary holding `expr`.
+    fn tmp(&self, o: &mut Out, expr: String) -> Sym {
+        let n = self.next_tmp.get();
+        self.next_tmp.set(n + 1);
+        o.line(format!("const float _f{n} = {expr};"));
+        Sym::V(format!("_f{n}"))
+    }
+
+    /// `a * b`, folded (see [`Layout::folds`]).
+    fn mul(&self, o: &mut Out, a: &Sym, b: &Sym) -> Result<Sym, SpecialiseError> {
+        if let (Sym::C(x), Sym::C(y)) = (a, b) {
+            return Ok(Sym::C(x * y));
+        }
+        if a.zero() || b.zero() {
+            return Ok(Sym::C(0.0));
+        }
+        for (k, v) in [(a, b), (b, a)] {
+            if let Sym::C(x) = k {
+                if *x == 1.0 {
+                    return Ok(v.clone());
+                }
+                if *x == -1.0 {
+                    return self.neg(o, v);
+                }
+            }
+        }
+        Ok(self.tmp(o, format!("{} * {}", a.lit()?, b.lit()?)))
+    }
+
+    /// `a + b`, folded.
+    fn add(&self, o: &mut Out, a: &Sym, b: &Sym) -> Result<Sym, SpecialiseError> {
+        Ok(match (a, b) {
+            (Sym::C(x), Sym::C(y)) => Sym::C(x + y),
+            _ if a.zero() => b.clone(),
+            _ if b.zero() => a.clone(),
+            _ => self.tmp(o, format!("{} + {}", a.lit()?, b.lit()?)),
+        })
+    }
+
+    /// `a - b`, folded.
+    fn sub(&self, o: &mut Out, a: &Sym, b: &Sym) -> Result<Sym, SpecialiseError> {
+        Ok(match (a, b) {
+            (Sym::C(x), Sym::C(y)) => Sym::C(x - y),
+            _ if b.zero() => a.clone(),
+            _ if a.zero() => self.neg(o, b)?,
+            _ => self.tmp(o, format!("{} - {}", a.lit()?, b.lit()?)),
+        })
+    }
+
+    /// `-a` (exact).
+    fn neg(&self, o: &mut Out, a: &Sym) -> Result<Sym, SpecialiseError> {
+        Ok(match a {
+            Sym::C(x) => Sym::C(-x),
+            Sym::V(e) => self.tmp(o, format!("-{e}")),
+        })
+    }
+
+    /// `Xf::apply` folded: `((r0 p0 + r1 p1) + r2 p2) + t0` per row, the order of `xf_apply`.
+    fn apply_sym(&self, o: &mut Out, a: &SymXf, p: &[Sym; 3]) -> Result<[Sym; 3], SpecialiseError> {
+        let mut out = [Sym::C(0.0), Sym::C(0.0), Sym::C(0.0)];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let x0 = self.mul(o, &a[3 * i], &p[0])?;
+            let x1 = self.mul(o, &a[3 * i + 1], &p[1])?;
+            let s01 = self.add(o, &x0, &x1)?;
+            let x2 = self.mul(o, &a[3 * i + 2], &p[2])?;
+            let s = self.add(o, &s01, &x2)?;
+            *slot = self.add(o, &s, &a[9 + i])?;
+        }
+        Ok(out)
+    }
+
+    /// `Xf::mul` folded (the order of `xf_mul`).
+    fn mul_sym(&self, o: &mut Out, a: &SymXf, b: &SymXf) -> Result<SymXf, SpecialiseError> {
+        let mut out: SymXf = std::array::from_fn(|_| Sym::C(0.0));
+        for i in 0..3 {
+            for j in 0..3 {
+                let x0 = self.mul(o, &a[i * 3], &b[j])?;
+                let x1 = self.mul(o, &a[i * 3 + 1], &b[3 + j])?;
+                let s01 = self.add(o, &x0, &x1)?;
+                let x2 = self.mul(o, &a[i * 3 + 2], &b[6 + j])?;
+                out[i * 3 + j] = self.add(o, &s01, &x2)?;
+            }
+        }
+        let t = self.apply_sym(o, a, &[b[9].clone(), b[10].clone(), b[11].clone()])?;
+        out[9..12].clone_from_slice(&t);
+        Ok(out)
+    }
+
+    /// The world point of `p` (a constant in frame `frame`) as a `V3` expression: a call of
+    /// `xf_apply`, or, folding, `v3(...)` of folded entries (temporaries written to `o`).
+    fn world_point(
+        &self,
+        o: &mut Out,
+        frame: i32,
+        p: &V3,
+        what: &dyn Fn() -> String,
+    ) -> Result<String, SpecialiseError> {
+        if !self.fold {
+            return Ok(format!(
+                "xf_apply({}, {})",
+                frame_name(frame),
+                Lit::v3(p, what)?
+            ));
+        }
+        let ident = sym_identity();
+        let f = if frame < 0 {
+            &ident
+        } else {
+            self.frame_syms.get(frame as usize).ok_or_else(|| {
+                SpecialiseError::Inconsistent(format!("frame {frame} has no folded transform"))
+            })?
+        };
+        let w = self.apply_sym(o, f, &[Sym::C(p[0]), Sym::C(p[1]), Sym::C(p[2])])?;
+        Ok(format!(
+            "v3({}, {}, {})",
+            w[0].lit()?,
+            w[1].lit()?,
+            w[2].lit()?
+        ))
+    }
+
+    /// The joint value source of frame `k` (`q[g]` or the base state).
+    fn joint_source(&self, k: usize) -> String {
+        let f = &self.m.frames[k];
+        match self.var_group(f.var) {
+            g if g >= 0 => format!("q[{g}]"),
+            _ => format!("m.base_state[{}]", f.var),
+        }
+    }
+
+    /// Forward kinematics of frame `k`, folded (twin of one step of `gmp_fk` / `frame_poses`):
+    /// declares `F<k>` and returns its entries as later code sees them (constants, or `F<k>.r[i]`
+    /// / `F<k>.t[i]`). `parent`: the parent's entries.
+    fn emit_frame_folded(
+        &self,
+        o: &mut Out,
+        k: usize,
+        parent: Option<&SymXf>,
+    ) -> Result<SymXf, SpecialiseError> {
+        let f = &self.m.frames[k];
+        let what = || format!("frame {k}");
+        o.line(format!(
+            "// frame {k} (folded): {} joint on variable {}, parent {}",
+            if f.kind == 0 { "revolute" } else { "prismatic" },
+            f.var,
+            f.parent
+        ));
+        let src = Sym::V(self.joint_source(k));
+        let scaled = self.mul(o, &Sym::C(f.mult), &src)?;
+        let qv = self.add(o, &scaled, &Sym::C(f.offset))?;
+        let zero = || Sym::C(0.0);
+        let (x, y, z) = (Sym::C(f.axis[0]), Sym::C(f.axis[1]), Sym::C(f.axis[2]));
+        let local: SymXf = if f.kind == 0 {
+            // gmp_axis_angle: t = 1 - c; entries `t * a * b +- s * c` in its order.
+            let n = self.next_tmp.get();
+            self.next_tmp.set(n + 1);
+            o.line(format!("float _s{n}, _c{n};"));
+            o.line(format!("gmp_sincos({}, &_s{n}, &_c{n});", qv.lit()?));
+            let (s, c) = (Sym::V(format!("_s{n}")), Sym::V(format!("_c{n}")));
+            let t = self.sub(o, &Sym::C(1.0), &c)?;
+            let tt = |o: &mut Out, a: &Sym, b: &Sym| -> Result<Sym, SpecialiseError> {
+                let ta = self.mul(o, &t, a)?;
+                self.mul(o, &ta, b)
+            };
+            let txx = tt(o, &x, &x)?;
+            let r0 = self.add(o, &txx, &c)?;
+            let txy = tt(o, &x, &y)?;
+            let sz = self.mul(o, &s, &z)?;
+            let r1 = self.sub(o, &txy, &sz)?;
+            let txz = tt(o, &x, &z)?;
+            let sy = self.mul(o, &s, &y)?;
+            let r2 = self.add(o, &txz, &sy)?;
+            let txy = tt(o, &x, &y)?;
+            let sz = self.mul(o, &s, &z)?;
+            let r3 = self.add(o, &txy, &sz)?;
+            let tyy = tt(o, &y, &y)?;
+            let r4 = self.add(o, &tyy, &c)?;
+            let tyz = tt(o, &y, &z)?;
+            let sx = self.mul(o, &s, &x)?;
+            let r5 = self.sub(o, &tyz, &sx)?;
+            let txz = tt(o, &x, &z)?;
+            let sy = self.mul(o, &s, &y)?;
+            let r6 = self.sub(o, &txz, &sy)?;
+            let tyz = tt(o, &y, &z)?;
+            let sx = self.mul(o, &s, &x)?;
+            let r7 = self.add(o, &tyz, &sx)?;
+            let tzz = tt(o, &z, &z)?;
+            let r8 = self.add(o, &tzz, &c)?;
+            [r0, r1, r2, r3, r4, r5, r6, r7, r8, zero(), zero(), zero()]
+        } else {
+            let tx = self.mul(o, &x, &qv)?;
+            let ty = self.mul(o, &y, &qv)?;
+            let tz = self.mul(o, &z, &qv)?;
+            let (one, z0) = (|| Sym::C(1.0), zero);
+            [
+                one(),
+                z0(),
+                z0(),
+                z0(),
+                one(),
+                z0(),
+                z0(),
+                z0(),
+                one(),
+                tx,
+                ty,
+                tz,
+            ]
+        };
+        let mut origin: SymXf = std::array::from_fn(|_| Sym::C(0.0));
+        for (slot, &v) in origin.iter_mut().zip(f.origin.r.iter().chain(&f.origin.t)) {
+            Lit::f(v, what)?;
+            *slot = Sym::C(v);
+        }
+        let joint = self.mul_sym(o, &origin, &local)?;
+        let world = match parent {
+            Some(p) => self.mul_sym(o, p, &joint)?,
+            None => joint,
+        };
+        o.line(format!("Xf F{k};"));
+        let mut seen: SymXf = std::array::from_fn(|_| Sym::C(0.0));
+        for (i, v) in world.iter().enumerate() {
+            let field = if i < 9 {
+                format!("F{k}.r[{i}]")
+            } else {
+                format!("F{k}.t[{}]", i - 9)
+            };
+            o.line(format!("{field} = {};", v.lit()?));
+            seen[i] = match v {
+                Sym::C(x) => Sym::C(*x),
+                Sym::V(_) => Sym::V(field),
+            };
+        }
+        Ok(seen)
+    }
+
+    /// The folded transforms of every frame (as [`Gen::emit_frame_folded`] returns them), from
+    /// a dry run.
+    fn fold_frames(&self) -> Result<Vec<SymXf>, SpecialiseError> {
+        let mut scratch = Out {
+            s: String::new(),
+            indent: 0,
+        };
+        let mut syms: Vec<SymXf> = Vec::with_capacity(self.m.frames.len());
+        for k in 0..self.m.frames.len() {
+            let parent = match self.m.frames[k].parent {
+                p if p >= 0 => Some(syms.get(p as usize).cloned().ok_or_else(|| {
+                    SpecialiseError::Inconsistent(format!("frame {k}: parent {p}"))
+                })?),
+                _ => None,
+            };
+            let x = self.emit_frame_folded(&mut scratch, k, parent.as_ref())?;
+            syms.push(x);
+        }
+        Ok(syms)
+    }
+
+    /// Folded code only: the joint-value guard at the top of `gmp_spec_valid` (see
+    /// [`Layout::folds`]): configurations with a joint value outside `[-1e4, 1e4]` (or NaN) go
+    /// to the unfolded table-driven twin.
+    fn emit_fold_guard(&self, o: &mut Out) -> Result<(), SpecialiseError> {
+        let mut conds = Vec::new();
+        for (k, f) in self.m.frames.iter().enumerate() {
+            let what = || format!("frame {k}");
+            conds.push(format!(
+                "fabsf({} * {} + {}) <= 1e4f",
+                Lit::f(f.mult, what)?,
+                self.joint_source(k),
+                Lit::f(f.offset, what)?
+            ));
+        }
+        if conds.is_empty() {
+            return Ok(());
+        }
+        o.open(format!("if (!({})) {{", conds.join(" && ")));
+        o.line("// Outside the range the folding is shown exact for: the unfolded twin.");
+        o.line("Xf frs[GMP_MAX_FRAMES];");
+        o.line("gmp_fk(m, q, frs);");
+        o.line("return gmp_frames_valid(m, frs, SWEEP ? diff : nullptr, n);");
+        o.close("}");
+        Ok(())
     }
 
     /// A new function scope.
@@ -360,11 +722,8 @@ impl Gen<'_> {
             "// body {bi} (link {}, {} vertices, {} covering spheres)",
             b.link, b.vert_count, b.sphere_count
         ));
-        o.line(format!(
-            "const V3 c{bi} = xf_apply({}, {});",
-            frame_name(b.frame),
-            Lit::v3(&b.center, || format!("body {bi} centre"))?
-        ));
+        let centre = self.world_point(o, b.frame, &b.center, &|| format!("body {bi} centre"))?;
+        o.line(format!("const V3 c{bi} = {centre};"));
         o.line(format!("float e{bi} = 0.0f;"));
         let nf = m.frames.len();
         let mut terms = Vec::new();
@@ -402,7 +761,7 @@ impl Gen<'_> {
         for &bi in bodies {
             self.ensure_body(o, sc, bi)?;
         }
-        emit_obstacle_tests(o, self.m, bodies, &self.mg, stats)?;
+        emit_obstacle_tests(o, self, bodies, stats)?;
         let m = self.m;
         // (frame of the other body, other body, own body, pair): the body outside this group
         // (or either, when both are in it).
@@ -464,13 +823,9 @@ impl Gen<'_> {
                 "{{ // {} sphere pairs with frame {frame} under one bound test",
                 culled.len()
             ));
-            o.line(format!(
-                "const V3 d = gmp_sub(xf_apply({}, {}), xf_apply({}, {}));",
-                frame_name(m.bodies[own[0]].frame),
-                Lit::v3(&cp, what)?,
-                frame_name(frame),
-                Lit::v3(&cq, what)?
-            ));
+            let pa = self.world_point(o, m.bodies[own[0]].frame, &cp, &what)?;
+            let pb = self.world_point(o, frame, &cq, &what)?;
+            o.line(format!("const V3 d = gmp_sub({pa}, {pb});"));
             o.line(format!(
                 "const float rr = {} + {} + {} + {} + {};",
                 Lit::f(rp, what)?,
@@ -562,7 +917,13 @@ pub fn generate_with(
         m,
         mg: Lit::f(m.margin, || "margin".into())?,
         step_groups: Vec::new(),
+        fold: layout.folds(),
+        frame_syms: Vec::new(),
+        next_tmp: std::cell::Cell::new(0),
     };
+    if gen.fold {
+        gen.frame_syms = gen.fold_frames()?;
+    }
     let mut step_groups: Vec<i32> = m
         .frames
         .iter()
@@ -624,7 +985,8 @@ pub fn generate_with(
     for (pi, p) in m.self_pairs.iter().enumerate() {
         chunk_pairs[chunk_of[p[0] as usize].max(chunk_of[p[1] as usize])].push(pi);
     }
-    if layout == Layout::Grouped {
+    let grouped = layout.base() == Layout::Grouped;
+    if grouped {
         for (c, (_, bodies)) in chunks.iter().enumerate() {
             o.line("template <bool SWEEP>");
             o.open(format!(
@@ -642,29 +1004,40 @@ pub fn generate_with(
     o.line("template <bool SWEEP>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
     let mut sc = gen.scope(false);
-    match layout {
-        Layout::Inline => {
-            o.line("bool hit = false;");
-            gen.emit_steps(&mut o);
-        }
-        Layout::Grouped => o.line(format!("Xf fr[{}];", nf.max(1))),
+    if gen.fold {
+        gen.emit_fold_guard(&mut o)?;
+    }
+    if grouped {
+        o.line(format!("Xf fr[{}];", nf.max(1)));
+    } else {
+        o.line("bool hit = false;");
+        gen.emit_steps(&mut o);
     }
     for g in 0..=nf {
         if g > 0 {
-            emit_frame(&mut o, m, g - 1, &|v| gen.var_group(v))?;
-            if layout == Layout::Grouped {
-                o.line(format!("fr[{}] = F{};", g - 1, g - 1));
+            let k = g - 1;
+            if gen.fold {
+                let parent = match m.frames[k].parent {
+                    p if p >= 0 => gen.frame_syms.get(p as usize),
+                    _ => None,
+                };
+                gen.emit_frame_folded(&mut o, k, parent)?;
+            } else {
+                emit_frame(&mut o, m, k, &|v| gen.var_group(v))?;
+            }
+            if grouped {
+                o.line(format!("fr[{k}] = F{k};"));
             }
         }
         if !busy(g) {
             continue;
         }
-        match layout {
-            Layout::Inline => {
+        match grouped {
+            false => {
                 gen.emit_group(&mut o, &mut sc, &groups[g], &pairs_of[g], &mut stats)?;
                 o.line("if (hit) return false;");
             }
-            Layout::Grouped => {
+            true => {
                 for (c, _) in chunks.iter().enumerate().filter(|(_, (cg, _))| *cg == g) {
                     o.line(format!(
                         "if (!gmp_spec_chunk{c}<SWEEP>(m, fr, diff, n)) return false;"
@@ -870,19 +1243,18 @@ impl Cull {
     fn declare(
         &self,
         o: &mut Out,
-        frame: &str,
+        gen: &Gen,
+        frame: i32,
         tag: usize,
         id: &mut usize,
     ) -> Result<(), SpecialiseError> {
         if let Some((c, _)) = &self.bound {
-            o.line(format!(
-                "const V3 k{tag}_{id} = xf_apply({frame}, {});",
-                Lit::v3(c, || format!("culling bound {tag}_{id}"))?
-            ));
+            let w = gen.world_point(o, frame, c, &|| format!("culling bound {tag}_{id}"))?;
+            o.line(format!("const V3 k{tag}_{id} = {w};"));
             *id += 1;
         }
         for p in &self.parts {
-            p.declare(o, frame, tag, id)?;
+            p.declare(o, gen, frame, tag, id)?;
         }
         Ok(())
     }
@@ -929,11 +1301,11 @@ impl Cull {
 /// bodies culled by the bounds of a [`Cull`] tree first.
 fn emit_obstacle_tests(
     o: &mut Out,
-    m: &CollisionModel,
+    gen: &Gen,
     bodies: &[usize],
-    mg: &str,
     stats: &mut SpecialiseStats,
 ) -> Result<(), SpecialiseError> {
+    let (m, mg) = (gen.m, gen.mg.as_str());
     if bodies.is_empty() {
         return Ok(());
     }
@@ -941,8 +1313,7 @@ fn emit_obstacle_tests(
     // Every body of a group is on the same frame.
     let tag = bodies[0];
     if tree.bound.is_some() {
-        let frame = frame_name(m.bodies[tag].frame);
-        tree.declare(o, &frame, tag, &mut 0)?;
+        tree.declare(o, gen, m.bodies[tag].frame, tag, &mut 0)?;
         let sweeps: Vec<String> = bodies.iter().map(|b| format!("e{b}")).collect();
         let mut e = sweeps[0].clone();
         for s in &sweeps[1..] {
@@ -955,17 +1326,21 @@ fn emit_obstacle_tests(
     o.line("if (o.kind == GMP_NONE) continue;");
     let flags: Vec<String> = bodies.iter().map(|b| format!("n{b} = false")).collect();
     o.line(format!("bool {};", flags.join(", ")));
-    for (k, (cond, func)) in [
+    let mut kinds = vec![
         ("o.kind == GMP_BOX", "gmp_near_box"),
         ("o.kind == GMP_CYLINDER", "gmp_near_cylinder"),
         (
             "o.kind == GMP_SPHERE || o.kind == GMP_MESH",
             "gmp_near_ball",
         ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    ];
+    if gen.fold {
+        // Rotations about z (the same branch for every thread: one obstacle at a time).
+        o.line("const bool zr = gmp_obstacle_zrot(o);");
+        kinds.insert(0, ("o.kind == GMP_BOX && zr", "gmp_near_box_z"));
+        kinds.insert(2, ("o.kind == GMP_CYLINDER && zr", "gmp_near_cylinder_z"));
+    }
+    for (k, (cond, func)) in kinds.into_iter().enumerate() {
         if k == 0 {
             o.open(format!("if ({cond}) {{"));
         } else {
@@ -1156,6 +1531,43 @@ mod tests {
                     "{layout:?} body {bi}"
                 );
             }
+        }
+    }
+
+    /// The folded builds emit every body and pair too, guard the joint values, dispatch
+    /// rotations about z, and multiply less: the arm's z-axis joints and zero offsets fold.
+    #[test]
+    fn folded_layouts_emit_everything_with_fewer_products() {
+        let m = arm();
+        for (plain, folded) in [
+            (Layout::Inline, Layout::InlineFold),
+            (Layout::Grouped, Layout::GroupedFold),
+        ] {
+            assert_eq!(folded.base(), plain);
+            assert!(folded.folds() && !plain.folds());
+            assert_eq!(Layout::parse(folded.name()), Some(folded));
+            let p = generate_with(&m, plain).expect("plain");
+            let f = generate_with(&m, folded).expect("folded");
+            assert_eq!(
+                p.generated.matches("// pair ").count(),
+                f.generated.matches("// pair ").count()
+            );
+            assert!(f.generated.contains("<= 1e4f"), "joint-value guard");
+            assert!(f.generated.contains("gmp_frames_valid(m, frs"), "fallback");
+            assert!(f.generated.contains("gmp_near_box_z"));
+            assert!(!f.generated.contains("gmp_joint_frame"));
+            // Products written out in the folded forward kinematics vs the calls' products
+            // (gmp_joint_frame: 18 in axis_angle + 36 in xf_mul; xf_mul: 36 per frame).
+            let fk_products: usize = f
+                .generated
+                .lines()
+                .filter(|l| l.contains("const float _f") && l.contains(" * "))
+                .count();
+            let per_frame_unfolded = 18 + 36 + 36;
+            assert!(
+                fk_products < per_frame_unfolded * m.frames.len(),
+                "{fk_products} products"
+            );
         }
     }
 
