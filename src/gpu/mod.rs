@@ -750,6 +750,23 @@ impl DeviceState {
         times: &mut DevTimes,
         launch: impl FnOnce(&mut DeviceState) -> Result<(), CollisionError>,
     ) -> Result<(), CollisionError> {
+        self.round_with(words, times, launch, |s, st| {
+            let src = s.out.slice(0..outs);
+            let dst = &mut s.out_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
+            st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))
+        })
+    }
+
+    /// One timed round on the state's stream: copies `staging[..words]` in, `launch` enqueues
+    /// its kernel, `fetch` enqueues the copy of its results back; then waits and adds the
+    /// copy and kernel times (CUDA events) to `times`.
+    fn round_with(
+        &mut self,
+        words: usize,
+        times: &mut DevTimes,
+        launch: impl FnOnce(&mut DeviceState) -> Result<(), CollisionError>,
+        fetch: impl FnOnce(&mut DeviceState, &Arc<CudaStream>) -> Result<(), CollisionError>,
+    ) -> Result<(), CollisionError> {
         let st = self.stream.clone();
         self.events[0].record(&st).map_err(drv("event"))?;
         {
@@ -761,11 +778,7 @@ impl DeviceState {
         self.events[1].record(&st).map_err(drv("event"))?;
         launch(self)?;
         self.events[2].record(&st).map_err(drv("event"))?;
-        {
-            let src = self.out.slice(0..outs);
-            let dst = &mut self.out_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
-            st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))?;
-        }
+        fetch(self, &st)?;
         self.events[3].record(&st).map_err(drv("event"))?;
         st.synchronize().map_err(drv("kernel execution"))?;
         let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
@@ -964,42 +977,23 @@ impl DeviceState {
                     *d = v.to_bits();
                 }
             }
-            let st = self.stream.clone();
-            self.events[0].record(&st).map_err(drv("event"))?;
-            {
-                let src = &self.staging.as_slice().map_err(drv("pinned buffer"))?[..words];
-                let mut dst = self.input.slice_mut(0..words);
-                st.memcpy_htod(src, &mut dst)
-                    .map_err(drv("copy to device"))?;
-            }
-            self.events[1].record(&st).map_err(drv("event"))?;
-            {
-                let input = self.input.slice(0..words);
-                let cn32 = cn as u32;
-                let mut b = st.launch_builder(&func);
-                b.arg(&self.args)
-                    .arg(&input)
-                    .arg(&cn32)
-                    .arg(&mut self.fk_out);
-                unsafe { b.launch(launch_cfg(cn)) }.map_err(drv("launching fk_frames"))?;
-            }
-            self.events[2].record(&st).map_err(drv("event"))?;
-            {
-                let src = self.fk_out.slice(0..outs);
-                let dst = &mut self.fk_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
-                st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))?;
-            }
-            self.events[3].record(&st).map_err(drv("event"))?;
-            st.synchronize().map_err(drv("fk_frames execution"))?;
-            let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
-                Ok(self.events[a]
-                    .elapsed_ms(&self.events[b])
-                    .map_err(drv("event timing"))? as f64)
-            };
-            times.htod += el(0, 1)?;
-            times.kernel += el(1, 2)?;
-            times.dtoh += el(2, 3)?;
-            times.launches += 1;
+            self.round_with(
+                words,
+                times,
+                |s| {
+                    let input = s.input.slice(0..words);
+                    let cn32 = cn as u32;
+                    let mut b = s.stream.launch_builder(&func);
+                    b.arg(&s.args).arg(&input).arg(&cn32).arg(&mut s.fk_out);
+                    unsafe { b.launch(launch_cfg(cn)) }.map_err(drv("launching fk_frames"))?;
+                    Ok(())
+                },
+                |s, st| {
+                    let src = s.fk_out.slice(0..outs);
+                    let dst = &mut s.fk_host.as_mut_slice().map_err(drv("pinned buffer"))?[..outs];
+                    st.memcpy_dtoh(&src, dst).map_err(drv("copy to host"))
+                },
+            )?;
             let host = self.fk_host.as_slice().map_err(drv("pinned buffer"))?;
             for (o, w) in out[start * nf..(start + cn) * nf]
                 .iter_mut()
