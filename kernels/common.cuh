@@ -561,24 +561,32 @@ __device__ __forceinline__ Xf gmp_obstacle_pose(const GmpObstacle& o) {
     return x;
 }
 
-// sphere_near_obstacle, box arm
-__device__ __forceinline__ bool gmp_near_box(const V3& c, float r, const GmpObstacle& o, float margin) {
+// The box test on the centre in the box's frame (q): its distance to the box within r + margin.
+__device__ __forceinline__ bool gmp_box_local_near(const V3& q, float r, const GmpObstacle& o, float margin) {
     float reach = r + margin;
-    V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
     float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
     float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
     float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
     return ex * ex + ey * ey + ez * ez <= reach * reach;
 }
 
-// sphere_near_obstacle, cylinder arm
-__device__ __forceinline__ bool gmp_near_cylinder(const V3& c, float r, const GmpObstacle& o, float margin) {
+// sphere_near_obstacle, box arm
+__device__ __forceinline__ bool gmp_near_box(const V3& c, float r, const GmpObstacle& o, float margin) {
+    return gmp_box_local_near(xf_apply_inv(gmp_obstacle_pose(o), c), r, o, margin);
+}
+
+// The cylinder test on the centre in the cylinder's frame (q).
+__device__ __forceinline__ bool gmp_cylinder_local_near(const V3& q, float r, const GmpObstacle& o, float margin) {
     float reach = r + margin;
-    V3 q = xf_apply_inv(gmp_obstacle_pose(o), c);
     float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
     float er = fmaxf(rad - o.params[0], 0.0f);
     float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
     return er * er + ez * ez <= reach * reach;
+}
+
+// sphere_near_obstacle, cylinder arm
+__device__ __forceinline__ bool gmp_near_cylinder(const V3& c, float r, const GmpObstacle& o, float margin) {
+    return gmp_cylinder_local_near(xf_apply_inv(gmp_obstacle_pose(o), c), r, o, margin);
 }
 
 // The robot-specialised kernels' folded builds (src/gpu/specialise.rs, Layout::folds) only:
@@ -603,22 +611,12 @@ __device__ __forceinline__ V3 gmp_apply_inv_z(const GmpObstacle& o, const V3& c)
 
 // gmp_near_box for a rotation about z.
 __device__ __forceinline__ bool gmp_near_box_z(const V3& c, float r, const GmpObstacle& o, float margin) {
-    float reach = r + margin;
-    V3 q = gmp_apply_inv_z(o, c);
-    float ex = fmaxf(fabsf(q.x[0]) - o.params[0], 0.0f);
-    float ey = fmaxf(fabsf(q.x[1]) - o.params[1], 0.0f);
-    float ez = fmaxf(fabsf(q.x[2]) - o.params[2], 0.0f);
-    return ex * ex + ey * ey + ez * ez <= reach * reach;
+    return gmp_box_local_near(gmp_apply_inv_z(o, c), r, o, margin);
 }
 
 // gmp_near_cylinder for a rotation about z.
 __device__ __forceinline__ bool gmp_near_cylinder_z(const V3& c, float r, const GmpObstacle& o, float margin) {
-    float reach = r + margin;
-    V3 q = gmp_apply_inv_z(o, c);
-    float rad = sqrtf(q.x[0] * q.x[0] + q.x[1] * q.x[1]);
-    float er = fmaxf(rad - o.params[0], 0.0f);
-    float ez = fmaxf(fabsf(q.x[2]) - o.params[1], 0.0f);
-    return er * er + ez * ez <= reach * reach;
+    return gmp_cylinder_local_near(gmp_apply_inv_z(o, c), r, o, margin);
 }
 
 // sphere_near_obstacle, sphere and mesh arm (bounding sphere of the obstacle)
