@@ -15,7 +15,7 @@
 pub mod dynamic_roadmap;
 pub mod prm;
 mod rrt;
-mod rrt_connect;
+pub mod rrt_connect;
 
 use std::fmt;
 use std::str::FromStr;
@@ -120,6 +120,13 @@ pub struct PlanRequest {
     pub range: Option<f64>,
     /// Probability that an RRT / RRT* sample is the goal.
     pub goal_bias: f64,
+    /// RRT-Connect: dynamic domain sampling (a sample farther from its nearest vertex than
+    /// that vertex's radius, bounded once an extension from it has failed, is dropped
+    /// unchecked; see the `rrt_connect` module). On by default, as in VAMP.
+    pub dynamic_domain: bool,
+    /// RRT-Connect: a tree less than half the size of the other is extended again, while it
+    /// grows, instead of the trees strictly taking turns. On by default (VAMP balances too).
+    pub balance_trees: bool,
     /// Neighbours per PRM vertex; `None` = the PRM* rule `ceil(e (1 + 1/d) ln n)`, capped at
     /// [`prm::MAX_NEIGHBORS`].
     pub prm_neighbors: Option<usize>,
@@ -135,7 +142,7 @@ pub struct PlanRequest {
 
 impl PlanRequest {
     /// A request with default options: 5 s, seed 0, resolution 0.02, batches of 64,
-    /// goal bias 0.05, 20 shortcut rounds, full velocity and acceleration limits, 20 ms samples.
+    /// goal bias 0.05, dynamic domain and tree balance on (RRT-Connect), 20 shortcut rounds, full velocity and acceleration limits, 20 ms samples.
     pub fn new(start: Vec<f64>, goal: Vec<f64>, planner: PlannerId) -> Self {
         Self {
             start,
@@ -149,6 +156,8 @@ impl PlanRequest {
             max_iterations: None,
             range: None,
             goal_bias: 0.05,
+            dynamic_domain: true,
+            balance_trees: true,
             prm_neighbors: None,
             shortcut_rounds: 20,
             vel_scale: 1.0,

@@ -3,21 +3,107 @@
 //! vertex with a second check that holds, for each new vertex, the whole chain of
 //! `range`-long steps from the other tree's nearest vertex. The valid prefix of each chain is
 //! added to the other tree (what the greedy CONNECT step would have built); a fully valid
-//! chain joins the trees. The trees then swap roles. On the CPU backend the chains' motions
-//! are checked one at a time instead and checking stops where their verdicts stop being read
-//! (after a chain's first invalid motion, after the joining chain): the same result for less
-//! work.
+//! chain joins the trees. On the CPU backend the chains' motions are checked one at a time
+//! instead and checking stops where their verdicts stop being read (after a chain's first
+//! invalid motion, after the joining chain): the same result for less work.
+//!
+//! Three additions of VAMP's RRT-Connect (Thomason et al. 2024), each of which matters in
+//! narrow spaces such as the MotionBenchMaker shelves:
+//!
+//! - The straight motion from start to goal is tried first (one check).
+//! - Dynamic domain sampling (Yershova et al. 2005, [`PlanRequest::dynamic_domain`]): every
+//!   vertex has a radius, unbounded until an extension from it fails, then
+//!   [`DD_RADIUS_FACTOR`] times the range, shrinking by [`DD_ALPHA`] per further failure down
+//!   to [`DD_MIN_RADIUS_FACTOR`] times the range and growing by it per success. A sample
+//!   farther from its nearest vertex than that vertex's radius is dropped unchecked, so
+//!   vertices against obstacles stop drawing the samples of the whole space towards them.
+//! - Tree balance ([`PlanRequest::balance_trees`]): the trees take turns, except that a tree
+//!   less than half the size of the other is extended again as long as it grows. (VAMP
+//!   extends the smaller tree even when it does not grow; a start in a tight spot then gets
+//!   every iteration and the goal tree none.)
+//!
+//! [`PlanRequest::dynamic_domain`]: crate::planners::PlanRequest::dynamic_domain
+//! [`PlanRequest::balance_trees`]: crate::planners::PlanRequest::balance_trees
 
 use crate::collision::{Backend, Checker, ConfigBatch, MotionBatch};
 use crate::planners::rrt::Tree;
 use crate::planners::{Context, PlanError, RawSolution};
+use crate::robot::JointSpace;
+
+/// Dynamic-domain radius a vertex gets at its first failed extension, in units of the range
+/// (VAMP: radius 4 at range 2).
+pub const DD_RADIUS_FACTOR: f64 = 2.0;
+/// Smallest dynamic-domain radius, in units of the range (VAMP: 1 at range 2).
+pub const DD_MIN_RADIUS_FACTOR: f64 = 0.5;
+/// Relative change of a bounded dynamic-domain radius per extension (VAMP's alpha).
+pub const DD_ALPHA: f64 = 1e-4;
+
+/// A tree with the dynamic-domain radius of each vertex.
+struct DomainTree {
+    tree: Tree,
+    radius: Vec<f64>,
+}
+
+impl DomainTree {
+    fn new(space: &JointSpace, root: &[f64]) -> Result<Self, PlanError> {
+        Ok(Self {
+            tree: Tree::new(space, root)?,
+            radius: vec![f64::INFINITY],
+        })
+    }
+
+    fn push(&mut self, q: &[f64], parent: usize, cost: f64) -> Result<usize, PlanError> {
+        let v = self.tree.push(q, parent, cost)?;
+        self.radius.push(f64::INFINITY);
+        Ok(v)
+    }
+
+    /// An extension from `v` failed: bound or shrink its radius.
+    fn failed(&mut self, v: usize, range: f64) {
+        if let Some(r) = self.radius.get_mut(v) {
+            *r = if r.is_finite() {
+                (*r * (1.0 - DD_ALPHA)).max(DD_MIN_RADIUS_FACTOR * range)
+            } else {
+                DD_RADIUS_FACTOR * range
+            };
+        }
+    }
+
+    /// An extension from `v` succeeded: grow its radius when bounded.
+    fn extended(&mut self, v: usize) {
+        if let Some(r) = self.radius.get_mut(v) {
+            if r.is_finite() {
+                *r *= 1.0 + DD_ALPHA;
+            }
+        }
+    }
+}
 
 pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError> {
     let space = ctx.space.clone();
     let dof = space.dof();
     let range = ctx.range();
-    let mut a = Tree::new(&space, &ctx.req.start)?;
-    let mut b = Tree::new(&space, &ctx.req.goal)?;
+    let dynamic_domain = ctx.req.dynamic_domain;
+    // The straight motion first: many problems need no tree at all.
+    let mut direct = MotionBatch::new(dof);
+    direct.push(&ctx.req.start, &ctx.req.goal)?;
+    let direct_valid = ctx
+        .checker
+        .check_motions(&direct, ctx.req.resolution)?
+        .first()
+        .copied()
+        .unwrap_or(false);
+    if direct_valid {
+        return Ok(RawSolution {
+            path: vec![ctx.req.start.clone(), ctx.req.goal.clone()],
+            iterations: 0,
+            vertices: 2,
+            edges: 1,
+            cost_over_time: Vec::new(),
+        });
+    }
+    let mut a = DomainTree::new(&space, &ctx.req.start)?;
+    let mut b = DomainTree::new(&space, &ctx.req.goal)?;
     let mut a_is_start = true;
     let mut iterations = 0;
     while !ctx.must_stop(iterations) {
@@ -27,24 +113,40 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         let mut proposals = Vec::new();
         for _ in 0..ctx.req.batch_size {
             let target = ctx.sample();
-            let Some(nearest) = a.nn.nearest(&target)? else {
+            let Some(nearest) = a.tree.nn.nearest(&target)? else {
                 continue;
             };
-            let new = ctx.steer(a.q(nearest.id), &target, range);
-            if space.distance(a.q(nearest.id), &new) <= 0.0 {
+            if dynamic_domain
+                && a.radius
+                    .get(nearest.id)
+                    .is_some_and(|&r| r < nearest.distance)
+            {
+                continue; // outside the nearest vertex's domain: dropped unchecked
+            }
+            let new = ctx.steer(a.tree.q(nearest.id), &target, range);
+            if space.distance(a.tree.q(nearest.id), &new) <= 0.0 {
                 continue;
             }
-            motions.push(a.q(nearest.id), &new)?;
+            motions.push(a.tree.q(nearest.id), &new)?;
             proposals.push((nearest.id, new));
         }
         let mut added = Vec::new();
         if !motions.is_empty() {
             let verdicts = ctx.checker.check_motions(&motions, ctx.req.resolution)?;
             for (k, (parent, new)) in proposals.into_iter().enumerate() {
-                if !verdicts.get(k).copied().unwrap_or(false) || a.contains(&new)? {
+                if !verdicts.get(k).copied().unwrap_or(false) {
+                    if dynamic_domain {
+                        a.failed(parent, range);
+                    }
                     continue;
                 }
-                let cost = a.cost(parent) + space.distance(a.q(parent), &new);
+                if dynamic_domain {
+                    a.extended(parent);
+                }
+                if a.tree.contains(&new)? {
+                    continue;
+                }
+                let cost = a.tree.cost(parent) + space.distance(a.tree.q(parent), &new);
                 added.push(a.push(&new, parent, cost)?);
             }
         }
@@ -53,11 +155,11 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         // (vertex of a, nearest vertex of b, chain points, index of the chain's first motion)
         let mut plans: Vec<(usize, usize, Vec<Vec<f64>>, usize)> = Vec::new();
         for &v in &added {
-            let target = a.q(v).to_vec();
-            let Some(nearest) = b.nn.nearest(&target)? else {
+            let target = a.tree.q(v).to_vec();
+            let Some(nearest) = b.tree.nn.nearest(&target)? else {
                 continue;
             };
-            let from = b.q(nearest.id).to_vec();
+            let from = b.tree.q(nearest.id).to_vec();
             let d = space.distance(&from, &target);
             let steps = ((d / range).ceil() as usize).max(1);
             let mut points = Vec::with_capacity(steps);
@@ -68,7 +170,12 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
                 if s == steps {
                     p.clone_from(&target);
                 } else {
-                    space.interpolate(b.q(nearest.id), &target, s as f64 / steps as f64, &mut p);
+                    space.interpolate(
+                        b.tree.q(nearest.id),
+                        &target,
+                        s as f64 / steps as f64,
+                        &mut p,
+                    );
                 }
                 chains.push(&prev, &p)?;
                 prev.clone_from(&p);
@@ -113,16 +220,16 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
                     if k + 1 == n {
                         break; // the last point is `v` itself, already in tree `a`
                     }
-                    if b.contains(&p)? {
+                    if b.tree.contains(&p)? {
                         joined = false;
                         break;
                     }
-                    let cost = b.cost(tip) + space.distance(b.q(tip), &p);
+                    let cost = b.tree.cost(tip) + space.distance(b.tree.q(tip), &p);
                     tip = b.push(&p, tip, cost)?;
                 }
                 if joined {
-                    let from_a = a.path_from_root(v);
-                    let mut from_b = b.path_from_root(tip);
+                    let from_a = a.tree.path_from_root(v);
+                    let mut from_b = b.tree.path_from_root(tip);
                     let mut path;
                     if a_is_start {
                         path = from_a;
@@ -134,7 +241,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
                         rest.reverse();
                         path.extend(rest);
                     }
-                    let vertices = a.len() + b.len();
+                    let vertices = a.tree.len() + b.tree.len();
                     return Ok(RawSolution {
                         path,
                         iterations,
@@ -145,8 +252,14 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
                 }
             }
         }
-        std::mem::swap(&mut a, &mut b);
-        a_is_start = !a_is_start;
+        // 3. The trees take turns; with balancing, a tree less than half the size of the
+        // other is extended again while it grows (a tree that gained nothing hands over, so
+        // that a tree stuck in a tight spot does not starve the other one).
+        let keep = ctx.req.balance_trees && !added.is_empty() && 2 * a.tree.len() <= b.tree.len();
+        if !keep {
+            std::mem::swap(&mut a, &mut b);
+            a_is_start = !a_is_start;
+        }
     }
-    Err(ctx.no_path(iterations, a.len() + b.len()))
+    Err(ctx.no_path(iterations, a.tree.len() + b.tree.len()))
 }
