@@ -280,3 +280,62 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     }
     Err(ctx.no_path(iterations, a.tree.len() + b.tree.len()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::robot::JointSpace;
+
+    fn space() -> JointSpace {
+        JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![0.0, 0.0],
+            upper: vec![1.0, 1.0],
+            continuous: vec![false, false],
+            max_velocity: vec![1.0, 1.0],
+            max_acceleration: vec![1.0, 1.0],
+        }
+    }
+
+    #[test]
+    fn domain_radius_is_bounded_at_the_first_failure_then_shrinks_to_its_floor() {
+        let range = 0.3;
+        let mut t = DomainTree::new(&space(), &[0.5, 0.5]).expect("tree");
+        assert!(t.radius[0].is_infinite());
+        t.extended(0);
+        assert!(
+            t.radius[0].is_infinite(),
+            "successes leave an unbounded radius alone"
+        );
+        t.failed(0, range);
+        assert_eq!(t.radius[0], DD_RADIUS_FACTOR * range);
+        t.failed(0, range);
+        assert!(t.radius[0] < DD_RADIUS_FACTOR * range);
+        let shrunk = t.radius[0];
+        t.extended(0);
+        assert!(t.radius[0] > shrunk, "a success grows a bounded radius");
+        for _ in 0..100_000 {
+            t.failed(0, range);
+        }
+        assert_eq!(t.radius[0], DD_MIN_RADIUS_FACTOR * range);
+        let v = t.push(&[0.6, 0.5], 0, 0.1).expect("push");
+        assert!(t.radius[v].is_infinite(), "new vertices start unbounded");
+    }
+
+    #[test]
+    fn a_tree_yields_a_turn_after_every_run_of_failures() {
+        let mut t = DomainTree::new(&space(), &[0.5, 0.5]).expect("tree");
+        for k in 1..=3 * STUCK_AFTER {
+            t.failed(0, 0.3);
+            let yielded = std::mem::take(&mut t.yield_turn);
+            assert_eq!(yielded, k % STUCK_AFTER == 0, "failure {k}");
+        }
+        for _ in 0..STUCK_AFTER - 1 {
+            t.failed(0, 0.3);
+        }
+        t.extended(0);
+        t.failed(0, 0.3);
+        assert!(!t.yield_turn, "a success starts the count again");
+        assert_eq!(t.failed_in_row, 1);
+    }
+}
