@@ -66,7 +66,8 @@ pub struct BenchMbmArgs {
     #[arg(long = "batch-size")]
     pub batch_size: Option<usize>,
     /// Longest RRT-family extension (joint-space distance); default: the planner's
-    /// (`PlanRequest::range` = `None`, 0.2 times the joint-space diagonal).
+    /// (`PlanRequest::range` = `None`: 0.2 times the joint-space diagonal, for RRT-Connect at
+    /// most 1, `planners::default_range`).
     #[arg(long)]
     pub range: Option<f64>,
     /// RRT-Connect without dynamic domain sampling (`PlanRequest::dynamic_domain`).
