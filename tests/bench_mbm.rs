@@ -121,3 +121,46 @@ fn bad_concurrency_and_batch_size_are_refused() {
         assert!(err.contains(args[0]), "{args:?}: {err}");
     }
 }
+
+/// `--indices` picks problems by their number in every selected scene; the report records
+/// the selection and the RRT-Connect options.
+#[test]
+fn indices_select_problems_by_number() {
+    if common::mbm_or_skip("indices_select_problems_by_number").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_gmp"))
+        .args(["bench", "mbm", "--robots", "panda", "--backend", "cpu"])
+        .args(["--scenes", "box,table_pick", "--indices", "5,3"])
+        .args(["--time-limit", "120", "--no-balance", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("gmp runs");
+    assert!(
+        out.status.success(),
+        "gmp bench mbm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read_dir(dir.path())
+        .expect("output folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a JSON report");
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report readable"))
+            .expect("report parses");
+    let mut picked: Vec<(String, u64)> = outcomes(&report["problems"]["panda"])
+        .into_iter()
+        .map(|o| (o.scene, o.index))
+        .collect();
+    picked.sort();
+    let want: Vec<(String, u64)> = [("box", 3), ("box", 5), ("table_pick", 3), ("table_pick", 5)]
+        .iter()
+        .map(|&(s, i)| (s.to_string(), i))
+        .collect();
+    assert_eq!(picked, want);
+    assert_eq!(report["indices"], serde_json::json!([5, 3]));
+    assert_eq!(report["dynamic_domain"], true);
+    assert_eq!(report["balance_trees"], false);
+}

@@ -5,6 +5,7 @@ use std::time::Duration;
 use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::planners::prm::{Prm, RoadmapFileError};
+use gpu_motion_planner::planners::rrt_connect::STUCK_AFTER;
 use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use gpu_motion_planner::trajectory::path_length;
 
@@ -366,4 +367,114 @@ fn start_equal_to_goal_is_a_trivial_plan() {
     let res = plan(&world, &req).unwrap();
     assert_eq!(res.trajectory.points.len(), 1);
     assert_eq!(res.trajectory.points[0].positions, start);
+}
+
+/// RRT-Connect checks the straight motion from start to goal first: where it is free, the
+/// raw path is that motion and no tree is grown; where it is blocked, the trees are grown.
+#[test]
+fn rrt_connect_takes_the_straight_motion_when_it_is_free() {
+    let (world, start, _) = wall_2d();
+    // The wall covers x in [0.45, 0.55], y in [0, 0.7]: this goal is on the start's side.
+    let goal = vec![0.3, 0.9];
+    let req = request(&start, &goal, PlannerId::RrtConnect, 5);
+    let res = plan(&world, &req).expect("plans");
+    assert_eq!(res.raw_path, vec![start.clone(), goal.clone()]);
+    assert_eq!(res.stats.iterations, 0);
+    assert_good(&world, &req, &res);
+
+    let (world, start, goal) = wall_2d();
+    let req = request(&start, &goal, PlannerId::RrtConnect, 5);
+    let res = plan(&world, &req).expect("plans around the wall");
+    assert!(
+        res.raw_path.len() > 2,
+        "the straight motion crosses the wall"
+    );
+    assert!(res.stats.iterations > 0);
+    assert_good(&world, &req, &res);
+}
+
+/// An RRT-Connect request on `enclosed_goal` (unsolvable): one sample per iteration, a fixed
+/// number of iterations, no time limit in play.
+fn enclosed_request(dynamic_domain: bool, balance_trees: bool) -> (BoxWorld, PlanRequest) {
+    let (world, start, goal) = enclosed_goal();
+    let mut req = request(&start, &goal, PlannerId::RrtConnect, 11);
+    req.batch_size = 1;
+    req.max_iterations = Some(4000);
+    req.time_limit = Duration::from_secs(600);
+    req.dynamic_domain = dynamic_domain;
+    req.balance_trees = balance_trees;
+    (world, req)
+}
+
+/// Dynamic domain: once an extension from the enclosed goal fails, samples farther from it
+/// than its radius (here 2 x 0.05) are dropped without a check, so the same iterations check
+/// far fewer motions.
+#[test]
+fn dynamic_domain_drops_samples_outside_the_domain_unchecked() {
+    let mut motions = Vec::new();
+    for dd in [true, false] {
+        let (world, mut req) = enclosed_request(dd, true);
+        req.range = Some(0.05);
+        match plan(&world, &req) {
+            Err(PlanError::NoPath { iterations, .. }) => assert_eq!(iterations, 4000),
+            other => panic!("dynamic domain {dd}: expected NoPath, got {other:?}"),
+        }
+        motions.push(world.calls().3);
+    }
+    assert!(
+        2 * motions[0] < motions[1],
+        "motions checked with dynamic domain {} vs without {}",
+        motions[0],
+        motions[1]
+    );
+}
+
+/// A 2-DOF world whose goal sits in a pocket 0.04 wide (0.028 after the world's margin)
+/// closed on all sides: the goal's tree can hardly grow, every extension out of the pocket
+/// fails.
+fn pocket_goal() -> (BoxWorld, Vec<f64>, Vec<f64>) {
+    let b = |min: [f64; 2], max: [f64; 2]| Aabb {
+        min: min.to_vec(),
+        max: max.to_vec(),
+    };
+    let world = BoxWorld::new(
+        space(2, &[]),
+        vec![
+            b([0.7, 0.7], [0.9, 0.78]),
+            b([0.7, 0.82], [0.9, 0.9]),
+            b([0.7, 0.7], [0.78, 0.9]),
+            b([0.82, 0.7], [0.9, 0.9]),
+        ],
+    );
+    (world, vec![0.2, 0.2], vec![0.8, 0.8])
+}
+
+/// Tree balance extends the smaller tree again, but a tree whose extensions keep failing
+/// (the pocketed goal's) must not starve the other one: the start's tree still grows. (With
+/// a small tree that always keeps the turn, as in VAMP, the start's tree stops at 2 vertices.)
+#[test]
+fn a_stuck_tree_does_not_starve_the_other() {
+    let mut vertices = Vec::new();
+    for (dd, balance) in [(true, true), (false, true), (true, false)] {
+        let (world, start, goal) = pocket_goal();
+        let mut req = request(&start, &goal, PlannerId::RrtConnect, 11);
+        req.batch_size = 1;
+        req.max_iterations = Some(4000);
+        req.time_limit = Duration::from_secs(600);
+        req.dynamic_domain = dd;
+        req.balance_trees = balance;
+        match plan(&world, &req) {
+            Err(PlanError::NoPath { vertices: v, .. }) => vertices.push(v),
+            other => panic!("dd {dd}, balance {balance}: expected NoPath, got {other:?}"),
+        }
+    }
+    // The stuck tree yields one turn per STUCK_AFTER failures in a row; without balance the
+    // trees take turns.
+    let floor = 4000 / (2 * STUCK_AFTER);
+    assert!(
+        vertices[0] >= floor,
+        "dynamic domain and balance: {vertices:?}"
+    );
+    assert!(vertices[1] >= floor, "balance: {vertices:?}");
+    assert!(vertices[2] >= 1000, "no balance: {vertices:?}");
 }

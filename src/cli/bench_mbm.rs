@@ -35,6 +35,10 @@ pub struct BenchMbmArgs {
     /// Problems per scene (the first N; 100 = all).
     #[arg(long, default_value_t = 100)]
     pub problems: usize,
+    /// Only these problem numbers (1-based, as in the file names) of each selected scene;
+    /// `--problems` still caps how many per scene. Empty = all.
+    #[arg(long, value_delimiter = ',')]
+    pub indices: Vec<usize>,
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
     #[arg(long, default_value = "rrt_connect")]
     pub planner: String,
@@ -62,9 +66,16 @@ pub struct BenchMbmArgs {
     #[arg(long = "batch-size")]
     pub batch_size: Option<usize>,
     /// Longest RRT-family extension (joint-space distance); default: the planner's
-    /// (`PlanRequest::range` = `None`, 0.2 times the joint-space diagonal).
+    /// (`PlanRequest::range` = `None`: 0.2 times the joint-space diagonal, for RRT-Connect at
+    /// most 1, `planners::default_range`).
     #[arg(long)]
     pub range: Option<f64>,
+    /// RRT-Connect without dynamic domain sampling (`PlanRequest::dynamic_domain`).
+    #[arg(long = "no-dynamic-domain")]
+    pub no_dynamic_domain: bool,
+    /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).
+    #[arg(long = "no-balance")]
+    pub no_balance: bool,
     /// Also plan the selected problems with this many in flight at once (one checker per
     /// problem; on the CUDA backend each checker has its own stream) and report the wall time
     /// next to the sequential pass.
@@ -380,6 +391,8 @@ fn solve_problem(
         req.resolution = a.resolution;
         req.batch_size = batch_size;
         req.range = a.range;
+        req.dynamic_domain = !a.no_dynamic_domain;
+        req.balance_trees = !a.no_balance;
         req.group = r.group.name.clone();
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
@@ -432,6 +445,9 @@ fn select<'p>(
     let mut out = Vec::new();
     for p in problems {
         if !a.scenes.is_empty() && !a.scenes.contains(&p.scene_name) {
+            continue;
+        }
+        if !a.indices.is_empty() && !a.indices.contains(&p.index) {
             continue;
         }
         let count = per_scene.entry(p.scene_name.clone()).or_default();
@@ -698,7 +714,10 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "threads": a.threads,
         "batch_size": batch_size,
         "range": a.range,
+        "dynamic_domain": !a.no_dynamic_domain,
+        "balance_trees": !a.no_balance,
         "problems_per_scene": a.problems,
+        "indices": a.indices,
         "robots": robots,
         "batched": {
             "supported": false,

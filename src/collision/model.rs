@@ -13,7 +13,8 @@ pub const DEFAULT_MARGIN: f32 = 1e-4;
 /// Which geometry stands for the robot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RobotShapes {
-    /// Convex polytopes of the URDF collision geometry (exact model, the default).
+    /// Convex polytopes of the URDF collision geometry, URDF spheres as exact spheres (the
+    /// default).
     Polytopes,
     /// The spheres of the `_spherized` URDF (VAMP's model).
     Spheres,
@@ -243,6 +244,31 @@ impl CollisionModel {
             RobotShapes::Polytopes => {
                 for b in &robot.bodies {
                     let (frame, off) = link_frame[b.link];
+                    if let crate::robot::BodySource::Sphere { radius } = b.source {
+                        // A URDF sphere is modelled exactly, as the sphere model does: a point
+                        // inflated by the radius. Its polytope (a geodesic polyhedron around it)
+                        // is up to 7.5 % larger, which on the MBM Fetch (head and torso spheres)
+                        // turned configurations whose spheres keep 1 to 7 mm clear into self
+                        // collisions (results/mbm/NOTES.md).
+                        let c = off * (b.origin * nalgebra::Point3::origin());
+                        let c = [c.x as f32, c.y as f32, c.z as f32];
+                        let r = radius as f32;
+                        let start =
+                            push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
+                        m.spheres.push([c[0], c[1], c[2], r]);
+                        m.bodies.push(BodyModel {
+                            frame,
+                            link: b.link as u32,
+                            vert_start: start,
+                            vert_count: 1,
+                            sphere_start: m.spheres.len() as u32 - 1,
+                            sphere_count: 1,
+                            center: c,
+                            radius: r,
+                            inflate: r,
+                        });
+                        continue;
+                    }
                     let poly = b.polytope.transformed(&off);
                     let start = push_polytope(
                         &poly,

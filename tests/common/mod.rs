@@ -3,6 +3,8 @@
 //! an exact test for an independent dense re-check.
 #![allow(dead_code)]
 
+pub mod exact;
+
 use std::f64::consts::PI;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
