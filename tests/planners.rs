@@ -396,7 +396,16 @@ fn rrt_connect_takes_the_straight_motion_when_it_is_free() {
 /// An RRT-Connect request on `enclosed_goal` (unsolvable): one sample per iteration, a fixed
 /// number of iterations, no time limit in play.
 fn enclosed_request(dynamic_domain: bool, balance_trees: bool) -> (BoxWorld, PlanRequest) {
-    let (world, start, goal) = enclosed_goal();
+    one_sample_request(enclosed_goal(), dynamic_domain, balance_trees)
+}
+
+/// An RRT-Connect request on `(world, start, goal)`: one sample per iteration, a fixed number
+/// of iterations, no time limit in play.
+fn one_sample_request(
+    (world, start, goal): (BoxWorld, Vec<f64>, Vec<f64>),
+    dynamic_domain: bool,
+    balance_trees: bool,
+) -> (BoxWorld, PlanRequest) {
     let mut req = request(&start, &goal, PlannerId::RrtConnect, 11);
     req.batch_size = 1;
     req.max_iterations = Some(4000);
@@ -456,13 +465,7 @@ fn pocket_goal() -> (BoxWorld, Vec<f64>, Vec<f64>) {
 fn a_stuck_tree_does_not_starve_the_other() {
     let mut vertices = Vec::new();
     for (dd, balance) in [(true, true), (false, true), (true, false)] {
-        let (world, start, goal) = pocket_goal();
-        let mut req = request(&start, &goal, PlannerId::RrtConnect, 11);
-        req.batch_size = 1;
-        req.max_iterations = Some(4000);
-        req.time_limit = Duration::from_secs(600);
-        req.dynamic_domain = dd;
-        req.balance_trees = balance;
+        let (world, req) = one_sample_request(pocket_goal(), dd, balance);
         match plan(&world, &req) {
             Err(PlanError::NoPath { vertices: v, .. }) => vertices.push(v),
             other => panic!("dd {dd}, balance {balance}: expected NoPath, got {other:?}"),

@@ -157,6 +157,29 @@ fn bounding(verts: &[V3], inflate: f32) -> (V3, f32) {
 }
 
 impl CollisionModel {
+    /// Adds a sphere body on `frame`: a single point (centre `c` in the frame) inflated by the
+    /// radius `r`, with itself as its one covering sphere.
+    fn push_sphere_body(&mut self, frame: i32, link: usize, c: V3, r: f32) {
+        let start = push_point(
+            c,
+            &mut self.verts,
+            &mut self.edge_offsets,
+            &mut self.edge_targets,
+        );
+        self.spheres.push([c[0], c[1], c[2], r]);
+        self.bodies.push(BodyModel {
+            frame,
+            link: link as u32,
+            vert_start: start,
+            vert_count: 1,
+            sphere_start: self.spheres.len() as u32 - 1,
+            sphere_count: 1,
+            center: c,
+            radius: r,
+            inflate: r,
+        });
+    }
+
     /// Compiles the robot for a planning group. `base_state` is the full state that supplies
     /// the joints outside the group.
     pub fn build(
@@ -252,21 +275,7 @@ impl CollisionModel {
                         // collisions (results/mbm/NOTES.md).
                         let c = off * (b.origin * nalgebra::Point3::origin());
                         let c = [c.x as f32, c.y as f32, c.z as f32];
-                        let r = radius as f32;
-                        let start =
-                            push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
-                        m.spheres.push([c[0], c[1], c[2], r]);
-                        m.bodies.push(BodyModel {
-                            frame,
-                            link: b.link as u32,
-                            vert_start: start,
-                            vert_count: 1,
-                            sphere_start: m.spheres.len() as u32 - 1,
-                            sphere_count: 1,
-                            center: c,
-                            radius: r,
-                            inflate: r,
-                        });
+                        m.push_sphere_body(frame, b.link, c, radius as f32);
                         continue;
                     }
                     let poly = b.polytope.transformed(&off);
@@ -310,21 +319,7 @@ impl CollisionModel {
                     let (frame, off) = link_frame[*link];
                     let c = off * s.center;
                     let c = [c.x as f32, c.y as f32, c.z as f32];
-                    let r = s.radius as f32;
-                    let start =
-                        push_point(c, &mut m.verts, &mut m.edge_offsets, &mut m.edge_targets);
-                    m.spheres.push([c[0], c[1], c[2], r]);
-                    m.bodies.push(BodyModel {
-                        frame,
-                        link: *link as u32,
-                        vert_start: start,
-                        vert_count: 1,
-                        sphere_start: m.spheres.len() as u32 - 1,
-                        sphere_count: 1,
-                        center: c,
-                        radius: r,
-                        inflate: r,
-                    });
+                    m.push_sphere_body(frame, *link, c, s.radius as f32);
                 }
             }
         }
