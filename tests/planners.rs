@@ -181,6 +181,14 @@ fn bad_start_and_goal_are_named() {
         plan(&world, &req),
         Err(PlanError::InvalidRequest(_))
     ));
+    for gain in [-0.1, 1.0, f64::NAN] {
+        let mut req = request(&start, &goal, PlannerId::RrtConnect, 0);
+        req.shortcut_min_gain = gain;
+        match plan(&world, &req) {
+            Err(PlanError::InvalidRequest(m)) => assert!(m.contains("shortcut_min_gain"), "{m}"),
+            other => panic!("shortcut_min_gain {gain}: {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -5,8 +5,8 @@ use std::f64::consts::PI;
 use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::trajectory::{
-    path_length, shortcut, time_parameterize, time_parameterize_steps, validate, validate_path,
-    TrajectoryError,
+    path_length, shortcut, shortcut_until, time_parameterize, time_parameterize_steps, validate,
+    validate_path, TrajectoryError,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -229,6 +229,47 @@ fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
         cpu_motions < gpu_motions,
         "{cpu_motions} motions checked one by one, {gpu_motions} batched"
     );
+}
+
+/// `shortcut_until` stops after the first round that gains less than `min_gain`: its result
+/// is `shortcut`'s after some k rounds, k below the cap, round k gained less than the
+/// threshold and every round before it gained at least that much.
+#[test]
+fn shortcut_stops_once_a_round_gains_little() {
+    let (world, start, goal) = wall_2d();
+    let path = vec![
+        start.clone(),
+        vec![0.1, 0.5],
+        vec![0.2, 0.8],
+        vec![0.3, 0.75],
+        vec![0.4, 0.9],
+        vec![0.5, 0.8],
+        vec![0.6, 0.95],
+        vec![0.7, 0.75],
+        vec![0.9, 0.5],
+        goal.clone(),
+    ];
+    let len = |p: &[Vec<f64>]| path_length(&world.space, p);
+    let (cap, min_gain) = (30, 0.01);
+    let mut stopped_early = 0;
+    for seed in 0..5 {
+        let rng = || ChaCha8Rng::seed_from_u64(seed);
+        let until = shortcut_until(&world, &path, RES, &mut rng(), cap, min_gain).unwrap();
+        validate_path(&world, &until, RES).unwrap();
+        let by_rounds: Vec<Vec<Vec<f64>>> = (0..=cap)
+            .map(|k| shortcut(&world, &path, RES, &mut rng(), k).unwrap())
+            .collect();
+        let k = (1..=cap)
+            .find(|&k| {
+                len(&by_rounds[k - 1]) - len(&by_rounds[k]) < min_gain * len(&by_rounds[k - 1])
+            })
+            .unwrap_or(cap);
+        assert_eq!(until, by_rounds[k], "seed {seed}: stops after round {k}");
+        if k < cap {
+            stopped_early += 1;
+        }
+    }
+    assert!(stopped_early > 0, "no run stopped before {cap} rounds");
 }
 
 #[test]

@@ -180,6 +180,20 @@ pub fn shortcut<R: Rng + ?Sized>(
     rng: &mut R,
     rounds: usize,
 ) -> Result<Vec<Vec<f64>>, TrajectoryError> {
+    shortcut_until(checker, path, resolution, rng, rounds, 0.0)
+}
+
+/// [`shortcut`] that also stops after a round that shortened the path by less than
+/// `min_gain` times its length before the round (the later rounds of random shortcutting
+/// cost as much as the first ones for ever smaller gains).
+pub fn shortcut_until<R: Rng + ?Sized>(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+    rng: &mut R,
+    rounds: usize,
+    min_gain: f64,
+) -> Result<Vec<Vec<f64>>, TrajectoryError> {
     let space = checker.space().clone();
     check_waypoints(&space, path)?;
     if !(resolution > 0.0 && resolution.is_finite()) {
@@ -285,6 +299,9 @@ pub fn shortcut<R: Rng + ?Sized>(
             });
         }
         if candidates.is_empty() {
+            if min_gain > 0.0 {
+                break; // no candidate saves enough: a round of no gain
+            }
             continue;
         }
         // Largest saving first, equal savings in draw order; a candidate is taken when all
@@ -359,6 +376,9 @@ pub fn shortcut<R: Rng + ?Sized>(
         }
         next.extend(path[cursor.min(path.len())..].iter().cloned());
         path = dedup(&space, next);
+        if min_gain > 0.0 && total - path_length(&space, &path) < min_gain * total {
+            break;
+        }
     }
     // Drop waypoints that lie on the straight line between their neighbours.
     let mut i = 1;
