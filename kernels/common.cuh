@@ -1,9 +1,9 @@
 // gpu_motion_planner: the device twin of src/collision/detmath.rs, src/collision/gjk.rs and the
 // per-configuration logic of src/collision/cpu.rs. Every function below performs the same f32
-// operations in the same order as its Rust twin (named in the comment above it), with the same
-// literals, so that verdicts agree bit for bit. Build with --fmad=false --prec-div=true
-// --prec-sqrt=true --ftz=false and never with fast math: only + - * /, sqrtf and floorf are used,
-// all correctly rounded on both sides. Do not "simplify" an expression here without changing the
+// operations (f64 in the GJK stall recovery) in the same order as its Rust twin (named in the
+// comment above it), with the same literals, so that verdicts agree bit for bit. Build with
+// --fmad=false --prec-div=true --prec-sqrt=true --ftz=false and never with fast math: only
+// + - * /, sqrtf and floorf are used, all correctly rounded on both sides. Do not "simplify" an expression here without changing the
 // Rust twin in the same way.
 #pragma once
 
@@ -188,6 +188,72 @@ __device__ __forceinline__ bool v3_eq(const V3& a, const V3& b) {
     return a.x[0] == b.x[0] && a.x[1] == b.x[1] && a.x[2] == b.x[2];
 }
 
+// [f64; 3] and the helpers above for it (detmath.rs, generic over Real), for the GJK stall
+// recovery (gmp_separated_finish) only. IEEE double + - * /, never contracted, on both sides.
+struct V3D {
+    double x[3];
+};
+
+__device__ __forceinline__ double gmp_dot(const V3D& a, const V3D& b) {
+    return a.x[0] * b.x[0] + a.x[1] * b.x[1] + a.x[2] * b.x[2];
+}
+
+__device__ __forceinline__ V3D gmp_sub(const V3D& a, const V3D& b) {
+    V3D o;
+    o.x[0] = a.x[0] - b.x[0];
+    o.x[1] = a.x[1] - b.x[1];
+    o.x[2] = a.x[2] - b.x[2];
+    return o;
+}
+
+__device__ __forceinline__ V3D gmp_add(const V3D& a, const V3D& b) {
+    V3D o;
+    o.x[0] = a.x[0] + b.x[0];
+    o.x[1] = a.x[1] + b.x[1];
+    o.x[2] = a.x[2] + b.x[2];
+    return o;
+}
+
+__device__ __forceinline__ V3D gmp_scale(const V3D& a, double s) {
+    V3D o;
+    o.x[0] = a.x[0] * s;
+    o.x[1] = a.x[1] * s;
+    o.x[2] = a.x[2] * s;
+    return o;
+}
+
+__device__ __forceinline__ V3D gmp_cross(const V3D& a, const V3D& b) {
+    V3D o;
+    o.x[0] = a.x[1] * b.x[2] - a.x[2] * b.x[1];
+    o.x[1] = a.x[2] * b.x[0] - a.x[0] * b.x[2];
+    o.x[2] = a.x[0] * b.x[1] - a.x[1] * b.x[0];
+    return o;
+}
+
+__device__ __forceinline__ bool v3_eq(const V3D& a, const V3D& b) {
+    return a.x[0] == b.x[0] && a.x[1] == b.x[1] && a.x[2] == b.x[2];
+}
+
+// The zero vector, for V3 and V3D.
+template <typename V>
+__device__ __forceinline__ V gmp_zero() {
+    V o;
+    o.x[0] = 0;
+    o.x[1] = 0;
+    o.x[2] = 0;
+    return o;
+}
+
+// -a, for V3 and V3D.
+template <typename V>
+__device__ __forceinline__ V gmp_neg(const V& a) {
+    V o;
+    o.x[0] = -a.x[0];
+    o.x[1] = -a.x[1];
+    o.x[2] = -a.x[2];
+    return o;
+}
+
 // std::f32::consts::FRAC_2_PI, written as in the Rust standard library.
 #define GMP_FRAC_2_PI 0.636619772367581343075535053490057448f
 #define GMP_PIO2_HI 1.5703125f
@@ -366,14 +432,18 @@ __device__ __forceinline__ V3 gmp_support(const GmpShape& s, const V3& d, unsign
     }
 }
 
+// The simplex routines are templates over the scalar T and the vector V: <float, V3> in the
+// iteration, <double, V3D> in the stall recovery (their Rust twins are generic over Real).
+
 // closest_segment
-__device__ __forceinline__ V3 gmp_closest_segment(V3* s, int* n) {
-    V3 a = s[0];
-    V3 b = s[1];
-    V3 ab = gmp_sub(b, a);
-    float denom = gmp_dot(ab, ab);
-    float t = -gmp_dot(a, ab);
-    if (t <= 0.0f) {
+template <typename T, typename V>
+__device__ __forceinline__ V gmp_closest_segment(V* s, int* n) {
+    V a = s[0];
+    V b = s[1];
+    V ab = gmp_sub(b, a);
+    T denom = gmp_dot(ab, ab);
+    T t = -gmp_dot(a, ab);
+    if (t <= T(0)) {
         *n = 1;
         return a;
     }
@@ -386,99 +456,101 @@ __device__ __forceinline__ V3 gmp_closest_segment(V3* s, int* n) {
 }
 
 // closest_triangle (returns false for None)
-__device__ __forceinline__ bool gmp_closest_triangle(V3* s, int* n, V3* out) {
-    V3 a = s[0];
-    V3 b = s[1];
-    V3 c = s[2];
-    V3 ab = gmp_sub(b, a);
-    V3 ac = gmp_sub(c, a);
-    V3 ap = v3(-a.x[0], -a.x[1], -a.x[2]);
-    float d1 = gmp_dot(ab, ap);
-    float d2 = gmp_dot(ac, ap);
-    if (d1 <= 0.0f && d2 <= 0.0f) {
+template <typename T, typename V>
+__device__ __forceinline__ bool gmp_closest_triangle(V* s, int* n, V* out) {
+    V a = s[0];
+    V b = s[1];
+    V c = s[2];
+    V ab = gmp_sub(b, a);
+    V ac = gmp_sub(c, a);
+    V ap = gmp_neg(a);
+    T d1 = gmp_dot(ab, ap);
+    T d2 = gmp_dot(ac, ap);
+    if (d1 <= T(0) && d2 <= T(0)) {
         *n = 1;
         *out = a;
         return true;
     }
-    V3 bp = v3(-b.x[0], -b.x[1], -b.x[2]);
-    float d3 = gmp_dot(ab, bp);
-    float d4 = gmp_dot(ac, bp);
-    if (d3 >= 0.0f && d4 <= d3) {
+    V bp = gmp_neg(b);
+    T d3 = gmp_dot(ab, bp);
+    T d4 = gmp_dot(ac, bp);
+    if (d3 >= T(0) && d4 <= d3) {
         s[0] = b;
         *n = 1;
         *out = b;
         return true;
     }
-    float vc = d1 * d4 - d3 * d2;
-    if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) {
-        float v = d1 / (d1 - d3);
+    T vc = d1 * d4 - d3 * d2;
+    if (vc <= T(0) && d1 >= T(0) && d3 <= T(0)) {
+        T v = d1 / (d1 - d3);
         *n = 2;
         *out = gmp_add(a, gmp_scale(ab, v));
         return true;
     }
-    V3 cp = v3(-c.x[0], -c.x[1], -c.x[2]);
-    float d5 = gmp_dot(ab, cp);
-    float d6 = gmp_dot(ac, cp);
-    if (d6 >= 0.0f && d5 <= d6) {
+    V cp = gmp_neg(c);
+    T d5 = gmp_dot(ab, cp);
+    T d6 = gmp_dot(ac, cp);
+    if (d6 >= T(0) && d5 <= d6) {
         s[0] = c;
         *n = 1;
         *out = c;
         return true;
     }
-    float vb = d5 * d2 - d1 * d6;
-    if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) {
-        float w = d2 / (d2 - d6);
+    T vb = d5 * d2 - d1 * d6;
+    if (vb <= T(0) && d2 >= T(0) && d6 <= T(0)) {
+        T w = d2 / (d2 - d6);
         s[1] = c;
         *n = 2;
         *out = gmp_add(a, gmp_scale(ac, w));
         return true;
     }
-    float va = d3 * d6 - d5 * d4;
-    if (va <= 0.0f && (d4 - d3) >= 0.0f && (d5 - d6) >= 0.0f) {
-        float w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    T va = d3 * d6 - d5 * d4;
+    if (va <= T(0) && (d4 - d3) >= T(0) && (d5 - d6) >= T(0)) {
+        T w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
         s[0] = b;
         s[1] = c;
         *n = 2;
         *out = gmp_add(b, gmp_scale(gmp_sub(c, b), w));
         return true;
     }
-    float sum = va + vb + vc;
-    if (isnan(sum) || sum <= 0.0f) return false;
-    float v = vb / sum;
-    float w = vc / sum;
+    T sum = va + vb + vc;
+    if (isnan(sum) || sum <= T(0)) return false;
+    T v = vb / sum;
+    T w = vc / sum;
     *out = gmp_add(gmp_add(a, gmp_scale(ab, v)), gmp_scale(ac, w));
     return true;
 }
 
-// closest_tetrahedron (returns false for None)
-__device__ __forceinline__ bool gmp_closest_tetrahedron(V3* s, int* n, V3* out) {
+// closest_tetrahedron (returns false for None; with flat, every face is a candidate)
+template <typename T, typename V>
+__device__ __forceinline__ bool gmp_closest_tetrahedron(V* s, int* n, V* out, bool flat) {
     // Faces as (three vertex indices, opposite vertex), in the Rust order.
     const int faces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
     bool have_best = false;
-    float best_d = 0.0f;
-    V3 best_t[3];
+    T best_d = T(0);
+    V best_t[3];
     int best_n = 0;
-    V3 best_p = v3(0.0f, 0.0f, 0.0f);
+    V best_p = gmp_zero<V>();
     bool outside_any = false;
 #pragma unroll
     for (int fi = 0; fi < 4; fi++) {
-        V3 a = s[faces[fi][0]];
-        V3 b = s[faces[fi][1]];
-        V3 c = s[faces[fi][2]];
-        V3 d = s[faces[fi][3]];
-        V3 nrm = gmp_cross(gmp_sub(b, a), gmp_sub(c, a));
-        float side_o = -gmp_dot(a, nrm);
-        float side_d = gmp_dot(gmp_sub(d, a), nrm);
-        if (side_o * side_d < 0.0f) {
+        V a = s[faces[fi][0]];
+        V b = s[faces[fi][1]];
+        V c = s[faces[fi][2]];
+        V d = s[faces[fi][3]];
+        V nrm = gmp_cross(gmp_sub(b, a), gmp_sub(c, a));
+        T side_o = -gmp_dot(a, nrm);
+        T side_d = gmp_dot(gmp_sub(d, a), nrm);
+        if (flat || side_o * side_d < T(0)) {
             outside_any = true;
-            V3 t[3];
+            V t[3];
             t[0] = a;
             t[1] = b;
             t[2] = c;
             int tn = 3;
-            V3 p;
-            if (!gmp_closest_triangle(t, &tn, &p)) return false;
-            float dd = gmp_dot(p, p);
+            V p;
+            if (!gmp_closest_triangle<T, V>(t, &tn, &p)) return false;
+            T dd = gmp_dot(p, p);
             bool better = !have_best || dd < best_d;
             if (better) {
                 have_best = true;
@@ -496,27 +568,81 @@ __device__ __forceinline__ bool gmp_closest_tetrahedron(V3* s, int* n, V3* out) 
     s[0] = best_t[0];
     s[1] = best_t[1];
     s[2] = best_t[2];
-    s[3] = v3(0.0f, 0.0f, 0.0f);
+    s[3] = gmp_zero<V>();
     *n = best_n;
     *out = best_p;
     return true;
 }
 
 // closest_on_simplex
-__device__ __forceinline__ bool gmp_closest_on_simplex(V3* s, int* n, V3* out) {
+template <typename T, typename V>
+__device__ __forceinline__ bool gmp_closest_on_simplex(V* s, int* n, V* out) {
     if (*n == 1) {
         *out = s[0];
         return true;
     } else if (*n == 2) {
-        *out = gmp_closest_segment(s, n);
+        *out = gmp_closest_segment<T, V>(s, n);
         return true;
     } else if (*n == 3) {
-        return gmp_closest_triangle(s, n, out);
+        return gmp_closest_triangle<T, V>(s, n, out);
     }
-    return gmp_closest_tetrahedron(s, n, out);
+    return gmp_closest_tetrahedron<T, V>(s, n, out, false);
 }
 
-// separated
+// is_flat
+__device__ __forceinline__ bool gmp_is_flat(const V3D* t) {
+    V3D ab = gmp_sub(t[1], t[0]);
+    V3D ac = gmp_sub(t[2], t[0]);
+    V3D ad = gmp_sub(t[3], t[0]);
+    double vol6 = gmp_dot(gmp_cross(ab, ac), ad);
+    return vol6 * vol6 <= 1e-18 * (gmp_dot(ab, ab) * gmp_dot(ac, ac) * gmp_dot(ad, ad));
+}
+
+// Most extra iterations after a stall (gjk.rs, RECOVERY_ITERATIONS).
+#define GMP_RECOVERY_ITERATIONS 16
+
+// separated_finish: the stall recovery, the simplex in double. Out of line, so that
+// gmp_separated keeps the registers of the f32 iteration.
+__device__ __noinline__ bool gmp_separated_finish(const GmpShape& a, const GmpShape& b, float m2,
+                                                  const V3* s, int n, unsigned* ca, unsigned* cb) {
+    V3D t[4];
+    for (int k = 0; k < 4; k++) t[k] = gmp_zero<V3D>();
+    for (int k = 0; k < n; k++) {
+        t[k].x[0] = (double)s[k].x[0];
+        t[k].x[1] = (double)s[k].x[1];
+        t[k].x[2] = (double)s[k].x[2];
+    }
+    double m2d = (double)m2;
+    for (int it = 0; it < GMP_RECOVERY_ITERATIONS; it++) {
+        V3D vd;
+        if (!gmp_closest_on_simplex<double, V3D>(t, &n, &vd)) {
+            if (!(n == 4 && gmp_is_flat(t))) return false;
+            if (!gmp_closest_tetrahedron<double, V3D>(t, &n, &vd, true)) return false;
+        }
+        double vvd = gmp_dot(vd, vd);
+        if (isnan(vvd) || vvd <= m2d) return false;
+        V3 v = v3((float)vd.x[0], (float)vd.x[1], (float)vd.x[2]);
+        float vv = gmp_dot(v, v);
+        V3 nv = v3(-v.x[0], -v.x[1], -v.x[2]);
+        V3 w = gmp_sub(gmp_support(a, nv, ca), gmp_support(b, v, cb));
+        float vw = gmp_dot(v, w);
+        if (vw > 0.0f && vw * vw > m2 * vv) return true;
+        V3D wd;
+        wd.x[0] = (double)w.x[0];
+        wd.x[1] = (double)w.x[1];
+        wd.x[2] = (double)w.x[2];
+        double vwd = gmp_dot(vd, wd);
+        if (vvd - vwd <= vvd * 1e-6) return false;
+        for (int k = 0; k < n; k++) {
+            if (v3_eq(t[k], wd)) return false;
+        }
+        t[n] = wd;
+        n += 1;
+    }
+    return false;
+}
+
+// separated (its stall exits go to gmp_separated_finish)
 __device__ __noinline__ bool gmp_separated(const GmpShape& a, const GmpShape& b, float margin, V3 dir,
                                            unsigned* ca, unsigned* cb) {
     V3 d0 = gmp_dot(dir, dir) > 0.0f ? dir : v3(1.0f, 0.0f, 0.0f);
@@ -536,17 +662,20 @@ __device__ __noinline__ bool gmp_separated(const GmpShape& a, const GmpShape& b,
         V3 w = gmp_sub(gmp_support(a, nv, ca), gmp_support(b, v, cb));
         float vw = gmp_dot(v, w);
         if (vw > 0.0f && vw * vw > m2 * vv) return true;
-        if (vv - vw <= vv * 1e-6f) return false;
+        bool stalled = vv - vw <= vv * 1e-6f;
         for (int k = 0; k < n; k++) {
-            if (v3_eq(s[k], w)) return false;
+            if (v3_eq(s[k], w)) stalled = true;
         }
+        if (stalled) return gmp_separated_finish(a, b, m2, s, n, ca, cb);
         s[n] = w;
         n += 1;
         V3 p;
-        if (!gmp_closest_on_simplex(s, &n, &p)) return false;
+        if (!gmp_closest_on_simplex<float, V3>(s, &n, &p)) {
+            return gmp_separated_finish(a, b, m2, s, n, ca, cb);
+        }
         v = p;
     }
-    return false;
+    return gmp_separated_finish(a, b, m2, s, n, ca, cb);
 }
 
 // ---- cpu.rs: sphere_near_obstacle, obstacle_shape, config_valid ----

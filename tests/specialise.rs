@@ -223,22 +223,6 @@ fn specialised_kernels_compile_with_nvrtc() {
     }
 }
 
-/// Stands in for the CUDA keywords so that `common.cuh` and the generated code compile as C++.
-const HOST_PRELUDE: &str = r#"
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <string>
-#include <vector>
-using std::isnan;
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
-#define __restrict__
-"#;
-
 /// Runs every case folder given on the command line after an output tag (inputs written by
 /// `write_case`, outputs `<tag>_<what>` beside them).
 const HOST_MAIN: &str = r#"
@@ -482,7 +466,7 @@ fn build_host_twin(
     tag: &str,
     src: &SpecialisedSource,
 ) -> Result<PathBuf, String> {
-    let mut text = String::from(HOST_PRELUDE);
+    let mut text = String::from(host_twin::PRELUDE);
     text.push_str(kernels::COMMON_CUH);
     text.push('\n');
     text.push_str(&src.generated);

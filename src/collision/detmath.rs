@@ -101,33 +101,68 @@ impl Xf {
     }
 }
 
+/// The scalars the vector helpers below work on: `f32` (everything the kernels share) and
+/// `f64` (the GJK stall recovery in [`super::gjk`], `gmp_separated_finish` in the kernels).
+/// Both are IEEE-754 with correctly rounded `+ - * /`, so each helper gives the same bits as
+/// its kernel twin for either type.
+pub trait Real:
+    Copy
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    /// Zero.
+    const ZERO: Self;
+    /// NaN test.
+    fn is_nan(self) -> bool;
+}
+
+impl Real for f32 {
+    const ZERO: f32 = 0.0;
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+
+impl Real for f64 {
+    const ZERO: f64 = 0.0;
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
 /// `a . b`.
 #[inline(always)]
-pub fn dot(a: &V3, b: &V3) -> f32 {
+pub fn dot<S: Real>(a: &[S; 3], b: &[S; 3]) -> S {
     a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 /// `a - b`.
 #[inline(always)]
-pub fn sub(a: &V3, b: &V3) -> V3 {
+pub fn sub<S: Real>(a: &[S; 3], b: &[S; 3]) -> [S; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
 /// `a + b`.
 #[inline(always)]
-pub fn add(a: &V3, b: &V3) -> V3 {
+pub fn add<S: Real>(a: &[S; 3], b: &[S; 3]) -> [S; 3] {
     [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
 }
 
 /// `a * s`.
 #[inline(always)]
-pub fn scale(a: &V3, s: f32) -> V3 {
+pub fn scale<S: Real>(a: &[S; 3], s: S) -> [S; 3] {
     [a[0] * s, a[1] * s, a[2] * s]
 }
 
 /// `a x b`.
 #[inline(always)]
-pub fn cross(a: &V3, b: &V3) -> V3 {
+pub fn cross<S: Real>(a: &[S; 3], b: &[S; 3]) -> [S; 3] {
     [
         a[1] * b[2] - a[2] * b[1],
         a[2] * b[0] - a[0] * b[2],

@@ -171,6 +171,23 @@ pub mod host_twin {
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
+    /// Stands in for the CUDA keywords so that `common.cuh` (and code generated to go with it)
+    /// compiles as C++; put it first.
+    pub const PRELUDE: &str = r#"
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+using std::isnan;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __restrict__
+"#;
+
     /// The host C++ compiler (`$GMP_CXX`, default `c++`), when it runs.
     pub fn compiler() -> Option<String> {
         let c = std::env::var("GMP_CXX").unwrap_or_else(|_| "c++".into());
