@@ -21,9 +21,17 @@
 #ifndef GMP_DOF
 #define GMP_DOF(m) ((m).dof)
 #endif
+// Launch bounds of the configuration and motion kernels (a specialised unit may set them to cap
+// the registers of its kernels: src/gpu/specialise.rs, Layout::Looped).
+#ifndef GMP_CONFIGS_BOUNDS
+#define GMP_CONFIGS_BOUNDS
+#endif
+#ifndef GMP_MOTIONS_BOUNDS
+#define GMP_MOTIONS_BOUNDS
+#endif
 
 // One thread per configuration. q: n x dof row-major f32.
-extern "C" __global__ void check_configs(const GmpModel m, const float* __restrict__ q, unsigned n,
+extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -58,7 +66,7 @@ extern "C" __global__ void fk_frames(const GmpModel m, const float* __restrict__
 
 // One thread per motion; steps in the CPU's bisection order (order table: for a motion with n
 // segments, order[order_off[n] .. order_off[n] + n + 1] is bisection_order(n)).
-extern "C" __global__ void check_motions_naive(const GmpModel m, const float* __restrict__ start,
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const GmpModel m, const float* __restrict__ start,
                                                const float* __restrict__ diff,
                                                const unsigned* __restrict__ segments, unsigned n_motions,
                                                const unsigned* __restrict__ order_off,
@@ -89,7 +97,7 @@ extern "C" __global__ void check_motions_naive(const GmpModel m, const float* __
 // motions are sorted by length (longest first, `perm`), and rank r covers sorted motions
 // 0 .. count_r where rank_off[r] = sum of count_0 .. count_{r-1} (rank_off has max_rank + 2
 // entries). A per-motion flag stops the remaining items of a motion once one collides.
-extern "C" __global__ void check_motions_balanced(const GmpModel m, const float* __restrict__ start,
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const GmpModel m, const float* __restrict__ start,
                                                   const float* __restrict__ diff,
                                                   const unsigned* __restrict__ segments,
                                                   const unsigned* __restrict__ perm,

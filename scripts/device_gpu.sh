@@ -39,11 +39,11 @@ fi
 
 # The benchmark measures the generic and the robot-specialised kernels side by side, for the
 # polytope and the sphere model, the specialised ones in their default build (the layout the
-# model suits, the compiler's register count) and in the other layout. GMP_BENCH_ARGS adds
+# model suits, the compiler's register count) and in the other layouts. GMP_BENCH_ARGS adds
 # arguments, e.g. GMP_BENCH_ARGS="--spec-builds inline,grouped,inline:96,grouped:96" for register
 # caps too (longer), or "--robots panda" to leave out the planar arm.
 parity_n=1000000; motions_n=100000
-bench_args=(--shapes polytopes,spheres --spec-builds inline,grouped)
+bench_args=(--shapes polytopes,spheres --spec-builds inline,grouped,looped)
 if [ "$mode" = quick ]; then
   parity_n=20000; motions_n=2000; bench_args+=(--quick)
 fi

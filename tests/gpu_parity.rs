@@ -24,8 +24,9 @@
 //! Every comparison runs each CUDA kernel variant on the same batches: the generic table-driven
 //! kernels and the robot-specialised ones (`src/gpu/specialise.rs`), which must be available
 //! (unless `GMP_CUDA_KERNEL=generic`), each with the naive and the balanced motion kernel; the
-//! robot parity tests also run the specialised kernels in their other layouts (inline, grouped and
-//! their constant-folding builds inline-fold, grouped-fold; `GMP_PARITY_LAYOUTS` restricts them).
+//! robot parity tests also run the specialised kernels in their other layouts (inline, grouped,
+//! their constant-folding builds inline-fold, grouped-fold, and looped; `GMP_PARITY_LAYOUTS`
+//! restricts them).
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The robot-specialised collision kernels (`src/gpu/specialise.rs`), without a GPU.
 //!
-//! 1. `specialised_kernels_compile_with_nvrtc`: the generated translation unit of the bundled arm
+//! 1. `specialised_kernels_compile_with_nvrtc`: the generated translation units of the bundled arm
 //!    and of the MotionBenchMaker Panda, UR5 and Fetch (polytope and sphere models) compiles with
 //!    NVRTC, holds the three kernels and no fused multiply-add. Skips without libnvrtc
 //!    (`source scripts/nvrtc_env.sh` provides it).
@@ -12,6 +12,9 @@
 //!    logic everywhere CI runs; `tests/gpu_parity.rs` checks the compiled kernels on the GPU.
 //!    Skips without a C++ compiler (`c++`, or `GMP_CXX`). `GMP_SPEC_HOST_CONFIGS` and
 //!    `GMP_SPEC_HOST_STEPS` scale the batches (default 3000 and 1500 per scene).
+//!
+//! Both run every layout (`Layout::ALL`: inline, grouped, their folded builds, looped);
+//! `GMP_SPEC_TEST_LAYOUTS=looped,grouped` restricts them.
 
 mod common;
 
@@ -179,8 +182,20 @@ fn specialised(r: &Robot, model: &CollisionModel, layout: Layout) -> Specialised
         .unwrap_or_else(|e| panic!("{} ({layout:?}): generation failed: {e}", label(r)))
 }
 
-/// Every layout, the folded ones included.
-const LAYOUTS: [Layout; 4] = Layout::ALL;
+/// Every layout, the folded and looped ones included; `GMP_SPEC_TEST_LAYOUTS` (comma-separated
+/// layout names) restricts both tests to some.
+fn layouts() -> Vec<Layout> {
+    match std::env::var("GMP_SPEC_TEST_LAYOUTS") {
+        Ok(v) if !v.trim().is_empty() => v
+            .split(',')
+            .map(|n| {
+                Layout::parse(n)
+                    .unwrap_or_else(|| panic!("GMP_SPEC_TEST_LAYOUTS: unknown layout '{n}'"))
+            })
+            .collect(),
+        _ => Layout::ALL.to_vec(),
+    }
+}
 
 #[test]
 fn specialised_kernels_compile_with_nvrtc() {
@@ -192,12 +207,15 @@ fn specialised_kernels_compile_with_nvrtc() {
         .iter()
         .flat_map(|r| {
             let model = collision_model(r);
-            LAYOUTS.map(|l| {
-                (
-                    format!("{}/{}", label(r), l.name()),
-                    specialised(r, &model, l),
-                )
-            })
+            layouts()
+                .into_iter()
+                .map(|l| {
+                    (
+                        format!("{}/{}", label(r), l.name()),
+                        specialised(r, &model, l),
+                    )
+                })
+                .collect::<Vec<_>>()
         })
         .collect();
     // NVRTC compiles one translation unit per thread; the units compile side by side.
@@ -503,7 +521,7 @@ fn specialised_source_matches_cpu_on_the_host() {
             let exp = write_case(&cdir, r, &model, scene, &mut rng, n_cfg, n_step);
             cases.push((scene_name.clone(), cdir, exp));
         }
-        for layout in LAYOUTS {
+        for layout in layouts() {
             twins.push((ri, layout, specialised(r, &model, layout)));
         }
         work.push((label(r), rdir, cases));

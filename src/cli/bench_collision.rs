@@ -69,9 +69,10 @@ pub struct BenchCollisionArgs {
     #[arg(long, value_delimiter = ',', default_value = "polytopes")]
     pub shapes: Vec<String>,
     /// More builds of the specialised kernels to measure besides the default one, each
-    /// `LAYOUT[:REGISTERS]` (layout `inline` or `grouped`, optional register cap per thread), one
-    /// more line per size labelled `specialised-<layout>[-r<registers>]`; e.g.
-    /// `grouped,inline:128`.
+    /// `LAYOUT[:REGISTERS]` (layout `inline`, `grouped`, `inline-fold`, `grouped-fold` or
+    /// `looped`, optional register cap per thread, which replaces the looped layout's launch
+    /// bounds), one more line per size labelled `specialised-<layout>[-r<registers>]`; e.g.
+    /// `grouped,inline:128,looped`.
     #[arg(long, value_delimiter = ',')]
     pub spec_builds: Vec<String>,
     /// Largest configuration batch the CPU runs (larger sizes reuse its largest measured rate,
@@ -255,7 +256,7 @@ type GpuRun = (String, usize, KernelVariant);
 fn parse_build(s: &str) -> Result<(Layout, Option<usize>), CliError> {
     let bad = || {
         CliError(format!(
-            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout inline or grouped, registers 16..=255)"
+            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout inline, grouped, inline-fold, grouped-fold or looped; registers 16..=255)"
         ))
     };
     let (layout, regs) = match s.split_once(':') {
@@ -671,6 +672,10 @@ mod tests {
         assert_eq!(
             parse_build("inline:128").unwrap(),
             (Layout::Inline, Some(128))
+        );
+        assert_eq!(
+            parse_build("looped:64").unwrap(),
+            (Layout::Looped, Some(64))
         );
         for bad in ["tiled", "inline:", "inline:8", "grouped:x", "inline:300"] {
             assert!(parse_build(bad).is_err(), "{bad}");

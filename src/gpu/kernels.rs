@@ -186,6 +186,7 @@ using std::isnan;
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __restrict__
+#define __constant__
 "#;
 
     /// The host C++ compiler (`$GMP_CXX`, default `c++`), when it runs.

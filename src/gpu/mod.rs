@@ -145,6 +145,16 @@ fn specialised_module(
     cache
         .entry((ordinal, maxrreg, source.to_string()))
         .or_insert_with(|| {
+            // A register cap replaces the launch bounds a specialised unit may set (see
+            // specialise::REGISTER_CAP_MACRO).
+            let capped;
+            let source = match maxrreg {
+                Some(r) => {
+                    capped = format!("#define {} {r}\n{source}", specialise::REGISTER_CAP_MACRO);
+                    capped.as_str()
+                }
+                None => source,
+            };
             let ptx = kernels::compile_with(source, dm.arch, maxrreg)?;
             dm.ctx.load_module(ptx).map_err(|e| {
                 format!("device {ordinal}: loading the specialised collision module: {e:?}")
@@ -180,8 +190,9 @@ pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
 /// Environment variable capping the registers per thread of the specialised kernels (NVRTC
 /// `--maxrregcount`; unset: the compiler's choice).
 pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
-/// Environment variable choosing the layout of the specialised kernels (`inline` or `grouped`,
-/// see [`specialise::Layout`]; anything else: the layout the model suits).
+/// Environment variable choosing the layout of the specialised kernels (`inline`, `grouped`,
+/// `inline-fold`, `grouped-fold` or `looped`, see [`specialise::Layout`]; anything else: the
+/// layout the model suits).
 pub const LAYOUT_ENV: &str = "GMP_SPEC_LAYOUT";
 
 /// How a [`CudaChecker`] chooses its collision kernels (beyond [`CheckerOptions`]).

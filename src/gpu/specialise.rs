@@ -30,6 +30,10 @@
 //!   loop finds nothing near) and are left out.
 //! - The [`Layout::Grouped`] layout stores the frames and recomputes a world centre in every
 //!   function that needs it: the same expression on the same stored values, so the same bits.
+//! - The [`Layout::Looped`] layout computes every world centre once (the same expression),
+//!   stores it, and runs the tests as loops over tables of the robot's constants (see
+//!   [`emit_looped`]); for sphere models a configuration that needs an out-of-line test goes
+//!   whole to the table-driven twin, the generic kernel's code.
 //!
 //! The broad phase (forward kinematics, every bounding-sphere test) is what the generated code
 //! holds. When a bounding test fires, the rest of that test (covering spheres, then GJK) runs
@@ -45,7 +49,7 @@
 use crate::collision::detmath::V3;
 use crate::collision::model::{BodyModel, CollisionModel};
 
-/// [`Layout::for_model`] picks the grouped layout above this many moving bodies.
+/// [`Layout::for_model`] picks the grouped or looped layout above this many moving bodies.
 pub const GROUPED_ABOVE_BODIES: usize = 32;
 /// Most bodies per function of the [`Layout::Grouped`] layout.
 pub const CHUNK_BODIES: usize = 8;
@@ -102,6 +106,10 @@ pub struct SpecialiseStats {
     pub generated_bytes: usize,
     /// The [`Layout`] generated.
     pub layout: String,
+    /// [`Layout::Looped`]: world centres (bodies, culling bounds) each thread stores.
+    pub slots: usize,
+    /// [`Layout::Looped`]: bytes of the test tables (constant memory when they fit).
+    pub table_bytes: usize,
 }
 
 /// A generated translation unit.
@@ -278,29 +286,41 @@ pub enum Layout {
     InlineFold,
     /// [`Layout::Grouped`] with folded constants (see [`Layout::folds`]).
     GroupedFold,
+    /// Forward kinematics and the world centres unrolled as in [`Layout::Inline`], each centre
+    /// stored in a per-thread array; the obstacle tests and the self-pair tests then run as
+    /// short loops over compact tables of the robot's bodies, culling bounds and pairs (see
+    /// [`emit_looped`]). Far less code than the unrolled layouts (which miss the instruction
+    /// cache on sphere models), few registers, and every world centre computed once.
+    Looped,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 4] = [
+    pub const ALL: [Layout; 5] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
         Layout::GroupedFold,
+        Layout::Looped,
     ];
 
-    /// The layout [`generate`] picks: [`Layout::Grouped`] for models with more than
-    /// [`GROUPED_ABOVE_BODIES`] moving bodies (sphere models: the inline code needs every
-    /// register and spills, by `ptxas -v` for the MBM robots), [`Layout::Inline`] otherwise
-    /// (polytope models: ~110-140 registers inline, and the grouped code is about twice as
-    /// long). A choice from register counts, to be revisited with `gmp bench collision
-    /// --spec-builds inline,grouped` timings.
+    /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
+    /// bodies: [`Layout::Looped`] when every body is one sphere (sphere models, such as the MBM
+    /// robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
+    /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
+    /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
+    /// as long). Looped for sphere models from `gmp bench collision --spec-builds looped` on the
+    /// H100 (results/collision/README.md, 2026-11-21, Panda): configuration kernel 7.0-7.8e8/s
+    /// against grouped's 6.3-6.4e8/s at 1e7 configurations, motions 1.2-1.4x, 4x shorter
+    /// compile (3.9 s against 16.7 s, NVRTC and driver).
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
-        if moving > GROUPED_ABOVE_BODIES {
-            Layout::Grouped
-        } else {
+        if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
+        } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
+            Layout::Looped
+        } else {
+            Layout::Grouped
         }
     }
 
@@ -311,6 +331,7 @@ impl Layout {
             Layout::Grouped => "grouped",
             Layout::InlineFold => "inline-fold",
             Layout::GroupedFold => "grouped-fold",
+            Layout::Looped => "looped",
         }
     }
 
@@ -319,11 +340,13 @@ impl Layout {
         Layout::ALL.into_iter().find(|l| l.name() == s.trim())
     }
 
-    /// The function layout without folding ([`Layout::Inline`] or [`Layout::Grouped`]).
+    /// The function layout without folding ([`Layout::Inline`], [`Layout::Grouped`] or
+    /// [`Layout::Looped`]).
     pub fn base(self) -> Layout {
         match self {
             Layout::Inline | Layout::InlineFold => Layout::Inline,
             Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
+            Layout::Looped => Layout::Looped,
         }
     }
 
@@ -725,6 +748,21 @@ impl Gen<'_> {
         let centre = self.world_point(o, b.frame, &b.center, &|| format!("body {bi} centre"))?;
         o.line(format!("const V3 c{bi} = {centre};"));
         o.line(format!("float e{bi} = 0.0f;"));
+        let terms = self.sweep_terms(bi)?;
+        o.open("if (SWEEP) {");
+        o.line("float a = 0.0f;");
+        for t in terms {
+            o.line(t);
+        }
+        o.line(format!("e{bi} = 0.5f * a;"));
+        o.close("}");
+        Ok(())
+    }
+
+    /// The terms of body `bi`'s sweep sum (twin of `body_sweep`: `a = a + |mult| * step * reach`
+    /// per planning-group frame, in frame order; the sweep is `0.5f * a`).
+    fn sweep_terms(&self, bi: usize) -> Result<Vec<String>, SpecialiseError> {
+        let m = self.m;
         let nf = m.frames.len();
         let mut terms = Vec::new();
         for (f, fr) in m.frames.iter().enumerate() {
@@ -738,14 +776,7 @@ impl Gen<'_> {
                 Lit::f(m.reach[bi * nf + f], || format!("reach of body {bi}"))?
             ));
         }
-        o.open("if (SWEEP) {");
-        o.line("float a = 0.0f;");
-        for t in terms {
-            o.line(t);
-        }
-        o.line(format!("e{bi} = 0.5f * a;"));
-        o.close("}");
-        Ok(())
+        Ok(terms)
     }
 
     /// The obstacle and self-pair tests of one frame group (its bodies and the pairs whose later
@@ -969,85 +1000,89 @@ pub fn generate_with(
     ));
     o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
     o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
-    // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
-    // its later body.
-    let mut chunks: Vec<(usize, Vec<usize>)> = Vec::new();
-    let mut chunk_of = vec![0usize; nb];
-    for (g, bodies) in groups.iter().enumerate() {
-        for part in bodies.chunks(CHUNK_BODIES) {
-            for &b in part {
-                chunk_of[b] = chunks.len();
+    if layout == Layout::Looped {
+        emit_looped(&mut o, &gen, &groups, &pairs_of, &mut stats)?;
+    } else {
+        // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
+        // its later body.
+        let mut chunks: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut chunk_of = vec![0usize; nb];
+        for (g, bodies) in groups.iter().enumerate() {
+            for part in bodies.chunks(CHUNK_BODIES) {
+                for &b in part {
+                    chunk_of[b] = chunks.len();
+                }
+                chunks.push((g, part.to_vec()));
             }
-            chunks.push((g, part.to_vec()));
         }
-    }
-    let mut chunk_pairs: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
-    for (pi, p) in m.self_pairs.iter().enumerate() {
-        chunk_pairs[chunk_of[p[0] as usize].max(chunk_of[p[1] as usize])].push(pi);
-    }
-    let grouped = layout.base() == Layout::Grouped;
-    if grouped {
-        for (c, (_, bodies)) in chunks.iter().enumerate() {
-            o.line("template <bool SWEEP>");
-            o.open(format!(
-                "__device__ __noinline__ bool gmp_spec_chunk{c}(const GmpModel& m, const Xf* fr, const float* diff, unsigned n) {{"
-            ));
+        let mut chunk_pairs: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
+        for (pi, p) in m.self_pairs.iter().enumerate() {
+            chunk_pairs[chunk_of[p[0] as usize].max(chunk_of[p[1] as usize])].push(pi);
+        }
+        let grouped = layout.base() == Layout::Grouped;
+        if grouped {
+            for (c, (_, bodies)) in chunks.iter().enumerate() {
+                o.line("template <bool SWEEP>");
+                o.open(format!(
+                    "__device__ __noinline__ bool gmp_spec_chunk{c}(const GmpModel& m, const Xf* fr, const float* diff, unsigned n) {{"
+                ));
+                o.line("bool hit = false;");
+                gen.emit_steps(&mut o);
+                let mut sc = gen.scope(true);
+                gen.emit_group(&mut o, &mut sc, bodies, &chunk_pairs[c], &mut stats)?;
+                o.line("return !hit;");
+                o.close("}");
+                o.line("");
+            }
+        }
+        o.line("template <bool SWEEP>");
+        o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+        let mut sc = gen.scope(false);
+        if gen.fold {
+            gen.emit_fold_guard(&mut o)?;
+        }
+        if grouped {
+            o.line(format!("Xf fr[{}];", nf.max(1)));
+        } else {
             o.line("bool hit = false;");
             gen.emit_steps(&mut o);
-            let mut sc = gen.scope(true);
-            gen.emit_group(&mut o, &mut sc, bodies, &chunk_pairs[c], &mut stats)?;
-            o.line("return !hit;");
-            o.close("}");
-            o.line("");
         }
-    }
-    o.line("template <bool SWEEP>");
-    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
-    let mut sc = gen.scope(false);
-    if gen.fold {
-        gen.emit_fold_guard(&mut o)?;
-    }
-    if grouped {
-        o.line(format!("Xf fr[{}];", nf.max(1)));
-    } else {
-        o.line("bool hit = false;");
-        gen.emit_steps(&mut o);
-    }
-    for g in 0..=nf {
-        if g > 0 {
-            let k = g - 1;
-            if gen.fold {
-                let parent = match m.frames[k].parent {
-                    p if p >= 0 => gen.frame_syms.get(p as usize),
-                    _ => None,
-                };
-                gen.emit_frame_folded(&mut o, k, parent)?;
-            } else {
-                emit_frame(&mut o, m, k, &|v| gen.var_group(v))?;
+        for g in 0..=nf {
+            if g > 0 {
+                let k = g - 1;
+                if gen.fold {
+                    let parent = match m.frames[k].parent {
+                        p if p >= 0 => gen.frame_syms.get(p as usize),
+                        _ => None,
+                    };
+                    gen.emit_frame_folded(&mut o, k, parent)?;
+                } else {
+                    emit_frame(&mut o, m, k, &|v| gen.var_group(v))?;
+                }
+                if grouped {
+                    o.line(format!("fr[{k}] = F{k};"));
+                }
             }
-            if grouped {
-                o.line(format!("fr[{k}] = F{k};"));
+            if !busy(g) {
+                continue;
             }
-        }
-        if !busy(g) {
-            continue;
-        }
-        match grouped {
-            false => {
-                gen.emit_group(&mut o, &mut sc, &groups[g], &pairs_of[g], &mut stats)?;
-                o.line("if (hit) return false;");
-            }
-            true => {
-                for (c, _) in chunks.iter().enumerate().filter(|(_, (cg, _))| *cg == g) {
-                    o.line(format!(
-                        "if (!gmp_spec_chunk{c}<SWEEP>(m, fr, diff, n)) return false;"
-                    ));
+            match grouped {
+                false => {
+                    gen.emit_group(&mut o, &mut sc, &groups[g], &pairs_of[g], &mut stats)?;
+                    o.line("if (hit) return false;");
+                }
+                true => {
+                    for (c, _) in chunks.iter().enumerate().filter(|(_, (cg, _))| *cg == g) {
+                        o.line(format!(
+                            "if (!gmp_spec_chunk{c}<SWEEP>(m, fr, diff, n)) return false;"
+                        ));
+                    }
                 }
             }
         }
+        o.line("return true;");
+        o.close("}");
     }
-    o.line("return true;");
-    o.close("}");
     o.line("");
     o.line("__device__ __forceinline__ bool gmp_spec_config_valid(const GmpModel& m, const float* q) {");
     o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
@@ -1424,6 +1459,757 @@ fn emit_pair(
     Ok(())
 }
 
+/// Defined (to the cap) before a specialised unit compiled with a register cap
+/// ([`super::CudaOptions::spec_maxrreg`]): the cap then replaces the launch bounds of the
+/// [`Layout::Looped`] kernels.
+pub const REGISTER_CAP_MACRO: &str = "GMP_SPEC_REGISTER_CAP";
+/// [`Layout::Looped`]: blocks per SM the configuration kernel is built for
+/// (`__launch_bounds__(128, 10)`: at most 48 registers per thread, 40 warps per SM). By
+/// `ptxas -v` for the MBM Panda sphere model the loops need 48 registers without spilling, while
+/// the rarely run out-of-line tests (GJK) would take 128 and set the count of the whole kernel.
+pub const LOOPED_CONFIG_BLOCKS: u32 = 10;
+/// [`Layout::Looped`]: blocks per SM the motion kernels are built for (at most 64 registers: the
+/// sweeps make the loops need a few more).
+pub const LOOPED_MOTION_BLOCKS: u32 = 8;
+/// Most per-thread slots (world centres) of a [`Layout::Looped`] kernel.
+pub const MAX_LOOPED_SLOTS: usize = 8192;
+/// [`Layout::Looped`] tables up to this size go to constant memory, larger ones to global memory.
+const LOOPED_CONSTANT_BYTES: usize = 48 * 1024;
+/// [`Layout::Looped`]: self pairs are tested this many at a time, all with one body (groups
+/// padded with rows whose radius is a NaN, which no comparison passes).
+pub const LOOPED_PAIR_GROUP: usize = 4;
+/// The f32 bits of the padding rows' radii (a quiet NaN).
+const LOOPED_PAD_BITS: u32 = 0x7fc0_0000;
+
+/// A culling bound: centre in its frame and padded radius (see [`Cull`]).
+type Bound = (V3, f32);
+
+/// A node of the looped layout's obstacle culling tables: a bound (slot and padded radius, see
+/// [`Cull`]) or none, over a range of the next level's entries.
+struct LoopNode {
+    bound: Option<(usize, f32)>,
+    lo: usize,
+    hi: usize,
+}
+
+/// A group of at most [`LOOPED_PAIR_GROUP`] self pairs of the looped layout between one body
+/// `a` and others (`(pair, other body)`), under a test of `a` against a bound of the others
+/// (slot, radius `r_a + R + margin`) or none.
+struct LoopGroup {
+    a: usize,
+    bound: Option<(usize, f32)>,
+    pairs: Vec<(usize, usize)>,
+}
+
+/// A block of groups of self pairs of the looped layout, under a test of two bounds (slots,
+/// radius sum with the margin) or none.
+struct LoopBlock {
+    bound: Option<(usize, usize, f32)>,
+    groups: Vec<LoopGroup>,
+}
+
+/// `bodies` (one frame's) in runs of at most `per` neighbours along the longest side of their
+/// box (as [`Cull::new`] splits).
+fn neighbour_runs(m: &CollisionModel, bodies: &[usize], per: usize) -> Vec<Vec<usize>> {
+    let (_, _, lo, hi) = bound_of(m, bodies);
+    let axis = (0..3)
+        .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
+        .unwrap_or(0);
+    let mut sorted = bodies.to_vec();
+    sorted.sort_by(|&a, &b| {
+        m.bodies[a].center[axis]
+            .total_cmp(&m.bodies[b].center[axis])
+            .then(a.cmp(&b))
+    });
+    sorted.chunks(per.max(1)).map(<[usize]>::to_vec).collect()
+}
+
+/// Every body under a culling node.
+fn cull_bodies(t: &Cull, out: &mut Vec<usize>) {
+    out.extend(&t.bodies);
+    for p in &t.parts {
+        cull_bodies(p, out);
+    }
+}
+
+/// The slots of the looped layout: slot `i < bodies` is body `i`'s world centre, then the
+/// culling-bound centres (deduplicated by frame and centre).
+struct LoopSlots {
+    bodies: usize,
+    bounds: Vec<(i32, V3)>,
+}
+
+impl LoopSlots {
+    fn bound(&mut self, frame: i32, c: V3) -> usize {
+        let bits = |v: &V3| v.map(f32::to_bits);
+        let i = match self
+            .bounds
+            .iter()
+            .position(|(f, x)| *f == frame && bits(x) == bits(&c))
+        {
+            Some(i) => i,
+            None => {
+                self.bounds.push((frame, c));
+                self.bounds.len() - 1
+            }
+        };
+        self.bodies + i
+    }
+
+    fn count(&self) -> usize {
+        self.bodies + self.bounds.len()
+    }
+}
+
+/// Appends `pairs` (`(other body, own body, pair)`, sorted by the other body) to `blocks` as
+/// groups without a bound, each of at most [`LOOPED_PAIR_GROUP`] pairs with one other body.
+fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)]) {
+    let mut groups: Vec<LoopGroup> = Vec::new();
+    for &(other, own, pi) in pairs {
+        match groups.last_mut() {
+            Some(g) if g.a == other && g.pairs.len() < LOOPED_PAIR_GROUP => g.pairs.push((pi, own)),
+            _ => groups.push(LoopGroup {
+                a: other,
+                bound: None,
+                pairs: vec![(pi, own)],
+            }),
+        }
+    }
+    if groups.is_empty() {
+        return;
+    }
+    match blocks.last_mut() {
+        Some(last) if last.bound.is_none() => last.groups.extend(groups),
+        _ => blocks.push(LoopBlock {
+            bound: None,
+            groups,
+        }),
+    }
+}
+
+/// The [`Layout::Looped`] translation unit's `gmp_spec_valid` and its tables.
+///
+/// 1. Forward kinematics unrolled (the same code as [`Layout::Inline`]); after each frame, the
+///    world centre (and, for motions, the sweep) of every body and culling bound on it, written
+///    once to a per-thread slot array.
+/// 2. For each obstacle (its kind dispatched once), a loop over the culling tables: the bound of
+///    each frame's bodies (the [`Cull`] tree of the inline layout, at most two levels), its
+///    parts, then the bodies; a body whose bounding test fires is a collision (point bodies
+///    against a primitive) or needs the out-of-line covering and exact tests.
+/// 3. A loop over the self-pair blocks: the sphere pairs between two frames under one test of
+///    two bounds (as the inline layout), then groups of [`LOOPED_PAIR_GROUP`] pairs between one
+///    body of the earlier frame and neighbouring bodies of the later one, each group under a
+///    test of that body against the neighbours' bound; the pairs of a group are tested side by
+///    side.
+///
+/// Every test is the expression of the CPU (`frames_valid`) on the same values, as in the
+/// other layouts; the tables hold the robot's constants exactly (hexadecimal literals, or f32
+/// bits), sums of constants computed in f32 in the CPU's order (`(ra + rb) + margin`, and for
+/// configurations, where the CPU adds two zero sweeps, its square; with sweeps, `+ ea + eb` in
+/// the pair's order). Without a sweep a radius is used as is: the CPU's `r + 0.0` equals `r` but
+/// for `r = -0.0`, and every test squares the sum it makes of it. A sphere pair's distance test
+/// does not depend on the sign of `d`; the out-of-line pair test gets the CPU's `d`. The loops
+/// change which tests run and in which order, not a verdict (see the module documentation: a
+/// configuration is free when every test says so), and the culling bounds are the padded
+/// bounds of [`Cull`] (the group bounds: a body's own sphere against a padded bound of the
+/// others, the same triangle inequality).
+fn emit_looped(
+    o: &mut Out,
+    gen: &Gen,
+    groups: &[Vec<usize>],
+    pairs_of: &[Vec<usize>],
+    stats: &mut SpecialiseStats,
+) -> Result<(), SpecialiseError> {
+    let m = gen.m;
+    let nb = m.bodies.len();
+    let nf = m.frames.len();
+    let mg = gen.mg.as_str();
+    let mut slots = LoopSlots {
+        bodies: nb,
+        bounds: Vec::new(),
+    };
+
+    // Obstacle culling: per frame group, its Cull tree (two levels at most, see Cull::new).
+    let (mut tops, mut parts, mut env_bodies) = (Vec::new(), Vec::new(), Vec::<usize>::new());
+    for bodies in groups.iter().filter(|b| !b.is_empty()) {
+        let frame = m.bodies[bodies[0]].frame;
+        let tree = Cull::new(m, bodies);
+        let lo = parts.len();
+        let mut leaves: Vec<(Option<Bound>, Vec<usize>)> = Vec::new();
+        if !tree.bodies.is_empty() {
+            leaves.push((None, tree.bodies.clone()));
+        }
+        for p in &tree.parts {
+            let mut under = Vec::new();
+            cull_bodies(p, &mut under);
+            leaves.push((p.bound, under));
+        }
+        for (bound, under) in leaves {
+            let bound = bound.map(|(c, r)| (slots.bound(frame, c), r));
+            parts.push(LoopNode {
+                bound,
+                lo: env_bodies.len(),
+                hi: env_bodies.len() + under.len(),
+            });
+            env_bodies.extend(under);
+        }
+        let bound = tree.bound.map(|(c, r)| (slots.bound(frame, c), r));
+        tops.push(LoopNode {
+            bound,
+            lo,
+            hi: parts.len(),
+        });
+    }
+    stats.cull_bounds = tops
+        .iter()
+        .chain(&parts)
+        .filter(|n| n.bound.is_some())
+        .count();
+
+    // Self pairs: per frame group, the pairs whose later body it holds, by the other body's
+    // frame (as emit_group).
+    let plain = |pi: usize| {
+        let [a, b] = m.self_pairs[pi];
+        is_plain_sphere(m, &m.bodies[a as usize]) && is_plain_sphere(m, &m.bodies[b as usize])
+    };
+    let mut blocks: Vec<LoopBlock> = Vec::new();
+    for (g, pairs) in pairs_of.iter().enumerate() {
+        let bodies = &groups[g];
+        let mut order: Vec<(i32, usize, usize, usize)> = Vec::new();
+        for &pi in pairs {
+            let [a, b] = m.self_pairs[pi];
+            if covering(m, &m.bodies[a as usize])?.is_empty()
+                || covering(m, &m.bodies[b as usize])?.is_empty()
+            {
+                // The CPU's covering loop finds nothing near: never a collision.
+                stats.skipped_pairs += 1;
+                continue;
+            }
+            if plain(pi) {
+                stats.sphere_pairs += 1;
+            } else {
+                stats.fine_pairs += 1;
+            }
+            let (own, other) = if bodies.contains(&(a as usize)) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            let other = other as usize;
+            order.push((m.bodies[other].frame, other, own as usize, pi));
+        }
+        order.sort_unstable();
+        let mut k = 0;
+        while k < order.len() {
+            let frame = order[k].0;
+            let end = k + order[k..].iter().take_while(|p| p.0 == frame).count();
+            let block = &order[k..end];
+            k = end;
+            let (culled, rest): (Vec<&(i32, usize, usize, usize)>, Vec<_>) =
+                block.iter().partition(|p| plain(p.3));
+            let mut own: Vec<usize> = culled.iter().map(|p| p.2).collect();
+            let mut other: Vec<usize> = culled.iter().map(|p| p.1).collect();
+            own.sort_unstable();
+            own.dedup();
+            other.sort_unstable();
+            other.dedup();
+            if own.is_empty() || culled.len() < PAIR_CULL_MIN {
+                let all: Vec<_> = block.iter().map(|p| (p.1, p.2, p.3)).collect();
+                add_unbounded(&mut blocks, &all);
+                continue;
+            }
+            let own_frame = m.bodies[own[0]].frame;
+            let (cp, rp, _, _) = bound_of(m, &own);
+            let (cq, rq, _, _) = bound_of(m, &other);
+            let pa = slots.bound(own_frame, cp);
+            let pb = slots.bound(frame, cq);
+            stats.cull_pair_bounds += 1;
+            // This group's bodies in runs of neighbours, each run under its own bound, tested
+            // against each body of the other frame.
+            let runs: Vec<(usize, f32, Vec<usize>)> = neighbour_runs(m, &own, LOOPED_PAIR_GROUP)
+                .into_iter()
+                .map(|run| {
+                    let (c, r, _, _) = bound_of(m, &run);
+                    (slots.bound(own_frame, c), r, run)
+                })
+                .collect();
+            let mut block_groups = Vec::new();
+            for &ob in &other {
+                for (cs, cr, run) in &runs {
+                    let pairs: Vec<(usize, usize)> = culled
+                        .iter()
+                        .filter(|p| p.1 == ob && run.contains(&p.2))
+                        .map(|p| (p.3, p.2))
+                        .collect();
+                    if pairs.is_empty() {
+                        continue;
+                    }
+                    block_groups.push(LoopGroup {
+                        a: ob,
+                        bound: Some((*cs, m.bodies[ob].radius + *cr + m.margin)),
+                        pairs,
+                    });
+                }
+            }
+            blocks.push(LoopBlock {
+                bound: Some((pa, pb, rp + rq + m.margin)),
+                groups: block_groups,
+            });
+            let rest: Vec<_> = rest.iter().map(|p| (p.1, p.2, p.3)).collect();
+            add_unbounded(&mut blocks, &rest);
+        }
+    }
+    let ns = slots.count();
+    if ns > MAX_LOOPED_SLOTS {
+        return Err(SpecialiseError::TooLarge {
+            what: format!("{ns} slots (bodies and culling bounds)"),
+            limit: MAX_LOOPED_SLOTS,
+        });
+    }
+
+    // The tables: blocks over groups, each group LOOPED_PAIR_GROUP pair rows (padded).
+    let lit = |x: f32, what: &str| Lit::f(x, || what.to_string());
+    let mut pair_rows: Vec<String> = Vec::new();
+    let mut group_rows: Vec<String> = Vec::new();
+    let mut block_rows: Vec<String> = Vec::new();
+    let mut any_fine_pair = false;
+    for bl in &blocks {
+        let lo = group_rows.len();
+        for gr in &bl.groups {
+            let (pb, r) = match gr.bound {
+                Some((s, r)) => (s as i64, lit(r, "pair group bound radius")?),
+                None => (-1, "0x0p+0f".into()),
+            };
+            group_rows.push(format!("{{{}u, {pb}, {r}, {}u}},", gr.a, pair_rows.len()));
+            for &(pi, own) in &gr.pairs {
+                let [ia, ib] = m.self_pairs[pi];
+                let (ba, bb) = (&m.bodies[ia as usize], &m.bodies[ib as usize]);
+                let fine = !plain(pi);
+                any_fine_pair |= fine;
+                // The group's body is the pair's second: sweeps added, and `d` taken, in the
+                // pair's order.
+                let swapped = ia as usize == own;
+                // The CPU's `ba.radius + bb.radius + margin` (then `+ ea + eb`), in f32.
+                let rab = ba.radius + bb.radius + m.margin;
+                let rr2 = rab * rab;
+                if !rab.is_finite() || !rr2.is_finite() {
+                    return Err(SpecialiseError::NonFinite {
+                        what: format!("pair {pi} radius sum"),
+                    });
+                }
+                pair_rows.push(format!(
+                    "{{{}u, 0x{:08x}u, 0x{:08x}u}}, // pair {pi}: bodies {ia}, {ib}",
+                    own as u32 | if fine { 1 << 31 } else { 0 } | if swapped { 1 << 30 } else { 0 },
+                    rab.to_bits(),
+                    rr2.to_bits()
+                ));
+            }
+            for _ in gr.pairs.len()..LOOPED_PAIR_GROUP {
+                pair_rows.push(format!(
+                    "{{{}u, 0x{LOOPED_PAD_BITS:08x}u, 0x{LOOPED_PAD_BITS:08x}u}}, // padding",
+                    gr.a
+                ));
+            }
+        }
+        let (pa, pb, r) = match bl.bound {
+            Some((pa, pb, r)) => (pa as i64, pb as i64, lit(r, "pair bound radius")?),
+            None => (-1, -1, "0x0p+0f".into()),
+        };
+        block_rows.push(format!(
+            "{{{pa}, {pb}, {r}, {lo}u, {}u}},",
+            group_rows.len()
+        ));
+    }
+    let node_row = |n: &LoopNode| -> Result<String, SpecialiseError> {
+        let (slot, r) = match n.bound {
+            Some((s, r)) => (s as i64, lit(r, "culling bound radius")?),
+            None => (-1, "0x0p+0f".into()),
+        };
+        Ok(format!("{{{slot}, {r}, {}u, {}u}},", n.lo, n.hi))
+    };
+    let top_rows = tops.iter().map(node_row).collect::<Result<Vec<_>, _>>()?;
+    let part_rows = parts.iter().map(node_row).collect::<Result<Vec<_>, _>>()?;
+    let mut body_rows = Vec::new();
+    for &bi in &env_bodies {
+        let b = &m.bodies[bi];
+        // Sphere bodies without a covering test: the bounding test against a primitive is exact.
+        let point = b.vert_count == 1 && !env_covering(b);
+        body_rows.push(format!(
+            "{{{}u, {}}}, // body {bi}",
+            bi as u32 | if point { 1 << 31 } else { 0 },
+            Lit::f(b.radius, || format!("body {bi} radius"))?
+        ));
+    }
+    // The out-of-line tests (covering spheres, GJK). Where they may run often (bodies that are
+    // not single spheres, pairs that are not sphere pairs: polytope models) the frames are
+    // stored and the tests called from the loops. Otherwise (sphere models, where they run
+    // only for a sphere near a mesh obstacle's bounding sphere) a configuration that needs one
+    // is handed whole to the table-driven twin (`gmp_fk` + `gmp_frames_valid`, the generic
+    // kernel's code): no call in the loops.
+    let store_frames = any_fine_pair
+        || m.bodies
+            .iter()
+            .any(|b| b.vert_count != 1 || env_covering(b));
+    let table_bytes = 16 * (tops.len() + parts.len())
+        + 8 * body_rows.len()
+        + 20 * block_rows.len()
+        + 16 * group_rows.len()
+        + 12 * pair_rows.len();
+    stats.slots = ns;
+    stats.table_bytes = table_bytes;
+
+    o.line(format!(
+        "// Looped layout: {ns} slots per thread ({nb} bodies, {} culling bounds), {} culling \
+         nodes, {} pair blocks, {} pair groups, {} pair rows; tables {table_bytes} bytes{}.",
+        slots.bounds.len(),
+        tops.len() + parts.len(),
+        block_rows.len(),
+        group_rows.len(),
+        pair_rows.len(),
+        if store_frames { "; frames stored" } else { "" }
+    ));
+    o.line(format!("#ifndef {REGISTER_CAP_MACRO}"));
+    o.line(format!(
+        "#define GMP_CONFIGS_BOUNDS __launch_bounds__({}, {LOOPED_CONFIG_BLOCKS})",
+        super::BLOCK
+    ));
+    o.line(format!(
+        "#define GMP_MOTIONS_BOUNDS __launch_bounds__({}, {LOOPED_MOTION_BLOCKS})",
+        super::BLOCK
+    ));
+    o.line("#endif");
+    o.line(format!(
+        "#define GMP_LP_TABLE {}",
+        if table_bytes <= LOOPED_CONSTANT_BYTES {
+            "__constant__"
+        } else {
+            "__device__"
+        }
+    ));
+    o.line("struct alignas(16) GmpLpSlot { float x, y, z, e; };");
+    o.line("// A culling node: bound slot (-1: none) and padded radius, over entries [lo, hi) of the next table.");
+    o.line("struct GmpLpNode { int slot; float r; unsigned lo, hi; };");
+    o.line(
+        "// A body against the obstacles: w = body index (= its slot) | 1 << 31 for point bodies.",
+    );
+    o.line("struct GmpLpBody { unsigned w; float r; };");
+    o.line("// A pair block: bound slots (-1: none), (rp + rq) + margin, pair groups [lo, hi).");
+    o.line("struct GmpLpBlock { int pa, pb; float r; unsigned lo, hi; };");
+    o.line(format!(
+        "// A pair group: body a, the bound slot of the others (-1: none), (ra + R) + margin, pair rows [row, row + {LOOPED_PAIR_GROUP})."
+    ));
+    o.line("struct GmpLpGroup { unsigned a; int pb; float r; unsigned row; };");
+    o.line("// A pair of a and body b: w = b | 1 << 31 when the pair has out-of-line tests | 1 << 30 when b is");
+    o.line("// the pair's first body; the f32 bits of rab = (ra + rb) + margin and rr2 = rab * rab (the CPU's order);");
+    o.line("// padding rows: NaN (no comparison passes).");
+    o.line("struct GmpLpPair { unsigned w, rab, rr2; };");
+    let table = |o: &mut Out, ty: &str, name: &str, rows: &[String], dummy: &str| {
+        o.open(format!(
+            "static GMP_LP_TABLE const {ty} {name}[{}] = {{",
+            rows.len().max(1)
+        ));
+        if rows.is_empty() {
+            o.line(dummy);
+        }
+        for r in rows {
+            o.line(r);
+        }
+        o.close("};");
+    };
+    table(
+        o,
+        "GmpLpNode",
+        "gmp_lp_top",
+        &top_rows,
+        "{-1, 0.0f, 0u, 0u},",
+    );
+    table(
+        o,
+        "GmpLpNode",
+        "gmp_lp_part",
+        &part_rows,
+        "{-1, 0.0f, 0u, 0u},",
+    );
+    table(o, "GmpLpBody", "gmp_lp_body", &body_rows, "{0u, 0.0f},");
+    table(
+        o,
+        "GmpLpBlock",
+        "gmp_lp_block",
+        &block_rows,
+        "{-1, -1, 0.0f, 0u, 0u},",
+    );
+    table(
+        o,
+        "GmpLpGroup",
+        "gmp_lp_group",
+        &group_rows,
+        "{0u, -1, 0.0f, 0u},",
+    );
+    table(o, "GmpLpPair", "gmp_lp_pair", &pair_rows, "{0u, 0u, 0u},");
+    o.line("");
+    o.line("__device__ __forceinline__ float gmp_lp_f32(unsigned bits) {");
+    o.line("#ifdef __CUDACC__");
+    o.line("    return __uint_as_float(bits);");
+    o.line("#else");
+    o.line("    float f;");
+    o.line("    memcpy(&f, &bits, 4);");
+    o.line("    return f;");
+    o.line("#endif");
+    o.line("}");
+    o.line("");
+    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot* S, unsigned s, const V3& c, float e) {");
+    o.line("    GmpLpSlot v;");
+    o.line("    v.x = c.x[0];");
+    o.line("    v.y = c.x[1];");
+    o.line("    v.z = c.x[2];");
+    o.line("    v.e = e;");
+    o.line("    S[s] = v;");
+    o.line("}");
+    o.line("");
+    o.line(
+        "__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlot& s) { return v3(s.x, s.y, s.z); }",
+    );
+    o.line("");
+    if store_frames {
+        o.line("__device__ __noinline__ bool gmp_lp_env_fine(const GmpModel& m, const Xf* fr, unsigned bi, unsigned oi, V3 c,");
+        o.line("                                             float e) {");
+        o.line("    return gmp_body_obstacle_clear_at(m, gmp_frame_of(fr, m.bodies[bi].frame), bi, oi, c, e);");
+        o.line("}");
+        o.line("");
+        o.line("__device__ __noinline__ bool gmp_lp_pair_fine(const GmpModel& m, const Xf* fr, unsigned ia, unsigned ib, float ea,");
+        o.line("                                              float eb, V3 d) {");
+        o.line("    return gmp_pair_clear_at(m, gmp_frame_of(fr, m.bodies[ia].frame), gmp_frame_of(fr, m.bodies[ib].frame), ia, ib,");
+        o.line("                             ea, eb, d);");
+        o.line("}");
+    } else {
+        o.line("// The whole configuration through the table-driven twin (the generic kernel's code, the CPU's");
+        o.line("// arithmetic), for the rare configuration that needs an out-of-line test.");
+        o.line("template <bool SWEEP>");
+        o.line("__device__ __noinline__ bool gmp_lp_twin(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+        o.line("    Xf frs[GMP_MAX_FRAMES];");
+        o.line("    gmp_fk(m, q, frs);");
+        o.line("    return gmp_frames_valid(m, frs, SWEEP ? diff : nullptr, n);");
+        o.line("}");
+    }
+    o.line("");
+    o.line("// The bounding test of kind K (GMP_SPHERE stands for spheres and meshes).");
+    o.line("template <unsigned K>");
+    o.open(
+        "__device__ __forceinline__ bool gmp_lp_near(const V3& c, float r, const GmpObstacle& o) {",
+    );
+    o.line(format!(
+        "if (K == GMP_BOX) return gmp_near_box(c, r, o, {mg});"
+    ));
+    o.line(format!(
+        "if (K == GMP_CYLINDER) return gmp_near_cylinder(c, r, o, {mg});"
+    ));
+    o.line(format!("return gmp_near_ball(c, r, o, {mg});"));
+    o.close("}");
+    o.line("");
+    o.line("// Every body against obstacle o (of kind K) through the culling tables, from top node t, part p,");
+    o.line("// body entry k (resume: go on at k, the bounds above it having fired). 0: no collision; 1: a");
+    o.line("// collision; 2: body entry k needs the out-of-line tests (the caller runs them out of the loops,");
+    o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
+    o.line("template <unsigned K, bool SWEEP>");
+    o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
+    o.line("                                              unsigned& k, bool resume) {");
+    o.line("#pragma unroll 1");
+    o.open(format!("for (; t < {}u; t++) {{", tops.len()));
+    o.line("const GmpLpNode top = gmp_lp_top[t];");
+    o.open("if (!resume) {");
+    o.open("if (top.slot >= 0) {");
+    o.line("const GmpLpSlot s = S[top.slot];");
+    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? top.r + s.e : top.r, o)) continue;");
+    o.close("}");
+    o.line("p = top.lo;");
+    o.close("}");
+    o.line("#pragma unroll 1");
+    o.open("for (; p < top.hi; p++) {");
+    o.line("const GmpLpNode part = gmp_lp_part[p];");
+    o.open("if (!resume) {");
+    o.open("if (part.slot >= 0) {");
+    o.line("const GmpLpSlot s = S[part.slot];");
+    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? part.r + s.e : part.r, o)) continue;");
+    o.close("}");
+    o.line("k = part.lo;");
+    o.close("}");
+    o.line("resume = false;");
+    o.line("#pragma unroll 1");
+    o.open("for (; k < part.hi; k++) {");
+    o.line("const GmpLpBody b = gmp_lp_body[k];");
+    o.line("const GmpLpSlot s = S[b.w & 0x7fffffffu];");
+    o.line("// The CPU's b.radius + e; without a sweep e = 0 (see emit_looped).");
+    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? b.r + s.e : b.r, o)) continue;");
+    o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
+    o.close("}");
+    o.close("}");
+    o.close("}");
+    o.line("return 0u;");
+    o.close("}");
+    o.line("");
+
+    o.line("template <bool SWEEP>");
+    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    o.line(format!("GmpLpSlot S[{}];", ns.max(1)));
+    if store_frames {
+        o.line(format!("Xf fr[{}];", nf.max(1)));
+    }
+    gen.emit_steps(o);
+    for (g, bodies) in groups.iter().enumerate() {
+        let frame = g as i32 - 1;
+        if g > 0 {
+            emit_frame(o, m, g - 1, &|v| gen.var_group(v))?;
+            if store_frames {
+                o.line(format!("fr[{}] = F{};", g - 1, g - 1));
+            }
+        }
+        let bound_slots: Vec<(usize, V3)> = slots
+            .bounds
+            .iter()
+            .enumerate()
+            .filter(|(_, (f, _))| *f == frame)
+            .map(|(i, (_, c))| (nb + i, *c))
+            .collect();
+        if bodies.is_empty() && bound_slots.is_empty() {
+            continue;
+        }
+        let fname = frame_name(frame);
+        if frame < 0 {
+            o.line("const Xf FR = xf_identity();");
+        }
+        o.line(format!("float ef{g} = 0.0f;"));
+        for &bi in bodies {
+            let b = &m.bodies[bi];
+            o.open(format!(
+                "{{ // body {bi} (link {}, {} vertices, {} covering spheres)",
+                b.link, b.vert_count, b.sphere_count
+            ));
+            o.line(format!(
+                "const V3 c = xf_apply({fname}, {});",
+                Lit::v3(&b.center, || format!("body {bi} centre"))?
+            ));
+            o.line("float e = 0.0f;");
+            o.open("if (SWEEP) {");
+            o.line("float a = 0.0f;");
+            for t in gen.sweep_terms(bi)? {
+                o.line(t);
+            }
+            o.line("e = 0.5f * a;");
+            o.line(format!("ef{g} = fmaxf(ef{g}, e);"));
+            o.close("}");
+            o.line(format!("gmp_lp_put(S, {bi}u, c, e);"));
+            o.close("}");
+        }
+        for (s, c) in bound_slots {
+            o.line(format!(
+                "gmp_lp_put(S, {s}u, xf_apply({fname}, {}), ef{g}); // culling bound",
+                Lit::v3(&c, || "culling bound centre".into())?
+            ));
+        }
+    }
+    o.line("// Every body against every obstacle.");
+    o.line("#pragma unroll 1");
+    o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
+    o.line("unsigned t = 0, p = 0, k = 0;");
+    o.line("bool resume = false;");
+    o.open("for (;;) {");
+    o.line("const GmpObstacle o = m.obstacles[oi];");
+    o.line("unsigned r = 0u;");
+    o.line("if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, t, p, k, resume);");
+    o.line("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP>(S, o, t, p, k, resume);");
+    o.line("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP>(S, o, t, p, k, resume);");
+    o.line("if (r == 0u) break;");
+    o.line("if (r == 1u) return false;");
+    if store_frames {
+        o.line("const unsigned bi = gmp_lp_body[k].w & 0x7fffffffu;");
+        o.line("const GmpLpSlot s = S[bi];");
+        o.line(
+            "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? s.e : 0.0f)) return false;",
+        );
+        o.line("k++;");
+        o.line("resume = true;");
+    } else {
+        o.line("return gmp_lp_twin<SWEEP>(m, q, diff, n);");
+    }
+    o.close("}");
+    o.close("}");
+    o.line(format!(
+        "// The self pairs, block by block, {LOOPED_PAIR_GROUP} at a time."
+    ));
+    o.line("#pragma unroll 1");
+    o.open(format!(
+        "for (unsigned k = 0; k < {}u; k++) {{",
+        block_rows.len()
+    ));
+    o.line("const GmpLpBlock B = gmp_lp_block[k];");
+    o.open("if (B.pa >= 0) {");
+    o.line("const GmpLpSlot a = S[B.pa];");
+    o.line("const GmpLpSlot b = S[B.pb];");
+    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+    o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+    o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
+    o.close("}");
+    o.line("#pragma unroll 1");
+    o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
+    o.line("const GmpLpGroup U = gmp_lp_group[u];");
+    o.line("const GmpLpSlot a = S[U.a];");
+    o.open("if (U.pb >= 0) {");
+    o.line("const GmpLpSlot b = S[U.pb];");
+    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+    o.line("const float rr = SWEEP ? U.r + a.e + b.e : U.r;");
+    o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
+    o.close("}");
+    o.line(format!("bool t[{LOOPED_PAIR_GROUP}];"));
+    o.line("#pragma unroll");
+    o.open(format!(
+        "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+    ));
+    o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+    o.line("const GmpLpSlot b = S[P.w & 0x3fffffffu];");
+    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+    o.line("const float dd = gmp_dot(d, d);");
+    o.line("float rr2 = gmp_lp_f32(P.rr2);");
+    o.open("if (SWEEP) {");
+    o.line("// ra + rb + margin + ea + eb, the sweeps in the pair's order.");
+    o.line("const float rab = gmp_lp_f32(P.rab);");
+    o.line("const float rr = (P.w & 0x40000000u) != 0u ? rab + b.e + a.e : rab + a.e + b.e;");
+    o.line("rr2 = rr * rr;");
+    o.close("}");
+    o.line("// Sphere pairs: within reach is a collision; others: not beyond reach goes on.");
+    o.line("t[j] = (P.w >> 31) != 0u ? !(dd > rr2) : dd <= rr2;");
+    o.close("}");
+    let any: Vec<String> = (0..LOOPED_PAIR_GROUP).map(|j| format!("t[{j}]")).collect();
+    if any_fine_pair {
+        o.open(format!("if ({}) {{", any.join(" | ")));
+        o.line("#pragma unroll 1");
+        o.open(format!(
+            "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+        ));
+        o.line("if (!t[j]) continue;");
+        o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+        o.line("if ((P.w >> 31) == 0u) return false;");
+        o.line("const unsigned ib = P.w & 0x3fffffffu;");
+        o.line("const GmpLpSlot b = S[ib];");
+        o.line("const float ea = SWEEP ? a.e : 0.0f, eb = SWEEP ? b.e : 0.0f;");
+        o.line("// The out-of-line test with the pair's order (its d is GJK's first direction).");
+        o.open("if ((P.w & 0x40000000u) != 0u) {");
+        o.line("if (!gmp_lp_pair_fine(m, fr, ib, U.a, eb, ea, gmp_sub(gmp_lp_c(b), gmp_lp_c(a)))) return false;");
+        o.mid("} else {");
+        o.line("if (!gmp_lp_pair_fine(m, fr, U.a, ib, ea, eb, gmp_sub(gmp_lp_c(a), gmp_lp_c(b)))) return false;");
+        o.close("}");
+        o.close("}");
+        o.close("}");
+    } else {
+        o.line("// Sphere pairs only: any pair within reach is a collision.");
+        o.line(format!("if ({}) return false;", any.join(" | ")));
+    }
+    o.close("}");
+    o.close("}");
+    o.line("return true;");
+    o.close("}");
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1569,6 +2355,48 @@ mod tests {
                 "{fk_products} products"
             );
         }
+    }
+
+    /// The looped layout lists every body once in its obstacle tables and every pair once in its
+    /// pair tables (groups padded to LOOPED_PAIR_GROUP rows), in one function of loops.
+    #[test]
+    fn looped_layout_tables_hold_every_body_and_pair() {
+        let m = arm();
+        assert_eq!(Layout::parse("looped"), Some(Layout::Looped));
+        assert_eq!(Layout::Looped.base(), Layout::Looped);
+        assert!(!Layout::Looped.folds());
+        let g = generate_with(&m, Layout::Looped).expect("generated");
+        let st = &g.stats;
+        assert_eq!(st.layout, "looped");
+        assert_eq!(
+            st.sphere_pairs + st.fine_pairs + st.skipped_pairs,
+            m.self_pairs.len()
+        );
+        assert_eq!(
+            g.generated.matches("// pair ").count(),
+            st.sphere_pairs + st.fine_pairs
+        );
+        let rows =
+            g.generated.matches("// pair ").count() + g.generated.matches("// padding\n").count();
+        assert_eq!(rows % LOOPED_PAIR_GROUP, 0);
+        for b in 0..m.bodies.len() {
+            assert_eq!(
+                g.generated.matches(&format!("// body {b}\n")).count(),
+                1,
+                "body {b}"
+            );
+            assert!(
+                g.generated.contains(&format!("// body {b} (")),
+                "body {b} centre"
+            );
+        }
+        assert!(st.slots >= m.bodies.len());
+        // Polytope bodies: the frames are stored and the out-of-line tests called from the loops.
+        assert!(g.generated.contains("gmp_lp_pair_fine(m, fr"));
+        assert!(!g.generated.contains("gmp_lp_twin"));
+        assert!(g.generated.contains("__launch_bounds__"));
+        assert!(g.generated.contains(REGISTER_CAP_MACRO));
+        assert!(!g.generated.contains("gmp_spec_chunk"));
     }
 
     #[test]
