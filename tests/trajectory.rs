@@ -195,14 +195,10 @@ fn shortcut_straightens_detours_in_batches() {
     assert_eq!(shortcut(&world, &zigzag, RES, &mut rng, 10).unwrap(), out);
 }
 
-#[test]
-fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
-    let (mut gpu, start, goal) = wall_2d();
-    gpu.backend = Backend::Cuda;
-    let (cpu, _, _) = wall_2d();
-    // A valid zigzag detour over the wall.
-    let path = vec![
-        start.clone(),
+/// A valid zigzag detour over the wall of `wall_2d`.
+fn zigzag_over_wall(start: &[f64], goal: &[f64]) -> Vec<Vec<f64>> {
+    vec![
+        start.to_vec(),
         vec![0.1, 0.5],
         vec![0.2, 0.8],
         vec![0.3, 0.75],
@@ -211,8 +207,16 @@ fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
         vec![0.6, 0.95],
         vec![0.7, 0.75],
         vec![0.9, 0.5],
-        goal.clone(),
-    ];
+        goal.to_vec(),
+    ]
+}
+
+#[test]
+fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
+    let (mut gpu, start, goal) = wall_2d();
+    gpu.backend = Backend::Cuda;
+    let (cpu, _, _) = wall_2d();
+    let path = zigzag_over_wall(&start, &goal);
     validate_path(&cpu, &path, RES).unwrap();
     cpu.reset_counts();
     for seed in 0..5 {
@@ -237,18 +241,7 @@ fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
 #[test]
 fn shortcut_stops_once_a_round_gains_little() {
     let (world, start, goal) = wall_2d();
-    let path = vec![
-        start.clone(),
-        vec![0.1, 0.5],
-        vec![0.2, 0.8],
-        vec![0.3, 0.75],
-        vec![0.4, 0.9],
-        vec![0.5, 0.8],
-        vec![0.6, 0.95],
-        vec![0.7, 0.75],
-        vec![0.9, 0.5],
-        goal.clone(),
-    ];
+    let path = zigzag_over_wall(&start, &goal);
     let len = |p: &[Vec<f64>]| path_length(&world.space, p);
     let (cap, min_gain) = (30, 0.01);
     let mut stopped_early = 0;
