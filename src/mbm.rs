@@ -173,14 +173,23 @@ pub fn unpacked_problems(data: &Path, robot: &str) -> Result<PathBuf, MbmError> 
         });
     }
     std::fs::write(tmp.join(".complete"), b"ok").map_err(|e| io(&tmp, e))?;
-    let _ = std::fs::remove_dir_all(&dest);
-    if std::fs::rename(&tmp, &dest).is_err() && !marker.is_file() {
+    // Another process may have put its copy in place meanwhile, and may be reading it: a
+    // complete cache folder is never removed or replaced. Only a folder without the marker
+    // (left by an interrupted older unpacking) is moved aside first.
+    if !marker.is_file() && dest.exists() {
+        let stale = cache_root.join(format!("{robot}.stale-{}-{call}", std::process::id()));
+        if std::fs::rename(&dest, &stale).is_ok() {
+            let _ = std::fs::remove_dir_all(&stale);
+        }
+    }
+    let placed = std::fs::rename(&tmp, &dest).is_ok();
+    let _ = std::fs::remove_dir_all(&tmp);
+    if !placed && !marker.is_file() {
         return Err(MbmError::Io {
             path: dest.display().to_string(),
             message: "could not move the unpacked problems into place".into(),
         });
     }
-    let _ = std::fs::remove_dir_all(&tmp);
     Ok(dest)
 }
 

@@ -164,3 +164,40 @@ fn indices_select_problems_by_number() {
     assert_eq!(report["dynamic_domain"], true);
     assert_eq!(report["balance_trees"], false);
 }
+
+/// Several processes unpacking the problems into the same empty cache at once all succeed:
+/// none removes or replaces the copy another one is already reading (the cache used to be
+/// replaced by every process that finished unpacking, and a reader then found files missing).
+#[test]
+fn concurrent_processes_share_one_problem_cache() {
+    let Some(data) = common::mbm_or_skip("concurrent_processes_share_one_problem_cache") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cache = dir.path().join("cache");
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_gmp"))
+                .args(["bench", "mbm", "--robots", "panda", "--backend", "cpu"])
+                .args(["--scenes", "box", "--problems", "1", "--time-limit", "120"])
+                .arg("--out")
+                .arg(dir.path().join(format!("out{i}")))
+                .env("GMP_CACHE", &cache)
+                .env("GMP_DATA", &data)
+                .spawn()
+                .expect("gmp starts")
+        })
+        .collect();
+    for (i, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().expect("gmp runs");
+        assert!(out.status.success(), "process {i}: {}", out.status);
+    }
+    assert!(cache.join("panda/.complete").is_file());
+    let leftovers: Vec<_> = std::fs::read_dir(&cache)
+        .expect("cache readable")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "panda")
+        .collect();
+    assert!(leftovers.is_empty(), "left in the cache: {leftovers:?}");
+}
