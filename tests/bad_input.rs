@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use gpu_motion_planner::collision::{
@@ -20,6 +21,17 @@ fn gmp(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `gmp SUB --urdf test_arm3.urdf [--scene SCENE] FLAG FILE --backend cpu`.
+fn gmp_arm3(sub: &str, scene: Option<&Path>, flag: &str, file: &Path) -> (i32, String, String) {
+    let urdf = common::root().join("urdf/test_arm3.urdf");
+    let mut args = vec![sub, "--urdf", urdf.to_str().unwrap()];
+    if let Some(scene) = scene {
+        args.extend(["--scene", scene.to_str().unwrap()]);
+    }
+    args.extend([flag, file.to_str().unwrap(), "--backend", "cpu"]);
+    gmp(&args)
 }
 
 #[test]
@@ -96,16 +108,7 @@ fn unknown_joint_name_is_an_error() {
         r#"{"joint_names": ["joint1", "elbow"], "configs": [[0, 0]]}"#,
     )
     .unwrap();
-    let urdf = common::root().join("urdf/test_arm3.urdf");
-    let (code, _, err) = gmp(&[
-        "check",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--configs",
-        c.to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
+    let (code, _, err) = gmp_arm3("check", None, "--configs", &c);
     assert_eq!(code, 2);
     assert!(err.contains("unknown joint 'elbow'"), "{err}");
 }
@@ -144,16 +147,7 @@ fn nan_in_a_configuration_is_an_error() {
         r#"{"joint_names": ["joint1", "joint2", "joint3"], "configs": [[0, "nan", 0]]}"#,
     )
     .unwrap();
-    let urdf = common::root().join("urdf/test_arm3.urdf");
-    let (code, _, err) = gmp(&[
-        "check",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--configs",
-        c.to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
+    let (code, _, err) = gmp_arm3("check", None, "--configs", &c);
     assert_eq!(code, 2);
     assert!(
         err.contains("joint2") && err.contains("not a finite number"),
@@ -179,18 +173,7 @@ fn scene_with_unknown_shape_is_an_error() {
         r#"{"joint_names": ["joint1", "joint2", "joint3"], "configs": [[0, 0, 0]]}"#,
     )
     .unwrap();
-    let urdf = common::root().join("urdf/test_arm3.urdf");
-    let (code, _, err) = gmp(&[
-        "check",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--scene",
-        s.to_str().unwrap(),
-        "--configs",
-        c.to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
+    let (code, _, err) = gmp_arm3("check", Some(&s), "--configs", &c);
     assert_eq!(code, 2);
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -207,34 +190,13 @@ fn cli_check_gives_verdicts() {
         r#"{"joint_names": ["joint1", "joint2", "joint3"], "configs": [[0, 0, 0], [3.0, 0, 0]]}"#,
     )
     .unwrap();
-    let urdf = common::root().join("urdf/test_arm3.urdf");
-    let (code, out, err) = gmp(&[
-        "check",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--scene",
-        s.to_str().unwrap(),
-        "--configs",
-        c.to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
+    let (code, out, err) = gmp_arm3("check", Some(&s), "--configs", &c);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["valid"], serde_json::json!([false, true]));
     let m = dir.path().join("m.json");
     std::fs::write(&m, r#"{"joint_names": ["joint1", "joint2", "joint3"], "motions": [[[3.0, 0, 0], [-3.0, 0, 0]], [[3.0, 0, 0], [2.0, 0, 0]]]}"#).unwrap();
-    let (code, out, err) = gmp(&[
-        "check-motions",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--scene",
-        s.to_str().unwrap(),
-        "--motions",
-        m.to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
+    let (code, out, err) = gmp_arm3("check-motions", Some(&s), "--motions", &m);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // Sweeping joint1 from 3 to -3 passes through 0, where link2 hits the block.

@@ -183,31 +183,7 @@ fn plan_from_a_moveit_request() {
     let Some(data) = common::mbm_or_skip("plan_from_a_moveit_request") else {
         return;
     };
-    let problems: PathBuf = gpu_motion_planner::mbm::unpacked_problems(&data, "panda")
-        .unwrap()
-        .join("problems/table_pick_panda");
-    let urdf = data.join("panda/panda.urdf");
-    let srdf = data.join("panda/panda.srdf");
-    let out = gmp(&[
-        "plan",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--srdf",
-        srdf.to_str().unwrap(),
-        "--scene",
-        problems.join("scene0001.yaml").to_str().unwrap(),
-        "--request",
-        problems.join("request0001.yaml").to_str().unwrap(),
-        "--backend",
-        "cpu",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = stdout_json(&out);
-    let req = gpu_motion_planner::mbm::read_request(&problems.join("request0001.yaml")).unwrap();
+    let (v, req) = plan_mbm_request(&data, "panda", "table_pick", 1, &[]);
     let joints: Vec<String> = (1..=7).map(|i| format!("panda_joint{i}")).collect();
     let joint_refs: Vec<&str> = joints.iter().map(String::as_str).collect();
     let start: Vec<f64> = joints.iter().map(|j| req.start[j]).collect();
@@ -220,6 +196,46 @@ fn plan_from_a_moveit_request() {
     }
 }
 
+/// `gmp plan --scene ... --request ...` on MBM problem `index` of `scene` for `robot` on the
+/// CPU (with `extra` arguments): the trajectory JSON and the request it planned.
+fn plan_mbm_request(
+    data: &std::path::Path,
+    robot: &str,
+    scene: &str,
+    index: usize,
+    extra: &[&str],
+) -> (serde_json::Value, gpu_motion_planner::mbm::Request) {
+    let problems: PathBuf = gpu_motion_planner::mbm::unpacked_problems(data, robot)
+        .unwrap()
+        .join(format!("problems/{scene}_{robot}"));
+    let scene_file = problems.join(format!("scene{index:04}.yaml"));
+    let request_file = problems.join(format!("request{index:04}.yaml"));
+    let urdf = data.join(format!("{robot}/{robot}.urdf"));
+    let srdf = data.join(format!("{robot}/{robot}.srdf"));
+    let mut args = vec![
+        "plan",
+        "--urdf",
+        urdf.to_str().unwrap(),
+        "--srdf",
+        srdf.to_str().unwrap(),
+        "--scene",
+        scene_file.to_str().unwrap(),
+        "--request",
+        request_file.to_str().unwrap(),
+        "--backend",
+        "cpu",
+    ];
+    args.extend_from_slice(extra);
+    let out = gmp(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let req = gpu_motion_planner::mbm::read_request(&request_file).unwrap();
+    (stdout_json(&out), req)
+}
+
 /// Fetch's goal in MBM box #2 has wrist_roll_joint at -PI, 2.7e-6 past the URDF's -3.14159:
 /// `--request` moves it onto the limit instead of rejecting the goal.
 #[test]
@@ -229,31 +245,7 @@ fn plan_from_a_fetch_request_with_a_goal_on_a_rounded_limit() {
     else {
         return;
     };
-    let problems: PathBuf = gpu_motion_planner::mbm::unpacked_problems(&data, "fetch")
-        .unwrap()
-        .join("problems/box_fetch");
-    let out = gmp(&[
-        "plan",
-        "--urdf",
-        data.join("fetch/fetch.urdf").to_str().unwrap(),
-        "--srdf",
-        data.join("fetch/fetch.srdf").to_str().unwrap(),
-        "--scene",
-        problems.join("scene0002.yaml").to_str().unwrap(),
-        "--request",
-        problems.join("request0002.yaml").to_str().unwrap(),
-        "--backend",
-        "cpu",
-        "--time-limit",
-        "60",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = stdout_json(&out);
-    let req = gpu_motion_planner::mbm::read_request(&problems.join("request0002.yaml")).unwrap();
+    let (v, req) = plan_mbm_request(&data, "fetch", "box", 2, &["--time-limit", "60"]);
     let names: Vec<String> = v["joint_names"]
         .as_array()
         .unwrap()

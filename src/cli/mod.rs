@@ -317,16 +317,21 @@ fn full_state_from_names(
     Ok(())
 }
 
-fn fk(a: &FkArgs) -> Result<Value, CliError> {
-    let robot = load_robot(
+/// The kinematic tree of a bare URDF (no SRDF, no collision geometry) for `fk` and `dh`.
+fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
+    load_robot(
         &RobotArgs {
-            urdf: a.urdf.clone(),
+            urdf: urdf.to_path_buf(),
             srdf: None,
             spherized: None,
             package_paths: vec![],
         },
         true,
-    )?;
+    )
+}
+
+fn fk(a: &FkArgs) -> Result<Value, CliError> {
+    let robot = load_kinematics(&a.urdf)?;
     let doc = read_json(&a.configs)?;
     let names = string_list(&doc["joint_names"], "joint_names", &a.configs)?;
     let rows = doc["configs"]
@@ -375,15 +380,7 @@ fn deepest_link(robot: &RobotModel) -> usize {
 }
 
 fn dh(a: &DhArgs) -> Result<Value, CliError> {
-    let robot = load_robot(
-        &RobotArgs {
-            urdf: a.urdf.clone(),
-            srdf: None,
-            spherized: None,
-            package_paths: vec![],
-        },
-        true,
-    )?;
+    let robot = load_kinematics(&a.urdf)?;
     let tree = &robot.tree;
     let base = a
         .base
