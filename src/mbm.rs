@@ -75,6 +75,18 @@ pub fn data_dir() -> Result<PathBuf, MbmError> {
     Err(MbmError::NotFound(tried.join(", ")))
 }
 
+/// [`data_dir`] for the unit tests: `None`, with a SKIP line on stderr, when the data is absent.
+#[cfg(test)]
+pub(crate) fn data_dir_or_skip() -> Option<PathBuf> {
+    match data_dir() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("SKIP: {e} (set GMP_DATA)");
+            None
+        }
+    }
+}
+
 /// A planning problem: scene, start state and joint-space goal.
 #[derive(Clone, Debug)]
 pub struct Problem {

@@ -321,23 +321,6 @@ mod tests {
     use crate::robot::geometry::Polytope;
     use std::path::PathBuf;
 
-    /// The MotionBenchMaker data folder, or None (with a message) when it is absent.
-    pub(crate) fn data_dir() -> Option<PathBuf> {
-        let dir = match std::env::var_os("GMP_DATA") {
-            Some(d) => PathBuf::from(d),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mbm"),
-        };
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!(
-                "SKIP: benchmark data not found at {} (set GMP_DATA)",
-                dir.display()
-            );
-            None
-        }
-    }
-
     fn mesh_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -355,7 +338,9 @@ mod tests {
 
     #[test]
     fn loads_every_benchmark_mesh() {
-        let Some(data) = data_dir() else { return };
+        let Some(data) = crate::mbm::data_dir_or_skip() else {
+            return;
+        };
         for robot in ["panda", "ur5", "fetch"] {
             let mut files = Vec::new();
             mesh_files(&data.join(robot).join("meshes"), &mut files);
@@ -391,7 +376,9 @@ mod tests {
 
     #[test]
     fn scale_multiplies_componentwise() {
-        let Some(data) = data_dir() else { return };
+        let Some(data) = crate::mbm::data_dir_or_skip() else {
+            return;
+        };
         let f = data.join("panda/meshes/collision/link0.obj");
         let a = load_mesh_points(&f, Vector3::new(1.0, 1.0, 1.0)).unwrap();
         let b = load_mesh_points(&f, Vector3::new(2.0, -1.0, 0.5)).unwrap();

@@ -49,14 +49,7 @@ impl SphereSet {
         if poly.vertices.is_empty() {
             return SphereSet::default();
         }
-        let (origin, axis) = poly.principal_axis();
-        let t: Vec<f64> = poly
-            .vertices
-            .iter()
-            .map(|v| (v - origin).dot(&axis))
-            .collect();
-        let tmin = t.iter().copied().fold(f64::INFINITY, f64::min);
-        let tmax = t.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (_, _, t, tmin, tmax) = along_principal_axis(poly);
         let edges: Vec<(usize, usize)> = poly.edges().collect();
         let (_, scale) = poly.bounding_sphere();
 
@@ -117,14 +110,7 @@ impl SphereSet {
         if n == 0 || planes.is_empty() {
             return SphereSet::default();
         }
-        let (origin, axis) = poly.principal_axis();
-        let t: Vec<f64> = poly
-            .vertices
-            .iter()
-            .map(|v| (v - origin).dot(&axis))
-            .collect();
-        let tmin = t.iter().copied().fold(f64::INFINITY, f64::min);
-        let tmax = t.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (origin, axis, _, tmin, tmax) = along_principal_axis(poly);
         let width = (tmax - tmin) / n as f64;
         let spheres = (0..n)
             .filter_map(|j| {
@@ -187,6 +173,20 @@ impl SphereSet {
     pub fn contains_point(&self, p: &Point3<f64>, tol: f64) -> bool {
         self.spheres.iter().any(|s| s.contains_point(p, tol))
     }
+}
+
+/// The polytope's principal axis ([`Polytope::principal_axis`]: origin and unit direction),
+/// each vertex's coordinate along it, and the smallest and largest coordinate.
+fn along_principal_axis(poly: &Polytope) -> (Point3<f64>, Vector3<f64>, Vec<f64>, f64, f64) {
+    let (origin, axis) = poly.principal_axis();
+    let t: Vec<f64> = poly
+        .vertices
+        .iter()
+        .map(|v| (v - origin).dot(&axis))
+        .collect();
+    let tmin = t.iter().copied().fold(f64::INFINITY, f64::min);
+    let tmax = t.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (origin, axis, t, tmin, tmax)
 }
 
 #[cfg(test)]

@@ -308,24 +308,7 @@ impl Scene {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
     use std::process::Command;
-
-    fn data_dir() -> Option<PathBuf> {
-        let dir = match std::env::var_os("GMP_DATA") {
-            Some(d) => PathBuf::from(d),
-            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mbm"),
-        };
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!(
-                "SKIP: benchmark data not found at {} (set GMP_DATA)",
-                dir.display()
-            );
-            None
-        }
-    }
 
     /// Extracts a robot's problems into a temporary folder with the system `tar`.
     fn extract(data: &Path, robot: &str) -> Option<tempfile::TempDir> {
@@ -349,7 +332,9 @@ mod tests {
 
     #[test]
     fn every_benchmark_scene_parses() {
-        let Some(data) = data_dir() else { return };
+        let Some(data) = crate::mbm::data_dir_or_skip() else {
+            return;
+        };
         for robot in ["panda", "ur5", "fetch"] {
             let Some(dir) = extract(&data, robot) else {
                 return;
@@ -380,7 +365,9 @@ mod tests {
 
     #[test]
     fn spot_check_box_scene() {
-        let Some(data) = data_dir() else { return };
+        let Some(data) = crate::mbm::data_dir_or_skip() else {
+            return;
+        };
         let Some(dir) = extract(&data, "panda") else {
             return;
         };
