@@ -1,14 +1,18 @@
 //! The CPU backend: the reference every other backend is held to.
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
+use super::fast::{frames_valid_fast, motion_travel, FastScratch, PairList};
 use super::gjk::{separated, ShapeRef};
 use super::model::{
-    obstacle_kind, CollisionModel, ObstacleModel, RobotShapes, SceneModel, DEFAULT_MARGIN,
+    obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
+    DEFAULT_MARGIN,
 };
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Options of a checker.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,6 +45,47 @@ pub struct Scratch {
     passed: Vec<bool>,
     /// The same for the previous level.
     passed_before: Vec<bool>,
+    /// Scratch of [`frames_valid_fast`].
+    fast: FastScratch,
+    /// The pairs the configurations of the motion being checked visit.
+    pairs: PairList,
+    /// Per body: how far its points can move over the motion being checked.
+    travel: Vec<f32>,
+    /// [`bisection_order`] by segment count (at most [`ORDER_CACHE_MAX_SEGMENTS`] segments).
+    orders: HashMap<u32, Vec<u32>>,
+    /// Indices held by `orders`.
+    orders_total: usize,
+}
+
+/// Longest motion (in segments) whose visiting order a [`Scratch`] keeps.
+const ORDER_CACHE_MAX_SEGMENTS: u32 = 1 << 14;
+/// Indices the cached visiting orders may hold together before the cache starts afresh.
+const ORDER_CACHE_MAX_TOTAL: usize = 1 << 20;
+
+impl Scratch {
+    /// [`bisection_order`]`(n)`, from the cache when there; hand it back with
+    /// [`Self::return_order`].
+    fn take_order(&mut self, n: u32) -> Vec<u32> {
+        match self.orders.remove(&n) {
+            Some(order) => {
+                self.orders_total -= order.len();
+                order
+            }
+            None => bisection_order(n),
+        }
+    }
+
+    fn return_order(&mut self, n: u32, order: Vec<u32>) {
+        if n > ORDER_CACHE_MAX_SEGMENTS {
+            return;
+        }
+        if self.orders_total + order.len() > ORDER_CACHE_MAX_TOTAL {
+            self.orders.clear();
+            self.orders_total = 0;
+        }
+        self.orders_total += order.len();
+        self.orders.insert(n, order);
+    }
 }
 
 /// The outcome of checking one motion at its checked configurations.
@@ -133,7 +178,7 @@ pub fn frame_poses(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>) {
 }
 
 #[inline(always)]
-fn frame_of(frames: &[Xf], f: i32) -> Xf {
+pub(super) fn frame_of(frames: &[Xf], f: i32) -> Xf {
     if f < 0 {
         Xf::IDENTITY
     } else {
@@ -171,7 +216,7 @@ pub fn sphere_near_obstacle(c: &V3, r: f32, o: &ObstacleModel, margin: f32) -> b
     }
 }
 
-fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
+pub(super) fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
     match o.kind {
         obstacle_kind::BOX => ShapeRef::Box {
             xf: o.pose,
@@ -237,12 +282,6 @@ pub fn frames_valid(
         let e = sweep.get(bi).copied().unwrap_or(0.0);
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
-        let body = ShapeRef::Poly {
-            xf,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
         for o in &scene.obstacles {
             if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius + e, o, m) {
                 continue;
@@ -262,26 +301,7 @@ pub fn frames_valid(
                     continue;
                 }
             }
-            if b.vert_count == 1 && o.kind != obstacle_kind::MESH {
-                // A sphere body against a primitive: the distance test above was exact.
-                return false;
-            }
-            let extra = if o.kind == obstacle_kind::SPHERE {
-                o.params[0]
-            } else {
-                0.0
-            };
-            let mut ca = b.vert_start;
-            let mut cb = o.mesh_start;
-            let dir = sub(&bc, &o.center);
-            if !separated(
-                &body,
-                &obstacle_shape(o, scene),
-                m + b.inflate + e + extra,
-                dir,
-                &mut ca,
-                &mut cb,
-            ) {
+            if !body_obstacle_narrow(model, scene, b, xf, &bc, e, o) {
                 return false;
             }
         }
@@ -320,35 +340,83 @@ pub fn frames_valid(
         if !near {
             continue;
         }
-        if ba.vert_count == 1 && bb.vert_count == 1 {
-            return false;
-        }
-        let sha = ShapeRef::Poly {
-            xf: xa,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
-        let shb = ShapeRef::Poly {
-            xf: xb,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
-        let mut va = ba.vert_start;
-        let mut vb = bb.vert_start;
-        if !separated(
-            &sha,
-            &shb,
-            m + ba.inflate + bb.inflate + ea + eb,
-            d,
-            &mut va,
-            &mut vb,
-        ) {
+        if !self_pair_narrow(model, ba, bb, xa, xb, d, (ea, eb)) {
             return false;
         }
     }
     true
+}
+
+/// A body posed by `xf` (bounding centre `bc`, grown by `e`) against an obstacle that passed
+/// the sphere tests of [`frames_valid`]: the rest of its obstacle test. `true` = free.
+#[inline(always)]
+pub(super) fn body_obstacle_narrow(
+    model: &CollisionModel,
+    scene: &SceneModel,
+    b: &BodyModel,
+    xf: Xf,
+    bc: &V3,
+    e: f32,
+    o: &ObstacleModel,
+) -> bool {
+    if b.vert_count == 1 && o.kind != obstacle_kind::MESH {
+        // A sphere body against a primitive: the distance test above was exact.
+        return false;
+    }
+    let extra = if o.kind == obstacle_kind::SPHERE {
+        o.params[0]
+    } else {
+        0.0
+    };
+    let mut ca = b.vert_start;
+    let mut cb = o.mesh_start;
+    let dir = sub(bc, &o.center);
+    separated(
+        &body_shape(model, xf),
+        &obstacle_shape(o, scene),
+        model.margin + b.inflate + e + extra,
+        dir,
+        &mut ca,
+        &mut cb,
+    )
+}
+
+/// A robot body's polytope posed by `xf` (a GJK shape).
+#[inline(always)]
+fn body_shape(model: &CollisionModel, xf: Xf) -> ShapeRef<'_> {
+    ShapeRef::Poly {
+        xf,
+        verts: &model.verts,
+        offsets: &model.edge_offsets,
+        targets: &model.edge_targets,
+    }
+}
+
+/// A self pair whose covering spheres passed the tests of [`frames_valid`]: the rest of its
+/// test, with `d` the difference of the bounding centres. `true` = free.
+#[inline(always)]
+pub(super) fn self_pair_narrow(
+    model: &CollisionModel,
+    ba: &BodyModel,
+    bb: &BodyModel,
+    xa: Xf,
+    xb: Xf,
+    d: V3,
+    grow: (f32, f32),
+) -> bool {
+    if ba.vert_count == 1 && bb.vert_count == 1 {
+        return false;
+    }
+    let mut va = ba.vert_start;
+    let mut vb = bb.vert_start;
+    separated(
+        &body_shape(model, xa),
+        &body_shape(model, xb),
+        model.margin + ba.inflate + bb.inflate + grow.0 + grow.1,
+        d,
+        &mut va,
+        &mut vb,
+    )
 }
 
 /// Per-motion data prepared on the host, shared by every backend: the f32 start, the f32
@@ -453,6 +521,11 @@ pub struct CpuChecker {
     threads: usize,
     /// Configurations whose validity was computed (forward kinematics run), all threads.
     evaluated: AtomicU64,
+    /// Every pair: what a lone configuration visits in [`frames_valid_fast`].
+    all_pairs: PairList,
+    /// Scratch reused by single-threaded checks (a busy one means another thread is checking:
+    /// that call takes a fresh one).
+    scratch: Mutex<Scratch>,
 }
 
 impl Clone for CpuChecker {
@@ -463,6 +536,8 @@ impl Clone for CpuChecker {
             space: self.space.clone(),
             threads: self.threads,
             evaluated: AtomicU64::new(self.evaluated.load(Ordering::Relaxed)),
+            all_pairs: self.all_pairs.clone(),
+            scratch: Mutex::new(Scratch::default()),
         }
     }
 }
@@ -489,12 +564,15 @@ impl CpuChecker {
         } else {
             opts.threads
         };
+        let scene = SceneModel::build(scene);
         Ok(Self {
+            all_pairs: PairList::all(&model, &scene),
             model,
-            scene: SceneModel::build(scene),
+            scene,
             space: group.space.clone(),
             threads,
             evaluated: AtomicU64::new(0),
+            scratch: Mutex::new(Scratch::default()),
         })
     }
 
@@ -510,7 +588,9 @@ impl CpuChecker {
 
     /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
-        self.scene.sync(scene)
+        let changed = self.scene.sync(scene);
+        self.all_pairs = PairList::all(&self.model, &self.scene);
+        changed
     }
 
     /// Replaces the full state that supplies the joints outside the group.
@@ -527,15 +607,67 @@ impl CpuChecker {
         }
     }
 
-    /// Validity of one group configuration given in f32.
+    /// Validity of one group configuration given in f32 (the verdict of [`config_valid`],
+    /// computed by [`frames_valid_fast`]).
     pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
         self.fill_state(q.iter().copied(), scratch);
-        config_valid(
+        frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+        self.frames_valid(scratch, false, false)
+    }
+
+    /// [`frames_valid_fast`] on the frames in `scratch`, grown by `scratch.sweep` when `swept`,
+    /// visiting the pairs of the motion being checked (`scratch.pairs`) when `in_motion`.
+    #[inline]
+    fn frames_valid(&self, scratch: &mut Scratch, swept: bool, in_motion: bool) -> bool {
+        let sweep: &[f32] = if swept { &scratch.sweep } else { &[] };
+        let pairs = if in_motion {
+            &scratch.pairs
+        } else {
+            &self.all_pairs
+        };
+        frames_valid_fast(
             &self.model,
             &self.scene,
-            &scratch.state,
-            &mut scratch.frames,
+            pairs,
+            &scratch.frames,
+            sweep,
+            &mut scratch.fast,
         )
+    }
+
+    /// Fills `scratch.pairs` with the pairs the configurations of the motion `start + t diff`
+    /// (`t` in `[0, 1]`) can need, for growths up to `scratch.sweep` ([`PairList::for_motion`]
+    /// from the midpoint, with the bodies' [`motion_travel`]).
+    fn cull_pairs(&self, start: &[f32], diff: &[f32], scratch: &mut Scratch) {
+        let model = &self.model;
+        motion_travel(model, diff, &mut scratch.travel);
+        let dof = model.dof();
+        self.fill_state((0..dof).map(|j| start[j] + diff[j] * 0.5), scratch);
+        frame_poses(model, &scratch.state, &mut scratch.frames);
+        PairList::for_motion(
+            model,
+            &self.scene,
+            &scratch.frames,
+            &scratch.sweep,
+            &scratch.travel,
+            &mut scratch.pairs,
+        );
+    }
+
+    /// The reference configuration check: [`config_valid`] on every configuration. The
+    /// twin of the GPU backends' configuration check; [`Checker::check_configs`] gives the
+    /// same verdicts with less work, and tests hold the two together.
+    pub fn check_configs_reference(
+        &self,
+        configs: &ConfigBatch,
+    ) -> Result<Vec<bool>, CollisionError> {
+        validate_batch(&self.space, configs)?;
+        let dof = self.space.dof();
+        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
+        Ok(self.parallel(configs.len(), |i, s| {
+            self.fill_state(values[i * dof..(i + 1) * dof].iter().copied(), s);
+            config_valid(&self.model, &self.scene, &s.state, &mut s.frames)
+        }))
     }
 
     /// Status of motion `i` of prepared motions (twin: `check_motions_naive`).
@@ -601,22 +733,33 @@ impl CpuChecker {
         let diff = &p.diff[i * dof..(i + 1) * dof];
         let n0 = p.segments[i];
         // The levels refine_motions would visit.
-        let mut levels = vec![n0];
-        while levels.len() <= MAX_REFINEMENTS as usize {
-            let last = levels[levels.len() - 1];
-            match last.checked_mul(REFINE_FACTOR).filter(|&s| s < (1 << 24)) {
-                Some(s) => levels.push(s),
+        let mut levels = [n0; MAX_REFINEMENTS as usize + 1];
+        let mut level_count = 1;
+        while level_count < levels.len() {
+            match levels[level_count - 1]
+                .checked_mul(REFINE_FACTOR)
+                .filter(|&s| s < (1 << 24))
+            {
+                Some(s) => {
+                    levels[level_count] = s;
+                    level_count += 1;
+                }
                 None => break,
             }
         }
         let mut failed_at: Option<u32> = None;
-        for (level, &n) in levels.iter().enumerate() {
+        for (level, &n) in levels[..level_count].iter().enumerate() {
             scratch.sweep.clear();
             for b in 0..self.model.bodies.len() {
                 scratch.sweep.push(body_sweep(&self.model, b, diff, n));
             }
             if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
+            }
+            if level == 0 {
+                // The growths of finer levels are no larger (fewer rounded-down steps of
+                // the same motion), so the pairs culled for this level serve them all.
+                self.cull_pairs(start, diff, scratch);
             }
             // Configurations known to pass from the coarser level: index s there is 4 s here.
             std::mem::swap(&mut scratch.passed, &mut scratch.passed_before);
@@ -630,21 +773,27 @@ impl CpuChecker {
                 }
             }
             // First the failing configuration of the coarser level and its new neighbours.
-            let mut first = Vec::new();
+            let mut first = [0u32; 1 + 2 * (REFINE_FACTOR / 2) as usize];
+            let mut first_count = 0;
             if let Some(f) = failed_at {
                 let c = f.saturating_mul(REFINE_FACTOR);
-                first.push(c);
+                first[0] = c;
+                first_count = 1;
                 for d in 1..REFINE_FACTOR / 2 + 1 {
                     if c >= d {
-                        first.push(c - d);
+                        first[first_count] = c - d;
+                        first_count += 1;
                     }
                     if c + d <= n {
-                        first.push(c + d);
+                        first[first_count] = c + d;
+                        first_count += 1;
                     }
                 }
             }
             failed_at = None;
-            for step in first.into_iter().chain(bisection_order(n)) {
+            let order = scratch.take_order(n);
+            let mut verdict = None;
+            for &step in first[..first_count].iter().chain(&order) {
                 let Some(known) = scratch.passed.get(step as usize).copied() else {
                     continue;
                 };
@@ -655,15 +804,20 @@ impl CpuChecker {
                 let t = step as f32 / n as f32;
                 self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
                 frame_poses(&self.model, &scratch.state, &mut scratch.frames);
-                if frames_valid(&self.model, &self.scene, &scratch.frames, &scratch.sweep) {
+                if self.frames_valid(scratch, true, true) {
                     scratch.passed[step as usize] = true;
                     continue;
                 }
-                if !frames_valid(&self.model, &self.scene, &scratch.frames, &[]) {
-                    return false; // in collision: no level can pass
+                if !self.frames_valid(scratch, false, true) {
+                    verdict = Some(false); // in collision: no level can pass
+                    break;
                 }
                 failed_at = Some(step);
                 break;
+            }
+            scratch.return_order(n, order);
+            if let Some(v) = verdict {
+                return v;
             }
             if failed_at.is_none() {
                 return true;
@@ -721,9 +875,14 @@ impl CpuChecker {
         let threads = self.threads.clamp(1, 64).min(n.max(1));
         let mut out = vec![T::default(); n];
         if threads <= 1 || n < 64 {
-            let mut s = Scratch::default();
+            let mut fresh = None;
+            let mut held = self.scratch.try_lock().ok();
+            let s = match held.as_deref_mut() {
+                Some(s) => s,
+                None => fresh.insert(Scratch::default()),
+            };
             for (i, o) in out.iter_mut().enumerate() {
-                *o = f(i, &mut s);
+                *o = f(i, s);
             }
             return out;
         }

@@ -8,6 +8,7 @@
 mod backend;
 mod cpu;
 pub mod detmath;
+mod fast;
 pub mod gjk;
 pub mod model;
 
@@ -17,6 +18,7 @@ pub use cpu::{
     refine_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, MotionStatus,
     PreparedMotions, Scratch, MAX_REFINEMENTS, REFINE_FACTOR,
 };
+pub use fast::{frames_valid_fast, motion_travel, FastScratch, PairList, CULL_SLACK};
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 
 use crate::robot::JointSpace;
