@@ -721,6 +721,11 @@ impl CpuChecker {
     /// finer level the configurations that passed in the coarser one, and starts each finer
     /// level next to where the coarser one failed. Motions whose growth is not a finite
     /// non-negative number take the reference path.
+    ///
+    /// Each configuration's verdict is that of [`frames_valid`], computed by
+    /// [`frames_valid_fast`] over the pairs the motion can bring near
+    /// ([`PairList::for_motion`], culled once per motion at its midpoint with the first
+    /// level's growth, which bounds the growth of every finer level and of the unswept check).
     pub fn motion_valid(
         &self,
         p: &PreparedMotions,
