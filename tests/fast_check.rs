@@ -10,7 +10,7 @@ use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frames_valid, frames_valid_fast, motion_travel, prepare_motions,
     Checker, CheckerOptions, ConfigBatch, CpuChecker, FastScratch, MotionBatch, PairList,
-    RobotShapes, REFINE_FACTOR,
+    RobotShapes, MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -53,7 +53,7 @@ struct Tally {
 }
 
 /// Every configuration of a motion's first two refinement levels, grown and not, through
-/// the motion's culled pairs against the reference.
+/// the culled pairs of its piece against the reference.
 fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &mut Tally) {
     let model = checker.model();
     let scene = checker.scene_model();
@@ -62,7 +62,7 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
     let p = prepare_motions(space, motions, res).expect("prepared");
     let all = PairList::all(model, scene);
     let (mut state, mut frames, mut travel) = (Vec::new(), Vec::<Xf>::new(), Vec::new());
-    let (mut pairs, mut fs) = (PairList::default(), FastScratch::default());
+    let mut fs = FastScratch::default();
     let pose = |q: &mut dyn Iterator<Item = f32>, state: &mut Vec<f32>, frames: &mut Vec<Xf>| {
         state.clone_from(&model.base_state);
         for (k, v) in q.enumerate() {
@@ -77,20 +77,32 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
         let sweep0: Vec<f32> = (0..model.bodies.len())
             .map(|b| body_sweep(model, b, diff, n0))
             .collect();
+        // As the checker does: each piece culled at its midpoint with its share of the travel.
         motion_travel(model, diff, &mut travel);
-        pose(
-            &mut (0..dof).map(|j| start[j] + diff[j] * 0.5),
-            &mut state,
-            &mut frames,
-        );
-        PairList::for_motion(model, scene, &frames, &sweep0, &travel, &mut pairs);
-        tally.kept_pairs += pairs.len();
-        tally.all_pairs += all.len();
+        for t in &mut travel {
+            *t *= 1.0 / MOTION_PIECES as f32;
+        }
+        let mut pieces = Vec::new();
+        for k in 0..MOTION_PIECES {
+            let mid = (2 * k + 1) as f32 / (2 * MOTION_PIECES) as f32;
+            pose(
+                &mut (0..dof).map(|j| start[j] + diff[j] * mid),
+                &mut state,
+                &mut frames,
+            );
+            let mut pairs = PairList::default();
+            PairList::for_motion(model, scene, &frames, &sweep0, &travel, &mut pairs);
+            tally.kept_pairs += pairs.len();
+            tally.all_pairs += all.len();
+            pieces.push(pairs);
+        }
         for n in [n0, n0 * REFINE_FACTOR] {
             let sweep: Vec<f32> = (0..model.bodies.len())
                 .map(|b| body_sweep(model, b, diff, n))
                 .collect();
             for step in 0..=n {
+                let k = ((step * MOTION_PIECES) / n).min(MOTION_PIECES - 1) as usize;
+                let pairs = &pieces[k];
                 let t = step as f32 / n as f32;
                 pose(
                     &mut (0..dof).map(|j| start[j] + diff[j] * t),
@@ -99,7 +111,7 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
                 );
                 for grown in [&sweep[..], &[]] {
                     let want = frames_valid(model, scene, &frames, grown);
-                    let got = frames_valid_fast(model, scene, &pairs, &frames, grown, &mut fs);
+                    let got = frames_valid_fast(model, scene, pairs, &frames, grown, &mut fs);
                     assert_eq!(
                         got,
                         want,

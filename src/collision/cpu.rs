@@ -47,9 +47,10 @@ pub struct Scratch {
     passed_before: Vec<bool>,
     /// Scratch of [`frames_valid_fast`].
     fast: FastScratch,
-    /// The pairs the configurations of the motion being checked visit.
-    pairs: PairList,
-    /// Per body: how far its points can move over the motion being checked.
+    /// Per piece of the motion being checked ([`MOTION_PIECES`]): the pairs its
+    /// configurations visit, and whether they are culled yet.
+    pieces: Vec<(PairList, bool)>,
+    /// Per body: how far its points can move over a piece of the motion being checked.
     travel: Vec<f32>,
     /// [`bisection_order`] by segment count (at most [`ORDER_CACHE_MAX_SEGMENTS`] segments).
     orders: HashMap<u32, Vec<u32>>,
@@ -101,6 +102,11 @@ pub enum MotionStatus {
     /// more segments.
     Uncertain,
 }
+
+/// A motion check culls the pairs ([`PairList::for_motion`]) for each of this many equal
+/// pieces of the motion on its own, when it first visits a configuration there (a power of
+/// two: the pieces' midpoints and travel bounds are then exact in f32).
+pub const MOTION_PIECES: u32 = 4;
 
 /// Each refinement cuts the uncertain motions' segments into this many parts.
 pub const REFINE_FACTOR: u32 = 4;
@@ -612,18 +618,17 @@ impl CpuChecker {
     pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
         self.fill_state(q.iter().copied(), scratch);
         frame_poses(&self.model, &scratch.state, &mut scratch.frames);
-        self.frames_valid(scratch, false, false)
+        self.frames_valid(scratch, false, None)
     }
 
     /// [`frames_valid_fast`] on the frames in `scratch`, grown by `scratch.sweep` when `swept`,
-    /// visiting the pairs of the motion being checked (`scratch.pairs`) when `in_motion`.
+    /// visiting the pairs of `piece` of the motion being checked (`scratch.pieces`), or all.
     #[inline]
-    fn frames_valid(&self, scratch: &mut Scratch, swept: bool, in_motion: bool) -> bool {
+    fn frames_valid(&self, scratch: &mut Scratch, swept: bool, piece: Option<usize>) -> bool {
         let sweep: &[f32] = if swept { &scratch.sweep } else { &[] };
-        let pairs = if in_motion {
-            &scratch.pairs
-        } else {
-            &self.all_pairs
+        let pairs = match piece.and_then(|k| scratch.pieces.get(k)) {
+            Some((p, true)) => p,
+            _ => &self.all_pairs,
         };
         frames_valid_fast(
             &self.model,
@@ -635,23 +640,26 @@ impl CpuChecker {
         )
     }
 
-    /// Fills `scratch.pairs` with the pairs the configurations of the motion `start + t diff`
-    /// (`t` in `[0, 1]`) can need, for growths up to `scratch.sweep` ([`PairList::for_motion`]
-    /// from the midpoint, with the bodies' [`motion_travel`]).
-    fn cull_pairs(&self, start: &[f32], diff: &[f32], scratch: &mut Scratch) {
+    /// Culls the pairs of piece `k` of [`MOTION_PIECES`] of the motion `start + t diff` (`t`
+    /// in `[k / P, (k + 1) / P]`) for growths up to `scratch.sweep`: [`PairList::for_motion`]
+    /// at the piece's midpoint, with `scratch.travel` the bodies' travel over a piece.
+    fn cull_piece(&self, start: &[f32], diff: &[f32], k: usize, scratch: &mut Scratch) {
         let model = &self.model;
-        motion_travel(model, diff, &mut scratch.travel);
         let dof = model.dof();
-        self.fill_state((0..dof).map(|j| start[j] + diff[j] * 0.5), scratch);
+        let t = (2 * k + 1) as f32 / (2 * MOTION_PIECES) as f32;
+        self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
         frame_poses(model, &scratch.state, &mut scratch.frames);
-        PairList::for_motion(
-            model,
-            &self.scene,
-            &scratch.frames,
-            &scratch.sweep,
-            &scratch.travel,
-            &mut scratch.pairs,
-        );
+        if let Some((pairs, ready)) = scratch.pieces.get_mut(k) {
+            PairList::for_motion(
+                model,
+                &self.scene,
+                &scratch.frames,
+                &scratch.sweep,
+                &scratch.travel,
+                pairs,
+            );
+            *ready = true;
+        }
     }
 
     /// The reference configuration check: [`config_valid`] on every configuration. The
@@ -724,8 +732,9 @@ impl CpuChecker {
     ///
     /// Each configuration's verdict is that of [`frames_valid`], computed by
     /// [`frames_valid_fast`] over the pairs the motion can bring near
-    /// ([`PairList::for_motion`], culled once per motion at its midpoint with the first
-    /// level's growth, which bounds the growth of every finer level and of the unswept check).
+    /// ([`PairList::for_motion`], culled for each of [`MOTION_PIECES`] pieces of the motion at
+    /// its midpoint, at the piece's first visit, with that level's growth, which bounds the
+    /// growth of every finer level and of the unswept check).
     pub fn motion_valid(
         &self,
         p: &PreparedMotions,
@@ -762,9 +771,17 @@ impl CpuChecker {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
             }
             if level == 0 {
-                // The growths of finer levels are no larger (fewer rounded-down steps of
-                // the same motion), so the pairs culled for this level serve them all.
-                self.cull_pairs(start, diff, scratch);
+                // Travel over a piece: a power-of-two fraction of the whole (exact).
+                motion_travel(&self.model, diff, &mut scratch.travel);
+                for t in &mut scratch.travel {
+                    *t *= 1.0 / MOTION_PIECES as f32;
+                }
+                scratch
+                    .pieces
+                    .resize(MOTION_PIECES as usize, Default::default());
+                for piece in &mut scratch.pieces {
+                    piece.1 = false;
+                }
             }
             // Configurations known to pass from the coarser level: index s there is 4 s here.
             std::mem::swap(&mut scratch.passed, &mut scratch.passed_before);
@@ -806,14 +823,23 @@ impl CpuChecker {
                     continue;
                 }
                 *evaluated += 1;
+                // The piece of the motion this configuration lies in (step / n is in
+                // [k / P, (k + 1) / P]); its pairs are culled at its first visit, with this
+                // level's growth: the growths of finer levels are no larger (more segments of
+                // the same motion, each joint step rounded no larger).
+                let k = ((u64::from(step) * u64::from(MOTION_PIECES)) / u64::from(n))
+                    .min(u64::from(MOTION_PIECES) - 1) as usize;
+                if !scratch.pieces.get(k).is_some_and(|p| p.1) {
+                    self.cull_piece(start, diff, k, scratch);
+                }
                 let t = step as f32 / n as f32;
                 self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
                 frame_poses(&self.model, &scratch.state, &mut scratch.frames);
-                if self.frames_valid(scratch, true, true) {
+                if self.frames_valid(scratch, true, Some(k)) {
                     scratch.passed[step as usize] = true;
                     continue;
                 }
-                if !self.frames_valid(scratch, false, true) {
+                if !self.frames_valid(scratch, false, Some(k)) {
                     verdict = Some(false); // in collision: no level can pass
                     break;
                 }

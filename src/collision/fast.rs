@@ -12,9 +12,9 @@
 //! to fail (the pair is far apart) can be left out. This form
 //!
 //! - visits only the pairs of a [`PairList`]: every pair for a lone configuration, and for the
-//!   configurations of one motion the pairs that pass a bounding-sphere test at the motion's
-//!   midpoint grown by the most any body point can move from there ([`PairList::for_motion`],
-//!   which gives the proof);
+//!   configurations of a piece of one motion the pairs that pass a bounding-sphere test at the
+//!   piece's midpoint grown by the most any body point can move from there
+//!   ([`PairList::for_motion`], which gives the proof);
 //! - computes each body's bounding-sphere centre once per configuration and each body's
 //!   covering-sphere centres at most once (the reference recomputes them per obstacle and per
 //!   pair), with the same expression (`Xf::apply` on the same frame and point);
@@ -67,13 +67,14 @@ impl PairList {
         l
     }
 
-    /// The pairs that can pass their bounding-sphere test at some configuration of a motion,
-    /// for any growth up to `growth[b]` per body.
+    /// The pairs that can pass their bounding-sphere test at some configuration of a motion
+    /// (or of a piece of one), for any growth up to `growth[b]` per body.
     ///
-    /// `frames` are the poses at the motion's midpoint and `travel[b]` bounds how far any point
-    /// of body `b` moves over the whole motion (`sum_f |mult_f diff_f| reach[b, f]`, see
-    /// [`CollisionModel::reach`]), so every configuration of the motion has each body within
-    /// `travel[b] / 2` of its midpoint pose. A pair is left out when its bounding-sphere test
+    /// `frames` are the poses at the midpoint of the motion (piece) and `travel[b]` bounds how
+    /// far any point of body `b` moves over it (for a whole motion `sum_f |mult_f diff_f|
+    /// reach[b, f]`, see [`motion_travel`] and [`CollisionModel::reach`]; for a piece of a
+    /// straight joint-space motion the same fraction of it), so every configuration there has
+    /// each body within `travel[b] / 2` of its midpoint pose. A pair is left out when its bounding-sphere test
     /// fails at the midpoint with each body's radius grown by `growth[b] + travel[b] / 2 +`
     /// [`CULL_SLACK`]: then, in exact arithmetic, the pair is farther apart than its test's
     /// reach by more than the slack at every configuration. The tests run in `f32`: the
