@@ -1,4 +1,5 @@
-"""Paired before/after comparison of the four runs in this folder (python3 compare.py).
+"""Paired before/after comparison of four runs in this folder:
+python3 compare.py [BEFORE_1 BEFORE_2 AFTER_1 AFTER_2] (default before_1 before_2 after_1 after_2).
 
 For each problem solved in all four runs: the smaller of the two runs of each binary
 (the machine was shared, so the faster run is the less disturbed one), then medians and
@@ -7,6 +8,7 @@ sums over problems, and the median of the per-problem after/before ratios.
 import glob
 import json
 import statistics as st
+import sys
 
 
 def load(run):
@@ -14,7 +16,9 @@ def load(run):
     return {(robot, r["scene"], r["index"]): r for robot, recs in d["problems"].items() for r in recs}
 
 
-runs = {r: load(r) for r in ["before_1", "before_2", "after_1", "after_2"]}
+names = sys.argv[1:5] if len(sys.argv) >= 5 else ["before_1", "before_2", "after_1", "after_2"]
+runs = {r: load(n) for r, n in zip(["before_1", "before_2", "after_1", "after_2"], names)}
+print(f"Runs: before = {names[0]}, {names[1]}; after = {names[2]}, {names[3]}.\n")
 print("| robot | problems (solved in all 4 runs) | phase | median before (ms) | median after (ms) | median of per-problem ratios after/before | sum before (s) | sum after (s) | same path length and check counts (run 1 vs run 1) |")
 print("|---|---|---|---|---|---|---|---|---|")
 for robot in ["panda", "ur5", "fetch"]:
