@@ -1,14 +1,18 @@
 //! The CPU backend: the reference every other backend is held to.
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
+use super::fast::{frames_valid_fast, motion_travel, FastScratch, PairList};
 use super::gjk::{separated, ShapeRef};
 use super::model::{
-    obstacle_kind, CollisionModel, ObstacleModel, RobotShapes, SceneModel, DEFAULT_MARGIN,
+    obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
+    DEFAULT_MARGIN,
 };
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Options of a checker.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,6 +45,48 @@ pub struct Scratch {
     passed: Vec<bool>,
     /// The same for the previous level.
     passed_before: Vec<bool>,
+    /// Scratch of [`frames_valid_fast`].
+    fast: FastScratch,
+    /// Per piece of the motion being checked ([`MOTION_PIECES`]): the pairs its
+    /// configurations visit, and whether they are culled yet.
+    pieces: Vec<(PairList, bool)>,
+    /// Per body: how far its points can move over a piece of the motion being checked.
+    travel: Vec<f32>,
+    /// [`bisection_order`] by segment count (at most [`ORDER_CACHE_MAX_SEGMENTS`] segments).
+    orders: HashMap<u32, Vec<u32>>,
+    /// Indices held by `orders`.
+    orders_total: usize,
+}
+
+/// Longest motion (in segments) whose visiting order a [`Scratch`] keeps.
+const ORDER_CACHE_MAX_SEGMENTS: u32 = 1 << 14;
+/// Indices the cached visiting orders may hold together before the cache starts afresh.
+const ORDER_CACHE_MAX_TOTAL: usize = 1 << 20;
+
+impl Scratch {
+    /// [`bisection_order`]`(n)`, from the cache when there; hand it back with
+    /// [`Self::return_order`].
+    fn take_order(&mut self, n: u32) -> Vec<u32> {
+        match self.orders.remove(&n) {
+            Some(order) => {
+                self.orders_total -= order.len();
+                order
+            }
+            None => bisection_order(n),
+        }
+    }
+
+    fn return_order(&mut self, n: u32, order: Vec<u32>) {
+        if n > ORDER_CACHE_MAX_SEGMENTS {
+            return;
+        }
+        if self.orders_total + order.len() > ORDER_CACHE_MAX_TOTAL {
+            self.orders.clear();
+            self.orders_total = 0;
+        }
+        self.orders_total += order.len();
+        self.orders.insert(n, order);
+    }
 }
 
 /// The outcome of checking one motion at its checked configurations.
@@ -56,6 +102,11 @@ pub enum MotionStatus {
     /// more segments.
     Uncertain,
 }
+
+/// A motion check culls the pairs ([`PairList::for_motion`]) for each of this many equal
+/// pieces of the motion on its own, when it first visits a configuration there (a power of
+/// two: the pieces' midpoints and travel bounds are then exact in f32).
+pub const MOTION_PIECES: u32 = 4;
 
 /// Each refinement cuts the uncertain motions' segments into this many parts.
 pub const REFINE_FACTOR: u32 = 4;
@@ -133,7 +184,7 @@ pub fn frame_poses(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>) {
 }
 
 #[inline(always)]
-fn frame_of(frames: &[Xf], f: i32) -> Xf {
+pub(super) fn frame_of(frames: &[Xf], f: i32) -> Xf {
     if f < 0 {
         Xf::IDENTITY
     } else {
@@ -171,7 +222,7 @@ pub fn sphere_near_obstacle(c: &V3, r: f32, o: &ObstacleModel, margin: f32) -> b
     }
 }
 
-fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
+pub(super) fn obstacle_shape<'a>(o: &ObstacleModel, scene: &'a SceneModel) -> ShapeRef<'a> {
     match o.kind {
         obstacle_kind::BOX => ShapeRef::Box {
             xf: o.pose,
@@ -237,12 +288,6 @@ pub fn frames_valid(
         let e = sweep.get(bi).copied().unwrap_or(0.0);
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
-        let body = ShapeRef::Poly {
-            xf,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
         for o in &scene.obstacles {
             if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius + e, o, m) {
                 continue;
@@ -262,26 +307,7 @@ pub fn frames_valid(
                     continue;
                 }
             }
-            if b.vert_count == 1 && o.kind != obstacle_kind::MESH {
-                // A sphere body against a primitive: the distance test above was exact.
-                return false;
-            }
-            let extra = if o.kind == obstacle_kind::SPHERE {
-                o.params[0]
-            } else {
-                0.0
-            };
-            let mut ca = b.vert_start;
-            let mut cb = o.mesh_start;
-            let dir = sub(&bc, &o.center);
-            if !separated(
-                &body,
-                &obstacle_shape(o, scene),
-                m + b.inflate + e + extra,
-                dir,
-                &mut ca,
-                &mut cb,
-            ) {
+            if !body_obstacle_narrow(model, scene, b, xf, &bc, e, o) {
                 return false;
             }
         }
@@ -320,35 +346,83 @@ pub fn frames_valid(
         if !near {
             continue;
         }
-        if ba.vert_count == 1 && bb.vert_count == 1 {
-            return false;
-        }
-        let sha = ShapeRef::Poly {
-            xf: xa,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
-        let shb = ShapeRef::Poly {
-            xf: xb,
-            verts: &model.verts,
-            offsets: &model.edge_offsets,
-            targets: &model.edge_targets,
-        };
-        let mut va = ba.vert_start;
-        let mut vb = bb.vert_start;
-        if !separated(
-            &sha,
-            &shb,
-            m + ba.inflate + bb.inflate + ea + eb,
-            d,
-            &mut va,
-            &mut vb,
-        ) {
+        if !self_pair_narrow(model, ba, bb, xa, xb, d, (ea, eb)) {
             return false;
         }
     }
     true
+}
+
+/// A body posed by `xf` (bounding centre `bc`, grown by `e`) against an obstacle that passed
+/// the sphere tests of [`frames_valid`]: the rest of its obstacle test. `true` = free.
+#[inline(always)]
+pub(super) fn body_obstacle_narrow(
+    model: &CollisionModel,
+    scene: &SceneModel,
+    b: &BodyModel,
+    xf: Xf,
+    bc: &V3,
+    e: f32,
+    o: &ObstacleModel,
+) -> bool {
+    if b.vert_count == 1 && o.kind != obstacle_kind::MESH {
+        // A sphere body against a primitive: the distance test above was exact.
+        return false;
+    }
+    let extra = if o.kind == obstacle_kind::SPHERE {
+        o.params[0]
+    } else {
+        0.0
+    };
+    let mut ca = b.vert_start;
+    let mut cb = o.mesh_start;
+    let dir = sub(bc, &o.center);
+    separated(
+        &body_shape(model, xf),
+        &obstacle_shape(o, scene),
+        model.margin + b.inflate + e + extra,
+        dir,
+        &mut ca,
+        &mut cb,
+    )
+}
+
+/// A robot body's polytope posed by `xf` (a GJK shape).
+#[inline(always)]
+fn body_shape(model: &CollisionModel, xf: Xf) -> ShapeRef<'_> {
+    ShapeRef::Poly {
+        xf,
+        verts: &model.verts,
+        offsets: &model.edge_offsets,
+        targets: &model.edge_targets,
+    }
+}
+
+/// A self pair whose covering spheres passed the tests of [`frames_valid`]: the rest of its
+/// test, with `d` the difference of the bounding centres. `true` = free.
+#[inline(always)]
+pub(super) fn self_pair_narrow(
+    model: &CollisionModel,
+    ba: &BodyModel,
+    bb: &BodyModel,
+    xa: Xf,
+    xb: Xf,
+    d: V3,
+    grow: (f32, f32),
+) -> bool {
+    if ba.vert_count == 1 && bb.vert_count == 1 {
+        return false;
+    }
+    let mut va = ba.vert_start;
+    let mut vb = bb.vert_start;
+    separated(
+        &body_shape(model, xa),
+        &body_shape(model, xb),
+        model.margin + ba.inflate + bb.inflate + grow.0 + grow.1,
+        d,
+        &mut va,
+        &mut vb,
+    )
 }
 
 /// Per-motion data prepared on the host, shared by every backend: the f32 start, the f32
@@ -453,6 +527,11 @@ pub struct CpuChecker {
     threads: usize,
     /// Configurations whose validity was computed (forward kinematics run), all threads.
     evaluated: AtomicU64,
+    /// Every pair: what a lone configuration visits in [`frames_valid_fast`].
+    all_pairs: PairList,
+    /// Scratch reused by single-threaded checks (a busy one means another thread is checking:
+    /// that call takes a fresh one).
+    scratch: Mutex<Scratch>,
 }
 
 impl Clone for CpuChecker {
@@ -463,6 +542,8 @@ impl Clone for CpuChecker {
             space: self.space.clone(),
             threads: self.threads,
             evaluated: AtomicU64::new(self.evaluated.load(Ordering::Relaxed)),
+            all_pairs: self.all_pairs.clone(),
+            scratch: Mutex::new(Scratch::default()),
         }
     }
 }
@@ -489,12 +570,15 @@ impl CpuChecker {
         } else {
             opts.threads
         };
+        let scene = SceneModel::build(scene);
         Ok(Self {
+            all_pairs: PairList::all(&model, &scene),
             model,
-            scene: SceneModel::build(scene),
+            scene,
             space: group.space.clone(),
             threads,
             evaluated: AtomicU64::new(0),
+            scratch: Mutex::new(Scratch::default()),
         })
     }
 
@@ -510,7 +594,9 @@ impl CpuChecker {
 
     /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
-        self.scene.sync(scene)
+        let changed = self.scene.sync(scene);
+        self.all_pairs = PairList::all(&self.model, &self.scene);
+        changed
     }
 
     /// Replaces the full state that supplies the joints outside the group.
@@ -527,15 +613,69 @@ impl CpuChecker {
         }
     }
 
-    /// Validity of one group configuration given in f32.
+    /// Validity of one group configuration given in f32 (the verdict of [`config_valid`],
+    /// computed by [`frames_valid_fast`]).
     pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
         self.fill_state(q.iter().copied(), scratch);
-        config_valid(
+        frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+        self.frames_valid(scratch, false, None)
+    }
+
+    /// [`frames_valid_fast`] on the frames in `scratch`, grown by `scratch.sweep` when `swept`,
+    /// visiting the pairs of `piece` of the motion being checked (`scratch.pieces`), or all.
+    #[inline]
+    fn frames_valid(&self, scratch: &mut Scratch, swept: bool, piece: Option<usize>) -> bool {
+        let sweep: &[f32] = if swept { &scratch.sweep } else { &[] };
+        let pairs = match piece.and_then(|k| scratch.pieces.get(k)) {
+            Some((p, true)) => p,
+            _ => &self.all_pairs,
+        };
+        frames_valid_fast(
             &self.model,
             &self.scene,
-            &scratch.state,
-            &mut scratch.frames,
+            pairs,
+            &scratch.frames,
+            sweep,
+            &mut scratch.fast,
         )
+    }
+
+    /// Culls the pairs of piece `k` of [`MOTION_PIECES`] of the motion `start + t diff` (`t`
+    /// in `[k / P, (k + 1) / P]`) for growths up to `scratch.sweep`: [`PairList::for_motion`]
+    /// at the piece's midpoint, with `scratch.travel` the bodies' travel over a piece.
+    fn cull_piece(&self, start: &[f32], diff: &[f32], k: usize, scratch: &mut Scratch) {
+        let model = &self.model;
+        let dof = model.dof();
+        let t = (2 * k + 1) as f32 / (2 * MOTION_PIECES) as f32;
+        self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
+        frame_poses(model, &scratch.state, &mut scratch.frames);
+        if let Some((pairs, ready)) = scratch.pieces.get_mut(k) {
+            PairList::for_motion(
+                model,
+                &self.scene,
+                &scratch.frames,
+                &scratch.sweep,
+                &scratch.travel,
+                pairs,
+            );
+            *ready = true;
+        }
+    }
+
+    /// The reference configuration check: [`config_valid`] on every configuration. The
+    /// twin of the GPU backends' configuration check; [`Checker::check_configs`] gives the
+    /// same verdicts with less work, and tests hold the two together.
+    pub fn check_configs_reference(
+        &self,
+        configs: &ConfigBatch,
+    ) -> Result<Vec<bool>, CollisionError> {
+        validate_batch(&self.space, configs)?;
+        let dof = self.space.dof();
+        let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
+        Ok(self.parallel(configs.len(), |i, s| {
+            self.fill_state(values[i * dof..(i + 1) * dof].iter().copied(), s);
+            config_valid(&self.model, &self.scene, &s.state, &mut s.frames)
+        }))
     }
 
     /// Status of motion `i` of prepared motions (twin: `check_motions_naive`).
@@ -589,6 +729,12 @@ impl CpuChecker {
     /// finer level the configurations that passed in the coarser one, and starts each finer
     /// level next to where the coarser one failed. Motions whose growth is not a finite
     /// non-negative number take the reference path.
+    ///
+    /// Each configuration's verdict is that of [`frames_valid`], computed by
+    /// [`frames_valid_fast`] over the pairs the motion can bring near
+    /// ([`PairList::for_motion`], culled for each of [`MOTION_PIECES`] pieces of the motion at
+    /// its midpoint, at the piece's first visit, with that level's growth, which bounds the
+    /// growth of every finer level and of the unswept check).
     pub fn motion_valid(
         &self,
         p: &PreparedMotions,
@@ -601,22 +747,41 @@ impl CpuChecker {
         let diff = &p.diff[i * dof..(i + 1) * dof];
         let n0 = p.segments[i];
         // The levels refine_motions would visit.
-        let mut levels = vec![n0];
-        while levels.len() <= MAX_REFINEMENTS as usize {
-            let last = levels[levels.len() - 1];
-            match last.checked_mul(REFINE_FACTOR).filter(|&s| s < (1 << 24)) {
-                Some(s) => levels.push(s),
+        let mut levels = [n0; MAX_REFINEMENTS as usize + 1];
+        let mut level_count = 1;
+        while level_count < levels.len() {
+            match levels[level_count - 1]
+                .checked_mul(REFINE_FACTOR)
+                .filter(|&s| s < (1 << 24))
+            {
+                Some(s) => {
+                    levels[level_count] = s;
+                    level_count += 1;
+                }
                 None => break,
             }
         }
         let mut failed_at: Option<u32> = None;
-        for (level, &n) in levels.iter().enumerate() {
+        for (level, &n) in levels[..level_count].iter().enumerate() {
             scratch.sweep.clear();
             for b in 0..self.model.bodies.len() {
                 scratch.sweep.push(body_sweep(&self.model, b, diff, n));
             }
             if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
+            }
+            if level == 0 {
+                // Travel over a piece: a power-of-two fraction of the whole (exact).
+                motion_travel(&self.model, diff, &mut scratch.travel);
+                for t in &mut scratch.travel {
+                    *t *= 1.0 / MOTION_PIECES as f32;
+                }
+                scratch
+                    .pieces
+                    .resize(MOTION_PIECES as usize, Default::default());
+                for piece in &mut scratch.pieces {
+                    piece.1 = false;
+                }
             }
             // Configurations known to pass from the coarser level: index s there is 4 s here.
             std::mem::swap(&mut scratch.passed, &mut scratch.passed_before);
@@ -630,21 +795,27 @@ impl CpuChecker {
                 }
             }
             // First the failing configuration of the coarser level and its new neighbours.
-            let mut first = Vec::new();
+            let mut first = [0u32; 1 + 2 * (REFINE_FACTOR / 2) as usize];
+            let mut first_count = 0;
             if let Some(f) = failed_at {
                 let c = f.saturating_mul(REFINE_FACTOR);
-                first.push(c);
+                first[0] = c;
+                first_count = 1;
                 for d in 1..REFINE_FACTOR / 2 + 1 {
                     if c >= d {
-                        first.push(c - d);
+                        first[first_count] = c - d;
+                        first_count += 1;
                     }
                     if c + d <= n {
-                        first.push(c + d);
+                        first[first_count] = c + d;
+                        first_count += 1;
                     }
                 }
             }
             failed_at = None;
-            for step in first.into_iter().chain(bisection_order(n)) {
+            let order = scratch.take_order(n);
+            let mut verdict = None;
+            for &step in first[..first_count].iter().chain(&order) {
                 let Some(known) = scratch.passed.get(step as usize).copied() else {
                     continue;
                 };
@@ -652,18 +823,32 @@ impl CpuChecker {
                     continue;
                 }
                 *evaluated += 1;
+                // The piece of the motion this configuration lies in (step / n is in
+                // [k / P, (k + 1) / P]); its pairs are culled at its first visit, with this
+                // level's growth: the growths of finer levels are no larger (more segments of
+                // the same motion, each joint step rounded no larger).
+                let k = ((u64::from(step) * u64::from(MOTION_PIECES)) / u64::from(n))
+                    .min(u64::from(MOTION_PIECES) - 1) as usize;
+                if !scratch.pieces.get(k).is_some_and(|p| p.1) {
+                    self.cull_piece(start, diff, k, scratch);
+                }
                 let t = step as f32 / n as f32;
                 self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
                 frame_poses(&self.model, &scratch.state, &mut scratch.frames);
-                if frames_valid(&self.model, &self.scene, &scratch.frames, &scratch.sweep) {
+                if self.frames_valid(scratch, true, Some(k)) {
                     scratch.passed[step as usize] = true;
                     continue;
                 }
-                if !frames_valid(&self.model, &self.scene, &scratch.frames, &[]) {
-                    return false; // in collision: no level can pass
+                if !self.frames_valid(scratch, false, Some(k)) {
+                    verdict = Some(false); // in collision: no level can pass
+                    break;
                 }
                 failed_at = Some(step);
                 break;
+            }
+            scratch.return_order(n, order);
+            if let Some(v) = verdict {
+                return v;
             }
             if failed_at.is_none() {
                 return true;
@@ -721,9 +906,14 @@ impl CpuChecker {
         let threads = self.threads.clamp(1, 64).min(n.max(1));
         let mut out = vec![T::default(); n];
         if threads <= 1 || n < 64 {
-            let mut s = Scratch::default();
+            let mut fresh = None;
+            let mut held = self.scratch.try_lock().ok();
+            let s = match held.as_deref_mut() {
+                Some(s) => s,
+                None => fresh.insert(Scratch::default()),
+            };
             for (i, o) in out.iter_mut().enumerate() {
-                *o = f(i, &mut s);
+                *o = f(i, s);
             }
             return out;
         }

@@ -8,6 +8,7 @@
 mod backend;
 mod cpu;
 pub mod detmath;
+mod fast;
 pub mod gjk;
 pub mod model;
 
@@ -15,8 +16,9 @@ pub use backend::make_checker;
 pub use cpu::{
     bisection_order, body_sweep, config_valid, frame_poses, frames_valid, prepare_motions,
     refine_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, MotionStatus,
-    PreparedMotions, Scratch, MAX_REFINEMENTS, REFINE_FACTOR,
+    PreparedMotions, Scratch, MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
+pub use fast::{frames_valid_fast, motion_travel, FastScratch, PairList, CULL_SLACK};
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 
 use crate::robot::JointSpace;

@@ -1,0 +1,241 @@
+//! The CPU checker's fast paths against the reference on MotionBenchMaker scenes. The CPU
+//! backend answers configuration and motion checks with `frames_valid_fast` (pairs culled per
+//! motion, centres computed once); `frames_valid`, `check_configs_reference` and
+//! `check_motions_reference` are the reference the kernels are held to. Their verdicts must be
+//! identical for every configuration and motion, with and without the sweep growth.
+
+mod common;
+
+use gpu_motion_planner::collision::detmath::Xf;
+use gpu_motion_planner::collision::{
+    body_sweep, frame_poses, frames_valid, frames_valid_fast, motion_travel, prepare_motions,
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, FastScratch, MotionBatch, PairList,
+    RobotShapes, MOTION_PIECES, REFINE_FACTOR,
+};
+use gpu_motion_planner::mbm;
+use gpu_motion_planner::robot::JointSpace;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A configuration near the start, the goal or the line between them (most MBM contacts are
+/// there), or uniform in the limits.
+fn sample(rng: &mut ChaCha8Rng, space: &JointSpace, start: &[f64], goal: &[f64]) -> Vec<f64> {
+    let dof = space.dof();
+    if rng.random_range(0..5) == 0 {
+        return (0..dof)
+            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+            .collect();
+    }
+    let t: f64 = rng.random_range(0.0..=1.0);
+    let spread = rng.random_range(0.0..0.5);
+    (0..dof)
+        .map(|j| {
+            (start[j] + (goal[j] - start[j]) * t + rng.random_range(-spread..=spread))
+                .clamp(space.lower[j], space.upper[j])
+        })
+        .collect()
+}
+
+/// A motion from `from` to a point up to `len` away per joint.
+fn motion_end(rng: &mut ChaCha8Rng, space: &JointSpace, from: &[f64], len: f64) -> Vec<f64> {
+    (0..space.dof())
+        .map(|j| (from[j] + rng.random_range(-len..=len)).clamp(space.lower[j], space.upper[j]))
+        .collect()
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    configs: [usize; 2],
+    motions: [usize; 2],
+    steps: [usize; 2],
+    kept_pairs: usize,
+    all_pairs: usize,
+}
+
+/// Every configuration of a motion's first two refinement levels, grown and not, through
+/// the culled pairs of its piece against the reference.
+fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &mut Tally) {
+    let model = checker.model();
+    let scene = checker.scene_model();
+    let space = checker.space();
+    let dof = space.dof();
+    let p = prepare_motions(space, motions, res).expect("prepared");
+    let all = PairList::all(model, scene);
+    let (mut state, mut frames, mut travel) = (Vec::new(), Vec::<Xf>::new(), Vec::new());
+    let mut fs = FastScratch::default();
+    let pose = |q: &mut dyn Iterator<Item = f32>, state: &mut Vec<f32>, frames: &mut Vec<Xf>| {
+        state.clone_from(&model.base_state);
+        for (k, v) in q.enumerate() {
+            state[model.group_vars[k] as usize] = v;
+        }
+        frame_poses(model, state, frames);
+    };
+    for i in 0..p.segments.len() {
+        let start = &p.start[i * dof..(i + 1) * dof];
+        let diff = &p.diff[i * dof..(i + 1) * dof];
+        let n0 = p.segments[i];
+        let sweep0: Vec<f32> = (0..model.bodies.len())
+            .map(|b| body_sweep(model, b, diff, n0))
+            .collect();
+        // As the checker does: each piece culled at its midpoint with its share of the travel.
+        motion_travel(model, diff, &mut travel);
+        for t in &mut travel {
+            *t *= 1.0 / MOTION_PIECES as f32;
+        }
+        let mut pieces = Vec::new();
+        for k in 0..MOTION_PIECES {
+            let mid = (2 * k + 1) as f32 / (2 * MOTION_PIECES) as f32;
+            pose(
+                &mut (0..dof).map(|j| start[j] + diff[j] * mid),
+                &mut state,
+                &mut frames,
+            );
+            let mut pairs = PairList::default();
+            PairList::for_motion(model, scene, &frames, &sweep0, &travel, &mut pairs);
+            tally.kept_pairs += pairs.len();
+            tally.all_pairs += all.len();
+            pieces.push(pairs);
+        }
+        for n in [n0, n0 * REFINE_FACTOR] {
+            let sweep: Vec<f32> = (0..model.bodies.len())
+                .map(|b| body_sweep(model, b, diff, n))
+                .collect();
+            for step in 0..=n {
+                let k = ((step * MOTION_PIECES) / n).min(MOTION_PIECES - 1) as usize;
+                let pairs = &pieces[k];
+                let t = step as f32 / n as f32;
+                pose(
+                    &mut (0..dof).map(|j| start[j] + diff[j] * t),
+                    &mut state,
+                    &mut frames,
+                );
+                for grown in [&sweep[..], &[]] {
+                    let want = frames_valid(model, scene, &frames, grown);
+                    let got = frames_valid_fast(model, scene, pairs, &frames, grown, &mut fs);
+                    assert_eq!(
+                        got,
+                        want,
+                        "motion {:?} -> {:?}, step {step} of {n}, grown {}",
+                        motions.from.row(i),
+                        motions.to.row(i),
+                        !grown.is_empty()
+                    );
+                    let every = frames_valid_fast(model, scene, &all, &frames, grown, &mut fs);
+                    assert_eq!(every, want, "all pairs, step {step} of {n}");
+                    tally.steps[usize::from(want)] += 1;
+                }
+            }
+        }
+    }
+}
+
+fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tally) {
+    let Some(data) = common::mbm_or_skip("fast_check") else {
+        return;
+    };
+    let r = mbm::load_robot(&data, robot).expect("robot loads");
+    let problems = mbm::load_problems(&data, robot).expect("problems load");
+    let space = &r.group.space;
+    let dof = space.dof();
+    let mut rng = ChaCha8Rng::seed_from_u64(0xfa57);
+    let mut per: std::collections::BTreeMap<&str, usize> = Default::default();
+    for p in &problems {
+        let count = per.entry(p.scene_name.as_str()).or_default();
+        if *count >= per_scene {
+            continue;
+        }
+        *count += 1;
+        let checker = CpuChecker::new(
+            &r.model,
+            &r.group,
+            &r.start_full_state(p),
+            &p.scene,
+            CheckerOptions {
+                shapes,
+                threads: 1,
+                ..Default::default()
+            },
+        )
+        .expect("checker builds");
+        let (start, goal) = r.start_goal(p).expect("start and goal");
+        let rows: Vec<Vec<f64>> = (0..200)
+            .map(|_| sample(&mut rng, space, &start, &goal))
+            .collect();
+        let batch = ConfigBatch::from_rows(dof, &rows).expect("batch");
+        let fast = checker.check_configs(&batch).expect("fast");
+        let reference = checker.check_configs_reference(&batch).expect("reference");
+        assert_eq!(fast, reference, "{robot} {} #{}", p.scene_name, p.index);
+        for v in &fast {
+            tally.configs[usize::from(*v)] += 1;
+        }
+        for res in [0.02, 0.1] {
+            let mut motions = MotionBatch::new(dof);
+            for k in 0..40 {
+                let from = match k % 4 {
+                    0 => start.clone(),
+                    1 => goal.clone(),
+                    _ => sample(&mut rng, space, &start, &goal),
+                };
+                let len = rng.random_range(0.02..1.2);
+                let to = motion_end(&mut rng, space, &from, len);
+                motions.push(&from, &to).expect("motion");
+            }
+            let fast = checker.check_motions(&motions, res).expect("fast");
+            let reference = checker
+                .check_motions_reference(&motions, res)
+                .expect("reference");
+            assert_eq!(
+                fast, reference,
+                "{robot} {} #{} at resolution {res}",
+                p.scene_name, p.index
+            );
+            for v in &fast {
+                tally.motions[usize::from(*v)] += 1;
+            }
+            if res == 0.1 {
+                compare_steps(&checker, &motions, res, tally);
+            }
+        }
+    }
+}
+
+fn check(robot: &str, shapes: RobotShapes, per_scene: usize) {
+    let mut tally = Tally::default();
+    run_robot(robot, shapes, per_scene, &mut tally);
+    if tally.configs == [0, 0] {
+        return; // skipped: no MBM data
+    }
+    eprintln!(
+        "{robot} ({shapes:?}): configurations {} in collision / {} free, motions {} / {}, \
+         motion steps {} / {}; culled pair lists kept {:.1} % of the pairs",
+        tally.configs[0],
+        tally.configs[1],
+        tally.motions[0],
+        tally.motions[1],
+        tally.steps[0],
+        tally.steps[1],
+        100.0 * tally.kept_pairs as f64 / tally.all_pairs.max(1) as f64
+    );
+    // Both verdicts must be well represented for the comparison to mean something.
+    for n in tally
+        .configs
+        .iter()
+        .chain(&tally.motions)
+        .chain(&tally.steps)
+    {
+        assert!(*n >= 20, "too few of one verdict: {tally:?}");
+    }
+    assert!(tally.kept_pairs < tally.all_pairs, "nothing was culled");
+}
+
+#[test]
+fn polytope_model_fast_checks_match_the_reference() {
+    for (robot, per_scene) in [("panda", 3), ("ur5", 2), ("fetch", 2)] {
+        check(robot, RobotShapes::Polytopes, per_scene);
+    }
+}
+
+#[test]
+fn panda_sphere_model_fast_checks_match_the_reference() {
+    check("panda", RobotShapes::Spheres, 1);
+}
