@@ -1769,29 +1769,36 @@ fn emit_looped(
                 groups: Vec::new(),
                 skip: None,
             };
+            // Gated: a gate (the two frames' bounds, no groups) and a sub-block per pair of runs
+            // (this group's run, the other frame's run: each under its padded bound, the same
+            // triangle inequality as the block's bound). A gate that does not fire skips its
+            // sub-blocks: no pair of the two frames can be within reach. At most 64 sub-blocks
+            // (one bit each in the mask of a fired gate).
+            // Sub-blocks: (this group's run slot, the other run's centre, radius sum, groups).
+            let mut subs: Vec<(usize, V3, f32, Vec<LoopGroup>)> = Vec::new();
             if gated && block_groups.len() > LOOPED_SPLIT_GROUPS {
-                // A gate (the two frames' bounds, no groups) and a sub-block per pair of runs
-                // (this group's run, the other frame's run: each under its padded bound, the
-                // same triangle inequality as the block's bound). A gate that does not fire
-                // skips its sub-blocks: no pair of the two frames can be within reach.
-                let gate_at = blocks.len();
-                blocks.push(gate);
                 for orun in neighbour_runs(m, &other, LOOPED_PAIR_GROUP) {
                     let (co, ro, _, _) = bound_of(m, &orun);
-                    let so = slots.bound(frame, co);
                     for run in &runs {
                         let groups: Vec<LoopGroup> =
                             orun.iter().filter_map(|&ob| group_of(ob, run)).collect();
-                        if groups.is_empty() {
-                            continue;
+                        if !groups.is_empty() {
+                            subs.push((run.0, co, run.1 + ro + m.margin, groups));
                         }
-                        stats.cull_pair_bounds += 1;
-                        blocks.push(LoopBlock {
-                            bound: Some((run.0, so, run.1 + ro + m.margin)),
-                            groups,
-                            skip: None,
-                        });
                     }
+                }
+            }
+            if !subs.is_empty() && subs.len() <= 64 {
+                let gate_at = blocks.len();
+                blocks.push(gate);
+                for (own_slot, co, r, groups) in subs {
+                    let so = slots.bound(frame, co);
+                    stats.cull_pair_bounds += 1;
+                    blocks.push(LoopBlock {
+                        bound: Some((own_slot, so, r)),
+                        groups,
+                        skip: None,
+                    });
                 }
                 blocks[gate_at].skip = Some(blocks.len());
             } else {
@@ -2158,6 +2165,43 @@ fn emit_looped(
     o.close("}");
     o.line("");
 
+    if gated {
+        o.line("// The bound tests of gate k's sub-blocks (blocks k + 1 ..), side by side, the same tests as the");
+        o.line("// block loop makes (bit j: block k + 1 + j's bound fires), with constant slots and radii.");
+        o.line("template <bool SWEEP>");
+        o.open("__device__ __forceinline__ unsigned long long gmp_lp_gate_mask(const GmpLpSlot* S, unsigned k) {");
+        o.line("unsigned long long mask = ~0ull;");
+        o.open("switch (k) {");
+        for (k, bl) in blocks.iter().enumerate() {
+            let Some(end) = bl.skip else { continue };
+            o.open(format!("case {k}u: {{"));
+            o.line("mask = 0ull;");
+            for (j, sb) in blocks[k + 1..end].iter().enumerate() {
+                let Some((pa, pb, r)) = sb.bound else {
+                    o.line(format!("mask |= 1ull << {j};"));
+                    continue;
+                };
+                let r = lit(r, "pair bound radius")?;
+                o.open("{");
+                o.line(format!("const GmpLpSlot a = S[{pa}];"));
+                o.line(format!("const GmpLpSlot b = S[{pb}];"));
+                o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+                o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
+                o.line(format!(
+                    "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {j};"
+                ));
+                o.close("}");
+            }
+            o.line("break;");
+            o.close("}");
+        }
+        o.line("default:");
+        o.line("    break;");
+        o.close("}");
+        o.line("return mask;");
+        o.close("}");
+        o.line("");
+    }
     o.line("template <bool SWEEP>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
     o.line(format!("GmpLpSlot S[{}];", ns.max(1)));
@@ -2269,13 +2313,25 @@ fn emit_looped(
     o.line(format!(
         "// The self pairs, block by block, {LOOPED_PAIR_GROUP} at a time."
     ));
+    if gated {
+        o.line("// The sub-blocks of a fired gate, [base, sub_end): bit k - base of sub says their bound fired.");
+        o.line("unsigned long long sub = 0ull;");
+        o.line("unsigned base = 0u, sub_end = 0u;");
+    }
     o.line("#pragma unroll 1");
     o.open(format!(
         "for (unsigned k = 0; k < {}u; k++) {{",
         block_rows.len()
     ));
+    if gated {
+        o.line("if (k < sub_end && ((sub >> (k - base)) & 1ull) == 0ull) continue;");
+    }
     o.line("const GmpLpBlock B = gmp_lp_block[k];");
-    o.open("if (B.pa >= 0) {");
+    o.open(if gated {
+        "if (k >= sub_end && B.pa >= 0) {"
+    } else {
+        "if (B.pa >= 0) {"
+    });
     o.line("const GmpLpSlot a = S[B.pa];");
     o.line("const GmpLpSlot b = S[B.pb];");
     o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
@@ -2283,6 +2339,13 @@ fn emit_looped(
     if gated {
         o.open("if (!(gmp_dot(d, d) <= rr * rr)) {");
         o.line("k = B.skip - 1u;");
+        o.line("continue;");
+        o.close("}");
+        o.open("if (B.skip > k + 1u) {");
+        o.line("// A gate that fired: its sub-blocks' bound tests side by side.");
+        o.line("sub = gmp_lp_gate_mask<SWEEP>(S, k);");
+        o.line("base = k + 1u;");
+        o.line("sub_end = B.skip;");
         o.line("continue;");
         o.close("}");
     } else {
