@@ -2566,11 +2566,21 @@ mod tests {
     fn looped_layout_tables_hold_every_body_and_pair() {
         let m = arm();
         assert_eq!(Layout::parse("looped"), Some(Layout::Looped));
-        assert_eq!(Layout::Looped.base(), Layout::Looped);
-        assert!(!Layout::Looped.folds());
-        let g = generate_with(&m, Layout::Looped).expect("generated");
+        assert_eq!(Layout::parse("looped-gated"), Some(Layout::LoopedGated));
+        for layout in [Layout::Looped, Layout::LoopedGated] {
+            assert_eq!(layout.base(), Layout::Looped);
+            assert!(!layout.folds());
+            looped_tables_hold_every_body_and_pair(&m, layout);
+        }
+    }
+
+    fn looped_tables_hold_every_body_and_pair(m: &CollisionModel, layout: Layout) {
+        let g = generate_with(m, layout).expect("generated");
+        let gated = layout == Layout::LoopedGated;
+        assert_eq!(g.generated.contains("gmp_lp_top_mask"), gated);
+        assert_eq!(g.generated.contains("gmp_lp_gate_mask"), gated);
         let st = &g.stats;
-        assert_eq!(st.layout, "looped");
+        assert_eq!(st.layout, layout.name());
         assert_eq!(
             st.sphere_pairs + st.fine_pairs + st.skipped_pairs,
             m.self_pairs.len()
