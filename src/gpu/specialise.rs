@@ -2086,35 +2086,51 @@ fn emit_looped(
     o.line(format!("return gmp_near_ball(c, r, o, {mg});"));
     o.close("}");
     o.line("");
-    o.line("// Every body against obstacle o (of kind K) through the culling tables, from top node t, part p,");
-    o.line("// body entry k (resume: go on at k, the bounds above it having fired). 0: no collision; 1: a");
-    o.line("// collision; 2: body entry k needs the out-of-line tests (the caller runs them out of the loops,");
-    o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
     if gated {
-        o.line("// The top nodes' bound tests against obstacle o, side by side (bit t: node t's bound fires, or");
-        o.line("// it has none): the same tests as the loop below made, with constant slots, so that their");
-        o.line("// loads are in flight together rather than one after the other.");
+        o.line("// The top nodes' bound tests against obstacle o, side by side (bit t: node t's bound fires; for");
+        o.line("// a node without a bound, the tests of the parts and bodies under it, one of which fires): the");
+        o.line("// tests the loop below makes first, with constant slots and radii, so that their loads are in");
+        o.line("// flight together rather than one after the other. A node whose bit is clear has nothing under");
+        o.line("// it that the loop would find near o.");
         o.line("template <unsigned K, bool SWEEP>");
         o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const GmpLpSlot* S, const GmpObstacle& o) {");
         o.line("unsigned long long mask = 0ull;");
         for (t, n) in tops.iter().enumerate() {
+            // (slot, radius) of each first test under node t.
+            let mut tests: Vec<(usize, f32)> = Vec::new();
             match n.bound {
-                Some((slot, r)) => {
-                    let r = lit(r, "culling bound radius")?;
-                    o.open("{");
-                    o.line(format!("const GmpLpSlot s = S[{slot}];"));
-                    o.line(format!(
-                        "if (gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? {r} + s.e : {r}, o)) mask |= 1ull << {t};"
-                    ));
-                    o.close("}");
+                Some(b) => tests.push(b),
+                None => {
+                    for part in &parts[n.lo..n.hi] {
+                        match part.bound {
+                            Some(b) => tests.push(b),
+                            None => tests.extend(
+                                env_bodies[part.lo..part.hi]
+                                    .iter()
+                                    .map(|&bi| (bi, m.bodies[bi].radius)),
+                            ),
+                        }
+                    }
                 }
-                None => o.line(format!("mask |= 1ull << {t};")),
+            }
+            for (slot, r) in tests {
+                let r = lit(r, "culling radius")?;
+                o.open("{");
+                o.line(format!("const GmpLpSlot s = S[{slot}];"));
+                o.line(format!(
+                    "if (gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? {r} + s.e : {r}, o)) mask |= 1ull << {t};"
+                ));
+                o.close("}");
             }
         }
         o.line("return mask;");
         o.close("}");
         o.line("");
     }
+    o.line("// Every body against obstacle o (of kind K) through the culling tables, from top node t, part p,");
+    o.line("// body entry k (resume: go on at k, the bounds above it having fired). 0: no collision; 1: a");
+    o.line("// collision; 2: body entry k needs the out-of-line tests (the caller runs them out of the loops,");
+    o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
     o.line("template <unsigned K, bool SWEEP>");
     if gated {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned long long mask,");
