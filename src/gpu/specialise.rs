@@ -1834,6 +1834,19 @@ fn emit_looped(
     let mut group_rows: Vec<String> = Vec::new();
     let mut block_rows: Vec<String> = Vec::new();
     let mut any_fine_pair = false;
+    // Gated: the ordinal of each top-level block (not a gate's sub-block), u32::MAX for
+    // sub-blocks; the first 64 top-level blocks are tested side by side (gmp_lp_block_mask).
+    let mut ords = Vec::with_capacity(blocks.len());
+    let (mut sub_until, mut next_ord) = (0, 0u32);
+    for (k, bl) in blocks.iter().enumerate() {
+        if k < sub_until {
+            ords.push(u32::MAX);
+        } else {
+            ords.push(next_ord);
+            next_ord += 1;
+            sub_until = bl.skip.unwrap_or(0);
+        }
+    }
     for bl in &blocks {
         let lo = group_rows.len();
         for gr in &bl.groups {
@@ -1877,7 +1890,11 @@ fn emit_looped(
             None => (-1, -1, "0x0p+0f".into()),
         };
         let skip = if gated {
-            format!(", {}u", bl.skip.unwrap_or(block_rows.len() + 1))
+            format!(
+                ", {}u, {}u",
+                bl.skip.unwrap_or(block_rows.len() + 1),
+                ords[block_rows.len()]
+            )
         } else {
             String::new()
         };
@@ -1918,7 +1935,7 @@ fn emit_looped(
             .any(|b| b.vert_count != 1 || env_covering(b));
     let table_bytes = 16 * (tops.len() + parts.len())
         + 8 * body_rows.len()
-        + if gated { 24 } else { 20 } * block_rows.len()
+        + if gated { 28 } else { 20 } * block_rows.len()
         + 16 * group_rows.len()
         + 12 * pair_rows.len();
     stats.slots = ns;
@@ -1961,10 +1978,9 @@ fn emit_looped(
     o.line("struct GmpLpBody { unsigned w; float r; };");
     if gated {
         o.line("// A pair block: bound slots (-1: none), (rp + rq) + margin, pair groups [lo, hi), the block");
-        o.line(
-            "// to go on at when the bound test fails (a gate: the block after its sub-blocks).",
-        );
-        o.line("struct GmpLpBlock { int pa, pb; float r; unsigned lo, hi, skip; };");
+        o.line("// to go on at when the bound test fails (a gate: the block after its sub-blocks), the ordinal");
+        o.line("// of a top-level block (its bit in gmp_lp_block_mask; 0xffffffff: a gate's sub-block).");
+        o.line("struct GmpLpBlock { int pa, pb; float r; unsigned lo, hi, skip, ord; };");
     } else {
         o.line(
             "// A pair block: bound slots (-1: none), (rp + rq) + margin, pair groups [lo, hi).",
@@ -2013,7 +2029,7 @@ fn emit_looped(
         "gmp_lp_block",
         &block_rows,
         if gated {
-            "{-1, -1, 0.0f, 0u, 0u, 1u},"
+            "{-1, -1, 0.0f, 0u, 0u, 1u, 0u},"
         } else {
             "{-1, -1, 0.0f, 0u, 0u},"
         },
@@ -2217,6 +2233,35 @@ fn emit_looped(
         o.line("return mask;");
         o.close("}");
         o.line("");
+        o.line("// The bound tests of the first 64 top-level blocks side by side (bit ord: the block's bound");
+        o.line("// fires, or it has none), the same tests as the block loop makes.");
+        o.line("template <bool SWEEP>");
+        o.open(
+            "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const GmpLpSlot* S) {",
+        );
+        o.line("unsigned long long mask = 0ull;");
+        for (bl, &ord) in blocks.iter().zip(&ords) {
+            if ord >= 64 {
+                continue;
+            }
+            let Some((pa, pb, r)) = bl.bound else {
+                o.line(format!("mask |= 1ull << {ord};"));
+                continue;
+            };
+            let r = lit(r, "pair bound radius")?;
+            o.open("{");
+            o.line(format!("const GmpLpSlot a = S[{pa}];"));
+            o.line(format!("const GmpLpSlot b = S[{pb}];"));
+            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+            o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
+            o.line(format!(
+                "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {ord};"
+            ));
+            o.close("}");
+        }
+        o.line("return mask;");
+        o.close("}");
+        o.line("");
     }
     o.line("template <bool SWEEP>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
@@ -2330,7 +2375,9 @@ fn emit_looped(
         "// The self pairs, block by block, {LOOPED_PAIR_GROUP} at a time."
     ));
     if gated {
-        o.line("// The sub-blocks of a fired gate, [base, sub_end): bit k - base of sub says their bound fired.");
+        o.line("// The top-level blocks' bounds side by side; the sub-blocks of a fired gate, [base, sub_end):");
+        o.line("// bit k - base of sub says their bound fired.");
+        o.line("const unsigned long long top = gmp_lp_block_mask<SWEEP>(S);");
         o.line("unsigned long long sub = 0ull;");
         o.line("unsigned base = 0u, sub_end = 0u;");
     }
@@ -2341,19 +2388,19 @@ fn emit_looped(
     ));
     if gated {
         o.line("if (k < sub_end && ((sub >> (k - base)) & 1ull) == 0ull) continue;");
-    }
-    o.line("const GmpLpBlock B = gmp_lp_block[k];");
-    o.open(if gated {
-        "if (k >= sub_end && B.pa >= 0) {"
-    } else {
-        "if (B.pa >= 0) {"
-    });
-    o.line("const GmpLpSlot a = S[B.pa];");
-    o.line("const GmpLpSlot b = S[B.pb];");
-    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-    o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
-    if gated {
-        o.open("if (!(gmp_dot(d, d) <= rr * rr)) {");
+        o.line("const GmpLpBlock B = gmp_lp_block[k];");
+        o.open("if (k >= sub_end) {");
+        o.line("bool fire = true;");
+        o.open("if (B.ord < 64u) {");
+        o.line("fire = ((top >> B.ord) & 1ull) != 0ull;");
+        o.mid("} else if (B.pa >= 0) {");
+        o.line("const GmpLpSlot a = S[B.pa];");
+        o.line("const GmpLpSlot b = S[B.pb];");
+        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+        o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+        o.line("fire = gmp_dot(d, d) <= rr * rr;");
+        o.close("}");
+        o.open("if (!fire) {");
         o.line("k = B.skip - 1u;");
         o.line("continue;");
         o.close("}");
@@ -2364,10 +2411,17 @@ fn emit_looped(
         o.line("sub_end = B.skip;");
         o.line("continue;");
         o.close("}");
+        o.close("}");
     } else {
+        o.line("const GmpLpBlock B = gmp_lp_block[k];");
+        o.open("if (B.pa >= 0) {");
+        o.line("const GmpLpSlot a = S[B.pa];");
+        o.line("const GmpLpSlot b = S[B.pb];");
+        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+        o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
         o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
+        o.close("}");
     }
-    o.close("}");
     o.line("#pragma unroll 1");
     o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
     o.line("const GmpLpGroup U = gmp_lp_group[u];");
