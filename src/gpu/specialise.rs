@@ -292,12 +292,22 @@ pub enum Layout {
     /// [`emit_looped`]). Far less code than the unrolled layouts (which miss the instruction
     /// cache on sphere models), few registers, and every world centre computed once.
     Looped,
-    /// [`Layout::Looped`] with the large blocks of self pairs (more than [`LOOPED_SPLIT_GROUPS`]
-    /// groups between two frames) split: the two frames' bounds gate sub-blocks, one per pair of
-    /// neighbour runs (a run of the earlier frame's bodies against a run of the later one's, each
-    /// under its own bound), and a gate that does not fire skips its sub-blocks. On the MBM Panda
-    /// the hand's and the forearm's bounds (84 groups) overlap in almost every configuration;
-    /// their runs mostly do not.
+    /// [`Layout::Looped`] with fewer loop iterations that wait on each other (each loads a world
+    /// centre from the per-thread slot array, local memory, before its test and branch):
+    /// - per obstacle, the bounds of every frame (and the first tests under a node without one,
+    ///   such as the root's fixed body) are tested side by side into a mask, and the loop visits
+    ///   only the nodes that fired;
+    /// - the bounds of the top-level blocks of self pairs likewise (the first 64);
+    /// - a block of self pairs between two frames with more than [`LOOPED_SPLIT_GROUPS`] groups
+    ///   becomes a gate (the two frames' bounds) over sub-blocks, one per pair of neighbour runs
+    ///   (a run of the earlier frame's bodies against a run of the later one's, each under its
+    ///   padded bound; at most 64): a gate that does not fire skips them, one that fires tests
+    ///   their bounds side by side.
+    ///
+    /// On the MBM Panda sphere model (host count, 20,000 uniform configurations per scene) the
+    /// iterations per configuration drop from 156 to 21: the hand's and the forearm's bounds
+    /// (84 groups) overlap in almost every configuration, their runs mostly do not. The same
+    /// culling tests (padded bounds, the same expressions), so the same verdicts.
     LoopedGated,
 }
 
