@@ -2207,6 +2207,26 @@ fn emit_looped(
     o.close("}");
     o.line("");
 
+    // A block's bound test as the block loop makes it, with constant slots and radius, setting
+    // bit `bit` of `mask` when it fires (or always, for a block without a bound).
+    let block_bound_bit =
+        |o: &mut Out, bl: &LoopBlock, bit: usize| -> Result<(), SpecialiseError> {
+            let Some((pa, pb, r)) = bl.bound else {
+                o.line(format!("mask |= 1ull << {bit};"));
+                return Ok(());
+            };
+            let r = lit(r, "pair bound radius")?;
+            o.open("{");
+            o.line(format!("const GmpLpSlot a = S[{pa}];"));
+            o.line(format!("const GmpLpSlot b = S[{pb}];"));
+            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+            o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
+            o.line(format!(
+                "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {bit};"
+            ));
+            o.close("}");
+            Ok(())
+        };
     if gated {
         o.line("// The bound tests of gate k's sub-blocks (blocks k + 1 ..), side by side, the same tests as the");
         o.line("// block loop makes (bit j: block k + 1 + j's bound fires), with constant slots and radii.");
@@ -2219,20 +2239,7 @@ fn emit_looped(
             o.open(format!("case {k}u: {{"));
             o.line("mask = 0ull;");
             for (j, sb) in blocks[k + 1..end].iter().enumerate() {
-                let Some((pa, pb, r)) = sb.bound else {
-                    o.line(format!("mask |= 1ull << {j};"));
-                    continue;
-                };
-                let r = lit(r, "pair bound radius")?;
-                o.open("{");
-                o.line(format!("const GmpLpSlot a = S[{pa}];"));
-                o.line(format!("const GmpLpSlot b = S[{pb}];"));
-                o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-                o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
-                o.line(format!(
-                    "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {j};"
-                ));
-                o.close("}");
+                block_bound_bit(o, sb, j)?;
             }
             o.line("break;");
             o.close("}");
@@ -2250,24 +2257,8 @@ fn emit_looped(
             "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const GmpLpSlot* S) {",
         );
         o.line("unsigned long long mask = 0ull;");
-        for (bl, &ord) in blocks.iter().zip(&ords) {
-            if ord >= 64 {
-                continue;
-            }
-            let Some((pa, pb, r)) = bl.bound else {
-                o.line(format!("mask |= 1ull << {ord};"));
-                continue;
-            };
-            let r = lit(r, "pair bound radius")?;
-            o.open("{");
-            o.line(format!("const GmpLpSlot a = S[{pa}];"));
-            o.line(format!("const GmpLpSlot b = S[{pb}];"));
-            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
-            o.line(format!(
-                "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {ord};"
-            ));
-            o.close("}");
+        for (bl, &ord) in blocks.iter().zip(&ords).filter(|(_, &ord)| ord < 64) {
+            block_bound_bit(o, bl, ord as usize)?;
         }
         o.line("return mask;");
         o.close("}");
