@@ -10,7 +10,14 @@
 # small), fold (the constant-folding builds of the specialised kernels, inline-fold and
 # grouped-fold, against inline and grouped: Panda parity of the folded builds, then the Panda
 # collision benchmark with all four builds side by side; GMP_FOLD_CONFIGS / GMP_FOLD_MOTIONS size
-# the parity run, default 200000 / 20000). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
+# the parity run, default 200000 / 20000), gated (the looped-gated layout of the specialised kernels
+# against looped, sphere models: an Nsight Compute profile of one configuration launch of each
+# (Panda, bookshelf_small, 1e6; ncu_<build>.txt), the Panda collision benchmark with both builds
+# side by side (bookshelf_small and cage, 1e6 and 1e7 configurations), then parity of
+# looped-gated with the CPU for the Panda, UR5 and Fetch sphere models, GMP_GATED_CONFIGS /
+# GMP_GATED_MOTIONS configurations / motions, default 400000 / 40000, of which the sphere model
+# runs a quarter; GMP_GATED_ROBOTS picks the robots, GMP_GATED_FOLD=1 adds a Panda parity run of
+# the folded builds). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -62,6 +69,40 @@ if [ "$mode" = fold ]; then
     --spec-builds inline,grouped,inline-fold,grouped-fold ${GMP_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
   cat "$OUT"/results/collision/*.md 2>/dev/null
+fi
+if [ "$mode" = gated ]; then
+  ncu_bin="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  for b in looped looped-gated; do
+    timeout 120 "$ncu_bin" --clock-control none -k regex:check_configs --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+      --section InstructionStats "$D/gmp" bench collision --robots panda --scenes bookshelf_small \
+      --config-sizes 1000000 --motion-sizes 1000 --backends cuda --variants specialised \
+      --shapes spheres --spec-builds "$b" >"$OUT/ncu_$b.txt" 2>&1
+    echo "device_gpu: ncu $b rc=$?"
+  done
+  # shellcheck disable=SC2086
+  "$D/gmp" bench collision --out "$OUT/results/collision" --robots panda \
+    --scenes bookshelf_small,cage --config-sizes 1000000,10000000 --motion-sizes 1000 \
+    --backends cuda --variants specialised --shapes spheres --spec-builds looped,looped-gated \
+    ${GMP_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  status_parity="ok"
+  for r in ${GMP_GATED_ROBOTS:-panda ur5 fetch}; do
+    GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=looped-gated \
+      GMP_PARITY_CONFIGS=${GMP_GATED_CONFIGS:-400000} GMP_PARITY_MOTIONS=${GMP_GATED_MOTIONS:-40000} \
+      "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
+  done
+  if [ "${GMP_GATED_FOLD:-0}" = 1 ]; then
+    GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=inline-fold,grouped-fold GMP_PARITY_CONFIGS=200000 \
+      GMP_PARITY_MOTIONS=8000 GMP_PARITY_MOTION_KERNEL=balanced \
+      "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
+  fi
+  cat "$OUT"/results/collision/*.md 2>/dev/null
+  grep -hE "Duration|Registers Per|Achieved Occ|Issue Slots Busy|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit" \
+    "$OUT"/ncu_*.txt 2>/dev/null
 fi
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
