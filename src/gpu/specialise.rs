@@ -833,23 +833,20 @@ impl Gen<'_> {
         };
         let mut k = 0;
         while k < order.len() {
-            let frame = order[k].0;
-            let end = k + order[k..].iter().take_while(|p| p.0 == frame).count();
-            let block = &order[k..end];
-            let (culled, rest): (Vec<&(i32, usize, usize, usize)>, Vec<_>) =
-                block.iter().partition(|p| plain(p));
-            let mut own: Vec<usize> = culled.iter().map(|p| p.2).collect();
-            let mut other: Vec<usize> = culled.iter().map(|p| p.1).collect();
-            own.sort_unstable();
-            own.dedup();
-            other.sort_unstable();
-            other.dedup();
+            let FrameBlock {
+                frame,
+                rows: block,
+                culled,
+                rest,
+                own,
+                other,
+            } = frame_block(&order, k, plain);
+            k += block.len();
             if own.is_empty() || culled.len() < PAIR_CULL_MIN {
                 for &(_, other, _, pi) in block {
                     self.ensure_body(o, sc, other)?;
                     emit_pair(o, m, pi, &self.mg, stats)?;
                 }
-                k = end;
                 continue;
             };
             let (cp, rp, _, _) = bound_of(m, &own);
@@ -891,9 +888,56 @@ impl Gen<'_> {
                 self.ensure_body(o, sc, other)?;
                 emit_pair(o, m, pi, &self.mg, stats)?;
             }
-            k = end;
         }
         Ok(())
+    }
+}
+
+/// A row of the self-pair emission order: (the other body's frame, the other body, this
+/// group's body, the pair's index in [`CollisionModel::self_pairs`]).
+type PairRow = (i32, usize, usize, usize);
+
+/// The rows of a sorted emission order that share one other frame (see [`frame_block`]).
+struct FrameBlock<'a> {
+    /// The other frame.
+    frame: i32,
+    /// Every row with that frame.
+    rows: &'a [PairRow],
+    /// The rows whose pair may go under one bound test of the two sides (`plain`).
+    culled: Vec<&'a PairRow>,
+    /// The other rows.
+    rest: Vec<&'a PairRow>,
+    /// This group's bodies in `culled`, sorted, each once.
+    own: Vec<usize>,
+    /// The other frame's bodies in `culled`, sorted, each once.
+    other: Vec<usize>,
+}
+
+/// The block of `order` (sorted by frame) that starts at row `k`, its rows split by `plain`.
+fn frame_block<'a>(
+    order: &'a [PairRow],
+    k: usize,
+    plain: impl Fn(&PairRow) -> bool,
+) -> FrameBlock<'a> {
+    let frame = order[k].0;
+    let end = k + order[k..].iter().take_while(|p| p.0 == frame).count();
+    let rows = &order[k..end];
+    let (culled, rest): (Vec<&PairRow>, Vec<&PairRow>) = rows.iter().partition(|p| plain(p));
+    let sorted = |f: fn(&PairRow) -> usize| {
+        let mut v: Vec<usize> = culled.iter().map(|p| f(p)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let own = sorted(|p| p.2);
+    let other = sorted(|p| p.1);
+    FrameBlock {
+        frame,
+        rows,
+        culled,
+        rest,
+        own,
+        other,
     }
 }
 
@@ -1725,18 +1769,15 @@ fn emit_looped(
         order.sort_unstable();
         let mut k = 0;
         while k < order.len() {
-            let frame = order[k].0;
-            let end = k + order[k..].iter().take_while(|p| p.0 == frame).count();
-            let block = &order[k..end];
-            k = end;
-            let (culled, rest): (Vec<&(i32, usize, usize, usize)>, Vec<_>) =
-                block.iter().partition(|p| plain(p.3));
-            let mut own: Vec<usize> = culled.iter().map(|p| p.2).collect();
-            let mut other: Vec<usize> = culled.iter().map(|p| p.1).collect();
-            own.sort_unstable();
-            own.dedup();
-            other.sort_unstable();
-            other.dedup();
+            let FrameBlock {
+                frame,
+                rows: block,
+                culled,
+                rest,
+                own,
+                other,
+            } = frame_block(&order, k, |p| plain(p.3));
+            k += block.len();
             if own.is_empty() || culled.len() < PAIR_CULL_MIN {
                 let all: Vec<_> = block.iter().map(|p| (p.1, p.2, p.3)).collect();
                 add_unbounded(&mut blocks, &all);
