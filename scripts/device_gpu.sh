@@ -17,7 +17,8 @@
 # looped-gated with the CPU for the Panda, UR5 and Fetch sphere models, GMP_GATED_CONFIGS /
 # GMP_GATED_MOTIONS configurations / motions, default 400000 / 40000, of which the sphere model
 # runs a quarter; GMP_GATED_ROBOTS picks the robots, GMP_GATED_FOLD=1 adds a Panda parity run of
-# the folded builds). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
+# the folded builds), layouts (builds of the specialised kernels side by side and parity of one:
+# see the mode's block below). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -106,6 +107,56 @@ if [ "$mode" = gated ]; then
   fi
   cat "$OUT"/results/collision/*.md 2>/dev/null
   grep -hE "Duration|Registers Per|Achieved Occ|Issue Slots Busy|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit" \
+    "$OUT"/ncu_*.txt 2>/dev/null
+fi
+if [ "$mode" = layouts ]; then
+  # Layouts of the specialised kernels side by side on the sphere models (Panda benchmark,
+  # bookshelf_small and cage, 1e6 and 1e7 configurations; GMP_LAYOUTS_BUILDS, default
+  # looped,streamed), an optional Nsight Compute profile of each build in GMP_LAYOUTS_NCU, an
+  # optional second benchmark with the variable assignment in GMP_LAYOUTS_ENV2 exported (e.g.
+  # GMP_WHOLE_WAVES=0; into results/collision_env2), then
+  # parity of GMP_LAYOUTS_PARITY (default streamed) with the CPU: Panda, UR5 and Fetch sphere
+  # models at GMP_PARITY_CONFIGS / GMP_PARITY_MOTIONS (default 1000000 / 100000, balanced motion
+  # kernel) and the Panda polytope model at a fifth of that.
+  builds="${GMP_LAYOUTS_BUILDS:-looped,streamed}"
+  ncu_bin="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  for b in ${GMP_LAYOUTS_NCU:-}; do
+    timeout 120 "$ncu_bin" --clock-control none -k regex:check_configs --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis "$D/gmp" bench collision --robots panda --scenes bookshelf_small \
+      --config-sizes 1000000 --motion-sizes 1000 --backends cuda --variants specialised \
+      --shapes spheres --spec-builds "$b" >"$OUT/ncu_$b.txt" 2>&1
+    echo "device_gpu: ncu $b rc=$?"
+  done
+  bench_once() {
+    # shellcheck disable=SC2086
+    "$D/gmp" bench collision --out "$1" --robots panda \
+      --scenes bookshelf_small,cage --config-sizes 1000000,10000000 --motion-sizes 1000 \
+      --backends cuda --variants specialised --shapes spheres --spec-builds "$builds" \
+      ${GMP_BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.log"
+  }
+  bench_once "$OUT/results/collision"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  if [ -n "${GMP_LAYOUTS_ENV2:-}" ]; then
+    # shellcheck disable=SC2163
+    (export "$GMP_LAYOUTS_ENV2"; bench_once "$OUT/results/collision_env2")
+  fi
+  status_parity="ok"
+  pc=${GMP_PARITY_CONFIGS:-1000000}; pm=${GMP_PARITY_MOTIONS:-100000}
+  for r in ${GMP_LAYOUTS_ROBOTS:-panda ur5 fetch}; do
+    GMP_PARITY_MOTION_KERNEL=${GMP_PARITY_MOTION_KERNEL:-balanced} \
+      GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=${GMP_LAYOUTS_PARITY:-streamed} \
+      GMP_PARITY_CONFIGS=$pc GMP_PARITY_MOTIONS=$pm \
+      "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
+  done
+  GMP_PARITY_MOTION_KERNEL=${GMP_PARITY_MOTION_KERNEL:-balanced} \
+    GMP_PARITY_SHAPES=polytopes GMP_PARITY_LAYOUTS=${GMP_LAYOUTS_PARITY:-streamed} \
+    GMP_PARITY_CONFIGS=$((pc / 5)) GMP_PARITY_MOTIONS=$((pm / 5)) \
+    "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
+  cat "$OUT"/results/collision*/*.md 2>/dev/null
+  grep -hE "Duration|Registers Per|Achieved Occ|Issue Slots Busy|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit|DRAM Throughput" \
     "$OUT"/ncu_*.txt 2>/dev/null
 fi
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then

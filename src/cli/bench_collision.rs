@@ -444,12 +444,21 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                 row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
             }
             let mut gpu = Vec::new();
+            // The same batch as a caller holding f32 values passes it (converted before timing).
+            let f32_values: Vec<f32> = if runs.is_empty() {
+                Vec::new()
+            } else {
+                batch.values().iter().map(|&x| x as f32).collect()
+            };
             for (label, ci, v) in &runs {
                 let g = &mut checkers[*ci];
                 g.set_kernel_variant(*v)?;
+                let (s32, v32) = timed(|| Ok(g.check_configs_f32(&f32_values)?), true)?;
                 let (s, verdicts) = timed(|| Ok(g.check_configs(&batch)?), true)?;
                 let mut j = gpu_json(s, n, &g.last_timings());
                 j["variant"] = json!(label);
+                j["f32_in"] = json!({"wall_s": s32, "per_s": n as f64 / s32,
+                    "mismatches_vs_f64_in": mismatches(&verdicts, &v32)});
                 if let Some(c) = &cpu_v {
                     j["mismatches"] = json!(mismatches(c, &verdicts));
                 }
@@ -559,7 +568,9 @@ pub fn markdown(doc: &Value) -> String {
          resolution {} (about 100 steps). `kernels` = the CUDA kernel variant (generic: \
          table-driven; specialised: generated for the robot) and, for motions, the motion kernel. \
          `ratio` = that line's GPU rate / CPU rate (`*` = CPU rate taken from its largest measured \
-         size). `mism.` = verdicts differing from the CPU.\n\n",
+         size). `f32 in /s`: configurations end to end when the caller passes f32 values \
+         (`check_configs_f32`: no f64 read and conversion on the host; same verdicts). `mism.` = \
+         verdicts differing from the CPU.\n\n",
         doc["device"].as_str().unwrap_or("?"),
         doc["date"].as_str().unwrap_or("?"),
         doc["host_threads"],
@@ -567,8 +578,8 @@ pub fn markdown(doc: &Value) -> String {
         doc["motion_length_rad"],
         doc["motion_resolution"],
     );
-    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
-    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | f32 in /s | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
+    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let empty = Vec::new();
     let none = vec![Value::Null];
     let text = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -595,7 +606,7 @@ pub fn markdown(doc: &Value) -> String {
                 _ => "-".into(),
             };
             s.push_str(&format!(
-                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 text(&r["case"]),
                 text(&r["model"]),
                 text(&r["kind"]),
@@ -603,6 +614,10 @@ pub fn markdown(doc: &Value) -> String {
                 fmt_rate(&r["cpu"]["per_s"]),
                 fmt_rate(&g["per_s"]),
                 num(&g["ratio"], 1),
+                match g["f32_in"]["mismatches_vs_f64_in"].as_u64() {
+                    Some(0) | None => fmt_rate(&g["f32_in"]["per_s"]),
+                    Some(k) => format!("{} ({k} differ)", fmt_rate(&g["f32_in"]["per_s"])),
+                },
                 fmt_rate(&g["kernel_per_s"]),
                 fmt_ms(&g["kernel_ms"]),
                 fmt_ms(&g["htod_ms"]),

@@ -542,22 +542,44 @@ impl DeviceScene {
 /// The three collision kernels of one module.
 struct KernelSet {
     configs: CudaFunction,
+    /// Configurations `check_configs` runs at once on the device (one thread each; blocks per
+    /// SM by the occupancy calculator times the SMs times the block size), 0 when unknown.
+    config_wave: usize,
     naive: CudaFunction,
     balanced: CudaFunction,
 }
 
 impl KernelSet {
-    fn load(module: &Arc<CudaModule>) -> Result<Self, String> {
+    fn load(module: &Arc<CudaModule>, sms: usize) -> Result<Self, String> {
         let f = |name: &str| {
             module
                 .load_function(name)
                 .map_err(|e| format!("kernel '{name}' not found: {e:?}"))
         };
+        let configs = f("check_configs")?;
+        let per_sm = configs
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
+            .map_or(0, |b| b as usize);
         Ok(Self {
-            configs: f("check_configs")?,
+            config_wave: per_sm * sms * BLOCK as usize,
+            configs,
             naive: f("check_motions_naive")?,
             balanced: f("check_motions_balanced")?,
         })
+    }
+
+    /// Registers and local memory (bytes) per thread of the configuration and balanced motion
+    /// kernels, as the driver reports them (for the log line of the specialised kernels).
+    fn resources(&self) -> String {
+        let of = |f: &CudaFunction| match (f.num_regs(), f.local_size_bytes()) {
+            (Ok(r), Ok(l)) => format!("{r} registers, {l} B local"),
+            _ => "unknown".to_string(),
+        };
+        format!(
+            "check_configs {}; check_motions_balanced {}",
+            of(&self.configs),
+            of(&self.balanced)
+        )
     }
 }
 
@@ -613,12 +635,17 @@ impl DeviceState {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
         let stream = ctx.new_stream().map_err(drv("creating a stream"))?;
-        let generic = KernelSet::load(&dm.module).map_err(backend_err)?;
+        let sms = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_or(0, |c| c.max(0) as usize);
+        let generic = KernelSet::load(&dm.module, sms).map_err(backend_err)?;
         let (spec, spec_error) = match spec {
             None => (None, None),
             Some((source, maxrreg)) => {
                 match specialised_module(&dm, ordinal, source, maxrreg)
-                    .and_then(|module| KernelSet::load(&module))
+                    .and_then(|module| KernelSet::load(&module, sms))
                 {
                     Ok(k) => (Some(k), None),
                     Err(e) => (None, Some(e)),
@@ -820,7 +847,11 @@ impl DeviceState {
         let f_configs = self.kernels(variant).configs.clone();
         let dof = rows.dof;
         let n = out.len();
-        let (piece, slots) = pipeline_shape(n);
+        let wave = match std::env::var(WHOLE_WAVES_ENV) {
+            Ok(v) if v.trim() == "0" => 0,
+            _ => self.kernels(variant).config_wave,
+        };
+        let (piece, slots) = pipeline_shape(n, wave);
         self.ensure_buffers(piece * slots * dof, piece * slots)?;
         self.ensure_pipe_events(slots)?;
         let mut pending = std::collections::VecDeque::with_capacity(slots);
@@ -1145,6 +1176,10 @@ impl DeviceState {
     }
 }
 
+/// Environment variable: `0` turns off the rounding of pipelined configuration pieces to whole
+/// waves of the device (see [`pipeline_shape`]; for side-by-side measurements).
+pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
+
 /// Pipeline slots of the configuration checks (pieces in flight at once).
 const PIPE_SLOTS: usize = 4;
 /// Smallest pipelined piece: below twice this a batch goes in one piece.
@@ -1152,12 +1187,26 @@ const MIN_PIECE: usize = 1 << 18;
 
 /// `(piece, slots)` for a batch of `n` configurations: one piece for small batches, else about
 /// four pieces of at least [`MIN_PIECE`] and at most a quarter of [`CONFIG_CHUNK`], in a ring
-/// of up to [`PIPE_SLOTS`] buffer slots.
-fn pipeline_shape(n: usize) -> (usize, usize) {
+/// of up to [`PIPE_SLOTS`] buffer slots. With `wave` (the configurations the device runs at
+/// once: one thread each, as many blocks as fit on every SM; 0: unknown) a piece is rounded to
+/// the nearest whole number of waves that stays within those bounds, so that a launch does not
+/// end with a part-empty wave of blocks (a piece of 1.55 waves takes as long as two).
+fn pipeline_shape(n: usize, wave: usize) -> (usize, usize) {
     if n < 2 * MIN_PIECE {
         return (n.max(1), 1);
     }
-    let piece = n.div_ceil(4).clamp(MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
+    let (lo, hi) = (MIN_PIECE, CONFIG_CHUNK / PIPE_SLOTS);
+    let mut piece = n.div_ceil(4).clamp(lo, hi);
+    if wave > 0 && wave <= hi {
+        // Whole waves, nearest to the piece above, at most half the batch (two pieces at least,
+        // so that copies and kernels still overlap) and at most `hi`.
+        let most = hi.min(n / 2) / wave;
+        piece = if most >= 1 {
+            ((piece + wave / 2) / wave).clamp(1, most) * wave
+        } else {
+            n.div_ceil(2)
+        };
+    }
     (piece, n.div_ceil(piece).min(PIPE_SLOTS))
 }
 
@@ -1354,10 +1403,14 @@ impl CudaChecker {
         } else {
             KernelVariant::Generic
         };
+        let resources = states
+            .first()
+            .and_then(|s| lock(s).spec.as_ref().map(KernelSet::resources))
+            .unwrap_or_default();
         match (&spec_stats, &spec_unavailable) {
             (Some(st), _) => eprintln!(
                 "gmp: cuda collision kernels: specialised ({} joints, {} frames, {} bodies, {} self \
-                 pairs; {} layout, {} KiB generated; generated and compiled in {:.0} ms{})",
+                 pairs; {} layout, {} KiB generated; generated and compiled in {:.0} ms{}; {resources})",
                 st.dof,
                 st.frames,
                 st.bodies,
@@ -1683,33 +1736,40 @@ mod tests {
 
     #[test]
     fn pipeline_pieces_cover_the_batch() {
-        for n in [
-            1,
-            7,
-            MIN_PIECE,
-            2 * MIN_PIECE - 1,
-            2 * MIN_PIECE,
-            1_000_000,
-            10_000_000,
-            40_000_000,
-        ] {
-            let (piece, slots) = pipeline_shape(n);
-            assert!((1..=PIPE_SLOTS).contains(&slots), "{n}");
-            assert!(
-                piece * slots <= CONFIG_CHUNK.max(n.min(2 * MIN_PIECE)),
-                "{n}"
-            );
-            let pieces = n.div_ceil(piece);
-            assert!(pieces * piece >= n && (pieces - 1) * piece < n, "{n}");
-            if n >= 2 * MIN_PIECE {
+        // Waves: unknown, an H100 at 10 blocks of 128 per SM, a small device, one too large.
+        for wave in [0, 132 * 10 * 128, 4 * 128, CONFIG_CHUNK] {
+            for n in [
+                1,
+                7,
+                MIN_PIECE,
+                2 * MIN_PIECE - 1,
+                2 * MIN_PIECE,
+                1_000_000,
+                10_000_000,
+                40_000_000,
+            ] {
+                let (piece, slots) = pipeline_shape(n, wave);
+                assert!((1..=PIPE_SLOTS).contains(&slots), "{n}");
                 assert!(
-                    pieces >= 2 && piece >= MIN_PIECE,
-                    "{n}: {pieces} pieces of {piece}"
+                    piece * slots <= CONFIG_CHUNK.max(n.min(2 * MIN_PIECE)),
+                    "{n}"
                 );
-            } else {
-                assert_eq!(pieces, 1, "{n}");
+                let pieces = n.div_ceil(piece);
+                assert!(pieces * piece >= n && (pieces - 1) * piece < n, "{n}");
+                if n >= 2 * MIN_PIECE {
+                    assert!(pieces >= 2, "{n}: {pieces} pieces of {piece}");
+                    if wave > 0 && wave <= CONFIG_CHUNK / PIPE_SLOTS {
+                        assert_eq!(piece % wave, 0, "{n}, wave {wave}: piece {piece}");
+                    } else {
+                        assert!(piece >= MIN_PIECE, "{n}: piece {piece}");
+                    }
+                } else {
+                    assert_eq!(pieces, 1, "{n}");
+                }
             }
         }
+        // The H100 case: 1e6 configurations in whole waves of 168,960 (two per piece).
+        assert_eq!(pipeline_shape(1_000_000, 168_960), (337_920, 3));
     }
 
     #[test]

@@ -309,17 +309,26 @@ pub enum Layout {
     /// (84 groups) overlap in almost every configuration, their runs mostly do not. The same
     /// culling tests (padded bounds, the same expressions), so the same verdicts.
     LoopedGated,
+    /// [`Layout::Looped`] with the tests interleaved with forward kinematics: right after each
+    /// frame's world centres are stored, that frame's bodies are tested against every obstacle
+    /// and the self pairs whose later body is on that frame are tested, while the slots just
+    /// written are still in the L1 cache (the Nsight Compute profile of `looped` shows the
+    /// kernel waiting on local-memory loads of the slot array: 1.3 KB per thread, far beyond
+    /// L1, with about half the loads missing). A collision found early also skips the forward
+    /// kinematics of the later frames. The same tables and tests as `looped`, in another order.
+    Streamed,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 6] = [
+    pub const ALL: [Layout; 7] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
         Layout::GroupedFold,
         Layout::Looped,
         Layout::LoopedGated,
+        Layout::Streamed,
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
@@ -351,6 +360,7 @@ impl Layout {
             Layout::GroupedFold => "grouped-fold",
             Layout::Looped => "looped",
             Layout::LoopedGated => "looped-gated",
+            Layout::Streamed => "streamed",
         }
     }
 
@@ -360,12 +370,12 @@ impl Layout {
     }
 
     /// The function layout without folding ([`Layout::Inline`], [`Layout::Grouped`] or
-    /// [`Layout::Looped`], which [`Layout::LoopedGated`] is too).
+    /// [`Layout::Looped`], which [`Layout::LoopedGated`] and [`Layout::Streamed`] are too).
     pub fn base(self) -> Layout {
         match self {
             Layout::Inline | Layout::InlineFold => Layout::Inline,
             Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
-            Layout::Looped | Layout::LoopedGated => Layout::Looped,
+            Layout::Looped | Layout::LoopedGated | Layout::Streamed => Layout::Looped,
         }
     }
 
@@ -1060,8 +1070,12 @@ pub fn generate_with(
     o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
     o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
     if layout.base() == Layout::Looped {
-        let gated = layout == Layout::LoopedGated;
-        emit_looped(&mut o, &gen, &groups, &pairs_of, gated, &mut stats)?;
+        let order = match layout {
+            Layout::LoopedGated => LoopOrder::Gated,
+            Layout::Streamed => LoopOrder::Streamed,
+            _ => LoopOrder::Plain,
+        };
+        emit_looped(&mut o, &gen, &groups, &pairs_of, order, &mut stats)?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
         // its later body.
@@ -1544,6 +1558,17 @@ pub const LOOPED_SPLIT_GROUPS: usize = 16;
 /// The f32 bits of the padding rows' radii (a quiet NaN).
 const LOOPED_PAD_BITS: u32 = 0x7fc0_0000;
 
+/// Which of the looped layouts [`emit_looped`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoopOrder {
+    /// [`Layout::Looped`].
+    Plain,
+    /// [`Layout::LoopedGated`].
+    Gated,
+    /// [`Layout::Streamed`].
+    Streamed,
+}
+
 /// A culling bound: centre in its frame and padded radius (see [`Cull`]).
 type Bound = (V3, f32);
 
@@ -1629,7 +1654,10 @@ impl LoopSlots {
 
 /// Appends `pairs` (`(other body, own body, pair)`, sorted by the other body) to `blocks` as
 /// groups without a bound, each of at most [`LOOPED_PAIR_GROUP`] pairs with one other body.
-fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)]) {
+/// The groups join the last block when it has no bound and its index is at least `from` (the
+/// first block of the frame group being built, so that a block never holds pairs of two frame
+/// groups: [`Layout::Streamed`] runs a frame group's blocks right after its frame).
+fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)], from: usize) {
     let mut groups: Vec<LoopGroup> = Vec::new();
     for &(other, own, pi) in pairs {
         match groups.last_mut() {
@@ -1644,8 +1672,9 @@ fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)]) {
     if groups.is_empty() {
         return;
     }
+    let len = blocks.len();
     match blocks.last_mut() {
-        Some(last) if last.bound.is_none() => last.groups.extend(groups),
+        Some(last) if last.bound.is_none() && len > from => last.groups.extend(groups),
         _ => blocks.push(LoopBlock {
             bound: None,
             groups,
@@ -1680,14 +1709,21 @@ fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)]) {
 /// configuration is free when every test says so), and the culling bounds are the padded
 /// bounds of [`Cull`] (the group bounds: a body's own sphere against a padded bound of the
 /// others, the same triangle inequality).
+///
+/// `order` [`LoopOrder::Gated`] adds the side-by-side masks of [`Layout::LoopedGated`];
+/// [`LoopOrder::Streamed`] runs step 2 and 3 per frame group, right after its centres are
+/// stored (the obstacle loop over the group's culling node, the blocks of the pairs whose later
+/// body is in the group; such a block never holds pairs of another group).
 fn emit_looped(
     o: &mut Out,
     gen: &Gen,
     groups: &[Vec<usize>],
     pairs_of: &[Vec<usize>],
-    gated: bool,
+    order: LoopOrder,
     stats: &mut SpecialiseStats,
 ) -> Result<(), SpecialiseError> {
+    let gated = order == LoopOrder::Gated;
+    let streamed = order == LoopOrder::Streamed;
     let m = gen.m;
     let nb = m.bodies.len();
     let nf = m.frames.len();
@@ -1699,7 +1735,10 @@ fn emit_looped(
 
     // Obstacle culling: per frame group, its Cull tree (two levels at most, see Cull::new).
     let (mut tops, mut parts, mut env_bodies) = (Vec::new(), Vec::new(), Vec::<usize>::new());
-    for bodies in groups.iter().filter(|b| !b.is_empty()) {
+    // Per frame group: its top culling node (groups with bodies have one).
+    let mut top_of_group: Vec<Option<usize>> = vec![None; groups.len()];
+    for (g, bodies) in groups.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        top_of_group[g] = Some(tops.len());
         let frame = m.bodies[bodies[0]].frame;
         let tree = Cull::new(m, bodies);
         let lo = parts.len();
@@ -1741,8 +1780,13 @@ fn emit_looped(
         is_plain_sphere(m, &m.bodies[a as usize]) && is_plain_sphere(m, &m.bodies[b as usize])
     };
     let mut blocks: Vec<LoopBlock> = Vec::new();
+    // Per frame group: the blocks of the pairs whose later body it holds, [lo, hi).
+    let mut blocks_of_group: Vec<(usize, usize)> = vec![(0, 0); groups.len()];
     for (g, pairs) in pairs_of.iter().enumerate() {
         let bodies = &groups[g];
+        // Looped and gated: a block without a bound may take the next group's unbounded pairs.
+        let block_lo = if streamed { blocks.len() } else { 0 };
+        blocks_of_group[g].0 = blocks.len();
         let mut order: Vec<(i32, usize, usize, usize)> = Vec::new();
         for &pi in pairs {
             let [a, b] = m.self_pairs[pi];
@@ -1780,7 +1824,7 @@ fn emit_looped(
             k += block.len();
             if own.is_empty() || culled.len() < PAIR_CULL_MIN {
                 let all: Vec<_> = block.iter().map(|p| (p.1, p.2, p.3)).collect();
-                add_unbounded(&mut blocks, &all);
+                add_unbounded(&mut blocks, &all, block_lo);
                 continue;
             }
             let own_frame = m.bodies[own[0]].frame;
@@ -1859,8 +1903,9 @@ fn emit_looped(
                 });
             }
             let rest: Vec<_> = rest.iter().map(|p| (p.1, p.2, p.3)).collect();
-            add_unbounded(&mut blocks, &rest);
+            add_unbounded(&mut blocks, &rest, block_lo);
         }
+        blocks_of_group[g].1 = blocks.len();
     }
     let ns = slots.count();
     if gated && tops.len() > 64 {
@@ -2202,12 +2247,19 @@ fn emit_looped(
     if gated {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned long long mask,");
         o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
+    } else if streamed {
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned t_end,");
+        o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
     } else {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
         o.line("                                              unsigned& k, bool resume) {");
     }
     o.line("#pragma unroll 1");
-    o.open(format!("for (; t < {}u; t++) {{", tops.len()));
+    if streamed {
+        o.open("for (; t < t_end; t++) {");
+    } else {
+        o.open(format!("for (; t < {}u; t++) {{", tops.len()));
+    }
     if gated {
         o.line("// The node a resumed test is under has its bit set.");
         o.line("if (((mask >> t) & 1ull) == 0ull) continue;");
@@ -2307,6 +2359,172 @@ fn emit_looped(
     }
     o.line("template <bool SWEEP>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
+    let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
+        o.line("// Every body against every obstacle.");
+        o.line("#pragma unroll 1");
+        o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
+        o.line(format!("unsigned t = {t_lo}, p = 0, k = 0;"));
+        o.line("bool resume = false;");
+        if gated {
+            o.line("unsigned long long mask = 0ull;");
+        }
+        o.open("for (;;) {");
+        o.line("const GmpObstacle o = m.obstacles[oi];");
+        o.line("unsigned r = 0u;");
+        if gated {
+            for (cond, kind) in [
+                ("if (o.kind == GMP_BOX)", "GMP_BOX"),
+                ("else if (o.kind == GMP_CYLINDER)", "GMP_CYLINDER"),
+                (
+                    "else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH)",
+                    "GMP_SPHERE",
+                ),
+            ] {
+                o.open(format!("{cond} {{"));
+                o.line(format!(
+                    "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP>(S, o);"
+                ));
+                o.line(format!(
+                    "r = gmp_lp_env<{kind}, SWEEP>(S, o, mask, t, p, k, resume);"
+                ));
+                o.close("}");
+            }
+        } else {
+            let end = if streamed {
+                format!("{t_hi}u, ")
+            } else {
+                String::new()
+            };
+            o.line(format!(
+                "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
+            ));
+            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP>(S, o, {end}t, p, k, resume);"));
+            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP>(S, o, {end}t, p, k, resume);"));
+        }
+        o.line("if (r == 0u) break;");
+        o.line("if (r == 1u) return false;");
+        if store_frames {
+            o.line("const unsigned bi = gmp_lp_body[k].w & 0x7fffffffu;");
+            o.line("const GmpLpSlot s = S[bi];");
+            o.line(
+                "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? s.e : 0.0f)) return false;",
+            );
+            o.line("k++;");
+            o.line("resume = true;");
+        } else {
+            o.line("return gmp_lp_twin<SWEEP>(m, q, diff, n);");
+        }
+        o.close("}");
+        o.close("}");
+        o.line(format!(
+            "// The self pairs, block by block, {LOOPED_PAIR_GROUP} at a time."
+        ));
+        if gated {
+            o.line("// The top-level blocks' bounds side by side; the sub-blocks of a fired gate, [base, sub_end):");
+            o.line("// bit k - base of sub says their bound fired.");
+            o.line("const unsigned long long top = gmp_lp_block_mask<SWEEP>(S);");
+            o.line("unsigned long long sub = 0ull;");
+            o.line("unsigned base = 0u, sub_end = 0u;");
+        }
+        o.line("#pragma unroll 1");
+        o.open(format!("for (unsigned k = {b_lo}u; k < {b_hi}u; k++) {{"));
+        if gated {
+            o.line("if (k < sub_end && ((sub >> (k - base)) & 1ull) == 0ull) continue;");
+            o.line("const GmpLpBlock B = gmp_lp_block[k];");
+            o.open("if (k >= sub_end) {");
+            o.line("bool fire = true;");
+            o.open("if (B.ord < 64u) {");
+            o.line("fire = ((top >> B.ord) & 1ull) != 0ull;");
+            o.mid("} else if (B.pa >= 0) {");
+            o.line("const GmpLpSlot a = S[B.pa];");
+            o.line("const GmpLpSlot b = S[B.pb];");
+            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+            o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+            o.line("fire = gmp_dot(d, d) <= rr * rr;");
+            o.close("}");
+            o.open("if (!fire) {");
+            o.line("k = B.skip - 1u;");
+            o.line("continue;");
+            o.close("}");
+            o.open("if (B.skip > k + 1u) {");
+            o.line("// A gate that fired: its sub-blocks' bound tests side by side.");
+            o.line("sub = gmp_lp_gate_mask<SWEEP>(S, k);");
+            o.line("base = k + 1u;");
+            o.line("sub_end = B.skip;");
+            o.line("continue;");
+            o.close("}");
+            o.close("}");
+        } else {
+            o.line("const GmpLpBlock B = gmp_lp_block[k];");
+            o.open("if (B.pa >= 0) {");
+            o.line("const GmpLpSlot a = S[B.pa];");
+            o.line("const GmpLpSlot b = S[B.pb];");
+            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+            o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+            o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
+            o.close("}");
+        }
+        o.line("#pragma unroll 1");
+        o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
+        o.line("const GmpLpGroup U = gmp_lp_group[u];");
+        o.line("const GmpLpSlot a = S[U.a];");
+        o.open("if (U.pb >= 0) {");
+        o.line("const GmpLpSlot b = S[U.pb];");
+        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+        o.line("const float rr = SWEEP ? U.r + a.e + b.e : U.r;");
+        o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
+        o.close("}");
+        o.line(format!("bool t[{LOOPED_PAIR_GROUP}];"));
+        o.line("#pragma unroll");
+        o.open(format!(
+            "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+        ));
+        o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+        o.line("const GmpLpSlot b = S[P.w & 0x3fffffffu];");
+        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+        o.line("const float dd = gmp_dot(d, d);");
+        o.line("float rr2 = gmp_lp_f32(P.rr2);");
+        o.open("if (SWEEP) {");
+        o.line("// ra + rb + margin + ea + eb, the sweeps in the pair's order.");
+        o.line("const float rab = gmp_lp_f32(P.rab);");
+        o.line("const float rr = (P.w & 0x40000000u) != 0u ? rab + b.e + a.e : rab + a.e + b.e;");
+        o.line("rr2 = rr * rr;");
+        o.close("}");
+        o.line("// Sphere pairs: within reach is a collision; others: not beyond reach goes on.");
+        o.line("t[j] = (P.w >> 31) != 0u ? !(dd > rr2) : dd <= rr2;");
+        o.close("}");
+        let any: Vec<String> = (0..LOOPED_PAIR_GROUP).map(|j| format!("t[{j}]")).collect();
+        if any_fine_pair {
+            o.open(format!("if ({}) {{", any.join(" | ")));
+            o.line("#pragma unroll 1");
+            o.open(format!(
+                "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+            ));
+            o.line("if (!t[j]) continue;");
+            o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+            o.line("if ((P.w >> 31) == 0u) return false;");
+            o.line("const unsigned ib = P.w & 0x3fffffffu;");
+            o.line("const GmpLpSlot b = S[ib];");
+            o.line("const float ea = SWEEP ? a.e : 0.0f, eb = SWEEP ? b.e : 0.0f;");
+            o.line(
+                "// The out-of-line test with the pair's order (its d is GJK's first direction).",
+            );
+            o.open("if ((P.w & 0x40000000u) != 0u) {");
+            o.line("if (!gmp_lp_pair_fine(m, fr, ib, U.a, eb, ea, gmp_sub(gmp_lp_c(b), gmp_lp_c(a)))) return false;");
+            o.mid("} else {");
+            o.line("if (!gmp_lp_pair_fine(m, fr, U.a, ib, ea, eb, gmp_sub(gmp_lp_c(a), gmp_lp_c(b)))) return false;");
+            o.close("}");
+            o.close("}");
+            o.close("}");
+        } else {
+            o.line("// Sphere pairs only: any pair within reach is a collision.");
+            o.line(format!("if ({}) return false;", any.join(" | ")));
+        }
+        o.close("}");
+        o.close("}");
+        Ok::<(), SpecialiseError>(())
+    };
     o.line(format!("GmpLpSlot S[{}];", ns.max(1)));
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
@@ -2363,163 +2581,20 @@ fn emit_looped(
                 Lit::v3(&c, || "culling bound centre".into())?
             ));
         }
-    }
-    o.line("// Every body against every obstacle.");
-    o.line("#pragma unroll 1");
-    o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
-    o.line("unsigned t = 0, p = 0, k = 0;");
-    o.line("bool resume = false;");
-    if gated {
-        o.line("unsigned long long mask = 0ull;");
-    }
-    o.open("for (;;) {");
-    o.line("const GmpObstacle o = m.obstacles[oi];");
-    o.line("unsigned r = 0u;");
-    if gated {
-        for (cond, kind) in [
-            ("if (o.kind == GMP_BOX)", "GMP_BOX"),
-            ("else if (o.kind == GMP_CYLINDER)", "GMP_CYLINDER"),
-            (
-                "else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH)",
-                "GMP_SPHERE",
-            ),
-        ] {
-            o.open(format!("{cond} {{"));
-            o.line(format!(
-                "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP>(S, o);"
-            ));
-            o.line(format!(
-                "r = gmp_lp_env<{kind}, SWEEP>(S, o, mask, t, p, k, resume);"
-            ));
-            o.close("}");
+        if streamed {
+            // This group's bodies against the obstacles, then the pairs whose later body it holds.
+            let tr = top_of_group[g].map_or((0, 0), |t| (t, t + 1));
+            let br = blocks_of_group[g];
+            if tr.1 > tr.0 || br.1 > br.0 {
+                o.open(format!("{{ // frame group {g}: its tests"));
+                emit_tests(o, tr, br)?;
+                o.close("}");
+            }
         }
-    } else {
-        o.line("if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, t, p, k, resume);");
-        o.line("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP>(S, o, t, p, k, resume);");
-        o.line("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP>(S, o, t, p, k, resume);");
     }
-    o.line("if (r == 0u) break;");
-    o.line("if (r == 1u) return false;");
-    if store_frames {
-        o.line("const unsigned bi = gmp_lp_body[k].w & 0x7fffffffu;");
-        o.line("const GmpLpSlot s = S[bi];");
-        o.line(
-            "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? s.e : 0.0f)) return false;",
-        );
-        o.line("k++;");
-        o.line("resume = true;");
-    } else {
-        o.line("return gmp_lp_twin<SWEEP>(m, q, diff, n);");
+    if !streamed {
+        emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
     }
-    o.close("}");
-    o.close("}");
-    o.line(format!(
-        "// The self pairs, block by block, {LOOPED_PAIR_GROUP} at a time."
-    ));
-    if gated {
-        o.line("// The top-level blocks' bounds side by side; the sub-blocks of a fired gate, [base, sub_end):");
-        o.line("// bit k - base of sub says their bound fired.");
-        o.line("const unsigned long long top = gmp_lp_block_mask<SWEEP>(S);");
-        o.line("unsigned long long sub = 0ull;");
-        o.line("unsigned base = 0u, sub_end = 0u;");
-    }
-    o.line("#pragma unroll 1");
-    o.open(format!(
-        "for (unsigned k = 0; k < {}u; k++) {{",
-        block_rows.len()
-    ));
-    if gated {
-        o.line("if (k < sub_end && ((sub >> (k - base)) & 1ull) == 0ull) continue;");
-        o.line("const GmpLpBlock B = gmp_lp_block[k];");
-        o.open("if (k >= sub_end) {");
-        o.line("bool fire = true;");
-        o.open("if (B.ord < 64u) {");
-        o.line("fire = ((top >> B.ord) & 1ull) != 0ull;");
-        o.mid("} else if (B.pa >= 0) {");
-        o.line("const GmpLpSlot a = S[B.pa];");
-        o.line("const GmpLpSlot b = S[B.pb];");
-        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-        o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
-        o.line("fire = gmp_dot(d, d) <= rr * rr;");
-        o.close("}");
-        o.open("if (!fire) {");
-        o.line("k = B.skip - 1u;");
-        o.line("continue;");
-        o.close("}");
-        o.open("if (B.skip > k + 1u) {");
-        o.line("// A gate that fired: its sub-blocks' bound tests side by side.");
-        o.line("sub = gmp_lp_gate_mask<SWEEP>(S, k);");
-        o.line("base = k + 1u;");
-        o.line("sub_end = B.skip;");
-        o.line("continue;");
-        o.close("}");
-        o.close("}");
-    } else {
-        o.line("const GmpLpBlock B = gmp_lp_block[k];");
-        o.open("if (B.pa >= 0) {");
-        o.line("const GmpLpSlot a = S[B.pa];");
-        o.line("const GmpLpSlot b = S[B.pb];");
-        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-        o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
-        o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
-        o.close("}");
-    }
-    o.line("#pragma unroll 1");
-    o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
-    o.line("const GmpLpGroup U = gmp_lp_group[u];");
-    o.line("const GmpLpSlot a = S[U.a];");
-    o.open("if (U.pb >= 0) {");
-    o.line("const GmpLpSlot b = S[U.pb];");
-    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-    o.line("const float rr = SWEEP ? U.r + a.e + b.e : U.r;");
-    o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
-    o.close("}");
-    o.line(format!("bool t[{LOOPED_PAIR_GROUP}];"));
-    o.line("#pragma unroll");
-    o.open(format!(
-        "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
-    ));
-    o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
-    o.line("const GmpLpSlot b = S[P.w & 0x3fffffffu];");
-    o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-    o.line("const float dd = gmp_dot(d, d);");
-    o.line("float rr2 = gmp_lp_f32(P.rr2);");
-    o.open("if (SWEEP) {");
-    o.line("// ra + rb + margin + ea + eb, the sweeps in the pair's order.");
-    o.line("const float rab = gmp_lp_f32(P.rab);");
-    o.line("const float rr = (P.w & 0x40000000u) != 0u ? rab + b.e + a.e : rab + a.e + b.e;");
-    o.line("rr2 = rr * rr;");
-    o.close("}");
-    o.line("// Sphere pairs: within reach is a collision; others: not beyond reach goes on.");
-    o.line("t[j] = (P.w >> 31) != 0u ? !(dd > rr2) : dd <= rr2;");
-    o.close("}");
-    let any: Vec<String> = (0..LOOPED_PAIR_GROUP).map(|j| format!("t[{j}]")).collect();
-    if any_fine_pair {
-        o.open(format!("if ({}) {{", any.join(" | ")));
-        o.line("#pragma unroll 1");
-        o.open(format!(
-            "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
-        ));
-        o.line("if (!t[j]) continue;");
-        o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
-        o.line("if ((P.w >> 31) == 0u) return false;");
-        o.line("const unsigned ib = P.w & 0x3fffffffu;");
-        o.line("const GmpLpSlot b = S[ib];");
-        o.line("const float ea = SWEEP ? a.e : 0.0f, eb = SWEEP ? b.e : 0.0f;");
-        o.line("// The out-of-line test with the pair's order (its d is GJK's first direction).");
-        o.open("if ((P.w & 0x40000000u) != 0u) {");
-        o.line("if (!gmp_lp_pair_fine(m, fr, ib, U.a, eb, ea, gmp_sub(gmp_lp_c(b), gmp_lp_c(a)))) return false;");
-        o.mid("} else {");
-        o.line("if (!gmp_lp_pair_fine(m, fr, U.a, ib, ea, eb, gmp_sub(gmp_lp_c(a), gmp_lp_c(b)))) return false;");
-        o.close("}");
-        o.close("}");
-        o.close("}");
-    } else {
-        o.line("// Sphere pairs only: any pair within reach is a collision.");
-        o.line(format!("if ({}) return false;", any.join(" | ")));
-    }
-    o.close("}");
-    o.close("}");
     o.line("return true;");
     o.close("}");
     Ok(())
@@ -2679,7 +2754,8 @@ mod tests {
         let m = arm();
         assert_eq!(Layout::parse("looped"), Some(Layout::Looped));
         assert_eq!(Layout::parse("looped-gated"), Some(Layout::LoopedGated));
-        for layout in [Layout::Looped, Layout::LoopedGated] {
+        assert_eq!(Layout::parse("streamed"), Some(Layout::Streamed));
+        for layout in [Layout::Looped, Layout::LoopedGated, Layout::Streamed] {
             assert_eq!(layout.base(), Layout::Looped);
             assert!(!layout.folds());
             looped_tables_hold_every_body_and_pair(&m, layout);
