@@ -317,11 +317,18 @@ pub enum Layout {
     /// L1, with about half the loads missing). A collision found early also skips the forward
     /// kinematics of the later frames. The same tables and tests as `looped`, in another order.
     Streamed,
+    /// [`Layout::Looped`] with 12-byte slots in the configuration kernel: a world centre
+    /// without the sweep, which is zero for configurations (the motion kernels keep 16-byte
+    /// slots). The Nsight Compute profile of `looped` shows the slot array (81 x 16 bytes per
+    /// thread for the Panda sphere model) making a round trip through DRAM for every
+    /// configuration (about 2.7 KB of DRAM traffic per configuration); this cuts it by a
+    /// quarter. Same tables, tests and order as `looped`.
+    LoopedCompact,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 7] = [
+    pub const ALL: [Layout; 8] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
@@ -329,23 +336,26 @@ impl Layout {
         Layout::Looped,
         Layout::LoopedGated,
         Layout::Streamed,
+        Layout::LoopedCompact,
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
-    /// bodies: [`Layout::Looped`] when every body is one sphere (sphere models, such as the MBM
-    /// robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
+    /// bodies: [`Layout::LoopedCompact`] when every body is one sphere (sphere models, such as
+    /// the MBM robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
     /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
     /// as long). Looped for sphere models from `gmp bench collision --spec-builds looped` on the
     /// H100 (results/collision/README.md, 2026-11-21, Panda): configuration kernel 7.0-7.8e8/s
     /// against grouped's 6.3-6.4e8/s at 1e7 configurations, motions 1.2-1.4x, 4x shorter
-    /// compile (3.9 s against 16.7 s, NVRTC and driver).
+    /// compile (3.9 s against 16.7 s, NVRTC and driver); its compact-slot build measured 10-13 %
+    /// faster again in the configuration kernel (8.8e8/s against 7.8e8/s, bookshelf_small, 1e7,
+    /// session 7).
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
         if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
         } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
-            Layout::Looped
+            Layout::LoopedCompact
         } else {
             Layout::Grouped
         }
@@ -361,6 +371,7 @@ impl Layout {
             Layout::Looped => "looped",
             Layout::LoopedGated => "looped-gated",
             Layout::Streamed => "streamed",
+            Layout::LoopedCompact => "looped-compact",
         }
     }
 
@@ -375,7 +386,9 @@ impl Layout {
         match self {
             Layout::Inline | Layout::InlineFold => Layout::Inline,
             Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
-            Layout::Looped | Layout::LoopedGated | Layout::Streamed => Layout::Looped,
+            Layout::Looped | Layout::LoopedGated | Layout::Streamed | Layout::LoopedCompact => {
+                Layout::Looped
+            }
         }
     }
 
@@ -1075,7 +1088,8 @@ pub fn generate_with(
             Layout::Streamed => LoopOrder::Streamed,
             _ => LoopOrder::Plain,
         };
-        emit_looped(&mut o, &gen, &groups, &pairs_of, order, &mut stats)?;
+        let compact = layout == Layout::LoopedCompact;
+        emit_looped(&mut o, &gen, &groups, &pairs_of, order, compact, &mut stats)?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
         // its later body.
@@ -1541,6 +1555,8 @@ pub const REGISTER_CAP_MACRO: &str = "GMP_SPEC_REGISTER_CAP";
 /// (`__launch_bounds__(128, 10)`: at most 48 registers per thread, 40 warps per SM). By
 /// `ptxas -v` for the MBM Panda sphere model the loops need 48 registers without spilling, while
 /// the rarely run out-of-line tests (GJK) would take 128 and set the count of the whole kernel.
+/// Measured against 9 blocks (56 registers) and 12 (40): no faster (results/collision/README.md,
+/// session 7).
 pub const LOOPED_CONFIG_BLOCKS: u32 = 10;
 /// [`Layout::Looped`]: blocks per SM the motion kernels are built for (at most 64 registers: the
 /// sweeps make the loops need a few more).
@@ -1720,6 +1736,7 @@ fn emit_looped(
     groups: &[Vec<usize>],
     pairs_of: &[Vec<usize>],
     order: LoopOrder,
+    compact: bool,
     stats: &mut SpecialiseStats,
 ) -> Result<(), SpecialiseError> {
     let gated = order == LoopOrder::Gated;
@@ -2066,6 +2083,14 @@ fn emit_looped(
         }
     ));
     o.line("struct alignas(16) GmpLpSlot { float x, y, z, e; };");
+    if compact {
+        o.line("// The configuration kernel's slot: no sweep (e is a constant zero, as the CPU's sweep there).");
+        o.line("struct GmpLpSlot3 { float x, y, z; static constexpr float e = 0.0f; };");
+        o.line("template <bool SWEEP> struct GmpLpSlotOf { typedef GmpLpSlot T; };");
+        o.line("template <> struct GmpLpSlotOf<false> { typedef GmpLpSlot3 T; };");
+    } else {
+        o.line("template <bool SWEEP> struct GmpLpSlotOf { typedef GmpLpSlot T; };");
+    }
     o.line("// A culling node: bound slot (-1: none) and padded radius, over entries [lo, hi) of the next table.");
     o.line("struct GmpLpNode { int slot; float r; unsigned lo, hi; };");
     o.line(
@@ -2157,6 +2182,20 @@ fn emit_looped(
     o.line("    v.e = e;");
     o.line("    S[s] = v;");
     o.line("}");
+    if compact {
+        o.line("");
+        o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot3* S, unsigned s, const V3& c, float) {");
+        o.line("    GmpLpSlot3 v;");
+        o.line("    v.x = c.x[0];");
+        o.line("    v.y = c.x[1];");
+        o.line("    v.z = c.x[2];");
+        o.line("    S[s] = v;");
+        o.line("}");
+        o.line("");
+        o.line(
+            "__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlot3& s) { return v3(s.x, s.y, s.z); }",
+        );
+    }
     o.line("");
     o.line(
         "__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlot& s) { return v3(s.x, s.y, s.z); }",
@@ -2205,7 +2244,7 @@ fn emit_looped(
         o.line("// flight together rather than one after the other. A node whose bit is clear has nothing under");
         o.line("// it that the loop would find near o.");
         o.line("template <unsigned K, bool SWEEP>");
-        o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const GmpLpSlot* S, const GmpObstacle& o) {");
+        o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o) {");
         o.line("unsigned long long mask = 0ull;");
         for (t, n) in tops.iter().enumerate() {
             // (slot, radius) of each first test under node t.
@@ -2228,7 +2267,7 @@ fn emit_looped(
             for (slot, r) in tests {
                 let r = lit(r, "culling radius")?;
                 o.open("{");
-                o.line(format!("const GmpLpSlot s = S[{slot}];"));
+                o.line(format!("const auto s = S[{slot}];"));
                 o.line(format!(
                     "if (gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? {r} + s.e : {r}, o)) mask |= 1ull << {t};"
                 ));
@@ -2245,13 +2284,13 @@ fn emit_looped(
     o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
     o.line("template <unsigned K, bool SWEEP>");
     if gated {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned long long mask,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned long long mask,");
         o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
     } else if streamed {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned t_end,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned t_end,");
         o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
     } else {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const GmpLpSlot* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
         o.line("                                              unsigned& k, bool resume) {");
     }
     o.line("#pragma unroll 1");
@@ -2269,7 +2308,7 @@ fn emit_looped(
         o.line("const GmpLpNode top = gmp_lp_top[t];");
         o.open("if (!resume) {");
         o.open("if (top.slot >= 0) {");
-        o.line("const GmpLpSlot s = S[top.slot];");
+        o.line("const auto s = S[top.slot];");
         o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? top.r + s.e : top.r, o)) continue;");
         o.close("}");
         o.line("p = top.lo;");
@@ -2280,7 +2319,7 @@ fn emit_looped(
     o.line("const GmpLpNode part = gmp_lp_part[p];");
     o.open("if (!resume) {");
     o.open("if (part.slot >= 0) {");
-    o.line("const GmpLpSlot s = S[part.slot];");
+    o.line("const auto s = S[part.slot];");
     o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? part.r + s.e : part.r, o)) continue;");
     o.close("}");
     o.line("k = part.lo;");
@@ -2289,7 +2328,7 @@ fn emit_looped(
     o.line("#pragma unroll 1");
     o.open("for (; k < part.hi; k++) {");
     o.line("const GmpLpBody b = gmp_lp_body[k];");
-    o.line("const GmpLpSlot s = S[b.w & 0x7fffffffu];");
+    o.line("const auto s = S[b.w & 0x7fffffffu];");
     o.line("// The CPU's b.radius + e; without a sweep e = 0 (see emit_looped).");
     o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? b.r + s.e : b.r, o)) continue;");
     o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
@@ -2310,8 +2349,8 @@ fn emit_looped(
             };
             let r = lit(r, "pair bound radius")?;
             o.open("{");
-            o.line(format!("const GmpLpSlot a = S[{pa}];"));
-            o.line(format!("const GmpLpSlot b = S[{pb}];"));
+            o.line(format!("const auto a = S[{pa}];"));
+            o.line(format!("const auto b = S[{pb}];"));
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
             o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
             o.line(format!(
@@ -2324,7 +2363,7 @@ fn emit_looped(
         o.line("// The bound tests of gate k's sub-blocks (blocks k + 1 ..), side by side, the same tests as the");
         o.line("// block loop makes (bit j: block k + 1 + j's bound fires), with constant slots and radii.");
         o.line("template <bool SWEEP>");
-        o.open("__device__ __forceinline__ unsigned long long gmp_lp_gate_mask(const GmpLpSlot* S, unsigned k) {");
+        o.open("__device__ __forceinline__ unsigned long long gmp_lp_gate_mask(const typename GmpLpSlotOf<SWEEP>::T* S, unsigned k) {");
         o.line("unsigned long long mask = ~0ull;");
         o.open("switch (k) {");
         for (k, bl) in blocks.iter().enumerate() {
@@ -2347,7 +2386,7 @@ fn emit_looped(
         o.line("// fires, or it has none), the same tests as the block loop makes.");
         o.line("template <bool SWEEP>");
         o.open(
-            "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const GmpLpSlot* S) {",
+            "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const typename GmpLpSlotOf<SWEEP>::T* S) {",
         );
         o.line("unsigned long long mask = 0ull;");
         for (bl, &ord) in blocks.iter().zip(&ords).filter(|(_, &ord)| ord < 64) {
@@ -2406,7 +2445,7 @@ fn emit_looped(
         o.line("if (r == 1u) return false;");
         if store_frames {
             o.line("const unsigned bi = gmp_lp_body[k].w & 0x7fffffffu;");
-            o.line("const GmpLpSlot s = S[bi];");
+            o.line("const auto s = S[bi];");
             o.line(
                 "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? s.e : 0.0f)) return false;",
             );
@@ -2437,8 +2476,8 @@ fn emit_looped(
             o.open("if (B.ord < 64u) {");
             o.line("fire = ((top >> B.ord) & 1ull) != 0ull;");
             o.mid("} else if (B.pa >= 0) {");
-            o.line("const GmpLpSlot a = S[B.pa];");
-            o.line("const GmpLpSlot b = S[B.pb];");
+            o.line("const auto a = S[B.pa];");
+            o.line("const auto b = S[B.pb];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
             o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
             o.line("fire = gmp_dot(d, d) <= rr * rr;");
@@ -2458,8 +2497,8 @@ fn emit_looped(
         } else {
             o.line("const GmpLpBlock B = gmp_lp_block[k];");
             o.open("if (B.pa >= 0) {");
-            o.line("const GmpLpSlot a = S[B.pa];");
-            o.line("const GmpLpSlot b = S[B.pb];");
+            o.line("const auto a = S[B.pa];");
+            o.line("const auto b = S[B.pb];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
             o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
             o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
@@ -2468,9 +2507,9 @@ fn emit_looped(
         o.line("#pragma unroll 1");
         o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
         o.line("const GmpLpGroup U = gmp_lp_group[u];");
-        o.line("const GmpLpSlot a = S[U.a];");
+        o.line("const auto a = S[U.a];");
         o.open("if (U.pb >= 0) {");
-        o.line("const GmpLpSlot b = S[U.pb];");
+        o.line("const auto b = S[U.pb];");
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
         o.line("const float rr = SWEEP ? U.r + a.e + b.e : U.r;");
         o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
@@ -2481,7 +2520,7 @@ fn emit_looped(
             "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
         ));
         o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
-        o.line("const GmpLpSlot b = S[P.w & 0x3fffffffu];");
+        o.line("const auto b = S[P.w & 0x3fffffffu];");
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
         o.line("const float dd = gmp_dot(d, d);");
         o.line("float rr2 = gmp_lp_f32(P.rr2);");
@@ -2505,7 +2544,7 @@ fn emit_looped(
             o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
             o.line("if ((P.w >> 31) == 0u) return false;");
             o.line("const unsigned ib = P.w & 0x3fffffffu;");
-            o.line("const GmpLpSlot b = S[ib];");
+            o.line("const auto b = S[ib];");
             o.line("const float ea = SWEEP ? a.e : 0.0f, eb = SWEEP ? b.e : 0.0f;");
             o.line(
                 "// The out-of-line test with the pair's order (its d is GJK's first direction).",
@@ -2525,7 +2564,7 @@ fn emit_looped(
         o.close("}");
         Ok::<(), SpecialiseError>(())
     };
-    o.line(format!("GmpLpSlot S[{}];", ns.max(1)));
+    o.line(format!("typename GmpLpSlotOf<SWEEP>::T S[{}];", ns.max(1)));
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
     }
@@ -2755,7 +2794,13 @@ mod tests {
         assert_eq!(Layout::parse("looped"), Some(Layout::Looped));
         assert_eq!(Layout::parse("looped-gated"), Some(Layout::LoopedGated));
         assert_eq!(Layout::parse("streamed"), Some(Layout::Streamed));
-        for layout in [Layout::Looped, Layout::LoopedGated, Layout::Streamed] {
+        assert_eq!(Layout::parse("looped-compact"), Some(Layout::LoopedCompact));
+        for layout in [
+            Layout::Looped,
+            Layout::LoopedGated,
+            Layout::Streamed,
+            Layout::LoopedCompact,
+        ] {
             assert_eq!(layout.base(), Layout::Looped);
             assert!(!layout.folds());
             looped_tables_hold_every_body_and_pair(&m, layout);
