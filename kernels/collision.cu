@@ -30,8 +30,12 @@
 #define GMP_MOTIONS_BOUNDS
 #endif
 
+// The model argument of the kernels is __grid_constant__: the tests take it by reference, and
+// without the qualifier taking the address of a kernel parameter makes every thread copy it
+// (136 bytes) to its local memory.
+
 // One thread per configuration. q: n x dof row-major f32.
-extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const GmpModel m, const float* __restrict__ q, unsigned n,
+extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -66,7 +70,7 @@ extern "C" __global__ void fk_frames(const GmpModel m, const float* __restrict__
 
 // One thread per motion; steps in the CPU's bisection order (order table: for a motion with n
 // segments, order[order_off[n] .. order_off[n] + n + 1] is bisection_order(n)).
-extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const GmpModel m, const float* __restrict__ start,
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const __grid_constant__ GmpModel m, const float* __restrict__ start,
                                                const float* __restrict__ diff,
                                                const unsigned* __restrict__ segments, unsigned n_motions,
                                                const unsigned* __restrict__ order_off,
@@ -97,7 +101,7 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const GmpModel
 // motions are sorted by length (longest first, `perm`), and rank r covers sorted motions
 // 0 .. count_r where rank_off[r] = sum of count_0 .. count_{r-1} (rank_off has max_rank + 2
 // entries). A per-motion flag stops the remaining items of a motion once one collides.
-extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const GmpModel m, const float* __restrict__ start,
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m, const float* __restrict__ start,
                                                   const float* __restrict__ diff,
                                                   const unsigned* __restrict__ segments,
                                                   const unsigned* __restrict__ perm,
