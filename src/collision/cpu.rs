@@ -1,7 +1,7 @@
 //! The CPU backend: the reference every other backend is held to.
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
-use super::fast::{frames_valid_fast, motion_travel, FastScratch, PairList};
+use super::fast::{frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList};
 use super::gjk::{separated, ShapeRef};
 use super::model::{
     obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
@@ -10,7 +10,6 @@ use super::model::{
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -52,41 +51,10 @@ pub struct Scratch {
     pieces: Vec<(PairList, bool)>,
     /// Per body: how far its points can move over a piece of the motion being checked.
     travel: Vec<f32>,
-    /// [`bisection_order`] by segment count (at most [`ORDER_CACHE_MAX_SEGMENTS`] segments).
-    orders: HashMap<u32, Vec<u32>>,
-    /// Indices held by `orders`.
-    orders_total: usize,
-}
-
-/// Longest motion (in segments) whose visiting order a [`Scratch`] keeps.
-const ORDER_CACHE_MAX_SEGMENTS: u32 = 1 << 14;
-/// Indices the cached visiting orders may hold together before the cache starts afresh.
-const ORDER_CACHE_MAX_TOTAL: usize = 1 << 20;
-
-impl Scratch {
-    /// [`bisection_order`]`(n)`, from the cache when there; hand it back with
-    /// [`Self::return_order`].
-    fn take_order(&mut self, n: u32) -> Vec<u32> {
-        match self.orders.remove(&n) {
-            Some(order) => {
-                self.orders_total -= order.len();
-                order
-            }
-            None => bisection_order(n),
-        }
-    }
-
-    fn return_order(&mut self, n: u32, order: Vec<u32>) {
-        if n > ORDER_CACHE_MAX_SEGMENTS {
-            return;
-        }
-        if self.orders_total + order.len() > ORDER_CACHE_MAX_TOTAL {
-            self.orders.clear();
-            self.orders_total = 0;
-        }
-        self.orders_total += order.len();
-        self.orders.insert(n, order);
-    }
+    /// Queue of the [`Bisection`] walk of the motion being checked.
+    bisect_queue: Vec<(u32, u32)>,
+    /// Scratch of [`PairList::for_motion_with`].
+    cull: CullScratch,
 }
 
 /// The outcome of checking one motion at its checked configurations.
@@ -500,22 +468,74 @@ pub fn validate_batch(space: &JointSpace, b: &ConfigBatch) -> Result<(), Collisi
 /// segments: both ends, then midpoints of ever finer halves (collisions are usually found
 /// early). Every index in `0..=segments` appears exactly once.
 pub fn bisection_order(segments: u32) -> Vec<u32> {
-    let mut order = vec![0, segments];
-    if segments == 0 {
-        order.pop();
-        return order;
-    }
-    let mut queue = std::collections::VecDeque::from([(0u32, segments)]);
-    while let Some((lo, hi)) = queue.pop_front() {
-        if hi - lo < 2 {
-            continue;
-        }
-        let mid = lo + (hi - lo) / 2;
-        order.push(mid);
-        queue.push_back((lo, mid));
-        queue.push_back((mid, hi));
+    let mut order = Vec::with_capacity(segments as usize + 1);
+    let mut queue = Vec::new();
+    let mut walk = Bisection::new(segments);
+    while let Some(s) = walk.next(&mut queue) {
+        order.push(s);
     }
     order
+}
+
+/// [`bisection_order`] produced lazily, one index at a time, with a caller's queue (no
+/// allocation once the queue has grown): a motion check that stops at its first failing
+/// configuration computes only the part of the order it visits. The queue holds the halves
+/// still to split, breadth first; halves too short to have a midpoint are never queued
+/// (they yield nothing).
+#[derive(Clone, Copy, Debug)]
+pub struct Bisection {
+    segments: u32,
+    /// Ends yielded so far (0, 1 or 2).
+    ends: u8,
+    /// Next half of the queue to split.
+    head: usize,
+}
+
+impl Bisection {
+    /// The walk over `0..=segments`.
+    pub fn new(segments: u32) -> Self {
+        Self {
+            segments,
+            ends: 0,
+            head: 0,
+        }
+    }
+
+    /// The next index, or `None` when every index was yielded. `queue` must be the same for
+    /// every call of one walk (its contents on the first call do not matter).
+    #[inline]
+    pub fn next(&mut self, queue: &mut Vec<(u32, u32)>) -> Option<u32> {
+        let n = self.segments;
+        match self.ends {
+            0 => {
+                self.ends = 1;
+                return Some(0);
+            }
+            1 => {
+                self.ends = 2;
+                queue.clear();
+                self.head = 0;
+                if n == 0 {
+                    return None;
+                }
+                if n >= 2 {
+                    queue.push((0, n));
+                }
+                return Some(n);
+            }
+            _ => {}
+        }
+        let &(lo, hi) = queue.get(self.head)?;
+        self.head += 1;
+        let mid = lo + (hi - lo) / 2;
+        if mid - lo >= 2 {
+            queue.push((lo, mid));
+        }
+        if hi - mid >= 2 {
+            queue.push((mid, hi));
+        }
+        Some(mid)
+    }
 }
 
 /// The CPU reference checker.
@@ -650,13 +670,14 @@ impl CpuChecker {
         self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
         frame_poses(model, &scratch.state, &mut scratch.frames);
         if let Some((pairs, ready)) = scratch.pieces.get_mut(k) {
-            PairList::for_motion(
+            PairList::for_motion_with(
                 model,
                 &self.scene,
                 &scratch.frames,
                 &scratch.sweep,
                 &scratch.travel,
                 pairs,
+                &mut scratch.cull,
             );
             *ready = true;
         }
@@ -813,9 +834,11 @@ impl CpuChecker {
                 }
             }
             failed_at = None;
-            let order = scratch.take_order(n);
+            let mut queue = std::mem::take(&mut scratch.bisect_queue);
+            let mut walk = Bisection::new(n);
+            let mut firsts = first[..first_count].iter();
             let mut verdict = None;
-            for &step in first[..first_count].iter().chain(&order) {
+            while let Some(step) = firsts.next().copied().or_else(|| walk.next(&mut queue)) {
                 let Some(known) = scratch.passed.get(step as usize).copied() else {
                     continue;
                 };
@@ -846,7 +869,7 @@ impl CpuChecker {
                 failed_at = Some(step);
                 break;
             }
-            scratch.return_order(n, order);
+            scratch.bisect_queue = queue;
             if let Some(v) = verdict {
                 return v;
             }
@@ -975,6 +998,45 @@ impl Checker for CpuChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The order as first written: a queue of every half, split breadth first.
+    fn bisection_order_queued(segments: u32) -> Vec<u32> {
+        let mut order = vec![0, segments];
+        if segments == 0 {
+            order.pop();
+            return order;
+        }
+        let mut queue = std::collections::VecDeque::from([(0u32, segments)]);
+        while let Some((lo, hi)) = queue.pop_front() {
+            if hi - lo < 2 {
+                continue;
+            }
+            let mid = lo + (hi - lo) / 2;
+            order.push(mid);
+            queue.push_back((lo, mid));
+            queue.push_back((mid, hi));
+        }
+        order
+    }
+
+    #[test]
+    fn lazy_bisection_is_the_queued_order() {
+        let mut queue = vec![(7, 9); 5]; // stale contents from another walk do not matter
+        for n in (0u32..300).chain([1000, 1023, 1024, 1025, 4097]) {
+            let mut walk = Bisection::new(n);
+            let mut lazy = Vec::new();
+            while let Some(s) = walk.next(&mut queue) {
+                lazy.push(s);
+            }
+            assert_eq!(
+                walk.next(&mut queue),
+                None,
+                "n = {n}: the walk stays finished"
+            );
+            assert_eq!(lazy, bisection_order_queued(n), "n = {n}");
+            assert_eq!(bisection_order(n), lazy, "n = {n}");
+        }
+    }
 
     #[test]
     fn bisection_order_is_a_permutation() {

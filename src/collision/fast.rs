@@ -94,11 +94,26 @@ impl PairList {
         travel: &[f32],
         out: &mut PairList,
     ) {
+        let mut scratch = CullScratch::default();
+        Self::for_motion_with(model, scene, frames, growth, travel, out, &mut scratch);
+    }
+
+    /// [`Self::for_motion`] with reusable scratch space (no allocation once it has grown).
+    pub fn for_motion_with(
+        model: &CollisionModel,
+        scene: &SceneModel,
+        frames: &[Xf],
+        growth: &[f32],
+        travel: &[f32],
+        out: &mut PairList,
+        scratch: &mut CullScratch,
+    ) {
         out.obstacle.clear();
         out.self_pairs.clear();
         let m = model.margin;
         let nb = model.bodies.len();
-        let mut grow = Vec::with_capacity(nb);
+        let grow = &mut scratch.grow;
+        grow.clear();
         for bi in 0..nb {
             let g = growth.get(bi).copied().unwrap_or(0.0);
             let t = travel.get(bi).copied().unwrap_or(f32::INFINITY);
@@ -110,11 +125,14 @@ impl PairList {
                 f32::INFINITY
             });
         }
-        let centers: Vec<V3> = model
-            .bodies
-            .iter()
-            .map(|b| frame_of(frames, b.frame).apply(&b.center))
-            .collect();
+        let centers = &mut scratch.centers;
+        centers.clear();
+        centers.extend(
+            model
+                .bodies
+                .iter()
+                .map(|b| frame_of(frames, b.frame).apply(&b.center)),
+        );
         for (bi, b) in model.bodies.iter().enumerate() {
             for (slot, o) in scene.obstacles.iter().enumerate() {
                 if o.kind > obstacle_kind::MESH {
@@ -135,6 +153,15 @@ impl PairList {
             }
         }
     }
+}
+
+/// Scratch space of [`PairList::for_motion_with`].
+#[derive(Clone, Debug, Default)]
+pub struct CullScratch {
+    /// Per body: the growth its bounding sphere is tested with.
+    grow: Vec<f32>,
+    /// Per body: its bounding-sphere centre at the midpoint.
+    centers: Vec<V3>,
 }
 
 /// How far any point of each body can move over a whole motion whose group joints change by
