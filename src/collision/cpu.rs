@@ -1,7 +1,9 @@
 //! The CPU backend: the reference every other backend is held to.
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
-use super::fast::{frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList};
+use super::fast::{
+    frame_poses_fast, frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList,
+};
 use super::gjk::{separated, ShapeRef};
 use super::model::{
     obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
@@ -75,6 +77,28 @@ pub enum MotionStatus {
 /// pieces of the motion on its own, when it first visits a configuration there (a power of
 /// two: the pieces' midpoints and travel bounds are then exact in f32).
 pub const MOTION_PIECES: u32 = 4;
+
+/// A piece of a motion is culled only when a level visits at least this many of its
+/// configurations: culling costs a forward kinematics and a bounding-sphere test of every
+/// pair, about what it saves on two configurations (a piece with fewer is checked against
+/// every pair, which gives the same verdicts).
+pub const CULL_MIN_CONFIGS: u64 = 3;
+
+/// Configurations `s` in `0..=segments` that lie in piece `k` of [`MOTION_PIECES`]
+/// (`min(s P / segments, P - 1) == k`, as [`CpuChecker::motion_valid`] assigns them).
+pub fn piece_configs(segments: u32, k: usize) -> u64 {
+    let (n, p, k) = (u64::from(segments), u64::from(MOTION_PIECES), k as u64);
+    if n == 0 || k >= p {
+        return u64::from(n == 0 && k == 0);
+    }
+    let lo = (k * n).div_ceil(p);
+    let hi = if k + 1 == p {
+        n
+    } else {
+        ((k + 1) * n).div_ceil(p) - 1
+    };
+    (hi + 1).saturating_sub(lo)
+}
 
 /// Each refinement cuts the uncertain motions' segments into this many parts.
 pub const REFINE_FACTOR: u32 = 4;
@@ -637,7 +661,7 @@ impl CpuChecker {
     /// computed by [`frames_valid_fast`]).
     pub fn config_valid_f32(&self, q: &[f32], scratch: &mut Scratch) -> bool {
         self.fill_state(q.iter().copied(), scratch);
-        frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+        frame_poses_fast(&self.model, &scratch.state, &mut scratch.frames);
         self.frames_valid(scratch, false, None)
     }
 
@@ -668,7 +692,7 @@ impl CpuChecker {
         let dof = model.dof();
         let t = (2 * k + 1) as f32 / (2 * MOTION_PIECES) as f32;
         self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
-        frame_poses(model, &scratch.state, &mut scratch.frames);
+        frame_poses_fast(model, &scratch.state, &mut scratch.frames);
         if let Some((pairs, ready)) = scratch.pieces.get_mut(k) {
             PairList::for_motion_with(
                 model,
@@ -754,8 +778,10 @@ impl CpuChecker {
     /// Each configuration's verdict is that of [`frames_valid`], computed by
     /// [`frames_valid_fast`] over the pairs the motion can bring near
     /// ([`PairList::for_motion`], culled for each of [`MOTION_PIECES`] pieces of the motion at
-    /// its midpoint, at the piece's first visit, with that level's growth, which bounds the
-    /// growth of every finer level and of the unswept check).
+    /// its midpoint, at the piece's first visit by a level with at least
+    /// [`CULL_MIN_CONFIGS`] configurations in it, with that level's growth, which bounds the
+    /// growth of every finer level and of the unswept check), or over every pair in a piece
+    /// not culled.
     pub fn motion_valid(
         &self,
         p: &PreparedMotions,
@@ -847,17 +873,20 @@ impl CpuChecker {
                 }
                 *evaluated += 1;
                 // The piece of the motion this configuration lies in (step / n is in
-                // [k / P, (k + 1) / P]); its pairs are culled at its first visit, with this
-                // level's growth: the growths of finer levels are no larger (more segments of
-                // the same motion, each joint step rounded no larger).
+                // [k / P, (k + 1) / P]); its pairs are culled at its first visit by a level
+                // with at least CULL_MIN_CONFIGS configurations there, with that level's
+                // growth: the growths of finer levels are no larger (more segments of the
+                // same motion, each joint step rounded no larger). Unculled, every pair.
                 let k = ((u64::from(step) * u64::from(MOTION_PIECES)) / u64::from(n))
                     .min(u64::from(MOTION_PIECES) - 1) as usize;
-                if !scratch.pieces.get(k).is_some_and(|p| p.1) {
+                if !scratch.pieces.get(k).is_some_and(|p| p.1)
+                    && piece_configs(n, k) >= CULL_MIN_CONFIGS
+                {
                     self.cull_piece(start, diff, k, scratch);
                 }
                 let t = step as f32 / n as f32;
                 self.fill_state((0..dof).map(|j| start[j] + diff[j] * t), scratch);
-                frame_poses(&self.model, &scratch.state, &mut scratch.frames);
+                frame_poses_fast(&self.model, &scratch.state, &mut scratch.frames);
                 if self.frames_valid(scratch, true, Some(k)) {
                     scratch.passed[step as usize] = true;
                     continue;
@@ -1035,6 +1064,25 @@ mod tests {
             );
             assert_eq!(lazy, bisection_order_queued(n), "n = {n}");
             assert_eq!(bisection_order(n), lazy, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn piece_configs_counts_the_configurations_of_each_piece() {
+        for n in 0u32..200 {
+            let mut count = [0u64; MOTION_PIECES as usize];
+            for s in 0..=n {
+                let k = if n == 0 {
+                    0
+                } else {
+                    ((u64::from(s) * u64::from(MOTION_PIECES)) / u64::from(n))
+                        .min(u64::from(MOTION_PIECES) - 1) as usize
+                };
+                count[k] += 1;
+            }
+            for (k, &c) in count.iter().enumerate() {
+                assert_eq!(piece_configs(n, k), c, "n = {n}, piece {k}");
+            }
         }
     }
 
