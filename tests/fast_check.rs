@@ -129,6 +129,22 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
     }
 }
 
+/// A one-thread CPU checker of `robot` in problem `p`'s scene and start state.
+fn one_thread_checker(r: &mbm::MbmRobot, p: &mbm::Problem, shapes: RobotShapes) -> CpuChecker {
+    CpuChecker::new(
+        &r.model,
+        &r.group,
+        &r.start_full_state(p),
+        &p.scene,
+        CheckerOptions {
+            shapes,
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .expect("checker builds")
+}
+
 fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tally) {
     let Some(data) = common::mbm_or_skip("fast_check") else {
         return;
@@ -145,18 +161,7 @@ fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tal
             continue;
         }
         *count += 1;
-        let checker = CpuChecker::new(
-            &r.model,
-            &r.group,
-            &r.start_full_state(p),
-            &p.scene,
-            CheckerOptions {
-                shapes,
-                threads: 1,
-                ..Default::default()
-            },
-        )
-        .expect("checker builds");
+        let checker = one_thread_checker(&r, p, shapes);
         let (start, goal) = r.start_goal(p).expect("start and goal");
         let rows: Vec<Vec<f64>> = (0..200)
             .map(|_| sample(&mut rng, space, &start, &goal))
@@ -254,17 +259,7 @@ fn fast_forward_kinematics_equals_the_reference() {
         let r = mbm::load_robot(&data, robot).expect("robot loads");
         let problems = mbm::load_problems(&data, robot).expect("problems load");
         let p = &problems[0];
-        let checker = CpuChecker::new(
-            &r.model,
-            &r.group,
-            &r.start_full_state(p),
-            &p.scene,
-            CheckerOptions {
-                threads: 1,
-                ..Default::default()
-            },
-        )
-        .expect("checker builds");
+        let checker = one_thread_checker(&r, p, RobotShapes::Polytopes);
         let model = checker.model();
         let space = checker.space();
         let (mut a, mut b) = (Vec::<Xf>::new(), Vec::<Xf>::new());
