@@ -8,9 +8,9 @@ mod common;
 
 use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
-    body_sweep, frame_poses, frames_valid, frames_valid_fast, motion_travel, prepare_motions,
-    Checker, CheckerOptions, ConfigBatch, CpuChecker, FastScratch, MotionBatch, PairList,
-    RobotShapes, MOTION_PIECES, REFINE_FACTOR,
+    body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
+    prepare_motions, Checker, CheckerOptions, ConfigBatch, CpuChecker, FastScratch, MotionBatch,
+    PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -129,6 +129,22 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
     }
 }
 
+/// A one-thread CPU checker of `robot` in problem `p`'s scene and start state.
+fn one_thread_checker(r: &mbm::MbmRobot, p: &mbm::Problem, shapes: RobotShapes) -> CpuChecker {
+    CpuChecker::new(
+        &r.model,
+        &r.group,
+        &r.start_full_state(p),
+        &p.scene,
+        CheckerOptions {
+            shapes,
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .expect("checker builds")
+}
+
 fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tally) {
     let Some(data) = common::mbm_or_skip("fast_check") else {
         return;
@@ -145,18 +161,7 @@ fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tal
             continue;
         }
         *count += 1;
-        let checker = CpuChecker::new(
-            &r.model,
-            &r.group,
-            &r.start_full_state(p),
-            &p.scene,
-            CheckerOptions {
-                shapes,
-                threads: 1,
-                ..Default::default()
-            },
-        )
-        .expect("checker builds");
+        let checker = one_thread_checker(&r, p, shapes);
         let (start, goal) = r.start_goal(p).expect("start and goal");
         let rows: Vec<Vec<f64>> = (0..200)
             .map(|_| sample(&mut rng, space, &start, &goal))
@@ -238,4 +243,60 @@ fn polytope_model_fast_checks_match_the_reference() {
 #[test]
 fn panda_sphere_model_fast_checks_match_the_reference() {
     check("panda", RobotShapes::Spheres, 1);
+}
+
+/// The forward kinematics of the fast paths (`frame_poses_fast`, one-axis joints folded)
+/// gives every frame entry equal (`==`) to the reference's `frame_poses`, and bit for bit
+/// equal where it is not zero, on random configurations and at the angles where sine or
+/// cosine is exactly zero or one, for every MBM robot.
+#[test]
+fn fast_forward_kinematics_equals_the_reference() {
+    let Some(data) = common::mbm_or_skip("fast_check") else {
+        return;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(0xf0f0);
+    for robot in ["panda", "ur5", "fetch"] {
+        let r = mbm::load_robot(&data, robot).expect("robot loads");
+        let problems = mbm::load_problems(&data, robot).expect("problems load");
+        let p = &problems[0];
+        let checker = one_thread_checker(&r, p, RobotShapes::Polytopes);
+        let model = checker.model();
+        let space = checker.space();
+        let (mut a, mut b) = (Vec::<Xf>::new(), Vec::<Xf>::new());
+        let specials = [
+            0.0f32,
+            std::f32::consts::FRAC_PI_2,
+            -std::f32::consts::FRAC_PI_2,
+            std::f32::consts::PI,
+            -std::f32::consts::PI,
+            1e-30,
+            -1e-30,
+        ];
+        let mut compared = 0usize;
+        for i in 0..20_000 {
+            let mut state = model.base_state.clone();
+            for (k, &v) in model.group_vars.iter().enumerate() {
+                let lo = space.lower[k].max(-10.0) as f32;
+                let hi = space.upper[k].min(10.0) as f32;
+                state[v as usize] = if i % 4 == 0 {
+                    specials[rng.random_range(0..specials.len())].clamp(lo, hi)
+                } else {
+                    rng.random_range(lo..=hi)
+                };
+            }
+            frame_poses(model, &state, &mut a);
+            frame_poses_fast(model, &state, &mut b);
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                for (u, v) in x.r.iter().chain(&x.t).zip(y.r.iter().chain(&y.t)) {
+                    assert!(
+                        u == v && (*u == 0.0 || u.to_bits() == v.to_bits()),
+                        "{robot}: {u} vs {v} at {state:?}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 0);
+    }
 }

@@ -69,6 +69,39 @@ fn queries_match_brute_force_with_wrap_around() {
     }
 }
 
+/// `nearest` (a scan of the points in small trees, images across the seams enumerated
+/// without allocating) answers exactly what the k-d tree's `k_nearest(q, 1)` answers, at
+/// every tree size below and above the scan limit, with several continuous joints and
+/// queries at the seams.
+#[test]
+fn nearest_is_k_nearest_one_at_every_size() {
+    use gpu_motion_planner::roadmap::SCAN_MAX;
+    for (dof, cont) in [(7, vec![]), (7, vec![1, 3, 5]), (8, vec![0, 2, 4, 6, 7])] {
+        let s = space(dof, &cont);
+        let mut rng = ChaCha8Rng::seed_from_u64(100 + dof as u64);
+        let mut nn = NearestNeighbors::new(&s).unwrap();
+        for id in 0..SCAN_MAX + 200 {
+            let p = random_point(&s, &mut rng);
+            nn.insert(&p, id).unwrap();
+            for _ in 0..3 {
+                let mut q = random_point(&s, &mut rng);
+                if rng.random_bool(0.5) {
+                    for &j in &cont {
+                        q[j] = std::f64::consts::PI * rng.random_range(0.9..=1.1);
+                        if rng.random_bool(0.5) {
+                            q[j] = -q[j];
+                        }
+                    }
+                }
+                let a = nn.nearest(&q).unwrap().unwrap();
+                let b = nn.k_nearest(&q, 1).unwrap()[0];
+                assert_eq!(a.id, b.id, "dof {dof} cont {cont:?} size {}", id + 1);
+                assert_eq!(a.distance.to_bits(), b.distance.to_bits());
+            }
+        }
+    }
+}
+
 #[test]
 fn neighbour_search_reports_bad_input() {
     let s = space(2, &[]);

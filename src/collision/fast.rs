@@ -25,7 +25,7 @@
 //! [`frames_valid`]: super::frames_valid
 
 use super::cpu::{body_obstacle_narrow, frame_of, self_pair_narrow, sphere_near_obstacle};
-use super::detmath::{dot, sub, Xf, V3};
+use super::detmath::{axis_angle, dot, sincos, sub, Xf, V3};
 use super::model::{obstacle_kind, CollisionModel, SceneModel};
 
 /// Added to every bound of [`PairList::for_motion`] (m): more than 20 times the largest
@@ -94,11 +94,26 @@ impl PairList {
         travel: &[f32],
         out: &mut PairList,
     ) {
+        let mut scratch = CullScratch::default();
+        Self::for_motion_with(model, scene, frames, growth, travel, out, &mut scratch);
+    }
+
+    /// [`Self::for_motion`] with reusable scratch space (no allocation once it has grown).
+    pub fn for_motion_with(
+        model: &CollisionModel,
+        scene: &SceneModel,
+        frames: &[Xf],
+        growth: &[f32],
+        travel: &[f32],
+        out: &mut PairList,
+        scratch: &mut CullScratch,
+    ) {
         out.obstacle.clear();
         out.self_pairs.clear();
         let m = model.margin;
         let nb = model.bodies.len();
-        let mut grow = Vec::with_capacity(nb);
+        let grow = &mut scratch.grow;
+        grow.clear();
         for bi in 0..nb {
             let g = growth.get(bi).copied().unwrap_or(0.0);
             let t = travel.get(bi).copied().unwrap_or(f32::INFINITY);
@@ -110,11 +125,14 @@ impl PairList {
                 f32::INFINITY
             });
         }
-        let centers: Vec<V3> = model
-            .bodies
-            .iter()
-            .map(|b| frame_of(frames, b.frame).apply(&b.center))
-            .collect();
+        let centers = &mut scratch.centers;
+        centers.clear();
+        centers.extend(
+            model
+                .bodies
+                .iter()
+                .map(|b| frame_of(frames, b.frame).apply(&b.center)),
+        );
         for (bi, b) in model.bodies.iter().enumerate() {
             for (slot, o) in scene.obstacles.iter().enumerate() {
                 if o.kind > obstacle_kind::MESH {
@@ -137,6 +155,15 @@ impl PairList {
     }
 }
 
+/// Scratch space of [`PairList::for_motion_with`].
+#[derive(Clone, Debug, Default)]
+pub struct CullScratch {
+    /// Per body: the growth its bounding sphere is tested with.
+    grow: Vec<f32>,
+    /// Per body: its bounding-sphere centre at the midpoint.
+    centers: Vec<V3>,
+}
+
 /// How far any point of each body can move over a whole motion whose group joints change by
 /// `diff` (the per-joint difference of [`super::PreparedMotions`]): `sum_f |mult_f diff_f|
 /// reach[b, f]` over the moving frames (see [`CollisionModel::reach`]), summed in f64 and
@@ -156,6 +183,74 @@ pub fn motion_travel(model: &CollisionModel, diff: &[f32], out: &mut Vec<f32>) {
             acc += (fr.mult as f64).abs() * (d as f64).abs() * model.reach[b * nf + f] as f64;
         }
         out.push((acc * (1.0 + 1e-4)) as f32);
+    }
+}
+
+/// [`frame_poses`](super::frame_poses) with the zeros of one-axis joints folded away: the
+/// same frames, entry for entry equal (`==`) to the reference's. A revolute joint about a
+/// coordinate axis (every joint of the MBM robots) has a Rodrigues matrix whose off-axis
+/// entries are exact zeros (`t x y` with `x` or `y` zero, `s` times a zero), whose axis
+/// entry is `(1 - c) + c` and whose other entries are `0 + c`, `0 - s` and `0 + s`; a
+/// prismatic joint has the identity. Each product with such a zero is `+-0` and adding
+/// `+-0` to a number leaves it unchanged, so leaving those terms out of `origin * local`
+/// changes at most the sign of an entry that is zero. The rest is the reference's
+/// arithmetic in its order. Signs of zeros cannot change a verdict: they compare equal, and
+/// the collision tests only add, multiply, take square roots and compare the frames'
+/// entries, never divide by them.
+#[inline]
+pub fn frame_poses_fast(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>) {
+    out.clear();
+    for f in &model.frames {
+        let q = f.mult * state[f.var as usize] + f.offset;
+        let a = &f.origin.r;
+        let joint = if f.kind == 0 && f.axis == [0.0, 0.0, 1.0] {
+            let (s, c) = sincos(q);
+            let e = (1.0 - c) + c;
+            let mut r = [0.0f32; 9];
+            for i in 0..3 {
+                r[i * 3] = a[i * 3] * c + a[i * 3 + 1] * s;
+                r[i * 3 + 1] = a[i * 3] * -s + a[i * 3 + 1] * c;
+                r[i * 3 + 2] = a[i * 3 + 2] * e;
+            }
+            Xf { r, t: f.origin.t }
+        } else if f.kind == 0 && f.axis == [0.0, 1.0, 0.0] {
+            let (s, c) = sincos(q);
+            let e = (1.0 - c) + c;
+            let mut r = [0.0f32; 9];
+            for i in 0..3 {
+                r[i * 3] = a[i * 3] * c + a[i * 3 + 2] * -s;
+                r[i * 3 + 1] = a[i * 3 + 1] * e;
+                r[i * 3 + 2] = a[i * 3] * s + a[i * 3 + 2] * c;
+            }
+            Xf { r, t: f.origin.t }
+        } else if f.kind == 0 && f.axis == [1.0, 0.0, 0.0] {
+            let (s, c) = sincos(q);
+            let e = (1.0 - c) + c;
+            let mut r = [0.0f32; 9];
+            for i in 0..3 {
+                r[i * 3] = a[i * 3] * e;
+                r[i * 3 + 1] = a[i * 3 + 1] * c + a[i * 3 + 2] * s;
+                r[i * 3 + 2] = a[i * 3 + 1] * -s + a[i * 3 + 2] * c;
+            }
+            Xf { r, t: f.origin.t }
+        } else if f.kind == 0 {
+            f.origin.mul(&Xf {
+                r: axis_angle(&f.axis, q),
+                t: [0.0; 3],
+            })
+        } else {
+            Xf {
+                r: f.origin.r,
+                t: f.origin
+                    .apply(&[f.axis[0] * q, f.axis[1] * q, f.axis[2] * q]),
+            }
+        };
+        let world = if f.parent < 0 {
+            joint
+        } else {
+            out[f.parent as usize].mul(&joint)
+        };
+        out.push(world);
     }
 }
 

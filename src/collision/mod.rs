@@ -14,11 +14,15 @@ pub mod model;
 
 pub use backend::make_checker;
 pub use cpu::{
-    bisection_order, body_sweep, config_valid, frame_poses, frames_valid, prepare_motions,
-    refine_motions, sphere_near_obstacle, validate_batch, CheckerOptions, CpuChecker, MotionStatus,
-    PreparedMotions, Scratch, MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
+    bisection_order, body_sweep, config_valid, frame_poses, frames_valid, piece_configs,
+    prepare_motions, refine_motions, sphere_near_obstacle, validate_batch, Bisection,
+    CheckerOptions, CpuChecker, MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS,
+    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
-pub use fast::{frames_valid_fast, motion_travel, FastScratch, PairList, CULL_SLACK};
+pub use fast::{
+    frame_poses_fast, frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList,
+    CULL_SLACK,
+};
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 
 use crate::robot::JointSpace;

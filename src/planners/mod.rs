@@ -390,6 +390,16 @@ impl Context<'_, '_> {
         self.timed_out() || self.req.max_iterations.is_some_and(|m| iterations >= m)
     }
 
+    /// [`Self::must_stop`] that reads the clock only when `clock_due` (the iteration
+    /// count is checked every time). Planners whose iterations are mostly too cheap to be
+    /// worth a clock read (an RRT-Connect sample dropped by its dynamic domain costs about as
+    /// much as the read) pass `true` after every iteration that checked a motion and every
+    /// [`CLOCK_EVERY`] iterations otherwise: the limit is then overrun by at most that many
+    /// unchecked iterations.
+    pub fn must_stop_lazily(&self, iterations: usize, clock_due: bool) -> bool {
+        self.req.max_iterations.is_some_and(|m| iterations >= m) || (clock_due && self.timed_out())
+    }
+
     pub fn elapsed_secs(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
@@ -405,13 +415,19 @@ impl Context<'_, '_> {
 
     /// A uniform sample inside the joint limits (continuous joints in `[-PI, PI]`).
     pub fn sample(&mut self) -> Vec<f64> {
+        let mut q = Vec::with_capacity(self.space.dof());
+        self.sample_into(&mut q);
+        q
+    }
+
+    /// [`Self::sample`] into `q` (the same draws, no allocation once `q` has grown).
+    pub fn sample_into(&mut self, q: &mut Vec<f64>) {
         let space = &self.space;
-        (0..space.dof())
-            .map(|j| {
-                let (lo, hi) = bounds(space, j);
-                self.rng.random_range(lo..=hi)
-            })
-            .collect()
+        q.clear();
+        for j in 0..space.dof() {
+            let (lo, hi) = bounds(space, j);
+            q.push(self.rng.random_range(lo..=hi));
+        }
     }
 
     /// Draws `n` samples and keeps the collision-free ones (one batched check).
@@ -450,6 +466,9 @@ impl Context<'_, '_> {
         out
     }
 }
+
+/// See [`Context::must_stop_lazily`].
+pub const CLOCK_EVERY: usize = 32;
 
 /// Sampling bounds of joint `j`.
 fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {

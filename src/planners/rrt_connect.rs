@@ -31,7 +31,7 @@
 
 use crate::collision::{Backend, Checker, ConfigBatch, MotionBatch};
 use crate::planners::rrt::Tree;
-use crate::planners::{Context, PlanError, RawSolution};
+use crate::planners::{Context, PlanError, RawSolution, CLOCK_EVERY};
 use crate::robot::JointSpace;
 
 /// Dynamic-domain radius a vertex gets at its first failed extension, in units of the range
@@ -126,13 +126,18 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let mut b = DomainTree::new(&space, &ctx.req.goal)?;
     let mut a_is_start = true;
     let mut iterations = 0;
-    while !ctx.must_stop(iterations) {
+    let mut target = Vec::with_capacity(dof);
+    // The clock is read after every iteration that checked a motion and every CLOCK_EVERY
+    // iterations otherwise (most iterations of a stuck tree drop their sample unchecked).
+    let mut clock_due = true;
+    while !ctx.must_stop_lazily(iterations, clock_due || iterations % CLOCK_EVERY == 0) {
         iterations += 1;
+        clock_due = false;
         // 1. Extend tree `a` towards a batch of samples.
         let mut motions = MotionBatch::new(dof);
         let mut proposals = Vec::new();
         for _ in 0..ctx.req.batch_size {
-            let target = ctx.sample();
+            ctx.sample_into(&mut target);
             let Some(nearest) = a.tree.nn.nearest(&target)? else {
                 continue;
             };
@@ -152,6 +157,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         }
         let mut added = Vec::new();
         if !motions.is_empty() {
+            clock_due = true;
             let verdicts = ctx.checker.check_motions(&motions, ctx.req.resolution)?;
             for (k, (parent, new)) in proposals.into_iter().enumerate() {
                 if !verdicts.get(k).copied().unwrap_or(false) {

@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 
 use serde::{Deserialize, Serialize};
 
-pub use nn::{NearestNeighbors, Neighbor, NnError, MAX_DOF};
+pub use nn::{NearestNeighbors, Neighbor, NnError, MAX_DOF, SCAN_MAX};
 
 /// What is known about the motion an edge stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,6 +20,11 @@ use crate::robot::{wrap_angle, JointSpace};
 /// Largest number of joints the neighbour search supports.
 pub const MAX_DOF: usize = 12;
 
+/// [`NearestNeighbors::nearest`] scans the stored points when there are at most this many
+/// (cheaper than a tree descent for the small trees of RRT-Connect), and asks the k-d tree
+/// beyond.
+pub const SCAN_MAX: usize = 256;
+
 /// kiddo v5 mutable trees hold at most this many items at exactly the same point.
 const BUCKET: usize = 32;
 
@@ -260,9 +265,128 @@ impl NearestNeighbors {
         out
     }
 
-    /// The stored point nearest to `q`, or `None` when empty.
+    /// The stored point nearest to `q`, or `None` when empty: the answer of
+    /// [`Self::k_nearest`]`(q, 1)`, computed without allocating. The nearest stored point to
+    /// `q` and to each of its images across the `±PI` seams is the minimiser of the tree's
+    /// squared Euclidean distance (a scan of the stored points up to [`SCAN_MAX`] of them, the
+    /// k-d tree beyond), and those candidates are ranked by the true distance as there. The
+    /// scan adds the squared differences in the tree's order and keeps the first strict
+    /// minimum, so it finds the tree's answer whenever the minimum is unique (two distinct
+    /// points at exactly the same f64 distance from a query could come back in another order).
     pub fn nearest(&self, q: &[f64]) -> Result<Option<Neighbor>, NnError> {
-        Ok(self.k_nearest(q, 1)?.into_iter().next())
+        let dof = self.dof();
+        let mut buf = [0.0f64; MAX_DOF];
+        let p = self.normalize_into(q, &mut buf)?;
+        let Some(first) = self.nearest_stored(p) else {
+            return Ok(None);
+        };
+        let mut best = self.neighbor(q, first);
+        let bound = best.distance * best.distance;
+        // The seams whose images can beat the first answer (as in `images`).
+        let mut seams = [(0usize, 0.0f64); MAX_DOF];
+        let mut ns = 0;
+        for (j, &v) in p.iter().enumerate() {
+            if self.space.continuous.get(j).copied().unwrap_or(false) {
+                let gap = PI - v.abs();
+                if gap * gap < bound {
+                    seams[ns] = (j, gap * gap);
+                    ns += 1;
+                }
+            }
+        }
+        let mut img = [0.0f64; MAX_DOF];
+        for mask in 1u32..(1u32 << ns) {
+            img[..dof].copy_from_slice(p);
+            let mut lb = 0.0;
+            let mut pruned = false;
+            for (k, &(j, g2)) in seams[..ns].iter().enumerate() {
+                if mask & (1 << k) == 0 {
+                    continue;
+                }
+                if lb + g2 >= bound {
+                    pruned = true;
+                    break;
+                }
+                lb += g2;
+                img[j] -= 2.0 * PI * p[j].signum();
+            }
+            if pruned {
+                continue;
+            }
+            if let Some(i) = self.nearest_stored(&img[..dof]) {
+                let n = self.neighbor(q, i);
+                if n.distance
+                    .total_cmp(&best.distance)
+                    .then(n.id.cmp(&best.id))
+                    == std::cmp::Ordering::Less
+                {
+                    best = n;
+                }
+            }
+        }
+        Ok(Some(best))
+    }
+
+    /// `q` with its continuous joints wrapped, in `buf` (the checks of `normalized`).
+    fn normalize_into<'b>(
+        &self,
+        q: &[f64],
+        buf: &'b mut [f64; MAX_DOF],
+    ) -> Result<&'b [f64], NnError> {
+        let dof = self.dof();
+        if q.len() != dof || dof > MAX_DOF {
+            return Err(NnError::WrongDof {
+                expected: dof,
+                got: q.len(),
+            });
+        }
+        for (j, (&v, out)) in q.iter().zip(buf.iter_mut()).enumerate() {
+            if !v.is_finite() {
+                return Err(NnError::NonFinite(j));
+            }
+            let c = self.space.continuous.get(j).copied().unwrap_or(false);
+            *out = if c { wrap_angle(v) } else { v };
+        }
+        Ok(&buf[..dof])
+    }
+
+    /// Stored point `internal` as a neighbour of the caller's `q` (true distance).
+    fn neighbor(&self, q: &[f64], internal: usize) -> Neighbor {
+        Neighbor {
+            id: self.ids[internal],
+            distance: self.space.distance(q, self.stored(internal)),
+        }
+    }
+
+    /// Internal index of the stored point nearest to the normalised `p` in the tree's squared
+    /// Euclidean distance, or `None` when empty.
+    fn nearest_stored(&self, p: &[f64]) -> Option<usize> {
+        if self.is_empty() {
+            return None;
+        }
+        if self.len() > SCAN_MAX {
+            let i = self.index.nearest_n(p, 1).first().copied()?;
+            return usize::try_from(i).ok().filter(|&i| i < self.len());
+        }
+        let dof = p.len();
+        let mut best = f64::INFINITY;
+        let mut arg = 0;
+        for (i, s) in self.points.chunks_exact(dof).enumerate() {
+            // kiddo's SquaredEuclidean: 0 + (p0 - s0)^2 + (p1 - s1)^2 + ... in order. The sum
+            // only grows, so once it reaches the best the point cannot be strictly nearer.
+            let mut d = 0.0;
+            for (a, b) in p.iter().zip(s) {
+                d += (a - b) * (a - b);
+                if d >= best {
+                    break;
+                }
+            }
+            if d < best {
+                best = d;
+                arg = i;
+            }
+        }
+        Some(arg)
     }
 
     /// The `k` stored points nearest to `q`, closest first (ties by identifier).
