@@ -9,8 +9,8 @@ mod common;
 use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
-    prepare_motions, Checker, CheckerOptions, ConfigBatch, CpuChecker, FastScratch, MotionBatch,
-    PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
+    prepare_motions, Checker, CheckerOptions, ConfigBatch, CpuChecker, CullScratch, FastScratch,
+    MotionBatch, PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -91,7 +91,16 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
                 &mut frames,
             );
             let mut pairs = PairList::default();
-            PairList::for_motion(model, scene, &frames, &sweep0, &travel, &mut pairs);
+            let mut scratch = CullScratch::default();
+            PairList::for_motion_with(
+                model,
+                scene,
+                &frames,
+                &sweep0,
+                &travel,
+                &mut pairs,
+                &mut scratch,
+            );
             tally.kept_pairs += pairs.len();
             tally.all_pairs += all.len();
             pieces.push(pairs);

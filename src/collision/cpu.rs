@@ -73,7 +73,7 @@ pub enum MotionStatus {
     Uncertain,
 }
 
-/// A motion check culls the pairs ([`PairList::for_motion`]) for each of this many equal
+/// A motion check culls the pairs ([`PairList::for_motion_with`]) for each of this many equal
 /// pieces of the motion on its own, when it first visits a configuration there (see
 /// [`CULL_MIN_CONFIGS`]; a power of two: the pieces' midpoints and travel bounds are then
 /// exact in f32). Eight rather than four: shorter pieces keep fewer pairs, which saved about
@@ -687,7 +687,7 @@ impl CpuChecker {
     }
 
     /// Culls the pairs of piece `k` of [`MOTION_PIECES`] of the motion `start + t diff` (`t`
-    /// in `[k / P, (k + 1) / P]`) for growths up to `scratch.sweep`: [`PairList::for_motion`]
+    /// in `[k / P, (k + 1) / P]`) for growths up to `scratch.sweep`: [`PairList::for_motion_with`]
     /// at the piece's midpoint, with `scratch.travel` the bodies' travel over a piece.
     fn cull_piece(&self, start: &[f32], diff: &[f32], k: usize, scratch: &mut Scratch) {
         let model = &self.model;
@@ -779,7 +779,7 @@ impl CpuChecker {
     ///
     /// Each configuration's verdict is that of [`frames_valid`], computed by
     /// [`frames_valid_fast`] over the pairs the motion can bring near
-    /// ([`PairList::for_motion`], culled for each of [`MOTION_PIECES`] pieces of the motion at
+    /// ([`PairList::for_motion_with`], culled for each of [`MOTION_PIECES`] pieces of the motion at
     /// its midpoint, at the piece's first visit by a level with at least
     /// [`CULL_MIN_CONFIGS`] configurations in it, with that level's growth, which bounds the
     /// growth of every finer level and of the unswept check), or over every pair in a piece

@@ -14,7 +14,7 @@
 //! - visits only the pairs of a [`PairList`]: every pair for a lone configuration, and for the
 //!   configurations of a piece of one motion the pairs that pass a bounding-sphere test at the
 //!   piece's midpoint grown by the most any body point can move from there
-//!   ([`PairList::for_motion`], which gives the proof);
+//!   ([`PairList::for_motion_with`], which gives the proof);
 //! - computes each body's bounding-sphere centre once per configuration and each body's
 //!   covering-sphere centres at most once (the reference recomputes them per obstacle and per
 //!   pair), with the same expression (`Xf::apply` on the same frame and point);
@@ -28,7 +28,7 @@ use super::cpu::{body_obstacle_narrow, frame_of, self_pair_narrow, sphere_near_o
 use super::detmath::{axis_angle, dot, sincos, sub, Xf, V3};
 use super::model::{obstacle_kind, CollisionModel, SceneModel};
 
-/// Added to every bound of [`PairList::for_motion`] (m): more than 20 times the largest
+/// Added to every bound of [`PairList::for_motion_with`] (m): more than 20 times the largest
 /// disagreement that `f32` rounding can cause between those bounds and the tests they stand
 /// for (see there).
 pub const CULL_SLACK: f32 = 1e-3;
@@ -86,19 +86,8 @@ impl PairList {
     /// pair fails its test at every configuration. `travel` must be computed rounding up
     /// (f64, with a relative allowance). A growth or travel that is not a finite
     /// non-negative number keeps every pair.
-    pub fn for_motion(
-        model: &CollisionModel,
-        scene: &SceneModel,
-        frames: &[Xf],
-        growth: &[f32],
-        travel: &[f32],
-        out: &mut PairList,
-    ) {
-        let mut scratch = CullScratch::default();
-        Self::for_motion_with(model, scene, frames, growth, travel, out, &mut scratch);
-    }
-
-    /// [`Self::for_motion`] with reusable scratch space (no allocation once it has grown).
+    ///
+    /// `scratch` is reusable space (no allocation once it has grown).
     pub fn for_motion_with(
         model: &CollisionModel,
         scene: &SceneModel,
@@ -167,7 +156,7 @@ pub struct CullScratch {
 /// How far any point of each body can move over a whole motion whose group joints change by
 /// `diff` (the per-joint difference of [`super::PreparedMotions`]): `sum_f |mult_f diff_f|
 /// reach[b, f]` over the moving frames (see [`CollisionModel::reach`]), summed in f64 and
-/// rounded up by a relative 1e-4, for [`PairList::for_motion`]. `diff` must have the model's
+/// rounded up by a relative 1e-4, for [`PairList::for_motion_with`]. `diff` must have the model's
 /// dof.
 pub fn motion_travel(model: &CollisionModel, diff: &[f32], out: &mut Vec<f32>) {
     let nf = model.frames.len();
@@ -283,7 +272,7 @@ impl FastScratch {
 
 /// The verdict of [`frames_valid`](super::frames_valid) (see the module documentation),
 /// visiting the pairs of `pairs` only: a [`PairList::all`] of `model` and `scene`, or a
-/// [`PairList::for_motion`] of the motion the frames belong to, with growths at least
+/// [`PairList::for_motion_with`] of the motion the frames belong to, with growths at least
 /// `sweep`.
 pub fn frames_valid_fast(
     model: &CollisionModel,

@@ -1177,7 +1177,7 @@ impl DeviceState {
 }
 
 /// Environment variable: `0` turns off the rounding of pipelined configuration pieces to whole
-/// waves of the device (see [`pipeline_shape`]; for side-by-side measurements).
+/// waves of the device (see `pipeline_shape`; for side-by-side measurements).
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
 /// Pipeline slots of the configuration checks (pieces in flight at once).
