@@ -183,7 +183,8 @@ pub fn motion_travel(model: &CollisionModel, diff: &[f32], out: &mut Vec<f32>) {
 /// prismatic joint has the identity. Each product with such a zero is `+-0` and adding
 /// `+-0` to a number leaves it unchanged, so leaving those terms out of `origin * local`
 /// changes at most the sign of an entry that is zero. The rest is the reference's
-/// arithmetic in its order. Signs of zeros cannot change a verdict: they compare equal, and
+/// arithmetic in its order, but for sums of two products taken the other way round, which
+/// IEEE addition (commutative) does not see. Signs of zeros cannot change a verdict: they compare equal, and
 /// the collision tests only add, multiply, take square roots and compare the frames'
 /// entries, never divide by them.
 #[inline]
@@ -192,34 +193,22 @@ pub fn frame_poses_fast(model: &CollisionModel, state: &[f32], out: &mut Vec<Xf>
     for f in &model.frames {
         let q = f.mult * state[f.var as usize] + f.offset;
         let a = &f.origin.r;
-        let joint = if f.kind == 0 && f.axis == [0.0, 0.0, 1.0] {
+        // A revolute joint about +x, +y or +z: the rotation mixes columns `u` and `v` of the
+        // origin (v = u + 1 mod 3, the right-handed order) and scales column `w` by `(1 - c) + c`.
+        let plane = match f.axis {
+            [0.0, 0.0, 1.0] => Some((0, 1, 2)),
+            [1.0, 0.0, 0.0] => Some((1, 2, 0)),
+            [0.0, 1.0, 0.0] => Some((2, 0, 1)),
+            _ => None,
+        };
+        let joint = if let (0, Some((u, v, w))) = (f.kind, plane) {
             let (s, c) = sincos(q);
             let e = (1.0 - c) + c;
             let mut r = [0.0f32; 9];
             for i in 0..3 {
-                r[i * 3] = a[i * 3] * c + a[i * 3 + 1] * s;
-                r[i * 3 + 1] = a[i * 3] * -s + a[i * 3 + 1] * c;
-                r[i * 3 + 2] = a[i * 3 + 2] * e;
-            }
-            Xf { r, t: f.origin.t }
-        } else if f.kind == 0 && f.axis == [0.0, 1.0, 0.0] {
-            let (s, c) = sincos(q);
-            let e = (1.0 - c) + c;
-            let mut r = [0.0f32; 9];
-            for i in 0..3 {
-                r[i * 3] = a[i * 3] * c + a[i * 3 + 2] * -s;
-                r[i * 3 + 1] = a[i * 3 + 1] * e;
-                r[i * 3 + 2] = a[i * 3] * s + a[i * 3 + 2] * c;
-            }
-            Xf { r, t: f.origin.t }
-        } else if f.kind == 0 && f.axis == [1.0, 0.0, 0.0] {
-            let (s, c) = sincos(q);
-            let e = (1.0 - c) + c;
-            let mut r = [0.0f32; 9];
-            for i in 0..3 {
-                r[i * 3] = a[i * 3] * e;
-                r[i * 3 + 1] = a[i * 3 + 1] * c + a[i * 3 + 2] * s;
-                r[i * 3 + 2] = a[i * 3 + 1] * -s + a[i * 3 + 2] * c;
+                r[i * 3 + u] = a[i * 3 + u] * c + a[i * 3 + v] * s;
+                r[i * 3 + v] = a[i * 3 + u] * -s + a[i * 3 + v] * c;
+                r[i * 3 + w] = a[i * 3 + w] * e;
             }
             Xf { r, t: f.origin.t }
         } else if f.kind == 0 {
