@@ -34,15 +34,52 @@
 // without the qualifier taking the address of a kernel parameter makes every thread copy it
 // (136 bytes) to its local memory.
 
+// Several scenes side by side (src/gpu/hub.rs): the obstacles of every scene in one array and
+// the base states of every scene in another; scene s is obstacles [lo, lo + count) and the base
+// state at bases + base. A thread checking an item of scene s runs the tests on a copy of the
+// model whose obstacle array and base state are those of s (the tests read nothing else of the
+// scene), so the verdicts are those of a checker holding that scene alone.
+struct GmpSceneRange {
+    unsigned lo, count, base, pad;
+};
+
+__device__ __forceinline__ GmpModel gmp_scene_model(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
+                                                    const float* __restrict__ bases, unsigned s) {
+    const GmpSceneRange r = scenes[s];
+    GmpModel ms = m;
+    ms.obstacles = m.obstacles + r.lo;
+    ms.num_obstacles = r.count;
+    ms.base_state = bases + r.base;
+    return ms;
+}
+
+// Verdict of configuration i of q (n x dof row-major f32): 1 = collision free.
+__device__ __forceinline__ unsigned char gmp_config_row(const GmpModel& m, const float* __restrict__ q, unsigned i) {
+    float qloc[GMP_MAX_DOF];
+    const float* row = q + (size_t)i * GMP_DOF(m);
+    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
+    return GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
+}
+
 // One thread per configuration. q: n x dof row-major f32.
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float qloc[GMP_MAX_DOF];
-    const float* row = q + (size_t)i * GMP_DOF(m);
-    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
-    out[i] = GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
+    out[i] = gmp_config_row(m, q, i);
+}
+
+// check_configs over several scenes: configuration i is checked in scene scene_of[i].
+extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_multi(const __grid_constant__ GmpModel m,
+                                               const GmpSceneRange* __restrict__ scenes,
+                                               const float* __restrict__ bases,
+                                               const unsigned* __restrict__ scene_of,
+                                               const float* __restrict__ q, unsigned n,
+                                               unsigned char* __restrict__ out) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const GmpModel ms = gmp_scene_model(m, scenes, bases, scene_of[i]);
+    out[i] = gmp_config_row(ms, q, i);
 }
 
 // One thread per configuration: the world pose of every moving frame (frame_poses), for
@@ -101,7 +138,12 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const __grid_c
 // motions are sorted by length (longest first, `perm`), and rank r covers sorted motions
 // 0 .. count_r where rank_off[r] = sum of count_0 .. count_{r-1} (rank_off has max_rank + 2
 // entries). A per-motion flag stops the remaining items of a motion once one collides.
-extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m, const float* __restrict__ start,
+// MULTI: motion mi is checked in scene scene_of[mi] (see gmp_scene_model).
+template <bool MULTI>
+__device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
+                                                  const float* __restrict__ bases,
+                                                  const unsigned* __restrict__ scene_of,
+                                                  const float* __restrict__ start,
                                                   const float* __restrict__ diff,
                                                   const unsigned* __restrict__ segments,
                                                   const unsigned* __restrict__ perm,
@@ -130,7 +172,44 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __gri
     float qloc[GMP_MAX_DOF];
     const float* d = diff + (size_t)mi * GMP_DOF(m);
     gmp_interpolate(start + (size_t)mi * GMP_DOF(m), d, GMP_DOF(m), step, n, qloc);
-    unsigned st = GMP_STEP_STATUS(m, qloc, d, n);
+    unsigned st;
+    if (MULTI) {
+        const GmpModel ms = gmp_scene_model(m, scenes, bases, scene_of[mi]);
+        st = GMP_STEP_STATUS(ms, qloc, d, n);
+    } else {
+        st = GMP_STEP_STATUS(m, qloc, d, n);
+    }
     if (st == 1u) collided[mi] = 1;
     if (st == 2u) collided[n_motions + mi] = 1;
+}
+
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m, const float* __restrict__ start,
+                                                  const float* __restrict__ diff,
+                                                  const unsigned* __restrict__ segments,
+                                                  const unsigned* __restrict__ perm,
+                                                  const unsigned* __restrict__ rank_off, unsigned n_ranks,
+                                                  unsigned total_items,
+                                                  const unsigned* __restrict__ order_off,
+                                                  const unsigned* __restrict__ order,
+                                                  unsigned n_motions, volatile unsigned char* collided) {
+    gmp_balanced_item<false>(m, nullptr, nullptr, nullptr, start, diff, segments, perm, rank_off, n_ranks, total_items,
+                             order_off, order, n_motions, collided);
+}
+
+// check_motions_balanced over several scenes: motion mi is checked in scene scene_of[mi].
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced_multi(const __grid_constant__ GmpModel m,
+                                                        const GmpSceneRange* __restrict__ scenes,
+                                                        const float* __restrict__ bases,
+                                                        const unsigned* __restrict__ scene_of,
+                                                        const float* __restrict__ start,
+                                                        const float* __restrict__ diff,
+                                                        const unsigned* __restrict__ segments,
+                                                        const unsigned* __restrict__ perm,
+                                                        const unsigned* __restrict__ rank_off, unsigned n_ranks,
+                                                        unsigned total_items,
+                                                        const unsigned* __restrict__ order_off,
+                                                        const unsigned* __restrict__ order,
+                                                        unsigned n_motions, volatile unsigned char* collided) {
+    gmp_balanced_item<true>(m, scenes, bases, scene_of, start, diff, segments, perm, rank_off, n_ranks, total_items,
+                            order_off, order, n_motions, collided);
 }

@@ -1024,3 +1024,83 @@ fn cuda_backend_without_gpu_is_a_clean_error() {
             .expect("auto falls back to the CPU");
     assert_eq!(auto.backend(), gpu_motion_planner::collision::Backend::Cpu);
 }
+
+/// Shared launches (`gpu::hub::CudaBatch` behind a `LaunchHub`: the items of many scenes in one
+/// launch, each checked in its own scene) against each scene's own CPU checker: problems 1 and
+/// 50 of every scene (14 scenes at once), one client thread per scene, both collision models,
+/// the specialised and the generic kernels (`GMP_PARITY_HUB_ROUNDS` rounds of 256
+/// configurations and 64 motions per client, default 12).
+#[test]
+fn gpu_parity_shared_launches() {
+    use gpu_motion_planner::collision::hub::BatchExecutor;
+    use gpu_motion_planner::gpu::hub::CudaBatch;
+    if gpu_or_skip("gpu_parity_shared_launches").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_shared_launches") else {
+        return;
+    };
+    let rounds = common::env_usize("GMP_PARITY_HUB_ROUNDS", 12);
+    let mut total = (0, 0, 0);
+    for robot in ["panda", "ur5", "fetch"] {
+        let r = gpu_motion_planner::mbm::load_robot(&data, robot).expect("robot loads");
+        let problems = gpu_motion_planner::mbm::load_problems(&data, robot).expect("problems");
+        let picked: Vec<_> = problems
+            .iter()
+            .filter(|p| p.index == 1 || p.index == 50)
+            .collect();
+        let anchors: Vec<Vec<Vec<f64>>> = picked
+            .iter()
+            .map(|p| {
+                let (a, b) = r.start_goal(p).expect("start and goal");
+                vec![a, b]
+            })
+            .collect();
+        let scenes: Vec<(Vec<f64>, &gpu_motion_planner::scene::Scene)> = picked
+            .iter()
+            .map(|p| (r.start_full_state(p), &p.scene))
+            .collect();
+        for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+            let opts = CheckerOptions {
+                shapes,
+                ..Default::default()
+            };
+            let cpus: Vec<CpuChecker> = scenes
+                .iter()
+                .map(|(base, scene)| {
+                    CpuChecker::new(&r.model, &r.group, base, scene, opts).expect("cpu checker")
+                })
+                .collect();
+            let generic = CudaOptions {
+                specialise: false,
+                ..CudaOptions::default()
+            };
+            for cuda in [CudaOptions::from_env(), generic] {
+                let exec = CudaBatch::new(&r.model, &r.group, &scenes, opts, cuda, 0)
+                    .expect("shared-launch executor");
+                let variant = exec.kernel_variant();
+                if cuda.specialise && std::env::var(gpu::KERNEL_ENV).is_err() {
+                    assert_eq!(variant, KernelVariant::Specialised, "{robot} {shapes:?}");
+                }
+                assert_eq!(exec.scenes(), picked.len());
+                let (c, m, d, f) = common::hub_parity(Box::new(exec), &cpus, &anchors, rounds, 256);
+                eprintln!(
+                    "parity: shared launches {robot} {shapes:?} {}: configs {c} motions {m} diff {d} (free configs {:.1}%)",
+                    variant.name(),
+                    100.0 * f as f64 / c.max(1) as f64
+                );
+                assert_eq!(
+                    d,
+                    0,
+                    "{robot} {shapes:?} {}: shared launches differ from the CPU",
+                    variant.name()
+                );
+                total = (total.0 + c, total.1 + m, total.2 + d);
+            }
+        }
+    }
+    eprintln!(
+        "parity: shared launches all robots: configs {} motions {} diff {}",
+        total.0, total.1, total.2
+    );
+}

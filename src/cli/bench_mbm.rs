@@ -8,6 +8,9 @@
 //! sequential pass), and the report gives the wall time of both passes side by side and
 //! whether every problem's result (solved, path lengths, checks) is the same in both.
 //!
+//! With `--batched N` they are planned once more with N in flight sharing collision-check
+//! launches through one [`LaunchHub`] (see `collision::hub`), with the same comparison.
+//!
 //! A benchmark, not a test: it measures and reports, it asserts nothing about timings.
 
 use std::collections::BTreeMap;
@@ -20,7 +23,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{parse_shapes, CliError};
-use crate::collision::{CheckerOptions, ConfigBatch};
+use crate::collision::hub::{BatchExecutor, HubOptions, HubStats, LaunchHub};
+use crate::collision::{Checker, CheckerOptions, ConfigBatch};
 use crate::planners::{plan, suited_batch_size, PlanRequest, PlannerId};
 
 /// `gmp bench mbm` arguments.
@@ -81,6 +85,17 @@ pub struct BenchMbmArgs {
     /// next to the sequential pass.
     #[arg(long)]
     pub concurrent: Option<usize>,
+    /// Also plan the selected problems with this many in flight sharing collision-check
+    /// launches (one launch hub over every selected problem's scene, `collision::hub`: on the
+    /// CUDA backend one launch holds the waiting checks of every problem in flight; on the CPU
+    /// backend the hub's executor runs them one after another) and report the wall time next to
+    /// the sequential pass.
+    #[arg(long)]
+    pub batched: Option<usize>,
+    /// Longest wait of a shared-launch request for the other problems' requests, microseconds
+    /// (`--batched`).
+    #[arg(long = "hub-wait-us", default_value_t = 200)]
+    pub hub_wait_us: u64,
     /// Output folder.
     #[arg(long, default_value = "results/mbm")]
     pub out: PathBuf,
@@ -153,11 +168,11 @@ impl ProblemRecord {
                 self.collision_checks, other.collision_checks
             ));
         }
-        if self.configs_evaluated != other.configs_evaluated {
-            d.push(format!(
-                "evaluated {:?} vs {:?}",
-                self.configs_evaluated, other.configs_evaluated
-            ));
+        // Only where both passes count them (a shared-launch client does not).
+        if let (Some(a), Some(b)) = (self.configs_evaluated, other.configs_evaluated) {
+            if a != b {
+                d.push(format!("evaluated {a} vs {b}"));
+            }
         }
         (!d.is_empty()).then(|| format!("{} {}: {}", self.scene, self.index, d.join(", ")))
     }
@@ -322,6 +337,39 @@ fn markdown(report: &Value) -> String {
         "\nBatched (all problems sharing launches): {}\n",
         report["batched"]["note"].as_str().unwrap_or("")
     ));
+    if let Some(robots) = report["robots"].as_object() {
+        for (robot, r) in robots {
+            let b = &r["batched"];
+            if b.is_null() {
+                continue;
+            }
+            let h = &b["hub"];
+            s.push_str(&format!(
+                "\n- {robot}: {} s for {} problems vs {} s one after another ({}x); hub set-up {} s; {} rounds, {} requests per round, {} configurations and {} motions checked, {} rounds started by the wait limit, device busy {} ms; results identical to the sequential pass for {} of {} problems{}\n",
+                num(&b["wall_s"], 3),
+                b["problems"],
+                num(&b["sequential_wall_s"], 3),
+                num(&b["speedup"], 2),
+                num(&b["setup_s"], 3),
+                h["rounds"],
+                num(&h["requests_per_round"], 1),
+                h["configs"],
+                h["motions"],
+                h["timed_out_rounds"],
+                num(&h["device_ms"], 1),
+                b["identical"],
+                b["problems"],
+                b["differences"]
+                    .as_array()
+                    .filter(|d| !d.is_empty())
+                    .map(|d| format!(
+                        " (different: {})",
+                        d.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("; ")
+                    ))
+                    .unwrap_or_default(),
+            ));
+        }
+    }
     s.push_str(&format!(
         "\nPublished anchor (VAMP, RRT-Connect, spheres, one core): {}\n",
         report["anchor"].as_str().unwrap_or("")
@@ -347,7 +395,6 @@ fn solve_problem(
 ) -> Result<Outcome, CliError> {
     let setup_start = Instant::now();
     let base = r.start_full_state(p);
-    let (start, goal) = r.start_goal(p)?;
     let checker = crate::collision::make_checker(
         &a.backend,
         &r.model,
@@ -361,6 +408,19 @@ fn solve_problem(
         },
     )?;
     let setup_time = setup_start.elapsed().as_secs_f64();
+    solve_with(a, r, p, planner, checker.as_ref(), setup_time)
+}
+
+/// Checks the problem's start and goal with `checker` and plans it.
+fn solve_with(
+    a: &BenchMbmArgs,
+    r: &crate::mbm::MbmRobot,
+    p: &crate::mbm::Problem,
+    planner: PlannerId,
+    checker: &dyn Checker,
+    setup_time: f64,
+) -> Result<Outcome, CliError> {
+    let (start, goal) = r.start_goal(p)?;
     let batch_size = a
         .batch_size
         .unwrap_or_else(|| suited_batch_size(planner, checker.backend()));
@@ -396,7 +456,7 @@ fn solve_problem(
         req.group = r.group.name.clone();
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
-        let out = plan(checker.as_ref(), &req);
+        let out = plan(checker, &req);
         plan_time = t.elapsed().as_secs_f64();
         rec.total_time = plan_time;
         match out {
@@ -460,15 +520,13 @@ fn select<'p>(
     out
 }
 
-/// Plans `selected` with `in_flight` problems at once: a scoped pool of that many threads,
-/// each taking the next problem in order. Outcomes come back in the order of `selected`.
+/// Solves `selected` with `in_flight` problems at once: a scoped pool of that many threads,
+/// each taking the next problem in order and solving it with `solve` (given its index in
+/// `selected`). Outcomes come back in the order of `selected`.
 fn solve_concurrently(
-    a: &BenchMbmArgs,
-    r: &crate::mbm::MbmRobot,
     selected: &[&crate::mbm::Problem],
-    planner: PlannerId,
-    shapes: crate::collision::RobotShapes,
     in_flight: usize,
+    solve: impl Fn(usize, &crate::mbm::Problem) -> Result<Outcome, CliError> + Sync,
 ) -> Result<Vec<Outcome>, CliError> {
     let next = AtomicUsize::new(0);
     let workers = in_flight.clamp(1, selected.len().max(1));
@@ -482,7 +540,7 @@ fn solve_concurrently(
                         let Some(p) = selected.get(i) else {
                             return done;
                         };
-                        let out = solve_problem(a, r, p, planner, shapes);
+                        let out = solve(i, p);
                         let failed = out.is_err();
                         done.push((i, out));
                         if failed {
@@ -519,6 +577,8 @@ struct RobotRun {
     sequential_wall: f64,
     concurrent: Option<Value>,
     concurrent_records: Option<Vec<ProblemRecord>>,
+    batched: Option<Value>,
+    batched_records: Option<Vec<ProblemRecord>>,
 }
 
 fn run_robot(
@@ -556,6 +616,8 @@ fn run_robot(
         sequential_wall,
         concurrent: None,
         concurrent_records: None,
+        batched: None,
+        batched_records: None,
     };
     if let Some(n) = a.concurrent {
         eprintln!(
@@ -563,27 +625,144 @@ fn run_robot(
             selected.len()
         );
         let wall = Instant::now();
-        let outcomes = solve_concurrently(a, &r, &selected, planner, shapes, n)?;
+        let outcomes = solve_concurrently(&selected, n, |_, p| {
+            solve_problem(a, &r, p, planner, shapes)
+        })?;
         let wall_s = wall.elapsed().as_secs_f64();
         let concurrent: Vec<ProblemRecord> = outcomes.into_iter().map(|o| o.record).collect();
-        let differences: Vec<String> = run
-            .records
-            .iter()
-            .zip(&concurrent)
-            .filter_map(|(s, c)| s.difference(c))
-            .collect();
-        run.concurrent = Some(json!({
-            "in_flight": n,
-            "problems": concurrent.len(),
-            "wall_s": wall_s,
-            "sequential_wall_s": sequential_wall,
-            "speedup": if wall_s > 0.0 { sequential_wall / wall_s } else { 0.0 },
-            "identical": concurrent.len() - differences.len(),
-            "differences": differences,
-        }));
+        let mut v = compare_pass(&run.records, &concurrent, wall_s, sequential_wall);
+        v["in_flight"] = json!(n);
+        run.concurrent = Some(v);
         run.concurrent_records = Some(concurrent);
     }
+    if let Some(n) = a.batched {
+        eprintln!(
+            "bench mbm: {name}: {} problems, {n} in flight sharing launches ...",
+            selected.len()
+        );
+        let wall = Instant::now();
+        let hub = launch_hub(a, &r, &selected, shapes)?;
+        let setup_s = wall.elapsed().as_secs_f64();
+        let outcomes = solve_concurrently(&selected, n, |i, p| {
+            let c = hub.client(i)?;
+            solve_with(a, &r, p, planner, &c, 0.0)
+        })?;
+        let wall_s = wall.elapsed().as_secs_f64();
+        let batched: Vec<ProblemRecord> = outcomes.into_iter().map(|o| o.record).collect();
+        let st = hub.stats();
+        let mut v = compare_pass(&run.records, &batched, wall_s, sequential_wall);
+        v["in_flight"] = json!(n);
+        v["setup_s"] = json!(setup_s);
+        v["hub"] = hub_summary(&st, a.hub_wait_us);
+        run.batched = Some(v);
+        run.batched_records = Some(batched);
+    }
     Ok(run)
+}
+
+/// A second pass over the problems next to the sequential one: wall times and whether each
+/// problem's result is the same.
+fn compare_pass(
+    sequential: &[ProblemRecord],
+    other: &[ProblemRecord],
+    wall_s: f64,
+    sequential_wall: f64,
+) -> Value {
+    let differences: Vec<String> = sequential
+        .iter()
+        .zip(other)
+        .filter_map(|(s, c)| s.difference(c))
+        .collect();
+    json!({
+        "problems": other.len(),
+        "wall_s": wall_s,
+        "sequential_wall_s": sequential_wall,
+        "speedup": if wall_s > 0.0 { sequential_wall / wall_s } else { 0.0 },
+        "identical": other.len() - differences.len(),
+        "differences": differences,
+    })
+}
+
+/// The launch hub of a batched pass over `selected`: its executor holds every problem's scene
+/// (index `i` of `selected` is scene `i`), on the GPU for `--backend cuda` (and `auto` with a
+/// GPU), else on the CPU.
+fn launch_hub(
+    a: &BenchMbmArgs,
+    r: &crate::mbm::MbmRobot,
+    selected: &[&crate::mbm::Problem],
+    shapes: crate::collision::RobotShapes,
+) -> Result<LaunchHub, CliError> {
+    let opts = CheckerOptions {
+        shapes,
+        threads: a.threads,
+        ..Default::default()
+    };
+    let cuda = match a.backend.as_str() {
+        "cuda" => true,
+        "auto" => crate::gpu::gpu_available(),
+        _ => false,
+    };
+    let executor: Box<dyn BatchExecutor> = if cuda {
+        let problems: Vec<(Vec<f64>, &crate::scene::Scene)> = selected
+            .iter()
+            .map(|p| (r.start_full_state(p), &p.scene))
+            .collect();
+        let exec = crate::gpu::hub::CudaBatch::new(
+            &r.model,
+            &r.group,
+            &problems,
+            opts,
+            crate::gpu::CudaOptions::from_env(),
+            0,
+        )?;
+        eprintln!(
+            "bench mbm: shared launches on {} ({} kernels)",
+            exec.device_name(),
+            exec.kernel_variant().name()
+        );
+        Box::new(exec)
+    } else {
+        let checkers = selected
+            .iter()
+            .map(|p| {
+                crate::collision::CpuChecker::new(
+                    &r.model,
+                    &r.group,
+                    &r.start_full_state(p),
+                    &p.scene,
+                    opts,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Box::new(crate::collision::hub::CpuBatch::new(checkers)?)
+    };
+    let space = r.group.space.clone();
+    let hub_opts = HubOptions {
+        max_wait: Duration::from_micros(a.hub_wait_us),
+    };
+    Ok(LaunchHub::new(executor, space, hub_opts)?)
+}
+
+/// The hub's counts as JSON.
+fn hub_summary(st: &HubStats, wait_us: u64) -> Value {
+    let per = |x: u64| {
+        if st.rounds > 0 {
+            x as f64 / st.rounds as f64
+        } else {
+            0.0
+        }
+    };
+    json!({
+        "max_wait_us": wait_us,
+        "rounds": st.rounds,
+        "requests": st.requests,
+        "batches": st.batches,
+        "configs": st.configs,
+        "motions": st.motions,
+        "timed_out_rounds": st.timed_out_rounds,
+        "requests_per_round": per(st.requests),
+        "device_ms": st.device_ms,
+    })
 }
 
 /// Runs the benchmark, writes the JSON and markdown files and returns the summary.
@@ -607,6 +786,9 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     }
     if a.concurrent == Some(0) {
         return Err(CliError("--concurrent must be at least 1".into()));
+    }
+    if a.batched == Some(0) {
+        return Err(CliError("--batched must be at least 1".into()));
     }
     for s in &a.scenes {
         if !crate::mbm::SCENES.contains(&s.as_str()) {
@@ -636,6 +818,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     let mut robots = serde_json::Map::new();
     let mut all_records = serde_json::Map::new();
     let mut all_concurrent = serde_json::Map::new();
+    let mut all_batched = serde_json::Map::new();
     let mut batch_sizes = std::collections::BTreeSet::new();
     let mut backend_name = a.backend.clone();
     for name in &a.robots {
@@ -676,10 +859,25 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             );
             summary["concurrent"] = c.clone();
         }
+        if let Some(b) = &run.batched {
+            eprintln!(
+                "bench mbm: {name}: {} in flight sharing launches: {} s wall vs {} s sequential, {} of {} identical, {} requests per round",
+                b["in_flight"],
+                num(&b["wall_s"], 3),
+                num(&run.sequential_wall.into(), 3),
+                b["identical"],
+                b["problems"],
+                num(&b["hub"]["requests_per_round"], 1)
+            );
+            summary["batched"] = b.clone();
+        }
         robots.insert(name.clone(), summary);
         all_records.insert(name.clone(), serde_json::to_value(records)?);
         if let Some(c) = &run.concurrent_records {
             all_concurrent.insert(name.clone(), serde_json::to_value(c)?);
+        }
+        if let Some(b) = &run.batched_records {
+            all_batched.insert(name.clone(), serde_json::to_value(b)?);
         }
     }
     if a.backend == "auto" {
@@ -719,13 +917,24 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "problems_per_scene": a.problems,
         "indices": a.indices,
         "robots": robots,
-        "batched": {
-            "supported": false,
-            "note": if a.concurrent.is_some() {
-                "not implemented: no planner shares collision-check launches across problems (each plan() call batches only within its own problem); the concurrent pass above runs problems side by side instead"
-            } else {
-                "not measured: no planner shares collision-check launches across problems yet (each plan() call batches only within its own problem); `--concurrent N` measures N problems in flight, each with its own checker"
-            },
+        "batched": match a.batched {
+            Some(n) => json!({
+                "supported": true,
+                "in_flight": n,
+                "note": format!(
+                    "{n} problems in flight, each planned by its own plan() call in its own thread, all sharing one launch hub (collision::hub): every check request waits for the other problems' requests (at most {} us) and the hub runs each round as one batch of configurations and one batch of motions, each item checked in its own problem's scene. {} The wall time includes building the hub (every scene resident at once).",
+                    a.hub_wait_us,
+                    if backend_name == "cuda" || (a.backend == "auto" && crate::gpu::gpu_available()) {
+                        "On the CUDA backend a round is one launch of each kind (check_configs_multi, check_motions_balanced_multi)."
+                    } else {
+                        "On the CPU backend the hub's executor checks a round's items one after another on the hub's thread (the reference tests): this exercises the shared-launch path, it is not meant to be fast."
+                    }
+                ),
+            }),
+            None => json!({
+                "supported": true,
+                "note": "not measured in this run: `--batched N` plans the problems with N in flight sharing collision-check launches",
+            }),
         },
         "anchor": "Panda 699/699 solved, median 35 us, mean 76 us, p95 343 us, all 700 in 99 ms; UR5 608/608, median 39 us; Fetch 668/679, median 828 us (Ryzen 9 7950X). On this project's machine kind: Panda median 60 us, UR5 52 us, Fetch 776 us.",
     });
@@ -747,6 +956,9 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     full["problems"] = Value::Object(all_records);
     if a.concurrent.is_some() {
         full["concurrent_problems"] = Value::Object(all_concurrent);
+    }
+    if a.batched.is_some() {
+        full["batched_problems"] = Value::Object(all_batched);
     }
     write_atomic(&json_path, serde_json::to_string_pretty(&full)?.as_bytes())?;
     write_atomic(&md_path, md.as_bytes())?;

@@ -10,6 +10,7 @@ mod cpu;
 pub mod detmath;
 mod fast;
 pub mod gjk;
+pub mod hub;
 pub mod model;
 
 pub use backend::make_checker;

@@ -531,6 +531,32 @@ impl SceneModel {
         }
     }
 
+    /// Appends the obstacles of `other` after this model's (their mesh vertices and edge lists
+    /// after this model's pool, indices shifted to match). Returns the slot of `other`'s first
+    /// obstacle. Used to hold several scenes in one model, each a range of slots
+    /// (`collision::hub`).
+    pub fn append(&mut self, other: &SceneModel) -> usize {
+        let first = self.obstacles.len();
+        let verts = self.mesh_verts.len() as u32;
+        let targets = self.mesh_edge_targets.len() as u32;
+        if self.mesh_edge_offsets.is_empty() {
+            self.mesh_edge_offsets.push(0);
+        }
+        self.obstacles.extend(other.obstacles.iter().map(|o| {
+            let mut o = *o;
+            if o.kind == obstacle_kind::MESH {
+                o.mesh_start += verts;
+            }
+            o
+        }));
+        self.mesh_verts.extend_from_slice(&other.mesh_verts);
+        self.mesh_edge_offsets
+            .extend(other.mesh_edge_offsets.iter().skip(1).map(|&k| k + targets));
+        self.mesh_edge_targets
+            .extend(other.mesh_edge_targets.iter().map(|&t| t + verts));
+        first
+    }
+
     fn update_slot(&mut self, scene: &Scene, slot: usize) {
         if self.obstacles.len() <= slot {
             self.obstacles.resize(slot + 1, ObstacleModel::EMPTY);

@@ -10,6 +10,7 @@
 //! order, compiled without fused multiply-add, so the verdicts are identical (see
 //! `tests/gpu_parity.rs`).
 
+pub mod hub;
 pub mod kernels;
 pub mod rgg;
 pub mod specialise;
@@ -161,6 +162,42 @@ fn specialised_module(
             })
         })
         .clone()
+}
+
+/// Fails when `model` has more moving frames or joints than the kernels hold.
+fn within_kernel_limits(model: &CollisionModel) -> Result<(), CollisionError> {
+    if model.frames.len() > MAX_FRAMES {
+        return Err(backend_err(format!(
+            "the robot has {} moving frames; the CUDA kernels support at most {MAX_FRAMES}",
+            model.frames.len()
+        )));
+    }
+    if model.dof() > MAX_DOF {
+        return Err(backend_err(format!(
+            "the planning group has {} joints; the CUDA kernels support at most {MAX_DOF}",
+            model.dof()
+        )));
+    }
+    Ok(())
+}
+
+/// The robot-specialised translation unit `cuda` asks for, or why there is none.
+fn specialised_source(
+    model: &CollisionModel,
+    cuda: &CudaOptions,
+) -> Result<specialise::SpecialisedSource, String> {
+    match cuda.spec_maxrreg {
+        _ if !cuda.specialise => Err("turned off (GMP_CUDA_KERNEL=generic or CudaOptions)".into()),
+        Some(r) if !(16..=255).contains(&r) => Err(format!(
+            "register cap {r} out of range 16..=255 ({MAXRREG_ENV})"
+        )),
+        _ => {
+            let layout = cuda
+                .spec_layout
+                .unwrap_or_else(|| specialise::Layout::for_model(model));
+            specialise::generate_with(model, layout).map_err(|e| e.to_string())
+        }
+    }
 }
 
 /// Which collision kernels a [`CudaChecker`] runs. Both give the CPU's verdicts.
@@ -547,6 +584,10 @@ struct KernelSet {
     config_wave: usize,
     naive: CudaFunction,
     balanced: CudaFunction,
+    /// `check_configs_multi` and `check_motions_balanced_multi`: items of several scenes in one
+    /// launch (`hub`).
+    configs_multi: CudaFunction,
+    balanced_multi: CudaFunction,
 }
 
 impl KernelSet {
@@ -565,6 +606,8 @@ impl KernelSet {
             configs,
             naive: f("check_motions_naive")?,
             balanced: f("check_motions_balanced")?,
+            configs_multi: f("check_configs_multi")?,
+            balanced_multi: f("check_motions_balanced_multi")?,
         })
     }
 
@@ -1049,19 +1092,32 @@ impl DeviceState {
     }
 
     /// Checks motions `range` of `p`.
+    ///
+    /// With `multi` (the scene of each motion of `p` and the device table of the scenes), every
+    /// chunk runs `check_motions_balanced_multi` whatever `kernel` says.
+    #[allow(clippy::too_many_arguments)]
     fn motions(
         &mut self,
         p: &PreparedMotions,
         range: std::ops::Range<usize>,
         (kernel, variant): (MotionKernel, KernelVariant),
         table: &OrderTable,
+        multi: Option<(&[u32], &hub::DeviceScenes)>,
         out: &mut [MotionStatus],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
+        let kernel = if multi.is_some() {
+            MotionKernel::Balanced
+        } else {
+            kernel
+        };
         let (f_naive, f_balanced) = {
             let k = self.kernels(variant);
-            (k.naive.clone(), k.balanced.clone())
+            match multi {
+                Some(_) => (k.naive.clone(), k.balanced_multi.clone()),
+                None => (k.naive.clone(), k.balanced.clone()),
+            }
         };
         let dof = self.args.dof as usize;
         let mut i = range.start;
@@ -1079,12 +1135,13 @@ impl DeviceState {
             }
             let cn = j - i;
             let seg = &p.segments[i..j];
-            // Staging layout: start | diff | segments [| perm | rank_off].
+            // Staging layout: start | diff | segments [| perm | rank_off] [| scene of each].
             let (perm, rank_off) = match kernel {
                 MotionKernel::Naive => (Vec::new(), Vec::new()),
                 MotionKernel::Balanced => rank_major(seg),
             };
-            let words = 2 * cn * dof + cn + perm.len() + rank_off.len();
+            let scene_of = multi.map_or(&[][..], |(sc, _)| &sc[i..j]);
+            let words = 2 * cn * dof + cn + perm.len() + rank_off.len() + scene_of.len();
             self.ensure_buffers(words, 2 * cn)?;
             {
                 let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
@@ -1102,11 +1159,14 @@ impl DeviceState {
                 stg[k..k + perm.len()].copy_from_slice(&perm);
                 k += perm.len();
                 stg[k..k + rank_off.len()].copy_from_slice(&rank_off);
+                k += rank_off.len();
+                stg[k..k + scene_of.len()].copy_from_slice(scene_of);
             }
             let a_diff = cn * dof;
             let a_seg = 2 * cn * dof;
             let a_perm = a_seg + cn;
             let a_rank = a_perm + perm.len();
+            let a_scene = a_rank + rank_off.len();
             self.round(words, 2 * cn, times, |s| {
                 let start_v = s.input.slice(0..a_diff);
                 let diff_v = s.input.slice(a_diff..a_seg);
@@ -1137,9 +1197,13 @@ impl DeviceState {
                                 .memset_zeros(&mut o)
                                 .map_err(drv("clearing motion flags"))?;
                         }
+                        let scene_v = s.input.slice(a_scene..a_scene + scene_of.len());
                         let mut b = s.stream.launch_builder(&f_balanced);
-                        b.arg(&s.args)
-                            .arg(&start_v)
+                        b.arg(&s.args);
+                        if let Some((_, scenes)) = multi {
+                            b.arg(&scenes.ranges).arg(&scenes.bases).arg(&scene_v);
+                        }
+                        b.arg(&start_v)
                             .arg(&diff_v)
                             .arg(&seg_v)
                             .arg(&perm_v)
@@ -1350,35 +1414,11 @@ impl CudaChecker {
         }
         let model = CollisionModel::build(robot, group, base_state, opts.shapes, opts.margin)
             .map_err(backend_err)?;
-        if model.frames.len() > MAX_FRAMES {
-            return Err(backend_err(format!(
-                "the robot has {} moving frames; the CUDA kernels support at most {MAX_FRAMES}",
-                model.frames.len()
-            )));
-        }
-        if model.dof() > MAX_DOF {
-            return Err(backend_err(format!(
-                "the planning group has {} joints; the CUDA kernels support at most {MAX_DOF}",
-                model.dof()
-            )));
-        }
+        within_kernel_limits(&model)?;
         let scene_model = SceneModel::build(scene);
         let t0 = Instant::now();
         let maxrreg = cuda.spec_maxrreg;
-        let generated = match maxrreg {
-            _ if !cuda.specialise => {
-                Err("turned off (GMP_CUDA_KERNEL=generic or CudaOptions)".into())
-            }
-            Some(r) if !(16..=255).contains(&r) => Err(format!(
-                "register cap {r} out of range 16..=255 ({MAXRREG_ENV})"
-            )),
-            _ => {
-                let layout = cuda
-                    .spec_layout
-                    .unwrap_or_else(|| specialise::Layout::for_model(&model));
-                specialise::generate_with(&model, layout).map_err(|e| e.to_string())
-            }
-        };
+        let generated = specialised_source(&model, &cuda);
         let mut spec_unavailable = generated.as_ref().err().cloned();
         let mut states = Vec::new();
         let mut names = Vec::new();
@@ -1694,7 +1734,7 @@ impl CudaChecker {
         };
         let variant = self.variant;
         self.split(n, |dev, range, out, t| {
-            dev.motions(p, range, (kernel, variant), &table, out, t)
+            dev.motions(p, range, (kernel, variant), &table, None, out, t)
         })
     }
 }

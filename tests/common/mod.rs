@@ -442,3 +442,99 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     out.sort_by_key(|(i, _)| *i);
     out.into_iter().map(|(_, r)| r).collect()
 }
+
+/// Shared launches against per-scene CPU checkers: one [`LaunchHub`] over `exec` (which holds
+/// the scenes of `cpus`, scene `k` = `cpus[k]`), one client thread per scene, each asking for
+/// `rounds` batches of `batch` random configurations and `batch / 4` random motions (uniform in
+/// the limits, or perturbations of the scene's `anchors`, so that many land near contact),
+/// every verdict compared with the scene's own checker. Returns (configurations, motions,
+/// differences, free configurations).
+///
+/// [`LaunchHub`]: gpu_motion_planner::collision::hub::LaunchHub
+pub fn hub_parity(
+    exec: Box<dyn gpu_motion_planner::collision::hub::BatchExecutor>,
+    cpus: &[gpu_motion_planner::collision::CpuChecker],
+    anchors: &[Vec<Vec<f64>>],
+    rounds: usize,
+    batch: usize,
+) -> (usize, usize, usize, usize) {
+    use gpu_motion_planner::collision::hub::{HubOptions, LaunchHub};
+    use rand::SeedableRng;
+    let space = cpus[0].space().clone();
+    let hub = LaunchHub::new(exec, space.clone(), HubOptions::default()).expect("hub starts");
+    let counts = AtomicUsize::new(0);
+    let (configs, motions, diffs, free) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    std::thread::scope(|sc| {
+        for (k, cpu) in cpus.iter().enumerate() {
+            let client = hub.client(k).expect("client");
+            let (hub_space, counts) = (&space, &counts);
+            let (configs, motions, diffs, free) = (&configs, &motions, &diffs, &free);
+            sc.spawn(move || {
+                let mut rng = ChaCha8Rng::seed_from_u64(0x6875_6200 + k as u64);
+                let sample = |rng: &mut ChaCha8Rng| -> Vec<f64> {
+                    let (lo, hi) = (&hub_space.lower, &hub_space.upper);
+                    let a = &anchors[k];
+                    if a.is_empty() || rng.random_bool(0.3) {
+                        return (0..lo.len())
+                            .map(|j| rng.random_range(lo[j]..=hi[j]))
+                            .collect();
+                    }
+                    let base = &a[rng.random_range(0..a.len())];
+                    let scale = [0.02, 0.1, 0.4][rng.random_range(0..3)];
+                    (0..lo.len())
+                        .map(|j| (base[j] + rng.random_range(-scale..=scale)).clamp(lo[j], hi[j]))
+                        .collect()
+                };
+                for _ in 0..rounds {
+                    let rows: Vec<Vec<f64>> = (0..batch).map(|_| sample(&mut rng)).collect();
+                    let refs: Vec<&[f64]> = rows.iter().map(|r| r.as_slice()).collect();
+                    let b = ConfigBatch::from_rows(hub_space.dof(), &refs).expect("batch");
+                    let got = client.check_configs(&b).expect("hub configs");
+                    let want = cpu.check_configs(&b).expect("cpu configs");
+                    configs.fetch_add(want.len(), Ordering::Relaxed);
+                    free.fetch_add(want.iter().filter(|v| **v).count(), Ordering::Relaxed);
+                    diffs.fetch_add(
+                        got.iter().zip(&want).filter(|(g, w)| g != w).count(),
+                        Ordering::Relaxed,
+                    );
+                    let mut m = MotionBatch::new(hub_space.dof());
+                    for _ in 0..(batch / 4).max(1) {
+                        let (a, b) = (sample(&mut rng), sample(&mut rng));
+                        m.push(&a, &b).expect("motion");
+                    }
+                    let got = client.check_motions(&m, 0.02).expect("hub motions");
+                    let want = cpu.check_motions(&m, 0.02).expect("cpu motions");
+                    motions.fetch_add(want.len(), Ordering::Relaxed);
+                    diffs.fetch_add(
+                        got.iter().zip(&want).filter(|(g, w)| g != w).count(),
+                        Ordering::Relaxed,
+                    );
+                }
+                counts.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    assert_eq!(
+        counts.load(Ordering::Relaxed),
+        cpus.len(),
+        "every client thread finished"
+    );
+    let st = hub.stats();
+    eprintln!(
+        "hub parity: {} rounds, {} requests, {:.1} requests per round",
+        st.rounds,
+        st.requests,
+        st.requests as f64 / st.rounds.max(1) as f64
+    );
+    (
+        configs.into_inner(),
+        motions.into_inner(),
+        diffs.into_inner(),
+        free.into_inner(),
+    )
+}
