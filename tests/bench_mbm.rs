@@ -108,9 +108,51 @@ fn concurrent_problems_get_their_sequential_results() {
     assert!(!md.contains("not measured"), "{md}");
 }
 
+/// `--batched N` on the CPU backend: the shared-launch pass (one launch hub, two executors)
+/// gives every problem its sequential result, and the report says how the rounds went.
+#[test]
+fn batched_problems_get_their_sequential_results() {
+    if common::mbm_or_skip("batched_problems_get_their_sequential_results").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let v = bench(dir.path(), &["--batched", "4", "--hub-executors", "2"]);
+    let alone = outcomes(&v["problems"]["panda"]);
+    assert_eq!(alone.len(), 7, "one problem per scene");
+    // A hub client does not count evaluated configurations: compare the rest.
+    let strip = |o: Vec<Outcome>| -> Vec<Outcome> {
+        o.into_iter()
+            .map(|o| Outcome {
+                configs_evaluated: Value::Null,
+                ..o
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(outcomes(&v["batched_problems"]["panda"])),
+        strip(alone)
+    );
+    let b = &v["robots"]["panda"]["batched"];
+    assert_eq!(b["in_flight"], 4);
+    assert_eq!(b["identical"], 7, "{b}");
+    let h = &b["hub"];
+    assert_eq!(h["executors"], 2);
+    assert!(h["rounds"].as_u64().is_some_and(|r| r > 0), "{h}");
+    assert!(
+        h["requests"].as_u64() >= h["rounds"].as_u64(),
+        "every round answers at least one request: {h}"
+    );
+    assert_eq!(v["batched"]["supported"], true);
+}
+
 #[test]
 fn bad_concurrency_and_batch_size_are_refused() {
-    for args in [["--concurrent", "0"], ["--batch-size", "0"]] {
+    for args in [
+        ["--concurrent", "0"],
+        ["--batch-size", "0"],
+        ["--batched", "0"],
+        ["--hub-executors", "0"],
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_gmp"))
             .args(["bench", "mbm", "--robots", "panda"])
             .args(args)

@@ -1028,7 +1028,8 @@ fn cuda_backend_without_gpu_is_a_clean_error() {
 /// Shared launches (`gpu::hub::CudaBatch` behind a `LaunchHub`: the items of many scenes in one
 /// launch, each checked in its own scene) against each scene's own CPU checker: problems 1 and
 /// 50 of every scene (14 scenes at once), one client thread per scene, both collision models,
-/// the specialised and the generic kernels (`GMP_PARITY_HUB_ROUNDS` rounds of 256
+/// the specialised kernels behind two dispatchers and the generic ones behind one
+/// (`GMP_PARITY_HUB_ROUNDS` rounds of 256
 /// configurations and 64 motions per client, default 12).
 #[test]
 fn gpu_parity_shared_launches() {
@@ -1075,17 +1076,24 @@ fn gpu_parity_shared_launches() {
                 specialise: false,
                 ..CudaOptions::default()
             };
-            for cuda in [CudaOptions::from_env(), generic] {
-                let exec = CudaBatch::new(&r.model, &r.group, &scenes, opts, cuda, 0)
-                    .expect("shared-launch executor");
-                let variant = exec.kernel_variant();
+            // The specialised kernels behind two dispatchers (two streams on the device),
+            // the generic ones behind one.
+            for (cuda, executors) in [(CudaOptions::from_env(), 2), (generic, 1)] {
+                let mut execs: Vec<Box<dyn BatchExecutor>> = Vec::new();
+                let mut variant = KernelVariant::Generic;
+                for _ in 0..executors {
+                    let exec = CudaBatch::new(&r.model, &r.group, &scenes, opts, cuda, 0)
+                        .expect("shared-launch executor");
+                    variant = exec.kernel_variant();
+                    assert_eq!(exec.scenes(), picked.len());
+                    execs.push(Box::new(exec));
+                }
                 if cuda.specialise && std::env::var(gpu::KERNEL_ENV).is_err() {
                     assert_eq!(variant, KernelVariant::Specialised, "{robot} {shapes:?}");
                 }
-                assert_eq!(exec.scenes(), picked.len());
-                let (c, m, d, f) = common::hub_parity(Box::new(exec), &cpus, &anchors, rounds, 256);
+                let (c, m, d, f) = common::hub_parity(execs, &cpus, &anchors, rounds, 256);
                 eprintln!(
-                    "parity: shared launches {robot} {shapes:?} {}: configs {c} motions {m} diff {d} (free configs {:.1}%)",
+                    "parity: shared launches {robot} {shapes:?} {} ({executors} executors): configs {c} motions {m} diff {d} (free configs {:.1}%)",
                     variant.name(),
                     100.0 * f as f64 / c.max(1) as f64
                 );

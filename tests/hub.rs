@@ -50,7 +50,7 @@ fn cpu_checkers(r: &MbmRobot, ps: &[Problem]) -> Vec<CpuChecker> {
         .collect()
 }
 
-fn hub_verdicts_match(robot: &str) {
+fn hub_verdicts_match(robot: &str, executors: usize) {
     let Some((r, ps)) = problems(robot, &[1]) else {
         return;
     };
@@ -62,9 +62,13 @@ fn hub_verdicts_match(robot: &str) {
             vec![a, b]
         })
         .collect();
-    let exec = CpuBatch::new(cpus.clone()).expect("executor");
-    let (configs, motions, diffs, free) =
-        common::hub_parity(Box::new(exec), &cpus, &anchors, 4, 32);
+    let execs = (0..executors)
+        .map(|_| {
+            Box::new(CpuBatch::new(cpus.clone()).expect("executor"))
+                as Box<dyn gpu_motion_planner::collision::hub::BatchExecutor>
+        })
+        .collect();
+    let (configs, motions, diffs, free) = common::hub_parity(execs, &cpus, &anchors, 4, 32);
     eprintln!("hub {robot}: {configs} configurations ({free} free), {motions} motions, {diffs} differences");
     assert_eq!(configs, ps.len() * 4 * 32);
     assert_eq!(motions, ps.len() * 4 * 8);
@@ -74,12 +78,17 @@ fn hub_verdicts_match(robot: &str) {
 
 #[test]
 fn hub_verdicts_match_own_checkers_panda() {
-    hub_verdicts_match("panda");
+    hub_verdicts_match("panda", 1);
 }
 
 #[test]
 fn hub_verdicts_match_own_checkers_ur5() {
-    hub_verdicts_match("ur5");
+    hub_verdicts_match("ur5", 1);
+}
+
+#[test]
+fn two_dispatchers_answer_as_one() {
+    hub_verdicts_match("panda", 2);
 }
 
 #[test]

@@ -96,6 +96,10 @@ pub struct BenchMbmArgs {
     /// (`--batched`).
     #[arg(long = "hub-wait-us", default_value_t = 200)]
     pub hub_wait_us: u64,
+    /// Executors of the shared launches (`--batched`), each with its own dispatcher thread,
+    /// stream and buffers: with 2, one round gathers while the other runs.
+    #[arg(long = "hub-executors", default_value_t = 1)]
+    pub hub_executors: usize,
     /// Output folder.
     #[arg(long, default_value = "results/mbm")]
     pub out: PathBuf,
@@ -345,12 +349,13 @@ fn markdown(report: &Value) -> String {
             }
             let h = &b["hub"];
             s.push_str(&format!(
-                "\n- {robot}: {} s for {} problems vs {} s one after another ({}x); hub set-up {} s; {} rounds, {} requests per round, {} configurations and {} motions checked, {} rounds started by the wait limit, device busy {} ms; results identical to the sequential pass for {} of {} problems{}\n",
+                "\n- {robot}: {} s for {} problems vs {} s one after another ({}x); hub set-up {} s; {} executors; {} rounds, {} requests per round, {} configurations and {} motions checked, {} rounds started by the wait limit, device busy {} ms; results identical to the sequential pass for {} of {} problems{}\n",
                 num(&b["wall_s"], 3),
                 b["problems"],
                 num(&b["sequential_wall_s"], 3),
                 num(&b["speedup"], 2),
                 num(&b["setup_s"], 3),
+                h["executors"],
                 h["rounds"],
                 num(&h["requests_per_round"], 1),
                 h["configs"],
@@ -653,7 +658,7 @@ fn run_robot(
         let mut v = compare_pass(&run.records, &batched, wall_s, sequential_wall);
         v["in_flight"] = json!(n);
         v["setup_s"] = json!(setup_s);
-        v["hub"] = hub_summary(&st, a.hub_wait_us);
+        v["hub"] = hub_summary(&st, a.hub_wait_us, a.hub_executors);
         run.batched = Some(v);
         run.batched_records = Some(batched);
     }
@@ -702,25 +707,31 @@ fn launch_hub(
         "auto" => crate::gpu::gpu_available(),
         _ => false,
     };
-    let executor: Box<dyn BatchExecutor> = if cuda {
+    let mut executors: Vec<Box<dyn BatchExecutor>> = Vec::new();
+    if cuda {
         let problems: Vec<(Vec<f64>, &crate::scene::Scene)> = selected
             .iter()
             .map(|p| (r.start_full_state(p), &p.scene))
             .collect();
-        let exec = crate::gpu::hub::CudaBatch::new(
-            &r.model,
-            &r.group,
-            &problems,
-            opts,
-            crate::gpu::CudaOptions::from_env(),
-            0,
-        )?;
-        eprintln!(
-            "bench mbm: shared launches on {} ({} kernels)",
-            exec.device_name(),
-            exec.kernel_variant().name()
-        );
-        Box::new(exec)
+        for _ in 0..a.hub_executors {
+            let exec = crate::gpu::hub::CudaBatch::new(
+                &r.model,
+                &r.group,
+                &problems,
+                opts,
+                crate::gpu::CudaOptions::from_env(),
+                0,
+            )?;
+            if executors.is_empty() {
+                eprintln!(
+                    "bench mbm: shared launches on {} ({} kernels, {} executors)",
+                    exec.device_name(),
+                    exec.kernel_variant().name(),
+                    a.hub_executors
+                );
+            }
+            executors.push(Box::new(exec));
+        }
     } else {
         let checkers = selected
             .iter()
@@ -734,17 +745,21 @@ fn launch_hub(
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Box::new(crate::collision::hub::CpuBatch::new(checkers)?)
-    };
+        for _ in 0..a.hub_executors {
+            executors.push(Box::new(crate::collision::hub::CpuBatch::new(
+                checkers.clone(),
+            )?));
+        }
+    }
     let space = r.group.space.clone();
     let hub_opts = HubOptions {
         max_wait: Duration::from_micros(a.hub_wait_us),
     };
-    Ok(LaunchHub::new(executor, space, hub_opts)?)
+    Ok(LaunchHub::with_executors(executors, space, hub_opts)?)
 }
 
 /// The hub's counts as JSON.
-fn hub_summary(st: &HubStats, wait_us: u64) -> Value {
+fn hub_summary(st: &HubStats, wait_us: u64, executors: usize) -> Value {
     let per = |x: u64| {
         if st.rounds > 0 {
             x as f64 / st.rounds as f64
@@ -754,6 +769,7 @@ fn hub_summary(st: &HubStats, wait_us: u64) -> Value {
     };
     json!({
         "max_wait_us": wait_us,
+        "executors": executors,
         "rounds": st.rounds,
         "requests": st.requests,
         "batches": st.batches,
@@ -789,6 +805,12 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     }
     if a.batched == Some(0) {
         return Err(CliError("--batched must be at least 1".into()));
+    }
+    if !(1..=8).contains(&a.hub_executors) {
+        return Err(CliError(format!(
+            "--hub-executors must be 1 to 8, got {}",
+            a.hub_executors
+        )));
     }
     for s in &a.scenes {
         if !crate::mbm::SCENES.contains(&s.as_str()) {
@@ -933,7 +955,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             }),
             None => json!({
                 "supported": true,
-                "note": "not measured in this run: `--batched N` plans the problems with N in flight sharing collision-check launches",
+                "note": "no batched pass in this run (`--batched N` plans the problems with N in flight sharing collision-check launches)",
             }),
         },
         "anchor": "Panda 699/699 solved, median 35 us, mean 76 us, p95 343 us, all 700 in 99 ms; UR5 608/608, median 39 us; Fetch 668/679, median 828 us (Ryzen 9 7950X). On this project's machine kind: Panda median 60 us, UR5 52 us, Fetch 776 us.",

@@ -86,7 +86,7 @@ pub struct HubStats {
     pub motions: u64,
     /// Rounds started by the wait limit rather than by every live client waiting.
     pub timed_out_rounds: u64,
-    /// The executor's [`BatchExecutor::device_ms`].
+    /// The executors' [`BatchExecutor::device_ms`] over the rounds, summed.
     pub device_ms: f64,
 }
 
@@ -112,6 +112,8 @@ struct Queue {
     pending: Vec<Request>,
     /// Clients alive (each may have a request pending).
     live: usize,
+    /// Requests a dispatcher has taken and not yet answered.
+    in_rounds: usize,
     shutdown: bool,
 }
 
@@ -141,7 +143,7 @@ fn stopped() -> CollisionError {
 pub struct LaunchHub {
     shared: Arc<Shared>,
     space: JointSpace,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for LaunchHub {
@@ -160,27 +162,58 @@ impl LaunchHub {
         space: JointSpace,
         opts: HubOptions,
     ) -> Result<Self, CollisionError> {
+        Self::with_executors(vec![executor], space, opts)
+    }
+
+    /// Starts one dispatcher thread per executor (all holding the same scenes, e.g. two
+    /// [`crate::gpu::hub::CudaBatch`] on one device, each with its own stream and buffers):
+    /// while one executor's round runs, the next round gathers and starts on another, so the
+    /// device and the planners' CPU work overlap.
+    pub fn with_executors(
+        executors: Vec<Box<dyn BatchExecutor>>,
+        space: JointSpace,
+        opts: HubOptions,
+    ) -> Result<Self, CollisionError> {
+        let hub_err = |message: String| CollisionError::Backend {
+            backend: "hub".into(),
+            message,
+        };
+        let Some(first) = executors.first() else {
+            return Err(hub_err("a launch hub needs at least one executor".into()));
+        };
+        let (scenes, backend) = (first.scenes(), first.backend());
+        if executors
+            .iter()
+            .any(|e| e.scenes() != scenes || e.backend() != backend)
+        {
+            return Err(hub_err(
+                "the executors of a launch hub must hold the same scenes on the same backend"
+                    .into(),
+            ));
+        }
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             stats: Mutex::new(HubStats::default()),
-            scenes: executor.scenes(),
-            backend: executor.backend(),
+            scenes,
+            backend,
             dof: space.dof(),
         });
-        let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("gmp-launch-hub".into())
-            .spawn(move || dispatch(&s, executor, opts))
-            .map_err(|e| CollisionError::Backend {
-                backend: "hub".into(),
-                message: format!("cannot start the dispatcher thread: {e}"),
-            })?;
-        Ok(Self {
+        let mut hub = Self {
             shared,
             space,
-            thread: Some(thread),
-        })
+            threads: Vec::new(),
+        };
+        for (k, exec) in executors.into_iter().enumerate() {
+            let s = hub.shared.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("gmp-launch-hub-{k}"))
+                .spawn(move || dispatch(&s, exec, opts))
+                .map_err(|e| hub_err(format!("cannot start a dispatcher thread: {e}")))?;
+            // On an error, dropping `hub` stops the dispatchers already started.
+            hub.threads.push(t);
+        }
+        Ok(hub)
     }
 
     /// A checker for scene `scene` whose requests share the hub's launches.
@@ -212,7 +245,7 @@ impl Drop for LaunchHub {
     fn drop(&mut self) {
         lock(&self.shared.queue).shutdown = true;
         self.shared.wake.notify_all();
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -229,7 +262,8 @@ fn dispatch(shared: &Shared, mut exec: Box<dyn BatchExecutor>, opts: HubOptions)
             if q.pending.is_empty() {
                 return;
             }
-            // Wait for the other live clients, at most max_wait after the oldest request.
+            // Wait for the other live clients (those not waiting on another dispatcher's round),
+            // at most max_wait after the oldest request.
             let deadline = q
                 .pending
                 .iter()
@@ -238,7 +272,7 @@ fn dispatch(shared: &Shared, mut exec: Box<dyn BatchExecutor>, opts: HubOptions)
                 .unwrap_or_else(Instant::now)
                 + opts.max_wait;
             let mut timed_out = false;
-            while q.pending.len() < q.live && !q.shutdown {
+            while q.pending.len() + q.in_rounds < q.live && !q.shutdown {
                 let now = Instant::now();
                 if now >= deadline {
                     timed_out = true;
@@ -250,14 +284,20 @@ fn dispatch(shared: &Shared, mut exec: Box<dyn BatchExecutor>, opts: HubOptions)
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
+            q.in_rounds += q.pending.len();
             (std::mem::take(&mut q.pending), timed_out)
         };
+        let n = round.len();
         run_round(shared, exec.as_mut(), round, timed_out);
+        lock(&shared.queue).in_rounds -= n;
+        // Another dispatcher may be waiting for these clients' next requests.
+        shared.wake.notify_all();
     }
 }
 
 /// One round: the configuration requests as one batch, the motion requests as another.
 fn run_round(shared: &Shared, exec: &mut dyn BatchExecutor, round: Vec<Request>, timed_out: bool) {
+    let device_before = exec.device_ms();
     let (mut configs, mut motions) = (Vec::new(), Vec::new());
     for r in round {
         match r.work {
@@ -316,7 +356,7 @@ fn run_round(shared: &Shared, exec: &mut dyn BatchExecutor, round: Vec<Request>,
     s.configs += stats.configs;
     s.motions += stats.motions;
     s.batches += stats.batches;
-    s.device_ms = exec.device_ms();
+    s.device_ms += exec.device_ms() - device_before;
 }
 
 /// Splits `result` (one entry per item, requests' items in order, `counts[k]` for request `k`)

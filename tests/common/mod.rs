@@ -443,8 +443,8 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Shared launches against per-scene CPU checkers: one [`LaunchHub`] over `exec` (which holds
-/// the scenes of `cpus`, scene `k` = `cpus[k]`), one client thread per scene, each asking for
+/// Shared launches against per-scene CPU checkers: one [`LaunchHub`] over `execs` (each holds
+/// the scenes of `cpus`, scene `k` = `cpus[k]`; one dispatcher per executor), one client thread per scene, each asking for
 /// `rounds` batches of `batch` random configurations and `batch / 4` random motions (uniform in
 /// the limits, or perturbations of the scene's `anchors`, so that many land near contact),
 /// every verdict compared with the scene's own checker. Returns (configurations, motions,
@@ -452,7 +452,7 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 ///
 /// [`LaunchHub`]: gpu_motion_planner::collision::hub::LaunchHub
 pub fn hub_parity(
-    exec: Box<dyn gpu_motion_planner::collision::hub::BatchExecutor>,
+    execs: Vec<Box<dyn gpu_motion_planner::collision::hub::BatchExecutor>>,
     cpus: &[gpu_motion_planner::collision::CpuChecker],
     anchors: &[Vec<Vec<f64>>],
     rounds: usize,
@@ -461,7 +461,8 @@ pub fn hub_parity(
     use gpu_motion_planner::collision::hub::{HubOptions, LaunchHub};
     use rand::SeedableRng;
     let space = cpus[0].space().clone();
-    let hub = LaunchHub::new(exec, space.clone(), HubOptions::default()).expect("hub starts");
+    let hub =
+        LaunchHub::with_executors(execs, space.clone(), HubOptions::default()).expect("hub starts");
     let counts = AtomicUsize::new(0);
     let (configs, motions, diffs, free) = (
         AtomicUsize::new(0),
