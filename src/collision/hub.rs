@@ -66,7 +66,7 @@ pub struct HubOptions {
 impl Default for HubOptions {
     fn default() -> Self {
         Self {
-            max_wait: Duration::from_micros(200),
+            max_wait: Duration::from_micros(50),
         }
     }
 }
