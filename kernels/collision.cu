@@ -139,19 +139,20 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const __grid_c
 // 0 .. count_r where rank_off[r] = sum of count_0 .. count_{r-1} (rank_off has max_rank + 2
 // entries). A per-motion flag stops the remaining items of a motion once one collides.
 // MULTI: motion mi is checked in scene scene_of[mi] (see gmp_scene_model).
+// The parameters both balanced kernels take after the scene arguments, and their names.
+#define GMP_BALANCED_PARAMS                                                                      \
+    const float* __restrict__ start, const float* __restrict__ diff,                             \
+        const unsigned* __restrict__ segments, const unsigned* __restrict__ perm,                \
+        const unsigned* __restrict__ rank_off, unsigned n_ranks, unsigned total_items,           \
+        const unsigned* __restrict__ order_off, const unsigned* __restrict__ order,              \
+        unsigned n_motions, volatile unsigned char* collided
+#define GMP_BALANCED_ARGS \
+    start, diff, segments, perm, rank_off, n_ranks, total_items, order_off, order, n_motions, collided
+
 template <bool MULTI>
 __device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
                                                   const float* __restrict__ bases,
-                                                  const unsigned* __restrict__ scene_of,
-                                                  const float* __restrict__ start,
-                                                  const float* __restrict__ diff,
-                                                  const unsigned* __restrict__ segments,
-                                                  const unsigned* __restrict__ perm,
-                                                  const unsigned* __restrict__ rank_off, unsigned n_ranks,
-                                                  unsigned total_items,
-                                                  const unsigned* __restrict__ order_off,
-                                                  const unsigned* __restrict__ order,
-                                                  unsigned n_motions, volatile unsigned char* collided) {
+                                                  const unsigned* __restrict__ scene_of, GMP_BALANCED_PARAMS) {
     unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= total_items) return;
     // Rank: the last r with rank_off[r] <= g (binary search over n_ranks + 1 offsets).
@@ -183,33 +184,16 @@ __device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSc
     if (st == 2u) collided[n_motions + mi] = 1;
 }
 
-extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m, const float* __restrict__ start,
-                                                  const float* __restrict__ diff,
-                                                  const unsigned* __restrict__ segments,
-                                                  const unsigned* __restrict__ perm,
-                                                  const unsigned* __restrict__ rank_off, unsigned n_ranks,
-                                                  unsigned total_items,
-                                                  const unsigned* __restrict__ order_off,
-                                                  const unsigned* __restrict__ order,
-                                                  unsigned n_motions, volatile unsigned char* collided) {
-    gmp_balanced_item<false>(m, nullptr, nullptr, nullptr, start, diff, segments, perm, rank_off, n_ranks, total_items,
-                             order_off, order, n_motions, collided);
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m,
+                                                                     GMP_BALANCED_PARAMS) {
+    gmp_balanced_item<false>(m, nullptr, nullptr, nullptr, GMP_BALANCED_ARGS);
 }
 
 // check_motions_balanced over several scenes: motion mi is checked in scene scene_of[mi].
 extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced_multi(const __grid_constant__ GmpModel m,
-                                                        const GmpSceneRange* __restrict__ scenes,
-                                                        const float* __restrict__ bases,
-                                                        const unsigned* __restrict__ scene_of,
-                                                        const float* __restrict__ start,
-                                                        const float* __restrict__ diff,
-                                                        const unsigned* __restrict__ segments,
-                                                        const unsigned* __restrict__ perm,
-                                                        const unsigned* __restrict__ rank_off, unsigned n_ranks,
-                                                        unsigned total_items,
-                                                        const unsigned* __restrict__ order_off,
-                                                        const unsigned* __restrict__ order,
-                                                        unsigned n_motions, volatile unsigned char* collided) {
-    gmp_balanced_item<true>(m, scenes, bases, scene_of, start, diff, segments, perm, rank_off, n_ranks, total_items,
-                            order_off, order, n_motions, collided);
+                                                                           const GmpSceneRange* __restrict__ scenes,
+                                                                           const float* __restrict__ bases,
+                                                                           const unsigned* __restrict__ scene_of,
+                                                                           GMP_BALANCED_PARAMS) {
+    gmp_balanced_item<true>(m, scenes, bases, scene_of, GMP_BALANCED_ARGS);
 }

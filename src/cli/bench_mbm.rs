@@ -323,14 +323,7 @@ fn markdown(report: &Value) -> String {
                     num(&c["speedup"], 2),
                     c["identical"],
                     c["problems"],
-                    c["differences"]
-                        .as_array()
-                        .filter(|d| !d.is_empty())
-                        .map(|d| format!(
-                            " (different: {})",
-                            d.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("; ")
-                        ))
-                        .unwrap_or_default(),
+                    differences_note(c),
                 ));
             }
             s.push_str(&format!(
@@ -366,14 +359,7 @@ fn markdown(report: &Value) -> String {
                 num(&h["device_ms"], 1),
                 b["identical"],
                 b["problems"],
-                b["differences"]
-                    .as_array()
-                    .filter(|d| !d.is_empty())
-                    .map(|d| format!(
-                        " (different: {})",
-                        d.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("; ")
-                    ))
-                    .unwrap_or_default(),
+                differences_note(b),
             ));
         }
     }
@@ -665,6 +651,18 @@ fn run_robot(
         run.batched_records = Some(batched);
     }
     Ok(run)
+}
+
+/// " (different: ...)" listing a pass's differences from the sequential pass, or nothing.
+fn differences_note(pass: &Value) -> String {
+    pass["differences"]
+        .as_array()
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let items: Vec<&str> = d.iter().filter_map(|x| x.as_str()).collect();
+            format!(" (different: {})", items.join("; "))
+        })
+        .unwrap_or_default()
 }
 
 /// A second pass over the problems next to the sequential one: wall times and whether each
