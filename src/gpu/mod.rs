@@ -895,6 +895,27 @@ impl DeviceState {
             _ => self.kernels(variant).config_wave,
         };
         let (piece, slots) = pipeline_shape(n, wave);
+        let one_round = std::env::var(SMALL_ROUND_ENV).map_or(true, |v| v.trim() != "0");
+        if slots == 1 && one_round {
+            // One piece: copy in, check and copy back on the kernel stream, one wait (no
+            // cross-stream events: the latency of a small batch is what a planner waits for).
+            self.ensure_buffers(n * dof, n)?;
+            self.stage(values, &rows, 0..n, 0)?;
+            self.round(n * dof, n, times, |s| {
+                launch_configs(
+                    &s.stream,
+                    &f_configs,
+                    &s.args,
+                    (&s.input, 0..n * dof),
+                    (&mut s.out, 0..n),
+                )
+            })?;
+            let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
+            for (o, &h) in out.iter_mut().zip(&host[..n]) {
+                *o = h != 0;
+            }
+            return Ok(());
+        }
         self.ensure_buffers(piece * slots * dof, piece * slots)?;
         self.ensure_pipe_events(slots)?;
         let mut pending = std::collections::VecDeque::with_capacity(slots);
@@ -910,17 +931,7 @@ impl DeviceState {
                 let cn = piece.min(n - start);
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
-                {
-                    let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
-                    let src = values.slice(start * dof..(start + cn) * dof);
-                    if let Some(i) = stage_values(src, &mut stg[w0..w0 + words]) {
-                        let v = start * dof + i;
-                        return Err(CollisionError::NonFinite {
-                            index: rows.first + v / dof,
-                            joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
-                        });
-                    }
-                }
+                self.stage(values, &rows, start..start + cn, w0)?;
                 let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
                 ev[0].record(&self.h2d).map_err(drv("event"))?;
                 {
@@ -941,14 +952,13 @@ impl DeviceState {
                 ev[1].record(&self.h2d).map_err(drv("event"))?;
                 self.stream.wait(&ev[1]).map_err(drv("stream wait"))?;
                 ev[2].record(&self.stream).map_err(drv("event"))?;
-                {
-                    let input = self.input.slice(w0..w0 + words);
-                    let mut outv = self.out.slice_mut(o0..o0 + cn);
-                    let cn32 = cn as u32;
-                    let mut b = self.stream.launch_builder(&f_configs);
-                    b.arg(&self.args).arg(&input).arg(&cn32).arg(&mut outv);
-                    unsafe { b.launch(launch_cfg(cn)) }.map_err(drv("launching check_configs"))?;
-                }
+                launch_configs(
+                    &self.stream,
+                    &f_configs,
+                    &self.args,
+                    (&self.input, w0..w0 + words),
+                    (&mut self.out, o0..o0 + cn),
+                )?;
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
                 ev[4].record(&self.d2h).map_err(drv("event"))?;
@@ -984,6 +994,31 @@ impl DeviceState {
             let _ = self.d2h.synchronize();
         }
         result
+    }
+
+    /// Rounds configurations `range` of `values` (rows of `rows.dof`) to f32 into the staging
+    /// buffer at word `at`, failing on the first NaN or infinity (named by its row and joint).
+    fn stage(
+        &mut self,
+        values: ConfigValues,
+        rows: &Rows,
+        range: std::ops::Range<usize>,
+        at: usize,
+    ) -> Result<(), CollisionError> {
+        let dof = rows.dof;
+        let words = range.len() * dof;
+        let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
+        let src = values.slice(range.start * dof..range.end * dof);
+        match stage_values(src, &mut stg[at..at + words]) {
+            Some(i) => {
+                let v = range.start * dof + i;
+                Err(CollisionError::NonFinite {
+                    index: rows.first + v / dof,
+                    joint: rows.names.get(v % dof).cloned().unwrap_or_default(),
+                })
+            }
+            None => Ok(()),
+        }
     }
 
     /// Waits for piece `(slot, start, count, out offset)` of [`DeviceState::configs`], adds its
@@ -1243,6 +1278,30 @@ impl DeviceState {
 /// Environment variable: `0` turns off the rounding of pipelined configuration pieces to whole
 /// waves of the device (see `pipeline_shape`; for side-by-side measurements).
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
+
+/// Enqueues `check_configs` (`f`) on `stream` over words `input` of `inbuf` and bytes `out`
+/// of `outbuf` (one per configuration).
+fn launch_configs(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    args: &ModelArgs,
+    (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
+    (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
+) -> Result<(), CollisionError> {
+    let n = out.len();
+    let cn32 = n as u32;
+    let iv = inbuf.slice(input);
+    let mut ov = outbuf.slice_mut(out);
+    let mut b = stream.launch_builder(f);
+    b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
+    unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs"))?;
+    Ok(())
+}
+
+/// Environment variable: `0` sends single-piece configuration batches through the pipelined
+/// path (copy streams and cross-stream events) instead of one round on the kernel stream (for
+/// side-by-side latency measurements).
+pub const SMALL_ROUND_ENV: &str = "GMP_SMALL_ROUND";
 
 /// Pipeline slots of the configuration checks (pieces in flight at once).
 const PIPE_SLOTS: usize = 4;
