@@ -82,6 +82,24 @@ extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_multi(const __grid_c
     out[i] = gmp_config_row(ms, q, i);
 }
 
+// One warp per configuration, for small batches, where the latency of one configuration's
+// tests in one thread (dependent loads, hundreds of them) is what the caller waits for: every
+// lane computes the forward kinematics, runs its share of the tests (gmp_frames_valid_share,
+// the table-driven tests of the generic kernel) and the warp ANDs the shares.
+extern "C" __global__ void check_configs_warp(const __grid_constant__ GmpModel m, const float* __restrict__ q,
+                                              unsigned n, unsigned char* __restrict__ out) {
+    const unsigned w = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+    const unsigned lane = threadIdx.x % 32u;
+    if (w >= n) return;  // the whole warp: blockDim.x is a multiple of 32
+    float qloc[GMP_MAX_DOF];
+    const float* row = q + (size_t)w * GMP_DOF(m);
+    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
+    Xf frames[GMP_MAX_FRAMES];
+    gmp_fk(m, qloc, frames);
+    const bool free = __all_sync(0xffffffffu, gmp_frames_valid_share(m, frames, nullptr, 0u, lane, 32u));
+    if (lane == 0u) out[w] = free ? 1 : 0;
+}
+
 // One thread per configuration: the world pose of every moving frame (frame_poses), for
 // CudaChecker::forward_kinematics. q: n x dof row-major f32; out: n x num_frames records of 12
 // floats (the row-major rotation, then the translation), the frames of a configuration
@@ -196,4 +214,43 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced_multi(const
                                                                            const unsigned* __restrict__ scene_of,
                                                                            GMP_BALANCED_PARAMS) {
     gmp_balanced_item<true>(m, scenes, bases, scene_of, GMP_BALANCED_ARGS);
+}
+
+// check_motions_balanced with one warp per (motion, rank) item (small batches; see
+// check_configs_warp): gmp_motion_step_status with each test run by one lane of the warp.
+extern "C" __global__ void check_motions_balanced_warp(const __grid_constant__ GmpModel m, GMP_BALANCED_PARAMS) {
+    const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+    const unsigned lane = threadIdx.x % 32u;
+    if (g >= total_items) return;  // the whole warp
+    unsigned lo = 0, hi = n_ranks;
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) >> 1;
+        if (rank_off[mid] <= g) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    const unsigned r = lo;
+    const unsigned mi = perm[g - rank_off[r]];
+    // One read of the flag for the warp: another warp may set it meanwhile.
+    const int done = __shfl_sync(0xffffffffu, lane == 0u ? (int)collided[mi] : 0, 0);
+    if (done) return;
+    const unsigned n = segments[mi];
+    const unsigned step = order[order_off[n] + r];
+    float qloc[GMP_MAX_DOF];
+    const float* d = diff + (size_t)mi * GMP_DOF(m);
+    gmp_interpolate(start + (size_t)mi * GMP_DOF(m), d, GMP_DOF(m), step, n, qloc);
+    Xf frames[GMP_MAX_FRAMES];
+    gmp_fk(m, qloc, frames);
+    // gmp_motion_step_status: 0 free with the sweep margin, 1 in collision, 2 free without it.
+    if (__all_sync(0xffffffffu, gmp_frames_valid_share(m, frames, d, n, lane, 32u))) return;
+    const bool plain = __all_sync(0xffffffffu, gmp_frames_valid_share(m, frames, nullptr, 0u, lane, 32u));
+    if (lane == 0u) {
+        if (plain) {
+            collided[n_motions + mi] = 1;
+        } else {
+            collided[mi] = 1;
+        }
+    }
 }

@@ -900,21 +900,36 @@ __device__ __noinline__ bool gmp_pair_clear_at(const GmpModel& m, const Xf& xa, 
 
 // cpu.rs frames_valid: config_valid after frame_poses, every body grown by its sweep for the
 // motion (diff, n) when diff is not null. true = collision free.
-__device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const float* diff, unsigned n) {
+//
+// The tests dealt out over `lanes` threads (gmp_frames_valid_share): this thread runs the
+// body-obstacle tests k = lane, lane + lanes, ... of the num_bodies x num_obstacles grid (body
+// major) and the self pairs pi = lane, lane + lanes, ...; each test is the single-thread
+// arithmetic, so the configuration is free exactly when every share is (a warp-wide AND; the
+// order of the tests does not change any of them).
+__device__ bool gmp_frames_valid_share(const GmpModel& m, const Xf* frames, const float* diff, unsigned n,
+                                       unsigned lane, unsigned lanes) {
     const float mg = m.margin;
-    for (unsigned bi = 0; bi < m.num_bodies; bi++) {
+    const unsigned no = m.num_obstacles;
+    // The body of the last test and its pose, centre and sweep (consecutive tests of one
+    // thread share them when lanes == 1).
+    unsigned cached = 0xffffffffu;
+    float e = 0.0f;
+    Xf xf;
+    V3 bc;
+    for (unsigned k = lane; k < m.num_bodies * no; k += lanes) {
+        const unsigned bi = k / no;
         const GmpBody& b = m.bodies[bi];
-        float e = gmp_body_sweep(m, bi, diff, n);
-        Xf xf = gmp_frame_of(frames, b.frame);
-        V3 bcenter = v3(b.center[0], b.center[1], b.center[2]);
-        V3 bc = xf_apply(xf, bcenter);
-        for (unsigned oi = 0; oi < m.num_obstacles; oi++) {
-            const GmpObstacle& o = m.obstacles[oi];
-            if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius + e, o, mg)) continue;
-            if (!gmp_body_obstacle_clear(m, xf, b, o, bc, e)) return false;
+        if (bi != cached) {
+            cached = bi;
+            e = gmp_body_sweep(m, bi, diff, n);
+            xf = gmp_frame_of(frames, b.frame);
+            bc = xf_apply(xf, v3(b.center[0], b.center[1], b.center[2]));
         }
+        const GmpObstacle& o = m.obstacles[k - bi * no];
+        if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius + e, o, mg)) continue;
+        if (!gmp_body_obstacle_clear(m, xf, b, o, bc, e)) return false;
     }
-    for (unsigned pi = 0; pi < m.num_self_pairs; pi++) {
+    for (unsigned pi = lane; pi < m.num_self_pairs; pi += lanes) {
         const GmpBody& ba = m.bodies[m.self_pairs[2 * pi]];
         const GmpBody& bb = m.bodies[m.self_pairs[2 * pi + 1]];
         float ea = gmp_body_sweep(m, m.self_pairs[2 * pi], diff, n);
@@ -929,6 +944,10 @@ __device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const floa
         if (!gmp_pair_clear(m, xa, xb, ba, bb, ea, eb, d)) return false;
     }
     return true;
+}
+
+__device__ bool gmp_frames_valid(const GmpModel& m, const Xf* frames, const float* diff, unsigned n) {
+    return gmp_frames_valid_share(m, frames, diff, n, 0u, 1u);
 }
 
 // config_valid: q holds the `dof` group values of one configuration (f32).

@@ -10,8 +10,9 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 /// `kernels/common.cuh`: deterministic math, GJK and the per-configuration validity test.
 pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 /// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`,
-/// `fk_frames`, and `check_configs_multi`, `check_motions_balanced_multi` (items of several
-/// scenes in one launch, `src/gpu/hub.rs`).
+/// `fk_frames`, `check_configs_multi`, `check_motions_balanced_multi` (items of several
+/// scenes in one launch, `src/gpu/hub.rs`) and `check_configs_warp`,
+/// `check_motions_balanced_warp` (one warp per item, for small batches).
 pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
 
 /// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle) and
@@ -34,12 +35,14 @@ pub const DRM_KERNEL_NAMES: [&str; 4] = [
 ];
 
 /// Names of the kernels in the collision module.
-pub const KERNEL_NAMES: [&str; 6] = [
+pub const KERNEL_NAMES: [&str; 8] = [
     "check_configs",
     "check_configs_multi",
+    "check_configs_warp",
     "check_motions_naive",
     "check_motions_balanced",
     "check_motions_balanced_multi",
+    "check_motions_balanced_warp",
     "fk_frames",
 ];
 

@@ -588,6 +588,10 @@ struct KernelSet {
     /// launch (`hub`).
     configs_multi: CudaFunction,
     balanced_multi: CudaFunction,
+    /// `check_configs_warp` and `check_motions_balanced_warp`: one warp per item, for batches
+    /// of at most [`warp_items`] items.
+    configs_warp: CudaFunction,
+    balanced_warp: CudaFunction,
 }
 
 impl KernelSet {
@@ -608,6 +612,8 @@ impl KernelSet {
             balanced: f("check_motions_balanced")?,
             configs_multi: f("check_configs_multi")?,
             balanced_multi: f("check_motions_balanced_multi")?,
+            configs_warp: f("check_configs_warp")?,
+            balanced_warp: f("check_motions_balanced_warp")?,
         })
     }
 
@@ -899,12 +905,17 @@ impl DeviceState {
         if slots == 1 && one_round {
             // One piece: copy in, check and copy back on the kernel stream, one wait (no
             // cross-stream events: the latency of a small batch is what a planner waits for).
+            // Few configurations: one warp each.
+            let (f, lanes) = match n <= warp_items() {
+                true => (self.kernels(variant).configs_warp.clone(), 32),
+                false => (f_configs, 1),
+            };
             self.ensure_buffers(n * dof, n)?;
             self.stage(values, &rows, 0..n, 0)?;
             self.round(n * dof, n, times, |s| {
                 launch_configs(
                     &s.stream,
-                    &f_configs,
+                    (&f, lanes),
                     &s.args,
                     (&s.input, 0..n * dof),
                     (&mut s.out, 0..n),
@@ -954,7 +965,7 @@ impl DeviceState {
                 ev[2].record(&self.stream).map_err(drv("event"))?;
                 launch_configs(
                     &self.stream,
-                    &f_configs,
+                    (&f_configs, 1),
                     &self.args,
                     (&self.input, w0..w0 + words),
                     (&mut self.out, o0..o0 + cn),
@@ -1147,11 +1158,16 @@ impl DeviceState {
         } else {
             kernel
         };
-        let (f_naive, f_balanced) = {
+        let warp_limit = warp_items();
+        let (f_naive, f_balanced, f_warp) = {
             let k = self.kernels(variant);
             match multi {
-                Some(_) => (k.naive.clone(), k.balanced_multi.clone()),
-                None => (k.naive.clone(), k.balanced.clone()),
+                Some(_) => (k.naive.clone(), k.balanced_multi.clone(), None),
+                None => (
+                    k.naive.clone(),
+                    k.balanced.clone(),
+                    Some(k.balanced_warp.clone()),
+                ),
             }
         };
         let dof = self.args.dof as usize;
@@ -1233,7 +1249,12 @@ impl DeviceState {
                                 .map_err(drv("clearing motion flags"))?;
                         }
                         let scene_v = s.input.slice(a_scene..a_scene + scene_of.len());
-                        let mut b = s.stream.launch_builder(&f_balanced);
+                        // Few items: one warp each (not with several scenes).
+                        let (f, lanes) = match &f_warp {
+                            Some(w) if total as usize <= warp_limit => (w, 32),
+                            _ => (&f_balanced, 1),
+                        };
+                        let mut b = s.stream.launch_builder(f);
                         b.arg(&s.args);
                         if let Some((_, scenes)) = multi {
                             b.arg(&scenes.ranges).arg(&scenes.bases).arg(&scene_v);
@@ -1249,7 +1270,7 @@ impl DeviceState {
                             .arg(&s.order)
                             .arg(&cn32)
                             .arg(&mut s.out);
-                        unsafe { b.launch(launch_cfg(total as usize)) }
+                        unsafe { b.launch(launch_cfg(total as usize * lanes)) }
                             .map_err(drv("launching check_motions_balanced"))?;
                     }
                 }
@@ -1279,11 +1300,12 @@ impl DeviceState {
 /// waves of the device (see `pipeline_shape`; for side-by-side measurements).
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
-/// Enqueues `check_configs` (`f`) on `stream` over words `input` of `inbuf` and bytes `out`
-/// of `outbuf` (one per configuration).
+/// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
+/// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
+/// per configuration).
 fn launch_configs(
     stream: &CudaStream,
-    f: &CudaFunction,
+    (f, lanes): (&CudaFunction, usize),
     args: &ModelArgs,
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
@@ -1294,8 +1316,23 @@ fn launch_configs(
     let mut ov = outbuf.slice_mut(out);
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
-    unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs"))?;
+    unsafe { b.launch(launch_cfg(n * lanes)) }.map_err(drv("launching check_configs"))?;
     Ok(())
+}
+
+/// Environment variable: the largest batch (configurations, or (motion, step) items of the
+/// balanced motion kernel) checked with one warp per item; `0` turns the warp kernels off.
+pub const WARP_ITEMS_ENV: &str = "GMP_WARP_ITEMS";
+
+/// Default of [`WARP_ITEMS_ENV`].
+pub const WARP_ITEMS: usize = 2048;
+
+/// The largest batch checked with one warp per item ([`WARP_ITEMS_ENV`]).
+fn warp_items() -> usize {
+    std::env::var(WARP_ITEMS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(WARP_ITEMS)
 }
 
 /// Environment variable: `0` sends single-piece configuration batches through the pipelined
