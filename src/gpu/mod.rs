@@ -660,6 +660,8 @@ struct DeviceState {
     d2h: Arc<CudaStream>,
     /// Six events per pipeline slot (copy in, kernel, copy out: start and end).
     pipe_events: Vec<CudaEvent>,
+    /// Batches of at most this many items run one warp per item (see [`warp_items`]).
+    warp_items: usize,
 }
 
 /// Per-device timings of one query.
@@ -732,6 +734,7 @@ impl DeviceState {
             h2d: ctx.new_stream().map_err(drv("creating a stream"))?,
             d2h: ctx.new_stream().map_err(drv("creating a stream"))?,
             pipe_events: Vec::new(),
+            warp_items: warp_items(model),
             robot,
             scene: scene_dev,
             args: ModelArgs::default(),
@@ -906,7 +909,7 @@ impl DeviceState {
             // One piece: copy in, check and copy back on the kernel stream, one wait (no
             // cross-stream events: the latency of a small batch is what a planner waits for).
             // Few configurations: one warp each.
-            let (f, lanes) = match n <= warp_items() {
+            let (f, lanes) = match n <= self.warp_items {
                 true => (self.kernels(variant).configs_warp.clone(), 32),
                 false => (f_configs, 1),
             };
@@ -1158,7 +1161,7 @@ impl DeviceState {
         } else {
             kernel
         };
-        let warp_limit = warp_items();
+        let warp_limit = self.warp_items;
         let (f_naive, f_balanced, f_warp) = {
             let k = self.kernels(variant);
             match multi {
@@ -1324,15 +1327,23 @@ fn launch_configs(
 /// balanced motion kernel) checked with one warp per item; `0` turns the warp kernels off.
 pub const WARP_ITEMS_ENV: &str = "GMP_WARP_ITEMS";
 
-/// Default of [`WARP_ITEMS_ENV`].
+/// Default of [`WARP_ITEMS_ENV`] for models with polytope bodies. Sphere models default to
+/// 0: their specialised single-thread kernels are short enough that a warp per item made MBM
+/// planning slower (H200, 2026-11-22: Panda median 2.1 ms without, 3.0 ms with; polytopes
+/// 4.9 ms without, 4.2 ms with; `results/collision/README.md`, session 8).
 pub const WARP_ITEMS: usize = 2048;
 
-/// The largest batch checked with one warp per item ([`WARP_ITEMS_ENV`]).
-fn warp_items() -> usize {
+/// The largest batch checked with one warp per item for `model` ([`WARP_ITEMS_ENV`], else
+/// [`WARP_ITEMS`] for polytope models and 0 for sphere models).
+fn warp_items(model: &CollisionModel) -> usize {
     std::env::var(WARP_ITEMS_ENV)
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(WARP_ITEMS)
+        .unwrap_or(if model.bodies.iter().any(|b| b.vert_count != 1) {
+            WARP_ITEMS
+        } else {
+            0
+        })
 }
 
 /// Environment variable: `0` sends single-piece configuration batches through the pipelined
