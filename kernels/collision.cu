@@ -167,13 +167,8 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_naive(const __grid_c
 #define GMP_BALANCED_ARGS \
     start, diff, segments, perm, rank_off, n_ranks, total_items, order_off, order, n_motions, collided
 
-template <bool MULTI>
-__device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
-                                                  const float* __restrict__ bases,
-                                                  const unsigned* __restrict__ scene_of, GMP_BALANCED_PARAMS) {
-    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= total_items) return;
-    // Rank: the last r with rank_off[r] <= g (binary search over n_ranks + 1 offsets).
+// The rank of item g: the last r with rank_off[r] <= g (binary search over n_ranks + 1 offsets).
+__device__ __forceinline__ unsigned gmp_rank_of(const unsigned* __restrict__ rank_off, unsigned n_ranks, unsigned g) {
     unsigned lo = 0, hi = n_ranks;
     while (hi - lo > 1) {
         unsigned mid = (lo + hi) >> 1;
@@ -183,7 +178,16 @@ __device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSc
             hi = mid;
         }
     }
-    unsigned r = lo;
+    return lo;
+}
+
+template <bool MULTI>
+__device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
+                                                  const float* __restrict__ bases,
+                                                  const unsigned* __restrict__ scene_of, GMP_BALANCED_PARAMS) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= total_items) return;
+    const unsigned r = gmp_rank_of(rank_off, n_ranks, g);
     unsigned mi = perm[g - rank_off[r]];
     if (collided[mi]) return;
     unsigned n = segments[mi];
@@ -222,16 +226,7 @@ extern "C" __global__ void check_motions_balanced_warp(const __grid_constant__ G
     const unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
     const unsigned lane = threadIdx.x % 32u;
     if (g >= total_items) return;  // the whole warp
-    unsigned lo = 0, hi = n_ranks;
-    while (hi - lo > 1) {
-        unsigned mid = (lo + hi) >> 1;
-        if (rank_off[mid] <= g) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    const unsigned r = lo;
+    const unsigned r = gmp_rank_of(rank_off, n_ranks, g);
     const unsigned mi = perm[g - rank_off[r]];
     // One read of the flag for the warp: another warp may set it meanwhile.
     const int done = __shfl_sync(0xffffffffu, lane == 0u ? (int)collided[mi] : 0, 0);
