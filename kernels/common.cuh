@@ -916,8 +916,18 @@ __device__ bool gmp_frames_valid_share(const GmpModel& m, const Xf* frames, cons
     float e = 0.0f;
     Xf xf;
     V3 bc;
-    for (unsigned k = lane; k < m.num_bodies * no; k += lanes) {
-        const unsigned bi = k / no;
+    // Test k = bi * no + oi, stepped by lanes (k += lanes is bi += step_b, oi += step_o, then
+    // one wrap of oi) without a division per test.
+    unsigned bi = no > 0u ? lane / no : m.num_bodies;
+    unsigned oi = no > 0u ? lane - bi * no : 0u;
+    const unsigned step_b = no > 0u ? lanes / no : 0u;
+    const unsigned step_o = no > 0u ? lanes - step_b * no : 0u;
+    for (; bi < m.num_bodies; bi += step_b, oi += step_o) {
+        if (oi >= no) {
+            oi -= no;
+            bi++;
+            if (bi >= m.num_bodies) break;
+        }
         const GmpBody& b = m.bodies[bi];
         if (bi != cached) {
             cached = bi;
@@ -925,7 +935,7 @@ __device__ bool gmp_frames_valid_share(const GmpModel& m, const Xf* frames, cons
             xf = gmp_frame_of(frames, b.frame);
             bc = xf_apply(xf, v3(b.center[0], b.center[1], b.center[2]));
         }
-        const GmpObstacle& o = m.obstacles[k - bi * no];
+        const GmpObstacle& o = m.obstacles[oi];
         if (o.kind == GMP_NONE || !gmp_sphere_near_obstacle(bc, b.radius + e, o, mg)) continue;
         if (!gmp_body_obstacle_clear(m, xf, b, o, bc, e)) return false;
     }
