@@ -9,8 +9,8 @@ mod common;
 use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
-    prepare_motions, Checker, CheckerOptions, ConfigBatch, CpuChecker, CullScratch, FastScratch,
-    MotionBatch, PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
+    prepare_motions, BodyGroups, Checker, CheckerOptions, ConfigBatch, CpuChecker, CullScratch,
+    FastScratch, MotionBatch, PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -60,7 +60,8 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
     let space = checker.space();
     let dof = space.dof();
     let p = prepare_motions(space, motions, res).expect("prepared");
-    let all = PairList::all(model, scene);
+    let groups = BodyGroups::new(model);
+    let all = PairList::all(model, scene, &groups);
     let (mut state, mut frames, mut travel) = (Vec::new(), Vec::<Xf>::new(), Vec::new());
     let mut fs = FastScratch::default();
     let pose = |q: &mut dyn Iterator<Item = f32>, state: &mut Vec<f32>, frames: &mut Vec<Xf>| {
@@ -95,6 +96,7 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
             PairList::for_motion_with(
                 model,
                 scene,
+                &groups,
                 &frames,
                 &sweep0,
                 &travel,
@@ -119,8 +121,12 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
                     &mut frames,
                 );
                 for grown in [&sweep[..], &[]] {
+                    let mut growth = Vec::new();
+                    groups.growth(grown, &mut growth);
                     let want = frames_valid(model, scene, &frames, grown);
-                    let got = frames_valid_fast(model, scene, pairs, &frames, grown, &mut fs);
+                    let got = frames_valid_fast(
+                        model, scene, &groups, pairs, &frames, grown, &growth, &mut fs,
+                    );
                     assert_eq!(
                         got,
                         want,
@@ -129,7 +135,9 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
                         motions.to.row(i),
                         !grown.is_empty()
                     );
-                    let every = frames_valid_fast(model, scene, &all, &frames, grown, &mut fs);
+                    let every = frames_valid_fast(
+                        model, scene, &groups, &all, &frames, grown, &growth, &mut fs,
+                    );
                     assert_eq!(every, want, "all pairs, step {step} of {n}");
                     tally.steps[usize::from(want)] += 1;
                 }
@@ -249,9 +257,116 @@ fn polytope_model_fast_checks_match_the_reference() {
     }
 }
 
+/// The sphere model has a dozen bodies (spheres) per link: the group tests of
+/// `BodyGroups` leave out most of them, and must never change a verdict.
 #[test]
-fn panda_sphere_model_fast_checks_match_the_reference() {
-    check("panda", RobotShapes::Spheres, 1);
+fn sphere_model_fast_checks_match_the_reference() {
+    for (robot, per_scene) in [("panda", 2), ("ur5", 1), ("fetch", 1)] {
+        check(robot, RobotShapes::Spheres, per_scene);
+    }
+}
+
+/// Growths that are not finite non-negative numbers (NaN, infinite, negative) never let a
+/// group test leave out a pair the reference would test: the verdicts stay the reference's,
+/// through every pair and through the pairs culled for a motion.
+#[test]
+fn odd_growths_keep_the_reference_verdicts() {
+    let Some(data) = common::mbm_or_skip("fast_check") else {
+        return;
+    };
+    let r = mbm::load_robot(&data, "panda").expect("robot loads");
+    let problems = mbm::load_problems(&data, "panda").expect("problems load");
+    let p = &problems[0];
+    let checker = one_thread_checker(&r, p, RobotShapes::Spheres);
+    let (model, scene, space) = (checker.model(), checker.scene_model(), checker.space());
+    let (start, goal) = r.start_goal(p).expect("start and goal");
+    let groups = BodyGroups::new(model);
+    let all = PairList::all(model, scene, &groups);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x0dd);
+    let (mut state, mut frames, mut fs) = (Vec::new(), Vec::<Xf>::new(), FastScratch::default());
+    let mut verdicts = [0usize; 2];
+    for i in 0..400 {
+        let q = sample(&mut rng, space, &start, &goal);
+        state.clone_from(&model.base_state);
+        for (k, v) in q.iter().enumerate() {
+            state[model.group_vars[k] as usize] = *v as f32;
+        }
+        frame_poses(model, &state, &mut frames);
+        let odd = [f32::NAN, f32::INFINITY, -0.01, 0.05][i % 4];
+        let sweep: Vec<f32> = (0..model.bodies.len())
+            .map(|b| if b % 7 == i % 7 { odd } else { 0.01 })
+            .collect();
+        let mut growth = Vec::new();
+        groups.growth(&sweep, &mut growth);
+        let want = frames_valid(model, scene, &frames, &sweep);
+        let got = frames_valid_fast(
+            model, scene, &groups, &all, &frames, &sweep, &growth, &mut fs,
+        );
+        assert_eq!(got, want, "configuration {i}, odd growth {odd}");
+        // Culled for a motion with the odd growth, then checked with it.
+        let mut culled = PairList::default();
+        let travel = vec![0.02f32; model.bodies.len()];
+        PairList::for_motion_with(
+            model,
+            scene,
+            &groups,
+            &frames,
+            &sweep,
+            &travel,
+            &mut culled,
+            &mut CullScratch::default(),
+        );
+        let got = frames_valid_fast(
+            model, scene, &groups, &culled, &frames, &sweep, &growth, &mut fs,
+        );
+        assert_eq!(got, want, "configuration {i}, culled, odd growth {odd}");
+        verdicts[usize::from(want)] += 1;
+    }
+    assert!(verdicts[0] >= 20 && verdicts[1] >= 20, "{verdicts:?}");
+}
+
+/// Every body belongs to exactly one group, on its own frame, and its bounding sphere lies
+/// inside the group's sphere (what lets a failed group test stand for its bodies' tests).
+#[test]
+fn body_groups_enclose_their_bodies() {
+    let Some(data) = common::mbm_or_skip("fast_check") else {
+        return;
+    };
+    for robot in ["panda", "ur5", "fetch"] {
+        let r = mbm::load_robot(&data, robot).expect("robot loads");
+        let problems = mbm::load_problems(&data, robot).expect("problems load");
+        for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+            let checker = one_thread_checker(&r, &problems[0], shapes);
+            let model = checker.model();
+            let groups = BodyGroups::new(model);
+            let mut seen = vec![0usize; model.bodies.len()];
+            for g in 0..groups.len() {
+                let (frame, c, radius) = groups.sphere(g);
+                for &b in groups.bodies(g) {
+                    let body = &model.bodies[b as usize];
+                    seen[b as usize] += 1;
+                    assert_eq!(body.frame, frame, "{robot} body {b} in group {g}");
+                    let d: f64 = (0..3)
+                        .map(|i| (f64::from(body.center[i]) - f64::from(c[i])).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    assert!(
+                        d + f64::from(body.radius) <= f64::from(radius),
+                        "{robot} {shapes:?}: body {b} sticks out of group {g}"
+                    );
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{robot} {shapes:?}: {seen:?}");
+            if shapes == RobotShapes::Spheres {
+                assert!(
+                    groups.len() * 3 < model.bodies.len(),
+                    "{robot}: {} groups for {} spheres",
+                    groups.len(),
+                    model.bodies.len()
+                );
+            }
+        }
+    }
 }
 
 /// The forward kinematics of the fast paths (`frame_poses_fast`, one-axis joints folded)

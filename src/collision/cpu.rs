@@ -2,7 +2,8 @@
 
 use super::detmath::{axis_angle, dot, sub, Xf, V3};
 use super::fast::{
-    frame_poses_fast, frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList,
+    frame_poses_fast, frames_valid_fast, motion_travel, BodyGroups, CullScratch, FastScratch,
+    PairList,
 };
 use super::gjk::{separated, ShapeRef};
 use super::model::{
@@ -42,6 +43,8 @@ pub struct Scratch {
     state: Vec<f32>,
     frames: Vec<Xf>,
     sweep: Vec<f32>,
+    /// Per body group: its growth with the bodies grown by `sweep` ([`BodyGroups::growth`]).
+    group_sweep: Vec<f32>,
     /// Per checked configuration of the current refinement level: passed its swept check.
     passed: Vec<bool>,
     /// The same for the previous level.
@@ -573,6 +576,10 @@ pub struct CpuChecker {
     threads: usize,
     /// Configurations whose validity was computed (forward kinematics run), all threads.
     evaluated: AtomicU64,
+    /// The bodies grouped by frame, for [`frames_valid_fast`] and [`PairList`].
+    groups: BodyGroups,
+    /// Per body group: its growth with no body grown ([`BodyGroups::growth`] of no sweep).
+    rest_growth: Vec<f32>,
     /// Every pair: what a lone configuration visits in [`frames_valid_fast`].
     all_pairs: PairList,
     /// Scratch reused by single-threaded checks (a busy one means another thread is checking:
@@ -588,6 +595,8 @@ impl Clone for CpuChecker {
             space: self.space.clone(),
             threads: self.threads,
             evaluated: AtomicU64::new(self.evaluated.load(Ordering::Relaxed)),
+            groups: self.groups.clone(),
+            rest_growth: self.rest_growth.clone(),
             all_pairs: self.all_pairs.clone(),
             scratch: Mutex::new(Scratch::default()),
         }
@@ -617,8 +626,13 @@ impl CpuChecker {
             opts.threads
         };
         let scene = SceneModel::build(scene);
+        let groups = BodyGroups::new(&model);
+        let mut rest_growth = Vec::new();
+        groups.growth(&[], &mut rest_growth);
         Ok(Self {
-            all_pairs: PairList::all(&model, &scene),
+            all_pairs: PairList::all(&model, &scene, &groups),
+            groups,
+            rest_growth,
             model,
             scene,
             space: group.space.clone(),
@@ -641,7 +655,7 @@ impl CpuChecker {
     /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
         let changed = self.scene.sync(scene);
-        self.all_pairs = PairList::all(&self.model, &self.scene);
+        self.all_pairs = PairList::all(&self.model, &self.scene, &self.groups);
         changed
     }
 
@@ -671,7 +685,11 @@ impl CpuChecker {
     /// visiting the pairs of `piece` of the motion being checked (`scratch.pieces`), or all.
     #[inline]
     fn frames_valid(&self, scratch: &mut Scratch, swept: bool, piece: Option<usize>) -> bool {
-        let sweep: &[f32] = if swept { &scratch.sweep } else { &[] };
+        let (sweep, growth): (&[f32], &[f32]) = if swept {
+            (&scratch.sweep, &scratch.group_sweep)
+        } else {
+            (&[], &self.rest_growth)
+        };
         let pairs = match piece.and_then(|k| scratch.pieces.get(k)) {
             Some((p, true)) => p,
             _ => &self.all_pairs,
@@ -679,9 +697,11 @@ impl CpuChecker {
         frames_valid_fast(
             &self.model,
             &self.scene,
+            &self.groups,
             pairs,
             &scratch.frames,
             sweep,
+            growth,
             &mut scratch.fast,
         )
     }
@@ -699,6 +719,7 @@ impl CpuChecker {
             PairList::for_motion_with(
                 model,
                 &self.scene,
+                &self.groups,
                 &scratch.frames,
                 &scratch.sweep,
                 &scratch.travel,
@@ -816,6 +837,7 @@ impl CpuChecker {
             for b in 0..self.model.bodies.len() {
                 scratch.sweep.push(body_sweep(&self.model, b, diff, n));
             }
+            self.groups.growth(&scratch.sweep, &mut scratch.group_sweep);
             if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
             }

@@ -21,8 +21,8 @@ pub use cpu::{
     MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
 pub use fast::{
-    frame_poses_fast, frames_valid_fast, motion_travel, CullScratch, FastScratch, PairList,
-    CULL_SLACK,
+    frame_poses_fast, frames_valid_fast, motion_travel, BodyGroups, CullScratch, FastScratch,
+    PairList, CULL_SLACK,
 };
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 

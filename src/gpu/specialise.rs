@@ -47,7 +47,7 @@
 //! block), so scene updates and new base states need no new module.
 
 use crate::collision::detmath::V3;
-use crate::collision::model::{BodyModel, CollisionModel};
+use crate::collision::model::{bound_of, BodyModel, CollisionModel};
 
 /// [`Layout::for_model`] picks the grouped or looped layout above this many moving bodies.
 pub const GROUPED_ABOVE_BODIES: usize = 32;
@@ -1273,39 +1273,6 @@ const CULL_MIN_BODIES: usize = 3;
 const CULL_SPLIT_ABOVE: usize = 8;
 /// Most bodies per part of a split set.
 const CULL_PART_BODIES: usize = 6;
-
-/// The padded bounding sphere (centre, radius, see [`Cull`]) of the bounding spheres of
-/// `bodies` (not empty, all on one frame), and their box (low and high corners, f64).
-fn bound_of(m: &CollisionModel, bodies: &[usize]) -> (V3, f32, [f64; 3], [f64; 3]) {
-    let c = |bi: usize| m.bodies[bi].center.map(f64::from);
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for &bi in bodies {
-        let r = f64::from(m.bodies[bi].radius);
-        for k in 0..3 {
-            lo[k] = lo[k].min(c(bi)[k] - r);
-            hi[k] = hi[k].max(c(bi)[k] + r);
-        }
-    }
-    let centre: [f64; 3] = std::array::from_fn(|k| 0.5 * (lo[k] + hi[k]));
-    let centre32 = centre.map(|x| x as f32);
-    let radius = bodies
-        .iter()
-        .map(|&bi| {
-            let d: f64 = (0..3)
-                .map(|k| (c(bi)[k] - f64::from(centre32[k])).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            d + f64::from(m.bodies[bi].radius)
-        })
-        .fold(0.0f64, f64::max);
-    let padded = radius + 1e-4 * (radius + 1.0);
-    let mut r32 = padded as f32;
-    if f64::from(r32) < padded {
-        r32 = f32::from_bits(r32.to_bits() + 1);
-    }
-    (centre32, r32, lo, hi)
-}
 
 /// A node of the obstacle-culling tree over one group's bodies: a bounding sphere (in the
 /// bodies' common frame) that holds every body's bounding sphere, padded, and either the
