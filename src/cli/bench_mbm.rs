@@ -74,7 +74,7 @@ pub struct BenchMbmArgs {
     /// most 1, `planners::default_range`).
     #[arg(long)]
     pub range: Option<f64>,
-    /// RRT-Connect without dynamic domain sampling (`PlanRequest::dynamic_domain`).
+    /// RRT-Connect without dynamic domain sampling and its shorter steps from failing vertices (`PlanRequest::dynamic_domain`).
     #[arg(long = "no-dynamic-domain")]
     pub no_dynamic_domain: bool,
     /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).

@@ -122,7 +122,8 @@ pub struct PlanRequest {
     pub goal_bias: f64,
     /// RRT-Connect: dynamic domain sampling (a sample farther from its nearest vertex than
     /// that vertex's radius, bounded once an extension from it has failed, is dropped
-    /// unchecked; see the `rrt_connect` module). On by default, as in VAMP.
+    /// unchecked; see the `rrt_connect` module), and with it shorter steps from vertices
+    /// whose extensions keep failing. On by default, as in VAMP (the shorter steps are ours).
     pub dynamic_domain: bool,
     /// RRT-Connect: a tree less than half the size of the other is extended again, while it
     /// grows, instead of the trees strictly taking turns. On by default (VAMP balances too).

@@ -17,6 +17,11 @@
 //!   to [`DD_MIN_RADIUS_FACTOR`] times the range and growing by it per success. A sample
 //!   farther from its nearest vertex than that vertex's radius is dropped unchecked, so
 //!   vertices against obstacles stop drawing the samples of the whole space towards them.
+//! - Not in VAMP: with dynamic domains, a vertex whose extensions keep failing extends by
+//!   shorter steps (halved per [`STEP_HALVE_AFTER`] failures since its last success, down
+//!   to [`STEP_FLOOR_FACTOR`] times the range). On the MBM Fetch, goals between two shelves
+//!   had trees of 3 to 9 vertices after millions of iterations: range-long motions from them
+//!   almost all collide.
 //! - Tree balance ([`PlanRequest::balance_trees`]): the trees take turns, except that a tree
 //!   less than half the size of the other is extended again. With dynamic domains most of
 //!   those iterations are samples outside the small tree's domains, dropped at the cost of a
@@ -42,6 +47,11 @@ pub const DD_MIN_RADIUS_FACTOR: f64 = 0.5;
 /// Relative change of a bounded dynamic-domain radius per extension (VAMP's alpha).
 pub const DD_ALPHA: f64 = 1e-4;
 
+/// Shortest extension step of a vertex, in units of the range (see the module documentation).
+pub const STEP_FLOOR_FACTOR: f64 = 0.125;
+/// Failed extensions from a vertex (since its last success) per halving of its step.
+pub const STEP_HALVE_AFTER: u32 = 20;
+
 /// Tree balance gives the other tree one turn after every this many checked extensions of
 /// the small tree that failed in a row.
 pub const STUCK_AFTER: usize = 100;
@@ -50,6 +60,13 @@ pub const STUCK_AFTER: usize = 100;
 struct DomainTree {
     tree: Tree,
     radius: Vec<f64>,
+    /// Per vertex: failed extensions from it since its last successful one. With dynamic
+    /// domains, the longest step of an extension from a vertex is the range halved per
+    /// [`STEP_HALVE_AFTER`] of them, down to [`STEP_FLOOR_FACTOR`] times the range. A vertex
+    /// in a pocket where range-long motions almost all collide (a Fetch goal between two
+    /// shelves: 3 to 7 of 16 joint-axis motions of 0.1 rad are free there) then grows its tree
+    /// by short steps instead of failing millions of times.
+    fails: Vec<u32>,
     /// Checked extensions that failed since the last one that succeeded.
     failed_in_row: usize,
     /// Set at every [`STUCK_AFTER`]-th failure in a row: the tree yields its next turn.
@@ -61,6 +78,7 @@ impl DomainTree {
         Ok(Self {
             tree: Tree::new(space, root)?,
             radius: vec![f64::INFINITY],
+            fails: vec![0],
             failed_in_row: 0,
             yield_turn: false,
         })
@@ -69,6 +87,7 @@ impl DomainTree {
     fn push(&mut self, q: &[f64], parent: usize, cost: f64) -> Result<usize, PlanError> {
         let v = self.tree.push(q, parent, cost)?;
         self.radius.push(f64::INFINITY);
+        self.fails.push(0);
         Ok(v)
     }
 
@@ -86,6 +105,15 @@ impl DomainTree {
                 DD_RADIUS_FACTOR * range
             };
         }
+        if let Some(f) = self.fails.get_mut(v) {
+            *f = f.saturating_add(1);
+        }
+    }
+
+    /// The longest step of an extension from `v` (see [`Self::fails`]).
+    fn step(&self, v: usize, range: f64) -> f64 {
+        let halvings = self.fails.get(v).map_or(0, |f| f / STEP_HALVE_AFTER);
+        (range * 0.5f64.powi(halvings.min(16) as i32)).max(STEP_FLOOR_FACTOR * range)
     }
 
     /// An extension from `v` succeeded: grow its radius when bounded, reset the count.
@@ -95,6 +123,9 @@ impl DomainTree {
             if r.is_finite() {
                 *r *= 1.0 + DD_ALPHA;
             }
+        }
+        if let Some(f) = self.fails.get_mut(v) {
+            *f = 0;
         }
     }
 }
@@ -148,7 +179,12 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             {
                 continue; // outside the nearest vertex's domain: dropped unchecked
             }
-            let new = ctx.steer(a.tree.q(nearest.id), &target, range);
+            let step = if dynamic_domain {
+                a.step(nearest.id, range)
+            } else {
+                range
+            };
+            let new = ctx.steer(a.tree.q(nearest.id), &target, step);
             if space.distance(a.tree.q(nearest.id), &new) <= 0.0 {
                 continue;
             }
@@ -326,6 +362,27 @@ mod tests {
         assert_eq!(t.radius[0], DD_MIN_RADIUS_FACTOR * range);
         let v = t.push(&[0.6, 0.5], 0, 0.1).expect("push");
         assert!(t.radius[v].is_infinite(), "new vertices start unbounded");
+    }
+
+    #[test]
+    fn extension_step_halves_with_failures_down_to_its_floor_and_resets_on_success() {
+        let range = 0.4;
+        let mut t = DomainTree::new(&space(), &[0.5, 0.5]).expect("tree");
+        assert_eq!(t.step(0, range), range);
+        for _ in 0..STEP_HALVE_AFTER - 1 {
+            t.failed(0, range);
+        }
+        assert_eq!(t.step(0, range), range, "fewer failures than a halving");
+        t.failed(0, range);
+        assert_eq!(t.step(0, range), 0.5 * range);
+        for _ in 0..100 * STEP_HALVE_AFTER {
+            t.failed(0, range);
+        }
+        assert_eq!(t.step(0, range), STEP_FLOOR_FACTOR * range);
+        let v = t.push(&[0.6, 0.5], 0, 0.1).expect("push");
+        assert_eq!(t.step(v, range), range, "a new vertex takes full steps");
+        t.extended(0);
+        assert_eq!(t.step(0, range), range, "a success restores full steps");
     }
 
     #[test]
