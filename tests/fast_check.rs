@@ -10,7 +10,8 @@ use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
     prepare_motions, BodyGroups, Checker, CheckerOptions, ConfigBatch, CpuChecker, CullScratch,
-    FastScratch, MotionBatch, PairList, RobotShapes, MOTION_PIECES, REFINE_FACTOR,
+    FastScratch, MotionBatch, MotionStatus, PairList, PreparedMotions, RobotShapes, Scratch,
+    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -423,4 +424,80 @@ fn fast_forward_kinematics_equals_the_reference() {
         }
         assert!(compared > 0);
     }
+}
+
+/// The verdict of a motion is that of its finest level (`REFINE_FACTOR^MAX_REFINEMENTS` times
+/// its segments) alone, and so does not depend on the levels in between: halving refinement
+/// (levels 1, 2, 4, ... 64) would give the same verdicts as the quartering one in use. This is
+/// the monotonicity `CpuChecker::motion_valid` relies on.
+#[test]
+fn a_motion_is_valid_exactly_when_its_finest_level_passes() {
+    let Some(data) = common::mbm_or_skip("fast_check") else {
+        return;
+    };
+    let finest = REFINE_FACTOR.pow(MAX_REFINEMENTS);
+    assert_eq!(finest, 64, "the finest level is what the verdicts were defined by");
+    let r = mbm::load_robot(&data, "panda").expect("robot loads");
+    let problems = mbm::load_problems(&data, "panda").expect("problems load");
+    let space = &r.group.space;
+    let dof = space.dof();
+    let mut rng = ChaCha8Rng::seed_from_u64(0x64);
+    let mut per: std::collections::BTreeMap<&str, usize> = Default::default();
+    let (mut valid, mut invalid, mut refined_valid) = (0, 0, 0);
+    for p in &problems {
+        let count = per.entry(p.scene_name.as_str()).or_default();
+        if *count >= 2 {
+            continue;
+        }
+        *count += 1;
+        let checker = one_thread_checker(&r, p, RobotShapes::Spheres);
+        let (start, goal) = r.start_goal(p).expect("start and goal");
+        let mut motions = MotionBatch::new(dof);
+        for k in 0..40 {
+            let from = match k % 2 {
+                0 => start.clone(),
+                _ => sample(&mut rng, space, &start, &goal),
+            };
+            let len = rng.random_range(0.05..0.6);
+            let to = motion_end(&mut rng, space, &from, len);
+            motions.push(&from, &to).expect("motion");
+        }
+        let res = 0.02;
+        let verdicts = checker.check_motions(&motions, res).expect("fast");
+        let reference = checker
+            .check_motions_reference(&motions, res)
+            .expect("reference");
+        assert_eq!(verdicts, reference, "{} #{}", p.scene_name, p.index);
+        let prepared = prepare_motions(space, &motions, res).expect("prepare");
+        let mut scratch = Scratch::default();
+        for (i, &v) in verdicts.iter().enumerate() {
+            let status_at = |factor: u32, scratch: &mut Scratch| {
+                let one = PreparedMotions {
+                    start: prepared.start[i * dof..(i + 1) * dof].to_vec(),
+                    diff: prepared.diff[i * dof..(i + 1) * dof].to_vec(),
+                    segments: vec![prepared.segments[i] * factor],
+                };
+                checker.motion_status(&one, 0, scratch)
+            };
+            let at_finest = status_at(finest, &mut scratch) == MotionStatus::Valid;
+            let halving = [1, 2, 4, 8, 16, 32, 64]
+                .iter()
+                .any(|&f| status_at(f, &mut scratch) == MotionStatus::Valid);
+            assert_eq!(v, at_finest, "{} #{} motion {i}", p.scene_name, p.index);
+            assert_eq!(v, halving, "{} #{} motion {i}", p.scene_name, p.index);
+            if v {
+                valid += 1;
+                if status_at(1, &mut scratch) == MotionStatus::Uncertain {
+                    refined_valid += 1;
+                }
+            } else {
+                invalid += 1;
+            }
+        }
+    }
+    eprintln!("motions: {valid} valid ({refined_valid} of them after refinement), {invalid} not");
+    assert!(
+        valid >= 20 && invalid >= 20 && refined_valid >= 5,
+        "too few of one kind: {valid} valid ({refined_valid} refined), {invalid} invalid"
+    );
 }
