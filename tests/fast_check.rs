@@ -436,7 +436,10 @@ fn a_motion_is_valid_exactly_when_its_finest_level_passes() {
         return;
     };
     let finest = REFINE_FACTOR.pow(MAX_REFINEMENTS);
-    assert_eq!(finest, 64, "the finest level is what the verdicts were defined by");
+    assert_eq!(
+        finest, 64,
+        "the finest level is what the verdicts were defined by"
+    );
     let r = mbm::load_robot(&data, "panda").expect("robot loads");
     let problems = mbm::load_problems(&data, "panda").expect("problems load");
     let space = &r.group.space;
