@@ -7,7 +7,8 @@
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
 //!    `GMP_PARITY_SHAPES=polytopes|spheres` runs one model (the sphere model runs at
 //!    1/`GMP_PARITY_SPHERE_DIVISOR` of the sizes, default 4); `GMP_PARITY_MOTION_KERNEL=naive|
-//!    balanced` compares one motion kernel (to fit long runs into a device call).
+//!    balanced` compares one motion kernel and `GMP_PARITY_INDICES` (default `1,50`) picks the
+//!    problem numbers whose scenes are used (to fit long runs into a device call).
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison; batches large
 //!    enough to go through the pipelined path (`GMP_PARITY_PIPELINE_CONFIGS`, default 700001).
 //! 4. The dynamic roadmap's CUDA label engine (`kernels/drm.cu`) against the CPU engines (BVH
@@ -362,11 +363,26 @@ fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) ->
     let data = common::mbm_or_skip("gpu parity").expect("MBM data");
     let r = gpu_motion_planner::mbm::load_robot(&data, robot).expect("robot loads");
     let problems = gpu_motion_planner::mbm::load_problems(&data, robot).expect("problems load");
-    // Two problems of each scene kind.
+    // Two problems of each scene kind (`GMP_PARITY_INDICES`, comma-separated problem numbers,
+    // default "1,50", picks others: a run under compute-sanitizer does one index per device call).
+    let indices: Vec<usize> = std::env::var("GMP_PARITY_INDICES")
+        .unwrap_or_else(|_| "1,50".into())
+        .split(',')
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| {
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("GMP_PARITY_INDICES: '{v}' is not a problem number"))
+        })
+        .collect();
     let picked: Vec<_> = problems
         .iter()
-        .filter(|p| p.index == 1 || p.index == 50)
+        .filter(|p| indices.contains(&p.index))
         .collect();
+    assert!(
+        !picked.is_empty(),
+        "GMP_PARITY_INDICES {indices:?} picks no {robot} problem"
+    );
     let anchors: Vec<Vec<f64>> = picked
         .iter()
         .flat_map(|p| {
