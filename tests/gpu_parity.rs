@@ -7,8 +7,9 @@
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
 //!    `GMP_PARITY_SHAPES=polytopes|spheres` runs one model (the sphere model runs at
 //!    1/`GMP_PARITY_SPHERE_DIVISOR` of the sizes, default 4); `GMP_PARITY_MOTION_KERNEL=naive|
-//!    balanced` compares one motion kernel and `GMP_PARITY_INDICES` (default `1,50`) picks the
-//!    problem numbers whose scenes are used (to fit long runs into a device call).
+//!    balanced` compares one motion kernel, `GMP_PARITY_VARIANTS=generic|specialised` one kernel
+//!    variant, and `GMP_PARITY_INDICES` (default `1,50`) picks the problem numbers whose scenes
+//!    are used (to fit long runs, such as compute-sanitizer's, into a device call).
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison; batches large
 //!    enough to go through the pipelined path (`GMP_PARITY_PIPELINE_CONFIGS`, default 700001).
 //! 4. The dynamic roadmap's CUDA label engine (`kernels/drm.cu`) against the CPU engines (BVH
@@ -241,7 +242,24 @@ fn variants(cuda: &CudaChecker) -> Vec<KernelVariant> {
         "the specialised kernels are missing: {}",
         cuda.specialisation_unavailable().unwrap_or("?")
     );
-    vec![KernelVariant::Generic, KernelVariant::Specialised]
+    let all = vec![KernelVariant::Generic, KernelVariant::Specialised];
+    // GMP_PARITY_VARIANTS=specialised (or generic) compares one, to fit a run under
+    // compute-sanitizer into a device call.
+    match std::env::var("GMP_PARITY_VARIANTS") {
+        Ok(v) if !v.trim().is_empty() => all
+            .into_iter()
+            .filter(|k| v.split(',').any(|n| n.trim() == variant_name(*k)))
+            .collect(),
+        _ => all,
+    }
+}
+
+/// The name of a kernel variant in `GMP_PARITY_VARIANTS`.
+fn variant_name(k: KernelVariant) -> &'static str {
+    match k {
+        KernelVariant::Generic => "generic",
+        KernelVariant::Specialised => "specialised",
+    }
 }
 
 /// The checkers with the specialised kernels in the layouts the default one does not use (every
