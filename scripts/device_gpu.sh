@@ -28,22 +28,9 @@ mode="${1:-all}"
 D=.device
 OUT="${OUT:-/tmp/gmp-device-out}"
 mkdir -p "$OUT"
-export GMP_DATA="$PWD/$D/data/mbm"
-export GMP_CACHE="${TMPDIR:-/tmp}/gmp-mbm-cache"
 nvidia-smi -L 2>&1 | tee "$OUT/devices.txt"
-# The MBM loader unpacks problems.tar.bz2 with `tar -xjf`; without bzip2, unpack with Python
-# into the same cache layout (<cache>/<robot>/problems + .complete).
-if ! command -v bzip2 >/dev/null 2>&1; then
-  for r in panda ur5 fetch; do
-    [ -f "$GMP_CACHE/$r/.complete" ] && continue
-    python3 -c 'import sys, tarfile, pathlib
-src, dst = sys.argv[1], pathlib.Path(sys.argv[2])
-dst.mkdir(parents=True, exist_ok=True)
-tarfile.open(src, "r:bz2").extractall(dst)
-(dst / ".complete").write_text("ok")' "$GMP_DATA/$r/problems.tar.bz2" "$GMP_CACHE/$r" ||
-      echo "device_gpu: cannot unpack $r problems (no bzip2, python3 failed)"
-  done
-fi
+# shellcheck source=scripts/device_env.sh
+. scripts/device_env.sh
 
 # The benchmark measures the generic and the robot-specialised kernels side by side, for the
 # polytope and the sphere model, the specialised ones in their default build (the layout the

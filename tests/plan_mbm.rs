@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
 use gpu_motion_planner::mbm::{self, MbmRobot, Problem};
-use gpu_motion_planner::planners::{plan, PlanRequest, PlanResult, PlannerId};
+use gpu_motion_planner::planners::{attempt_seed, plan, PlanRequest, PlanResult, PlannerId};
 use gpu_motion_planner::trajectory;
 
 const RESOLUTION: f64 = 0.02;
@@ -272,4 +272,41 @@ fn rrt_star_solves_one_panda_problem_per_scene() {
         PlannerId::RrtStar,
         &RRT_PROBLEMS,
     );
+}
+
+/// Parallel RRT-Connect attempts share one CPU checker across threads: the plan passes the
+/// same checks as a single attempt's, repeats exactly, and its raw path is the winning
+/// attempt's path when that attempt plans alone with its seed.
+#[test]
+fn parallel_rrt_connect_attempts_on_panda_problems() {
+    let Some(p) = panda("parallel_rrt_connect_attempts_on_panda_problems") else {
+        return;
+    };
+    let mut winners = Vec::new();
+    for (scene, index) in [
+        ("bookshelf_thin", 2),
+        ("bookshelf_small", 3),
+        ("cage", 3),
+        ("box", 3),
+    ] {
+        let prob = problem(&p, scene, index);
+        let what = format!("4 attempts on {scene} #{index}");
+        let c = checker(&p, prob);
+        let mut req = request(&p, prob, PlannerId::RrtConnect, SEED);
+        req.batch_size = 1;
+        req.attempts = 4;
+        let a = plan(&c, &req).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_good(&p, prob, &req, &a, &what);
+        let b = plan(&c, &req).unwrap_or_else(|e| panic!("{what} (second run): {e}"));
+        assert_eq!(a.path, b.path, "{what}: deterministic path");
+        assert_eq!(a.stats.winning_attempt, b.stats.winning_attempt, "{what}");
+        let mut alone = req.clone();
+        alone.attempts = 1;
+        alone.seed = attempt_seed(SEED, a.stats.winning_attempt);
+        let s = plan(&c, &alone).unwrap_or_else(|e| panic!("{what} (alone): {e}"));
+        assert_eq!(a.raw_path, s.raw_path, "{what}: the winner's own path");
+        assert_eq!(a.stats.iterations, s.stats.iterations, "{what}");
+        winners.push(a.stats.winning_attempt);
+    }
+    eprintln!("parallel attempts: winners {winners:?}");
 }

@@ -6,7 +6,9 @@ use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::planners::prm::{Prm, RoadmapFileError};
 use gpu_motion_planner::planners::rrt_connect::STUCK_AFTER;
-use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use gpu_motion_planner::planners::{
+    attempt_seed, plan, PlanError, PlanRequest, PlanResult, PlannerId, MAX_ATTEMPTS,
+};
 use gpu_motion_planner::trajectory::path_length;
 
 fn request(start: &[f64], goal: &[f64], planner: PlannerId, seed: u64) -> PlanRequest {
@@ -488,4 +490,80 @@ fn a_stuck_tree_does_not_starve_the_other() {
     );
     assert!(vertices[1] >= floor, "balance: {vertices:?}");
     assert!(vertices[2] >= 1000, "no balance: {vertices:?}");
+}
+
+/// Parallel attempts (`PlanRequest::attempts`): the returned raw path is the one that the
+/// attempt needing the fewest iterations (ties: the lowest attempt) finds when it runs alone
+/// with its own seed, so the result does not depend on how the threads were scheduled.
+#[test]
+fn parallel_attempts_return_the_attempt_with_the_fewest_iterations() {
+    let mut winners = Vec::new();
+    for planner in [PlannerId::RrtConnect, PlannerId::Rrt] {
+        for (make, seed) in [
+            (wall_2d as fn() -> (BoxWorld, Vec<f64>, Vec<f64>), 3),
+            (window_3d, 5),
+            (wall_2d, 8),
+        ] {
+            let (world, start, goal) = make();
+            let mut req = request(&start, &goal, planner, seed);
+            req.batch_size = 1;
+            req.attempts = 4;
+            let raced = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
+            assert_good(&world, &req, &raced);
+            let alone: Vec<PlanResult> = (0..4)
+                .map(|a| {
+                    let mut r = req.clone();
+                    r.attempts = 1;
+                    r.seed = attempt_seed(seed, a);
+                    plan(&world, &r).unwrap_or_else(|e| panic!("{planner} attempt {a}: {e}"))
+                })
+                .collect();
+            let best = (0..4)
+                .min_by_key(|&a| (alone[a].stats.iterations, a))
+                .unwrap();
+            let what = format!("{planner} seed {seed}");
+            assert_eq!(raced.stats.attempts, 4, "{what}");
+            assert_eq!(raced.stats.winning_attempt, best, "{what}");
+            assert_eq!(raced.raw_path, alone[best].raw_path, "{what}");
+            assert_eq!(
+                raced.stats.iterations, alone[best].stats.iterations,
+                "{what}"
+            );
+            for _ in 0..3 {
+                let again = plan(&world, &req).unwrap();
+                assert_eq!(again.path, raced.path, "{what}: repeat");
+                assert_eq!(again.stats.winning_attempt, best, "{what}: repeat");
+            }
+            winners.push(best);
+        }
+    }
+    // The comparison means something only if attempts other than the first win too.
+    assert!(winners.iter().any(|&w| w != 0), "winners {winners:?}");
+    assert!(winners.contains(&0), "winners {winners:?}");
+}
+
+/// Parallel attempts on an unsolvable problem: every attempt runs its iteration budget and
+/// the "no path" answer counts all of them.
+#[test]
+fn parallel_attempts_on_an_impossible_problem_all_run_out() {
+    let (world, mut req) = enclosed_request(true, true);
+    req.max_iterations = Some(500);
+    req.attempts = 3;
+    match plan(&world, &req) {
+        Err(PlanError::NoPath { iterations, .. }) => assert_eq!(iterations, 3 * 500),
+        other => panic!("expected NoPath, got {other:?}"),
+    }
+}
+
+#[test]
+fn attempts_out_of_range_are_named() {
+    let (world, start, goal) = wall_2d();
+    for attempts in [0, MAX_ATTEMPTS + 1] {
+        let mut req = request(&start, &goal, PlannerId::RrtConnect, 1);
+        req.attempts = attempts;
+        match plan(&world, &req) {
+            Err(PlanError::InvalidRequest(m)) => assert!(m.contains("attempts"), "{m}"),
+            other => panic!("attempts {attempts}: {other:?}"),
+        }
+    }
 }

@@ -80,6 +80,12 @@ pub struct BenchMbmArgs {
     /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).
     #[arg(long = "no-balance")]
     pub no_balance: bool,
+    /// Parallel attempts per problem (RRT and RRT-Connect, `PlanRequest::attempts`): that many
+    /// seeded attempts plan at once on CPU threads sharing the checker; the one that finds a
+    /// path in the fewest iterations wins. 1 = one attempt on one core, as the published
+    /// single-core figures.
+    #[arg(long, default_value_t = 1)]
+    pub attempts: usize,
     /// Also plan the selected problems with this many in flight at once (one checker per
     /// problem; on the CUDA backend each checker has its own stream) and report the wall time
     /// next to the sequential pass.
@@ -137,6 +143,8 @@ pub struct ProblemRecord {
     pub configs_evaluated: Option<u64>,
     /// Samples per planner iteration.
     pub batch_size: usize,
+    /// With parallel attempts (`--attempts`): the attempt whose path was returned.
+    pub winning_attempt: usize,
     /// Why planning failed, when it did.
     pub error: Option<String>,
 }
@@ -434,6 +442,7 @@ fn solve_with(
         collision_checks: 0,
         configs_evaluated: None,
         batch_size,
+        winning_attempt: 0,
         error: None,
     };
     let mut plan_time = 0.0;
@@ -446,6 +455,7 @@ fn solve_with(
         req.range = a.range;
         req.dynamic_domain = !a.no_dynamic_domain;
         req.balance_trees = !a.no_balance;
+        req.attempts = a.attempts;
         req.group = r.group.name.clone();
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
@@ -460,6 +470,7 @@ fn solve_with(
                 rec.path_length_before = res.stats.path_length_before;
                 rec.path_length_after = res.stats.path_length_after;
                 rec.collision_checks = res.stats.collision_checks;
+                rec.winning_attempt = res.stats.winning_attempt;
                 rec.configs_evaluated = checker
                     .configs_evaluated()
                     .zip(evaluated_before)
@@ -936,6 +947,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "range": a.range,
         "dynamic_domain": !a.no_dynamic_domain,
         "balance_trees": !a.no_balance,
+        "attempts": a.attempts,
         "problems_per_scene": a.problems,
         "indices": a.indices,
         "robots": robots,

@@ -70,6 +70,10 @@ pub struct PlanArgs {
     /// Stop RRT* after this many iterations (makes its result reproducible).
     #[arg(long = "max-iterations")]
     pub max_iterations: Option<usize>,
+    /// RRT / RRT-Connect attempts planned at once on CPU threads (1-256); the one that finds a
+    /// path in the fewest iterations wins, so the result is the same for a seed.
+    #[arg(long, default_value_t = 1)]
+    pub attempts: usize,
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -201,6 +205,7 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.vel_scale = a.velocity_scaling;
     req.acc_scale = a.acceleration_scaling;
     req.max_iterations = a.max_iterations;
+    req.attempts = a.attempts;
     Ok(req)
 }
 
@@ -229,6 +234,8 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
             "roadmap_vertices": st.roadmap_vertices,
             "roadmap_edges": st.roadmap_edges,
             "iterations": st.iterations,
+            "attempts": st.attempts,
+            "winning_attempt": st.winning_attempt,
         },
     })
 }

@@ -582,9 +582,10 @@ pub struct CpuChecker {
     rest_growth: Vec<f32>,
     /// Every pair: what a lone configuration visits in [`frames_valid_fast`].
     all_pairs: PairList,
-    /// Scratch reused by single-threaded checks (a busy one means another thread is checking:
-    /// that call takes a fresh one).
-    scratch: Mutex<Scratch>,
+    /// Scratch spaces reused by single-threaded checks: a call takes one (or a fresh one when
+    /// every one is in use by another thread, such as parallel planning attempts sharing the
+    /// checker) and puts it back when done.
+    scratch: Mutex<Vec<Scratch>>,
 }
 
 impl Clone for CpuChecker {
@@ -598,7 +599,7 @@ impl Clone for CpuChecker {
             groups: self.groups.clone(),
             rest_growth: self.rest_growth.clone(),
             all_pairs: self.all_pairs.clone(),
-            scratch: Mutex::new(Scratch::default()),
+            scratch: Mutex::new(Vec::new()),
         }
     }
 }
@@ -638,7 +639,7 @@ impl CpuChecker {
             space: group.space.clone(),
             threads,
             evaluated: AtomicU64::new(0),
-            scratch: Mutex::new(Scratch::default()),
+            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -982,14 +983,13 @@ impl CpuChecker {
         let threads = self.threads.clamp(1, 64).min(n.max(1));
         let mut out = vec![T::default(); n];
         if threads <= 1 || n < 64 {
-            let mut fresh = None;
-            let mut held = self.scratch.try_lock().ok();
-            let s = match held.as_deref_mut() {
-                Some(s) => s,
-                None => fresh.insert(Scratch::default()),
-            };
+            let take = self.scratch.lock().ok().and_then(|mut pool| pool.pop());
+            let mut s = take.unwrap_or_default();
             for (i, o) in out.iter_mut().enumerate() {
-                *o = f(i, s);
+                *o = f(i, &mut s);
+            }
+            if let Ok(mut pool) = self.scratch.lock() {
+                pool.push(s);
             }
             return out;
         }

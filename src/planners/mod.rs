@@ -137,6 +137,14 @@ pub struct PlanRequest {
     /// of its length (0 = always run `shortcut_rounds` rounds). Default 0.005: on the MBM
     /// Panda problems the rounds after that point cost 3x the time for about 1 % of length.
     pub shortcut_min_gain: f64,
+    /// RRT and RRT-Connect: independent attempts planned at once, one per CPU thread, all on
+    /// the same checker (1 = a single attempt on the calling thread). Attempt 0 uses `seed`,
+    /// the others seeds derived from it. The attempt that finds a path in the fewest
+    /// iterations wins (ties: the lowest attempt); an attempt stops as soon as another has
+    /// found a path in fewer iterations than it has run, so the result is the same for the
+    /// same request whatever the threads' timing (unless the time limit ends the race). RRT*
+    /// and the PRM planners run one attempt. At most [`MAX_ATTEMPTS`].
+    pub attempts: usize,
     /// Fraction of the velocity limits the trajectory may use, in `(0, 1]`.
     pub vel_scale: f64,
     /// Fraction of the acceleration limits the trajectory may use, in `(0, 1]`.
@@ -168,6 +176,7 @@ impl PlanRequest {
             prm_neighbors: None,
             shortcut_rounds: 20,
             shortcut_min_gain: 0.005,
+            attempts: 1,
             vel_scale: 1.0,
             acc_scale: 1.0,
             sample_dt: 0.02,
@@ -223,6 +232,10 @@ pub struct PlanStats {
     pub iterations: usize,
     /// RRT*: (seconds since start, best solution cost) each time the best cost improved.
     pub cost_over_time: Vec<(f64, f64)>,
+    /// Attempts planned at once ([`PlanRequest::attempts`]; 1 for the planners that run one).
+    pub attempts: usize,
+    /// The attempt whose path was returned (0 with a single attempt).
+    pub winning_attempt: usize,
 }
 
 /// A successful plan.
@@ -379,6 +392,10 @@ pub(crate) struct Context<'c, 'r> {
     pub rng: ChaCha8Rng,
     pub started: Instant,
     pub deadline: Instant,
+    /// With parallel attempts ([`race`]): the race and this attempt's number.
+    pub race: Option<(&'c Race, usize)>,
+    /// Set by [`race`]: (attempts run, the winning attempt).
+    pub attempts_run: (usize, usize),
 }
 
 impl Context<'_, '_> {
@@ -388,7 +405,16 @@ impl Context<'_, '_> {
 
     /// True when the planner must stop: time is up or `iterations` reached `max_iterations`.
     pub fn must_stop(&self, iterations: usize) -> bool {
-        self.timed_out() || self.req.max_iterations.is_some_and(|m| iterations >= m)
+        self.beaten(iterations)
+            || self.timed_out()
+            || self.req.max_iterations.is_some_and(|m| iterations >= m)
+    }
+
+    /// With parallel attempts: another attempt found a path in fewer iterations than this
+    /// one can after `iterations` (or as many, with a lower attempt number).
+    pub fn beaten(&self, iterations: usize) -> bool {
+        self.race
+            .is_some_and(|(race, attempt)| race.beaten(iterations + 1, attempt))
     }
 
     /// [`Self::must_stop`] that reads the clock only when `clock_due` (the iteration
@@ -398,7 +424,9 @@ impl Context<'_, '_> {
     /// [`CLOCK_EVERY`] iterations otherwise: the limit is then overrun by at most that many
     /// unchecked iterations.
     pub fn must_stop_lazily(&self, iterations: usize, clock_due: bool) -> bool {
-        self.req.max_iterations.is_some_and(|m| iterations >= m) || (clock_due && self.timed_out())
+        self.req.max_iterations.is_some_and(|m| iterations >= m)
+            || self.beaten(iterations)
+            || (clock_due && self.timed_out())
     }
 
     pub fn elapsed_secs(&self) -> f64 {
@@ -470,6 +498,126 @@ impl Context<'_, '_> {
 
 /// See [`Context::must_stop_lazily`].
 pub const CLOCK_EVERY: usize = 32;
+
+/// Largest [`PlanRequest::attempts`].
+pub const MAX_ATTEMPTS: usize = 256;
+
+/// The shared state of parallel attempts: the smallest (iterations, attempt) key of a path
+/// found so far, `u64::MAX` before any.
+pub(crate) struct Race {
+    best: AtomicU64,
+}
+
+impl Race {
+    fn new() -> Self {
+        Self {
+            best: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Orders (iterations, attempt) pairs: fewer iterations first, then the lower attempt.
+    fn key(iterations: usize, attempt: usize) -> u64 {
+        ((iterations as u64).min(u64::MAX >> 16) << 16) | attempt as u64
+    }
+
+    /// A path found by `attempt` at iteration `iteration` would lose to one already found.
+    fn beaten(&self, iteration: usize, attempt: usize) -> bool {
+        self.best.load(Ordering::Acquire) < Self::key(iteration, attempt)
+    }
+
+    /// `attempt` found a path at iteration `iterations`.
+    fn offer(&self, iterations: usize, attempt: usize) {
+        self.best
+            .fetch_min(Self::key(iterations, attempt), Ordering::AcqRel);
+    }
+}
+
+/// The seed of attempt `attempt` of a request seeded with `seed` (attempt 0: `seed` itself).
+pub fn attempt_seed(seed: u64, attempt: usize) -> u64 {
+    if attempt == 0 {
+        seed
+    } else {
+        seed ^ (attempt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+/// Runs `solve` as [`PlanRequest::attempts`] parallel attempts (see there) on scoped threads,
+/// attempt 0 on the calling thread, and returns the winner's solution. With one attempt, or
+/// for RRT*, runs `solve` on `ctx` alone.
+pub(crate) fn race(
+    ctx: &mut Context<'_, '_>,
+    solve: fn(&mut Context<'_, '_>) -> Result<RawSolution, PlanError>,
+) -> Result<RawSolution, PlanError> {
+    let attempts = ctx.req.attempts;
+    if attempts <= 1 || ctx.req.planner == PlannerId::RrtStar {
+        return solve(ctx);
+    }
+    let shared = Race::new();
+    let (checker, req, started, deadline) = (ctx.checker, ctx.req, ctx.started, ctx.deadline);
+    let space = &ctx.space;
+    let attempt = |a: usize| {
+        let mut actx = Context {
+            checker,
+            space: space.clone(),
+            req,
+            rng: ChaCha8Rng::seed_from_u64(attempt_seed(req.seed, a)),
+            started,
+            deadline,
+            race: Some((&shared, a)),
+            attempts_run: (1, 0),
+        };
+        let r = solve(&mut actx);
+        if let Ok(raw) = &r {
+            shared.offer(raw.iterations, a);
+        }
+        r
+    };
+    let results: Vec<Result<RawSolution, PlanError>> = std::thread::scope(|s| {
+        let others: Vec<_> = (1..attempts)
+            .map(|a| {
+                let attempt = &attempt;
+                s.spawn(move || attempt(a))
+            })
+            .collect();
+        let mut all = vec![attempt(0)];
+        for h in others {
+            match h.join() {
+                Ok(r) => all.push(r),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    });
+    let (mut iterations, mut vertices) = (0, 0);
+    let mut won: Option<(usize, RawSolution)> = None;
+    for (a, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(raw) => {
+                if won.as_ref().is_none_or(|(w, best)| {
+                    Race::key(raw.iterations, a) < Race::key(best.iterations, *w)
+                }) {
+                    won = Some((a, raw));
+                }
+            }
+            Err(PlanError::NoPath {
+                iterations: i,
+                vertices: v,
+                ..
+            }) => {
+                iterations += i;
+                vertices += v;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match won {
+        Some((a, raw)) => {
+            ctx.attempts_run = (attempts, a);
+            Ok(raw)
+        }
+        None => Err(ctx.no_path(iterations, vertices)),
+    }
+}
 
 /// Sampling bounds of joint `j`.
 fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {
@@ -589,6 +737,12 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
             return bad(format!("{name} must be in (0, 1], got {v}"));
         }
     }
+    if !(1..=MAX_ATTEMPTS).contains(&req.attempts) {
+        return bad(format!(
+            "attempts must be in 1..={MAX_ATTEMPTS}, got {}",
+            req.attempts
+        ));
+    }
     if !(0.0..1.0).contains(&req.shortcut_min_gain) {
         return bad(format!(
             "shortcut_min_gain must be in [0, 1), got {}",
@@ -645,8 +799,8 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
             check_space(checker.space())?;
             prm::Prm::new(checker.space())?.solve(checker, req)
         }
-        PlannerId::Rrt | PlannerId::RrtStar => run(checker, req, rrt::solve),
-        PlannerId::RrtConnect => run(checker, req, rrt_connect::solve),
+        PlannerId::Rrt | PlannerId::RrtStar => run(checker, req, |ctx| race(ctx, rrt::solve)),
+        PlannerId::RrtConnect => run(checker, req, |ctx| race(ctx, rrt_connect::solve)),
     }
 }
 
@@ -689,6 +843,8 @@ pub(crate) fn run(
         deadline: started
             .checked_add(req.time_limit)
             .unwrap_or_else(|| started + Duration::from_secs(365 * 24 * 3600)),
+        race: None,
+        attempts_run: (1, 0),
     };
     let raw = if space.distance(&req.start, &req.goal) == 0.0 {
         RawSolution {
@@ -752,6 +908,8 @@ pub(crate) fn run(
         roadmap_edges: raw.edges,
         iterations: raw.iterations,
         cost_over_time: raw.cost_over_time,
+        attempts: ctx.attempts_run.0,
+        winning_attempt: ctx.attempts_run.1,
         ..PlanStats::default()
     };
     counting.fill(&mut stats);

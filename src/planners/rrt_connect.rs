@@ -135,15 +135,18 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let dof = space.dof();
     let range = ctx.range();
     let dynamic_domain = ctx.req.dynamic_domain;
-    // The straight motion first: many problems need no tree at all.
+    // The straight motion first: many problems need no tree at all. Of parallel attempts
+    // only the first checks it: its path (iteration 0) would win over any other attempt's.
     let mut direct = MotionBatch::new(dof);
     direct.push(&ctx.req.start, &ctx.req.goal)?;
-    let direct_valid = ctx
-        .checker
-        .check_motions(&direct, ctx.req.resolution)?
-        .first()
-        .copied()
-        .unwrap_or(false);
+    let first_attempt = ctx.race.is_none_or(|(_, attempt)| attempt == 0);
+    let direct_valid = first_attempt
+        && ctx
+            .checker
+            .check_motions(&direct, ctx.req.resolution)?
+            .first()
+            .copied()
+            .unwrap_or(false);
     if direct_valid {
         return Ok(RawSolution {
             path: vec![ctx.req.start.clone(), ctx.req.goal.clone()],

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use r2r::{Parameter, ParameterValue};
 
+use crate::planners::MAX_ATTEMPTS;
 use crate::robot::{LoadOptions, RobotModel};
 use crate::scene::Scene;
 use crate::service::ServiceSettings;
@@ -34,6 +35,8 @@ pub struct NodeParams {
     pub seed: i64,
     /// Number of roadmap vertices the roadmap planners build; > 0.
     pub roadmap_size: i64,
+    /// RRT / RRT-Connect attempts planned at once on CPU threads; 1 ..= 256.
+    pub planning_attempts: i64,
     /// Default velocity scaling in (0, 1].
     pub velocity_scaling: f64,
     /// Default acceleration scaling in (0, 1].
@@ -61,6 +64,7 @@ impl Default for NodeParams {
             time_limit: s.time_limit,
             seed: i64::try_from(s.seed).unwrap_or(0),
             roadmap_size: i64::try_from(s.roadmap_size).unwrap_or(i64::MAX),
+            planning_attempts: i64::try_from(s.planning_attempts).unwrap_or(1),
             velocity_scaling: s.velocity_scaling,
             acceleration_scaling: s.acceleration_scaling,
             planning_group: s.planning_group,
@@ -156,6 +160,9 @@ impl NodeParams {
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
             roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
+            planning_attempts: usize::try_from(self.planning_attempts)
+                .unwrap_or(1)
+                .clamp(1, MAX_ATTEMPTS),
         }
     }
 
@@ -189,13 +196,14 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order.
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 14] = [
         "planner",
         "backend",
         "resolution",
         "time_limit",
         "seed",
         "roadmap_size",
+        "planning_attempts",
         "velocity_scaling",
         "acceleration_scaling",
         "planning_group",
@@ -214,6 +222,9 @@ impl NodeParams {
             "time_limit" => "default planning time budget in seconds",
             "seed" => "default random seed (same seed, same path)",
             "roadmap_size" => "number of roadmap vertices built by the roadmap planners",
+            "planning_attempts" => {
+                "rrt / rrt_connect attempts planned at once on CPU threads (1-256); the one needing the fewest iterations wins"
+            }
             "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
             "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
@@ -235,6 +246,7 @@ impl NodeParams {
             "time_limit" => V::Double(self.time_limit),
             "seed" => V::Integer(self.seed),
             "roadmap_size" => V::Integer(self.roadmap_size),
+            "planning_attempts" => V::Integer(self.planning_attempts),
             "velocity_scaling" => V::Double(self.velocity_scaling),
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "planning_group" => V::String(self.planning_group.clone()),
@@ -266,6 +278,13 @@ impl NodeParams {
                     return Err(err(name, format!("{n} must be > 0")));
                 }
                 self.roadmap_size = n;
+            }
+            "planning_attempts" => {
+                let n = as_i64(name, value)?;
+                if !(1..=MAX_ATTEMPTS as i64).contains(&n) {
+                    return Err(err(name, format!("{n} must be in 1..={MAX_ATTEMPTS}")));
+                }
+                self.planning_attempts = n;
             }
             "velocity_scaling" => self.velocity_scaling = fraction(name, as_f64(name, value)?)?,
             "acceleration_scaling" => {

@@ -51,6 +51,9 @@ pub struct ServiceSettings {
     pub planning_frame: String,
     /// Vertices of the persistent roadmap of the `drm` planner; > 0.
     pub roadmap_size: usize,
+    /// RRT and RRT-Connect: attempts planned at once on CPU threads, the one that finds a
+    /// path in the fewest iterations wins ([`PlanRequest::attempts`]); 1 ..= 256.
+    pub planning_attempts: usize,
 }
 
 impl Default for ServiceSettings {
@@ -66,6 +69,7 @@ impl Default for ServiceSettings {
             planning_group: String::new(),
             planning_frame: "world".into(),
             roadmap_size: 2000,
+            planning_attempts: 1,
         }
     }
 }
@@ -828,6 +832,7 @@ impl PlanningService {
         preq.resolution = resolution;
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
+        preq.attempts = self.settings.planning_attempts;
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),

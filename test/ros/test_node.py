@@ -255,6 +255,20 @@ def run_checks(node, launch):
     if res is not None and res.success:
         check_trajectory(res.trajectory, SCENE, 'rrt plan')
 
+    # Parallel attempts: 4 at once; an out-of-range count is refused.
+    rc, out = ros2_param('set', NODE, 'planning_attempts', '4')
+    check('ros2 param set planning_attempts 4', rc == 0 and 'successful' in out.lower(), out)
+    rc, out = ros2_param('set', NODE, 'planning_attempts', '0')
+    time.sleep(0.5)
+    rc, out = ros2_param('get', NODE, 'planning_attempts')
+    check('planning_attempts 0 is refused (value stays 4)', rc == 0 and out.endswith('4'), out)
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan with 4 parallel attempts plans',
+          res is not None and res.success and res.error_code == PlanPath.Response.SUCCESS,
+          res and f'code={res.error_code} message={res.message!r}')
+    if res is not None and res.success:
+        check_trajectory(res.trajectory, SCENE, 'rrt plan, 4 attempts')
+
     # A goal missing a joint is refused with INVALID_GOAL_CONSTRAINTS naming it.
     bad = PlanPath.Request()
     bad.start_state = joint_state(ARM, START)
