@@ -295,6 +295,7 @@ fn parallel_rrt_connect_attempts_on_panda_problems() {
         let mut req = request(&p, prob, PlannerId::RrtConnect, SEED);
         req.batch_size = 1;
         req.attempts = 4;
+        req.solo_work = 0;
         let a = plan(&c, &req).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_good(&p, prob, &req, &a, &what);
         let b = plan(&c, &req).unwrap_or_else(|e| panic!("{what} (second run): {e}"));

@@ -19,7 +19,8 @@ pub mod rrt_connect;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -139,12 +140,18 @@ pub struct PlanRequest {
     pub shortcut_min_gain: f64,
     /// RRT and RRT-Connect: independent attempts planned at once, one per CPU thread, all on
     /// the same checker (1 = a single attempt on the calling thread). Attempt 0 uses `seed`,
-    /// the others seeds derived from it. The attempt that finds a path in the fewest
-    /// iterations wins (ties: the lowest attempt); an attempt stops as soon as another has
-    /// found a path in fewer iterations than it has run, so the result is the same for the
-    /// same request whatever the threads' timing (unless the time limit ends the race). RRT*
-    /// and the PRM planners run one attempt. At most [`MAX_ATTEMPTS`].
+    /// the others seeds derived from it (see [`attempt_seed`]). The attempt that finds a path
+    /// with the least work wins (its iterations plus the configurations it asked to check;
+    /// ties: the lowest attempt); an attempt stops as soon as another has found a path with
+    /// less work than it has done, so the result is the same for the same request whatever the
+    /// threads' timing (unless the time limit ends the race). RRT* and the PRM planners run
+    /// one attempt. At most [`MAX_ATTEMPTS`]. Attempt 0 first runs alone for
+    /// [`Self::solo_work`].
     pub attempts: usize,
+    /// With parallel attempts: the work ([`Context::progress`]: iterations plus configurations
+    /// asked to be checked) attempt 0 does alone before the other attempts start; a path it
+    /// finds within it is returned as a single attempt's would be. Default [`SOLO_WORK`].
+    pub solo_work: u64,
     /// Fraction of the velocity limits the trajectory may use, in `(0, 1]`.
     pub vel_scale: f64,
     /// Fraction of the acceleration limits the trajectory may use, in `(0, 1]`.
@@ -177,6 +184,7 @@ impl PlanRequest {
             shortcut_rounds: 20,
             shortcut_min_gain: 0.005,
             attempts: 1,
+            solo_work: SOLO_WORK,
             vel_scale: 1.0,
             acc_scale: 1.0,
             sample_dt: 0.02,
@@ -328,6 +336,11 @@ impl<'a> CountingChecker<'a> {
         }
     }
 
+    /// Configurations asked to be checked so far: single ones plus every step of every motion.
+    pub fn work(&self) -> u64 {
+        self.configs.load(Ordering::Relaxed) + self.motion_steps.load(Ordering::Relaxed)
+    }
+
     /// Writes the counters into `stats`.
     pub fn fill(&self, stats: &mut PlanStats) {
         stats.configs_checked = self.configs.load(Ordering::Relaxed);
@@ -394,6 +407,9 @@ pub(crate) struct Context<'c, 'r> {
     pub deadline: Instant,
     /// With parallel attempts ([`race`]): the race and this attempt's number.
     pub race: Option<(&'c Race, usize)>,
+    /// Attempt 0 of a race runs alone until its progress passes this much work; then it calls
+    /// this to start the other attempts.
+    pub solo: Option<(u64, &'c (dyn Fn() + Sync))>,
     /// Set by [`race`]: (attempts run, the winning attempt).
     pub attempts_run: (usize, usize),
 }
@@ -410,11 +426,28 @@ impl Context<'_, '_> {
             || self.req.max_iterations.is_some_and(|m| iterations >= m)
     }
 
-    /// With parallel attempts: another attempt found a path in fewer iterations than this
-    /// one can after `iterations` (or as many, with a lower attempt number).
+    /// With parallel attempts: another attempt found a path with less progress
+    /// ([`Self::progress`]) than this one can have after `iterations` and one more (or as
+    /// much, with a lower attempt number).
     pub fn beaten(&self, iterations: usize) -> bool {
-        self.race
-            .is_some_and(|(race, attempt)| race.beaten(iterations + 1, attempt))
+        let Some((race, attempt)) = self.race else {
+            return false;
+        };
+        let progress = self.progress(iterations + 1);
+        if let Some((work, start_others)) = self.solo {
+            if progress > work && !race.joined.swap(true, Ordering::AcqRel) {
+                start_others();
+            }
+        }
+        race.beaten(progress, attempt)
+    }
+
+    /// The work of this run after `iterations`: the iterations plus the configurations asked
+    /// to be checked (single ones and every step of every motion at the request's
+    /// resolution). It grows with the time a run takes, iterations that draw a sample and drop
+    /// it unchecked included, and depends only on the run's own choices.
+    pub fn progress(&self, iterations: usize) -> u64 {
+        self.checker.work().saturating_add(iterations as u64)
     }
 
     /// [`Self::must_stop`] that reads the clock only when `clock_due` (the iteration
@@ -502,33 +535,43 @@ pub const CLOCK_EVERY: usize = 32;
 /// Largest [`PlanRequest::attempts`].
 pub const MAX_ATTEMPTS: usize = 256;
 
+/// Parallel attempts: attempt 0 runs alone until it has done this much work
+/// ([`Context::progress`]); only a run that needs more starts the other attempts. Easy problems
+/// then pay nothing for the threads.
+pub const SOLO_WORK: u64 = 20_000;
+
 /// The shared state of parallel attempts: the smallest (iterations, attempt) key of a path
 /// found so far, `u64::MAX` before any.
 pub(crate) struct Race {
     best: AtomicU64,
+    /// The other attempts have been started (attempt 0's solo phase is over).
+    joined: AtomicBool,
 }
 
 impl Race {
     fn new() -> Self {
         Self {
             best: AtomicU64::new(u64::MAX),
+            joined: AtomicBool::new(false),
         }
     }
 
-    /// Orders (iterations, attempt) pairs: fewer iterations first, then the lower attempt.
-    fn key(iterations: usize, attempt: usize) -> u64 {
-        ((iterations as u64).min(u64::MAX >> 16) << 16) | attempt as u64
+    /// Orders (progress, attempt) pairs ([`Context::progress`]): less progress first, then the
+    /// lower attempt.
+    fn key(progress: u64, attempt: usize) -> u64 {
+        (progress.min(u64::MAX >> 16) << 16) | attempt as u64
     }
 
-    /// A path found by `attempt` at iteration `iteration` would lose to one already found.
-    fn beaten(&self, iteration: usize, attempt: usize) -> bool {
-        self.best.load(Ordering::Acquire) < Self::key(iteration, attempt)
+    /// A path found by `attempt` with progress `progress` or more would lose to one already
+    /// found.
+    fn beaten(&self, progress: u64, attempt: usize) -> bool {
+        self.best.load(Ordering::Acquire) < Self::key(progress, attempt)
     }
 
-    /// `attempt` found a path at iteration `iterations`.
-    fn offer(&self, iterations: usize, attempt: usize) {
+    /// `attempt` found a path with progress `progress`.
+    fn offer(&self, progress: u64, attempt: usize) {
         self.best
-            .fetch_min(Self::key(iterations, attempt), Ordering::AcqRel);
+            .fetch_min(Self::key(progress, attempt), Ordering::AcqRel);
     }
 }
 
@@ -555,32 +598,44 @@ pub(crate) fn race(
     let shared = Race::new();
     let (checker, req, started, deadline) = (ctx.checker, ctx.req, ctx.started, ctx.deadline);
     let space = &ctx.space;
-    let attempt = |a: usize| {
+    let attempt = |a: usize, solo: Option<(u64, &(dyn Fn() + Sync))>| {
+        // The attempt's own counter: its progress is its iterations plus the configurations it
+        // asked to check (deterministic for the attempt, unlike the shared checker's counts).
+        let counter = CountingChecker::new(checker);
         let mut actx = Context {
-            checker,
+            checker: &counter,
             space: space.clone(),
             req,
             rng: ChaCha8Rng::seed_from_u64(attempt_seed(req.seed, a)),
             started,
             deadline,
             race: Some((&shared, a)),
+            solo,
             attempts_run: (1, 0),
         };
         let r = solve(&mut actx);
-        if let Ok(raw) = &r {
-            shared.offer(raw.iterations, a);
+        let progress = match &r {
+            Ok(raw) => actx.progress(raw.iterations),
+            Err(_) => u64::MAX,
+        };
+        if r.is_ok() {
+            shared.offer(progress, a);
         }
-        r
+        (progress, r)
     };
-    let results: Vec<Result<RawSolution, PlanError>> = std::thread::scope(|s| {
-        let others: Vec<_> = (1..attempts)
-            .map(|a| {
-                let attempt = &attempt;
-                s.spawn(move || attempt(a))
-            })
-            .collect();
-        let mut all = vec![attempt(0)];
-        for h in others {
+    let results: Vec<(u64, Result<RawSolution, PlanError>)> = std::thread::scope(|s| {
+        let others = Mutex::new(Vec::new());
+        let start_others = || {
+            if let Ok(mut h) = others.lock() {
+                for a in h.len() + 1..attempts {
+                    let attempt = &attempt;
+                    h.push(s.spawn(move || attempt(a, None)));
+                }
+            }
+        };
+        let mut all = vec![attempt(0, Some((req.solo_work, &start_others)))];
+        let handles = others.into_inner().unwrap_or_default();
+        for h in handles {
             match h.join() {
                 Ok(r) => all.push(r),
                 Err(panic) => std::panic::resume_unwind(panic),
@@ -589,14 +644,13 @@ pub(crate) fn race(
         all
     });
     let (mut iterations, mut vertices) = (0, 0);
-    let mut won: Option<(usize, RawSolution)> = None;
-    for (a, r) in results.into_iter().enumerate() {
+    let mut won: Option<(u64, usize, RawSolution)> = None;
+    for (a, (progress, r)) in results.into_iter().enumerate() {
         match r {
             Ok(raw) => {
-                if won.as_ref().is_none_or(|(w, best)| {
-                    Race::key(raw.iterations, a) < Race::key(best.iterations, *w)
-                }) {
-                    won = Some((a, raw));
+                let key = Race::key(progress, a);
+                if won.as_ref().is_none_or(|(best, _, _)| key < *best) {
+                    won = Some((key, a, raw));
                 }
             }
             Err(PlanError::NoPath {
@@ -611,7 +665,7 @@ pub(crate) fn race(
         }
     }
     match won {
-        Some((a, raw)) => {
+        Some((_, a, raw)) => {
             ctx.attempts_run = (attempts, a);
             Ok(raw)
         }
@@ -844,6 +898,7 @@ pub(crate) fn run(
             .checked_add(req.time_limit)
             .unwrap_or_else(|| started + Duration::from_secs(365 * 24 * 3600)),
         race: None,
+        solo: None,
         attempts_run: (1, 0),
     };
     let raw = if space.distance(&req.start, &req.goal) == 0.0 {
@@ -920,4 +975,42 @@ pub(crate) fn run(
         trajectory: traj,
         stats,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn race_keeps_the_least_progress_and_stops_only_attempts_that_cannot_win() {
+        let r = Race::new();
+        assert!(!r.beaten(u64::MAX, 7), "nothing found yet");
+        r.offer(100, 2);
+        assert!(!r.beaten(99, 5), "less progress still wins");
+        assert!(
+            !r.beaten(100, 1),
+            "a tie with a lower attempt number still wins"
+        );
+        assert!(r.beaten(100, 3));
+        assert!(r.beaten(101, 0));
+        r.offer(150, 0);
+        assert!(
+            !r.beaten(100, 1),
+            "a later, worse path does not replace the best"
+        );
+        r.offer(100, 1);
+        assert!(r.beaten(100, 2));
+        assert!(!r.beaten(100, 0));
+    }
+
+    #[test]
+    fn attempt_seeds_start_at_the_request_seed_and_differ() {
+        for seed in [0, 42, u64::MAX] {
+            assert_eq!(attempt_seed(seed, 0), seed);
+            let mut seeds: Vec<u64> = (0..MAX_ATTEMPTS).map(|a| attempt_seed(seed, a)).collect();
+            seeds.sort_unstable();
+            seeds.dedup();
+            assert_eq!(seeds.len(), MAX_ATTEMPTS);
+        }
+    }
 }
