@@ -63,6 +63,9 @@ pub struct Neighbor {
 trait KdIndex: Send + Sync {
     fn add(&mut self, p: &[f64], item: u64);
     fn nearest_n(&self, p: &[f64], n: usize) -> Vec<u64>;
+    /// The nearest item (kiddo's single-nearest search: no heap, no allocation); `None` when
+    /// the tree is empty.
+    fn nearest_one(&self, p: &[f64]) -> Option<u64>;
     fn within(&self, p: &[f64], sq_radius: f64) -> Vec<u64>;
     fn clone_box(&self) -> Box<dyn KdIndex>;
 }
@@ -89,6 +92,12 @@ impl<const K: usize> KdIndex for Tree<K> {
             .into_iter()
             .map(|nn| nn.item)
             .collect()
+    }
+    fn nearest_one(&self, p: &[f64]) -> Option<u64> {
+        if self.0.size() == 0 {
+            return None;
+        }
+        Some(self.0.nearest_one::<SquaredEuclidean>(&Self::key(p)).item)
     }
     fn within(&self, p: &[f64], sq_radius: f64) -> Vec<u64> {
         self.0
@@ -365,7 +374,7 @@ impl NearestNeighbors {
             return None;
         }
         if self.len() > SCAN_MAX {
-            let i = self.index.nearest_n(p, 1).first().copied()?;
+            let i = self.index.nearest_one(p)?;
             return usize::try_from(i).ok().filter(|&i| i < self.len());
         }
         let dof = p.len();
