@@ -319,3 +319,30 @@ fn demo_queries_are_collision_free() {
         assert!(group.space.within_limits(&start) && group.space.within_limits(&goal));
     }
 }
+
+#[test]
+fn parallel_attempts_from_the_command_line() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let runs: Vec<Value> = (0..2)
+        .map(|_| {
+            stdout_json(&bundled_plan(
+                &start,
+                &goal,
+                &["--seed", "5", "--attempts", "4"],
+            ))
+        })
+        .collect();
+    assert_trajectory(&runs[0], &ARM_JOINTS, &start);
+    // 1 when attempt 0 solved the query within its solo work, 4 when the others ran too.
+    let ran = runs[0]["stats"]["attempts"].as_u64();
+    assert!(ran == Some(1) || ran == Some(4), "{ran:?}");
+    assert_eq!(runs[0]["points"], runs[1]["points"]);
+    assert_eq!(
+        runs[0]["stats"]["winning_attempt"],
+        runs[1]["stats"]["winning_attempt"]
+    );
+    let bad = bundled_plan(&start, &goal, &["--attempts", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("attempts"), "{err}");
+}

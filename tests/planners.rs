@@ -580,4 +580,5 @@ fn attempt_zero_alone_solves_within_its_solo_work() {
         raced.stats.collision_checks, single.stats.collision_checks,
         "no other attempt checked anything"
     );
+    assert_eq!(raced.stats.attempts, 1, "only attempt 0 ran");
 }

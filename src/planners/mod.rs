@@ -240,7 +240,8 @@ pub struct PlanStats {
     pub iterations: usize,
     /// RRT*: (seconds since start, best solution cost) each time the best cost improved.
     pub cost_over_time: Vec<(f64, f64)>,
-    /// Attempts planned at once ([`PlanRequest::attempts`]; 1 for the planners that run one).
+    /// Attempts that ran ([`PlanRequest::attempts`] once the others started; 1 when attempt 0
+    /// found its path within [`PlanRequest::solo_work`], and for the planners that run one).
     pub attempts: usize,
     /// The attempt whose path was returned (0 with a single attempt).
     pub winning_attempt: usize,
@@ -643,6 +644,7 @@ pub(crate) fn race(
         }
         all
     });
+    let results_len = results.len();
     let (mut iterations, mut vertices) = (0, 0);
     let mut won: Option<(u64, usize, RawSolution)> = None;
     for (a, (progress, r)) in results.into_iter().enumerate() {
@@ -664,9 +666,10 @@ pub(crate) fn race(
             Err(e) => return Err(e),
         }
     }
+    let ran = results_len;
     match won {
         Some((_, a, raw)) => {
-            ctx.attempts_run = (attempts, a);
+            ctx.attempts_run = (ran, a);
             Ok(raw)
         }
         None => Err(ctx.no_path(iterations, vertices)),
