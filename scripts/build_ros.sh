@@ -23,6 +23,20 @@ mkdir -p "$WS"
 # install this saves most of the build time.
 export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces"}
 cd "$WS"   # colcon-ros-cargo writes .cargo/config.toml into the current directory
+# r2r generates the Rust types of the messages in its build script, which cargo does not re-run
+# when a .msg/.srv file of interfaces/ changes: after such a change, drop r2r's generated code
+# from both target directories (colcon's and the repository's, used by clippy) so it is
+# generated again.
+STAMP=$WS/interfaces.sha256
+NOW=$(cd "$ROOT" && find interfaces -type f \( -name '*.msg' -o -name '*.srv' -o -name '*.action' \) \
+    | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+if [[ -f "$STAMP" && "$(cat "$STAMP")" != "$NOW" ]]; then
+    echo "build_ros: interfaces changed; regenerating r2r's message code"
+    for dir in "$WS/build/gpu_motion_planner" "$ROOT/target"; do
+        [[ -d "$dir" ]] && cargo clean --manifest-path "$ROOT/Cargo.toml" --release \
+            --target-dir "$dir" -p r2r_msg_gen -p r2r >/dev/null 2>&1 || true
+    done
+fi
 T0=$(date +%s)
 # shellcheck disable=SC2086
 colcon build --base-paths "$ROOT" "$ROOT/interfaces" \
@@ -34,6 +48,7 @@ colcon build --base-paths "$ROOT" "$ROOT/interfaces" \
         exit 1
     }
 grep -E "^Summary|^Finished|^Failed" "$WS/colcon_build.log" || true
+echo "$NOW" > "$STAMP"
 echo "build_ros: built in $(( $(date +%s) - T0 ))s; source $WS/install/setup.bash"
 if [[ "${GMP_ROS_CLIPPY:-0}" == 1 ]]; then
     set +u; . "$WS/install/setup.bash"; set -u

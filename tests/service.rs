@@ -213,6 +213,20 @@ fn bad_inputs_are_errors_naming_the_input_and_the_service_keeps_planning() {
     r.time_limit = Some(-1.0);
     assert!(err(&mut s, r).contains("time_limit"));
 
+    for n in [0, -2, 257] {
+        let mut r = good.clone();
+        r.attempts = Some(n);
+        let e = err(&mut s, r);
+        assert!(
+            e.contains("num_planning_attempts") && e.contains(&n.to_string()),
+            "{e}"
+        );
+    }
+    let mut r = good.clone();
+    r.attempts = Some(3);
+    let ok = s.plan(r).expect("3 attempts plan");
+    assert!(ok.stats.attempts == 1 || ok.stats.attempts == 3);
+
     let bad_state = s.set_joint_state(&["elbow_joint".to_string()], &[f64::NAN]);
     assert!(bad_state.unwrap_err().to_string().contains("elbow_joint"));
 

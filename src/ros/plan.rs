@@ -54,6 +54,7 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         seed: u64::try_from(req.seed).ok(),
         vel_scale: nonzero(req.max_velocity_scaling_factor),
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
+        attempts: (req.num_planning_attempts != 0).then_some(i64::from(req.num_planning_attempts)),
     }
 }
 
@@ -207,6 +208,7 @@ mod tests {
         assert_eq!(r.time_limit, None);
         assert_eq!(r.seed, None);
         assert_eq!(r.vel_scale, None);
+        assert_eq!(r.attempts, None);
         let req = PlanPath::Request {
             start_state: js(&["a"], &[0.5]),
             goal_state: js(&["a"], &[1.0]),
@@ -214,9 +216,11 @@ mod tests {
             allowed_planning_time: 2.0,
             seed: 3,
             max_velocity_scaling_factor: 0.5,
+            num_planning_attempts: 4,
             ..Default::default()
         };
         let r = service_request(&req);
+        assert_eq!(r.attempts, Some(4));
         assert_eq!(r.start, Some((vec!["a".to_string()], vec![0.5])));
         assert_eq!(r.planner.as_deref(), Some("rrt"));
         assert_eq!(r.time_limit, Some(2.0));

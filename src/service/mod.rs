@@ -16,7 +16,9 @@ use nalgebra::{Isometry3, Point3, Vector3};
 
 use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError};
 use crate::planners::dynamic_roadmap::DynamicError;
-use crate::planners::{self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner};
+use crate::planners::{
+    self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
+};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::trajectory::Trajectory;
@@ -92,6 +94,8 @@ pub struct ServicePlanRequest {
     pub vel_scale: Option<f64>,
     /// Acceleration scaling override, in (0, 1].
     pub acc_scale: Option<f64>,
+    /// Parallel attempts override (RRT / RRT-Connect), 1 ..= 256.
+    pub attempts: Option<i64>,
 }
 
 /// A successful plan.
@@ -785,6 +789,20 @@ impl PlanningService {
             });
         }
         let seed = req.seed.unwrap_or(s.seed);
+        let (attempts_name, attempts) = match req.attempts {
+            Some(n) => ("num_planning_attempts", n),
+            None => (
+                "planning_attempts",
+                i64::try_from(s.planning_attempts).unwrap_or(i64::MAX),
+            ),
+        };
+        let attempts = usize::try_from(attempts)
+            .ok()
+            .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+            .ok_or_else(|| ServiceError::BadOption {
+                name: attempts_name,
+                reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
+            })?;
         let group = self.group()?;
 
         // Start: the current state overridden by the request's start joints.
@@ -832,7 +850,7 @@ impl PlanningService {
         preq.resolution = resolution;
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
-        preq.attempts = self.settings.planning_attempts;
+        preq.attempts = attempts;
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),

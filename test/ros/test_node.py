@@ -268,6 +268,17 @@ def run_checks(node, launch):
           res and f'code={res.error_code} message={res.message!r}')
     if res is not None and res.success:
         check_trajectory(res.trajectory, SCENE, 'rrt plan, 4 attempts')
+    req.num_planning_attempts = 300
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan refuses num_planning_attempts 300, naming it',
+          res is not None and not res.success and res.error_code == PlanPath.Response.FAILURE
+          and 'num_planning_attempts' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    req.num_planning_attempts = 2
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan with num_planning_attempts 2 plans',
+          res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
+    req.num_planning_attempts = 0
 
     # A goal missing a joint is refused with INVALID_GOAL_CONSTRAINTS naming it.
     bad = PlanPath.Request()
