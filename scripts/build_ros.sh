@@ -30,7 +30,8 @@ cd "$WS"   # colcon-ros-cargo writes .cargo/config.toml into the current directo
 STAMP=$WS/interfaces.sha256
 NOW=$(cd "$ROOT" && find interfaces -type f \( -name '*.msg' -o -name '*.srv' -o -name '*.action' \) \
     | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
-if [[ -f "$STAMP" && "$(cat "$STAMP")" != "$NOW" ]]; then
+# (No stamp yet, from a build before this check existed: regenerate once to be sure.)
+if [[ "$(cat "$STAMP" 2>/dev/null)" != "$NOW" ]]; then
     echo "build_ros: interfaces changed; regenerating r2r's message code"
     for dir in "$WS/build/gpu_motion_planner" "$ROOT/target"; do
         [[ -d "$dir" ]] && cargo clean --manifest-path "$ROOT/Cargo.toml" --release \
