@@ -541,8 +541,8 @@ pub const MAX_ATTEMPTS: usize = 256;
 /// then pay nothing for the threads.
 pub const SOLO_WORK: u64 = 20_000;
 
-/// The shared state of parallel attempts: the smallest (iterations, attempt) key of a path
-/// found so far, `u64::MAX` before any.
+/// The shared state of parallel attempts: the smallest (progress, attempt) key of a path found
+/// so far (`u64::MAX` before any), and whether attempt 0's solo phase is over.
 pub(crate) struct Race {
     best: AtomicU64,
     /// The other attempts have been started (attempt 0's solo phase is over).
@@ -644,7 +644,7 @@ pub(crate) fn race(
         }
         all
     });
-    let results_len = results.len();
+    let ran = results.len();
     let (mut iterations, mut vertices) = (0, 0);
     let mut won: Option<(u64, usize, RawSolution)> = None;
     for (a, (progress, r)) in results.into_iter().enumerate() {
@@ -666,7 +666,6 @@ pub(crate) fn race(
             Err(e) => return Err(e),
         }
     }
-    let ran = results_len;
     match won {
         Some((_, a, raw)) => {
             ctx.attempts_run = (ran, a);
