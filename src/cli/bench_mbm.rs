@@ -82,7 +82,7 @@ pub struct BenchMbmArgs {
     pub no_balance: bool,
     /// Parallel attempts per problem (RRT and RRT-Connect, `PlanRequest::attempts`): that many
     /// seeded attempts plan at once on CPU threads sharing the checker; the one that finds a
-    /// path in the fewest iterations wins. 1 = one attempt on one core, as the published
+    /// path with the least work wins. 1 = one attempt on one core, as the published
     /// single-core figures.
     #[arg(long, default_value_t = 1)]
     pub attempts: usize,

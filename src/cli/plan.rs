@@ -71,7 +71,7 @@ pub struct PlanArgs {
     #[arg(long = "max-iterations")]
     pub max_iterations: Option<usize>,
     /// RRT / RRT-Connect attempts planned at once on CPU threads (1-256); the one that finds a
-    /// path in the fewest iterations wins, so the result is the same for a seed.
+    /// path with the least work wins, so the result is the same for a seed.
     #[arg(long, default_value_t = 1)]
     pub attempts: usize,
 }

@@ -223,7 +223,7 @@ impl NodeParams {
             "seed" => "default random seed (same seed, same path)",
             "roadmap_size" => "number of roadmap vertices built by the roadmap planners",
             "planning_attempts" => {
-                "rrt / rrt_connect attempts planned at once on CPU threads (1-256); the one needing the fewest iterations wins"
+                "rrt / rrt_connect attempts planned at once on CPU threads (1-256); the one whose path took the least work wins"
             }
             "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
             "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",

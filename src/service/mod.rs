@@ -54,7 +54,7 @@ pub struct ServiceSettings {
     /// Vertices of the persistent roadmap of the `drm` planner; > 0.
     pub roadmap_size: usize,
     /// RRT and RRT-Connect: attempts planned at once on CPU threads, the one that finds a
-    /// path in the fewest iterations wins ([`PlanRequest::attempts`]); 1 ..= 256.
+    /// path with the least work wins ([`PlanRequest::attempts`]); 1 ..= 256.
     pub planning_attempts: usize,
 }
 
