@@ -61,13 +61,12 @@ __device__ __forceinline__ unsigned char gmp_config_row(const GmpModel& m, const
     return GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
 }
 
-// One thread per configuration. q: n x dof row-major f32. A grid smaller than n threads
-// strides over the batch (the host may cap the blocks per SM, GMP_CONFIG_BLOCKS_PER_SM); each
-// configuration's verdict is computed the same way either way.
+// One thread per configuration. q: n x dof row-major f32.
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
-    const unsigned stride = gridDim.x * blockDim.x;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = gmp_config_row(m, q, i);
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = gmp_config_row(m, q, i);
 }
 
 // check_configs over several scenes: configuration i is checked in scene scene_of[i].

@@ -18,8 +18,7 @@
 # GMP_GATED_MOTIONS configurations / motions, default 400000 / 40000, of which the sphere model
 # runs a quarter; GMP_GATED_ROBOTS picks the robots, GMP_GATED_FOLD=1 adds a Panda parity run of
 # the folded builds), layouts (builds of the specialised kernels side by side and parity of one:
-# see the mode's block below), occupancy (check_configs with capped blocks per SM side by side,
-# then parity: see the mode's block below). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
+# see the mode's block below). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -146,40 +145,6 @@ if [ "$mode" = layouts ]; then
   cat "$OUT"/results/collision*/*.md 2>/dev/null
   grep -hE "Duration|Registers Per|Achieved Occ|Issue Slots Busy|Warp Cycles Per Issued|L1/TEX Hit|L2 Hit|DRAM Throughput" \
     "$OUT"/ncu_*.txt 2>/dev/null
-fi
-if [ "$mode" = occupancy ]; then
-  # check_configs with its grid capped at N blocks per SM (GMP_CONFIG_BLOCKS_PER_SM; the kernel
-  # strides over the batch), for each N of GMP_OCC_CAPS (0 = no cap, one thread per
-  # configuration), one process after the other: Panda sphere model, default layout,
-  # bookshelf_small and cage, 1e6 and 1e7 configurations (results/collision_cap<N>/). Then
-  # parity with the CPU (GMP_PARITY_CONFIGS / GMP_PARITY_MOTIONS, default 300000 / 30000,
-  # balanced motion kernel, default layouts) for Panda, UR5 and Fetch, both models, uncapped,
-  # and the Panda sphere model again with the cap GMP_OCC_PARITY_CAP (default 2).
-  for cap in ${GMP_OCC_CAPS:-0 2 3 4 6}; do
-    # shellcheck disable=SC2086
-    GMP_CONFIG_BLOCKS_PER_SM=$cap "$D/gmp" bench collision --out "$OUT/results/collision_cap$cap" \
-      --robots panda --scenes bookshelf_small,cage --config-sizes 1000000,10000000 --motion-sizes 1000 \
-      --backends cuda --variants specialised --shapes spheres ${GMP_BENCH_ARGS:-} 2>&1 | tee -a "$OUT/bench.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status_bench="FAILED"
-  done
-  [ "$status_bench" = FAILED ] || status_bench="ok"
-  status_parity="ok"
-  pc=${GMP_PARITY_CONFIGS:-300000}; pm=${GMP_PARITY_MOTIONS:-30000}
-  for r in ${GMP_OCC_ROBOTS:-panda ur5 fetch}; do
-    for sh in spheres polytopes; do
-      GMP_PARITY_MOTION_KERNEL=balanced GMP_PARITY_SHAPES=$sh GMP_PARITY_LAYOUTS= GMP_PARITY_SPHERE_DIVISOR=1 \
-        GMP_PARITY_CONFIGS=$pc GMP_PARITY_MOTIONS=$pm \
-        "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
-      [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
-    done
-  done
-  GMP_CONFIG_BLOCKS_PER_SM=${GMP_OCC_PARITY_CAP:-2} GMP_PARITY_MOTION_KERNEL=balanced \
-    GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS= GMP_PARITY_SPHERE_DIVISOR=1 GMP_PARITY_CONFIGS=$pc GMP_PARITY_MOTIONS=1000 \
-    "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
-  for cap in ${GMP_OCC_CAPS:-0 2 3 4 6}; do
-    echo "== cap $cap"; grep -h "configurations" "$OUT/results/collision_cap$cap"/*.md 2>/dev/null | head -12
-  done
 fi
 if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).

@@ -582,8 +582,6 @@ struct KernelSet {
     /// Configurations `check_configs` runs at once on the device (one thread each; blocks per
     /// SM by the occupancy calculator times the SMs times the block size), 0 when unknown.
     config_wave: usize,
-    /// Streaming multiprocessors of the device (for [`CONFIG_BLOCKS_PER_SM_ENV`]).
-    sms: usize,
     naive: CudaFunction,
     balanced: CudaFunction,
     /// `check_configs_multi` and `check_motions_balanced_multi`: items of several scenes in one
@@ -609,7 +607,6 @@ impl KernelSet {
             .map_or(0, |b| b as usize);
         Ok(Self {
             config_wave: per_sm * sms * BLOCK as usize,
-            sms,
             configs,
             naive: f("check_motions_naive")?,
             balanced: f("check_motions_balanced")?,
@@ -900,7 +897,6 @@ impl DeviceState {
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         let f_configs = self.kernels(variant).configs.clone();
-        let cap = config_grid_cap(self.kernels(variant).sms);
         let dof = rows.dof;
         let n = out.len();
         let wave = match std::env::var(WHOLE_WAVES_ENV) {
@@ -913,16 +909,16 @@ impl DeviceState {
             // One piece: copy in, check and copy back on the kernel stream, one wait (no
             // cross-stream events: the latency of a small batch is what a planner waits for).
             // Few configurations: one warp each.
-            let (f, lanes, cap) = match n <= self.warp_items {
-                true => (self.kernels(variant).configs_warp.clone(), 32, None),
-                false => (f_configs, 1, cap),
+            let (f, lanes) = match n <= self.warp_items {
+                true => (self.kernels(variant).configs_warp.clone(), 32),
+                false => (f_configs, 1),
             };
             self.ensure_buffers(n * dof, n)?;
             self.stage(values, &rows, 0..n, 0)?;
             self.round(n * dof, n, times, |s| {
                 launch_configs(
                     &s.stream,
-                    (&f, lanes, cap),
+                    (&f, lanes),
                     &s.args,
                     (&s.input, 0..n * dof),
                     (&mut s.out, 0..n),
@@ -972,7 +968,7 @@ impl DeviceState {
                 ev[2].record(&self.stream).map_err(drv("event"))?;
                 launch_configs(
                     &self.stream,
-                    (&f_configs, 1, cap),
+                    (&f_configs, 1),
                     &self.args,
                     (&self.input, w0..w0 + words),
                     (&mut self.out, o0..o0 + cn),
@@ -1307,29 +1303,12 @@ impl DeviceState {
 /// waves of the device (see `pipeline_shape`; for side-by-side measurements).
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
-/// Environment variable: at most this many blocks of `check_configs` per SM (a grid of that
-/// many blocks per SM strides over the batch; fewer threads in flight keep their per-thread
-/// slot arrays in L2). Unset or `0`: one thread per configuration, as many blocks as the
-/// batch needs. For measurements; the verdicts do not depend on it.
-pub const CONFIG_BLOCKS_PER_SM_ENV: &str = "GMP_CONFIG_BLOCKS_PER_SM";
-
-/// The grid cap of `check_configs` from [`CONFIG_BLOCKS_PER_SM_ENV`] on a device with `sms`
-/// SMs (`None`: no cap).
-fn config_grid_cap(sms: usize) -> Option<u32> {
-    let per_sm: u32 = std::env::var(CONFIG_BLOCKS_PER_SM_ENV)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (per_sm > 0 && sms > 0).then(|| per_sm.saturating_mul(sms as u32))
-}
-
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
-/// configuration, at most `cap` blocks) on `stream` over words `input` of `inbuf` and bytes
-/// `out` of `outbuf` (one per configuration).
+/// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
+/// per configuration).
 fn launch_configs(
     stream: &CudaStream,
-    (f, lanes, cap): (&CudaFunction, usize, Option<u32>),
+    (f, lanes): (&CudaFunction, usize),
     args: &ModelArgs,
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
@@ -1340,11 +1319,7 @@ fn launch_configs(
     let mut ov = outbuf.slice_mut(out);
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
-    let mut cfg = launch_cfg(n * lanes);
-    if let Some(cap) = cap {
-        cfg.grid_dim.0 = cfg.grid_dim.0.min(cap.max(1));
-    }
-    unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
+    unsafe { b.launch(launch_cfg(n * lanes)) }.map_err(drv("launching check_configs"))?;
     Ok(())
 }
 
