@@ -1146,3 +1146,85 @@ fn gpu_parity_shared_launches() {
         total.0, total.1, total.2
     );
 }
+
+/// Callers on several threads sharing one CUDA checker (parallel planning attempts, concurrent
+/// service calls): their small batches are combined into shared launches
+/// (`gpu::COMBINE_MAX_ITEMS`), and every caller still gets the CPU's verdicts for its own batch,
+/// in its own order. Panda, both models, threads x rounds of configuration and motion batches
+/// of planner size (`GMP_PARITY_COMBINE_ROUNDS`, default 40 per thread).
+#[test]
+fn gpu_parity_concurrent_callers() {
+    if gpu_or_skip("gpu_parity_concurrent_callers").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_concurrent_callers") else {
+        return;
+    };
+    let rounds = common::env_usize("GMP_PARITY_COMBINE_ROUNDS", 40);
+    let threads = 8;
+    let (r, p, base) = panda_problem(&data, "bookshelf_small");
+    let dof = r.group.space.dof();
+    for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+        let opts = CheckerOptions {
+            shapes,
+            ..Default::default()
+        };
+        let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu");
+        let cuda = CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda");
+        let (diffs, items) = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|k| {
+                    let (r, p, cpu, cuda) = (&r, &p, &cpu, &cuda);
+                    s.spawn(move || {
+                        let mut smp = sampler_for(r, p, 0xc0b1 + k as u64);
+                        let (mut diffs, mut items) = (0usize, 0usize);
+                        for round in 0..rounds {
+                            // Sizes vary per thread and round, as a planner's do.
+                            let n = 1 + (k * 7 + round * 13) % 64;
+                            let mut batch = ConfigBatch::with_capacity(dof, n);
+                            for _ in 0..n {
+                                batch.push(&smp.config()).expect("config");
+                            }
+                            let vc = cpu.check_configs(&batch).expect("cpu configs");
+                            let vg = cuda.check_configs(&batch).expect("cuda configs");
+                            diffs += vc.iter().zip(&vg).filter(|(a, b)| a != b).count();
+                            diffs += vc.len().abs_diff(vg.len());
+                            items += n;
+                            let m = 1 + (k * 5 + round * 3) % 16;
+                            let mut motions = MotionBatch::new(dof);
+                            for _ in 0..m {
+                                let (a, b) = smp.motion();
+                                motions.push(&a, &b).expect("motion");
+                            }
+                            let mc = cpu.check_motions(&motions, 0.02).expect("cpu motions");
+                            let mg = cuda.check_motions(&motions, 0.02).expect("cuda motions");
+                            diffs += mc.iter().zip(&mg).filter(|(a, b)| a != b).count();
+                            diffs += mc.len().abs_diff(mg.len());
+                            items += m;
+                        }
+                        (diffs, items)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("caller thread"))
+                .fold((0, 0), |(d, i), (a, b)| (d + a, i + b))
+        });
+        let (cfg, mot) = cuda.combine_stats();
+        eprintln!(
+            "parity: concurrent callers, panda {shapes:?}: {items} items from {threads} threads, diff {diffs}; configuration requests {} in {} launches, motion rounds {} in {} launches",
+            cfg.requests, cfg.batches, mot.requests, mot.batches
+        );
+        assert_eq!(diffs, 0, "verdicts differ from the CPU's");
+        assert_eq!(
+            cfg.requests,
+            (threads * rounds) as u64,
+            "every configuration request went through the combining"
+        );
+        assert!(
+            cfg.batches < cfg.requests && mot.batches < mot.requests,
+            "{threads} threads calling at once never shared a launch: {cfg:?} {mot:?}"
+        );
+    }
+}

@@ -346,3 +346,23 @@ fn parallel_attempts_from_the_command_line() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("attempts"), "{err}");
 }
+
+#[test]
+fn batch_size_defaults_to_the_suited_one_and_can_be_set() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    // RRT-Connect (the default planner) on the CPU: one sample per iteration.
+    let v = stdout_json(&bundled_plan(&start, &goal, &["--seed", "3"]));
+    assert_trajectory(&v, &ARM_JOINTS, &start);
+    assert_eq!(v["stats"]["batch_size"], 1);
+    let v = stdout_json(&bundled_plan(
+        &start,
+        &goal,
+        &["--seed", "3", "--batch-size", "16"],
+    ));
+    assert_trajectory(&v, &ARM_JOINTS, &start);
+    assert_eq!(v["stats"]["batch_size"], 16);
+    let bad = bundled_plan(&start, &goal, &["--batch-size", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("batch_size"), "{err}");
+}

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{load_robot, parse_shapes, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions};
-use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::planners::{plan, suited_batch_size, PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
@@ -74,6 +74,11 @@ pub struct PlanArgs {
     /// path with the least work wins, so the result is the same for a seed.
     #[arg(long, default_value_t = 1)]
     pub attempts: usize,
+    /// Samples per planner iteration; default: suited to the planner and backend
+    /// (`planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise). The path
+    /// depends on it.
+    #[arg(long = "batch-size")]
+    pub batch_size: Option<usize>,
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -236,6 +241,7 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
             "iterations": st.iterations,
             "attempts": st.attempts,
             "winning_attempt": st.winning_attempt,
+            "batch_size": st.batch_size,
         },
     })
 }
@@ -251,6 +257,9 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
     let mut req = request(a, p.start, p.goal)?;
     req.group = p.group.name.clone();
+    req.batch_size = a
+        .batch_size
+        .unwrap_or_else(|| suited_batch_size(req.planner, checker.backend()));
     match plan(checker.as_ref(), &req) {
         Ok(res) => Ok(result_json(&res, checker.as_ref(), &p.group.name)),
         Err(e @ PlanError::NoPath { .. }) => Ok(json!({

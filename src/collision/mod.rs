@@ -6,6 +6,7 @@
 //! [`crate::robot::JointSpace::segments`]).
 
 mod backend;
+pub mod combine;
 mod cpu;
 pub mod detmath;
 mod fast;
@@ -29,7 +30,7 @@ pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
 use crate::robot::JointSpace;
 
 /// Errors of the collision layer.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum CollisionError {
     /// A configuration in a batch had the wrong number of values.
     #[error("configuration batch: row has {got} values, the planning group needs {expected}")]

@@ -26,6 +26,7 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
+use crate::collision::combine::{CombineStats, Combiner};
 use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
@@ -1446,7 +1447,25 @@ pub struct CudaChecker {
     /// Why the specialised kernels do not run, when they do not.
     spec_unavailable: Option<String>,
     timings: Mutex<GpuTimings>,
+    /// Small configuration batches of concurrent callers, combined into one launch
+    /// ([`COMBINE_MAX_ITEMS`]).
+    config_combiner: Combiner<Vec<f32>, Vec<bool>>,
+    /// Small motion rounds of concurrent callers, combined into one launch.
+    motion_combiner: Combiner<PreparedMotions, Vec<MotionStatus>>,
+    /// [`COMBINE_ENV`] was not `0` when the checker was built.
+    combine: bool,
 }
+
+/// Batches of at most this many configurations or motions from callers on several threads
+/// (parallel planning attempts, concurrent service calls) share launches: the requests that
+/// queue while a launch runs go out together in the next one ([`Combiner`]), each item checked
+/// as in a batch of its own. Larger batches fill a launch on their own and go straight to the
+/// device (copying them into a combined batch would cost more than it saves).
+pub const COMBINE_MAX_ITEMS: usize = 4096;
+
+/// Environment variable: `0` turns off the combining of concurrent callers' small batches
+/// ([`COMBINE_MAX_ITEMS`]; for side-by-side measurements), read when a checker is built.
+pub const COMBINE_ENV: &str = "GMP_COMBINE";
 
 impl std::fmt::Debug for CudaChecker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -1585,6 +1604,85 @@ impl CudaChecker {
             spec_stats,
             spec_unavailable,
             timings: Mutex::new(GpuTimings::default()),
+            config_combiner: Combiner::new(),
+            motion_combiner: Combiner::new(),
+            combine: std::env::var(COMBINE_ENV).map_or(true, |v| v.trim() != "0"),
+        })
+    }
+
+    /// Requests answered and launches run by the combining of concurrent callers' small
+    /// batches so far ([`COMBINE_MAX_ITEMS`]): configurations, then motion rounds.
+    pub fn combine_stats(&self) -> (CombineStats, CombineStats) {
+        (self.config_combiner.stats(), self.motion_combiner.stats())
+    }
+
+    /// Small f32 configuration batches through [`Self::config_combiner`], others straight to
+    /// the device. `values` must be finite (the f32 path does not check them).
+    fn configs_combined(&self, values: ConfigValues) -> Result<Vec<bool>, CollisionError> {
+        let dof = self.model.dof();
+        if !self.combine || dof == 0 || values.len() > COMBINE_MAX_ITEMS * dof {
+            return self.configs_from(values);
+        }
+        let owned: Vec<f32> = match values {
+            ConfigValues::F32(v) => v.to_vec(),
+            ConfigValues::F64(v) => {
+                let mut out = Vec::with_capacity(v.len());
+                for (i, &x) in v.iter().enumerate() {
+                    if !x.is_finite() {
+                        return Err(CollisionError::NonFinite {
+                            index: i / dof,
+                            joint: self.space.names.get(i % dof).cloned().unwrap_or_default(),
+                        });
+                    }
+                    out.push(x as f32);
+                }
+                out
+            }
+        };
+        if !owned.len().is_multiple_of(dof) {
+            return self.configs_from(ConfigValues::F32(&owned));
+        }
+        self.config_combiner.run(owned, |reqs| {
+            let all: Vec<f32> = reqs.concat();
+            let verdicts = self.configs_from(ConfigValues::F32(&all))?;
+            let mut at = 0;
+            Ok(reqs
+                .iter()
+                .map(|r| {
+                    let n = r.len() / dof;
+                    let part = verdicts.get(at..at + n).map(<[bool]>::to_vec);
+                    at += n;
+                    part.unwrap_or_default()
+                })
+                .collect())
+        })
+    }
+
+    /// One round of motion checks with the checker's motion kernel: small rounds through
+    /// [`Self::motion_combiner`], others straight to the device.
+    fn prepared_combined(&self, p: &PreparedMotions) -> Result<Vec<MotionStatus>, CollisionError> {
+        let n = p.segments.len();
+        if !self.combine || n == 0 || n > COMBINE_MAX_ITEMS {
+            return self.check_prepared(p, self.motion_kernel);
+        }
+        self.motion_combiner.run(p.clone(), |reqs| {
+            let mut all = PreparedMotions::default();
+            for r in &reqs {
+                all.start.extend_from_slice(&r.start);
+                all.diff.extend_from_slice(&r.diff);
+                all.segments.extend_from_slice(&r.segments);
+            }
+            let statuses = self.check_prepared(&all, self.motion_kernel)?;
+            let mut at = 0;
+            Ok(reqs
+                .iter()
+                .map(|r| {
+                    let k = r.segments.len();
+                    let part = statuses.get(at..at + k).map(<[MotionStatus]>::to_vec);
+                    at += k;
+                    part.unwrap_or_default()
+                })
+                .collect())
         })
     }
 
@@ -1758,7 +1856,7 @@ impl CudaChecker {
 
     /// Validity of configurations already in f32 (row-major, `dof` values each).
     pub fn check_configs_f32(&self, values: &[f32]) -> Result<Vec<bool>, CollisionError> {
-        self.configs_from(ConfigValues::F32(values))
+        self.configs_combined(ConfigValues::F32(values))
     }
 
     /// Validity of row-major configurations, staged straight into each device's pinned buffer.
@@ -1860,7 +1958,7 @@ impl Checker for CudaChecker {
                 got: configs.dof(),
             });
         }
-        self.configs_from(ConfigValues::F64(configs.values()))
+        self.configs_combined(ConfigValues::F64(configs.values()))
     }
 
     fn check_motions(
@@ -1869,7 +1967,7 @@ impl Checker for CudaChecker {
         resolution: f64,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        refine_motions(&p, |q| self.check_prepared(q, self.motion_kernel))
+        refine_motions(&p, |q| self.prepared_combined(q))
     }
 
     fn backend(&self) -> Backend {

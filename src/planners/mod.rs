@@ -149,8 +149,10 @@ pub struct PlanRequest {
     /// [`Self::solo_work`].
     pub attempts: usize,
     /// With parallel attempts: the work ([`Context::progress`]: iterations plus configurations
-    /// asked to be checked) attempt 0 does alone before the other attempts start; a path it
-    /// finds within it is returned as a single attempt's would be. Default [`SOLO_WORK`].
+    /// asked to be checked) attempt 0 does alone before the other attempts start, per sample of
+    /// a batch (the solo phase lasts `solo_work * batch_size`: a batch of 64 samples asks for
+    /// about 64 times the checks of one, so the same number of iterations); a path it finds
+    /// within it is returned as a single attempt's would be. Default [`SOLO_WORK`].
     pub solo_work: u64,
     /// Fraction of the velocity limits the trajectory may use, in `(0, 1]`.
     pub vel_scale: f64,
@@ -245,6 +247,8 @@ pub struct PlanStats {
     pub attempts: usize,
     /// The attempt whose path was returned (0 with a single attempt).
     pub winning_attempt: usize,
+    /// Samples per planner iteration ([`PlanRequest::batch_size`]).
+    pub batch_size: usize,
 }
 
 /// A successful plan.
@@ -634,7 +638,8 @@ pub(crate) fn race(
                 }
             }
         };
-        let mut all = vec![attempt(0, Some((req.solo_work, &start_others)))];
+        let solo = solo_budget(req.solo_work, req.batch_size);
+        let mut all = vec![attempt(0, Some((solo, &start_others)))];
         let handles = others.into_inner().unwrap_or_default();
         for h in handles {
             match h.join() {
@@ -673,6 +678,11 @@ pub(crate) fn race(
         }
         None => Err(ctx.no_path(iterations, vertices)),
     }
+}
+
+/// The work attempt 0 does alone in a race: [`PlanRequest::solo_work`] per sample of a batch.
+fn solo_budget(solo_work: u64, batch_size: usize) -> u64 {
+    solo_work.saturating_mul(batch_size.max(1) as u64)
 }
 
 /// Sampling bounds of joint `j`.
@@ -967,6 +977,7 @@ pub(crate) fn run(
         cost_over_time: raw.cost_over_time,
         attempts: ctx.attempts_run.0,
         winning_attempt: ctx.attempts_run.1,
+        batch_size: req.batch_size,
         ..PlanStats::default()
     };
     counting.fill(&mut stats);
@@ -982,6 +993,13 @@ pub(crate) fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_solo_phase_scales_with_the_batch() {
+        assert_eq!(solo_budget(SOLO_WORK, 1), SOLO_WORK);
+        assert_eq!(solo_budget(SOLO_WORK, 64), 64 * SOLO_WORK);
+        assert_eq!(solo_budget(u64::MAX / 2, 64), u64::MAX);
+    }
 
     #[test]
     fn race_keeps_the_least_progress_and_stops_only_attempts_that_cannot_win() {
