@@ -137,6 +137,32 @@ impl<T, X> Combiner<T, X> {
     }
 }
 
+/// Splits the answers of a combined batch into the callers' parts, `counts[k]` items for
+/// request `k` in queue order; an error when the batch did not answer every item once.
+pub fn split_answers<A>(
+    answers: Vec<A>,
+    counts: impl IntoIterator<Item = usize>,
+) -> Result<Vec<Vec<A>>, CollisionError> {
+    let total = answers.len();
+    let mut rest = answers.into_iter();
+    let mut parts = Vec::new();
+    let mut used = 0;
+    for n in counts {
+        let part: Vec<A> = rest.by_ref().take(n).collect();
+        used += n;
+        if part.len() != n {
+            break;
+        }
+        parts.push(part);
+    }
+    if used != total {
+        return Err(backend_error(format!(
+            "a combined batch of {used} items got {total} answers"
+        )));
+    }
+    Ok(parts)
+}
+
 /// The answer of a request that an earlier turn took and did not finish.
 fn unfinished() -> CollisionError {
     backend_error(
@@ -218,6 +244,19 @@ mod tests {
             },
             "the first request alone, then the seven queued during its turn in one batch"
         );
+    }
+
+    #[test]
+    fn answers_split_into_the_callers_parts_or_an_error() {
+        let parts = split_answers(vec![1, 2, 3, 4, 5, 6], [2, 0, 3, 1]).unwrap();
+        assert_eq!(parts, vec![vec![1, 2], vec![], vec![3, 4, 5], vec![6]]);
+        let short = split_answers(vec![1, 2, 3], [2, 2]).unwrap_err();
+        assert!(
+            short.to_string().contains("4 items got 3 answers"),
+            "{short}"
+        );
+        let long = split_answers(vec![1, 2, 3], [1, 1]).unwrap_err();
+        assert!(long.to_string().contains("2 items got 3 answers"), "{long}");
     }
 
     #[test]

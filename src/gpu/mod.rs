@@ -26,7 +26,7 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
-use crate::collision::combine::{CombineStats, Combiner};
+use crate::collision::combine::{split_answers, CombineStats, Combiner};
 use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
@@ -1643,18 +1643,8 @@ impl CudaChecker {
             return self.configs_from(ConfigValues::F32(&owned));
         }
         self.config_combiner.run(owned, |reqs| {
-            let all: Vec<f32> = reqs.concat();
-            let verdicts = self.configs_from(ConfigValues::F32(&all))?;
-            let mut at = 0;
-            Ok(reqs
-                .iter()
-                .map(|r| {
-                    let n = r.len() / dof;
-                    let part = verdicts.get(at..at + n).map(<[bool]>::to_vec);
-                    at += n;
-                    part.unwrap_or_default()
-                })
-                .collect())
+            let verdicts = self.configs_from(ConfigValues::F32(&reqs.concat()))?;
+            split_answers(verdicts, reqs.iter().map(|r| r.len() / dof))
         })
     }
 
@@ -1673,16 +1663,7 @@ impl CudaChecker {
                 all.segments.extend_from_slice(&r.segments);
             }
             let statuses = self.check_prepared(&all, self.motion_kernel)?;
-            let mut at = 0;
-            Ok(reqs
-                .iter()
-                .map(|r| {
-                    let k = r.segments.len();
-                    let part = statuses.get(at..at + k).map(<[MotionStatus]>::to_vec);
-                    at += k;
-                    part.unwrap_or_default()
-                })
-                .collect())
+            split_answers(statuses, reqs.iter().map(|r| r.segments.len()))
         })
     }
 
