@@ -30,8 +30,8 @@ use crate::collision::combine::{split_answers, CombineStats, Combiner};
 use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
-    bisection_order, prepare_motions, refine_motions, Backend, Checker, CheckerOptions,
-    CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
+    bisection_order, prepare_motions, refine_motions, validate_batch, Backend, Checker,
+    CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -1616,33 +1616,17 @@ impl CudaChecker {
         (self.config_combiner.stats(), self.motion_combiner.stats())
     }
 
-    /// Small f32 configuration batches through [`Self::config_combiner`], others straight to
-    /// the device. `values` must be finite (the f32 path does not check them).
-    fn configs_combined(&self, values: ConfigValues) -> Result<Vec<bool>, CollisionError> {
+    /// Whether a batch of `values` words goes through [`Self::config_combiner`]: combining on,
+    /// whole rows, at most [`COMBINE_MAX_ITEMS`] configurations.
+    fn combines_configs(&self, values: usize) -> bool {
         let dof = self.model.dof();
-        if !self.combine || dof == 0 || values.len() > COMBINE_MAX_ITEMS * dof {
-            return self.configs_from(values);
-        }
-        let owned: Vec<f32> = match values {
-            ConfigValues::F32(v) => v.to_vec(),
-            ConfigValues::F64(v) => {
-                let mut out = Vec::with_capacity(v.len());
-                for (i, &x) in v.iter().enumerate() {
-                    if !x.is_finite() {
-                        return Err(CollisionError::NonFinite {
-                            index: i / dof,
-                            joint: self.space.names.get(i % dof).cloned().unwrap_or_default(),
-                        });
-                    }
-                    out.push(x as f32);
-                }
-                out
-            }
-        };
-        if !owned.len().is_multiple_of(dof) {
-            return self.configs_from(ConfigValues::F32(&owned));
-        }
-        self.config_combiner.run(owned, |reqs| {
+        self.combine && dof > 0 && values.is_multiple_of(dof) && values <= COMBINE_MAX_ITEMS * dof
+    }
+
+    /// Finite f32 configurations (whole rows) through [`Self::config_combiner`].
+    fn configs_combined(&self, values: Vec<f32>) -> Result<Vec<bool>, CollisionError> {
+        let dof = self.model.dof().max(1);
+        self.config_combiner.run(values, |reqs| {
             let verdicts = self.configs_from(ConfigValues::F32(&reqs.concat()))?;
             split_answers(verdicts, reqs.iter().map(|r| r.len() / dof))
         })
@@ -1837,7 +1821,10 @@ impl CudaChecker {
 
     /// Validity of configurations already in f32 (row-major, `dof` values each).
     pub fn check_configs_f32(&self, values: &[f32]) -> Result<Vec<bool>, CollisionError> {
-        self.configs_combined(ConfigValues::F32(values))
+        if self.combines_configs(values.len()) {
+            return self.configs_combined(values.to_vec());
+        }
+        self.configs_from(ConfigValues::F32(values))
     }
 
     /// Validity of row-major configurations, staged straight into each device's pinned buffer.
@@ -1939,7 +1926,12 @@ impl Checker for CudaChecker {
                 got: configs.dof(),
             });
         }
-        self.configs_combined(ConfigValues::F64(configs.values()))
+        if self.combines_configs(configs.values().len()) {
+            // Checked here: the combined batch goes in as f32, which staging does not check.
+            validate_batch(&self.space, configs)?;
+            return self.configs_combined(configs.values().iter().map(|&v| v as f32).collect());
+        }
+        self.configs_from(ConfigValues::F64(configs.values()))
     }
 
     fn check_motions(
