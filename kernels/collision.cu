@@ -61,16 +61,13 @@ __device__ __forceinline__ unsigned char gmp_config_row(const GmpModel& m, const
     return GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
 }
 
-// One thread per configuration. q: n x dof row-major f32. (A specialised unit may define its own,
-// with several threads per configuration: GMP_OWN_CHECK_CONFIGS, Layout::LoopedLanes.)
-#ifndef GMP_OWN_CHECK_CONFIGS
+// One thread per configuration. q: n x dof row-major f32.
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
                                          unsigned char* __restrict__ out) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     out[i] = gmp_config_row(m, q, i);
 }
-#endif
 
 // check_configs over several scenes: configuration i is checked in scene scene_of[i].
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_multi(const __grid_constant__ GmpModel m,

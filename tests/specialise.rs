@@ -314,14 +314,6 @@ int main(int argc, char** argv) {
             spec_s[i] = (uint8_t)gmp_spec_step_status(m, row, d, sn[i]);
             gen_s[i] = (uint8_t)gmp_motion_step_status(m, row, d, sn[i]);
         }
-#ifdef GMP_LP_LANES
-        // The lanes kernel's shares (Layout::LoopedLanes), every lane in turn.
-        std::vector<uint8_t> lanes_c(n_cfg);
-        for (unsigned i = 0; i < n_cfg; i++) {
-            lanes_c[i] = gmp_lp_lanes_in_turn(m, as<float>(q) + (size_t)i * dof) ? 1 : 0;
-        }
-        save(dir, (tag + "_lanes_configs").c_str(), lanes_c);
-#endif
         save(dir, (tag + "_spec_configs").c_str(), spec_c);
         save(dir, (tag + "_generic_configs").c_str(), gen_c);
         save(dir, (tag + "_spec_steps").c_str(), spec_s);
@@ -551,23 +543,13 @@ fn specialised_source_matches_cpu_on_the_host() {
             .expect("run the host twin");
         assert!(status.success(), "{name}: host twin failed ({status})");
         let (mut configs, mut steps, mut free, mut uncertain) = (0, 0, 0, 0);
-        // The lanes layout splits the configuration tests of sphere models over lanes; polytope
-        // models (stored frames) get the compact layout's kernel.
-        let lanes = src.stats.config_lanes > 1;
-        if *layout == Layout::LoopedLanes {
-            assert_eq!(lanes, robots[*ri].spheres, "{name}: lanes {:?}", src.stats);
-        }
         for (scene, dir, exp) in cases {
-            let mut checks = vec![
+            for (what, file, want) in [
                 ("specialised config", "spec_configs", &exp.configs),
                 ("generic config", "generic_configs", &exp.configs),
                 ("specialised step", "spec_steps", &exp.steps),
                 ("generic step", "generic_steps", &exp.steps),
-            ];
-            if lanes {
-                checks.push(("lanes config", "lanes_configs", &exp.configs));
-            }
-            for (what, file, want) in checks {
+            ] {
                 let got = read_bytes(dir, &format!("{tag}_{file}"));
                 assert_eq!(got.len(), want.len(), "{name}/{scene}: {file} length");
                 let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i] != want[i]).collect();

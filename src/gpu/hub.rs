@@ -103,13 +103,10 @@ impl CudaBatch {
             bases.extend(base.iter().map(|&v| (v as f32).to_bits()));
         }
         let generated = specialised_source(&model, &cuda);
-        let spec = generated.as_ref().ok().map(|g| {
-            (
-                g.source.as_str(),
-                cuda.spec_maxrreg,
-                g.stats.config_kernel(),
-            )
-        });
+        let spec = generated
+            .as_ref()
+            .ok()
+            .map(|g| (g.source.as_str(), cuda.spec_maxrreg));
         let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec)?;
         let variant = match (&generated, &spec_error) {
             (Ok(_), None) => KernelVariant::Specialised,

@@ -580,13 +580,8 @@ impl DeviceScene {
 /// The three collision kernels of one module.
 struct KernelSet {
     configs: CudaFunction,
-    /// Threads per configuration of `configs` (1, or more with
-    /// [`specialise::Layout::LoopedLanes`]).
-    config_lanes: usize,
-    /// Dynamic shared memory of a block of `configs` (bytes).
-    config_shared: u32,
-    /// Configurations `check_configs` runs at once on the device (blocks per SM by the
-    /// occupancy calculator times the SMs times the block size, over the lanes), 0 when unknown.
+    /// Configurations `check_configs` runs at once on the device (one thread each; blocks per
+    /// SM by the occupancy calculator times the SMs times the block size), 0 when unknown.
     config_wave: usize,
     naive: CudaFunction,
     balanced: CudaFunction,
@@ -601,40 +596,18 @@ struct KernelSet {
 }
 
 impl KernelSet {
-    /// The kernels of `module`, whose `check_configs` takes `lanes` threads per configuration
-    /// and `shared` bytes of dynamic shared memory per block.
-    fn load(
-        module: &Arc<CudaModule>,
-        sms: usize,
-        (config_lanes, shared): (usize, usize),
-    ) -> Result<Self, String> {
+    fn load(module: &Arc<CudaModule>, sms: usize) -> Result<Self, String> {
         let f = |name: &str| {
             module
                 .load_function(name)
                 .map_err(|e| format!("kernel '{name}' not found: {e:?}"))
         };
         let configs = f("check_configs")?;
-        let config_lanes = config_lanes.max(1);
-        if shared > 0 {
-            // Its slots live in shared memory: as much of it as the SM has.
-            use cudarc::driver::sys::CUfunction_attribute as A;
-            let bytes = i32::try_from(shared).map_err(|_| "shared memory size".to_string())?;
-            for (a, v) in [
-                (A::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100),
-                (A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
-            ] {
-                configs
-                    .set_attribute(a, v)
-                    .map_err(|e| format!("check_configs attribute {a:?} = {v}: {e:?}"))?;
-            }
-        }
         let per_sm = configs
-            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, shared, None)
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
             .map_or(0, |b| b as usize);
         Ok(Self {
-            config_wave: per_sm * sms * BLOCK as usize / config_lanes,
-            config_lanes,
-            config_shared: shared as u32,
+            config_wave: per_sm * sms * BLOCK as usize,
             configs,
             naive: f("check_motions_naive")?,
             balanced: f("check_motions_balanced")?,
@@ -709,7 +682,7 @@ impl DeviceState {
         ordinal: usize,
         model: &CollisionModel,
         scene: &SceneModel,
-        spec: Option<(&str, Option<usize>, (usize, usize))>,
+        spec: Option<(&str, Option<usize>)>,
     ) -> Result<(Self, Option<String>), CollisionError> {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
@@ -719,12 +692,12 @@ impl DeviceState {
                 cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             )
             .map_or(0, |c| c.max(0) as usize);
-        let generic = KernelSet::load(&dm.module, sms, (1, 0)).map_err(backend_err)?;
+        let generic = KernelSet::load(&dm.module, sms).map_err(backend_err)?;
         let (spec, spec_error) = match spec {
             None => (None, None),
-            Some((source, maxrreg, lanes_shared)) => {
+            Some((source, maxrreg)) => {
                 match specialised_module(&dm, ordinal, source, maxrreg)
-                    .and_then(|module| KernelSet::load(&module, sms, lanes_shared))
+                    .and_then(|module| KernelSet::load(&module, sms))
                 {
                     Ok(k) => (Some(k), None),
                     Err(e) => (None, Some(e)),
@@ -925,10 +898,6 @@ impl DeviceState {
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         let f_configs = self.kernels(variant).configs.clone();
-        let config_lanes = (
-            self.kernels(variant).config_lanes,
-            self.kernels(variant).config_shared,
-        );
         let dof = rows.dof;
         let n = out.len();
         let wave = match std::env::var(WHOLE_WAVES_ENV) {
@@ -942,8 +911,8 @@ impl DeviceState {
             // cross-stream events: the latency of a small batch is what a planner waits for).
             // Few configurations: one warp each.
             let (f, lanes) = match n <= self.warp_items {
-                true => (self.kernels(variant).configs_warp.clone(), (32, 0)),
-                false => (f_configs, config_lanes),
+                true => (self.kernels(variant).configs_warp.clone(), 32),
+                false => (f_configs, 1),
             };
             self.ensure_buffers(n * dof, n)?;
             self.stage(values, &rows, 0..n, 0)?;
@@ -1000,7 +969,7 @@ impl DeviceState {
                 ev[2].record(&self.stream).map_err(drv("event"))?;
                 launch_configs(
                     &self.stream,
-                    (&f_configs, config_lanes),
+                    (&f_configs, 1),
                     &self.args,
                     (&self.input, w0..w0 + words),
                     (&mut self.out, o0..o0 + cn),
@@ -1336,11 +1305,11 @@ impl DeviceState {
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
-/// configuration and `shared` bytes of dynamic shared memory per block) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
+/// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
 /// per configuration).
 fn launch_configs(
     stream: &CudaStream,
-    (f, (lanes, shared)): (&CudaFunction, (usize, u32)),
+    (f, lanes): (&CudaFunction, usize),
     args: &ModelArgs,
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
@@ -1351,11 +1320,7 @@ fn launch_configs(
     let mut ov = outbuf.slice_mut(out);
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
-    let cfg = LaunchConfig {
-        shared_mem_bytes: shared,
-        ..launch_cfg(n * lanes)
-    };
-    unsafe { b.launch(cfg) }.map_err(drv("launching check_configs"))?;
+    unsafe { b.launch(launch_cfg(n * lanes)) }.map_err(drv("launching check_configs"))?;
     Ok(())
 }
 
@@ -1587,7 +1552,7 @@ impl CudaChecker {
             let spec = generated
                 .as_ref()
                 .ok()
-                .map(|g| (g.source.as_str(), maxrreg, g.stats.config_kernel()));
+                .map(|g| (g.source.as_str(), maxrreg));
             let (state, err) = DeviceState::new(d, &model, &scene_model, spec)?;
             if let Some(e) = err {
                 spec_unavailable.get_or_insert(e);

@@ -110,20 +110,6 @@ pub struct SpecialiseStats {
     pub slots: usize,
     /// [`Layout::Looped`]: bytes of the test tables (constant memory when they fit).
     pub table_bytes: usize,
-    /// Threads per configuration of the configuration kernel `check_configs` (more than one:
-    /// [`Layout::LoopedLanes`]; 0 and 1: one).
-    pub config_lanes: usize,
-    /// Dynamic shared memory (bytes per block of `BLOCK` threads) of the configuration kernel
-    /// `check_configs` (0 but for [`Layout::LoopedLanes`]).
-    pub config_shared_bytes: usize,
-}
-
-impl SpecialiseStats {
-    /// Threads per configuration and dynamic shared memory per block of the configuration
-    /// kernel.
-    pub fn config_kernel(&self) -> (usize, usize) {
-        (self.config_lanes.max(1), self.config_shared_bytes)
-    }
 }
 
 /// A generated translation unit.
@@ -338,23 +324,11 @@ pub enum Layout {
     /// configuration (about 2.7 KB of DRAM traffic per configuration); this cuts it by a
     /// quarter. Same tables, tests and order as `looped`.
     LoopedCompact,
-    /// [`Layout::LoopedCompact`] with a configuration kernel that checks each configuration with
-    /// [`LOOPED_LANES`] threads (lanes of one warp) and keeps its slot array in shared memory
-    /// instead of each thread's local memory (the slot arrays of `looped-compact` make a round
-    /// trip through DRAM: about 2.3 KB of traffic per configuration on the H100). Every lane
-    /// computes the forward kinematics and every world centre, stores its share of the slots
-    /// (slot `s` by lane `s % lanes`), and after a warp barrier tests its share: every
-    /// `lanes`-th obstacle and every `lanes`-th pair group of each block, from its own. The
-    /// configuration is free when every lane's share is (`__all_sync` over its lanes): the same
-    /// tests as `looped-compact`, split, so the same verdicts. Motion kernels, the shared-launch
-    /// kernels and small batches checked one warp per item are `looped-compact`'s. Models whose
-    /// tests need the stored frames (polytope bodies) get `looped-compact` itself.
-    LoopedLanes,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 9] = [
+    pub const ALL: [Layout; 8] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
@@ -363,7 +337,6 @@ impl Layout {
         Layout::LoopedGated,
         Layout::Streamed,
         Layout::LoopedCompact,
-        Layout::LoopedLanes,
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
@@ -399,7 +372,6 @@ impl Layout {
             Layout::LoopedGated => "looped-gated",
             Layout::Streamed => "streamed",
             Layout::LoopedCompact => "looped-compact",
-            Layout::LoopedLanes => "looped-lanes",
         }
     }
 
@@ -414,11 +386,9 @@ impl Layout {
         match self {
             Layout::Inline | Layout::InlineFold => Layout::Inline,
             Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
-            Layout::Looped
-            | Layout::LoopedGated
-            | Layout::Streamed
-            | Layout::LoopedCompact
-            | Layout::LoopedLanes => Layout::Looped,
+            Layout::Looped | Layout::LoopedGated | Layout::Streamed | Layout::LoopedCompact => {
+                Layout::Looped
+            }
         }
     }
 
@@ -1118,19 +1088,8 @@ pub fn generate_with(
             Layout::Streamed => LoopOrder::Streamed,
             _ => LoopOrder::Plain,
         };
-        let compact = matches!(layout, Layout::LoopedCompact | Layout::LoopedLanes);
-        let lanes = match layout {
-            Layout::LoopedLanes => lanes_from_env()?,
-            _ => 1,
-        };
-        emit_looped(
-            &mut o,
-            &gen,
-            &groups,
-            &pairs_of,
-            (order, compact, lanes),
-            &mut stats,
-        )?;
+        let compact = layout == Layout::LoopedCompact;
+        emit_looped(&mut o, &gen, &groups, &pairs_of, order, compact, &mut stats)?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
         // its later body.
@@ -1579,34 +1538,6 @@ pub const LOOPED_PAIR_GROUP: usize = 4;
 /// [`Layout::LoopedGated`]: a block of self pairs between two frames with more groups than this
 /// is split into sub-blocks under a gate.
 pub const LOOPED_SPLIT_GROUPS: usize = 16;
-/// [`Layout::LoopedLanes`]: threads per configuration of the configuration kernel, unless
-/// [`LANES_ENV`] says otherwise.
-pub const LOOPED_LANES: usize = 4;
-/// Environment variable: threads per configuration of the [`Layout::LoopedLanes`] configuration
-/// kernel (2, 4 or 8, at least: more where the slots would not fit; for side-by-side
-/// measurements).
-pub const LANES_ENV: &str = "GMP_SPEC_LANES";
-/// Most lanes per configuration of the [`Layout::LoopedLanes`] kernel.
-const MAX_LANES: usize = 16;
-/// Shared memory of one SM of the devices the lanes kernel is built for (Hopper: 228 KiB, of
-/// which 1 KiB per block is reserved), to pick its blocks per SM.
-const SM_SHARED_BYTES: usize = 228 * 1024;
-/// Most shared memory of one block (Hopper: 227 KiB, dynamic shared memory).
-const BLOCK_SHARED_BYTES: usize = 227 * 1024;
-
-/// [`LANES_ENV`], else [`LOOPED_LANES`].
-fn lanes_from_env() -> Result<usize, SpecialiseError> {
-    match std::env::var(LANES_ENV) {
-        Ok(v) if !v.trim().is_empty() => match v.trim().parse::<usize>() {
-            Ok(l @ (2 | 4 | 8)) => Ok(l),
-            _ => Err(SpecialiseError::Inconsistent(format!(
-                "{LANES_ENV}={v}: the lanes per configuration must be 2, 4 or 8"
-            ))),
-        },
-        _ => Ok(LOOPED_LANES),
-    }
-}
-
 /// The f32 bits of the padding rows' radii (a quiet NaN).
 const LOOPED_PAD_BITS: u32 = 0x7fc0_0000;
 
@@ -1771,7 +1702,8 @@ fn emit_looped(
     gen: &Gen,
     groups: &[Vec<usize>],
     pairs_of: &[Vec<usize>],
-    (order, compact, lanes): (LoopOrder, bool, usize),
+    order: LoopOrder,
+    compact: bool,
     stats: &mut SpecialiseStats,
 ) -> Result<(), SpecialiseError> {
     let gated = order == LoopOrder::Gated;
@@ -2088,12 +2020,6 @@ fn emit_looped(
         + 12 * pair_rows.len();
     stats.slots = ns;
     stats.table_bytes = table_bytes;
-    // Lanes need every test to read the slots only (no stored frames), and plain order.
-    let lanes = match store_frames || order != LoopOrder::Plain {
-        true => 1,
-        false => lanes,
-    };
-    stats.config_lanes = lanes;
 
     o.line(format!(
         "// Looped layout: {ns} slots per thread ({nb} bodies, {} culling bounds), {} culling \
@@ -2440,21 +2366,10 @@ fn emit_looped(
     o.line("template <bool SWEEP>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
-    // `lane`: the share of lane `lane` of GMP_LP_LANES (every GMP_LP_LANES-th obstacle and pair
-    // group from its own), for the lanes kernel.
-    let emit_tests = |o: &mut Out,
-                      (t_lo, t_hi): (usize, usize),
-                      (b_lo, b_hi): (usize, usize),
-                      lane: bool| {
-        let (from, step) = match lane {
-            true => (" + lane", "GMP_LP_LANES"),
-            false => ("", "1u"),
-        };
+    let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
         o.line("// Every body against every obstacle.");
         o.line("#pragma unroll 1");
-        o.open(format!(
-            "for (unsigned oi = 0u{from}; oi < m.num_obstacles; oi += {step}) {{"
-        ));
+        o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
         o.line(format!("unsigned t = {t_lo}, p = 0, k = 0;"));
         o.line("bool resume = false;");
         if gated {
@@ -2557,9 +2472,7 @@ fn emit_looped(
             o.close("}");
         }
         o.line("#pragma unroll 1");
-        o.open(format!(
-            "for (unsigned u = B.lo{from}; u < B.hi; u += {step}) {{"
-        ));
+        o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
         o.line("const GmpLpGroup U = gmp_lp_group[u];");
         o.line("const auto a = S[U.a];");
         o.open("if (U.pb >= 0) {");
@@ -2618,207 +2531,79 @@ fn emit_looped(
         o.close("}");
         Ok::<(), SpecialiseError>(())
     };
-    // Step 1: forward kinematics and the world centres into the slots (and, streamed, each
-    // group's tests after its centres). `lane`: lane `lane` of GMP_LP_LANES stores the slots s
-    // with s % GMP_LP_LANES == lane (every lane computes every centre: the same code for all).
-    let emit_slots = |o: &mut Out, lane: bool| -> Result<(), SpecialiseError> {
-        let own = |s: usize| match lane {
-            true => format!("if ({s}u % GMP_LP_LANES == lane) "),
-            false => String::new(),
-        };
-        gen.emit_steps(o);
-        for (g, bodies) in groups.iter().enumerate() {
-            let frame = g as i32 - 1;
-            if g > 0 {
-                emit_frame(o, m, g - 1, &|v| gen.var_group(v))?;
-                if store_frames {
-                    o.line(format!("fr[{}] = F{};", g - 1, g - 1));
-                }
-            }
-            let bound_slots: Vec<(usize, V3)> = slots
-                .bounds
-                .iter()
-                .enumerate()
-                .filter(|(_, (f, _))| *f == frame)
-                .map(|(i, (_, c))| (nb + i, *c))
-                .collect();
-            if bodies.is_empty() && bound_slots.is_empty() {
-                continue;
-            }
-            let fname = frame_name(frame);
-            if frame < 0 {
-                o.line("const Xf FR = xf_identity();");
-            }
-            o.line(format!("float ef{g} = 0.0f;"));
-            for &bi in bodies {
-                let b = &m.bodies[bi];
-                o.open(format!(
-                    "{{ // body {bi} (link {}, {} vertices, {} covering spheres)",
-                    b.link, b.vert_count, b.sphere_count
-                ));
-                o.line(format!(
-                    "const V3 c = xf_apply({fname}, {});",
-                    Lit::v3(&b.center, || format!("body {bi} centre"))?
-                ));
-                o.line("float e = 0.0f;");
-                o.open("if (SWEEP) {");
-                o.line("float a = 0.0f;");
-                for t in gen.sweep_terms(bi)? {
-                    o.line(t);
-                }
-                o.line("e = 0.5f * a;");
-                o.line(format!("ef{g} = fmaxf(ef{g}, e);"));
-                o.close("}");
-                o.line(format!("{}gmp_lp_put(S, {bi}u, c, e);", own(bi)));
-                o.close("}");
-            }
-            for (s, c) in bound_slots {
-                o.line(format!(
-                    "{}gmp_lp_put(S, {s}u, xf_apply({fname}, {}), ef{g}); // culling bound",
-                    own(s),
-                    Lit::v3(&c, || "culling bound centre".into())?
-                ));
-            }
-            if streamed && !lane {
-                // This group's bodies against the obstacles, then the pairs whose later body it holds.
-                let tr = top_of_group[g].map_or((0, 0), |t| (t, t + 1));
-                let br = blocks_of_group[g];
-                if tr.1 > tr.0 || br.1 > br.0 {
-                    o.open(format!("{{ // frame group {g}: its tests"));
-                    emit_tests(o, tr, br, false)?;
-                    o.close("}");
-                }
-            }
-        }
-        Ok(())
-    };
     o.line(format!("typename GmpLpSlotOf<SWEEP>::T S[{}];", ns.max(1)));
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
     }
-    emit_slots(o, false)?;
+    gen.emit_steps(o);
+    for (g, bodies) in groups.iter().enumerate() {
+        let frame = g as i32 - 1;
+        if g > 0 {
+            emit_frame(o, m, g - 1, &|v| gen.var_group(v))?;
+            if store_frames {
+                o.line(format!("fr[{}] = F{};", g - 1, g - 1));
+            }
+        }
+        let bound_slots: Vec<(usize, V3)> = slots
+            .bounds
+            .iter()
+            .enumerate()
+            .filter(|(_, (f, _))| *f == frame)
+            .map(|(i, (_, c))| (nb + i, *c))
+            .collect();
+        if bodies.is_empty() && bound_slots.is_empty() {
+            continue;
+        }
+        let fname = frame_name(frame);
+        if frame < 0 {
+            o.line("const Xf FR = xf_identity();");
+        }
+        o.line(format!("float ef{g} = 0.0f;"));
+        for &bi in bodies {
+            let b = &m.bodies[bi];
+            o.open(format!(
+                "{{ // body {bi} (link {}, {} vertices, {} covering spheres)",
+                b.link, b.vert_count, b.sphere_count
+            ));
+            o.line(format!(
+                "const V3 c = xf_apply({fname}, {});",
+                Lit::v3(&b.center, || format!("body {bi} centre"))?
+            ));
+            o.line("float e = 0.0f;");
+            o.open("if (SWEEP) {");
+            o.line("float a = 0.0f;");
+            for t in gen.sweep_terms(bi)? {
+                o.line(t);
+            }
+            o.line("e = 0.5f * a;");
+            o.line(format!("ef{g} = fmaxf(ef{g}, e);"));
+            o.close("}");
+            o.line(format!("gmp_lp_put(S, {bi}u, c, e);"));
+            o.close("}");
+        }
+        for (s, c) in bound_slots {
+            o.line(format!(
+                "gmp_lp_put(S, {s}u, xf_apply({fname}, {}), ef{g}); // culling bound",
+                Lit::v3(&c, || "culling bound centre".into())?
+            ));
+        }
+        if streamed {
+            // This group's bodies against the obstacles, then the pairs whose later body it holds.
+            let tr = top_of_group[g].map_or((0, 0), |t| (t, t + 1));
+            let br = blocks_of_group[g];
+            if tr.1 > tr.0 || br.1 > br.0 {
+                o.open(format!("{{ // frame group {g}: its tests"));
+                emit_tests(o, tr, br)?;
+                o.close("}");
+            }
+        }
+    }
     if !streamed {
-        emit_tests(o, (0, tops.len()), (0, block_rows.len()), false)?;
+        emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
     }
     o.line("return true;");
     o.close("}");
-    if lanes > 1 {
-        (stats.config_lanes, stats.config_shared_bytes) =
-            emit_lanes_kernel(o, m, lanes, ns, &emit_slots, &|o: &mut Out| {
-                emit_tests(o, (0, tops.len()), (0, block_rows.len()), true)
-            })?;
-    }
     Ok(())
-}
-
-/// Writes the [`Layout::LoopedLanes`] configuration kernel `check_configs` (which replaces
-/// `collision.cu`'s: `GMP_OWN_CHECK_CONFIGS`) and its two steps: `gmp_lp_lane_slots` (step 1
-/// with `emit_slots(o, true)`) and `gmp_lp_lane_tests` (steps 2 and 3 with `emit_tests`), plus
-/// `gmp_lp_lanes_in_turn`, every lane's steps one after the other in one thread (the host twin
-/// checks the shares with it). `lanes` (at least 2) is doubled, up to [`MAX_LANES`], while the
-/// slots of a block's configurations do not fit in [`BLOCK_SHARED_BYTES`]; returns the lanes and
-/// the dynamic shared memory of a block (the slots of its configurations).
-fn emit_lanes_kernel(
-    o: &mut Out,
-    m: &CollisionModel,
-    lanes: usize,
-    ns: usize,
-    emit_slots: &dyn Fn(&mut Out, bool) -> Result<(), SpecialiseError>,
-    emit_tests: &dyn Fn(&mut Out) -> Result<(), SpecialiseError>,
-) -> Result<(usize, usize), SpecialiseError> {
-    let block = super::BLOCK as usize;
-    let bytes_of = |lanes: usize| block / lanes * ns.max(1) * 12;
-    // Models with many slots: more lanes per configuration, fewer configurations per block.
-    let mut lanes = lanes;
-    while bytes_of(lanes) > BLOCK_SHARED_BYTES && lanes < MAX_LANES {
-        lanes *= 2;
-    }
-    let bytes = bytes_of(lanes);
-    if bytes > BLOCK_SHARED_BYTES {
-        return Err(SpecialiseError::TooLarge {
-            what: format!(
-                "{bytes} bytes of shared memory per block for {ns} slots of {} configurations",
-                block / lanes
-            ),
-            limit: BLOCK_SHARED_BYTES,
-        });
-    }
-    let blocks = (SM_SHARED_BYTES / (bytes + 1024)).clamp(1, 8);
-    o.line("");
-    o.line(format!(
-        "// The lanes kernel: {lanes} threads per configuration, its {ns} slots in shared memory \
-         ({bytes} bytes of dynamic shared memory per block of {block} threads, {blocks} blocks \
-         per SM)."
-    ));
-    o.line(format!("#define GMP_LP_LANES {lanes}u"));
-    o.line(format!("#define GMP_LP_SLOTS {}", ns.max(1)));
-    o.line("// Step 1 for lane `lane`: the forward kinematics and every world centre; stores its share of");
-    o.line("// the configuration's slots S (s % GMP_LP_LANES == lane).");
-    o.open("__device__ __forceinline__ void gmp_lp_lane_slots(const GmpModel& m, const float* q, GmpLpSlot3* S, unsigned lane) {");
-    o.line("constexpr bool SWEEP = false;");
-    o.line("const float* diff = nullptr;");
-    o.line("const unsigned n = 0u;");
-    o.line("(void)m;");
-    o.line("(void)diff;");
-    o.line("(void)n;");
-    emit_slots(o, true)?;
-    o.close("}");
-    o.line("");
-    o.line("// Steps 2 and 3, lane `lane`'s share of the tests on the configuration's slots S (all stored):");
-    o.line("// false when one of them finds a collision.");
-    o.open("__device__ __forceinline__ bool gmp_lp_lane_tests(const GmpModel& m, const float* q, const GmpLpSlot3* S, unsigned lane) {");
-    o.line("constexpr bool SWEEP = false;");
-    o.line("const float* diff = nullptr;");
-    o.line("const unsigned n = 0u;");
-    o.line("(void)q;");
-    o.line("(void)diff;");
-    o.line("(void)n;");
-    emit_tests(o)?;
-    o.line("return true;");
-    o.close("}");
-    o.line("");
-    o.line(
-        "// Every lane's steps one after the other in one thread: the verdict of the lanes kernel.",
-    );
-    o.open("__device__ inline bool gmp_lp_lanes_in_turn(const GmpModel& m, const float* q) {");
-    o.line("GmpLpSlot3 S[GMP_LP_SLOTS];");
-    o.line("for (unsigned l = 0u; l < GMP_LP_LANES; l++) gmp_lp_lane_slots(m, q, S, l);");
-    o.line("bool ok = true;");
-    o.line(
-        "for (unsigned l = 0u; l < GMP_LP_LANES; l++) ok = gmp_lp_lane_tests(m, q, S, l) && ok;",
-    );
-    o.line("return ok;");
-    o.close("}");
-    o.line("");
-    o.line("#ifdef __CUDACC__");
-    o.line("#define GMP_OWN_CHECK_CONFIGS");
-    o.line(
-        "// GMP_LP_LANES threads per configuration (lanes of one warp); q: n x dof row-major f32.",
-    );
-    o.open(format!(
-        "extern \"C\" __global__ void __launch_bounds__({block}, {blocks}) check_configs(const __grid_constant__ GmpModel m, \
-         const float* __restrict__ q, unsigned n, unsigned char* __restrict__ out) {{"
-    ));
-    o.line("extern __shared__ GmpLpSlot3 gmp_lp_shared[];");
-    o.line("const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;");
-    o.line("const unsigned i = t / GMP_LP_LANES, lane = t % GMP_LP_LANES;");
-    o.line("// Lanes past the batch check its last configuration (every lane takes part in the barrier).");
-    o.line("const unsigned row = i < n ? i : n - 1u;");
-    o.line(format!("float qloc[{}];", m.dof().max(1)));
-    o.line("#pragma unroll");
-    o.line(format!(
-        "for (unsigned j = 0; j < {0}u; j++) qloc[j] = q[(size_t)row * {0}u + j];",
-        m.dof()
-    ));
-    o.line("GmpLpSlot3* S = gmp_lp_shared + threadIdx.x / GMP_LP_LANES * GMP_LP_SLOTS;");
-    o.line("gmp_lp_lane_slots(m, qloc, S, lane);");
-    o.line("const unsigned mask = ((1u << GMP_LP_LANES) - 1u) << (threadIdx.x % 32u / GMP_LP_LANES * GMP_LP_LANES);");
-    o.line("__syncwarp(mask);");
-    o.line("const bool ok = __all_sync(mask, gmp_lp_lane_tests(m, qloc, S, lane));");
-    o.line("if (lane == 0u && i < n) out[i] = ok ? 1 : 0;");
-    o.close("}");
-    o.line("#endif");
-    Ok((lanes, bytes))
 }
 
 #[cfg(test)]
