@@ -430,21 +430,14 @@ fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
     if threads == 1 {
         return part(src, dst);
     }
+    // On the rayon pool: threads spawned per call would cost about as much as the conversion of
+    // a pipelined piece (16 spawns and joins per piece).
+    use rayon::prelude::*;
     let per = dst.len().div_ceil(threads);
-    std::thread::scope(|sc| {
-        let handles: Vec<_> = dst
-            .chunks_mut(per)
-            .enumerate()
-            .map(|(k, d)| {
-                let s = src.slice(k * per..k * per + d.len());
-                sc.spawn(move || part(s, d).map(|i| k * per + i))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|h| h.join().ok().flatten())
-            .min()
-    })
+    dst.par_chunks_mut(per)
+        .enumerate()
+        .filter_map(|(k, d)| part(src.slice(k * per..k * per + d.len()), d).map(|i| k * per + i))
+        .min()
 }
 
 /// Grows a device buffer to at least `n` elements (contents are not kept).
