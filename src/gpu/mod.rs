@@ -430,8 +430,8 @@ fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
     if threads == 1 {
         return part(src, dst);
     }
-    // On the rayon pool: threads spawned per call would cost about as much as the conversion of
-    // a pipelined piece (16 spawns and joins per piece).
+    // On the rayon pool, not on threads spawned per call: a pipelined batch stages every piece
+    // (results/collision/staging_pool_H100_2026-11-22/).
     use rayon::prelude::*;
     let per = dst.len().div_ceil(threads);
     dst.par_chunks_mut(per)
