@@ -242,6 +242,7 @@ fn gpu_json(secs: f64, n: usize, t: &GpuTimings) -> Value {
         "wall_s": secs,
         "per_s": n as f64 / secs,
         "kernel_ms": t.kernel_ms,
+        "stage_ms": t.stage_ms,
         "htod_ms": t.htod_ms,
         "dtoh_ms": t.dtoh_ms,
         "launches": t.launches,
@@ -255,8 +256,10 @@ type GpuRun = (String, usize, KernelVariant);
 /// Parses a `--spec-builds` entry, `LAYOUT[:REGISTERS]`.
 fn parse_build(s: &str) -> Result<(Layout, Option<usize>), CliError> {
     let bad = || {
+        let names: Vec<&str> = Layout::ALL.iter().map(|l| l.name()).collect();
         CliError(format!(
-            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout inline, grouped, inline-fold, grouped-fold or looped; registers 16..=255)"
+            "--spec-builds: '{s}' is not LAYOUT[:REGISTERS] (layout {}; registers 16..=255)",
+            names.join(", ")
         ))
     };
     let (layout, regs) = match s.split_once(':') {
@@ -578,8 +581,8 @@ pub fn markdown(doc: &Value) -> String {
         doc["motion_length_rad"],
         doc["motion_resolution"],
     );
-    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | f32 in /s | GPU kernel/s | kernel ms | H2D ms | D2H ms | mism. |\n");
-    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | f32 in /s | GPU kernel/s | kernel ms | stage ms | H2D ms | D2H ms | mism. |\n");
+    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let empty = Vec::new();
     let none = vec![Value::Null];
     let text = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -606,7 +609,7 @@ pub fn markdown(doc: &Value) -> String {
                 _ => "-".into(),
             };
             s.push_str(&format!(
-                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 text(&r["case"]),
                 text(&r["model"]),
                 text(&r["kind"]),
@@ -620,6 +623,7 @@ pub fn markdown(doc: &Value) -> String {
                 },
                 fmt_rate(&g["kernel_per_s"]),
                 fmt_ms(&g["kernel_ms"]),
+                fmt_ms(&g["stage_ms"]),
                 fmt_ms(&g["htod_ms"]),
                 fmt_ms(&g["dtoh_ms"]),
                 if g["mismatches"].is_null() {

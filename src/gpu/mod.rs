@@ -228,9 +228,10 @@ pub const KERNEL_ENV: &str = "GMP_CUDA_KERNEL";
 /// Environment variable capping the registers per thread of the specialised kernels (NVRTC
 /// `--maxrregcount`; unset: the compiler's choice).
 pub const MAXRREG_ENV: &str = "GMP_SPEC_MAXRREG";
-/// Environment variable choosing the layout of the specialised kernels (`inline`, `grouped`,
-/// `inline-fold`, `grouped-fold` or `looped`, see [`specialise::Layout`]; anything else: the
-/// layout the model suits).
+/// Environment variable choosing the layout of the specialised kernels (a
+/// [`specialise::Layout::name`], such as `grouped` or `looped-compact`; anything else: the
+/// layout the model suits). `gmp bench collision` picks its builds with `--spec-builds`
+/// instead.
 pub const LAYOUT_ENV: &str = "GMP_SPEC_LAYOUT";
 
 /// How a [`CudaChecker`] chooses its collision kernels (beyond [`CheckerOptions`]).
@@ -305,6 +306,10 @@ impl MotionKernel {
 /// Time spent by the last query (milliseconds; the maximum over devices when several ran).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct GpuTimings {
+    /// Host staging of configuration values into the pinned buffers (rounding to f32 and the
+    /// finiteness check; wall time on the host, overlapping the copies and kernels of earlier
+    /// pieces).
+    pub stage_ms: f64,
     /// Host to device copies (CUDA events).
     pub htod_ms: f64,
     /// Kernels (CUDA events).
@@ -415,12 +420,19 @@ fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
                 None
             }
             ConfigValues::F64(v) => {
+                // Blocks without a branch per value (the compiler vectorises the rounding and
+                // the finiteness test); a block with a bad value is searched again.
+                const BLOCK: usize = 512;
                 let mut bad = None;
-                for (i, (d, s)) in dst.iter_mut().zip(v).enumerate() {
-                    if bad.is_none() && !s.is_finite() {
-                        bad = Some(i);
+                for (k, (d, s)) in dst.chunks_mut(BLOCK).zip(v.chunks(BLOCK)).enumerate() {
+                    let mut finite = true;
+                    for (d, x) in d.iter_mut().zip(s) {
+                        finite &= x.is_finite();
+                        *d = (*x as f32).to_bits();
                     }
-                    *d = (*s as f32).to_bits();
+                    if !finite && bad.is_none() {
+                        bad = s.iter().position(|x| !x.is_finite()).map(|i| k * BLOCK + i);
+                    }
                 }
                 bad
             }
@@ -661,6 +673,8 @@ struct DeviceState {
 /// Per-device timings of one query.
 #[derive(Clone, Copy, Debug, Default)]
 struct DevTimes {
+    /// Host staging of the configurations (wall time, ms).
+    stage: f64,
     htod: f64,
     kernel: f64,
     dtoh: f64,
@@ -908,7 +922,9 @@ impl DeviceState {
                 false => (f_configs, 1),
             };
             self.ensure_buffers(n * dof, n)?;
+            let t0 = std::time::Instant::now();
             self.stage(values, &rows, 0..n, 0)?;
+            times.stage += t0.elapsed().as_secs_f64() * 1e3;
             self.round(n * dof, n, times, |s| {
                 launch_configs(
                     &s.stream,
@@ -939,7 +955,9 @@ impl DeviceState {
                 let cn = piece.min(n - start);
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
+                let t0 = std::time::Instant::now();
                 self.stage(values, &rows, start..start + cn, w0)?;
+                times.stage += t0.elapsed().as_secs_f64() * 1e3;
                 let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
                 ev[0].record(&self.h2d).map_err(drv("event"))?;
                 {
@@ -1802,6 +1820,7 @@ impl CudaChecker {
         let mut agg = GpuTimings::default();
         for r in results {
             let t = r?;
+            agg.stage_ms = agg.stage_ms.max(t.stage);
             agg.htod_ms = agg.htod_ms.max(t.htod);
             agg.kernel_ms = agg.kernel_ms.max(t.kernel);
             agg.dtoh_ms = agg.dtoh_ms.max(t.dtoh);

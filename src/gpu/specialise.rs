@@ -324,11 +324,18 @@ pub enum Layout {
     /// configuration (about 2.7 KB of DRAM traffic per configuration); this cuts it by a
     /// quarter. Same tables, tests and order as `looped`.
     LoopedCompact,
+    /// [`Layout::LoopedCompact`] with folded constants (see [`Layout::folds`]): the forward
+    /// kinematics, the world centres and the culling-bound centres written without the products
+    /// with constant zeros and ones (the unfolded looped code computes every entry of
+    /// `origin * joint` and `parent * joint`: NVRTC may not drop `x * 0.0f`, which is `-0` or
+    /// NaN for some `x`), and boxes and cylinders rotated about z tested without the products
+    /// with their rotation's zeros. Same tables, tests and order as `looped-compact`.
+    LoopedCompactFold,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 8] = [
+    pub const ALL: [Layout; 9] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
@@ -337,10 +344,11 @@ impl Layout {
         Layout::LoopedGated,
         Layout::Streamed,
         Layout::LoopedCompact,
+        Layout::LoopedCompactFold,
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
-    /// bodies: [`Layout::LoopedCompact`] when every body is one sphere (sphere models, such as
+    /// bodies: [`Layout::LoopedCompactFold`] when every body is one sphere (sphere models, such as
     /// the MBM robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
     /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
@@ -349,13 +357,15 @@ impl Layout {
     /// against grouped's 6.3-6.4e8/s at 1e7 configurations, motions 1.2-1.4x, 4x shorter
     /// compile (3.9 s against 16.7 s, NVRTC and driver); its compact-slot build measured 10-13 %
     /// faster again in the configuration kernel (8.8e8/s against 7.8e8/s, bookshelf_small, 1e7,
-    /// session 7).
+    /// session 7), and folding it 1-4 % faster than that (side by side in one process, Panda,
+    /// bookshelf_small and cage, 1e6 and 1e7; balanced motions 1-8 %; H100, 2026-11-22,
+    /// results/collision/fold_compact_H100_2026-11-22/).
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
         if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
         } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
-            Layout::LoopedCompact
+            Layout::LoopedCompactFold
         } else {
             Layout::Grouped
         }
@@ -372,6 +382,7 @@ impl Layout {
             Layout::LoopedGated => "looped-gated",
             Layout::Streamed => "streamed",
             Layout::LoopedCompact => "looped-compact",
+            Layout::LoopedCompactFold => "looped-compact-fold",
         }
     }
 
@@ -386,9 +397,11 @@ impl Layout {
         match self {
             Layout::Inline | Layout::InlineFold => Layout::Inline,
             Layout::Grouped | Layout::GroupedFold => Layout::Grouped,
-            Layout::Looped | Layout::LoopedGated | Layout::Streamed | Layout::LoopedCompact => {
-                Layout::Looped
-            }
+            Layout::Looped
+            | Layout::LoopedGated
+            | Layout::Streamed
+            | Layout::LoopedCompact
+            | Layout::LoopedCompactFold => Layout::Looped,
         }
     }
 
@@ -412,7 +425,16 @@ impl Layout {
     /// the table-driven twin (`gmp_fk` + `gmp_frames_valid`) unfolded. The z-rotation fast path
     /// also asks for a finite obstacle translation.
     pub fn folds(self) -> bool {
-        matches!(self, Layout::InlineFold | Layout::GroupedFold)
+        matches!(
+            self,
+            Layout::InlineFold | Layout::GroupedFold | Layout::LoopedCompactFold
+        )
+    }
+
+    /// Whether the configuration kernel keeps 12-byte slots ([`Layout::LoopedCompact`] and its
+    /// folded build).
+    pub fn compact(self) -> bool {
+        matches!(self, Layout::LoopedCompact | Layout::LoopedCompactFold)
     }
 }
 
@@ -704,7 +726,7 @@ impl Gen<'_> {
     /// Folded code only: the joint-value guard at the top of `gmp_spec_valid` (see
     /// [`Layout::folds`]): configurations with a joint value outside `[-1e4, 1e4]` (or NaN) go
     /// to the unfolded table-driven twin.
-    fn emit_fold_guard(&self, o: &mut Out) -> Result<(), SpecialiseError> {
+    fn emit_fold_guard(&self, o: &mut Out, fallback: &[&str]) -> Result<(), SpecialiseError> {
         let mut conds = Vec::new();
         for (k, f) in self.m.frames.iter().enumerate() {
             let what = || format!("frame {k}");
@@ -720,9 +742,9 @@ impl Gen<'_> {
         }
         o.open(format!("if (!({})) {{", conds.join(" && ")));
         o.line("// Outside the range the folding is shown exact for: the unfolded twin.");
-        o.line("Xf frs[GMP_MAX_FRAMES];");
-        o.line("gmp_fk(m, q, frs);");
-        o.line("return gmp_frames_valid(m, frs, SWEEP ? diff : nullptr, n);");
+        for l in fallback {
+            o.line(*l);
+        }
         o.close("}");
         Ok(())
     }
@@ -1088,7 +1110,7 @@ pub fn generate_with(
             Layout::Streamed => LoopOrder::Streamed,
             _ => LoopOrder::Plain,
         };
-        let compact = layout == Layout::LoopedCompact;
+        let compact = layout.compact();
         emit_looped(&mut o, &gen, &groups, &pairs_of, order, compact, &mut stats)?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
@@ -1127,7 +1149,14 @@ pub fn generate_with(
         o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
         let mut sc = gen.scope(false);
         if gen.fold {
-            gen.emit_fold_guard(&mut o)?;
+            gen.emit_fold_guard(
+                &mut o,
+                &[
+                    "Xf frs[GMP_MAX_FRAMES];",
+                    "gmp_fk(m, q, frs);",
+                    "return gmp_frames_valid(m, frs, SWEEP ? diff : nullptr, n);",
+                ],
+            )?;
         }
         if grouped {
             o.line(format!("Xf fr[{}];", nf.max(1)));
@@ -2179,9 +2208,12 @@ fn emit_looped(
         o.line("    return gmp_pair_clear_at(m, gmp_frame_of(fr, m.bodies[ia].frame), gmp_frame_of(fr, m.bodies[ib].frame), ia, ib,");
         o.line("                             ea, eb, d);");
         o.line("}");
-    } else {
+    }
+    if !store_frames || gen.fold {
+        o.line("");
         o.line("// The whole configuration through the table-driven twin (the generic kernel's code, the CPU's");
-        o.line("// arithmetic), for the rare configuration that needs an out-of-line test.");
+        o.line("// arithmetic), for the rare configuration that needs an out-of-line test (or, folded, one");
+        o.line("// outside the range the folding is shown exact for).");
         o.line("template <bool SWEEP>");
         o.line("__device__ __noinline__ bool gmp_lp_twin(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
         o.line("    Xf frs[GMP_MAX_FRAMES];");
@@ -2191,10 +2223,26 @@ fn emit_looped(
     }
     o.line("");
     o.line("// The bounding test of kind K (GMP_SPHERE stands for spheres and meshes).");
+    if gen.fold {
+        o.line(
+            "// Folded: GMP_LP_BOX_Z and GMP_LP_CYLINDER_Z are boxes and cylinders rotated about z",
+        );
+        o.line("// (gmp_obstacle_zrot), tested without the products with their rotation's zeros.");
+        o.line("#define GMP_LP_BOX_Z 16u");
+        o.line("#define GMP_LP_CYLINDER_Z 18u");
+    }
     o.line("template <unsigned K>");
     o.open(
         "__device__ __forceinline__ bool gmp_lp_near(const V3& c, float r, const GmpObstacle& o) {",
     );
+    if gen.fold {
+        o.line(format!(
+            "if (K == GMP_LP_BOX_Z) return gmp_near_box_z(c, r, o, {mg});"
+        ));
+        o.line(format!(
+            "if (K == GMP_LP_CYLINDER_Z) return gmp_near_cylinder_z(c, r, o, {mg});"
+        ));
+    }
     o.line(format!(
         "if (K == GMP_BOX) return gmp_near_box(c, r, o, {mg});"
     ));
@@ -2402,9 +2450,21 @@ fn emit_looped(
             } else {
                 String::new()
             };
-            o.line(format!(
-                "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
-            ));
+            if gen.fold {
+                // Rotations about z: the same branch for every thread (one obstacle at a time).
+                o.line("const bool zr = gmp_obstacle_zrot(o);");
+                o.line(format!(
+                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP>(S, o, {end}t, p, k, resume);"
+                ));
+                o.line(format!(
+                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
+                ));
+                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP>(S, o, {end}t, p, k, resume);"));
+            } else {
+                o.line(format!(
+                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
+                ));
+            }
             o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP>(S, o, {end}t, p, k, resume);"));
             o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP>(S, o, {end}t, p, k, resume);"));
         }
@@ -2531,6 +2591,9 @@ fn emit_looped(
         o.close("}");
         Ok::<(), SpecialiseError>(())
     };
+    if gen.fold {
+        gen.emit_fold_guard(o, &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"])?;
+    }
     o.line(format!("typename GmpLpSlotOf<SWEEP>::T S[{}];", ns.max(1)));
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
@@ -2539,7 +2602,16 @@ fn emit_looped(
     for (g, bodies) in groups.iter().enumerate() {
         let frame = g as i32 - 1;
         if g > 0 {
-            emit_frame(o, m, g - 1, &|v| gen.var_group(v))?;
+            let k = g - 1;
+            if gen.fold {
+                let parent = match m.frames[k].parent {
+                    p if p >= 0 => gen.frame_syms.get(p as usize),
+                    _ => None,
+                };
+                gen.emit_frame_folded(o, k, parent)?;
+            } else {
+                emit_frame(o, m, k, &|v| gen.var_group(v))?;
+            }
             if store_frames {
                 o.line(format!("fr[{}] = F{};", g - 1, g - 1));
             }
@@ -2554,8 +2626,7 @@ fn emit_looped(
         if bodies.is_empty() && bound_slots.is_empty() {
             continue;
         }
-        let fname = frame_name(frame);
-        if frame < 0 {
+        if frame < 0 && !gen.fold {
             o.line("const Xf FR = xf_identity();");
         }
         o.line(format!("float ef{g} = 0.0f;"));
@@ -2565,10 +2636,8 @@ fn emit_looped(
                 "{{ // body {bi} (link {}, {} vertices, {} covering spheres)",
                 b.link, b.vert_count, b.sphere_count
             ));
-            o.line(format!(
-                "const V3 c = xf_apply({fname}, {});",
-                Lit::v3(&b.center, || format!("body {bi} centre"))?
-            ));
+            let centre = gen.world_point(o, frame, &b.center, &|| format!("body {bi} centre"))?;
+            o.line(format!("const V3 c = {centre};"));
             o.line("float e = 0.0f;");
             o.open("if (SWEEP) {");
             o.line("float a = 0.0f;");
@@ -2582,9 +2651,9 @@ fn emit_looped(
             o.close("}");
         }
         for (s, c) in bound_slots {
+            let centre = gen.world_point(o, frame, &c, &|| "culling bound centre".into())?;
             o.line(format!(
-                "gmp_lp_put(S, {s}u, xf_apply({fname}, {}), ef{g}); // culling bound",
-                Lit::v3(&c, || "culling bound centre".into())?
+                "gmp_lp_put(S, {s}u, {centre}, ef{g}); // culling bound"
             ));
         }
         if streamed {
@@ -2724,8 +2793,10 @@ mod tests {
         for (plain, folded) in [
             (Layout::Inline, Layout::InlineFold),
             (Layout::Grouped, Layout::GroupedFold),
+            (Layout::LoopedCompact, Layout::LoopedCompactFold),
         ] {
-            assert_eq!(folded.base(), plain);
+            assert_eq!(folded.base(), plain.base());
+            assert_eq!(folded.compact(), plain.compact());
             assert!(folded.folds() && !plain.folds());
             assert_eq!(Layout::parse(folded.name()), Some(folded));
             let p = generate_with(&m, plain).expect("plain");
@@ -2767,9 +2838,10 @@ mod tests {
             Layout::LoopedGated,
             Layout::Streamed,
             Layout::LoopedCompact,
+            Layout::LoopedCompactFold,
         ] {
             assert_eq!(layout.base(), Layout::Looped);
-            assert!(!layout.folds());
+            assert_eq!(layout.folds(), layout == Layout::LoopedCompactFold);
             looped_tables_hold_every_body_and_pair(&m, layout);
         }
     }
@@ -2806,7 +2878,8 @@ mod tests {
         assert!(st.slots >= m.bodies.len());
         // Polytope bodies: the frames are stored and the out-of-line tests called from the loops.
         assert!(g.generated.contains("gmp_lp_pair_fine(m, fr"));
-        assert!(!g.generated.contains("gmp_lp_twin"));
+        // Folded: the twin takes joint values outside the guard's range.
+        assert_eq!(g.generated.contains("gmp_lp_twin"), layout.folds());
         assert!(g.generated.contains("__launch_bounds__"));
         assert!(g.generated.contains(REGISTER_CAP_MACRO));
         assert!(!g.generated.contains("gmp_spec_chunk"));
