@@ -110,7 +110,7 @@ fn a_fetch_goal_at_minus_pi_is_planned() {
     )
     .expect("checker builds");
     let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
-    req.batch_size = 1;
+    req.batch_size = Some(1);
     req.time_limit = Duration::from_secs(60);
     let a = plan(&checker, &req).unwrap_or_else(|e| panic!("box #2: {e}"));
     let traj = &a.trajectory;

@@ -102,7 +102,7 @@ fn plans_through_the_hub_equal_plans_with_own_checkers() {
         let (start, goal) = r.start_goal(p).expect("start and goal");
         let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
         req.seed = 7;
-        req.batch_size = 1;
+        req.batch_size = Some(1);
         req.time_limit = std::time::Duration::from_secs(20);
         req.group = r.group.name.clone();
         req

@@ -293,7 +293,7 @@ fn parallel_rrt_connect_attempts_on_panda_problems() {
         let what = format!("4 attempts on {scene} #{index}");
         let c = checker(&p, prob);
         let mut req = request(&p, prob, PlannerId::RrtConnect, SEED);
-        req.batch_size = 1;
+        req.batch_size = Some(1);
         req.attempts = 4;
         req.solo_work = 0;
         let a = plan(&c, &req).unwrap_or_else(|e| panic!("{what}: {e}"));

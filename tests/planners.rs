@@ -16,7 +16,7 @@ fn request(start: &[f64], goal: &[f64], planner: PlannerId, seed: u64) -> PlanRe
     r.seed = seed;
     r.resolution = RES;
     r.time_limit = Duration::from_secs(20);
-    r.batch_size = 32;
+    r.batch_size = Some(32);
     if planner == PlannerId::RrtStar {
         r.max_iterations = Some(60);
     }
@@ -108,7 +108,7 @@ fn rrt_star_cost_decreases_over_time() {
     let (world, start, goal) = wall_2d();
     let mut req = request(&start, &goal, PlannerId::RrtStar, 11);
     req.max_iterations = Some(400);
-    req.batch_size = 16;
+    req.batch_size = Some(16);
     req.shortcut_rounds = 0;
     let res = plan(&world, &req).unwrap();
     let costs: Vec<f64> = res.stats.cost_over_time.iter().map(|c| c.1).collect();
@@ -417,7 +417,7 @@ fn one_sample_request(
     balance_trees: bool,
 ) -> (BoxWorld, PlanRequest) {
     let mut req = request(&start, &goal, PlannerId::RrtConnect, 11);
-    req.batch_size = 1;
+    req.batch_size = Some(1);
     req.max_iterations = Some(4000);
     req.time_limit = Duration::from_secs(600);
     req.dynamic_domain = dynamic_domain;
@@ -507,7 +507,7 @@ fn parallel_attempts_are_independent_and_deterministic() {
         ] {
             let (world, start, goal) = make();
             let mut req = request(&start, &goal, planner, seed);
-            req.batch_size = 1;
+            req.batch_size = Some(1);
             req.attempts = 4;
             req.solo_work = 0;
             let raced = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
@@ -569,7 +569,7 @@ fn attempts_out_of_range_are_named() {
 fn attempt_zero_alone_solves_within_its_solo_work() {
     let (world, start, goal) = window_3d();
     let mut req = request(&start, &goal, PlannerId::RrtConnect, 5);
-    req.batch_size = 1;
+    req.batch_size = Some(1);
     let single = plan(&world, &req).unwrap();
     req.attempts = 8;
     req.solo_work = u64::MAX;

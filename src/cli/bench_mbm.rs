@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use super::{parse_shapes, CliError};
 use crate::collision::hub::{BatchExecutor, HubOptions, HubStats, LaunchHub};
 use crate::collision::{Checker, CheckerOptions, ConfigBatch};
-use crate::planners::{plan, suited_batch_size, PlanRequest, PlannerId};
+use crate::planners::{plan, PlanRequest, PlannerId};
 
 /// `gmp bench mbm` arguments.
 #[derive(Args, Debug, Clone)]
@@ -422,12 +422,20 @@ fn solve_with(
     setup_time: f64,
 ) -> Result<Outcome, CliError> {
     let (start, goal) = r.start_goal(p)?;
-    let batch_size = a
-        .batch_size
-        .unwrap_or_else(|| suited_batch_size(planner, checker.backend()));
     let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
     let v = checker.check_configs(&ends)?;
     let valid = v.iter().all(|x| *x);
+    let mut req = PlanRequest::new(start, goal, planner);
+    req.seed = a.seed;
+    req.time_limit = Duration::from_secs_f64(a.time_limit);
+    req.resolution = a.resolution;
+    req.batch_size = a.batch_size;
+    req.range = a.range;
+    req.dynamic_domain = !a.no_dynamic_domain;
+    req.balance_trees = !a.no_balance;
+    req.attempts = a.attempts;
+    req.group = r.group.name.clone();
+    let batch_size = req.batch_size_on(checker.backend());
     let mut rec = ProblemRecord {
         scene: p.scene_name.clone(),
         index: p.index,
@@ -447,16 +455,6 @@ fn solve_with(
     };
     let mut plan_time = 0.0;
     if valid {
-        let mut req = PlanRequest::new(start, goal, planner);
-        req.seed = a.seed;
-        req.time_limit = Duration::from_secs_f64(a.time_limit);
-        req.resolution = a.resolution;
-        req.batch_size = batch_size;
-        req.range = a.range;
-        req.dynamic_domain = !a.no_dynamic_domain;
-        req.balance_trees = !a.no_balance;
-        req.attempts = a.attempts;
-        req.group = r.group.name.clone();
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
         let out = plan(checker, &req);

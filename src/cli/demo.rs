@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use super::picture::{Canvas, Rgb, View};
 use super::CliError;
 use crate::collision::{Checker, CheckerOptions, ConfigBatch, MotionBatch};
-use crate::planners::{plan, prm::Prm, suited_batch_size, PlanRequest, PlanResult, PlannerId};
+use crate::planners::{plan, prm::Prm, PlanRequest, PlanResult, PlannerId};
 use crate::roadmap::EdgeLabel;
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::{Scene, Shape};
@@ -195,7 +195,6 @@ fn plan_queries(
             req.seed = a.seed;
             req.time_limit = Duration::from_secs_f64(a.time_limit);
             req.group = group.name.clone();
-            req.batch_size = suited_batch_size(planner, checker.backend());
             let out = match planner {
                 PlannerId::Prm => prm.solve(checker, &req),
                 _ => plan(checker, &req),

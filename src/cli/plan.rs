@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::{load_robot, parse_shapes, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions};
-use crate::planners::{plan, suited_batch_size, PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
@@ -257,9 +257,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
     let mut req = request(a, p.start, p.goal)?;
     req.group = p.group.name.clone();
-    req.batch_size = a
-        .batch_size
-        .unwrap_or_else(|| suited_batch_size(req.planner, checker.backend()));
+    req.batch_size = a.batch_size;
     match plan(checker.as_ref(), &req) {
         Ok(res) => Ok(result_json(&res, checker.as_ref(), &p.group.name)),
         Err(e @ PlanError::NoPath { .. }) => Ok(json!({

@@ -108,11 +108,13 @@ pub struct PlanRequest {
     pub seed: u64,
     /// Motion-check resolution: joint-space distance between checked configurations.
     pub resolution: f64,
-    /// Samples drawn (and checked together) per planner iteration. Large batches keep a GPU
-    /// busy; on the CPU, where a check costs in proportion to the configurations it visits,
-    /// small ones waste less work (see [`suited_batch_size`]). The path depends on it: the
-    /// same request, batch size included, gives the same path on either backend.
-    pub batch_size: usize,
+    /// Samples drawn (and checked together) per planner iteration; `None` (the default): the
+    /// size [`suited_batch_size`] gives for the planner on the checker's backend, chosen when
+    /// planning starts. Large batches keep a GPU busy; on the CPU, where a check costs in
+    /// proportion to the configurations it visits, small ones waste less work. The path
+    /// depends on it: the same request with the same batch size gives the same path on either
+    /// backend (set it to compare backends).
+    pub batch_size: Option<usize>,
     /// Stop after this many iterations (batches) even before the time limit. RRT* is anytime
     /// and otherwise runs until the time limit; set this for reproducible RRT* results.
     pub max_iterations: Option<usize>,
@@ -163,7 +165,8 @@ pub struct PlanRequest {
 }
 
 impl PlanRequest {
-    /// A request with default options: 5 s, seed 0, resolution 0.02, batches of 64,
+    /// A request with default options: 5 s, seed 0, resolution 0.02, batches suited to the
+    /// planner and backend,
     /// goal bias 0.05, dynamic domain and tree balance on (RRT-Connect), up to 20 shortcut rounds
     /// (stopping once a round gains less than 0.5 %), full velocity and acceleration limits,
     /// 20 ms samples.
@@ -176,7 +179,7 @@ impl PlanRequest {
             time_limit: Duration::from_secs(5),
             seed: 0,
             resolution: 0.02,
-            batch_size: DEFAULT_BATCH_SIZE,
+            batch_size: None,
             max_iterations: None,
             range: None,
             goal_bias: 0.05,
@@ -207,8 +210,23 @@ pub fn suited_batch_size(planner: PlannerId, backend: Backend) -> usize {
     }
 }
 
-/// The batch size of [`PlanRequest::new`].
+/// The batch size [`suited_batch_size`] gives where it has no other measurement.
 pub const DEFAULT_BATCH_SIZE: usize = 64;
+
+impl PlanRequest {
+    /// The batch size planning with a checker of `backend` uses: [`Self::batch_size`], or when
+    /// that is `None` [`suited_batch_size`] of the planner and `backend`.
+    pub fn batch_size_on(&self, backend: Backend) -> usize {
+        self.batch_size
+            .unwrap_or_else(|| suited_batch_size(self.planner, backend))
+    }
+
+    /// The batch size inside a planner: [`run`] resolves [`Self::batch_size`] before any
+    /// planner reads it (the default only for requests that did not pass through it).
+    pub(crate) fn batch(&self) -> usize {
+        self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE)
+    }
+}
 
 /// Counters and timings of one planning run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -638,7 +656,7 @@ pub(crate) fn race(
                 }
             }
         };
-        let solo = solo_budget(req.solo_work, req.batch_size);
+        let solo = solo_budget(req.solo_work, req.batch());
         let mut all = vec![attempt(0, Some((solo, &start_others)))];
         let handles = others.into_inner().unwrap_or_default();
         for h in handles {
@@ -781,7 +799,7 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
             req.resolution
         ));
     }
-    if req.batch_size == 0 {
+    if req.batch_size == Some(0) {
         return bad("batch_size must be at least 1".into());
     }
     if !(0.0..=1.0).contains(&req.goal_bias) {
@@ -883,6 +901,12 @@ pub(crate) fn run(
     let space = checker.space().clone();
     check_space(&space)?;
     check_request(req)?;
+    // The batch size, resolved once for the planner and the shortcutting after it.
+    let resolved = PlanRequest {
+        batch_size: Some(req.batch_size_on(checker.backend())),
+        ..req.clone()
+    };
+    let req = &resolved;
     space
         .validate(&req.start)
         .map_err(PlanError::InvalidStart)?;
@@ -977,7 +1001,7 @@ pub(crate) fn run(
         cost_over_time: raw.cost_over_time,
         attempts: ctx.attempts_run.0,
         winning_attempt: ctx.attempts_run.1,
-        batch_size: req.batch_size,
+        batch_size: req.batch(),
         ..PlanStats::default()
     };
     counting.fill(&mut stats);
@@ -993,6 +1017,23 @@ pub(crate) fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unset_batch_size_suits_the_planner_and_backend() {
+        let mut req = PlanRequest::new(vec![0.0], vec![1.0], PlannerId::RrtConnect);
+        assert_eq!(req.batch_size_on(Backend::Cpu), 1);
+        assert_eq!(req.batch_size_on(Backend::Cuda), DEFAULT_BATCH_SIZE);
+        req.planner = PlannerId::Prm;
+        assert_eq!(req.batch_size_on(Backend::Cpu), DEFAULT_BATCH_SIZE);
+        req.batch_size = Some(5);
+        assert_eq!(req.batch_size_on(Backend::Cpu), 5);
+        assert_eq!(req.batch_size_on(Backend::Cuda), 5);
+        req.batch_size = Some(0);
+        assert!(matches!(
+            check_request(&req),
+            Err(PlanError::InvalidRequest(m)) if m.contains("batch_size")
+        ));
+    }
 
     #[test]
     fn the_solo_phase_scales_with_the_batch() {

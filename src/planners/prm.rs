@@ -257,7 +257,7 @@ impl Prm {
 
     /// Samples one batch, keeps the valid configurations as vertices and connects them.
     fn grow(&mut self, ctx: &mut Context<'_, '_>, lazy: bool) -> Result<(), PlanError> {
-        let samples = ctx.valid_samples(ctx.req.batch_size)?;
+        let samples = ctx.valid_samples(ctx.req.batch())?;
         let mut new = Vec::with_capacity(samples.len());
         for q in samples {
             let (v, added) = self.vertex(&q)?;

@@ -141,7 +141,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         let radius = (gamma * (n.ln() / n).powf(1.0 / dof as f64)).min(range);
         let mut motions = MotionBatch::new(dof);
         let mut proposals: Vec<Proposal> = Vec::new();
-        for _ in 0..ctx.req.batch_size {
+        for _ in 0..ctx.req.batch() {
             let target = if ctx.rng.random_bool(ctx.req.goal_bias) {
                 goal.clone()
             } else {

@@ -170,7 +170,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         // 1. Extend tree `a` towards a batch of samples.
         let mut motions = MotionBatch::new(dof);
         let mut proposals = Vec::new();
-        for _ in 0..ctx.req.batch_size {
+        for _ in 0..ctx.req.batch() {
             ctx.sample_into(&mut target);
             let Some(nearest) = a.tree.nn.nearest(&target)? else {
                 continue;

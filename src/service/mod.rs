@@ -851,7 +851,6 @@ impl PlanningService {
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
         preq.attempts = attempts;
-        preq.batch_size = planners::suited_batch_size(planner, checker.backend());
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),
