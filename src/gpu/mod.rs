@@ -940,20 +940,19 @@ impl DeviceState {
             }
             return Ok(());
         }
-        let short_head = std::env::var(SHORT_HEAD_ENV).map_or(true, |v| v.trim() != "0");
-        let pieces = pipeline_pieces(n, piece, wave, short_head);
-        let slots = slots.max(pieces.len().min(PIPE_SLOTS));
         self.ensure_buffers(piece * slots * dof, piece * slots)?;
         self.ensure_pipe_events(slots)?;
         let mut pending = std::collections::VecDeque::with_capacity(slots);
         let result = (|| {
-            for (j, &(start, cn)) in pieces.iter().enumerate() {
+            for j in 0..n.div_ceil(piece) {
                 let slot = j % slots;
                 if pending.len() == slots {
                     if let Some(done) = pending.pop_front() {
                         self.finish_piece(done, out, times)?;
                     }
                 }
+                let start = j * piece;
+                let cn = piece.min(n - start);
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
                 let t0 = std::time::Instant::now();
@@ -1392,32 +1391,6 @@ fn pipeline_shape(n: usize, wave: usize) -> (usize, usize) {
         };
     }
     (piece, n.div_ceil(piece).min(PIPE_SLOTS))
-}
-
-/// Environment variable: `0` turns off the shorter first piece of pipelined configuration
-/// batches (see [`pipeline_pieces`]; for side-by-side measurements).
-pub const SHORT_HEAD_ENV: &str = "GMP_SHORT_HEAD";
-
-/// The pieces `(start, count)` of a pipelined batch of `n` configurations in pieces of at most
-/// `piece` ([`pipeline_shape`]). With `wave` > 0 (and `short_head`) the first piece is one wave
-/// when `piece` is more: nothing overlaps the staging and the copy of the first piece, so a
-/// shorter one starts the kernels sooner; the pieces after it take `piece` each, the last the
-/// rest.
-fn pipeline_pieces(n: usize, piece: usize, wave: usize, short_head: bool) -> Vec<(usize, usize)> {
-    let piece = piece.max(1);
-    let head = if short_head && wave > 0 && wave < piece && n > piece {
-        wave
-    } else {
-        piece
-    };
-    let mut out = Vec::with_capacity(n.div_ceil(piece) + 1);
-    let mut start = 0;
-    while start < n {
-        let len = if start == 0 { head } else { piece }.min(n - start);
-        out.push((start, len));
-        start += len;
-    }
-    out
 }
 
 /// A transform from the 12 words `fk_frames` writes per frame (row-major rotation, translation).
@@ -2027,46 +2000,6 @@ mod tests {
         }
         // The H100 case: 1e6 configurations in whole waves of 168,960 (two per piece).
         assert_eq!(pipeline_shape(1_000_000, 168_960), (337_920, 3));
-    }
-
-    #[test]
-    fn pipelined_pieces_tile_the_batch_with_a_short_head() {
-        for (n, piece, wave) in [
-            (1_000_000, 337_920, 168_960),
-            (10_000_000, 1 << 20, 168_960),
-            (1_000_000, 262_144, 0),
-            (600_000, 300_000, 300_000),
-            (5, 5, 2),
-            (0, 4, 2),
-        ] {
-            for short in [true, false] {
-                let p = pipeline_pieces(n, piece, wave, short);
-                let mut next = 0;
-                for &(start, len) in &p {
-                    assert_eq!(start, next, "{n} {piece} {wave}");
-                    assert!(len >= 1 && len <= piece);
-                    next += len;
-                }
-                assert_eq!(next, n);
-                let head = p.first().map_or(0, |x| x.1);
-                if short && wave > 0 && wave < piece && n > piece {
-                    assert_eq!(head, wave);
-                    assert!(p[1..p.len() - 1].iter().all(|x| x.1 == piece));
-                } else if n > 0 {
-                    assert_eq!(head, piece.min(n));
-                }
-            }
-        }
-        // 1e6 on the H100: one wave, two pieces of two waves, the rest.
-        assert_eq!(
-            pipeline_pieces(1_000_000, 337_920, 168_960, true),
-            vec![
-                (0, 168_960),
-                (168_960, 337_920),
-                (506_880, 337_920),
-                (844_800, 155_200)
-            ]
-        );
     }
 
     #[test]
