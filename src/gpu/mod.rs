@@ -14,6 +14,7 @@ pub mod hub;
 pub mod kernels;
 pub mod rgg;
 pub mod specialise;
+pub mod stage;
 pub mod upload;
 pub mod voxel;
 
@@ -414,27 +415,17 @@ fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
     fn part(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
         match src {
             ConfigValues::F32(v) => {
-                for (d, s) in dst.iter_mut().zip(v) {
-                    *d = s.to_bits();
-                }
+                stage::copy_f32(v, dst);
                 None
             }
             ConfigValues::F64(v) => {
-                // Blocks without a branch per value (the compiler vectorises the rounding and
-                // the finiteness test); a block with a bad value is searched again.
-                const BLOCK: usize = 512;
-                let mut bad = None;
-                for (k, (d, s)) in dst.chunks_mut(BLOCK).zip(v.chunks(BLOCK)).enumerate() {
-                    let mut finite = true;
-                    for (d, x) in d.iter_mut().zip(s) {
-                        finite &= x.is_finite();
-                        *d = (*x as f32).to_bits();
-                    }
-                    if !finite && bad.is_none() {
-                        bad = s.iter().position(|x| !x.is_finite()).map(|i| k * BLOCK + i);
-                    }
+                // No branch per value (see the stage module); the values of a part with a bad
+                // one are searched again.
+                if stage::round_f64(v, dst) {
+                    None
+                } else {
+                    v.iter().take(dst.len()).position(|x| !x.is_finite())
                 }
-                bad
             }
         }
     }
