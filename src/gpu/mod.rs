@@ -398,6 +398,21 @@ struct Rows<'a> {
 /// Fewest values per staging thread (smaller batches are staged on the calling thread).
 const STAGE_GRAIN: usize = 1 << 18;
 
+/// Environment variable (measurements): values per staging thread instead of [`STAGE_GRAIN`].
+pub const STAGE_GRAIN_ENV: &str = "GMP_STAGE_GRAIN";
+
+/// [`STAGE_GRAIN`], or [`STAGE_GRAIN_ENV`] (read once).
+fn stage_grain() -> usize {
+    static G: OnceLock<usize> = OnceLock::new();
+    *G.get_or_init(|| {
+        std::env::var(STAGE_GRAIN_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|&g: &usize| g >= 1024)
+            .unwrap_or(STAGE_GRAIN)
+    })
+}
+
 fn host_threads() -> usize {
     static N: OnceLock<usize> = OnceLock::new();
     *N.get_or_init(|| {
@@ -429,7 +444,7 @@ fn stage_values(src: ConfigValues, dst: &mut [u32]) -> Option<usize> {
             }
         }
     }
-    let threads = (dst.len() / STAGE_GRAIN).clamp(1, host_threads());
+    let threads = (dst.len() / stage_grain()).clamp(1, host_threads());
     if threads == 1 {
         return part(src, dst);
     }
