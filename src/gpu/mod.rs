@@ -928,9 +928,7 @@ impl DeviceState {
                 false => (f_configs, 1),
             };
             self.ensure_buffers(n * dof, n)?;
-            let t0 = std::time::Instant::now();
-            self.stage(values, &rows, 0..n, 0)?;
-            times.stage += t0.elapsed().as_secs_f64() * 1e3;
+            self.stage(values, &rows, 0..n, 0, times)?;
             self.round(n * dof, n, times, |s| {
                 launch_configs(
                     &s.stream,
@@ -961,9 +959,7 @@ impl DeviceState {
                 let cn = piece.min(n - start);
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
-                let t0 = std::time::Instant::now();
-                self.stage(values, &rows, start..start + cn, w0)?;
-                times.stage += t0.elapsed().as_secs_f64() * 1e3;
+                self.stage(values, &rows, start..start + cn, w0, times)?;
                 let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
                 ev[0].record(&self.h2d).map_err(drv("event"))?;
                 {
@@ -1036,12 +1032,16 @@ impl DeviceState {
         rows: &Rows,
         range: std::ops::Range<usize>,
         at: usize,
+        times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
+        let started = std::time::Instant::now();
         let dof = rows.dof;
         let words = range.len() * dof;
         let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
         let src = values.slice(range.start * dof..range.end * dof);
-        match stage_values(src, &mut stg[at..at + words]) {
+        let bad = stage_values(src, &mut stg[at..at + words]);
+        times.stage += started.elapsed().as_secs_f64() * 1e3;
+        match bad {
             Some(i) => {
                 let v = range.start * dof + i;
                 Err(CollisionError::NonFinite {

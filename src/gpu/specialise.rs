@@ -702,6 +702,20 @@ impl Gen<'_> {
         Ok(seen)
     }
 
+    /// Forward kinematics of frame `k` as the layout writes it: folded
+    /// ([`Gen::emit_frame_folded`], on the parent's folded transform) or not ([`emit_frame`]).
+    /// Declares `F<k>` either way.
+    fn emit_frame(&self, o: &mut Out, k: usize) -> Result<(), SpecialiseError> {
+        if !self.fold {
+            return emit_frame(o, self.m, k, &|v| self.var_group(v));
+        }
+        let parent = match self.m.frames[k].parent {
+            p if p >= 0 => self.frame_syms.get(p as usize),
+            _ => None,
+        };
+        self.emit_frame_folded(o, k, parent).map(|_| ())
+    }
+
     /// The folded transforms of every frame (as [`Gen::emit_frame_folded`] returns them), from
     /// a dry run.
     fn fold_frames(&self) -> Result<Vec<SymXf>, SpecialiseError> {
@@ -1167,15 +1181,7 @@ pub fn generate_with(
         for g in 0..=nf {
             if g > 0 {
                 let k = g - 1;
-                if gen.fold {
-                    let parent = match m.frames[k].parent {
-                        p if p >= 0 => gen.frame_syms.get(p as usize),
-                        _ => None,
-                    };
-                    gen.emit_frame_folded(&mut o, k, parent)?;
-                } else {
-                    emit_frame(&mut o, m, k, &|v| gen.var_group(v))?;
-                }
+                gen.emit_frame(&mut o, k)?;
                 if grouped {
                     o.line(format!("fr[{k}] = F{k};"));
                 }
@@ -2602,16 +2608,7 @@ fn emit_looped(
     for (g, bodies) in groups.iter().enumerate() {
         let frame = g as i32 - 1;
         if g > 0 {
-            let k = g - 1;
-            if gen.fold {
-                let parent = match m.frames[k].parent {
-                    p if p >= 0 => gen.frame_syms.get(p as usize),
-                    _ => None,
-                };
-                gen.emit_frame_folded(o, k, parent)?;
-            } else {
-                emit_frame(o, m, k, &|v| gen.var_group(v))?;
-            }
+            gen.emit_frame(o, g - 1)?;
             if store_frames {
                 o.line(format!("fr[{}] = F{};", g - 1, g - 1));
             }

@@ -40,6 +40,11 @@ pub(super) fn copy_f32(src: &[f32], dst: &mut [u32]) {
     if streaming() {
         return x86::copy_f32(src, dst);
     }
+    copy_f32_plain(src, dst)
+}
+
+/// [`copy_f32`] with plain stores (and the unaligned ends of the streaming version).
+fn copy_f32_plain(src: &[f32], dst: &mut [u32]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d = s.to_bits();
     }
@@ -107,9 +112,7 @@ mod x86 {
         let (src, dst) = (&src[..n], &mut dst[..n]);
         let h = head(dst, n);
         let body = (n - h) / 4 * 4;
-        for (d, s) in dst[..h].iter_mut().zip(&src[..h]) {
-            *d = s.to_bits();
-        }
+        super::copy_f32_plain(&src[..h], &mut dst[..h]);
         // SAFETY: as in `round_f64`.
         unsafe {
             let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
@@ -121,9 +124,7 @@ mod x86 {
             _mm_sfence();
         }
         let t = h + body;
-        for (d, s) in dst[t..].iter_mut().zip(&src[t..]) {
-            *d = s.to_bits();
-        }
+        super::copy_f32_plain(&src[t..], &mut dst[t..]);
     }
 }
 

@@ -166,10 +166,9 @@ pub struct PlanRequest {
 
 impl PlanRequest {
     /// A request with default options: 5 s, seed 0, resolution 0.02, batches suited to the
-    /// planner and backend,
-    /// goal bias 0.05, dynamic domain and tree balance on (RRT-Connect), up to 20 shortcut rounds
-    /// (stopping once a round gains less than 0.5 %), full velocity and acceleration limits,
-    /// 20 ms samples.
+    /// planner and backend, goal bias 0.05, dynamic domain and tree balance on (RRT-Connect),
+    /// up to 20 shortcut rounds (stopping once a round gains less than 0.5 %), full velocity
+    /// and acceleration limits, 20 ms samples.
     pub fn new(start: Vec<f64>, goal: Vec<f64>, planner: PlannerId) -> Self {
         Self {
             start,
@@ -195,6 +194,19 @@ impl PlanRequest {
             sample_dt: 0.02,
         }
     }
+
+    /// The batch size planning with a checker of `backend` uses: [`Self::batch_size`], or when
+    /// that is `None` [`suited_batch_size`] of the planner and `backend`.
+    pub fn batch_size_on(&self, backend: Backend) -> usize {
+        self.batch_size
+            .unwrap_or_else(|| suited_batch_size(self.planner, backend))
+    }
+
+    /// The batch size inside a planner: [`run`] resolves [`Self::batch_size`] before any
+    /// planner reads it (the default only for requests that did not pass through it).
+    pub(crate) fn batch(&self) -> usize {
+        self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE)
+    }
 }
 
 /// A batch size that suits `planner` on `backend`: 1 for RRT-Connect on the CPU (each sample
@@ -212,21 +224,6 @@ pub fn suited_batch_size(planner: PlannerId, backend: Backend) -> usize {
 
 /// The batch size [`suited_batch_size`] gives where it has no other measurement.
 pub const DEFAULT_BATCH_SIZE: usize = 64;
-
-impl PlanRequest {
-    /// The batch size planning with a checker of `backend` uses: [`Self::batch_size`], or when
-    /// that is `None` [`suited_batch_size`] of the planner and `backend`.
-    pub fn batch_size_on(&self, backend: Backend) -> usize {
-        self.batch_size
-            .unwrap_or_else(|| suited_batch_size(self.planner, backend))
-    }
-
-    /// The batch size inside a planner: [`run`] resolves [`Self::batch_size`] before any
-    /// planner reads it (the default only for requests that did not pass through it).
-    pub(crate) fn batch(&self) -> usize {
-        self.batch_size.unwrap_or(DEFAULT_BATCH_SIZE)
-    }
-}
 
 /// Counters and timings of one planning run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
