@@ -6,6 +6,7 @@ use super::fast::{
     PairList,
 };
 use super::gjk::{separated, ShapeRef};
+use super::lanes::{self, first_lanes, Isa, LaneScratch, Lanes, LANES};
 use super::model::{
     obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
     DEFAULT_MARGIN,
@@ -60,6 +61,21 @@ pub struct Scratch {
     bisect_queue: Vec<(u32, u32)>,
     /// Scratch of [`PairList::for_motion_with`].
     cull: CullScratch,
+    /// Scratch of the eight-lane checks ([`lanes`]).
+    lane: LaneScratch,
+    /// Eight-lane motion checks: the pairs the whole motion being checked can bring near, and
+    /// whether they are culled yet.
+    motion_pairs: (PairList, bool),
+}
+
+/// How one refinement level of a motion check ended ([`CpuChecker::motion_valid`]).
+enum LevelEnd {
+    /// Every configuration of the level passed its swept check: the motion is valid.
+    Passed,
+    /// A configuration is in collision: the motion is not valid.
+    Collides,
+    /// This configuration failed its swept check only: refine around it.
+    FailedAt(u32),
 }
 
 /// The outcome of checking one motion at its checked configurations.
@@ -104,6 +120,10 @@ pub fn piece_configs(segments: u32, k: usize) -> u64 {
     };
     (hi + 1).saturating_sub(lo)
 }
+
+/// Eight-lane motion checks cull the pairs of a whole motion ([`PairList::for_motion_with`])
+/// only when it has at least this many segments at the first level.
+pub const LANE_CULL_MIN_SEGMENTS: u32 = 8;
 
 /// Each refinement cuts the uncertain motions' segments into this many parts.
 pub const REFINE_FACTOR: u32 = 4;
@@ -582,6 +602,9 @@ pub struct CpuChecker {
     rest_growth: Vec<f32>,
     /// Every pair: what a lone configuration visits in [`frames_valid_fast`].
     all_pairs: PairList,
+    /// Where the model and scene are [`lanes::eligible`]: the instructions the checks run
+    /// eight configurations at a time with ([`Isa::best`]).
+    lanes: Option<Isa>,
     /// Scratch spaces reused by single-threaded checks: a call takes one (or a fresh one when
     /// every one is in use by another thread, such as parallel planning attempts sharing the
     /// checker) and puts it back when done.
@@ -599,6 +622,7 @@ impl Clone for CpuChecker {
             groups: self.groups.clone(),
             rest_growth: self.rest_growth.clone(),
             all_pairs: self.all_pairs.clone(),
+            lanes: self.lanes,
             scratch: Mutex::new(Vec::new()),
         }
     }
@@ -632,6 +656,7 @@ impl CpuChecker {
         groups.growth(&[], &mut rest_growth);
         Ok(Self {
             all_pairs: PairList::all(&model, &scene, &groups),
+            lanes: lanes::eligible(&model, &scene).then(Isa::best),
             groups,
             rest_growth,
             model,
@@ -657,6 +682,7 @@ impl CpuChecker {
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
         let changed = self.scene.sync(scene);
         self.all_pairs = PairList::all(&self.model, &self.scene, &self.groups);
+        self.lanes = lanes::eligible(&self.model, &self.scene).then(Isa::best);
         changed
     }
 
@@ -680,6 +706,31 @@ impl CpuChecker {
         self.fill_state(q.iter().copied(), scratch);
         frame_poses_fast(&self.model, &scratch.state, &mut scratch.frames);
         self.frames_valid(scratch, false, None)
+    }
+
+    /// The eight-lane checks of this checker, where its model and scene are
+    /// [`lanes::eligible`].
+    fn lanes(&self) -> Option<Lanes<'_>> {
+        self.lanes.map(|isa| Lanes {
+            model: &self.model,
+            scene: &self.scene,
+            groups: &self.groups,
+            rest_growth: &self.rest_growth,
+            isa,
+        })
+    }
+
+    /// Chooses the instructions of the eight-lane checks (tests compare them); `None` checks
+    /// one configuration at a time. Ignored where the model and scene are not
+    /// [`lanes::eligible`].
+    pub fn set_lanes(&mut self, isa: Option<Isa>) {
+        self.lanes = isa.filter(|_| lanes::eligible(&self.model, &self.scene));
+    }
+
+    /// The instructions of the eight-lane checks, `None` where configurations are checked one
+    /// at a time.
+    pub fn lane_isa(&self) -> Option<Isa> {
+        self.lanes
     }
 
     /// [`frames_valid_fast`] on the frames in `scratch`, grown by `scratch.sweep` when `swept`,
@@ -885,6 +936,20 @@ impl CpuChecker {
                 }
             }
             failed_at = None;
+            if let Some(lanes) = self.lanes() {
+                if level == 0 {
+                    self.cull_motion(start, diff, n, scratch);
+                }
+                let firsts = &first[..first_count];
+                match self.level_lanes(&lanes, start, diff, n, firsts, scratch, evaluated) {
+                    LevelEnd::Passed => return true,
+                    LevelEnd::Collides => return false,
+                    LevelEnd::FailedAt(step) => {
+                        failed_at = Some(step);
+                        continue;
+                    }
+                }
+            }
             let mut queue = std::mem::take(&mut scratch.bisect_queue);
             let mut walk = Bisection::new(n);
             let mut firsts = first[..first_count].iter();
@@ -932,6 +997,110 @@ impl CpuChecker {
             }
         }
         false
+    }
+
+    /// Eight-lane motion checks: culls the pairs of the whole motion `start + t diff` for
+    /// growths up to `scratch.sweep` ([`PairList::for_motion_with`] at its midpoint with the
+    /// travel over the whole motion), when its first level has `n` >=
+    /// [`LANE_CULL_MIN_SEGMENTS`] segments; shorter motions visit every pair.
+    fn cull_motion(&self, start: &[f32], diff: &[f32], n: u32, scratch: &mut Scratch) {
+        scratch.motion_pairs.1 = false;
+        if n < LANE_CULL_MIN_SEGMENTS {
+            return;
+        }
+        let model = &self.model;
+        let dof = model.dof();
+        self.fill_state((0..dof).map(|j| start[j] + diff[j] * 0.5), scratch);
+        frame_poses_fast(model, &scratch.state, &mut scratch.frames);
+        motion_travel(model, diff, &mut scratch.travel);
+        PairList::for_motion_with(
+            model,
+            &self.scene,
+            &self.groups,
+            &scratch.frames,
+            &scratch.sweep,
+            &scratch.travel,
+            &mut scratch.motion_pairs.0,
+            &mut scratch.cull,
+        );
+        scratch.motion_pairs.1 = true;
+    }
+
+    /// One refinement level (`n` segments, bodies grown by `scratch.sweep`) of
+    /// [`Self::motion_valid`], eight configurations at a time ([`lanes_in_collision`]):
+    /// `firsts` and then the bisection walk, skipping what `scratch.passed` knows to pass,
+    /// in batches of [`LANES`]. A batch where a configuration fails its swept check ends the
+    /// level: the motion collides when one of the failing configurations fails unswept too
+    /// (it belongs to every finer level), and otherwise the level is refined around the first
+    /// of them in the walk's order. Configurations of the batch that passed are marked in
+    /// `scratch.passed` (they pass at every finer level too). The verdict is the scalar
+    /// path's: only which configurations are computed, not their verdicts, differs.
+    #[allow(clippy::too_many_arguments)]
+    fn level_lanes(
+        &self,
+        lanes: &Lanes<'_>,
+        start: &[f32],
+        diff: &[f32],
+        n: u32,
+        firsts: &[u32],
+        scratch: &mut Scratch,
+        evaluated: &mut u64,
+    ) -> LevelEnd {
+        let mut queue = std::mem::take(&mut scratch.bisect_queue);
+        let mut walk = Bisection::new(n);
+        let mut firsts = firsts.iter();
+        let mut end = LevelEnd::Passed;
+        loop {
+            let mut steps = [0u32; LANES];
+            let mut count = 0;
+            while count < LANES {
+                let Some(step) = firsts.next().copied().or_else(|| walk.next(&mut queue)) else {
+                    break;
+                };
+                if scratch.passed.get(step as usize).copied() == Some(false) {
+                    steps[count] = step;
+                    count += 1;
+                }
+            }
+            if count == 0 {
+                break;
+            }
+            *evaluated += count as u64;
+            // Each lane's configuration as the scalar path computes it; lanes past `count`
+            // repeat the first (and are not reported).
+            let mut t = [0.0f32; LANES];
+            for (l, tl) in t.iter_mut().enumerate() {
+                *tl = steps[if l < count { l } else { 0 }] as f32 / n as f32;
+            }
+            let pairs = match &scratch.motion_pairs {
+                (p, true) => p,
+                _ => &self.all_pairs,
+            };
+            let v = lanes.check(
+                |j, l| start[j] + diff[j] * t[l],
+                pairs,
+                &scratch.sweep,
+                &scratch.group_sweep,
+                first_lanes(count),
+                &mut scratch.lane,
+            );
+            for (l, &step) in steps[..count].iter().enumerate() {
+                if v.swept & (1 << l) == 0 {
+                    scratch.passed[step as usize] = true;
+                }
+            }
+            if v.swept == 0 {
+                continue;
+            }
+            end = if v.unswept != 0 {
+                LevelEnd::Collides
+            } else {
+                LevelEnd::FailedAt(steps[v.swept.trailing_zeros() as usize])
+            };
+            break;
+        }
+        scratch.bisect_queue = queue;
+        end
     }
 
     /// [`refine_motions`] over [`Self::motion_status`] for motion `i` alone.
@@ -1020,6 +1189,28 @@ impl Checker for CpuChecker {
         let values: Vec<f32> = configs.values().iter().map(|&v| v as f32).collect();
         self.evaluated
             .fetch_add(configs.len() as u64, Ordering::Relaxed);
+        if let Some(lanes) = self.lanes() {
+            let n = configs.len();
+            let hits = self.parallel(n.div_ceil(LANES), |c, s| {
+                let rows = &values[c * LANES * dof..n.min((c + 1) * LANES) * dof];
+                let count = rows.len() / dof.max(1);
+                // Lanes past the rows repeat the first row (and are not reported).
+                let row = |l: usize| if l < count { l } else { 0 };
+                lanes
+                    .check(
+                        |j, l| rows[row(l) * dof + j],
+                        &self.all_pairs,
+                        &[],
+                        &self.rest_growth,
+                        first_lanes(count),
+                        &mut s.lane,
+                    )
+                    .swept
+            });
+            return Ok((0..n)
+                .map(|i| hits[i / LANES] & (1 << (i % LANES)) == 0)
+                .collect());
+        }
         Ok(self.parallel(configs.len(), |i, s| {
             self.config_valid_f32(&values[i * dof..(i + 1) * dof], s)
         }))

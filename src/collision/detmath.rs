@@ -170,11 +170,11 @@ pub fn cross<S: Real>(a: &[S; 3], b: &[S; 3]) -> [S; 3] {
     ]
 }
 
-const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
+pub(super) const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
 // pi/2 split so that k * PIO2_HI is exact for |k| < 2^16 (PIO2_HI has 8 significant bits);
 // PIO2_LO is the f32 nearest to pi/2 - PIO2_HI (residual 2.6e-12).
-const PIO2_HI: f32 = 1.570_312_5;
-const PIO2_LO: f32 = 4.838_267_9e-4;
+pub(super) const PIO2_HI: f32 = 1.570_312_5;
+pub(super) const PIO2_LO: f32 = 4.838_267_9e-4;
 
 /// `x.floor()`, computed inline (without SSE4.1 `f32::floor` is a call into libm, a
 /// noticeable part of the forward kinematics). Bit for bit `x.floor()` for every input but

@@ -143,7 +143,7 @@ impl BodyGroups {
     }
 
     /// Whether a test of group `g` can leave anything out (a group of one body is its body).
-    fn worth_testing(&self, g: usize) -> bool {
+    pub(super) fn worth_testing(&self, g: usize) -> bool {
         self.starts[g + 1] - self.starts[g] > 1
     }
 }
@@ -166,16 +166,16 @@ fn enclosing_sphere(model: &CollisionModel, bodies: &[usize], frame: i32) -> (i3
 /// (see [`BodyGroups`]) in runs with the same first body.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PairList {
-    obstacle: Vec<(u32, u32)>,
+    pub(super) obstacle: Vec<(u32, u32)>,
     /// Per block: group, obstacle slot, end of the block in `obstacle`.
-    obstacle_blocks: Vec<(u32, u32, u32)>,
+    pub(super) obstacle_blocks: Vec<(u32, u32, u32)>,
     /// Second bodies of the self pairs, run after run.
-    self_partners: Vec<u32>,
+    pub(super) self_partners: Vec<u32>,
     /// Runs of self pairs with the same first body: that body and the end of the run in
     /// `self_partners`.
-    self_runs: Vec<(u32, u32)>,
+    pub(super) self_runs: Vec<(u32, u32)>,
     /// Per block: the two groups, end of the block in `self_runs`.
-    self_blocks: Vec<(u32, u32, u32)>,
+    pub(super) self_blocks: Vec<(u32, u32, u32)>,
 }
 
 impl PairList {

@@ -12,6 +12,7 @@ pub mod detmath;
 mod fast;
 pub mod gjk;
 pub mod hub;
+pub mod lanes;
 pub mod model;
 
 pub use backend::make_checker;
