@@ -63,9 +63,6 @@ pub struct Scratch {
     cull: CullScratch,
     /// Scratch of the eight-lane checks ([`lanes`]).
     lane: LaneScratch,
-    /// Eight-lane motion checks: the pairs the whole motion being checked can bring near, and
-    /// whether they are culled yet.
-    motion_pairs: (PairList, bool),
 }
 
 /// How one refinement level of a motion check ended ([`CpuChecker::motion_valid`]).
@@ -120,10 +117,6 @@ pub fn piece_configs(segments: u32, k: usize) -> u64 {
     };
     (hi + 1).saturating_sub(lo)
 }
-
-/// Eight-lane motion checks cull the pairs of a whole motion ([`PairList::for_motion_with`])
-/// only when it has at least this many segments at the first level.
-pub const LANE_CULL_MIN_SEGMENTS: u32 = 8;
 
 /// Each refinement cuts the uncertain motions' segments into this many parts.
 pub const REFINE_FACTOR: u32 = 4;
@@ -893,7 +886,7 @@ impl CpuChecker {
             if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
             }
-            if level == 0 {
+            if level == 0 && self.lanes.is_none() {
                 // Travel over a piece: a power-of-two fraction of the whole (exact).
                 motion_travel(&self.model, diff, &mut scratch.travel);
                 for t in &mut scratch.travel {
@@ -937,9 +930,6 @@ impl CpuChecker {
             }
             failed_at = None;
             if let Some(lanes) = self.lanes() {
-                if level == 0 {
-                    self.cull_motion(start, diff, n, scratch);
-                }
                 let firsts = &first[..first_count];
                 match self.level_lanes(&lanes, start, diff, n, firsts, scratch, evaluated) {
                     LevelEnd::Passed => return true,
@@ -999,35 +989,8 @@ impl CpuChecker {
         false
     }
 
-    /// Eight-lane motion checks: culls the pairs of the whole motion `start + t diff` for
-    /// growths up to `scratch.sweep` ([`PairList::for_motion_with`] at its midpoint with the
-    /// travel over the whole motion), when its first level has `n` >=
-    /// [`LANE_CULL_MIN_SEGMENTS`] segments; shorter motions visit every pair.
-    fn cull_motion(&self, start: &[f32], diff: &[f32], n: u32, scratch: &mut Scratch) {
-        scratch.motion_pairs.1 = false;
-        if n < LANE_CULL_MIN_SEGMENTS {
-            return;
-        }
-        let model = &self.model;
-        let dof = model.dof();
-        self.fill_state((0..dof).map(|j| start[j] + diff[j] * 0.5), scratch);
-        frame_poses_fast(model, &scratch.state, &mut scratch.frames);
-        motion_travel(model, diff, &mut scratch.travel);
-        PairList::for_motion_with(
-            model,
-            &self.scene,
-            &self.groups,
-            &scratch.frames,
-            &scratch.sweep,
-            &scratch.travel,
-            &mut scratch.motion_pairs.0,
-            &mut scratch.cull,
-        );
-        scratch.motion_pairs.1 = true;
-    }
-
     /// One refinement level (`n` segments, bodies grown by `scratch.sweep`) of
-    /// [`Self::motion_valid`], eight configurations at a time ([`lanes_in_collision`]):
+    /// [`Self::motion_valid`], eight configurations at a time ([`Lanes::check`], every pair):
     /// `firsts` and then the bisection walk, skipping what `scratch.passed` knows to pass,
     /// in batches of [`LANES`]. A batch where a configuration fails its swept check ends the
     /// level: the motion collides when one of the failing configurations fails unswept too
@@ -1072,13 +1035,9 @@ impl CpuChecker {
             for (l, tl) in t.iter_mut().enumerate() {
                 *tl = steps[if l < count { l } else { 0 }] as f32 / n as f32;
             }
-            let pairs = match &scratch.motion_pairs {
-                (p, true) => p,
-                _ => &self.all_pairs,
-            };
             let v = lanes.check(
                 |j, l| start[j] + diff[j] * t[l],
-                pairs,
+                &self.all_pairs,
                 &scratch.sweep,
                 &scratch.group_sweep,
                 first_lanes(count),
