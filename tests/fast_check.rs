@@ -9,9 +9,9 @@ mod common;
 use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
-    prepare_motions, BodyGroups, Checker, CheckerOptions, ConfigBatch, CpuChecker, CullScratch,
-    FastScratch, MotionBatch, MotionStatus, PairList, PreparedMotions, RobotShapes, Scratch,
-    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
+    prepare_motions, BodyGroups, Checker, ConfigBatch, CpuChecker, CullScratch, FastScratch,
+    MotionBatch, MotionStatus, PairList, PreparedMotions, RobotShapes, Scratch, MAX_REFINEMENTS,
+    MOTION_PIECES, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -147,22 +147,6 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
     }
 }
 
-/// A one-thread CPU checker of `robot` in problem `p`'s scene and start state.
-fn one_thread_checker(r: &mbm::MbmRobot, p: &mbm::Problem, shapes: RobotShapes) -> CpuChecker {
-    CpuChecker::new(
-        &r.model,
-        &r.group,
-        &r.start_full_state(p),
-        &p.scene,
-        CheckerOptions {
-            shapes,
-            threads: 1,
-            ..Default::default()
-        },
-    )
-    .expect("checker builds")
-}
-
 fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tally) {
     let Some(data) = common::mbm_or_skip("fast_check") else {
         return;
@@ -179,7 +163,7 @@ fn run_robot(robot: &str, shapes: RobotShapes, per_scene: usize, tally: &mut Tal
             continue;
         }
         *count += 1;
-        let checker = one_thread_checker(&r, p, shapes);
+        let checker = common::one_thread_checker(&r, p, shapes);
         let (start, goal) = r.start_goal(p).expect("start and goal");
         let rows: Vec<Vec<f64>> = (0..200)
             .map(|_| sample(&mut rng, space, &start, &goal))
@@ -278,7 +262,7 @@ fn odd_growths_keep_the_reference_verdicts() {
     let r = mbm::load_robot(&data, "panda").expect("robot loads");
     let problems = mbm::load_problems(&data, "panda").expect("problems load");
     let p = &problems[0];
-    let checker = one_thread_checker(&r, p, RobotShapes::Spheres);
+    let checker = common::one_thread_checker(&r, p, RobotShapes::Spheres);
     let (model, scene, space) = (checker.model(), checker.scene_model(), checker.space());
     let (start, goal) = r.start_goal(p).expect("start and goal");
     let groups = BodyGroups::new(model);
@@ -337,7 +321,7 @@ fn body_groups_enclose_their_bodies() {
         let r = mbm::load_robot(&data, robot).expect("robot loads");
         let problems = mbm::load_problems(&data, robot).expect("problems load");
         for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
-            let checker = one_thread_checker(&r, &problems[0], shapes);
+            let checker = common::one_thread_checker(&r, &problems[0], shapes);
             let model = checker.model();
             let groups = BodyGroups::new(model);
             let mut seen = vec![0usize; model.bodies.len()];
@@ -384,7 +368,7 @@ fn fast_forward_kinematics_equals_the_reference() {
         let r = mbm::load_robot(&data, robot).expect("robot loads");
         let problems = mbm::load_problems(&data, robot).expect("problems load");
         let p = &problems[0];
-        let checker = one_thread_checker(&r, p, RobotShapes::Polytopes);
+        let checker = common::one_thread_checker(&r, p, RobotShapes::Polytopes);
         let model = checker.model();
         let space = checker.space();
         let (mut a, mut b) = (Vec::<Xf>::new(), Vec::<Xf>::new());
@@ -453,7 +437,7 @@ fn a_motion_is_valid_exactly_when_its_finest_level_passes() {
             continue;
         }
         *count += 1;
-        let checker = one_thread_checker(&r, p, RobotShapes::Spheres);
+        let checker = common::one_thread_checker(&r, p, RobotShapes::Spheres);
         let (start, goal) = r.start_goal(p).expect("start and goal");
         let mut motions = MotionBatch::new(dof);
         for k in 0..40 {

@@ -9,8 +9,8 @@ use gpu_motion_planner::collision::lanes::{
     first_lanes, Arr8, Isa, Lane8, LaneScratch, Lanes, LANES,
 };
 use gpu_motion_planner::collision::{
-    frame_poses_fast, frames_valid, BodyGroups, Checker, CheckerOptions, ConfigBatch, CpuChecker,
-    CullScratch, MotionBatch, PairList, RobotShapes,
+    frame_poses_fast, frames_valid, BodyGroups, Checker, ConfigBatch, CullScratch, MotionBatch,
+    PairList, RobotShapes,
 };
 use gpu_motion_planner::mbm;
 use rand::{Rng, SeedableRng};
@@ -97,22 +97,6 @@ fn avx_sincos(x: [f32; LANES]) -> ([f32; LANES], [f32; LANES]) {
     unsafe { run(x) }
 }
 
-/// A one-thread checker of `robot` in problem `p` with the given geometry.
-fn checker(r: &mbm::MbmRobot, p: &mbm::Problem, shapes: RobotShapes) -> CpuChecker {
-    CpuChecker::new(
-        &r.model,
-        &r.group,
-        &r.start_full_state(p),
-        &p.scene,
-        CheckerOptions {
-            shapes,
-            threads: 1,
-            ..Default::default()
-        },
-    )
-    .expect("checker builds")
-}
-
 /// A configuration near the start, the goal or the line between them, or uniform.
 fn sample(rng: &mut ChaCha8Rng, lower: &[f64], upper: &[f64], a: &[f64], b: &[f64]) -> Vec<f32> {
     let t: f64 = rng.random_range(0.0..=1.0);
@@ -155,7 +139,7 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
             continue;
         }
         *count += 1;
-        let c = checker(&r, p, RobotShapes::Spheres);
+        let c = common::one_thread_checker(&r, p, RobotShapes::Spheres);
         assert!(
             c.lane_isa().is_some(),
             "{robot}: the sphere model is checked in lanes"
@@ -281,7 +265,7 @@ fn checker_answers_the_same_with_and_without_lanes() {
         let (lower, upper) = (&r.group.space.lower, &r.group.space.upper);
         let dof = r.group.space.dof();
         for p in problems.iter().step_by(97).take(4) {
-            let mut c = checker(&r, p, RobotShapes::Spheres);
+            let mut c = common::one_thread_checker(&r, p, RobotShapes::Spheres);
             let (start, goal) = r.start_goal(p).expect("start and goal");
             let rows: Vec<Vec<f64>> = (0..61)
                 .map(|_| {
@@ -334,7 +318,7 @@ fn polytope_models_are_checked_one_configuration_at_a_time() {
     };
     let r = mbm::load_robot(&data, "panda").expect("robot loads");
     let problems = mbm::load_problems(&data, "panda").expect("problems load");
-    let mut c = checker(&r, &problems[0], RobotShapes::Polytopes);
+    let mut c = common::one_thread_checker(&r, &problems[0], RobotShapes::Polytopes);
     assert_eq!(c.lane_isa(), None);
     c.set_lanes(Some(Isa::Portable));
     assert_eq!(
@@ -342,7 +326,9 @@ fn polytope_models_are_checked_one_configuration_at_a_time() {
         None,
         "set_lanes must not enable lanes for polytopes"
     );
-    assert!(checker(&r, &problems[0], RobotShapes::Spheres)
-        .lane_isa()
-        .is_some());
+    assert!(
+        common::one_thread_checker(&r, &problems[0], RobotShapes::Spheres)
+            .lane_isa()
+            .is_some()
+    );
 }

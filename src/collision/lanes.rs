@@ -393,12 +393,7 @@ impl<V: Lane8> Xf8<V> {
     /// [`Xf::apply`] per lane for a point of the model.
     #[inline(always)]
     pub fn apply(&self, p: &V3) -> P8<V> {
-        let r = &self.r;
-        [
-            r[0] * p[0] + r[1] * p[1] + r[2] * p[2] + self.t[0],
-            r[3] * p[0] + r[4] * p[1] + r[5] * p[2] + self.t[1],
-            r[6] * p[0] + r[7] * p[1] + r[8] * p[2] + self.t[2],
-        ]
+        self.apply_lanes(&p.map(V::splat))
     }
 
     /// [`Xf::apply`] per lane for a lane point.

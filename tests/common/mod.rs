@@ -539,3 +539,23 @@ pub fn hub_parity(
         free.into_inner(),
     )
 }
+
+/// A one-thread CPU checker of `robot` in problem `p`'s scene and start state.
+pub fn one_thread_checker(
+    r: &gpu_motion_planner::mbm::MbmRobot,
+    p: &gpu_motion_planner::mbm::Problem,
+    shapes: gpu_motion_planner::collision::RobotShapes,
+) -> gpu_motion_planner::collision::CpuChecker {
+    gpu_motion_planner::collision::CpuChecker::new(
+        &r.model,
+        &r.group,
+        &r.start_full_state(p),
+        &p.scene,
+        gpu_motion_planner::collision::CheckerOptions {
+            shapes,
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .expect("checker builds")
+}
