@@ -649,7 +649,7 @@ impl CpuChecker {
         groups.growth(&[], &mut rest_growth);
         Ok(Self {
             all_pairs: PairList::all(&model, &scene, &groups),
-            lanes: lanes::eligible(&model, &scene).then(Isa::best),
+            lanes: lanes::best_for(&model, &scene),
             groups,
             rest_growth,
             model,
@@ -675,7 +675,7 @@ impl CpuChecker {
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
         let changed = self.scene.sync(scene);
         self.all_pairs = PairList::all(&self.model, &self.scene, &self.groups);
-        self.lanes = lanes::eligible(&self.model, &self.scene).then(Isa::best);
+        self.lanes = lanes::best_for(&self.model, &self.scene);
         changed
     }
 
@@ -1029,14 +1029,9 @@ impl CpuChecker {
                 break;
             }
             *evaluated += count as u64;
-            // Each lane's configuration as the scalar path computes it; lanes past `count`
-            // repeat the first (and are not reported).
-            let mut t = [0.0f32; LANES];
-            for (l, tl) in t.iter_mut().enumerate() {
-                *tl = steps[if l < count { l } else { 0 }] as f32 / n as f32;
-            }
+            // Each lane's configuration as the scalar path computes it.
             let v = lanes.check(
-                |j, l| start[j] + diff[j] * t[l],
+                |j, l| start[j] + diff[j] * (steps[l] as f32 / n as f32),
                 &self.all_pairs,
                 &scratch.sweep,
                 &scratch.group_sweep,
@@ -1153,11 +1148,9 @@ impl Checker for CpuChecker {
             let hits = self.parallel(n.div_ceil(LANES), |c, s| {
                 let rows = &values[c * LANES * dof..n.min((c + 1) * LANES) * dof];
                 let count = rows.len() / dof.max(1);
-                // Lanes past the rows repeat the first row (and are not reported).
-                let row = |l: usize| if l < count { l } else { 0 };
                 lanes
                     .check(
-                        |j, l| rows[row(l) * dof + j],
+                        |j, l| rows[l * dof + j],
                         &self.all_pairs,
                         &[],
                         &self.rest_growth,

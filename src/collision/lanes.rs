@@ -566,6 +566,12 @@ pub fn eligible(model: &CollisionModel, scene: &SceneModel) -> bool {
             .all(|o| o.kind != obstacle_kind::MESH)
 }
 
+/// The instructions to check `model` in `scene` with, eight configurations at a time
+/// ([`Isa::best`]), or `None` where they are not [`eligible`].
+pub fn best_for(model: &CollisionModel, scene: &SceneModel) -> Option<Isa> {
+    eligible(model, scene).then(Isa::best)
+}
+
 /// Working space of the checks for one lane type.
 #[derive(Clone, Debug, Default)]
 struct Work<V> {
@@ -654,7 +660,7 @@ impl Lanes<'_> {
     /// (both on the same frames). `pairs` are the pairs visited, as in
     /// [`frames_valid_fast`](super::frames_valid_fast): a [`PairList::all`], or a
     /// [`PairList::for_motion_with`] of the motion every lane's configuration lies on, culled
-    /// with growths at least `sweep`.
+    /// with growths at least `sweep`. `state` is asked only for the lanes of `active`.
     #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
@@ -665,7 +671,10 @@ impl Lanes<'_> {
         active: Mask,
         s: &mut LaneScratch,
     ) -> LaneVerdicts {
-        self.fill_state(state, s);
+        if active == 0 {
+            return LaneVerdicts::default();
+        }
+        self.fill_active(state, active, s);
         match self.isa {
             Isa::Portable => self.run(
                 &s.state,
@@ -713,13 +722,21 @@ impl Lanes<'_> {
     /// `s.state`: the base state in every lane with group joint `j` of lane `l` set to
     /// `state(j, l)`.
     fn fill_state(&self, state: impl Fn(usize, usize) -> f32, s: &mut LaneScratch) {
+        self.fill_active(state, ALL, s)
+    }
+
+    /// [`Self::fill_state`] asking `state` only for the lanes of `active` (at least one);
+    /// the other lanes repeat the first active lane's configuration (not reported).
+    fn fill_active(&self, state: impl Fn(usize, usize) -> f32, active: Mask, s: &mut LaneScratch) {
+        let first = active.trailing_zeros().min(LANES as u32 - 1) as usize;
+        let lane = |l: usize| if active & (1 << l) != 0 { l } else { first };
         s.state.clear();
         s.state
             .extend(self.model.base_state.iter().map(|&v| [v; LANES]));
         for (j, &var) in self.model.group_vars.iter().enumerate() {
             if let Some(lanes) = s.state.get_mut(var as usize) {
                 for (l, x) in lanes.iter_mut().enumerate() {
-                    *x = state(j, l);
+                    *x = state(j, lane(l));
                 }
             }
         }
