@@ -22,7 +22,7 @@ test_bin="$(echo "$log" | sed -n 's/.*(\(.*gpu_parity-[0-9a-f]*\)).*/\1/p' | tai
 rm -rf .device && mkdir -p .device/data/mbm
 cp "$TARGET/release/gmp" .device/gmp
 cp "$test_bin" .device/gpu_parity
-# The release profile keeps debug info (debug = 1); the device tool carries at most 64 MiB.
+# The release profile keeps line tables (Cargo.toml); the device tool carries at most 64 MiB.
 strip --strip-debug .device/gmp .device/gpu_parity
 data="${GMP_DATA:-../shared/data/mbm}"
 [ -f "$data/panda/panda.urdf" ] || data="$data/mbm"

@@ -118,10 +118,13 @@ pub fn piece_configs(segments: u32, k: usize) -> u64 {
     (hi + 1).saturating_sub(lo)
 }
 
-/// Each refinement cuts the uncertain motions' segments into this many parts.
-pub const REFINE_FACTOR: u32 = 4;
+/// Each refinement cuts the uncertain motions' segments into this many parts. Halving (with
+/// [`MAX_REFINEMENTS`] 6, finest level 64 times the segments as with quartering 3 times) asks
+/// for fewer configurations: most motions uncertain at their first level pass at twice its
+/// segments (measured in `results/mbm/refine_halving_lanes_devbox_2026-11-22/`).
+pub const REFINE_FACTOR: u32 = 2;
 /// Refinements before an uncertain motion is reported in collision.
-pub const MAX_REFINEMENTS: u32 = 3;
+pub const MAX_REFINEMENTS: u32 = 6;
 
 /// Turns motion statuses into verdicts, re-checking uncertain motions with
 /// [`REFINE_FACTOR`] times more segments (and so a smaller sweep) up to [`MAX_REFINEMENTS`]
@@ -830,11 +833,11 @@ impl CpuChecker {
     /// more reaches every broad-phase sphere it reached before, and the GJK iteration does
     /// not depend on the margin, only its two exits do, both in the safe direction (f32
     /// rounding of `+`, `*` is monotone). So a configuration that passes with growth `e`
-    /// passes with any smaller growth, in particular unswept, and a refined level (4x the
-    /// segments, smaller growth, and at every 4th step the same configurations: step `s` of
-    /// `n` and step `4 s` of `4 n` give the same f32 fraction, both exact below 2^24) passes
-    /// wherever the coarser level passed. Hence [`refine_motions`] answers valid exactly when some
-    /// level, up to [`MAX_REFINEMENTS`] refinements, passes its swept check at every
+    /// passes with any smaller growth, in particular unswept, and a refined level
+    /// ([`REFINE_FACTOR`] times the segments, smaller growth, and at every `REFINE_FACTOR`-th
+    /// step the same configurations: step `s` of `n` and step `F s` of `F n` give the same
+    /// f32 fraction, both exact below 2^24) passes there wherever the coarser level passed.
+    /// Hence [`refine_motions`] answers valid exactly when some level, up to [`MAX_REFINEMENTS`] refinements, passes its swept check at every
     /// configuration (no level before it can then contain a colliding configuration). This
     /// function looks for that level: it stops a level at its first failing configuration
     /// (after which that level cannot pass), answers invalid at once when that configuration
@@ -899,7 +902,8 @@ impl CpuChecker {
                     piece.1 = false;
                 }
             }
-            // Configurations known to pass from the coarser level: index s there is 4 s here.
+            // Configurations known to pass from the coarser level: index s there is
+            // REFINE_FACTOR s here.
             std::mem::swap(&mut scratch.passed, &mut scratch.passed_before);
             scratch.passed.clear();
             scratch.passed.resize(n as usize + 1, false);
