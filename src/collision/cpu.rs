@@ -838,8 +838,9 @@ impl CpuChecker {
     /// step the same configurations: step `s` of `n` and step `F s` of `F n` give the same
     /// f32 fraction, both exact below 2^24) passes there wherever the coarser level passed.
     /// Hence [`refine_motions`] answers valid exactly when some level, up to
-    /// [`MAX_REFINEMENTS`] refinements, passes its swept check at every configuration (no level before it can then contain a colliding configuration). This
-    /// function looks for that level: it stops a level at its first failing configuration
+    /// [`MAX_REFINEMENTS`] refinements, passes its swept check at every configuration (no
+    /// level before it can then contain a colliding configuration). This function looks for
+    /// that level: it stops a level at its first failing configuration
     /// (after which that level cannot pass), answers invalid at once when that configuration
     /// also fails unswept (it belongs to every finer level, so none can pass), skips in a
     /// finer level the configurations that passed in the coarser one, and starts each finer

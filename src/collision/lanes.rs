@@ -14,7 +14,7 @@
 //!
 //! Which models. Only a robot made of spheres ([`RobotShapes::Spheres`]: every body a single
 //! point inflated by its radius, with that sphere as its only covering sphere) in a scene
-//! without convex meshes ([`LaneModel::eligible`]). There the verdict of a body and an
+//! without convex meshes ([`eligible`]). There the verdict of a body and an
 //! obstacle is exactly the bounding-sphere test (the narrow phase of a point against a box,
 //! cylinder or sphere answers "in contact" at once) and that of a self pair the test of its
 //! two spheres; meshes need GJK and stay on the scalar path.
