@@ -812,13 +812,16 @@ __device__ __forceinline__ GmpShape gmp_body_shape(const GmpModel& m, const Xf& 
 
 __device__ __forceinline__ V3 gmp_sphere_center(const float* sp) { return v3(sp[0], sp[1], sp[2]); }
 
-// cpu.rs body_sweep: half the distance a point of body b travels per segment of a motion with
-// group differences `diff` over `n` segments (0 when diff is null).
-__device__ __forceinline__ float gmp_body_sweep(const GmpModel& m, unsigned b, const float* diff, unsigned n) {
+// sweep.rs body_sweep_below: half the distance a point of body b travels, relative to frame c
+// (-1: the world), per segment of a motion with group differences `diff` over `n` segments (0
+// when diff is null): the joint terms of the frames after c, added last frame first.
+__device__ __forceinline__ float gmp_body_sweep_below(const GmpModel& m, unsigned b, int c, const float* diff,
+                                                      unsigned n) {
     if (diff == nullptr) return 0.0f;
     float nf = (float)n;
     float acc = 0.0f;
-    for (unsigned f = 0; f < m.num_frames; f++) {
+    int from = c + 1 > 0 ? c + 1 : 0;
+    for (int f = (int)m.num_frames - 1; f >= from; f--) {
         const GmpFrame& fr = m.frames[f];
         int k = m.var_group[fr.var];
         if (k < 0) continue;
@@ -826,6 +829,40 @@ __device__ __forceinline__ float gmp_body_sweep(const GmpModel& m, unsigned b, c
         acc = acc + fabsf(fr.mult) * step * m.reach[b * m.num_frames + f];
     }
     return 0.5f * acc;
+}
+
+// sweep.rs body_sweep: the whole sweep of body b.
+__device__ __forceinline__ float gmp_body_sweep(const GmpModel& m, unsigned b, const float* diff, unsigned n) {
+    return gmp_body_sweep_below(m, b, -1, diff, n);
+}
+
+// sweep.rs frame_lca: the lowest frame both fa and fb hang from (-1: the root link). Frames are in
+// topological order; a parent that does not come first gives -1.
+__device__ __forceinline__ int gmp_frame_lca(const GmpModel& m, int fa, int fb) {
+    while (fa != fb) {
+        int deeper = fa > fb ? fa : fb;
+        int up = deeper < (int)m.num_frames ? m.frames[deeper].parent : -1;
+        if (up >= deeper) return -1;
+        if (up < -1) up = -1;
+        if (fa > fb) fa = up; else fb = up;
+    }
+    return fa;
+}
+
+// sweep.rs Sweep::pair: the growths of self pair (a, b), each body's sweep below the frame both
+// hang from (0 when diff is null).
+__device__ __forceinline__ void gmp_pair_sweeps(const GmpModel& m, unsigned a, unsigned b, const float* diff,
+                                                unsigned n, float* ea, float* eb) {
+    int c = gmp_frame_lca(m, m.bodies[a].frame, m.bodies[b].frame);
+    *ea = gmp_body_sweep_below(m, a, c, diff, n);
+    *eb = gmp_body_sweep_below(m, b, c, diff, n);
+}
+
+// gmp_pair_sweeps out of line, for the robot-specialised kernels, which call it only where a self
+// pair is within reach with the bodies' whole sweeps (src/gpu/specialise.rs).
+__device__ __noinline__ void gmp_pair_sweeps_at(const GmpModel& m, unsigned a, unsigned b, const float* diff,
+                                                unsigned n, float* ea, float* eb) {
+    gmp_pair_sweeps(m, a, b, diff, n, ea, eb);
 }
 
 // cpu.rs frames_valid, one (body, obstacle) test once the body's bounding sphere (world centre bc,
@@ -899,7 +936,7 @@ __device__ __noinline__ bool gmp_pair_clear_at(const GmpModel& m, const Xf& xa, 
 }
 
 // cpu.rs frames_valid: config_valid after frame_poses, every body grown by its sweep for the
-// motion (diff, n) when diff is not null. true = collision free.
+// motion (diff, n) when diff is not null (self pairs by gmp_pair_sweeps). true = collision free.
 //
 // The tests dealt out over `lanes` threads (gmp_frames_valid_share): this thread runs the
 // body-obstacle tests k = lane, lane + lanes, ... of the num_bodies x num_obstacles grid (body
@@ -942,8 +979,8 @@ __device__ bool gmp_frames_valid_share(const GmpModel& m, const Xf* frames, cons
     for (unsigned pi = lane; pi < m.num_self_pairs; pi += lanes) {
         const GmpBody& ba = m.bodies[m.self_pairs[2 * pi]];
         const GmpBody& bb = m.bodies[m.self_pairs[2 * pi + 1]];
-        float ea = gmp_body_sweep(m, m.self_pairs[2 * pi], diff, n);
-        float eb = gmp_body_sweep(m, m.self_pairs[2 * pi + 1], diff, n);
+        float ea, eb;
+        gmp_pair_sweeps(m, m.self_pairs[2 * pi], m.self_pairs[2 * pi + 1], diff, n, &ea, &eb);
         Xf xa = gmp_frame_of(frames, ba.frame);
         Xf xb = gmp_frame_of(frames, bb.frame);
         V3 ca = xf_apply(xa, v3(ba.center[0], ba.center[1], ba.center[2]));

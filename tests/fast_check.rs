@@ -10,8 +10,8 @@ use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
     body_sweep, frame_poses, frame_poses_fast, frames_valid, frames_valid_fast, motion_travel,
     prepare_motions, BodyGroups, Checker, ConfigBatch, CpuChecker, CullScratch, FastScratch,
-    MotionBatch, MotionStatus, PairList, PreparedMotions, RobotShapes, Scratch, MAX_REFINEMENTS,
-    MOTION_PIECES, REFINE_FACTOR,
+    MotionBatch, MotionStatus, PairList, PreparedMotions, RobotShapes, Scratch, Sweep,
+    MAX_REFINEMENTS, MOTION_PIECES, NO_SWEEP, REFINE_FACTOR,
 };
 use gpu_motion_planner::mbm;
 use gpu_motion_planner::robot::JointSpace;
@@ -109,9 +109,7 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
             pieces.push(pairs);
         }
         for n in [n0, n0 * REFINE_FACTOR] {
-            let sweep: Vec<f32> = (0..model.bodies.len())
-                .map(|b| body_sweep(model, b, diff, n))
-                .collect();
+            let sweep = Sweep::of_motion(model, diff, n);
             for step in 0..=n {
                 let k = ((step * MOTION_PIECES) / n).min(MOTION_PIECES - 1) as usize;
                 let pairs = &pieces[k];
@@ -121,9 +119,9 @@ fn compare_steps(checker: &CpuChecker, motions: &MotionBatch, res: f64, tally: &
                     &mut state,
                     &mut frames,
                 );
-                for grown in [&sweep[..], &[]] {
+                for grown in [&sweep, &NO_SWEEP] {
                     let mut growth = Vec::new();
-                    groups.growth(grown, &mut growth);
+                    groups.growth(grown.bodies(), &mut growth);
                     let want = frames_valid(model, scene, &frames, grown);
                     let got = frames_valid_fast(
                         model, scene, &groups, pairs, &frames, grown, &growth, &mut fs,
@@ -278,11 +276,13 @@ fn odd_growths_keep_the_reference_verdicts() {
         }
         frame_poses(model, &state, &mut frames);
         let odd = [f32::NAN, f32::INFINITY, -0.01, 0.05][i % 4];
-        let sweep: Vec<f32> = (0..model.bodies.len())
-            .map(|b| if b % 7 == i % 7 { odd } else { 0.01 })
-            .collect();
+        let sweep = Sweep::per_body(
+            (0..model.bodies.len())
+                .map(|b| if b % 7 == i % 7 { odd } else { 0.01 })
+                .collect(),
+        );
         let mut growth = Vec::new();
-        groups.growth(&sweep, &mut growth);
+        groups.growth(sweep.bodies(), &mut growth);
         let want = frames_valid(model, scene, &frames, &sweep);
         let got = frames_valid_fast(
             model, scene, &groups, &all, &frames, &sweep, &growth, &mut fs,
@@ -296,7 +296,7 @@ fn odd_growths_keep_the_reference_verdicts() {
             scene,
             &groups,
             &frames,
-            &sweep,
+            sweep.bodies(),
             &travel,
             &mut culled,
             &mut CullScratch::default(),

@@ -10,7 +10,7 @@ use gpu_motion_planner::collision::lanes::{
 };
 use gpu_motion_planner::collision::{
     frame_poses_fast, frames_valid, BodyGroups, Checker, ConfigBatch, CullScratch, MotionBatch,
-    PairList, RobotShapes,
+    PairList, RobotShapes, Sweep, NO_SWEEP,
 };
 use gpu_motion_planner::mbm;
 use rand::{Rng, SeedableRng};
@@ -156,12 +156,22 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
             let qs: Vec<Vec<f32>> = (0..LANES)
                 .map(|_| sample(&mut rng, lower, upper, &start, &goal))
                 .collect();
-            let grow = [0.0f32, 0.005, 0.03, 0.1][round % 4];
-            let sweep: Vec<f32> = (0..model.bodies.len())
-                .map(|b| grow * (1 + b % 3) as f32)
-                .collect();
+            // No growth, growths given per body, or a motion's (self pairs grown by their
+            // relative sweeps) between lanes 0 and 1 in 1 to 8 segments.
+            let sweep = match round % 4 {
+                0 => Sweep::none(),
+                1 => Sweep::per_body(
+                    (0..model.bodies.len())
+                        .map(|b| 0.01 * (1 + b % 3) as f32)
+                        .collect(),
+                ),
+                _ => {
+                    let diff: Vec<f32> = qs[1].iter().zip(&qs[0]).map(|(b, a)| b - a).collect();
+                    Sweep::of_motion(model, &diff, 1 + (round as u32 / 4) % 8)
+                }
+            };
             let mut growth = Vec::new();
-            groups.growth(&sweep, &mut growth);
+            groups.growth(sweep.bodies(), &mut growth);
             // Pairs culled for a motion through lane 0's configuration.
             let mut culled = PairList::default();
             let mid: Vec<Xf> = {
@@ -178,7 +188,7 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
                 scene,
                 &groups,
                 &mid,
-                &sweep,
+                sweep.bodies(),
                 &travel,
                 &mut culled,
                 &mut CullScratch::default(),
@@ -214,7 +224,7 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
                             continue;
                         }
                         let swept_ok = frames_valid(model, scene, &frames, &sweep);
-                        let rest_ok = frames_valid(model, scene, &frames, &[]);
+                        let rest_ok = frames_valid(model, scene, &frames, &NO_SWEEP);
                         let ctx = format!(
                             "{robot} {} #{} {isa:?} round {round} lane {l}",
                             p.scene_name, p.index

@@ -23,8 +23,8 @@ use std::process::Command;
 
 use gpu_motion_planner::collision::detmath::Xf;
 use gpu_motion_planner::collision::{
-    body_sweep, config_valid, frame_poses, frames_valid, prepare_motions, CollisionModel,
-    MotionBatch, RobotShapes, SceneModel, DEFAULT_MARGIN,
+    config_valid, frame_poses, frames_valid, prepare_motions, CollisionModel, MotionBatch,
+    RobotShapes, SceneModel, Sweep, DEFAULT_MARGIN, NO_SWEEP,
 };
 use gpu_motion_planner::gpu::kernels::{self, host_twin};
 use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource};
@@ -432,9 +432,7 @@ fn write_case(
         let n = p.segments[i];
         let start = &p.start[i * dof..(i + 1) * dof];
         let diff = &p.diff[i * dof..(i + 1) * dof];
-        let sweep: Vec<f32> = (0..model.bodies.len())
-            .map(|b| body_sweep(model, b, diff, n))
-            .collect();
+        let sweep = Sweep::of_motion(model, diff, n);
         for _ in 0..per_motion {
             if sn.len() == n_step {
                 break 'motions;
@@ -445,7 +443,7 @@ fn write_case(
             frame_poses(model, &full_state(model, &c), &mut frames);
             let status = if frames_valid(model, &sm, &frames, &sweep) {
                 0
-            } else if !frames_valid(model, &sm, &frames, &[]) {
+            } else if !frames_valid(model, &sm, &frames, &NO_SWEEP) {
                 1
             } else {
                 2

@@ -11,6 +11,7 @@ use super::model::{
     obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
     DEFAULT_MARGIN,
 };
+use super::sweep::{Sweep, NO_SWEEP};
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -43,7 +44,7 @@ impl Default for CheckerOptions {
 pub struct Scratch {
     state: Vec<f32>,
     frames: Vec<Xf>,
-    sweep: Vec<f32>,
+    sweep: Sweep,
     /// Per body group: its growth with the bodies grown by `sweep` ([`BodyGroups::growth`]).
     group_sweep: Vec<f32>,
     /// Per checked configuration of the current refinement level: passed its swept check.
@@ -264,41 +265,20 @@ pub fn config_valid(
     frames: &mut Vec<Xf>,
 ) -> bool {
     frame_poses(model, state, frames);
-    frames_valid(model, scene, frames, &[])
+    frames_valid(model, scene, frames, &NO_SWEEP)
 }
 
-/// Half the distance any point of body `b` can travel between two consecutive checked
-/// configurations of a motion whose group joints change by `diff` over `segments` segments
-/// (twin: `gmp_body_sweep`). Each joint moves by `|diff| / segments` per segment and moves a
-/// body point at most that much times its reach ([`CollisionModel::reach`]); along a straight
-/// joint-space segment every intermediate pose of the body is within half the sum of those
-/// distances of one of the two checked poses.
-#[inline]
-pub fn body_sweep(model: &CollisionModel, b: usize, diff: &[f32], segments: u32) -> f32 {
-    let nf = model.frames.len();
-    let n = segments as f32;
-    let mut acc = 0.0f32;
-    for (f, fr) in model.frames.iter().enumerate() {
-        let k = model.var_group[fr.var as usize];
-        if k < 0 {
-            continue;
-        }
-        let step = diff[k as usize].abs() / n;
-        acc += fr.mult.abs() * step * model.reach[b * nf + f];
-    }
-    0.5 * acc
-}
-
-/// [`config_valid`] after [`frame_poses`], with every body grown by `sweep[b]` (empty: none).
+/// [`config_valid`] after [`frame_poses`], with the bodies grown by `sweep`: each body by its
+/// whole sweep against the obstacles, the two bodies of a self pair by their [`Sweep::pair`].
 pub fn frames_valid(
     model: &CollisionModel,
     scene: &SceneModel,
     frames: &[Xf],
-    sweep: &[f32],
+    sweep: &Sweep,
 ) -> bool {
     let m = model.margin;
     for (bi, b) in model.bodies.iter().enumerate() {
-        let e = sweep.get(bi).copied().unwrap_or(0.0);
+        let e = sweep.body(bi);
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
         for o in &scene.obstacles {
@@ -328,8 +308,7 @@ pub fn frames_valid(
     for p in &model.self_pairs {
         let ba = &model.bodies[p[0] as usize];
         let bb = &model.bodies[p[1] as usize];
-        let ea = sweep.get(p[0] as usize).copied().unwrap_or(0.0);
-        let eb = sweep.get(p[1] as usize).copied().unwrap_or(0.0);
+        let (ea, eb) = sweep.pair(model, p[0] as usize, p[1] as usize);
         let xa = frame_of(frames, ba.frame);
         let xb = frame_of(frames, bb.frame);
         let ca = xa.apply(&ba.center);
@@ -733,10 +712,10 @@ impl CpuChecker {
     /// visiting the pairs of `piece` of the motion being checked (`scratch.pieces`), or all.
     #[inline]
     fn frames_valid(&self, scratch: &mut Scratch, swept: bool, piece: Option<usize>) -> bool {
-        let (sweep, growth): (&[f32], &[f32]) = if swept {
+        let (sweep, growth): (&Sweep, &[f32]) = if swept {
             (&scratch.sweep, &scratch.group_sweep)
         } else {
-            (&[], &self.rest_growth)
+            (&NO_SWEEP, &self.rest_growth)
         };
         let pairs = match piece.and_then(|k| scratch.pieces.get(k)) {
             Some((p, true)) => p,
@@ -769,7 +748,7 @@ impl CpuChecker {
                 &self.scene,
                 &self.groups,
                 &scratch.frames,
-                &scratch.sweep,
+                scratch.sweep.bodies(),
                 &scratch.travel,
                 pairs,
                 &mut scratch.cull,
@@ -805,10 +784,7 @@ impl CpuChecker {
         let start = &p.start[i * dof..(i + 1) * dof];
         let diff = &p.diff[i * dof..(i + 1) * dof];
         let n = p.segments[i];
-        scratch.sweep.clear();
-        for b in 0..self.model.bodies.len() {
-            scratch.sweep.push(body_sweep(&self.model, b, diff, n));
-        }
+        scratch.sweep.set(&self.model, diff, n);
         let mut status = MotionStatus::Valid;
         for step in bisection_order(n) {
             let t = step as f32 / n as f32;
@@ -817,7 +793,7 @@ impl CpuChecker {
             if frames_valid(&self.model, &self.scene, &scratch.frames, &scratch.sweep) {
                 continue;
             }
-            if !frames_valid(&self.model, &self.scene, &scratch.frames, &[]) {
+            if !frames_valid(&self.model, &self.scene, &scratch.frames, &NO_SWEEP) {
                 return MotionStatus::Collides;
             }
             status = MotionStatus::Uncertain;
@@ -882,12 +858,16 @@ impl CpuChecker {
         }
         let mut failed_at: Option<u32> = None;
         for (level, &n) in levels[..level_count].iter().enumerate() {
-            scratch.sweep.clear();
-            for b in 0..self.model.bodies.len() {
-                scratch.sweep.push(body_sweep(&self.model, b, diff, n));
-            }
-            self.groups.growth(&scratch.sweep, &mut scratch.group_sweep);
-            if n == 0 || !scratch.sweep.iter().all(|e| e.is_finite() && *e >= 0.0) {
+            scratch.sweep.set(&self.model, diff, n);
+            self.groups
+                .growth(scratch.sweep.bodies(), &mut scratch.group_sweep);
+            if n == 0
+                || !scratch
+                    .sweep
+                    .bodies()
+                    .iter()
+                    .all(|e| e.is_finite() && *e >= 0.0)
+            {
                 return self.motion_valid_reference(p, i, scratch, evaluated);
             }
             if level == 0 && self.lanes.is_none() {
@@ -1157,7 +1137,7 @@ impl Checker for CpuChecker {
                     .check(
                         |j, l| rows[l * dof + j],
                         &self.all_pairs,
-                        &[],
+                        &NO_SWEEP,
                         &self.rest_growth,
                         first_lanes(count),
                         &mut s.lane,

@@ -34,6 +34,7 @@
 use super::cpu::{body_obstacle_narrow, frame_of, self_pair_narrow, sphere_near_obstacle};
 use super::detmath::{axis_angle, dot, sincos, sub, Xf, V3};
 use super::model::{bound_of, obstacle_kind, CollisionModel, SceneModel};
+use super::sweep::Sweep;
 
 /// Added to every bound of [`PairList::for_motion_with`] (m): more than 20 times the largest
 /// disagreement that `f32` rounding can cause between those bounds and the tests they stand
@@ -524,8 +525,9 @@ impl FastScratch {
 /// The verdict of [`frames_valid`](super::frames_valid) (see the module documentation),
 /// visiting the pairs of `pairs` only: a [`PairList::all`] of `model` and `scene`, or a
 /// [`PairList::for_motion_with`] of the motion the frames belong to, with growths at least
-/// `sweep`. `groups` must be [`BodyGroups::new`] of `model` and `group_growth` its
-/// [`BodyGroups::growth`] of `sweep` (computed once for many configurations).
+/// `sweep`'s whole sweeps. `groups` must be [`BodyGroups::new`] of `model` and
+/// `group_growth` its [`BodyGroups::growth`] of [`Sweep::bodies`] (computed once for many
+/// configurations).
 #[allow(clippy::too_many_arguments)]
 pub fn frames_valid_fast(
     model: &CollisionModel,
@@ -533,7 +535,7 @@ pub fn frames_valid_fast(
     groups: &BodyGroups,
     pairs: &PairList,
     frames: &[Xf],
-    sweep: &[f32],
+    sweep: &Sweep,
     group_growth: &[f32],
     s: &mut FastScratch,
 ) -> bool {
@@ -563,7 +565,7 @@ pub fn frames_valid_fast(
             let Some(b) = model.bodies.get(bi) else {
                 continue;
             };
-            let e = sweep.get(bi).copied().unwrap_or(0.0);
+            let e = sweep.body(bi);
             let bc = s.centers[bi];
             if !sphere_near_obstacle(&bc, b.radius + e, o, m) {
                 continue;
@@ -604,6 +606,8 @@ pub fn frames_valid_fast(
         }
         s.group_centers(model, groups, frames, ga);
         s.group_centers(model, groups, frames, gb);
+        // Every pair of the block is between these two groups' frames: one column of growths.
+        let col = sweep.column(groups.sphere(ga).0, groups.sphere(gb).0);
         for &(ia, end) in runs {
             let partners = &pairs.self_partners[from..end as usize];
             from = end as usize;
@@ -611,9 +615,10 @@ pub fn frames_valid_fast(
             let Some(ba) = model.bodies.get(ia) else {
                 continue;
             };
-            let ea = sweep.get(ia).copied().unwrap_or(0.0);
-            // Body `ia` against group `gb`'s sphere: when that fails, so does its test with
-            // every body of the group. A growth that is not finite and non-negative keeps it.
+            // Body `ia` (grown by its whole sweep, no less than its growth in any of its self
+            // pairs) against group `gb`'s sphere: when that fails, so does its test with every
+            // body of the group. A growth that is not finite and non-negative keeps it.
+            let ea = sweep.body(ia);
             let d = sub(&s.centers[ia], &cb);
             let rr = ba.radius + ea + rb + m;
             if rr < f32::INFINITY && ea >= 0.0 && dot(&d, &d) > rr * rr {
@@ -624,7 +629,7 @@ pub fn frames_valid_fast(
                 let Some(bb) = model.bodies.get(ib) else {
                     continue;
                 };
-                let eb = sweep.get(ib).copied().unwrap_or(0.0);
+                let (ea, eb) = sweep.pair_at(ia, ib, col);
                 let d = sub(&s.centers[ia], &s.centers[ib]);
                 let rr = ba.radius + bb.radius + m + ea + eb;
                 if dot(&d, &d) > rr * rr {

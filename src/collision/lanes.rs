@@ -24,6 +24,7 @@
 use super::detmath::{sincos, Xf, FRAC_2_PI, PIO2_HI, PIO2_LO, V3};
 use super::fast::{BodyGroups, PairList};
 use super::model::{obstacle_kind, CollisionModel, ObstacleModel, SceneModel};
+use super::sweep::{Sweep, NO_SWEEP};
 use std::ops::{Add, Mul, Neg, Sub};
 
 /// Configurations per call.
@@ -655,8 +656,8 @@ pub struct LaneVerdicts {
 impl Lanes<'_> {
     /// Checks the configurations `state(j, l)` (group joint `j` of lane `l`; the joints
     /// outside the group from the model's base state) of the lanes in `active` against
-    /// `frames_valid`: with every body grown by `sweep[b]` (`group_growth` its
-    /// [`BodyGroups::growth`]) and, for the lanes that fail grown, again with no growth
+    /// `frames_valid`: with the bodies grown by `sweep` (`group_growth` its
+    /// [`BodyGroups::growth`] of [`Sweep::bodies`]) and, for the lanes that fail grown, again with no growth
     /// (both on the same frames). `pairs` are the pairs visited, as in
     /// [`frames_valid_fast`](super::frames_valid_fast): a [`PairList::all`], or a
     /// [`PairList::for_motion_with`] of the motion every lane's configuration lies on, culled
@@ -666,7 +667,7 @@ impl Lanes<'_> {
         &self,
         state: impl Fn(usize, usize) -> f32,
         pairs: &PairList,
-        sweep: &[f32],
+        sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
         s: &mut LaneScratch,
@@ -749,7 +750,7 @@ impl Lanes<'_> {
         &self,
         state: &[[f32; LANES]],
         pairs: &PairList,
-        sweep: &[f32],
+        sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
         w: &mut Work<Avx8>,
@@ -762,7 +763,7 @@ impl Lanes<'_> {
         &self,
         state: &[[f32; LANES]],
         pairs: &PairList,
-        sweep: &[f32],
+        sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
         w: &mut Work<V>,
@@ -770,7 +771,7 @@ impl Lanes<'_> {
         pose(self.model, state, w);
         let swept = self.in_collision(pairs, sweep, group_growth, active, w);
         let unswept = if swept != 0 && !sweep.is_empty() {
-            self.in_collision(pairs, &[], self.rest_growth, swept, w)
+            self.in_collision(pairs, &NO_SWEEP, self.rest_growth, swept, w)
         } else {
             swept
         };
@@ -785,7 +786,7 @@ impl Lanes<'_> {
     fn in_collision<V: Lane8>(
         &self,
         pairs: &PairList,
-        sweep: &[f32],
+        sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
         w: &mut Work<V>,
@@ -825,7 +826,7 @@ impl Lanes<'_> {
                 let Some(b) = model.bodies.get(bi) else {
                     continue;
                 };
-                let e = sweep.get(bi).copied().unwrap_or(0.0);
+                let e = sweep.body(bi);
                 open &= !near8(&w.centers[bi], b.radius + e, o, m);
                 if open == 0 {
                     return active;
@@ -849,6 +850,8 @@ impl Lanes<'_> {
             }
             group_centers8(model, groups, ga, w);
             group_centers8(model, groups, gb, w);
+            // Every pair of the block is between these two groups' frames: one column of growths.
+            let col = sweep.column(groups.sphere(ga).0, groups.sphere(gb).0);
             for &(ia, end) in runs {
                 let partners = &pairs.self_partners[from..end as usize];
                 from = end as usize;
@@ -856,7 +859,8 @@ impl Lanes<'_> {
                 let Some(ba) = model.bodies.get(ia) else {
                     continue;
                 };
-                let ea = sweep.get(ia).copied().unwrap_or(0.0);
+                // Grown by its whole sweep: no less than in any of its self pairs.
+                let ea = sweep.body(ia);
                 let ca = w.centers[ia];
                 let rr = ba.radius + ea + rb + m;
                 if rr < f32::INFINITY
@@ -870,7 +874,7 @@ impl Lanes<'_> {
                     let Some(bb) = model.bodies.get(ib) else {
                         continue;
                     };
-                    let eb = sweep.get(ib).copied().unwrap_or(0.0);
+                    let (ea, eb) = sweep.pair_at(ia, ib, col);
                     let rr = ba.radius + bb.radius + m + ea + eb;
                     open &= !norm2(&sub3(&ca, &w.centers[ib])).le(V::splat(rr * rr));
                     if open == 0 {

@@ -14,19 +14,21 @@ pub mod gjk;
 pub mod hub;
 pub mod lanes;
 pub mod model;
+pub mod sweep;
 
 pub use backend::make_checker;
 pub use cpu::{
-    bisection_order, body_sweep, config_valid, frame_poses, frames_valid, piece_configs,
-    prepare_motions, refine_motions, sphere_near_obstacle, validate_batch, Bisection,
-    CheckerOptions, CpuChecker, MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS,
-    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
+    bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,
+    refine_motions, sphere_near_obstacle, validate_batch, Bisection, CheckerOptions, CpuChecker,
+    MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS, MAX_REFINEMENTS, MOTION_PIECES,
+    REFINE_FACTOR,
 };
 pub use fast::{
     frame_poses_fast, frames_valid_fast, motion_travel, BodyGroups, CullScratch, FastScratch,
     PairList, CULL_SLACK,
 };
 pub use model::{CollisionModel, RobotShapes, SceneModel, DEFAULT_MARGIN};
+pub use sweep::{body_sweep, body_sweep_below, frame_lca, Sweep, NO_SWEEP};
 
 use crate::robot::JointSpace;
 

@@ -834,12 +834,12 @@ impl Gen<'_> {
     }
 
     /// The terms of body `bi`'s sweep sum (twin of `body_sweep`: `a = a + |mult| * step * reach`
-    /// per planning-group frame, in frame order; the sweep is `0.5f * a`).
+    /// per planning-group frame, last frame first; the sweep is `0.5f * a`).
     fn sweep_terms(&self, bi: usize) -> Result<Vec<String>, SpecialiseError> {
         let m = self.m;
         let nf = m.frames.len();
         let mut terms = Vec::new();
-        for (f, fr) in m.frames.iter().enumerate() {
+        for (f, fr) in m.frames.iter().enumerate().rev() {
             let k = self.var_group(fr.var);
             if k < 0 {
                 continue;
@@ -1529,9 +1529,16 @@ fn emit_pair(
     let rb = Lit::f(bb.radius, || format!("body {ib} radius"))?;
     o.open(format!("{{ // pair {pi}: bodies {ia}, {ib}"));
     o.line(format!("const V3 d = gmp_sub(c{ia}, c{ib});"));
+    // The pair's own growths (sweep.rs Sweep::pair), looked up only where the bodies' whole
+    // sweeps, no smaller, do not already put the two out of reach (then so do their own).
+    o.line(format!("float ea = e{ia}, eb = e{ib};"));
+    o.open("if (SWEEP) {");
+    o.line(format!("const float rw = {ra} + {rb} + {mg} + ea + eb;"));
     o.line(format!(
-        "const float rr = {ra} + {rb} + {mg} + e{ia} + e{ib};"
+        "if (!(gmp_dot(d, d) > rw * rw)) gmp_pair_sweeps_at(m, {ia}u, {ib}u, diff, n, &ea, &eb);"
     ));
+    o.close("}");
+    o.line(format!("const float rr = {ra} + {rb} + {mg} + ea + eb;"));
     if is_plain_sphere(m, ba) && is_plain_sphere(m, bb) {
         // Not farther than rr, then the identical covering test, then a collision.
         stats.sphere_pairs += 1;
@@ -1540,7 +1547,7 @@ fn emit_pair(
         return Ok(());
     }
     o.line(format!(
-        "if (!(gmp_dot(d, d) > rr * rr) && (hit || !gmp_pair_clear_at(m, {}, {}, {ia}u, {ib}u, e{ia}, e{ib}, d))) return false;",
+        "if (!(gmp_dot(d, d) > rr * rr) && (hit || !gmp_pair_clear_at(m, {}, {}, {ia}u, {ib}u, ea, eb, d))) return false;",
         frame_name(ba.frame),
         frame_name(bb.frame)
     ));
@@ -2558,10 +2565,19 @@ fn emit_looped(
         o.line("const float dd = gmp_dot(d, d);");
         o.line("float rr2 = gmp_lp_f32(P.rr2);");
         o.open("if (SWEEP) {");
-        o.line("// ra + rb + margin + ea + eb, the sweeps in the pair's order.");
+        o.line("// ra + rb + margin + ea + eb, the growths in the pair's order: the bodies' whole sweeps,");
+        o.line("// then, where those do not put the two out of reach, the pair's own (sweep.rs Sweep::pair,");
+        o.line("// no larger).");
+        o.line("const bool sw = (P.w & 0x40000000u) != 0u;");
         o.line("const float rab = gmp_lp_f32(P.rab);");
-        o.line("const float rr = (P.w & 0x40000000u) != 0u ? rab + b.e + a.e : rab + a.e + b.e;");
+        o.line("const float rr = sw ? rab + b.e + a.e : rab + a.e + b.e;");
         o.line("rr2 = rr * rr;");
+        o.open("if (!(dd > rr2)) {");
+        o.line("float e0, e1;");
+        o.line("gmp_pair_sweeps_at(m, sw ? P.w & 0x3fffffffu : U.a, sw ? U.a : P.w & 0x3fffffffu, diff, n, &e0, &e1);");
+        o.line("const float rp = rab + e0 + e1;");
+        o.line("rr2 = rp * rp;");
+        o.close("}");
         o.close("}");
         o.line("// Sphere pairs: within reach is a collision; others: not beyond reach goes on.");
         o.line("t[j] = (P.w >> 31) != 0u ? !(dd > rr2) : dd <= rr2;");
@@ -2578,7 +2594,11 @@ fn emit_looped(
             o.line("if ((P.w >> 31) == 0u) return false;");
             o.line("const unsigned ib = P.w & 0x3fffffffu;");
             o.line("const auto b = S[ib];");
-            o.line("const float ea = SWEEP ? a.e : 0.0f, eb = SWEEP ? b.e : 0.0f;");
+            o.line(
+                "// The pair's own growths (sweep.rs Sweep::pair): ea of body U.a, eb of body ib.",
+            );
+            o.line("float ea = 0.0f, eb = 0.0f;");
+            o.line("if (SWEEP) gmp_pair_sweeps_at(m, U.a, ib, diff, n, &ea, &eb);");
             o.line(
                 "// The out-of-line test with the pair's order (its d is GJK's first direction).",
             );
