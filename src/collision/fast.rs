@@ -624,12 +624,14 @@ pub fn frames_valid_fast(
             if rr < f32::INFINITY && ea >= 0.0 && dot(&d, &d) > rr * rr {
                 continue;
             }
+            // Its growth in its pairs with this block (the same for every partner).
+            let ea = sweep.side(ia, col);
             for &ib in partners {
                 let ib = ib as usize;
                 let Some(bb) = model.bodies.get(ib) else {
                     continue;
                 };
-                let (ea, eb) = sweep.pair_at(ia, ib, col);
+                let eb = sweep.side(ib, col);
                 let d = sub(&s.centers[ia], &s.centers[ib]);
                 let rr = ba.radius + bb.radius + m + ea + eb;
                 if dot(&d, &d) > rr * rr {

@@ -869,12 +869,14 @@ impl Lanes<'_> {
                 {
                     continue;
                 }
+                // Its growth in its pairs with this block (the same for every partner).
+                let ea = sweep.side(ia, col);
                 for &ib in partners {
                     let ib = ib as usize;
                     let Some(bb) = model.bodies.get(ib) else {
                         continue;
                     };
-                    let (ea, eb) = sweep.pair_at(ia, ib, col);
+                    let eb = sweep.side(ib, col);
                     let rr = ba.radius + bb.radius + m + ea + eb;
                     open &= !norm2(&sub3(&ca, &w.centers[ib])).le(V::splat(rr * rr));
                     if open == 0 {

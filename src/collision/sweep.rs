@@ -233,16 +233,19 @@ impl Sweep {
     /// [`Self::pair`] of bodies `a` and `b` with `col` their frames' [`Self::column`].
     #[inline(always)]
     pub fn pair_at(&self, a: usize, b: usize, col: usize) -> (f32, f32) {
+        (self.side(a, col), self.side(b, col))
+    }
+
+    /// The growth of body `x` in a self pair whose frames' [`Self::column`] is `col` (one
+    /// half of [`Self::pair_at`]).
+    #[inline(always)]
+    pub fn side(&self, x: usize, col: usize) -> f32 {
         if self.below.is_empty() {
-            return (self.body(a), self.body(b));
+            return self.body(x);
         }
-        let s = self.stride;
-        let at = |x: usize| {
-            self.below
-                .get(x * s + col)
-                .copied()
-                .unwrap_or_else(|| self.body(x))
-        };
-        (at(a), at(b))
+        self.below
+            .get(x * self.stride + col)
+            .copied()
+            .unwrap_or_else(|| self.body(x))
     }
 }
