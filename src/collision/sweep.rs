@@ -84,18 +84,30 @@ pub fn body_sweep_below(
 /// Frame `f`'s term of body `b`'s sweep (0 for a joint outside the planning group).
 #[inline(always)]
 fn term(model: &CollisionModel, b: usize, f: usize, diff: &[f32], n: f32) -> f32 {
+    weight(model, f, diff, n).map_or(0.0, |w| w * reach(model, b, f))
+}
+
+/// Frame `f`'s joint step per segment times its multiplier, `|mult| * (|diff[k]| / n)`, or
+/// `None` for a joint outside the planning group (no term).
+#[inline(always)]
+fn weight(model: &CollisionModel, f: usize, diff: &[f32], n: f32) -> Option<f32> {
     let fr = &model.frames[f];
     let k = model.var_group.get(fr.var as usize).copied().unwrap_or(-1);
     if k < 0 {
-        return 0.0;
+        return None;
     }
     let step = diff.get(k as usize).map_or(f32::NAN, |d| d.abs()) / n;
-    let reach = model
+    Some(fr.mult.abs() * step)
+}
+
+/// [`CollisionModel::reach`] of body `b` and frame `f` (NaN where the table has none).
+#[inline(always)]
+fn reach(model: &CollisionModel, b: usize, f: usize) -> f32 {
+    model
         .reach
         .get(b * model.frames.len() + f)
         .copied()
-        .unwrap_or(f32::NAN);
-    fr.mult.abs() * step * reach
+        .unwrap_or(f32::NAN)
 }
 
 /// The growths of one swept check: per body its whole sweep (obstacle tests), and per self
@@ -105,15 +117,20 @@ fn term(model: &CollisionModel, b: usize, f: usize, diff: &[f32], n: f32) -> f32
 pub struct Sweep {
     /// Per body: its whole sweep (empty: no growth).
     body: Vec<f32>,
-    /// Per body, `stride` columns: column `c + 1` its sweep below frame `c` (column 0 the whole
+    /// `stride` columns of one value per body: column `c + 1` (values `(c + 1) * bodies ..`)
+    /// the bodies' sweeps below frame `c` (column 0 the whole
     /// sweep). Empty: a pair is grown by the bodies' whole sweeps ([`Sweep::per_body`]).
     below: Vec<f32>,
     /// Frames + 1.
     stride: usize,
+    /// Bodies (the length of a column of `below`).
+    bodies: usize,
     /// Per pair of frames (`(fa + 1) * stride + fb + 1`): [`frame_lca`] + 1.
     lca: Vec<u16>,
     /// The parents the `lca` table was made for.
     parents: Vec<i32>,
+    /// Scratch of [`Self::set`]: per frame, its `weight`.
+    weights: Vec<Option<f32>>,
 }
 
 impl Default for Sweep {
@@ -132,8 +149,10 @@ impl Sweep {
             body: Vec::new(),
             below: Vec::new(),
             stride: 0,
+            bodies: 0,
             lca: Vec::new(),
             parents: Vec::new(),
+            weights: Vec::new(),
         }
     }
 
@@ -178,19 +197,39 @@ impl Sweep {
                 .collect();
         }
         let n = segments as f32;
+        // The terms as `term` makes them: the weights once per frame; then frame by frame
+        // (last first), every body's sum (independent sums side by side).
+        self.weights.clear();
+        self.weights
+            .extend((0..nf).map(|f| weight(model, f, diff, n)));
+        self.bodies = nb;
         self.body.clear();
-        self.below.clear();
+        self.body.resize(nb, 0.0);
         self.below.resize(nb * stride, 0.0);
-        for b in 0..nb {
-            let row = &mut self.below[b * stride..(b + 1) * stride];
-            let mut acc = 0.0f32;
-            for f in (0..nf).rev() {
-                // Column f + 1: the frames after f.
-                row[f + 1] = 0.5 * acc;
-                acc += term(model, b, f, diff, n);
+        let acc = &mut self.body;
+        let whole = nb > 0 && model.reach.len() >= nb * nf;
+        for f in (0..nf).rev() {
+            // Column f + 1: the frames after f.
+            let col = &mut self.below[(f + 1) * nb..(f + 2) * nb];
+            for (c, a) in col.iter_mut().zip(acc.iter()) {
+                *c = 0.5 * *a;
             }
-            row[0] = 0.5 * acc;
-            self.body.push(row[0]);
+            let Some(w) = self.weights[f] else {
+                continue;
+            };
+            if whole {
+                for (a, r) in acc.iter_mut().zip(model.reach[f..].iter().step_by(nf)) {
+                    *a += w * r;
+                }
+            } else {
+                for (b, a) in acc.iter_mut().enumerate() {
+                    *a += w * reach(model, b, f);
+                }
+            }
+        }
+        for (c, a) in self.below[..nb].iter_mut().zip(acc.iter_mut()) {
+            *a *= 0.5;
+            *c = *a;
         }
     }
 
@@ -240,11 +279,11 @@ impl Sweep {
     /// half of [`Self::pair_at`]).
     #[inline(always)]
     pub fn side(&self, x: usize, col: usize) -> f32 {
-        if self.below.is_empty() {
+        if self.below.is_empty() || x >= self.bodies {
             return self.body(x);
         }
         self.below
-            .get(x * self.stride + col)
+            .get(col * self.bodies + x)
             .copied()
             .unwrap_or_else(|| self.body(x))
     }

@@ -381,15 +381,11 @@ impl NearestNeighbors {
         let mut best = f64::INFINITY;
         let mut arg = 0;
         for (i, s) in self.points.chunks_exact(dof).enumerate() {
-            // kiddo's SquaredEuclidean: 0 + (p0 - s0)^2 + (p1 - s1)^2 + ... in order. The sum
-            // only grows, so once it reaches the best the point cannot be strictly nearer.
-            let mut d = 0.0;
-            for (a, b) in p.iter().zip(s) {
-                d += (a - b) * (a - b);
-                if d >= best {
-                    break;
-                }
-            }
+            // kiddo's SquaredEuclidean: 0 + (p0 - s0)^2 + (p1 - s1)^2 + ... in order; the
+            // first point with the least sum wins. Every sum is taken whole: no branch per
+            // joint (stopping once a partial sum reaches the best gives the same answer, as
+            // the sum only grows, but mispredicts).
+            let d = p.iter().zip(s).fold(0.0, |d, (a, b)| d + (a - b) * (a - b));
             if d < best {
                 best = d;
                 arg = i;
