@@ -22,7 +22,7 @@
 //! [`RobotShapes::Spheres`]: super::RobotShapes::Spheres
 
 use super::detmath::{sincos, Xf, FRAC_2_PI, PIO2_HI, PIO2_LO, V3};
-use super::fast::{BodyGroups, PairList};
+use super::fast::{BodyGroups, PairList, CULL_SLACK};
 use super::model::{obstacle_kind, CollisionModel, ObstacleModel, SceneModel};
 use super::sweep::{Sweep, NO_SWEEP};
 use std::ops::{Add, Mul, Neg, Sub};
@@ -817,8 +817,20 @@ impl Lanes<'_> {
             else {
                 continue;
             };
-            if gr < f32::INFINITY && near8(&gc, gr, o, m) & open == 0 {
-                continue;
+            if gr < f32::INFINITY {
+                // First the obstacle's bounding sphere (a few operations, leaves out about two
+                // thirds of the blocks on the MBM scenes), with CULL_SLACK for the rounding:
+                // a lane it leaves out has every point of the group's sphere farther than the
+                // margin from the obstacle, so the test below would leave it out too.
+                let rr = gr + o.radius + m + CULL_SLACK;
+                if rr.is_finite()
+                    && norm2(&sub3(&gc, &o.center.map(V::splat))).le(V::splat(rr * rr)) & open == 0
+                {
+                    continue;
+                }
+                if near8(&gc, gr, o, m) & open == 0 {
+                    continue;
+                }
             }
             group_centers8(model, groups, g, w);
             for &(bi, _) in block {
