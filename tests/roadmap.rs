@@ -69,10 +69,11 @@ fn queries_match_brute_force_with_wrap_around() {
     }
 }
 
-/// `nearest` (a scan of the points in small trees, images across the seams enumerated
-/// without allocating) answers exactly what the k-d tree's `k_nearest(q, 1)` answers, at
-/// every tree size below and above the scan limit, with several continuous joints and
-/// queries at the seams.
+/// `nearest` (a blocked scan of the points up to `SCAN_MAX` of them, images across the seams
+/// enumerated without allocating) answers exactly what the k-d tree's `k_nearest(q, 1)`
+/// answers: at every size up to 300 uniform points, then on a set grown like an RRT tree at
+/// every size around the scan limit, with several continuous joints and queries at the
+/// seams.
 #[test]
 fn nearest_is_k_nearest_one_at_every_size() {
     use gpu_motion_planner::roadmap::SCAN_MAX;
@@ -80,9 +81,26 @@ fn nearest_is_k_nearest_one_at_every_size() {
         let s = space(dof, &cont);
         let mut rng = ChaCha8Rng::seed_from_u64(100 + dof as u64);
         let mut nn = NearestNeighbors::new(&s).unwrap();
+        let mut points: Vec<Vec<f64>> = Vec::new();
         for id in 0..SCAN_MAX + 200 {
-            let p = random_point(&s, &mut rng);
+            // Uniform points, and from the 300th on, points a small step from an earlier one
+            // (as an RRT tree grows). Queried at every size up to 300 and around the cut-off
+            // between the scan and the k-d tree.
+            let p = if id < 300 {
+                random_point(&s, &mut rng)
+            } else {
+                let from = nn.k_nearest(&random_point(&s, &mut rng), 1).unwrap()[0].id;
+                let mut p = points[from].clone();
+                for (j, x) in p.iter_mut().enumerate() {
+                    *x = (*x + rng.random_range(-0.05..0.05)).clamp(s.lower[j], s.upper[j]);
+                }
+                p
+            };
             nn.insert(&p, id).unwrap();
+            points.push(p);
+            if id >= 300 && id + 100 < SCAN_MAX {
+                continue;
+            }
             for _ in 0..3 {
                 let mut q = random_point(&s, &mut rng);
                 if rng.random_bool(0.5) {
