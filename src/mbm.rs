@@ -267,6 +267,18 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
 
 /// Loads every problem of one robot (7 scenes x 100), in scene then index order.
 pub fn load_problems(data: &Path, robot: &str) -> Result<Vec<Problem>, MbmError> {
+    load_problems_where(data, robot, |_, _| true)
+}
+
+/// Loads the problems of one robot that `keep(scene, index)` accepts, in scene then index
+/// order. `keep` is asked once per problem present, in that order, before its files are parsed
+/// (parsing the scenes is most of the loading time), so a counting closure can take the first
+/// few of each scene.
+pub fn load_problems_where(
+    data: &Path,
+    robot: &str,
+    mut keep: impl FnMut(&str, usize) -> bool,
+) -> Result<Vec<Problem>, MbmError> {
     let root = unpacked_problems(data, robot)?.join("problems");
     let mut out = Vec::new();
     for scene_name in SCENES {
@@ -274,7 +286,7 @@ pub fn load_problems(data: &Path, robot: &str) -> Result<Vec<Problem>, MbmError>
         for index in 1..=100 {
             let req = dir.join(format!("request{index:04}.yaml"));
             let scn = dir.join(format!("scene{index:04}.yaml"));
-            if !req.is_file() {
+            if !req.is_file() || !keep(scene_name, index) {
                 continue;
             }
             let Request {

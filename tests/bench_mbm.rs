@@ -243,3 +243,46 @@ fn concurrent_processes_share_one_problem_cache() {
         .collect();
     assert!(leftovers.is_empty(), "left in the cache: {leftovers:?}");
 }
+
+/// Loading a selection (what `gmp bench mbm --scenes/--indices/--problems` does) asks about every
+/// problem present once, in the full load's order, and gives exactly the full load's problems
+/// that it keeps: the same numbers, start states, goals and obstacles.
+#[test]
+fn loading_a_selection_gives_the_full_loads_problems() {
+    let Some(data) = common::mbm_or_skip("loading_a_selection_gives_the_full_loads_problems")
+    else {
+        return;
+    };
+    let full = gpu_motion_planner::mbm::load_problems(&data, "ur5").expect("problems load");
+    let mut asked = Vec::new();
+    let mut kept_in_cage = 0;
+    let picked = gpu_motion_planner::mbm::load_problems_where(&data, "ur5", |scene, index| {
+        asked.push((scene.to_string(), index));
+        let keep = (scene == "cage" && kept_in_cage < 3) || (scene == "box" && index == 7);
+        kept_in_cage += usize::from(keep && scene == "cage");
+        keep
+    })
+    .expect("selection loads");
+    let all: Vec<(String, usize)> = full
+        .iter()
+        .map(|p| (p.scene_name.clone(), p.index))
+        .collect();
+    assert_eq!(asked, all);
+    let want: Vec<_> = full
+        .iter()
+        .filter(|p| p.scene_name == "box" && p.index == 7)
+        .chain(full.iter().filter(|p| p.scene_name == "cage").take(3))
+        .collect();
+    assert_eq!(picked.len(), 4);
+    assert_eq!(picked.len(), want.len());
+    for (p, w) in picked.iter().zip(&want) {
+        assert_eq!((&p.scene_name, p.index), (&w.scene_name, w.index));
+        assert_eq!(p.start_state, w.start_state);
+        assert_eq!(p.goal, w.goal);
+        assert_eq!(p.group_name, w.group_name);
+        assert_eq!(
+            format!("{:?}", p.scene.slots()),
+            format!("{:?}", w.scene.slots())
+        );
+    }
+}

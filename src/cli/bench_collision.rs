@@ -134,7 +134,11 @@ fn robot_cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
             "panda" => {
                 let data = crate::mbm::data_dir()?;
                 let mr = crate::mbm::load_robot(&data, "panda")?;
-                let problems = crate::mbm::load_problems(&data, "panda")?;
+                // The first problem of each scene named (only those are parsed).
+                let mut seen = std::collections::BTreeSet::new();
+                let problems = crate::mbm::load_problems_where(&data, "panda", |scene, _| {
+                    a.scenes.iter().any(|s| s == scene) && seen.insert(scene.to_string())
+                })?;
                 for s in &a.scenes {
                     let p = problems
                         .iter()

@@ -498,28 +498,29 @@ fn solve_with(
     })
 }
 
-/// The problems `a` selects, in the benchmark's order.
-fn select<'p>(
+/// Loads the problems `a` selects (its scenes, its indices, at most `a.problems` per scene), in
+/// the benchmark's order; the others are not parsed.
+fn load_selected(
     a: &BenchMbmArgs,
-    problems: &'p [crate::mbm::Problem],
-) -> Vec<&'p crate::mbm::Problem> {
+    data: &Path,
+    name: &str,
+) -> Result<Vec<crate::mbm::Problem>, CliError> {
     let mut per_scene: BTreeMap<String, usize> = BTreeMap::new();
-    let mut out = Vec::new();
-    for p in problems {
-        if !a.scenes.is_empty() && !a.scenes.contains(&p.scene_name) {
-            continue;
+    let keep = |scene: &str, index: usize| {
+        if !a.scenes.is_empty() && !a.scenes.iter().any(|s| s == scene) {
+            return false;
         }
-        if !a.indices.is_empty() && !a.indices.contains(&p.index) {
-            continue;
+        if !a.indices.is_empty() && !a.indices.contains(&index) {
+            return false;
         }
-        let count = per_scene.entry(p.scene_name.clone()).or_default();
+        let count = per_scene.entry(scene.to_string()).or_default();
         if *count >= a.problems {
-            continue;
+            return false;
         }
         *count += 1;
-        out.push(p);
-    }
-    out
+        true
+    };
+    Ok(crate::mbm::load_problems_where(data, name, keep)?)
 }
 
 /// Solves `selected` with `in_flight` problems at once: a scoped pool of that many threads,
@@ -591,8 +592,8 @@ fn run_robot(
 ) -> Result<RobotRun, CliError> {
     let shapes = parse_shapes(&a.shapes)?;
     let r = crate::mbm::load_robot(data, name)?;
-    let problems = crate::mbm::load_problems(data, name)?;
-    let selected = select(a, &problems);
+    let loaded = load_selected(a, data, name)?;
+    let selected: Vec<&crate::mbm::Problem> = loaded.iter().collect();
     let mut records = Vec::new();
     let mut sequential = 0.0;
     let mut with_setup = 0.0;

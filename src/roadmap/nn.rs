@@ -153,7 +153,8 @@ pub struct NearestNeighbors {
     ids: Vec<usize>,
     /// The stored points again, for the scan: block `b` holds points `b * SCAN_BLOCK ..` as
     /// `dof` rows of [`SCAN_BLOCK`] values (joint-major); the rows of a last, partial block are
-    /// padded with infinity, which no distance sum beats.
+    /// padded with infinity, which no distance sum beats. Kept only while at most
+    /// [`SCAN_MAX`] points are stored (the scan's range); emptied when the set grows past it.
     blocks: Vec<f64>,
 }
 
@@ -236,14 +237,19 @@ impl NearestNeighbors {
         }
         let internal = self.ids.len() as u64;
         self.index.add(&p, internal);
-        let (dof, k) = (self.dof(), self.ids.len() % SCAN_BLOCK);
-        if k == 0 {
-            self.blocks
-                .extend(std::iter::repeat_n(f64::INFINITY, dof * SCAN_BLOCK));
-        }
-        let block = self.blocks.len() - dof * SCAN_BLOCK;
-        for (j, &v) in p.iter().enumerate() {
-            self.blocks[block + j * SCAN_BLOCK + k] = v;
+        if self.ids.len() < SCAN_MAX {
+            let (dof, k) = (self.dof(), self.ids.len() % SCAN_BLOCK);
+            if k == 0 {
+                self.blocks
+                    .extend(std::iter::repeat_n(f64::INFINITY, dof * SCAN_BLOCK));
+            }
+            let block = self.blocks.len() - dof * SCAN_BLOCK;
+            for (j, &v) in p.iter().enumerate() {
+                self.blocks[block + j * SCAN_BLOCK + k] = v;
+            }
+        } else if !self.blocks.is_empty() {
+            // Past SCAN_MAX points the tree answers every query: the scan copy is dead weight.
+            self.blocks = Vec::new();
         }
         self.points.extend_from_slice(&p);
         self.ids.push(id);
@@ -543,5 +549,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The scan copy holds the points while the scan answers (up to `SCAN_MAX` of them) and is
+    /// given up once the tree answers every query; answers stay the nearest stored point.
+    #[test]
+    fn scan_copy_is_dropped_past_the_scan_range() {
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![-1.0; 2],
+            upper: vec![1.0; 2],
+            continuous: vec![false; 2],
+            max_velocity: vec![1.0; 2],
+            max_acceleration: vec![1.0; 2],
+        };
+        let mut nn = NearestNeighbors::new(&space).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for id in 0..SCAN_MAX + 3 {
+            let q = [rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0)];
+            nn.insert(&q, id).unwrap();
+            let blocks = (id + 1).min(SCAN_MAX).div_ceil(SCAN_BLOCK) * 2 * SCAN_BLOCK;
+            let want = if id < SCAN_MAX { blocks } else { 0 };
+            if id + 2 >= SCAN_MAX || id % 997 == 0 {
+                assert_eq!(nn.blocks.len(), want, "after {} points", id + 1);
+            }
+        }
+        let q = [0.25, -0.5];
+        let got = nn.nearest(&q).unwrap().unwrap();
+        let sq = |i: usize| {
+            let p = nn.stored(i);
+            (p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2)
+        };
+        let best = (0..nn.len())
+            .min_by(|&a, &b| sq(a).total_cmp(&sq(b)))
+            .unwrap();
+        assert_eq!(got.id, nn.ids[best]);
     }
 }
