@@ -576,3 +576,36 @@ fn specialised_source_matches_cpu_on_the_host() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// `looped-half` on the MBM sphere models: the f16 pass (6-byte slots, every test grown by the
+/// rounding bound) runs before the exact `looped-compact-fold` code, with the same tables.
+#[test]
+fn half_layout_passes_first_on_sphere_models() {
+    let Some(data) = common::mbm_or_skip("half_layout_passes_first_on_sphere_models") else {
+        return;
+    };
+    let pass = "gmp_spec_valid<false, true>(m, q, nullptr, 0u) || gmp_spec_valid<false>(m, q, nullptr, 0u)";
+    for name in ["panda", "ur5", "fetch"] {
+        let r = mbm_robot(&data, name, true);
+        let m = collision_model(&r);
+        let half = specialised(&r, &m, Layout::LoopedHalf);
+        let exact = specialised(&r, &m, Layout::LoopedCompactFold);
+        assert!(half.generated.contains(pass), "{name}");
+        assert!(half
+            .generated
+            .contains("struct GmpLpSlotH { unsigned short x, y, z; };"));
+        assert!(half
+            .generated
+            .contains("rr = gmp_lp_f32(P.rab) + gmp_lp_e(a) + gmp_lp_e(b);"));
+        assert!(half.generated.contains("if (HALF && !hok) return false;"));
+        assert!(!exact.generated.contains("GmpLpSlotH"), "{name}");
+        assert!(!exact.generated.contains(pass), "{name}");
+        assert_eq!(half.stats.slots, exact.stats.slots, "{name}");
+        assert_eq!(half.stats.sphere_pairs, exact.stats.sphere_pairs, "{name}");
+        assert_eq!(
+            half.generated.matches("// pair ").count(),
+            exact.generated.matches("// pair ").count(),
+            "{name}"
+        );
+    }
+}

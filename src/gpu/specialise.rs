@@ -331,11 +331,21 @@ pub enum Layout {
     /// NaN for some `x`), and boxes and cylinders rotated about z tested without the products
     /// with their rotation's zeros. Same tables, tests and order as `looped-compact`.
     LoopedCompactFold,
+    /// [`Layout::LoopedCompactFold`] whose configuration kernel first runs a pass with 6-byte
+    /// slots: each world centre rounded to f16 (half the slot array's memory traffic, which the
+    /// kernel is bound by), every test's reach grown by a bound on that rounding (see
+    /// [`emit_half_slot`]). That pass says "free" only where the exact tests would (the same
+    /// argument as culling: a grown test that fails at the rounded centre fails at the exact
+    /// one); every other configuration (in collision, or near a contact) goes through the exact
+    /// `looped-compact-fold` code, whose verdict it returns. Motions use the exact code only.
+    /// Models that need out-of-line tests (polytopes, covering spheres, meshes) get
+    /// `looped-compact-fold` itself.
+    LoopedHalf,
 }
 
 impl Layout {
     /// Every layout, in the order of their names.
-    pub const ALL: [Layout; 9] = [
+    pub const ALL: [Layout; 10] = [
         Layout::Inline,
         Layout::Grouped,
         Layout::InlineFold,
@@ -345,10 +355,11 @@ impl Layout {
         Layout::Streamed,
         Layout::LoopedCompact,
         Layout::LoopedCompactFold,
+        Layout::LoopedHalf,
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
-    /// bodies: [`Layout::LoopedCompactFold`] when every body is one sphere (sphere models, such as
+    /// bodies: [`Layout::LoopedHalf`] when every body is one sphere (sphere models, such as
     /// the MBM robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
     /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
@@ -359,13 +370,15 @@ impl Layout {
     /// faster again in the configuration kernel (8.8e8/s against 7.8e8/s, bookshelf_small, 1e7,
     /// session 7), and folding it 1-4 % faster than that (side by side in one process, Panda,
     /// bookshelf_small and cage, 1e6 and 1e7; balanced motions 1-8 %; H100, 2026-11-22,
-    /// results/collision/fold_compact_H100_2026-11-22/).
+    /// results/collision/fold_compact_H100_2026-11-22/). [`Layout::LoopedHalf`] (that code behind
+    /// an f16-slot pass) replaced it as the sphere-model default on 2026-11-23
+    /// (results/collision/half_slots_H100_2026-11-23/).
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
         if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
         } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
-            Layout::LoopedCompactFold
+            Layout::LoopedHalf
         } else {
             Layout::Grouped
         }
@@ -383,6 +396,7 @@ impl Layout {
             Layout::Streamed => "streamed",
             Layout::LoopedCompact => "looped-compact",
             Layout::LoopedCompactFold => "looped-compact-fold",
+            Layout::LoopedHalf => "looped-half",
         }
     }
 
@@ -401,7 +415,8 @@ impl Layout {
             | Layout::LoopedGated
             | Layout::Streamed
             | Layout::LoopedCompact
-            | Layout::LoopedCompactFold => Layout::Looped,
+            | Layout::LoopedCompactFold
+            | Layout::LoopedHalf => Layout::Looped,
         }
     }
 
@@ -427,14 +442,26 @@ impl Layout {
     pub fn folds(self) -> bool {
         matches!(
             self,
-            Layout::InlineFold | Layout::GroupedFold | Layout::LoopedCompactFold
+            Layout::InlineFold
+                | Layout::GroupedFold
+                | Layout::LoopedCompactFold
+                | Layout::LoopedHalf
         )
     }
 
     /// Whether the configuration kernel keeps 12-byte slots ([`Layout::LoopedCompact`] and its
     /// folded build).
     pub fn compact(self) -> bool {
-        matches!(self, Layout::LoopedCompact | Layout::LoopedCompactFold)
+        matches!(
+            self,
+            Layout::LoopedCompact | Layout::LoopedCompactFold | Layout::LoopedHalf
+        )
+    }
+
+    /// Whether the configuration kernel runs the f16-slot pass first ([`Layout::LoopedHalf`],
+    /// sphere models only).
+    pub fn half(self) -> bool {
+        self == Layout::LoopedHalf
     }
 }
 
@@ -1118,6 +1145,7 @@ pub fn generate_with(
     ));
     o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
     o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
+    let mut half = false;
     if layout.base() == Layout::Looped {
         let order = match layout {
             Layout::LoopedGated => LoopOrder::Gated,
@@ -1125,7 +1153,16 @@ pub fn generate_with(
             _ => LoopOrder::Plain,
         };
         let compact = layout.compact();
-        emit_looped(&mut o, &gen, &groups, &pairs_of, order, compact, &mut stats)?;
+        half = emit_looped(
+            &mut o,
+            &gen,
+            &groups,
+            &pairs_of,
+            order,
+            compact,
+            layout.half(),
+            &mut stats,
+        )?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
         // its later body.
@@ -1208,7 +1245,12 @@ pub fn generate_with(
     }
     o.line("");
     o.line("__device__ __forceinline__ bool gmp_spec_config_valid(const GmpModel& m, const float* q) {");
-    o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
+    if half {
+        o.line("    // The f16-slot pass says free only where the exact tests do; the rest go to them.");
+        o.line("    return gmp_spec_valid<false, true>(m, q, nullptr, 0u) || gmp_spec_valid<false>(m, q, nullptr, 0u);");
+    } else {
+        o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
+    }
     o.line("}");
     o.line("");
     o.line("// gmp_motion_step_status with the specialised tests.");
@@ -1570,6 +1612,87 @@ pub const LOOPED_CONFIG_BLOCKS: u32 = 10;
 /// [`Layout::Looped`]: blocks per SM the motion kernels are built for (at most 64 registers: the
 /// sweeps make the loops need a few more).
 pub const LOOPED_MOTION_BLOCKS: u32 = 8;
+/// The f16 slot of [`Layout::LoopedHalf`]: store, load, and the growth that bounds the rounding.
+///
+/// # Why the f16 pass cannot call a configuration in collision free
+/// Stored: each coordinate `x` of a world centre rounded to the nearest f16 `x'` (`cvt.rn`; the
+/// host twin rounds the same way in software). For a finite `x'`, `|x - x'| <= 2^-11 |x'|` (a
+/// normal f16) or `<= 2^-25` (a subnormal one), so the centres are at most
+/// `sqrt(3) (2^-11 M + 2^-25) < 2^-10 M + 2^-24` apart, `M` the largest `|x'|`. The growth is
+/// `(2^-10 + 2^-16) M + 1e-4` (m): that, plus the few-ulp f32 rounding of the two tests
+/// (`2^-16 M + 1e-4` covers sixteen ulps of every coordinate up to 10 km, and 100 um), as
+/// with the culling bounds ([`Cull`]). Every test of the pass (bounds, bodies against
+/// obstacles, sphere pairs) has its reach grown by the growths of the centres it uses, so a
+/// test that does not fire there would not fire at the exact centres either: the skipped or
+/// passed tests all say "not near", and "free" from the pass is the exact verdict. A centre
+/// that does not fit an f16 (`|x| >= 65520`) becomes infinite: its growth is infinite, the
+/// tests that use it fire (or compare NaN, which the pair tests take as near: `!(dd > rr2)`;
+/// a culling bound's NaN comparison skips its pairs, so such a slot marks the pass failed
+/// before any test, see `gmp_lp_put`) and the configuration goes to the exact code.
+fn emit_half_slot(o: &mut Out) {
+    o.line("// f32 -> f16 (round to nearest even) and back; the device uses the conversion instructions.");
+    o.line("__device__ __forceinline__ unsigned short gmp_lp_to_h(float f) {");
+    o.line("#ifdef __CUDACC__");
+    o.line("    unsigned short h;");
+    o.line("    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));");
+    o.line("    return h;");
+    o.line("#else");
+    o.line("    unsigned int x;");
+    o.line("    memcpy(&x, &f, 4);");
+    o.line("    const unsigned int sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;");
+    o.line("    if (ax > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);");
+    o.line("    if (ax >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);");
+    o.line("    if (ax < 0x38800000u) {");
+    o.line("        float a;");
+    o.line("        memcpy(&a, &ax, 4);");
+    o.line("        return (unsigned short)(sign | (unsigned int)rintf(a * 16777216.0f));");
+    o.line("    }");
+    o.line("    unsigned int h = (((ax >> 23) - 112u) << 10) | ((ax & 0x7fffffu) >> 13);");
+    o.line("    const unsigned int rem = ax & 0x1fffu;");
+    o.line("    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) h++;");
+    o.line("    return (unsigned short)(sign | h);");
+    o.line("#endif");
+    o.line("}");
+    o.line("__device__ __forceinline__ float gmp_lp_from_h(unsigned short h) {");
+    o.line("#ifdef __CUDACC__");
+    o.line("    float f;");
+    o.line("    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));");
+    o.line("    return f;");
+    o.line("#else");
+    o.line("    const unsigned int e = (h >> 10) & 0x1fu, mant = h & 0x3ffu;");
+    o.line("    float v;");
+    o.line("    if (e == 0u) {");
+    o.line("        v = (float)mant * 5.9604644775390625e-8f;");
+    o.line("    } else if (e == 31u) {");
+    o.line("        v = mant != 0u ? NAN : INFINITY;");
+    o.line("    } else {");
+    o.line("        const unsigned int x = ((e + 112u) << 23) | (mant << 13);");
+    o.line("        memcpy(&v, &x, 4);");
+    o.line("    }");
+    o.line("    return (h & 0x8000u) != 0u ? -v : v;");
+    o.line("#endif");
+    o.line("}");
+    o.line("// A centre beyond the f16 range (or not finite) fails the pass before any test: its slot holds");
+    o.line("// NaN, which gmp_lp_e turns into an infinite growth, but culling comparisons with NaN skip.");
+    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlotH* S, unsigned s, const V3& c, float, bool& ok) {");
+    o.line("    ok = ok && fabsf(c.x[0]) <= 65504.0f && fabsf(c.x[1]) <= 65504.0f && fabsf(c.x[2]) <= 65504.0f;");
+    o.line("    GmpLpSlotH v;");
+    o.line("    v.x = gmp_lp_to_h(c.x[0]);");
+    o.line("    v.y = gmp_lp_to_h(c.x[1]);");
+    o.line("    v.z = gmp_lp_to_h(c.x[2]);");
+    o.line("    S[s] = v;");
+    o.line("}");
+    o.line("__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlotH& s) {");
+    o.line("    return v3(gmp_lp_from_h(s.x), gmp_lp_from_h(s.y), gmp_lp_from_h(s.z));");
+    o.line("}");
+    o.line("// (2^-10 + 2^-16) M + 1e-4, M the largest |coordinate| of the rounded centre (see emit_half_slot).");
+    o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlotH& s) {");
+    o.line("    const V3 c = gmp_lp_c(s);");
+    o.line("    const float mx = fmaxf(fabsf(c.x[0]), fmaxf(fabsf(c.x[1]), fabsf(c.x[2])));");
+    o.line("    return mx * 0x1.04p-10f + 1e-4f;");
+    o.line("}");
+}
+
 /// Most per-thread slots (world centres) of a [`Layout::Looped`] kernel.
 pub const MAX_LOOPED_SLOTS: usize = 8192;
 /// [`Layout::Looped`] tables up to this size go to constant memory, larger ones to global memory.
@@ -1739,6 +1862,7 @@ fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)], f
 /// [`LoopOrder::Streamed`] runs step 2 and 3 per frame group, right after its centres are
 /// stored (the obstacle loop over the group's culling node, the blocks of the pairs whose later
 /// body is in the group; such a block never holds pairs of another group).
+#[allow(clippy::too_many_arguments)]
 fn emit_looped(
     o: &mut Out,
     gen: &Gen,
@@ -1746,8 +1870,9 @@ fn emit_looped(
     pairs_of: &[Vec<usize>],
     order: LoopOrder,
     compact: bool,
+    half: bool,
     stats: &mut SpecialiseStats,
-) -> Result<(), SpecialiseError> {
+) -> Result<bool, SpecialiseError> {
     let gated = order == LoopOrder::Gated;
     let streamed = order == LoopOrder::Streamed;
     let m = gen.m;
@@ -2055,6 +2180,8 @@ fn emit_looped(
         || m.bodies
             .iter()
             .any(|b| b.vert_count != 1 || env_covering(b));
+    // The f16-slot pass only where every test is a sphere test (no out-of-line test to resume).
+    let half = half && compact && !store_frames && order == LoopOrder::Plain;
     let table_bytes = 16 * (tops.len() + parts.len())
         + 8 * body_rows.len()
         + if gated { 28 } else { 20 } * block_rows.len()
@@ -2092,13 +2219,17 @@ fn emit_looped(
         }
     ));
     o.line("struct alignas(16) GmpLpSlot { float x, y, z, e; };");
+    o.line("template <bool SWEEP, bool HALF> struct GmpLpSlotOf { typedef GmpLpSlot T; };");
     if compact {
-        o.line("// The configuration kernel's slot: no sweep (e is a constant zero, as the CPU's sweep there).");
-        o.line("struct GmpLpSlot3 { float x, y, z; static constexpr float e = 0.0f; };");
-        o.line("template <bool SWEEP> struct GmpLpSlotOf { typedef GmpLpSlot T; };");
-        o.line("template <> struct GmpLpSlotOf<false> { typedef GmpLpSlot3 T; };");
-    } else {
-        o.line("template <bool SWEEP> struct GmpLpSlotOf { typedef GmpLpSlot T; };");
+        o.line("// The configuration kernel's slot: no sweep (its growth is a constant zero, as the CPU's sweep there).");
+        o.line("struct GmpLpSlot3 { float x, y, z; };");
+        o.line("template <> struct GmpLpSlotOf<false, false> { typedef GmpLpSlot3 T; };");
+    }
+    if half {
+        o.line("// The f16-slot pass of the configuration kernel (Layout::LoopedHalf): a world centre rounded");
+        o.line("// to f16; its growth is a bound on that rounding (gmp_lp_e).");
+        o.line("struct GmpLpSlotH { unsigned short x, y, z; };");
+        o.line("template <> struct GmpLpSlotOf<false, true> { typedef GmpLpSlotH T; };");
     }
     o.line("// A culling node: bound slot (-1: none) and padded radius, over entries [lo, hi) of the next table.");
     o.line("struct GmpLpNode { int slot; float r; unsigned lo, hi; };");
@@ -2183,7 +2314,7 @@ fn emit_looped(
     o.line("#endif");
     o.line("}");
     o.line("");
-    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot* S, unsigned s, const V3& c, float e) {");
+    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot* S, unsigned s, const V3& c, float e, bool&) {");
     o.line("    GmpLpSlot v;");
     o.line("    v.x = c.x[0];");
     o.line("    v.y = c.x[1];");
@@ -2193,7 +2324,7 @@ fn emit_looped(
     o.line("}");
     if compact {
         o.line("");
-        o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot3* S, unsigned s, const V3& c, float) {");
+        o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot3* S, unsigned s, const V3& c, float, bool&) {");
         o.line("    GmpLpSlot3 v;");
         o.line("    v.x = c.x[0];");
         o.line("    v.y = c.x[1];");
@@ -2209,6 +2340,13 @@ fn emit_looped(
     o.line(
         "__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlot& s) { return v3(s.x, s.y, s.z); }",
     );
+    o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlot& s) { return s.e; }");
+    if compact {
+        o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlot3&) { return 0.0f; }");
+    }
+    if half {
+        emit_half_slot(o);
+    }
     o.line("");
     if store_frames {
         o.line("__device__ __noinline__ bool gmp_lp_env_fine(const GmpModel& m, const Xf* fr, unsigned bi, unsigned oi, V3 c,");
@@ -2271,8 +2409,8 @@ fn emit_looped(
         o.line("// tests the loop below makes first, with constant slots and radii, so that their loads are in");
         o.line("// flight together rather than one after the other. A node whose bit is clear has nothing under");
         o.line("// it that the loop would find near o.");
-        o.line("template <unsigned K, bool SWEEP>");
-        o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o) {");
+        o.line("template <unsigned K, bool SWEEP, bool HALF>");
+        o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o) {");
         o.line("unsigned long long mask = 0ull;");
         for (t, n) in tops.iter().enumerate() {
             // (slot, radius) of each first test under node t.
@@ -2297,7 +2435,7 @@ fn emit_looped(
                 o.open("{");
                 o.line(format!("const auto s = S[{slot}];"));
                 o.line(format!(
-                    "if (gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? {r} + s.e : {r}, o)) mask |= 1ull << {t};"
+                    "if (gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? {r} + gmp_lp_e(s) : {r}, o)) mask |= 1ull << {t};"
                 ));
                 o.close("}");
             }
@@ -2310,15 +2448,15 @@ fn emit_looped(
     o.line("// body entry k (resume: go on at k, the bounds above it having fired). 0: no collision; 1: a");
     o.line("// collision; 2: body entry k needs the out-of-line tests (the caller runs them out of the loops,");
     o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
-    o.line("template <unsigned K, bool SWEEP>");
+    o.line("template <unsigned K, bool SWEEP, bool HALF>");
     if gated {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned long long mask,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned long long mask,");
         o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
     } else if streamed {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned t_end,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned t_end,");
         o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
     } else {
-        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP>::T* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
+        o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
         o.line("                                              unsigned& k, bool resume) {");
     }
     o.line("#pragma unroll 1");
@@ -2337,7 +2475,7 @@ fn emit_looped(
         o.open("if (!resume) {");
         o.open("if (top.slot >= 0) {");
         o.line("const auto s = S[top.slot];");
-        o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? top.r + s.e : top.r, o)) continue;");
+        o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? top.r + gmp_lp_e(s) : top.r, o)) continue;");
         o.close("}");
         o.line("p = top.lo;");
         o.close("}");
@@ -2348,7 +2486,7 @@ fn emit_looped(
     o.open("if (!resume) {");
     o.open("if (part.slot >= 0) {");
     o.line("const auto s = S[part.slot];");
-    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? part.r + s.e : part.r, o)) continue;");
+    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? part.r + gmp_lp_e(s) : part.r, o)) continue;");
     o.close("}");
     o.line("k = part.lo;");
     o.close("}");
@@ -2358,7 +2496,9 @@ fn emit_looped(
     o.line("const GmpLpBody b = gmp_lp_body[k];");
     o.line("const auto s = S[b.w & 0x7fffffffu];");
     o.line("// The CPU's b.radius + e; without a sweep e = 0 (see emit_looped).");
-    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), SWEEP ? b.r + s.e : b.r, o)) continue;");
+    o.line(
+        "if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? b.r + gmp_lp_e(s) : b.r, o)) continue;",
+    );
     o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
     o.close("}");
     o.close("}");
@@ -2380,7 +2520,9 @@ fn emit_looped(
             o.line(format!("const auto a = S[{pa}];"));
             o.line(format!("const auto b = S[{pb}];"));
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line(format!("const float rr = SWEEP ? {r} + a.e + b.e : {r};"));
+            o.line(format!(
+                "const float rr = (SWEEP || HALF) ? {r} + gmp_lp_e(a) + gmp_lp_e(b) : {r};"
+            ));
             o.line(format!(
                 "if (gmp_dot(d, d) <= rr * rr) mask |= 1ull << {bit};"
             ));
@@ -2390,8 +2532,8 @@ fn emit_looped(
     if gated {
         o.line("// The bound tests of gate k's sub-blocks (blocks k + 1 ..), side by side, the same tests as the");
         o.line("// block loop makes (bit j: block k + 1 + j's bound fires), with constant slots and radii.");
-        o.line("template <bool SWEEP>");
-        o.open("__device__ __forceinline__ unsigned long long gmp_lp_gate_mask(const typename GmpLpSlotOf<SWEEP>::T* S, unsigned k) {");
+        o.line("template <bool SWEEP, bool HALF>");
+        o.open("__device__ __forceinline__ unsigned long long gmp_lp_gate_mask(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, unsigned k) {");
         o.line("unsigned long long mask = ~0ull;");
         o.open("switch (k) {");
         for (k, bl) in blocks.iter().enumerate() {
@@ -2412,9 +2554,9 @@ fn emit_looped(
         o.line("");
         o.line("// The bound tests of the first 64 top-level blocks side by side (bit ord: the block's bound");
         o.line("// fires, or it has none), the same tests as the block loop makes.");
-        o.line("template <bool SWEEP>");
+        o.line("template <bool SWEEP, bool HALF>");
         o.open(
-            "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const typename GmpLpSlotOf<SWEEP>::T* S) {",
+            "__device__ __forceinline__ unsigned long long gmp_lp_block_mask(const typename GmpLpSlotOf<SWEEP, HALF>::T* S) {",
         );
         o.line("unsigned long long mask = 0ull;");
         for (bl, &ord) in blocks.iter().zip(&ords).filter(|(_, &ord)| ord < 64) {
@@ -2424,7 +2566,7 @@ fn emit_looped(
         o.close("}");
         o.line("");
     }
-    o.line("template <bool SWEEP>");
+    o.line("template <bool SWEEP, bool HALF = false>");
     o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
     let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
@@ -2450,10 +2592,10 @@ fn emit_looped(
             ] {
                 o.open(format!("{cond} {{"));
                 o.line(format!(
-                    "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP>(S, o);"
+                    "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP, HALF>(S, o);"
                 ));
                 o.line(format!(
-                    "r = gmp_lp_env<{kind}, SWEEP>(S, o, mask, t, p, k, resume);"
+                    "r = gmp_lp_env<{kind}, SWEEP, HALF>(S, o, mask, t, p, k, resume);"
                 ));
                 o.close("}");
             }
@@ -2467,19 +2609,19 @@ fn emit_looped(
                 // Rotations about z: the same branch for every thread (one obstacle at a time).
                 o.line("const bool zr = gmp_obstacle_zrot(o);");
                 o.line(format!(
-                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP>(S, o, {end}t, p, k, resume);"
+                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
                 ));
                 o.line(format!(
-                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
+                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
                 ));
-                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP>(S, o, {end}t, p, k, resume);"));
+                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
             } else {
                 o.line(format!(
-                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP>(S, o, {end}t, p, k, resume);"
+                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
                 ));
             }
-            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP>(S, o, {end}t, p, k, resume);"));
-            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP>(S, o, {end}t, p, k, resume);"));
+            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
+            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
         }
         o.line("if (r == 0u) break;");
         o.line("if (r == 1u) return false;");
@@ -2487,7 +2629,7 @@ fn emit_looped(
             o.line("const unsigned bi = gmp_lp_body[k].w & 0x7fffffffu;");
             o.line("const auto s = S[bi];");
             o.line(
-                "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? s.e : 0.0f)) return false;",
+                "if (!gmp_lp_env_fine(m, fr, bi, oi, gmp_lp_c(s), SWEEP ? gmp_lp_e(s) : 0.0f)) return false;",
             );
             o.line("k++;");
             o.line("resume = true;");
@@ -2502,7 +2644,7 @@ fn emit_looped(
         if gated {
             o.line("// The top-level blocks' bounds side by side; the sub-blocks of a fired gate, [base, sub_end):");
             o.line("// bit k - base of sub says their bound fired.");
-            o.line("const unsigned long long top = gmp_lp_block_mask<SWEEP>(S);");
+            o.line("const unsigned long long top = gmp_lp_block_mask<SWEEP, HALF>(S);");
             o.line("unsigned long long sub = 0ull;");
             o.line("unsigned base = 0u, sub_end = 0u;");
         }
@@ -2519,7 +2661,7 @@ fn emit_looped(
             o.line("const auto a = S[B.pa];");
             o.line("const auto b = S[B.pb];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+            o.line("const float rr = (SWEEP || HALF) ? B.r + gmp_lp_e(a) + gmp_lp_e(b) : B.r;");
             o.line("fire = gmp_dot(d, d) <= rr * rr;");
             o.close("}");
             o.open("if (!fire) {");
@@ -2528,7 +2670,7 @@ fn emit_looped(
             o.close("}");
             o.open("if (B.skip > k + 1u) {");
             o.line("// A gate that fired: its sub-blocks' bound tests side by side.");
-            o.line("sub = gmp_lp_gate_mask<SWEEP>(S, k);");
+            o.line("sub = gmp_lp_gate_mask<SWEEP, HALF>(S, k);");
             o.line("base = k + 1u;");
             o.line("sub_end = B.skip;");
             o.line("continue;");
@@ -2540,7 +2682,7 @@ fn emit_looped(
             o.line("const auto a = S[B.pa];");
             o.line("const auto b = S[B.pb];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line("const float rr = SWEEP ? B.r + a.e + b.e : B.r;");
+            o.line("const float rr = (SWEEP || HALF) ? B.r + gmp_lp_e(a) + gmp_lp_e(b) : B.r;");
             o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
             o.close("}");
         }
@@ -2551,7 +2693,7 @@ fn emit_looped(
         o.open("if (U.pb >= 0) {");
         o.line("const auto b = S[U.pb];");
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-        o.line("const float rr = SWEEP ? U.r + a.e + b.e : U.r;");
+        o.line("const float rr = (SWEEP || HALF) ? U.r + gmp_lp_e(a) + gmp_lp_e(b) : U.r;");
         o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
         o.close("}");
         o.line(format!("bool t[{LOOPED_PAIR_GROUP}];"));
@@ -2564,13 +2706,18 @@ fn emit_looped(
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
         o.line("const float dd = gmp_dot(d, d);");
         o.line("float rr2 = gmp_lp_f32(P.rr2);");
+        o.open("if (HALF) {");
+        o.line("// rab grown by both centres' rounding bounds: beyond it, the exact centres are beyond rab.");
+        o.line("const float rr = gmp_lp_f32(P.rab) + gmp_lp_e(a) + gmp_lp_e(b);");
+        o.line("rr2 = rr * rr;");
+        o.close("}");
         o.open("if (SWEEP) {");
         o.line("// ra + rb + margin + ea + eb, the growths in the pair's order: the bodies' whole sweeps,");
         o.line("// then, where those do not put the two out of reach, the pair's own (sweep.rs Sweep::pair,");
         o.line("// no larger).");
         o.line("const bool sw = (P.w & 0x40000000u) != 0u;");
         o.line("const float rab = gmp_lp_f32(P.rab);");
-        o.line("const float rr = sw ? rab + b.e + a.e : rab + a.e + b.e;");
+        o.line("const float rr = sw ? rab + gmp_lp_e(b) + gmp_lp_e(a) : rab + gmp_lp_e(a) + gmp_lp_e(b);");
         o.line("rr2 = rr * rr;");
         o.open("if (!(dd > rr2)) {");
         o.line("float e0, e1;");
@@ -2620,7 +2767,11 @@ fn emit_looped(
     if gen.fold {
         gen.emit_fold_guard(o, &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"])?;
     }
-    o.line(format!("typename GmpLpSlotOf<SWEEP>::T S[{}];", ns.max(1)));
+    o.line(format!(
+        "typename GmpLpSlotOf<SWEEP, HALF>::T S[{}];",
+        ns.max(1)
+    ));
+    o.line("bool hok = true; // every centre fits an f16 (the f16 pass only)");
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
     }
@@ -2664,13 +2815,13 @@ fn emit_looped(
             o.line("e = 0.5f * a;");
             o.line(format!("ef{g} = fmaxf(ef{g}, e);"));
             o.close("}");
-            o.line(format!("gmp_lp_put(S, {bi}u, c, e);"));
+            o.line(format!("gmp_lp_put(S, {bi}u, c, e, hok);"));
             o.close("}");
         }
         for (s, c) in bound_slots {
             let centre = gen.world_point(o, frame, &c, &|| "culling bound centre".into())?;
             o.line(format!(
-                "gmp_lp_put(S, {s}u, {centre}, ef{g}); // culling bound"
+                "gmp_lp_put(S, {s}u, {centre}, ef{g}, hok); // culling bound"
             ));
         }
         if streamed {
@@ -2684,12 +2835,16 @@ fn emit_looped(
             }
         }
     }
+    if half {
+        o.line("// The f16 pass with a centre beyond the f16 range: the exact code decides.");
+        o.line("if (HALF && !hok) return false;");
+    }
     if !streamed {
         emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
     }
     o.line("return true;");
     o.close("}");
-    Ok(())
+    Ok(half)
 }
 
 #[cfg(test)]
@@ -2710,6 +2865,18 @@ mod tests {
         let group = robot.group("arm").expect("group");
         let base = robot.tree.neutral_state();
         CollisionModel::build(&robot, &group, &base, RobotShapes::Polytopes, 1e-4).expect("model")
+    }
+
+    /// `looped-half` on a model that needs out-of-line tests (polytopes) is the exact code alone
+    /// (tests/specialise.rs checks the f16 pass on the MBM sphere models).
+    #[test]
+    fn half_layout_keeps_polytope_models_exact() {
+        assert_eq!(Layout::parse("looped-half"), Some(Layout::LoopedHalf));
+        assert!(Layout::LoopedHalf.half() && Layout::LoopedHalf.compact());
+        assert!(Layout::LoopedHalf.folds());
+        let poly = generate_with(&arm(), Layout::LoopedHalf).expect("polytopes");
+        assert!(!poly.generated.contains("gmp_spec_valid<false, true>"));
+        assert!(!poly.generated.contains("GmpLpSlotH"));
     }
 
     #[test]
