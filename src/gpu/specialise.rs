@@ -340,6 +340,12 @@ pub enum Layout {
     /// `looped-compact-fold` code, whose verdict it returns. Motions use the exact code only.
     /// Models that need out-of-line tests (polytopes, covering spheres, meshes) get
     /// `looped-compact-fold` itself.
+    ///
+    /// Not the default: on the H100 it measured 4-5.5e8/s against 7.3-9.4e8/s (MBM Panda, all
+    /// seven scenes, 2026-11-23). Nearly every warp holds a configuration in collision, which
+    /// this pass cannot call, so nearly every warp runs both passes; a pass that also decides
+    /// clear contacts (tests shrunk by the same bound) would leave only near-contact
+    /// configurations to the exact code.
     LoopedHalf,
 }
 
@@ -359,7 +365,7 @@ impl Layout {
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
-    /// bodies: [`Layout::LoopedHalf`] when every body is one sphere (sphere models, such as
+    /// bodies: [`Layout::LoopedCompactFold`] when every body is one sphere (sphere models, such as
     /// the MBM robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
     /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
@@ -371,14 +377,14 @@ impl Layout {
     /// session 7), and folding it 1-4 % faster than that (side by side in one process, Panda,
     /// bookshelf_small and cage, 1e6 and 1e7; balanced motions 1-8 %; H100, 2026-11-22,
     /// results/collision/fold_compact_H100_2026-11-22/). [`Layout::LoopedHalf`] (that code behind
-    /// an f16-slot pass) replaced it as the sphere-model default on 2026-11-23
+    /// an f16-slot pass) measured 40-50 % slower on the H100 and is not the default
     /// (results/collision/half_slots_H100_2026-11-23/).
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
         if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
         } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
-            Layout::LoopedHalf
+            Layout::LoopedCompactFold
         } else {
             Layout::Grouped
         }
