@@ -233,6 +233,15 @@ fn specialised_kernels_compile_with_nvrtc() {
             let _ = std::fs::write(format!("{dir}/spec_{file}.cu"), &src.source);
         }
         common::assert_exact_collision_ptx(&name, &ptx);
+        // The f16 pass's kernels exist exactly where the generated code has the pass.
+        let half = src.generated.contains("#define GMP_CONFIG_HALF");
+        for k in kernels::HALF_KERNEL_NAMES {
+            assert_eq!(
+                ptx.contains(&format!(".entry {k}(")),
+                half,
+                "{name}: kernel {k}"
+            );
+        }
         eprintln!(
             "nvrtc: {name} specialised ({:?}) compiles in {secs:.1} s, {} KiB of PTX",
             src.stats,
@@ -308,6 +317,19 @@ int main(int argc, char** argv) {
             spec_c[i] = gmp_spec_config_valid(m, row) ? 1 : 0;
             gen_c[i] = gmp_config_valid(m, row) ? 1 : 0;
         }
+#ifdef GMP_CONFIG_HALF
+        // The f16 pass as check_configs_half + check_configs_rest run it: its own verdicts where
+        // it decides (0 free, 1 in collision), the exact code's where it does not (2).
+        std::vector<uint8_t> half_c(n_cfg), pass_c(n_cfg);
+        for (unsigned i = 0; i < n_cfg; i++) {
+            const float* row = as<float>(q) + (size_t)i * dof;
+            const unsigned h = GMP_CONFIG_HALF(m, row);
+            half_c[i] = (uint8_t)h;
+            pass_c[i] = h == 2u ? (gmp_spec_config_valid(m, row) ? 1 : 0) : (h == 0u ? 1 : 0);
+        }
+        save(dir, (tag + "_half_codes").c_str(), half_c);
+        save(dir, (tag + "_half_configs").c_str(), pass_c);
+#endif
         for (unsigned i = 0; i < n_step; i++) {
             const float* row = as<float>(sq) + (size_t)i * dof;
             const float* d = as<float>(sd) + (size_t)i * dof;
@@ -541,6 +563,8 @@ fn specialised_source_matches_cpu_on_the_host() {
             .expect("run the host twin");
         assert!(status.success(), "{name}: host twin failed ({status})");
         let (mut configs, mut steps, mut free, mut uncertain) = (0, 0, 0, 0);
+        // The f16 pass's codes (free, collision, undecided) by the CPU's verdict.
+        let mut half_codes = [[0usize; 2]; 3];
         for (scene, dir, exp) in cases {
             for (what, file, want) in [
                 ("specialised config", "spec_configs", &exp.configs),
@@ -561,6 +585,24 @@ fn specialised_source_matches_cpu_on_the_host() {
                     ));
                 }
             }
+            if layout.half() && src.generated.contains("#define GMP_CONFIG_HALF") {
+                let got = read_bytes(dir, &format!("{tag}_half_configs"));
+                let codes = read_bytes(dir, &format!("{tag}_half_codes"));
+                assert_eq!(got.len(), exp.configs.len(), "{name}/{scene}: half length");
+                for (i, (&g, &c)) in got.iter().zip(&codes).enumerate() {
+                    if g != exp.configs[i] || c > 2 || (c < 2 && c == exp.configs[i]) {
+                        failures.push(format!(
+                            "{name}/{scene}: f16 pass on configuration #{i}: code {c}, \
+                             verdict {g}, cpu {}",
+                            exp.configs[i]
+                        ));
+                        break;
+                    }
+                }
+                for (i, &c) in codes.iter().enumerate() {
+                    half_codes[c.min(2) as usize][usize::from(exp.configs[i])] += 1;
+                }
+            }
             configs += exp.configs.len();
             steps += exp.steps.len();
             free += exp.configs.iter().filter(|&&v| v == 1).count();
@@ -573,18 +615,42 @@ fn specialised_source_matches_cpu_on_the_host() {
             cases.len(),
             src.stats
         );
+        let decided = |code: usize| half_codes[code][0] + half_codes[code][1];
+        if decided(0) + decided(1) + decided(2) > 0 {
+            eprintln!(
+                "host twin: {name}: f16 pass: {} free, {} in collision, {} undecided \
+                 ({} of them free)",
+                decided(0),
+                decided(1),
+                decided(2),
+                half_codes[2][1]
+            );
+            // The pass must decide both ways, and leave few to the exact code: only
+            // configurations within about a millimetre of a contact (or near a mesh obstacle).
+            if free > 0 && decided(0) == 0 || configs > free && decided(1) == 0 {
+                failures.push(format!("{name}: the f16 pass decides only one way"));
+            }
+            if decided(2) * 10 > configs {
+                failures.push(format!(
+                    "{name}: the f16 pass leaves {} of {configs} configurations undecided",
+                    decided(2)
+                ));
+            }
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// `looped-half` on the MBM sphere models: the f16 pass (6-byte slots, every test grown by the
-/// rounding bound) runs before the exact `looped-compact-fold` code, with the same tables.
+/// `looped-half` on the MBM sphere models: the f16 pass (6-byte slots, every test grown and
+/// shrunk by the rounding bound) is there beside the exact `looped-compact-fold` code, with the
+/// same tables, and the configuration verdicts of small batches stay the exact code's.
 #[test]
 fn half_layout_passes_first_on_sphere_models() {
     let Some(data) = common::mbm_or_skip("half_layout_passes_first_on_sphere_models") else {
         return;
     };
-    let pass = "gmp_spec_valid<false, true>(m, q, nullptr, 0u) || gmp_spec_valid<false>(m, q, nullptr, 0u)";
+    let pass = "if (gmp_spec_valid<false, true>(m, q, nullptr, 0u, &und)) return 0u;";
+    let exact_entry = "return gmp_spec_valid<false>(m, q, nullptr, 0u);";
     for name in ["panda", "ur5", "fetch"] {
         let r = mbm_robot(&data, name, true);
         let m = collision_model(&r);
@@ -597,7 +663,27 @@ fn half_layout_passes_first_on_sphere_models() {
         assert!(half
             .generated
             .contains("rr = gmp_lp_f32(P.rab) + gmp_lp_e(a) + gmp_lp_e(b);"));
-        assert!(half.generated.contains("if (HALF && !hok) return false;"));
+        assert!(half.generated.contains("if (HALF && !hok) {"));
+        // Shrunk tests: bodies against obstacles, sphere pairs.
+        assert!(half
+            .generated
+            .contains("const float rs = b.r - gmp_lp_e(s);"));
+        assert!(half
+            .generated
+            .contains("const float rs = gmp_lp_f32(P.rab) - gmp_lp_e(a) - gmp_lp_e(b);"));
+        assert!(half
+            .generated
+            .contains("#define GMP_CONFIG_HALF(m, q) gmp_spec_config_half(m, q)"));
+        assert!(half.generated.contains(exact_entry), "{name}");
+        assert!(exact.generated.contains(exact_entry), "{name}");
+        assert!(!exact.generated.contains("GMP_CONFIG_HALF"), "{name}");
+        // The shrunk tests need a reach that stays >= 0 with the radius: with a negative margin
+        // the exact code runs alone.
+        let negative = CollisionModel::build(&r.model, &r.group, &r.base, shapes(&r), -1e-3)
+            .expect("collision model");
+        let negative = specialised(&r, &negative, Layout::LoopedHalf);
+        assert!(!negative.generated.contains("GMP_CONFIG_HALF"), "{name}");
+        assert!(!negative.generated.contains("GmpLpSlotH"), "{name}");
         assert!(!exact.generated.contains("GmpLpSlotH"), "{name}");
         assert!(!exact.generated.contains(pass), "{name}");
         assert_eq!(half.stats.slots, exact.stats.slots, "{name}");

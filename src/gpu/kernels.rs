@@ -12,7 +12,8 @@ pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 /// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`,
 /// `fk_frames`, `check_configs_multi`, `check_motions_balanced_multi` (items of several
 /// scenes in one launch, `src/gpu/hub.rs`) and `check_configs_warp`,
-/// `check_motions_balanced_warp` (one warp per item, for small batches).
+/// `check_motions_balanced_warp` (one warp per item, for small batches); in a robot-specialised
+/// unit with an f16-slot pass also [`HALF_KERNEL_NAMES`].
 pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
 
 /// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle) and
@@ -45,6 +46,11 @@ pub const KERNEL_NAMES: [&str; 8] = [
     "check_motions_balanced_warp",
     "fk_frames",
 ];
+
+/// The kernel of a robot-specialised collision module with an f16-slot pass
+/// (`Layout::LoopedHalf` of `src/gpu/specialise.rs`): `check_configs_half` decides what that pass
+/// can and checks the rest with the exact tests, whole warps at a time.
+pub const HALF_KERNEL_NAMES: [&str; 1] = ["check_configs_half"];
 
 /// `common.cuh` followed by the `.cu` file `name` with source `src` (the `#include` is
 /// resolved here, so NVRTC needs no include path).

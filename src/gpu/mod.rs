@@ -604,6 +604,10 @@ struct KernelSet {
     /// of at most [`warp_items`] items.
     configs_warp: CudaFunction,
     balanced_warp: CudaFunction,
+    /// `check_configs_half` of a specialised module with an f16-slot pass
+    /// ([`kernels::HALF_KERNEL_NAMES`]), used for batches of at least [`HALF_MIN_ENV`]
+    /// configurations, and the blocks of it the device holds at once (0 when unknown).
+    half: Option<(CudaFunction, usize)>,
 }
 
 impl KernelSet {
@@ -626,6 +630,12 @@ impl KernelSet {
             balanced_multi: f("check_motions_balanced_multi")?,
             configs_warp: f("check_configs_warp")?,
             balanced_warp: f("check_motions_balanced_warp")?,
+            half: f(kernels::HALF_KERNEL_NAMES[0]).ok().map(|h| {
+                let per_sm = h
+                    .occupancy_max_active_blocks_per_multiprocessor(BLOCK, HALF_QUEUE_BYTES, None)
+                    .map_or(0, |b| b as usize);
+                (h, per_sm * sms)
+            }),
         })
     }
 
@@ -911,6 +921,9 @@ impl DeviceState {
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         let f_configs = self.kernels(variant).configs.clone();
+        let half = self.kernels(variant).half.clone();
+        let wave = self.kernels(variant).config_wave;
+        let half_from = half_min(if wave > 0 { wave } else { 1 << 16 });
         let dof = rows.dof;
         let n = out.len();
         let wave = match std::env::var(WHOLE_WAVES_ENV) {
@@ -927,6 +940,7 @@ impl DeviceState {
                 true => (self.kernels(variant).configs_warp.clone(), 32),
                 false => (f_configs, 1),
             };
+            let half = half.as_ref().filter(|_| lanes == 1 && n >= half_from);
             self.ensure_buffers(n * dof, n)?;
             self.stage(values, &rows, 0..n, 0, times)?;
             self.round(n * dof, n, times, |s| {
@@ -936,6 +950,7 @@ impl DeviceState {
                     &s.args,
                     (&s.input, 0..n * dof),
                     (&mut s.out, 0..n),
+                    half,
                 )
             })?;
             let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
@@ -986,6 +1001,7 @@ impl DeviceState {
                     &self.args,
                     (&self.input, w0..w0 + words),
                     (&mut self.out, o0..o0 + cn),
+                    half.as_ref().filter(|_| cn >= half_from),
                 )?;
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
@@ -1321,20 +1337,52 @@ impl DeviceState {
 /// waves of the device (see `pipeline_shape`; for side-by-side measurements).
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
+/// Environment variable: the smallest batch (or pipelined piece) of configurations that a
+/// specialised module with an f16-slot pass checks with it (`check_configs_half`); smaller ones, and every batch when it is `off`, run the exact
+/// `check_configs` alone. Default: one wave of the device (the configurations it runs at once).
+pub const HALF_MIN_ENV: &str = "GMP_HALF_MIN";
+
+/// The batch size from which the f16-slot pass runs ([`HALF_MIN_ENV`]; `wave` as in
+/// [`KernelSet::config_wave`]).
+fn half_min(wave: usize) -> usize {
+    match std::env::var(HALF_MIN_ENV) {
+        Ok(v) if v.trim() == "off" => usize::MAX,
+        Ok(v) => v.trim().parse().unwrap_or(wave),
+        Err(_) => wave,
+    }
+    .max(1)
+}
+
+/// Dynamic shared memory of a `check_configs_half` block: 64 queued configurations per warp.
+const HALF_QUEUE_BYTES: usize = 64 * 4 * (BLOCK as usize / 32);
+
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
 /// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
-/// per configuration).
+/// per configuration); with `half` (`check_configs_half` and the blocks the device holds at
+/// once) that kernel in its place, with at most that many blocks.
 fn launch_configs(
-    stream: &CudaStream,
+    stream: &Arc<CudaStream>,
     (f, lanes): (&CudaFunction, usize),
     args: &ModelArgs,
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
+    half: Option<&(CudaFunction, usize)>,
 ) -> Result<(), CollisionError> {
     let n = out.len();
     let cn32 = n as u32;
     let iv = inbuf.slice(input);
     let mut ov = outbuf.slice_mut(out);
+    if let Some((h, blocks)) = half {
+        let mut cfg = launch_cfg(n);
+        if *blocks > 0 {
+            cfg.grid_dim.0 = cfg.grid_dim.0.min(*blocks as u32);
+        }
+        cfg.shared_mem_bytes = HALF_QUEUE_BYTES as u32;
+        let mut b = stream.launch_builder(h);
+        b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
+        unsafe { b.launch(cfg) }.map_err(drv("launching check_configs_half"))?;
+        return Ok(());
+    }
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
     unsafe { b.launch(launch_cfg(n * lanes)) }.map_err(drv("launching check_configs"))?;

@@ -1251,13 +1251,20 @@ pub fn generate_with(
     }
     o.line("");
     o.line("__device__ __forceinline__ bool gmp_spec_config_valid(const GmpModel& m, const float* q) {");
-    if half {
-        o.line("    // The f16-slot pass says free only where the exact tests do; the rest go to them.");
-        o.line("    return gmp_spec_valid<false, true>(m, q, nullptr, 0u) || gmp_spec_valid<false>(m, q, nullptr, 0u);");
-    } else {
-        o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
-    }
+    o.line("    return gmp_spec_valid<false>(m, q, nullptr, 0u);");
     o.line("}");
+    if half {
+        o.line("");
+        o.line("// The f16-slot pass (Layout::LoopedHalf): 0 free, 1 in collision (both as the exact tests");
+        o.line("// say), 2 undecided: some test within the rounding bound of its reach, a centre beyond the");
+        o.line("// f16 range; check_configs_half leaves those to check_configs_rest (the exact tests).");
+        o.line("__device__ __forceinline__ unsigned gmp_spec_config_half(const GmpModel& m, const float* q) {");
+        o.line("    bool und = false;");
+        o.line("    if (gmp_spec_valid<false, true>(m, q, nullptr, 0u, &und)) return 0u;");
+        o.line("    return und ? 2u : 1u;");
+        o.line("}");
+        o.line("#define GMP_CONFIG_HALF(m, q) gmp_spec_config_half(m, q)");
+    }
     o.line("");
     o.line("// gmp_motion_step_status with the specialised tests.");
     o.line("__device__ __forceinline__ unsigned gmp_spec_step_status(const GmpModel& m, const float* q,");
@@ -1620,21 +1627,29 @@ pub const LOOPED_CONFIG_BLOCKS: u32 = 10;
 pub const LOOPED_MOTION_BLOCKS: u32 = 8;
 /// The f16 slot of [`Layout::LoopedHalf`]: store, load, and the growth that bounds the rounding.
 ///
-/// # Why the f16 pass cannot call a configuration in collision free
+/// # Why the f16 pass decides only as the exact tests do
 /// Stored: each coordinate `x` of a world centre rounded to the nearest f16 `x'` (`cvt.rn`; the
-/// host twin rounds the same way in software). For a finite `x'`, `|x - x'| <= 2^-11 |x'|` (a
-/// normal f16) or `<= 2^-25` (a subnormal one), so the centres are at most
-/// `sqrt(3) (2^-11 M + 2^-25) < 2^-10 M + 2^-24` apart, `M` the largest `|x'|`. The growth is
-/// `(2^-10 + 2^-16) M + 1e-4` (m): that, plus the few-ulp f32 rounding of the two tests
-/// (`2^-16 M + 1e-4` covers sixteen ulps of every coordinate up to 10 km, and 100 um), as
-/// with the culling bounds ([`Cull`]). Every test of the pass (bounds, bodies against
-/// obstacles, sphere pairs) has its reach grown by the growths of the centres it uses, so a
-/// test that does not fire there would not fire at the exact centres either: the skipped or
-/// passed tests all say "not near", and "free" from the pass is the exact verdict. A centre
-/// that does not fit an f16 (`|x| >= 65520`) becomes infinite: its growth is infinite, the
-/// tests that use it fire (or compare NaN, which the pair tests take as near: `!(dd > rr2)`;
-/// a culling bound's NaN comparison skips its pairs, so such a slot marks the pass failed
-/// before any test, see `gmp_lp_put`) and the configuration goes to the exact code.
+/// host twin rounds the same way in software). For `|x| <= 65504`, `|x - x'| <= 2^-11 |x'|` (a
+/// normal f16) or `<= 2^-25` (a subnormal one), so a centre and its rounding are at most
+/// `sqrt(3) (2^-11 M + 2^-25) < 2^-10 M + 2^-24` apart, `M` the largest `|x'|` of the rounded
+/// centre. Its growth `E = (2^-10 + 2^-16) M + 1e-4` (m) is that, plus the few-ulp f32 rounding
+/// of a test made at either centre (`2^-16 M + 1e-4` covers sixteen ulps of every coordinate up
+/// to 10 km, and 100 um), as with the culling bounds ([`Cull`]). (One `E` for all of a
+/// configuration's centres, from their largest `M`, saves a few instructions per use but leaves
+/// pairs near the base undecided: the UR5's wrist, 1.9 m from the origin, makes it 2 mm, and
+/// some UR5 sphere pairs always come within twice that. In the host twin 66 % of its
+/// configurations were left undecided, against 2 % with one `E` per centre.)
+///
+/// Every test of the pass (culling bounds, bodies against obstacles, sphere pairs) is the exact
+/// code's test at the rounded centres with its reach grown by its centres' `E`: one that does not
+/// fire there does not fire at the exact centres, so the skipped and passed tests all say "not
+/// near" and "free" from the pass is the exact verdict. Where a grown body or pair test fires,
+/// the same test with its reach shrunk by the same `E` (the reach still `>= 0`: a radius
+/// `>= E`, a margin `>= 0`) fires only where the exact test fires too: then the configuration is
+/// in collision, as the exact code finds (its culling never skips a test that fires). Between
+/// the two the pass marks the configuration undecided and goes on (a later test may still find a
+/// collision); undecided, the exact code decides. A centre beyond the f16 range, or not finite,
+/// leaves the configuration undecided before any test (`gmp_lp_put`).
 fn emit_half_slot(o: &mut Out) {
     o.line("// f32 -> f16 (round to nearest even) and back; the device uses the conversion instructions.");
     o.line("__device__ __forceinline__ unsigned short gmp_lp_to_h(float f) {");
@@ -1678,8 +1693,7 @@ fn emit_half_slot(o: &mut Out) {
     o.line("    return (h & 0x8000u) != 0u ? -v : v;");
     o.line("#endif");
     o.line("}");
-    o.line("// A centre beyond the f16 range (or not finite) fails the pass before any test: its slot holds");
-    o.line("// NaN, which gmp_lp_e turns into an infinite growth, but culling comparisons with NaN skip.");
+    o.line("// A centre beyond the f16 range (or not finite) leaves the pass undecided before any test (ok).");
     o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlotH* S, unsigned s, const V3& c, float, bool& ok) {");
     o.line("    ok = ok && fabsf(c.x[0]) <= 65504.0f && fabsf(c.x[1]) <= 65504.0f && fabsf(c.x[2]) <= 65504.0f;");
     o.line("    GmpLpSlotH v;");
@@ -1691,7 +1705,8 @@ fn emit_half_slot(o: &mut Out) {
     o.line("__device__ __forceinline__ V3 gmp_lp_c(const GmpLpSlotH& s) {");
     o.line("    return v3(gmp_lp_from_h(s.x), gmp_lp_from_h(s.y), gmp_lp_from_h(s.z));");
     o.line("}");
-    o.line("// (2^-10 + 2^-16) M + 1e-4, M the largest |coordinate| of the rounded centre (see emit_half_slot).");
+    o.line("// (2^-10 + 2^-16) M + 1e-4, M the largest |coordinate| of the rounded centre (see emit_half_slot):");
+    o.line("// on the decoded centre the test uses too, two max (|x| a free operand modifier) and a product.");
     o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlotH& s) {");
     o.line("    const V3 c = gmp_lp_c(s);");
     o.line("    const float mx = fmaxf(fabsf(c.x[0]), fmaxf(fabsf(c.x[1]), fabsf(c.x[2])));");
@@ -2187,7 +2202,14 @@ fn emit_looped(
             .iter()
             .any(|b| b.vert_count != 1 || env_covering(b));
     // The f16-slot pass only where every test is a sphere test (no out-of-line test to resume).
-    let half = half && compact && !store_frames && order == LoopOrder::Plain;
+    // Its shrunk tests need a reach that stays >= 0 when the radius does: a margin >= 0.
+    let half = half && compact && !store_frames && order == LoopOrder::Plain && m.margin >= 0.0;
+    // The undecided flag of the f16 pass, in the signatures and calls that carry it.
+    let (und_param, und_arg) = if half {
+        (", bool& und", ", und")
+    } else {
+        ("", "")
+    };
     let table_bytes = 16 * (tops.len() + parts.len())
         + 8 * body_rows.len()
         + if gated { 28 } else { 20 } * block_rows.len()
@@ -2454,16 +2476,22 @@ fn emit_looped(
     o.line("// body entry k (resume: go on at k, the bounds above it having fired). 0: no collision; 1: a");
     o.line("// collision; 2: body entry k needs the out-of-line tests (the caller runs them out of the loops,");
     o.line("// so that no call keeps the loops' state live, then resumes at k + 1).");
+    if half {
+        o.line("// The f16 pass (HALF) sets und for a body whose grown test fires and shrunk test does not, and");
+        o.line("// goes on.");
+    }
     o.line("template <unsigned K, bool SWEEP, bool HALF>");
     if gated {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned long long mask,");
-        o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
+        o.line(format!("                                              unsigned& t, unsigned& p, unsigned& k, bool resume{und_param}) {{"));
     } else if streamed {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned t_end,");
-        o.line("                                              unsigned& t, unsigned& p, unsigned& k, bool resume) {");
+        o.line(format!("                                              unsigned& t, unsigned& p, unsigned& k, bool resume{und_param}) {{"));
     } else {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned& t, unsigned& p,");
-        o.line("                                              unsigned& k, bool resume) {");
+        o.line(format!(
+            "                                              unsigned& k, bool resume{und_param}) {{"
+        ));
     }
     o.line("#pragma unroll 1");
     if streamed {
@@ -2505,6 +2533,18 @@ fn emit_looped(
     o.line(
         "if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? b.r + gmp_lp_e(s) : b.r, o)) continue;",
     );
+    if half {
+        o.open("if (HALF && (b.w >> 31) != 0u && o.kind != GMP_MESH) {");
+        o.line("// The f16 pass: the same test with the reach shrunk by the rounding bound fires only where");
+        o.line(
+            "// the exact test does (see emit_half_slot); between the two, the exact code decides.",
+        );
+        o.line("const float rs = b.r - gmp_lp_e(s);");
+        o.line("if (rs >= 0.0f && gmp_lp_near<K>(gmp_lp_c(s), rs, o)) return 1u;");
+        o.line("und = true;");
+        o.line("continue;");
+        o.close("}");
+    }
     o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
     o.close("}");
     o.close("}");
@@ -2573,7 +2613,14 @@ fn emit_looped(
         o.line("");
     }
     o.line("template <bool SWEEP, bool HALF = false>");
-    o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    if half {
+        o.line("// HALF: the f16 pass; false with *undp set: undecided (the exact code decides), false with");
+        o.line("// *undp untouched: in collision.");
+        o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n,");
+        o.line("                                            bool* undp = nullptr) {");
+    } else {
+        o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
+    }
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
     let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
         o.line("// Every body against every obstacle.");
@@ -2601,7 +2648,7 @@ fn emit_looped(
                     "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP, HALF>(S, o);"
                 ));
                 o.line(format!(
-                    "r = gmp_lp_env<{kind}, SWEEP, HALF>(S, o, mask, t, p, k, resume);"
+                    "r = gmp_lp_env<{kind}, SWEEP, HALF>(S, o, mask, t, p, k, resume{und_arg});"
                 ));
                 o.close("}");
             }
@@ -2615,19 +2662,19 @@ fn emit_looped(
                 // Rotations about z: the same branch for every thread (one obstacle at a time).
                 o.line("const bool zr = gmp_obstacle_zrot(o);");
                 o.line(format!(
-                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
+                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
                 o.line(format!(
-                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
+                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
-                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
+                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
             } else {
                 o.line(format!(
-                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume);"
+                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
             }
-            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
-            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP, HALF>(S, o, {end}t, p, k, resume);"));
+            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
+            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
         }
         o.line("if (r == 0u) break;");
         o.line("if (r == 1u) return false;");
@@ -2762,6 +2809,24 @@ fn emit_looped(
             o.close("}");
             o.close("}");
             o.close("}");
+        } else if half {
+            o.open(format!("if ({}) {{", any.join(" | ")));
+            o.line("// Sphere pairs only: any pair within reach is a collision. The f16 pass: where the reach");
+            o.line("// shrunk by both rounding bounds holds the pair too (see emit_half_slot); else undecided.");
+            o.line("if (!HALF) return false;");
+            o.line("#pragma unroll 1");
+            o.open(format!(
+                "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+            ));
+            o.line("if (!t[j]) continue;");
+            o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+            o.line("const auto b = S[P.w & 0x3fffffffu];");
+            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+            o.line("const float rs = gmp_lp_f32(P.rab) - gmp_lp_e(a) - gmp_lp_e(b);");
+            o.line("if (rs >= 0.0f && gmp_dot(d, d) <= rs * rs) return false;");
+            o.line("und = true;");
+            o.close("}");
+            o.close("}");
         } else {
             o.line("// Sphere pairs only: any pair within reach is a collision.");
             o.line(format!("if ({}) return false;", any.join(" | ")));
@@ -2778,6 +2843,9 @@ fn emit_looped(
         ns.max(1)
     ));
     o.line("bool hok = true; // every centre fits an f16 (the f16 pass only)");
+    if half {
+        o.line("bool und = false; // a test of the f16 pass between its grown and shrunk reach");
+    }
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
     }
@@ -2842,11 +2910,20 @@ fn emit_looped(
         }
     }
     if half {
+        o.open("if (HALF && !hok) {");
         o.line("// The f16 pass with a centre beyond the f16 range: the exact code decides.");
-        o.line("if (HALF && !hok) return false;");
+        o.line("*undp = true;");
+        o.line("return false;");
+        o.close("}");
     }
     if !streamed {
         emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
+    }
+    if half {
+        o.open("if (HALF && und) {");
+        o.line("*undp = true;");
+        o.line("return false;");
+        o.close("}");
     }
     o.line("return true;");
     o.close("}");
@@ -2883,6 +2960,7 @@ mod tests {
         let poly = generate_with(&arm(), Layout::LoopedHalf).expect("polytopes");
         assert!(!poly.generated.contains("gmp_spec_valid<false, true>"));
         assert!(!poly.generated.contains("GmpLpSlotH"));
+        assert!(!poly.generated.contains("GMP_CONFIG_HALF"));
     }
 
     #[test]
