@@ -83,47 +83,36 @@ extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_multi(const __grid_c
 }
 
 #ifdef GMP_CONFIG_HALF
-// A robot-specialised unit with an f16-slot pass (src/gpu/specialise.rs, Layout::LoopedHalf).
-// Each warp takes 32 configurations at a time (grid-stride, launched with at most the blocks the
-// device holds at once) and runs the pass on them; it writes the verdicts the pass decides and
-// queues the undecided ones (near a contact) in its part of the dynamic shared memory (64 words
-// per warp). Whenever 32 are queued the warp checks them with the exact tests, one per lane, and
-// at the end the rest: the exact tests run on full warps, rather than one undecided
-// configuration holding up the 31 others of its warp, and with no second launch.
+// A robot-specialised unit with an f16-slot pass (src/gpu/specialise.rs, Layout::LoopedHalf):
+// check_configs_half runs it on every configuration and writes the verdicts it decides; the
+// undecided ones (near a contact) go to a queue, rest[1 ..], their count in rest[0] (which the
+// host zeroes before the launch), and check_configs_rest, launched after it on the same stream
+// with any grid, runs the exact tests on them: the queue packs them into whole warps, rather
+// than one undecided configuration holding up the 31 others of its warp. (A version that kept
+// the queue per warp in shared memory, in one persistent launch, measured 10-20 % slower on the
+// H100: results/collision/half_slots_H100_2026-11-23/.)
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_half(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
-                                              unsigned char* __restrict__ out) {
-    extern __shared__ unsigned gmp_half_queue[];
-    const unsigned lane = threadIdx.x % 32u, warp = threadIdx.x / 32u, warps = blockDim.x / 32u;
-    unsigned* queue = gmp_half_queue + 64u * warp;
-    unsigned queued = 0u;  // the same in every lane
-    for (unsigned base = (blockIdx.x * warps + warp) * 32u; base < n; base += gridDim.x * warps * 32u) {
-        const unsigned i = base + lane;
-        bool undecided = false;
-        if (i < n) {
-            float qloc[GMP_MAX_DOF];
-            const float* row = q + (size_t)i * GMP_DOF(m);
-            for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
-            const unsigned r = GMP_CONFIG_HALF(m, qloc);
-            if (r == 2u) {
-                undecided = true;
-            } else {
-                out[i] = r == 0u ? 1 : 0;
-            }
-        }
-        const unsigned mask = __ballot_sync(0xffffffffu, undecided);
-        if (undecided) queue[queued + __popc(mask & ((1u << lane) - 1u))] = i;
-        queued += __popc(mask);
-        __syncwarp();
-        if (queued >= 32u) {
-            queued -= 32u;
-            const unsigned j = queue[queued + lane];
-            out[j] = gmp_config_row(m, q, j);
-            __syncwarp();
-        }
+                                              unsigned char* __restrict__ out, unsigned* __restrict__ rest) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float qloc[GMP_MAX_DOF];
+    const float* row = q + (size_t)i * GMP_DOF(m);
+    for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
+    const unsigned r = GMP_CONFIG_HALF(m, qloc);
+    if (r == 2u) {
+        rest[1u + atomicAdd(rest, 1u)] = i;
+    } else {
+        out[i] = r == 0u ? 1 : 0;
     }
-    if (lane < queued) {
-        const unsigned j = queue[lane];
-        out[j] = gmp_config_row(m, q, j);
+}
+
+// The exact verdicts of the configurations check_configs_half left undecided (grid-stride).
+extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_rest(const __grid_constant__ GmpModel m, const float* __restrict__ q,
+                                              unsigned char* __restrict__ out, const unsigned* __restrict__ rest) {
+    const unsigned count = rest[0];
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < count; k += gridDim.x * blockDim.x) {
+        const unsigned i = rest[1u + k];
+        out[i] = gmp_config_row(m, q, i);
     }
 }
 #endif

@@ -47,10 +47,10 @@ pub const KERNEL_NAMES: [&str; 8] = [
     "fk_frames",
 ];
 
-/// The kernel of a robot-specialised collision module with an f16-slot pass
-/// (`Layout::LoopedHalf` of `src/gpu/specialise.rs`): `check_configs_half` decides what that pass
-/// can and checks the rest with the exact tests, whole warps at a time.
-pub const HALF_KERNEL_NAMES: [&str; 1] = ["check_configs_half"];
+/// The kernels of a robot-specialised collision module with an f16-slot pass
+/// (`Layout::LoopedHalf` of `src/gpu/specialise.rs`): `check_configs_half` decides the
+/// configurations that pass can and queues the rest; `check_configs_rest` checks those exactly.
+pub const HALF_KERNEL_NAMES: [&str; 2] = ["check_configs_half", "check_configs_rest"];
 
 /// `common.cuh` followed by the `.cu` file `name` with source `src` (the `#include` is
 /// resolved here, so NVRTC needs no include path).

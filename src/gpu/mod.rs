@@ -604,10 +604,10 @@ struct KernelSet {
     /// of at most [`warp_items`] items.
     configs_warp: CudaFunction,
     balanced_warp: CudaFunction,
-    /// `check_configs_half` of a specialised module with an f16-slot pass
-    /// ([`kernels::HALF_KERNEL_NAMES`]), used for batches of at least [`HALF_MIN_ENV`]
-    /// configurations, and the blocks of it the device holds at once (0 when unknown).
-    half: Option<(CudaFunction, usize)>,
+    /// `check_configs_half` and `check_configs_rest` of a specialised module with an f16-slot
+    /// pass ([`kernels::HALF_KERNEL_NAMES`]), used for batches of at least [`HALF_MIN_ENV`]
+    /// configurations.
+    half: Option<(CudaFunction, CudaFunction)>,
 }
 
 impl KernelSet {
@@ -630,12 +630,9 @@ impl KernelSet {
             balanced_multi: f("check_motions_balanced_multi")?,
             configs_warp: f("check_configs_warp")?,
             balanced_warp: f("check_motions_balanced_warp")?,
-            half: f(kernels::HALF_KERNEL_NAMES[0]).ok().map(|h| {
-                let per_sm = h
-                    .occupancy_max_active_blocks_per_multiprocessor(BLOCK, HALF_QUEUE_BYTES, None)
-                    .map_or(0, |b| b as usize);
-                (h, per_sm * sms)
-            }),
+            half: f(kernels::HALF_KERNEL_NAMES[0])
+                .and_then(|h| Ok((h, f(kernels::HALF_KERNEL_NAMES[1])?)))
+                .ok(),
         })
     }
 
@@ -684,6 +681,8 @@ struct DeviceState {
     pipe_events: Vec<CudaEvent>,
     /// Batches of at most this many items run one warp per item (see [`warp_items`]).
     warp_items: usize,
+    /// The queue of the f16-slot pass (its count, then the undecided configurations).
+    half_queue: CudaSlice<u32>,
 }
 
 /// Per-device timings of one query.
@@ -759,6 +758,7 @@ impl DeviceState {
             d2h: ctx.new_stream().map_err(drv("creating a stream"))?,
             pipe_events: Vec::new(),
             warp_items: warp_items(model),
+            half_queue: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
             robot,
             scene: scene_dev,
             args: ModelArgs::default(),
@@ -923,7 +923,9 @@ impl DeviceState {
         let f_configs = self.kernels(variant).configs.clone();
         let half = self.kernels(variant).half.clone();
         let wave = self.kernels(variant).config_wave;
-        let half_from = half_min(if wave > 0 { wave } else { 1 << 16 });
+        let half_from = half_min(HALF_MIN_WAVES * if wave > 0 { wave } else { 1 << 16 });
+        // The exact pass over the queue loops over it: a wave of threads is enough.
+        let rest_threads = if wave > 0 { wave } else { usize::MAX };
         let dof = rows.dof;
         let n = out.len();
         let wave = match std::env::var(WHOLE_WAVES_ENV) {
@@ -942,6 +944,9 @@ impl DeviceState {
             };
             let half = half.as_ref().filter(|_| lanes == 1 && n >= half_from);
             self.ensure_buffers(n * dof, n)?;
+            if half.is_some() {
+                ensure_dev(&self.stream, &mut self.half_queue, n + 1)?;
+            }
             self.stage(values, &rows, 0..n, 0, times)?;
             self.round(n * dof, n, times, |s| {
                 launch_configs(
@@ -950,7 +955,11 @@ impl DeviceState {
                     &s.args,
                     (&s.input, 0..n * dof),
                     (&mut s.out, 0..n),
-                    half,
+                    half.map(|kernels| HalfLaunch {
+                        kernels,
+                        queue: &mut s.half_queue,
+                        rest_threads,
+                    }),
                 )
             })?;
             let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
@@ -961,6 +970,10 @@ impl DeviceState {
         }
         self.ensure_buffers(piece * slots * dof, piece * slots)?;
         self.ensure_pipe_events(slots)?;
+        if half.is_some() {
+            // The pieces' kernels run one after another on the kernel stream: one queue.
+            ensure_dev(&self.stream, &mut self.half_queue, piece + 1)?;
+        }
         let mut pending = std::collections::VecDeque::with_capacity(slots);
         let result = (|| {
             for j in 0..n.div_ceil(piece) {
@@ -1001,7 +1014,13 @@ impl DeviceState {
                     &self.args,
                     (&self.input, w0..w0 + words),
                     (&mut self.out, o0..o0 + cn),
-                    half.as_ref().filter(|_| cn >= half_from),
+                    half.as_ref()
+                        .filter(|_| cn >= half_from)
+                        .map(|kernels| HalfLaunch {
+                            kernels,
+                            queue: &mut self.half_queue,
+                            rest_threads,
+                        }),
                 )?;
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
@@ -1338,9 +1357,18 @@ impl DeviceState {
 pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 
 /// Environment variable: the smallest batch (or pipelined piece) of configurations that a
-/// specialised module with an f16-slot pass checks with it (`check_configs_half`); smaller ones, and every batch when it is `off`, run the exact
-/// `check_configs` alone. Default: one wave of the device (the configurations it runs at once).
+/// specialised module with an f16-slot pass checks with it (`check_configs_half`, then
+/// `check_configs_rest`); smaller ones, and every batch when it is `off`, run the exact
+/// `check_configs` alone. Default: [`HALF_MIN_WAVES`] waves of the device (a wave: the
+/// configurations it runs at once).
 pub const HALF_MIN_ENV: &str = "GMP_HALF_MIN";
+
+/// Default of [`HALF_MIN_ENV`] in device waves. Measured on the H100 (MBM Panda sphere model,
+/// all seven scenes, results/collision/half_slots_H100_2026-11-23/tri_state/): on pieces of
+/// 1.5 waves (1e6-configuration batches) the f16 pass was 7-16 % slower than the exact kernel
+/// alone (the exact pass over the queue runs after it, with few threads), on pieces of six
+/// waves (1e7) -2 to +10 %.
+pub const HALF_MIN_WAVES: usize = 4;
 
 /// The batch size from which the f16-slot pass runs ([`HALF_MIN_ENV`]; `wave` as in
 /// [`KernelSet::config_wave`]).
@@ -1353,34 +1381,49 @@ fn half_min(wave: usize) -> usize {
     .max(1)
 }
 
-/// Dynamic shared memory of a `check_configs_half` block: 64 queued configurations per warp.
-const HALF_QUEUE_BYTES: usize = 64 * 4 * (BLOCK as usize / 32);
+/// The f16-slot pass of one [`launch_configs`]: its two kernels, the queue they share (at
+/// least one word more than the configurations) and the threads of the exact pass over the
+/// queue (a grid-stride loop).
+struct HalfLaunch<'a> {
+    kernels: &'a (CudaFunction, CudaFunction),
+    queue: &'a mut CudaSlice<u32>,
+    rest_threads: usize,
+}
 
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
 /// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
-/// per configuration); with `half` (`check_configs_half` and the blocks the device holds at
-/// once) that kernel in its place, with at most that many blocks.
+/// per configuration); with `half`, the f16-slot pass in its place: the queue's count zeroed,
+/// `check_configs_half`, then `check_configs_rest` on what it left undecided.
 fn launch_configs(
     stream: &Arc<CudaStream>,
     (f, lanes): (&CudaFunction, usize),
     args: &ModelArgs,
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
-    half: Option<&(CudaFunction, usize)>,
+    half: Option<HalfLaunch>,
 ) -> Result<(), CollisionError> {
     let n = out.len();
     let cn32 = n as u32;
     let iv = inbuf.slice(input);
     let mut ov = outbuf.slice_mut(out);
-    if let Some((h, blocks)) = half {
-        let mut cfg = launch_cfg(n);
-        if *blocks > 0 {
-            cfg.grid_dim.0 = cfg.grid_dim.0.min(*blocks as u32);
+    if let Some(h) = half {
+        {
+            let mut count = h.queue.slice_mut(0..1);
+            stream
+                .memset_zeros(&mut count)
+                .map_err(drv("clearing the f16 pass queue"))?;
         }
-        cfg.shared_mem_bytes = HALF_QUEUE_BYTES as u32;
-        let mut b = stream.launch_builder(h);
-        b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
-        unsafe { b.launch(cfg) }.map_err(drv("launching check_configs_half"))?;
+        let mut b = stream.launch_builder(&h.kernels.0);
+        b.arg(args)
+            .arg(&iv)
+            .arg(&cn32)
+            .arg(&mut ov)
+            .arg(&mut *h.queue);
+        unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs_half"))?;
+        let mut b = stream.launch_builder(&h.kernels.1);
+        b.arg(args).arg(&iv).arg(&mut ov).arg(&*h.queue);
+        unsafe { b.launch(launch_cfg(h.rest_threads.clamp(1, n.max(1)))) }
+            .map_err(drv("launching check_configs_rest"))?;
         return Ok(());
     }
     let mut b = stream.launch_builder(f);

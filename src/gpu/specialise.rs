@@ -331,21 +331,26 @@ pub enum Layout {
     /// NaN for some `x`), and boxes and cylinders rotated about z tested without the products
     /// with their rotation's zeros. Same tables, tests and order as `looped-compact`.
     LoopedCompactFold,
-    /// [`Layout::LoopedCompactFold`] whose configuration kernel first runs a pass with 6-byte
-    /// slots: each world centre rounded to f16 (half the slot array's memory traffic, which the
-    /// kernel is bound by), every test's reach grown by a bound on that rounding (see
-    /// [`emit_half_slot`]). That pass says "free" only where the exact tests would (the same
-    /// argument as culling: a grown test that fails at the rounded centre fails at the exact
-    /// one); every other configuration (in collision, or near a contact) goes through the exact
-    /// `looped-compact-fold` code, whose verdict it returns. Motions use the exact code only.
-    /// Models that need out-of-line tests (polytopes, covering spheres, meshes) get
-    /// `looped-compact-fold` itself.
+    /// [`Layout::LoopedCompactFold`] with a faster configuration kernel for large batches: a
+    /// pass with 6-byte slots, each world centre rounded to f16 (half the slot array's memory
+    /// traffic, which the kernel is bound by), decides what it can; the rest go to the exact
+    /// `looped-compact-fold` code. Each test of the pass is the exact test at the rounded centres
+    /// with its reach grown, and where that fires shrunk, by a bound on the rounding (see
+    /// [`emit_half_slot`]): not firing grown means free, firing shrunk means in collision, as the
+    /// exact tests say; in between (within about a millimetre of a contact: 0.3 % of uniformly
+    /// random Panda configurations, 2.3 % UR5, 1.5 % Fetch in the host twin) the exact code
+    /// decides. `check_configs_half` queues those configurations and `check_configs_rest` checks
+    /// them, packed into whole warps. Batches below [`super::HALF_MIN_ENV`] (default four waves
+    /// of the device), motions and the several-scene kernels run the exact code only. Models that
+    /// need out-of-line tests (polytopes, covering spheres, meshes), or have a negative margin,
+    /// get `looped-compact-fold` itself.
     ///
-    /// Not the default: on the H100 it measured 4-5.5e8/s against 7.3-9.4e8/s (MBM Panda, all
-    /// seven scenes, 2026-11-23). Nearly every warp holds a configuration in collision, which
-    /// this pass cannot call, so nearly every warp runs both passes; a pass that also decides
-    /// clear contacts (tests shrunk by the same bound) would leave only near-contact
-    /// configurations to the exact code.
+    /// The default for sphere models. On the H100 (MBM Panda, all seven scenes, 2026-11-23,
+    /// results/collision/half_slots_H100_2026-11-23/tri_state/) the configuration kernel ran
+    /// +1 to +10 % faster than `looped-compact-fold` on batches of 4e6 and 1e7 on six scenes,
+    /// -2 % on bookshelf_thin (1.0e9/s on bookshelf_small); batches of 1e6 run the exact kernel.
+    /// Its build takes about 4 s longer (both passes; 20 s against 15-18 s with the driver's
+    /// compile on the H100).
     LoopedHalf,
 }
 
@@ -365,7 +370,7 @@ impl Layout {
     ];
 
     /// The layout [`generate`] picks for models with more than [`GROUPED_ABOVE_BODIES`] moving
-    /// bodies: [`Layout::LoopedCompactFold`] when every body is one sphere (sphere models, such as
+    /// bodies: [`Layout::LoopedHalf`] when every body is one sphere (sphere models, such as
     /// the MBM robots' spherized ones), [`Layout::Grouped`] otherwise (the inline code needs every
     /// register and spills, by `ptxas -v` for the MBM robots); [`Layout::Inline`] for smaller
     /// models (polytope models: ~110-140 registers inline, and the grouped code is about twice
@@ -376,15 +381,16 @@ impl Layout {
     /// faster again in the configuration kernel (8.8e8/s against 7.8e8/s, bookshelf_small, 1e7,
     /// session 7), and folding it 1-4 % faster than that (side by side in one process, Panda,
     /// bookshelf_small and cage, 1e6 and 1e7; balanced motions 1-8 %; H100, 2026-11-22,
-    /// results/collision/fold_compact_H100_2026-11-22/). [`Layout::LoopedHalf`] (that code behind
-    /// an f16-slot pass) measured 40-50 % slower on the H100 and is not the default
-    /// (results/collision/half_slots_H100_2026-11-23/).
+    /// results/collision/fold_compact_H100_2026-11-22/). [`Layout::LoopedHalf`] (that code with an
+    /// f16-slot pass for large batches) measured 1-10 % faster again on six of the seven Panda
+    /// scenes at 4e6 and 1e7 configurations (results/collision/half_slots_H100_2026-11-23/) and
+    /// is what sphere models get.
     pub fn for_model(m: &CollisionModel) -> Layout {
         let moving = m.bodies.iter().filter(|b| b.frame >= 0).count();
         if moving <= GROUPED_ABOVE_BODIES {
             Layout::Inline
         } else if m.bodies.iter().all(|b| is_plain_sphere(m, b)) {
-            Layout::LoopedCompactFold
+            Layout::LoopedHalf
         } else {
             Layout::Grouped
         }
