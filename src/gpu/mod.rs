@@ -611,7 +611,11 @@ struct KernelSet {
 }
 
 impl KernelSet {
-    fn load(module: &Arc<CudaModule>, sms: usize) -> Result<Self, String> {
+    /// Loads the kernels of `module`; `half`: it was built with an f16-slot pass (its source
+    /// defines `GMP_CONFIG_HALF`), so it has [`kernels::HALF_KERNEL_NAMES`] too. (Known from the
+    /// source rather than probed: a failed lookup is a CUDA API error, which compute-sanitizer
+    /// reports.)
+    fn load(module: &Arc<CudaModule>, sms: usize, half: bool) -> Result<Self, String> {
         let f = |name: &str| {
             module
                 .load_function(name)
@@ -630,9 +634,13 @@ impl KernelSet {
             balanced_multi: f("check_motions_balanced_multi")?,
             configs_warp: f("check_configs_warp")?,
             balanced_warp: f("check_motions_balanced_warp")?,
-            half: f(kernels::HALF_KERNEL_NAMES[0])
-                .and_then(|h| Ok((h, f(kernels::HALF_KERNEL_NAMES[1])?)))
-                .ok(),
+            half: match half {
+                true => Some((
+                    f(kernels::HALF_KERNEL_NAMES[0])?,
+                    f(kernels::HALF_KERNEL_NAMES[1])?,
+                )),
+                false => None,
+            },
         })
     }
 
@@ -714,12 +722,12 @@ impl DeviceState {
                 cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
             )
             .map_or(0, |c| c.max(0) as usize);
-        let generic = KernelSet::load(&dm.module, sms).map_err(backend_err)?;
+        let generic = KernelSet::load(&dm.module, sms, false).map_err(backend_err)?;
         let (spec, spec_error) = match spec {
             None => (None, None),
             Some((source, maxrreg)) => {
                 match specialised_module(&dm, ordinal, source, maxrreg)
-                    .and_then(|module| KernelSet::load(&module, sms))
+                    .and_then(|module| KernelSet::load(&module, sms, has_half_pass(source)))
                 {
                     Ok(k) => (Some(k), None),
                     Err(e) => (None, Some(e)),
@@ -1379,6 +1387,12 @@ fn half_min(wave: usize) -> usize {
         Err(_) => wave,
     }
     .max(1)
+}
+
+/// Whether a specialised translation unit has the f16-slot pass and its kernels
+/// ([`specialise::Layout::LoopedHalf`] on a model that allows it).
+fn has_half_pass(source: &str) -> bool {
+    source.contains("#define GMP_CONFIG_HALF")
 }
 
 /// The f16-slot pass of one [`launch_configs`]: its two kernels, the queue they share (at
