@@ -930,10 +930,22 @@ impl DeviceState {
     ) -> Result<(), CollisionError> {
         let f_configs = self.kernels(variant).configs.clone();
         let half = self.kernels(variant).half.clone();
-        let wave = self.kernels(variant).config_wave;
-        let half_from = half_min(HALF_MIN_WAVES * if wave > 0 { wave } else { 1 << 16 });
+        // The device's wave, whatever WHOLE_WAVES_ENV says about rounding pieces to it.
+        let device_wave = self.kernels(variant).config_wave;
+        let half_from = half_min(
+            HALF_MIN_WAVES
+                * if device_wave > 0 {
+                    device_wave
+                } else {
+                    1 << 16
+                },
+        );
         // The exact pass over the queue loops over it: a wave of threads is enough.
-        let rest_threads = if wave > 0 { wave } else { usize::MAX };
+        let rest_threads = if device_wave > 0 {
+            device_wave
+        } else {
+            usize::MAX
+        };
         let dof = rows.dof;
         let n = out.len();
         let wave = match std::env::var(WHOLE_WAVES_ENV) {

@@ -2622,11 +2622,11 @@ fn emit_looped(
     if half {
         o.line("// HALF: the f16 pass; false with *undp set: undecided (the exact code decides), false with");
         o.line("// *undp untouched: in collision.");
-        o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n,");
-        o.line("                                            bool* undp = nullptr) {");
-    } else {
-        o.open("__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n) {");
     }
+    let undp_param = if half { ", bool* undp = nullptr" } else { "" };
+    o.open(format!(
+        "__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n{undp_param}) {{"
+    ));
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
     let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
         o.line("// Every body against every obstacle.");
