@@ -660,17 +660,30 @@ fn half_layout_passes_first_on_sphere_models() {
         assert!(half
             .generated
             .contains("struct GmpLpSlotH { unsigned short x, y, z; };"));
+        // Grown tests with the configuration's largest bound, then (where they fire) the centres'
+        // own, then the shrunk tests: bodies against obstacles, sphere pairs.
         assert!(half
             .generated
-            .contains("rr = gmp_lp_f32(P.rab) + gmp_lp_e(a) + gmp_lp_e(b);"));
+            .contains("const float eh = HALF ? gmp_lp_eh(hmx) : 0.0f;"));
+        assert!(half
+            .generated
+            .contains("const float rr = gmp_lp_f32(P.rab) + eh2;"));
+        assert!(half
+            .generated
+            .contains("(SWEEP || HALF) ? b.r + gmp_lp_eg(s, eh) : b.r, o)) continue;"));
+        assert!(half
+            .generated
+            .contains("if (!gmp_lp_near<K>(gmp_lp_c(s), b.r + gmp_lp_e(s), o)) continue;"));
+        assert!(half
+            .generated
+            .contains("const float rg = rab + gmp_lp_e(a) + gmp_lp_e(b);"));
         assert!(half.generated.contains("if (HALF && !hok) {"));
-        // Shrunk tests: bodies against obstacles, sphere pairs.
         assert!(half
             .generated
             .contains("const float rs = b.r - gmp_lp_e(s);"));
         assert!(half
             .generated
-            .contains("const float rs = gmp_lp_f32(P.rab) - gmp_lp_e(a) - gmp_lp_e(b);"));
+            .contains("const float rs = rab - gmp_lp_e(a) - gmp_lp_e(b);"));
         assert!(half
             .generated
             .contains("#define GMP_CONFIG_HALF(m, q) gmp_spec_config_half(m, q)"));
@@ -694,4 +707,70 @@ fn half_layout_passes_first_on_sphere_models() {
             "{name}"
         );
     }
+}
+
+/// The f16 pass's configuration-wide growth (`gmp_lp_eh` of the largest |coordinate| that
+/// `gmp_lp_put` tracks) is the largest of its centres' own growths (`gmp_lp_e` of each rounded
+/// centre): the grown tests use it in place of each centre's, which is sound only if it is never
+/// smaller. Host twin of the generated helpers, on centres from 1e-9 m (f16 subnormals and zero)
+/// to 6e4 m, both signs, many per configuration.
+#[test]
+fn half_pass_largest_bound_is_its_centres_largest() {
+    let Some(data) = common::mbm_or_skip("half_pass_largest_bound_is_its_centres_largest") else {
+        return;
+    };
+    let Some(cxx) = host_twin::compiler() else {
+        eprintln!("SKIP half_pass_largest_bound_is_its_centres_largest: no C++ compiler");
+        return;
+    };
+    let r = mbm_robot(&data, "panda", true);
+    let m = collision_model(&r);
+    let half = specialised(&r, &m, Layout::LoopedHalf);
+    let main = r#"
+#include <cstdio>
+#include <random>
+int main() {
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    unsigned long long checked = 0, equal = 0;
+    for (int t = 0; t < 200000; t++) {
+        // One configuration: 1-80 centres at a common scale 10^[-9, 4.78], each coordinate
+        // scaled again by 10^[-3, 0] and signed.
+        const int n = 1 + (int)(u(rng) * 80.0);
+        const double scale = pow(10.0, -9.0 + u(rng) * 13.78);
+        GmpLpSlotH S[80];
+        bool ok = true;
+        float mx = 0.0f;
+        for (int i = 0; i < n; i++) {
+            float c[3];
+            for (int k = 0; k < 3; k++) {
+                const double x = scale * pow(10.0, -3.0 * u(rng)) * (u(rng) < 0.5 ? -1.0 : 1.0);
+                c[k] = (float)fmin(fmax(x, -65504.0), 65504.0);
+            }
+            gmp_lp_put(S, (unsigned)i, v3(c[0], c[1], c[2]), 0.0f, ok, mx);
+        }
+        if (!ok) { printf("centre out of range at %d\n", t); return 2; }
+        float largest = 0.0f;
+        for (int i = 0; i < n; i++) largest = fmaxf(largest, gmp_lp_e(S[i]));
+        const float eh = gmp_lp_eh(mx);
+        checked++;
+        if (eh < largest) { printf("smaller: eh %a < %a at %d\n", eh, largest, t); return 1; }
+        if (eh == largest) equal++;
+    }
+    printf("checked %llu equal %llu\n", checked, equal);
+    return 0;
+}
+"#;
+    let mut text = String::from(host_twin::PRELUDE);
+    text.push_str(kernels::COMMON_CUH);
+    text.push('\n');
+    text.push_str(&half.generated);
+    text.push_str(main);
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    let exe = host_twin::compile(&cxx, tmp.path(), "half_bound", &text).expect("twin compiles");
+    let out = Command::new(&exe).output().expect("twin runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // Not only never smaller: the same value (rounding is monotone and odd), every time.
+    assert_eq!(stdout.trim(), "checked 200000 equal 200000", "{stdout}");
 }

@@ -1640,19 +1640,24 @@ pub const LOOPED_MOTION_BLOCKS: u32 = 8;
 /// `sqrt(3) (2^-11 M + 2^-25) < 2^-10 M + 2^-24` apart, `M` the largest `|x'|` of the rounded
 /// centre. Its growth `E = (2^-10 + 2^-16) M + 1e-4` (m) is that, plus the few-ulp f32 rounding
 /// of a test made at either centre (`2^-16 M + 1e-4` covers sixteen ulps of every coordinate up
-/// to 10 km, and 100 um), as with the culling bounds ([`Cull`]). (One `E` for all of a
-/// configuration's centres, from their largest `M`, saves a few instructions per use but leaves
-/// pairs near the base undecided: the UR5's wrist, 1.9 m from the origin, makes it 2 mm, and
-/// some UR5 sphere pairs always come within twice that. In the host twin 66 % of its
-/// configurations were left undecided, against 2 % with one `E` per centre.)
+/// to 10 km, and 100 um), as with the culling bounds ([`Cull`]).
 ///
 /// Every test of the pass (culling bounds, bodies against obstacles, sphere pairs) is the exact
-/// code's test at the rounded centres with its reach grown by its centres' `E`: one that does not
-/// fire there does not fire at the exact centres, so the skipped and passed tests all say "not
-/// near" and "free" from the pass is the exact verdict. Where a grown body or pair test fires,
-/// the same test with its reach shrunk by the same `E` (the reach still `>= 0`: a radius
-/// `>= E`, a margin `>= 0`) fires only where the exact test fires too: then the configuration is
-/// in collision, as the exact code finds (its culling never skips a test that fires). Between
+/// code's test at the rounded centres with its reach grown by at least its centres' `E`: one that
+/// does not fire there does not fire at the exact centres, so the skipped and passed tests all
+/// say "not near" and "free" from the pass is the exact verdict. The first test of each grows by
+/// `Eh`, the largest `E` of the configuration's centres (`gmp_lp_eh`: `gmp_lp_put` tracks the
+/// largest `|x|`, and rounding to f16 is monotone and odd, so its f16 is the largest `M`; a
+/// host-twin test checks that it equals the largest `E`), with no decoding of a bound per use; a
+/// pair's reach `rab + 2 Eh` is one sum (one rounding, far inside the 100 um). Where that fires,
+/// the test is made again grown by its centres' own `E`, so that only that test's verdict
+/// counts: one `Eh` alone leaves pairs near the base undecided (the UR5's wrist, 1.9 m from the
+/// origin, makes it 2 mm, and some UR5 sphere pairs always come within twice that: in the host
+/// twin 66 % of its configurations, against 2 % with each centre's own). Where a grown body or
+/// pair test fires (with its own `E`), the same test with its reach shrunk by that `E` (the
+/// reach still `>= 0`: a radius `>= E`, a margin `>= 0`) fires only where the exact test fires
+/// too: then the configuration is in collision, as the exact code finds (its culling never skips
+/// a test that fires). Between
 /// the two the pass marks the configuration undecided and goes on (a later test may still find a
 /// collision); undecided, the exact code decides. A centre beyond the f16 range, or not finite,
 /// leaves the configuration undecided before any test (`gmp_lp_put`).
@@ -1700,8 +1705,10 @@ fn emit_half_slot(o: &mut Out) {
     o.line("#endif");
     o.line("}");
     o.line("// A centre beyond the f16 range (or not finite) leaves the pass undecided before any test (ok).");
-    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlotH* S, unsigned s, const V3& c, float, bool& ok) {");
+    o.line("// mx: the largest |coordinate| of the centres so far (for gmp_lp_eh).");
+    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlotH* S, unsigned s, const V3& c, float, bool& ok, float& mx) {");
     o.line("    ok = ok && fabsf(c.x[0]) <= 65504.0f && fabsf(c.x[1]) <= 65504.0f && fabsf(c.x[2]) <= 65504.0f;");
+    o.line("    mx = fmaxf(mx, fmaxf(fabsf(c.x[0]), fmaxf(fabsf(c.x[1]), fabsf(c.x[2]))));");
     o.line("    GmpLpSlotH v;");
     o.line("    v.x = gmp_lp_to_h(c.x[0]);");
     o.line("    v.y = gmp_lp_to_h(c.x[1]);");
@@ -1717,6 +1724,25 @@ fn emit_half_slot(o: &mut Out) {
     o.line("    const V3 c = gmp_lp_c(s);");
     o.line("    const float mx = fmaxf(fabsf(c.x[0]), fmaxf(fabsf(c.x[1]), fabsf(c.x[2])));");
     o.line("    return mx * 0x1.04p-10f + 1e-4f;");
+    o.line("}");
+    o.line("// The largest gmp_lp_e of a configuration's centres, from the largest |coordinate| mx of their");
+    o.line("// f32 values (every centre fits an f16): rounding to f16 is monotone and odd, so the f16 of mx");
+    o.line("// is the largest |coordinate| of the rounded centres, and the same product and sum give the");
+    o.line("// largest bound (see emit_half_slot).");
+    o.line("__device__ __forceinline__ float gmp_lp_eh(float mx) {");
+    o.line("    const float m = gmp_lp_from_h(gmp_lp_to_h(mx));");
+    o.line("    return m * 0x1.04p-10f + 1e-4f;");
+    o.line("}");
+    o.line("// The growth of the pass's first (grown) tests: the configuration's largest bound eh, the same");
+    o.line("// for every centre (no decoding per use); a test that fires is made again with the centre's own.");
+    o.line(
+        "__device__ __forceinline__ float gmp_lp_eg(const GmpLpSlotH&, float eh) { return eh; }",
+    );
+    o.line(
+        "// A pair test's reach r grown by twice that bound (eh2 = eh + eh, exact), in one sum.",
+    );
+    o.line("__device__ __forceinline__ float gmp_lp_grow2(float r, const GmpLpSlotH&, const GmpLpSlotH&, float eh2) {");
+    o.line("    return r + eh2;");
     o.line("}");
 }
 
@@ -2212,9 +2238,23 @@ fn emit_looped(
     let half = half && compact && !store_frames && order == LoopOrder::Plain && m.margin >= 0.0;
     // The undecided flag of the f16 pass, in the signatures and calls that carry it.
     let (und_param, und_arg) = if half {
-        (", bool& und", ", und")
+        (", bool& und, float eh", ", und, eh")
     } else {
         ("", "")
+    };
+    // The growth of a grown test at slot s: the f16 pass's configuration-wide bound (gmp_lp_eg).
+    let eg_s = if half {
+        "gmp_lp_eg(s, eh)"
+    } else {
+        "gmp_lp_e(s)"
+    };
+    // A pair bound's reach r grown at slots a and b (gmp_lp_grow2).
+    let grow_ab = |r: &str| {
+        if half {
+            format!("gmp_lp_grow2({r}, a, b, eh2)")
+        } else {
+            format!("{r} + gmp_lp_e(a) + gmp_lp_e(b)")
+        }
     };
     let table_bytes = 16 * (tops.len() + parts.len())
         + 8 * body_rows.len()
@@ -2348,7 +2388,7 @@ fn emit_looped(
     o.line("#endif");
     o.line("}");
     o.line("");
-    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot* S, unsigned s, const V3& c, float e, bool&) {");
+    o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot* S, unsigned s, const V3& c, float e, bool&, float&) {");
     o.line("    GmpLpSlot v;");
     o.line("    v.x = c.x[0];");
     o.line("    v.y = c.x[1];");
@@ -2358,7 +2398,7 @@ fn emit_looped(
     o.line("}");
     if compact {
         o.line("");
-        o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot3* S, unsigned s, const V3& c, float, bool&) {");
+        o.line("__device__ __forceinline__ void gmp_lp_put(GmpLpSlot3* S, unsigned s, const V3& c, float, bool&, float&) {");
         o.line("    GmpLpSlot3 v;");
         o.line("    v.x = c.x[0];");
         o.line("    v.y = c.x[1];");
@@ -2377,6 +2417,19 @@ fn emit_looped(
     o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlot& s) { return s.e; }");
     if compact {
         o.line("__device__ __forceinline__ float gmp_lp_e(const GmpLpSlot3&) { return 0.0f; }");
+    }
+    if half {
+        o.line("// The exact slots' growths as before (gmp_lp_eg, gmp_lp_grow2: the f16 pass's, emit_half_slot).");
+        o.line(
+            "__device__ __forceinline__ float gmp_lp_eg(const GmpLpSlot& s, float) { return s.e; }",
+        );
+        o.line(
+            "__device__ __forceinline__ float gmp_lp_eg(const GmpLpSlot3&, float) { return 0.0f; }",
+        );
+        o.line("template <typename T>");
+        o.line("__device__ __forceinline__ float gmp_lp_grow2(float r, const T& a, const T& b, float) {");
+        o.line("    return r + gmp_lp_e(a) + gmp_lp_e(b);");
+        o.line("}");
     }
     if half {
         emit_half_slot(o);
@@ -2515,7 +2568,7 @@ fn emit_looped(
         o.open("if (!resume) {");
         o.open("if (top.slot >= 0) {");
         o.line("const auto s = S[top.slot];");
-        o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? top.r + gmp_lp_e(s) : top.r, o)) continue;");
+        o.line(format!("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? top.r + {eg_s} : top.r, o)) continue;"));
         o.close("}");
         o.line("p = top.lo;");
         o.close("}");
@@ -2526,7 +2579,7 @@ fn emit_looped(
     o.open("if (!resume) {");
     o.open("if (part.slot >= 0) {");
     o.line("const auto s = S[part.slot];");
-    o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? part.r + gmp_lp_e(s) : part.r, o)) continue;");
+    o.line(format!("if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? part.r + {eg_s} : part.r, o)) continue;"));
     o.close("}");
     o.line("k = part.lo;");
     o.close("}");
@@ -2536,19 +2589,21 @@ fn emit_looped(
     o.line("const GmpLpBody b = gmp_lp_body[k];");
     o.line("const auto s = S[b.w & 0x7fffffffu];");
     o.line("// The CPU's b.radius + e; without a sweep e = 0 (see emit_looped).");
-    o.line(
-        "if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? b.r + gmp_lp_e(s) : b.r, o)) continue;",
-    );
+    o.line(format!(
+        "if (!gmp_lp_near<K>(gmp_lp_c(s), (SWEEP || HALF) ? b.r + {eg_s} : b.r, o)) continue;"
+    ));
     if half {
-        o.open("if (HALF && (b.w >> 31) != 0u && o.kind != GMP_MESH) {");
-        o.line("// The f16 pass: the same test with the reach shrunk by the rounding bound fires only where");
-        o.line(
-            "// the exact test does (see emit_half_slot); between the two, the exact code decides.",
-        );
+        o.open("if (HALF) {");
+        o.line("// The f16 pass, grown by the configuration's largest bound: the test grown by the centre's own.");
+        o.line("if (!gmp_lp_near<K>(gmp_lp_c(s), b.r + gmp_lp_e(s), o)) continue;");
+        o.open("if ((b.w >> 31) != 0u && o.kind != GMP_MESH) {");
+        o.line("// The same test with the reach shrunk by the rounding bound fires only where the exact test");
+        o.line("// does (see emit_half_slot); between the two, the exact code decides.");
         o.line("const float rs = b.r - gmp_lp_e(s);");
         o.line("if (rs >= 0.0f && gmp_lp_near<K>(gmp_lp_c(s), rs, o)) return 1u;");
         o.line("und = true;");
         o.line("continue;");
+        o.close("}");
         o.close("}");
     }
     o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
@@ -2741,7 +2796,10 @@ fn emit_looped(
             o.line("const auto a = S[B.pa];");
             o.line("const auto b = S[B.pb];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line("const float rr = (SWEEP || HALF) ? B.r + gmp_lp_e(a) + gmp_lp_e(b) : B.r;");
+            o.line(format!(
+                "const float rr = (SWEEP || HALF) ? {} : B.r;",
+                grow_ab("B.r")
+            ));
             o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
             o.close("}");
         }
@@ -2752,7 +2810,10 @@ fn emit_looped(
         o.open("if (U.pb >= 0) {");
         o.line("const auto b = S[U.pb];");
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-        o.line("const float rr = (SWEEP || HALF) ? U.r + gmp_lp_e(a) + gmp_lp_e(b) : U.r;");
+        o.line(format!(
+            "const float rr = (SWEEP || HALF) ? {} : U.r;",
+            grow_ab("U.r")
+        ));
         o.line("if (!(gmp_dot(d, d) <= rr * rr)) continue;");
         o.close("}");
         o.line(format!("bool t[{LOOPED_PAIR_GROUP}];"));
@@ -2765,11 +2826,14 @@ fn emit_looped(
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
         o.line("const float dd = gmp_dot(d, d);");
         o.line("float rr2 = gmp_lp_f32(P.rr2);");
-        o.open("if (HALF) {");
-        o.line("// rab grown by both centres' rounding bounds: beyond it, the exact centres are beyond rab.");
-        o.line("const float rr = gmp_lp_f32(P.rab) + gmp_lp_e(a) + gmp_lp_e(b);");
-        o.line("rr2 = rr * rr;");
-        o.close("}");
+        if half {
+            o.open("if (HALF) {");
+            o.line("// rab grown by twice the configuration's largest rounding bound: beyond it, the exact");
+            o.line("// centres are beyond rab.");
+            o.line("const float rr = gmp_lp_f32(P.rab) + eh2;");
+            o.line("rr2 = rr * rr;");
+            o.close("}");
+        }
         o.open("if (SWEEP) {");
         o.line("// ra + rb + margin + ea + eb, the growths in the pair's order: the bodies' whole sweeps,");
         o.line("// then, where those do not put the two out of reach, the pair's own (sweep.rs Sweep::pair,");
@@ -2824,12 +2888,17 @@ fn emit_looped(
             o.open(format!(
                 "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
             ));
-            o.line("if (!t[j]) continue;");
+            o.line("// Every row again (t[] is not kept: indexing it here would put it in local memory), grown by");
+            o.line("// its centres' own bounds (a row that fires so fired above; padding rows never fire).");
             o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
             o.line("const auto b = S[P.w & 0x3fffffffu];");
             o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line("const float rs = gmp_lp_f32(P.rab) - gmp_lp_e(a) - gmp_lp_e(b);");
-            o.line("if (rs >= 0.0f && gmp_dot(d, d) <= rs * rs) return false;");
+            o.line("const float dd = gmp_dot(d, d);");
+            o.line("const float rab = gmp_lp_f32(P.rab);");
+            o.line("const float rg = rab + gmp_lp_e(a) + gmp_lp_e(b);");
+            o.line("if (!(dd <= rg * rg)) continue;");
+            o.line("const float rs = rab - gmp_lp_e(a) - gmp_lp_e(b);");
+            o.line("if (rs >= 0.0f && dd <= rs * rs) return false;");
             o.line("und = true;");
             o.close("}");
             o.close("}");
@@ -2849,6 +2918,7 @@ fn emit_looped(
         ns.max(1)
     ));
     o.line("bool hok = true; // every centre fits an f16 (the f16 pass only)");
+    o.line("float hmx = 0.0f; // the largest |coordinate| of the centres (the f16 pass only)");
     if half {
         o.line("bool und = false; // a test of the f16 pass between its grown and shrunk reach");
     }
@@ -2895,13 +2965,13 @@ fn emit_looped(
             o.line("e = 0.5f * a;");
             o.line(format!("ef{g} = fmaxf(ef{g}, e);"));
             o.close("}");
-            o.line(format!("gmp_lp_put(S, {bi}u, c, e, hok);"));
+            o.line(format!("gmp_lp_put(S, {bi}u, c, e, hok, hmx);"));
             o.close("}");
         }
         for (s, c) in bound_slots {
             let centre = gen.world_point(o, frame, &c, &|| "culling bound centre".into())?;
             o.line(format!(
-                "gmp_lp_put(S, {s}u, {centre}, ef{g}, hok); // culling bound"
+                "gmp_lp_put(S, {s}u, {centre}, ef{g}, hok, hmx); // culling bound"
             ));
         }
         if streamed {
@@ -2921,6 +2991,9 @@ fn emit_looped(
         o.line("*undp = true;");
         o.line("return false;");
         o.close("}");
+        o.line("// The f16 pass: the largest rounding bound of the centres, and twice it (exact).");
+        o.line("const float eh = HALF ? gmp_lp_eh(hmx) : 0.0f;");
+        o.line("const float eh2 = eh + eh;");
     }
     if !streamed {
         emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
