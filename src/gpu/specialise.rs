@@ -2762,6 +2762,10 @@ fn emit_looped(
             o.line("unsigned long long sub = 0ull;");
             o.line("unsigned base = 0u, sub_end = 0u;");
         }
+        o.line("// Body a's slot, kept while consecutive groups share a (the same for every thread, so the");
+        o.line("// branch does not diverge): one local-memory load fewer per group.");
+        o.line("unsigned la = 0xffffffffu;");
+        o.line("typename GmpLpSlotOf<SWEEP, HALF>::T a{};");
         o.line("#pragma unroll 1");
         o.open(format!("for (unsigned k = {b_lo}u; k < {b_hi}u; k++) {{"));
         if gated {
@@ -2806,7 +2810,10 @@ fn emit_looped(
         o.line("#pragma unroll 1");
         o.open("for (unsigned u = B.lo; u < B.hi; u++) {");
         o.line("const GmpLpGroup U = gmp_lp_group[u];");
-        o.line("const auto a = S[U.a];");
+        o.open("if (U.a != la) {");
+        o.line("la = U.a;");
+        o.line("a = S[U.a];");
+        o.close("}");
         o.open("if (U.pb >= 0) {");
         o.line("const auto b = S[U.pb];");
         o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
