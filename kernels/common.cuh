@@ -53,8 +53,9 @@ struct GmpBody {
     float inflate;
 };
 
-// model.rs ObstacleModel.
-struct GmpObstacle {
+// model.rs ObstacleModel. 16-byte aligned and padded to 96 bytes (upload.rs OBSTACLE_WORDS), so
+// that a record's fields load 16 bytes at a time.
+struct alignas(16) GmpObstacle {
     unsigned kind;
     float r[9];
     float t[3];
@@ -63,6 +64,7 @@ struct GmpObstacle {
     float radius;
     unsigned mesh_start;
     unsigned mesh_count;
+    unsigned pad[2];
 };
 
 // Device pointers and counts of the resident robot and scene (src/gpu/upload.rs, DeviceModel).

@@ -9,8 +9,9 @@ use crate::collision::model::{CollisionModel, ObstacleModel, SceneModel};
 pub const FRAME_WORDS: usize = 20;
 /// Words per `GmpBody` record.
 pub const BODY_WORDS: usize = 11;
-/// Words per `GmpObstacle` record.
-pub const OBSTACLE_WORDS: usize = 22;
+/// Words per `GmpObstacle` record (22 and two of padding: the kernels' record is 16-byte
+/// aligned, so that its fields load 16 bytes at a time).
+pub const OBSTACLE_WORDS: usize = 24;
 
 fn push_f(out: &mut Vec<u32>, v: &[f32]) {
     out.extend(v.iter().map(|x| x.to_bits()));
@@ -113,6 +114,7 @@ pub fn obstacle_words(o: &ObstacleModel, out: &mut Vec<u32>) {
     push_f(out, &[o.radius]);
     out.push(o.mesh_start);
     out.push(o.mesh_count);
+    out.extend([0, 0]);
 }
 
 /// Host-side words of the scene arrays.
