@@ -1657,10 +1657,9 @@ pub const LOOPED_MOTION_BLOCKS: u32 = 8;
 /// pair test fires (with its own `E`), the same test with its reach shrunk by that `E` (the
 /// reach still `>= 0`: a radius `>= E`, a margin `>= 0`) fires only where the exact test fires
 /// too: then the configuration is in collision, as the exact code finds (its culling never skips
-/// a test that fires). Between
-/// the two the pass marks the configuration undecided and goes on (a later test may still find a
-/// collision); undecided, the exact code decides. A centre beyond the f16 range, or not finite,
-/// leaves the configuration undecided before any test (`gmp_lp_put`).
+/// a test that fires). Between the two the pass marks the configuration undecided and goes on (a
+/// later test may still find a collision); undecided, the exact code decides. A centre beyond the
+/// f16 range, or not finite, leaves the configuration undecided before any test (`gmp_lp_put`).
 fn emit_half_slot(o: &mut Out) {
     o.line("// f32 -> f16 (round to nearest even) and back; the device uses the conversion instructions.");
     o.line("__device__ __forceinline__ unsigned short gmp_lp_to_h(float f) {");
