@@ -119,6 +119,10 @@ struct Tally {
     verdicts: [usize; 2],
     /// Lanes where the grown check failed and the unswept one passed.
     swept_only: usize,
+    /// Calls where `check_any` stopped before deciding every lane.
+    any_stopped: usize,
+    /// Calls where `check_any` found no lane failing ungrown, with lanes failing grown.
+    any_swept_only: usize,
 }
 
 /// Forward kinematics and verdicts of random lane batches against the scalar reference, with
@@ -205,6 +209,21 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
                 let lane_frames = lanes.frames(|j, l| qs[l][j], &mut ls);
                 for (pairs, culled_list) in [(&all, false), (&culled, true)] {
                     let v = lanes.check(|j, l| qs[l][j], pairs, &sweep, &growth, active, &mut ls);
+                    // The motion check's form: whether a lane fails ungrown, and where none
+                    // does, the whole grown verdict.
+                    let any =
+                        lanes.check_any(|j, l| qs[l][j], pairs, &sweep, &growth, active, &mut ls);
+                    let ctx = format!("{robot} {isa:?} round {round} culled {culled_list}");
+                    assert_eq!(any.unswept != 0, v.unswept != 0, "check_any, {ctx}");
+                    assert_eq!(any.unswept & !v.unswept, 0, "check_any ungrown, {ctx}");
+                    assert_eq!(any.unswept & !any.swept, 0, "check_any ungrown, {ctx}");
+                    assert_eq!(any.swept & !v.swept, 0, "check_any grown, {ctx}");
+                    if any.unswept == 0 {
+                        assert_eq!(any.swept, v.swept, "check_any grown, {ctx}");
+                        tally.any_swept_only += usize::from(any.swept != 0);
+                    } else {
+                        tally.any_stopped += usize::from(any.swept != v.swept);
+                    }
                     for (l, q) in qs.iter().enumerate() {
                         state.clone_from(&model.base_state);
                         for (k, x) in q.iter().enumerate() {
@@ -257,6 +276,10 @@ fn lane_kinematics_and_verdicts_equal_the_reference() {
         "{tally:?}"
     );
     assert!(tally.swept_only >= 10, "{tally:?}");
+    assert!(
+        tally.any_stopped >= 10 && tally.any_swept_only >= 1,
+        "{tally:?}"
+    );
 }
 
 /// The checker's answers with lanes on each instruction set and with lanes off are the same

@@ -1014,8 +1014,9 @@ impl CpuChecker {
                 break;
             }
             *evaluated += count as u64;
-            // Each lane's configuration as the scalar path computes it.
-            let v = lanes.check(
+            // Each lane's configuration as the scalar path computes it; the checks stop at
+            // the first configuration that fails ungrown (all the level needs to know).
+            let v = lanes.check_any(
                 |j, l| start[j] + diff[j] * (steps[l] as f32 / n as f32),
                 &self.all_pairs,
                 &scratch.sweep,
@@ -1023,6 +1024,11 @@ impl CpuChecker {
                 first_lanes(count),
                 &mut scratch.lane,
             );
+            if v.unswept != 0 {
+                end = LevelEnd::Collides;
+                break;
+            }
+            // No configuration fails ungrown: `v.swept` is complete.
             for (l, &step) in steps[..count].iter().enumerate() {
                 if v.swept & (1 << l) == 0 {
                     scratch.passed[step as usize] = true;
@@ -1031,11 +1037,7 @@ impl CpuChecker {
             if v.swept == 0 {
                 continue;
             }
-            end = if v.unswept != 0 {
-                LevelEnd::Collides
-            } else {
-                LevelEnd::FailedAt(steps[v.swept.trailing_zeros() as usize])
-            };
+            end = LevelEnd::FailedAt(steps[v.swept.trailing_zeros() as usize]);
             break;
         }
         scratch.bisect_queue = queue;

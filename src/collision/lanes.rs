@@ -676,8 +676,44 @@ impl Lanes<'_> {
             return LaneVerdicts::default();
         }
         self.fill_active(state, active, s);
+        self.dispatch::<false>(pairs, sweep, group_growth, active, s)
+    }
+
+    /// [`Self::check`] as far as a motion check needs it: whether some lane of `active` fails
+    /// with no growth. It stops at the first test that shows one does (a test of the grown
+    /// pass that also fires with the growth taken away, or any test of the ungrown pass), so
+    /// the verdicts are [`Self::check`]'s only in this sense:
+    /// - `unswept` is nonzero exactly when [`Self::check`]'s is, and then holds some of its
+    ///   lanes (at least one), and `swept` some of the lanes failing grown;
+    /// - where `unswept` is 0, `swept` is [`Self::check`]'s.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_any(
+        &self,
+        state: impl Fn(usize, usize) -> f32,
+        pairs: &PairList,
+        sweep: &Sweep,
+        group_growth: &[f32],
+        active: Mask,
+        s: &mut LaneScratch,
+    ) -> LaneVerdicts {
+        if active == 0 {
+            return LaneVerdicts::default();
+        }
+        self.fill_active(state, active, s);
+        self.dispatch::<true>(pairs, sweep, group_growth, active, s)
+    }
+
+    /// [`Self::run`] on the lane type of `self.isa`, `s.state` filled.
+    fn dispatch<const ANY: bool>(
+        &self,
+        pairs: &PairList,
+        sweep: &Sweep,
+        group_growth: &[f32],
+        active: Mask,
+        s: &mut LaneScratch,
+    ) -> LaneVerdicts {
         match self.isa {
-            Isa::Portable => self.run(
+            Isa::Portable => self.run::<Arr8, ANY>(
                 &s.state,
                 pairs,
                 sweep,
@@ -688,7 +724,7 @@ impl Lanes<'_> {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Isa::Avx2` is chosen only where the CPU has AVX2 (`Isa::best`).
             Isa::Avx2 => unsafe {
-                self.run_avx2(&s.state, pairs, sweep, group_growth, active, &mut s.avx)
+                self.run_avx2::<ANY>(&s.state, pairs, sweep, group_growth, active, &mut s.avx)
             },
         }
     }
@@ -746,7 +782,7 @@ impl Lanes<'_> {
     /// [`Self::run`] built for AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn run_avx2(
+    fn run_avx2<const ANY: bool>(
         &self,
         state: &[[f32; LANES]],
         pairs: &PairList,
@@ -755,11 +791,12 @@ impl Lanes<'_> {
         active: Mask,
         w: &mut Work<Avx8>,
     ) -> LaneVerdicts {
-        self.run(state, pairs, sweep, group_growth, active, w)
+        self.run::<Avx8, ANY>(state, pairs, sweep, group_growth, active, w)
     }
 
+    /// The checks of [`Self::check`] (`ANY` false) or [`Self::check_any`] (`ANY` true).
     #[inline(always)]
-    fn run<V: Lane8>(
+    fn run<V: Lane8, const ANY: bool>(
         &self,
         state: &[[f32; LANES]],
         pairs: &PairList,
@@ -769,9 +806,18 @@ impl Lanes<'_> {
         w: &mut Work<V>,
     ) -> LaneVerdicts {
         pose(self.model, state, w);
-        let swept = self.in_collision(pairs, sweep, group_growth, active, w);
+        let mut hard = 0;
+        let swept = self.in_collision::<V, ANY>(pairs, sweep, group_growth, active, w, &mut hard);
+        if ANY && hard != 0 {
+            return LaneVerdicts {
+                swept,
+                unswept: hard,
+            };
+        }
         let unswept = if swept != 0 && !sweep.is_empty() {
-            self.in_collision(pairs, &NO_SWEEP, self.rest_growth, swept, w)
+            // With no growth every test that fires is one of `hard`'s: with ANY the pass
+            // stops at the first.
+            self.in_collision::<V, ANY>(pairs, &NO_SWEEP, self.rest_growth, swept, w, &mut hard)
         } else {
             swept
         };
@@ -782,14 +828,20 @@ impl Lanes<'_> {
     /// `sweep`) fails `frames_valid`, visiting `pairs` as
     /// [`frames_valid_fast`](super::frames_valid_fast) does and skipping a test only where
     /// that function would skip it for every lane still undecided.
+    ///
+    /// With `ANY`, a test that fires is made again with the bodies' growths taken away (the
+    /// test of the ungrown pass over the same list: the same distance, the radii summed in
+    /// the same order, `+ 0.0` for the growths being exact); where that fires too, its lanes
+    /// go to `hard` and the pass ends there, returning the lanes found failing so far.
     #[inline(always)]
-    fn in_collision<V: Lane8>(
+    fn in_collision<V: Lane8, const ANY: bool>(
         &self,
         pairs: &PairList,
         sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
         w: &mut Work<V>,
+        hard: &mut Mask,
     ) -> Mask {
         let (model, groups) = (self.model, self.groups);
         let m = model.margin;
@@ -839,7 +891,16 @@ impl Lanes<'_> {
                     continue;
                 };
                 let e = sweep.body(bi);
-                open &= !near8(&w.centers[bi], b.radius + e, o, m);
+                let hit = near8(&w.centers[bi], b.radius + e, o, m) & open;
+                if ANY && hit != 0 {
+                    // The ungrown pass's radius: `b.radius + 0.0`.
+                    let h = near8(&w.centers[bi], b.radius, o, m) & hit;
+                    if h != 0 {
+                        *hard = h;
+                        return (active & !open) | hit;
+                    }
+                }
+                open &= !hit;
                 if open == 0 {
                     return active;
                 }
@@ -889,8 +950,19 @@ impl Lanes<'_> {
                         continue;
                     };
                     let eb = sweep.side(ib, col);
-                    let rr = ba.radius + bb.radius + m + ea + eb;
-                    open &= !norm2(&sub3(&ca, &w.centers[ib])).le(V::splat(rr * rr));
+                    let r0 = ba.radius + bb.radius + m;
+                    let rr = r0 + ea + eb;
+                    let d2 = norm2(&sub3(&ca, &w.centers[ib]));
+                    let hit = d2.le(V::splat(rr * rr)) & open;
+                    if ANY && hit != 0 {
+                        // The ungrown pass's reach: `r0 + 0.0 + 0.0`.
+                        let h = d2.le(V::splat(r0 * r0)) & hit;
+                        if h != 0 {
+                            *hard = h;
+                            return (active & !open) | hit;
+                        }
+                    }
+                    open &= !hit;
                     if open == 0 {
                         return active;
                     }
