@@ -74,6 +74,11 @@ pub struct BenchMbmArgs {
     /// most 1, `planners::default_range`).
     #[arg(long)]
     pub range: Option<f64>,
+    /// RRT-Connect dynamic domains: a vertex's radius at its first failed extension, in units
+    /// of the range (`PlanRequest::dd_radius`); default by the joint count,
+    /// `planners::default_dd_radius` (3 up to 7 joints, 2 above).
+    #[arg(long = "dd-radius")]
+    pub dd_radius: Option<f64>,
     /// RRT-Connect without dynamic domain sampling and its shorter steps from failing vertices (`PlanRequest::dynamic_domain`).
     #[arg(long = "no-dynamic-domain")]
     pub no_dynamic_domain: bool,
@@ -432,6 +437,7 @@ fn solve_with(
     req.batch_size = a.batch_size;
     req.range = a.range;
     req.dynamic_domain = !a.no_dynamic_domain;
+    req.dd_radius = a.dd_radius;
     req.balance_trees = !a.no_balance;
     req.attempts = a.attempts;
     req.group = r.group.name.clone();
@@ -810,6 +816,13 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             )));
         }
     }
+    if let Some(r) = a.dd_radius {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(CliError(format!(
+                "--dd-radius must be a positive factor of the range, got {r}"
+            )));
+        }
+    }
     if a.concurrent == Some(0) {
         return Err(CliError("--concurrent must be at least 1".into()));
     }
@@ -945,6 +958,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "batch_size": batch_size,
         "range": a.range,
         "dynamic_domain": !a.no_dynamic_domain,
+        "dd_radius": a.dd_radius,
         "balance_trees": !a.no_balance,
         "attempts": a.attempts,
         "problems_per_scene": a.problems,

@@ -128,6 +128,10 @@ pub struct PlanRequest {
     /// unchecked; see the `rrt_connect` module), and with it shorter steps from vertices
     /// whose extensions keep failing. On by default, as in VAMP (the shorter steps are ours).
     pub dynamic_domain: bool,
+    /// RRT-Connect with dynamic domains: the radius a vertex's domain gets at its first failed
+    /// extension, in units of the range; `None` = [`default_dd_radius`] of the planning
+    /// group's joint count.
+    pub dd_radius: Option<f64>,
     /// RRT-Connect: a tree less than half the size of the other is extended again, while it
     /// grows, instead of the trees strictly taking turns. On by default (VAMP balances too).
     pub balance_trees: bool,
@@ -183,6 +187,7 @@ impl PlanRequest {
             range: None,
             goal_bias: 0.05,
             dynamic_domain: true,
+            dd_radius: None,
             balance_trees: true,
             prm_neighbors: None,
             shortcut_rounds: 20,
@@ -537,6 +542,13 @@ impl Context<'_, '_> {
             .unwrap_or_else(|| default_range(self.req.planner, &self.space))
     }
 
+    /// The request's dynamic-domain radius factor ([`PlanRequest::dd_radius`] or the default).
+    pub fn dd_radius(&self) -> f64 {
+        self.req
+            .dd_radius
+            .unwrap_or_else(|| default_dd_radius(self.space.dof()))
+    }
+
     /// `to`, or the point at distance `range` from `from` towards it.
     pub fn steer(&self, from: &[f64], to: &[f64], range: f64) -> Vec<f64> {
         let d = self.space.distance(from, to);
@@ -719,6 +731,34 @@ fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {
 /// either (VAMP's fixed 2.0: 52, 61, 70 with seed 0).
 pub const RRT_CONNECT_MAX_DEFAULT_RANGE: f64 = 1.0;
 
+/// Dynamic-domain radius factor (radius at a vertex's first failed extension, in units of
+/// the range) for planning groups of at most this many joints: [`DD_RADIUS_SMALL`] up to it,
+/// [`DD_RADIUS_LARGE`] above.
+pub const DD_RADIUS_MAX_SMALL_DOF: usize = 7;
+/// [`default_dd_radius`] of groups of at most [`DD_RADIUS_MAX_SMALL_DOF`] joints. Measured on
+/// the MotionBenchMaker problems with the sphere models (2-core dev box, 30 per scene, seed 0;
+/// `results/mbm/NOTES.md`, session 22): against 2, planning median and mean Panda 0.51 / 1.78
+/// -> 0.27 / 0.89 ms, UR5 0.61 / 1.96 -> 0.32 / 0.81 ms, the same problems solved; 2.5 and 4
+/// were slower than 3 on both.
+pub const DD_RADIUS_SMALL: f64 = 3.0;
+/// [`default_dd_radius`] of larger groups (VAMP's: radius 4 at range 2). On the 8-joint
+/// Fetch (10 per scene, seeds 0 and 1), 3 lowered the planning median (9.3 -> 7.2 and 9.5 ->
+/// 5.9 ms) but raised the mean (26.6 -> 44.5 and 31.3 -> 43.1 ms) and the 95th percentile
+/// (126 -> 169 and 78 -> 230 ms): the larger the space's dimension, the more a wider domain
+/// lets in (the volume grows as the radius to the power of the dimension), and each Fetch
+/// check costs more.
+pub const DD_RADIUS_LARGE: f64 = 2.0;
+
+/// The dynamic-domain radius factor of a request without `dd_radius`, by the planning
+/// group's joint count (see [`DD_RADIUS_SMALL`]).
+pub fn default_dd_radius(dof: usize) -> f64 {
+    if dof <= DD_RADIUS_MAX_SMALL_DOF {
+        DD_RADIUS_SMALL
+    } else {
+        DD_RADIUS_LARGE
+    }
+}
+
 /// The extension range a request without `range` gets: 0.2 times the joint-space diagonal
 /// (OMPL's rule), for RRT-Connect at most [`RRT_CONNECT_MAX_DEFAULT_RANGE`].
 pub fn default_range(planner: PlannerId, space: &JointSpace) -> f64 {
@@ -808,6 +848,11 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
     if let Some(r) = req.range {
         if !(r > 0.0 && r.is_finite()) {
             return bad(format!("range must be positive and finite, got {r}"));
+        }
+    }
+    if let Some(r) = req.dd_radius {
+        if !(r > 0.0 && r.is_finite()) {
+            return bad(format!("dd_radius must be positive and finite, got {r}"));
         }
     }
     if req.prm_neighbors == Some(0) {

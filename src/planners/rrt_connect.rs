@@ -13,7 +13,8 @@
 //! - The straight motion from start to goal is tried first (one check).
 //! - Dynamic domain sampling (Yershova et al. 2005, [`PlanRequest::dynamic_domain`]): every
 //!   vertex has a radius, unbounded until an extension from it fails, then
-//!   [`DD_RADIUS_FACTOR`] times the range, shrinking by [`DD_ALPHA`] per further failure down
+//!   [`PlanRequest::dd_radius`] times the range (default [`default_dd_radius`]: 3 or 2 by the
+//!   number of joints; VAMP: 2), shrinking by [`DD_ALPHA`] per further failure down
 //!   to [`DD_MIN_RADIUS_FACTOR`] times the range and growing by it per success. A sample
 //!   farther from its nearest vertex than that vertex's radius is dropped unchecked, so
 //!   vertices against obstacles stop drawing the samples of the whole space towards them.
@@ -33,15 +34,14 @@
 //!
 //! [`PlanRequest::dynamic_domain`]: crate::planners::PlanRequest::dynamic_domain
 //! [`PlanRequest::balance_trees`]: crate::planners::PlanRequest::balance_trees
+//! [`PlanRequest::dd_radius`]: crate::planners::PlanRequest::dd_radius
+//! [`default_dd_radius`]: crate::planners::default_dd_radius
 
 use crate::collision::{Backend, Checker, ConfigBatch, MotionBatch};
 use crate::planners::rrt::Tree;
 use crate::planners::{Context, PlanError, RawSolution, CLOCK_EVERY};
 use crate::robot::JointSpace;
 
-/// Dynamic-domain radius a vertex gets at its first failed extension, in units of the range
-/// (VAMP: radius 4 at range 2).
-pub const DD_RADIUS_FACTOR: f64 = 2.0;
 /// Smallest dynamic-domain radius, in units of the range (VAMP: 1 at range 2).
 pub const DD_MIN_RADIUS_FACTOR: f64 = 0.5;
 /// Relative change of a bounded dynamic-domain radius per extension (VAMP's alpha).
@@ -93,7 +93,7 @@ impl DomainTree {
 
     /// An extension from `v` failed: bound or shrink its radius (read only with dynamic
     /// domains) and count the failure.
-    fn failed(&mut self, v: usize, range: f64) {
+    fn failed(&mut self, v: usize, range: f64, dd_radius: f64) {
         self.failed_in_row += 1;
         if self.failed_in_row.is_multiple_of(STUCK_AFTER) {
             self.yield_turn = true;
@@ -102,7 +102,7 @@ impl DomainTree {
             *r = if r.is_finite() {
                 (*r * (1.0 - DD_ALPHA)).max(DD_MIN_RADIUS_FACTOR * range)
             } else {
-                DD_RADIUS_FACTOR * range
+                dd_radius * range
             };
         }
         if let Some(f) = self.fails.get_mut(v) {
@@ -135,6 +135,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let dof = space.dof();
     let range = ctx.range();
     let dynamic_domain = ctx.req.dynamic_domain;
+    let dd_radius = ctx.dd_radius();
     // The straight motion first: many problems need no tree at all. Of parallel attempts
     // only the first checks it: its path (iteration 0) would win over any other attempt's.
     let mut direct = MotionBatch::new(dof);
@@ -200,7 +201,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             let verdicts = ctx.checker.check_motions(&motions, ctx.req.resolution)?;
             for (k, (parent, new)) in proposals.into_iter().enumerate() {
                 if !verdicts.get(k).copied().unwrap_or(false) {
-                    a.failed(parent, range);
+                    a.failed(parent, range, dd_radius);
                     continue;
                 }
                 a.extended(parent);
@@ -342,6 +343,9 @@ mod tests {
         }
     }
 
+    /// A dynamic-domain radius factor for the tests.
+    const DD: f64 = 3.0;
+
     #[test]
     fn domain_radius_is_bounded_at_the_first_failure_then_shrinks_to_its_floor() {
         let range = 0.3;
@@ -352,15 +356,15 @@ mod tests {
             t.radius[0].is_infinite(),
             "successes leave an unbounded radius alone"
         );
-        t.failed(0, range);
-        assert_eq!(t.radius[0], DD_RADIUS_FACTOR * range);
-        t.failed(0, range);
-        assert!(t.radius[0] < DD_RADIUS_FACTOR * range);
+        t.failed(0, range, DD);
+        assert_eq!(t.radius[0], DD * range);
+        t.failed(0, range, DD);
+        assert!(t.radius[0] < DD * range);
         let shrunk = t.radius[0];
         t.extended(0);
         assert!(t.radius[0] > shrunk, "a success grows a bounded radius");
         for _ in 0..100_000 {
-            t.failed(0, range);
+            t.failed(0, range, DD);
         }
         assert_eq!(t.radius[0], DD_MIN_RADIUS_FACTOR * range);
         let v = t.push(&[0.6, 0.5], 0, 0.1).expect("push");
@@ -373,13 +377,13 @@ mod tests {
         let mut t = DomainTree::new(&space(), &[0.5, 0.5]).expect("tree");
         assert_eq!(t.step(0, range), range);
         for _ in 0..STEP_HALVE_AFTER - 1 {
-            t.failed(0, range);
+            t.failed(0, range, DD);
         }
         assert_eq!(t.step(0, range), range, "fewer failures than a halving");
-        t.failed(0, range);
+        t.failed(0, range, DD);
         assert_eq!(t.step(0, range), 0.5 * range);
         for _ in 0..100 * STEP_HALVE_AFTER {
-            t.failed(0, range);
+            t.failed(0, range, DD);
         }
         assert_eq!(t.step(0, range), STEP_FLOOR_FACTOR * range);
         let v = t.push(&[0.6, 0.5], 0, 0.1).expect("push");
@@ -392,15 +396,15 @@ mod tests {
     fn a_tree_yields_a_turn_after_every_run_of_failures() {
         let mut t = DomainTree::new(&space(), &[0.5, 0.5]).expect("tree");
         for k in 1..=3 * STUCK_AFTER {
-            t.failed(0, 0.3);
+            t.failed(0, 0.3, DD);
             let yielded = std::mem::take(&mut t.yield_turn);
             assert_eq!(yielded, k % STUCK_AFTER == 0, "failure {k}");
         }
         for _ in 0..STUCK_AFTER - 1 {
-            t.failed(0, 0.3);
+            t.failed(0, 0.3, DD);
         }
         t.extended(0);
-        t.failed(0, 0.3);
+        t.failed(0, 0.3, DD);
         assert!(!t.yield_turn, "a success starts the count again");
         assert_eq!(t.failed_in_row, 1);
     }
