@@ -5,8 +5,8 @@ use std::f64::consts::PI;
 use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::trajectory::{
-    path_length, shortcut, shortcut_until, time_parameterize, time_parameterize_steps, validate,
-    validate_path, TrajectoryError,
+    path_length, reduce_waypoints, shortcut, shortcut_until, time_parameterize,
+    time_parameterize_steps, validate, validate_path, TrajectoryError,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -233,6 +233,41 @@ fn shortcut_on_the_cpu_checks_less_for_the_same_result() {
         cpu_motions < gpu_motions,
         "{cpu_motions} motions checked one by one, {gpu_motions} batched"
     );
+}
+
+/// Greedy reduction over the wall of `wall_2d`: from the start, the farthest waypoint in
+/// sight is the top of the wall (the three after it are hidden by the wall), and from there
+/// the goal. Checked one by one on the CPU (4 motions from the start, farthest first, then 1)
+/// and in one batch per kept waypoint elsewhere, with the same result.
+#[test]
+fn waypoint_reduction_keeps_the_farthest_waypoint_in_sight() {
+    let (cpu, start, goal) = wall_2d();
+    let (mut gpu, _, _) = wall_2d();
+    gpu.backend = Backend::Cuda;
+    let top = vec![0.5, 0.9];
+    let path = vec![
+        start.clone(),
+        vec![0.2, 0.9],
+        vec![0.35, 0.9],
+        top.clone(),
+        vec![0.65, 0.9],
+        vec![0.8, 0.9],
+        goal.clone(),
+    ];
+    validate_path(&cpu, &path, RES).unwrap();
+    cpu.reset_counts();
+    let want = vec![start.clone(), top, goal.clone()];
+    assert_eq!(reduce_waypoints(&cpu, &path, RES).unwrap(), want);
+    assert_eq!(cpu.calls().3, 5, "motions checked one by one");
+    assert_eq!(reduce_waypoints(&gpu, &path, RES).unwrap(), want);
+    let (_, _, calls, motions) = gpu.calls();
+    assert_eq!((calls, motions), (2, 5 + 2), "one batch per kept waypoint but the last");
+    // A path already free of waypoints to drop, and the shortest path there is, stay.
+    assert_eq!(reduce_waypoints(&cpu, &want, RES).unwrap(), want);
+    let two = vec![start, goal];
+    assert_eq!(reduce_waypoints(&cpu, &two, RES).unwrap(), two);
+    let e = reduce_waypoints(&cpu, &two, 0.0).unwrap_err();
+    assert!(matches!(e, TrajectoryError::BadResolution(_)), "{e}");
 }
 
 /// `shortcut_until` stops after the first round that gains less than `min_gain`: its result

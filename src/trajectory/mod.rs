@@ -162,7 +162,8 @@ pub const MIN_SAVING_FRACTION: f64 = 1e-3;
 
 /// Shortens a collision-free path by replacing stretches of it with straight motions.
 ///
-/// Each of the `rounds` rounds draws [`SHORTCUTS_PER_ROUND`] random pairs of points along the
+/// With at least one round, the path's waypoints are first reduced greedily
+/// ([`reduce_waypoints`]). Each of the `rounds` rounds draws [`SHORTCUTS_PER_ROUND`] random pairs of points along the
 /// path (by arc length; a quarter of the endpoints snap to waypoints so corners can disappear
 /// entirely) and, largest saving first, applies those whose new motions are all valid and
 /// that overlap none applied before them; pairs that save less than [`MIN_SAVING_FRACTION`]
@@ -213,6 +214,9 @@ pub fn shortcut_until<R: Rng + ?Sized>(
             .copied()
             .unwrap_or(false))
     };
+    if rounds > 0 {
+        path = reduce_waypoints(checker, &path, resolution)?;
+    }
     for _ in 0..rounds {
         if path.len() < 3 {
             break;
@@ -405,6 +409,70 @@ pub fn shortcut_until<R: Rng + ?Sized>(
         }
     }
     Ok(path)
+}
+
+/// Greedy waypoint reduction of a collision-free path: from the first waypoint, the straight
+/// motion to the farthest later waypoint it reaches collision-free at `resolution` (the next
+/// waypoint is always kept reachable: its motion is the path's own), then on from there.
+/// [`shortcut_until`] runs it before its random rounds: raw RRT paths have a waypoint per
+/// extension, and most of them go in a few checks. The result depends only on the verdicts:
+/// on the CPU backend the motions from one waypoint are checked one at a time, farthest first,
+/// up to the first valid one; on the others all of them in one batch.
+pub fn reduce_waypoints(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+) -> Result<Vec<Vec<f64>>, TrajectoryError> {
+    let space = checker.space();
+    check_waypoints(space, path)?;
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return Err(TrajectoryError::BadResolution(resolution));
+    }
+    let batched = checker.backend() != Backend::Cpu;
+    let dof = space.dof();
+    let n = path.len();
+    let mut out = Vec::with_capacity(n);
+    let Some(first) = path.first() else {
+        return Ok(Vec::new());
+    };
+    out.push(first.clone());
+    let mut i = 0;
+    while i + 1 < n {
+        let mut reach = i + 1;
+        if i + 2 < n {
+            if batched {
+                let mut motions = MotionBatch::new(dof);
+                for j in i + 2..n {
+                    motions.push(&path[i], &path[j])?;
+                }
+                let valid = checker.check_motions(&motions, resolution)?;
+                if let Some(k) = (0..n - i - 2)
+                    .rev()
+                    .find(|&k| valid.get(k).copied() == Some(true))
+                {
+                    reach = i + 2 + k;
+                }
+            } else {
+                let mut one = MotionBatch::new(dof);
+                for j in (i + 2..n).rev() {
+                    one.from = ConfigBatch::from_rows(dof, &[&path[i]])?;
+                    one.to = ConfigBatch::from_rows(dof, &[&path[j]])?;
+                    if checker
+                        .check_motions(&one, resolution)?
+                        .first()
+                        .copied()
+                        .unwrap_or(false)
+                    {
+                        reach = j;
+                        break;
+                    }
+                }
+            }
+        }
+        out.push(path[reach].clone());
+        i = reach;
+    }
+    Ok(out)
 }
 
 /// The point at fraction `t` of a segment, exactly an endpoint for `t` of 0 or 1.
