@@ -261,7 +261,11 @@ fn waypoint_reduction_keeps_the_farthest_waypoint_in_sight() {
     assert_eq!(cpu.calls().3, 5, "motions checked one by one");
     assert_eq!(reduce_waypoints(&gpu, &path, RES).unwrap(), want);
     let (_, _, calls, motions) = gpu.calls();
-    assert_eq!((calls, motions), (2, 5 + 2), "one batch per kept waypoint but the last");
+    assert_eq!(
+        (calls, motions),
+        (2, 5 + 2),
+        "one batch per kept waypoint but the last"
+    );
     // A path already free of waypoints to drop, and the shortest path there is, stay.
     assert_eq!(reduce_waypoints(&cpu, &want, RES).unwrap(), want);
     let two = vec![start, goal];
