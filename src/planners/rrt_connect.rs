@@ -71,6 +71,15 @@ struct DomainTree {
     failed_in_row: usize,
     /// Set at every [`STUCK_AFTER`]-th failure in a row: the tree yields its next turn.
     yield_turn: bool,
+    /// Vertices whose radius is unbounded.
+    unbounded: usize,
+    /// At least every bounded radius (the largest any has had).
+    radius_cap: f64,
+    /// Per joint: the least and the greatest value of the vertices (`NaN`-free: vertices are
+    /// valid configurations), and whether the joint is continuous (left out of the bound).
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    continuous: Vec<bool>,
 }
 
 impl DomainTree {
@@ -81,6 +90,11 @@ impl DomainTree {
             fails: vec![0],
             failed_in_row: 0,
             yield_turn: false,
+            unbounded: 1,
+            radius_cap: 0.0,
+            lo: root.to_vec(),
+            hi: root.to_vec(),
+            continuous: space.continuous.clone(),
         })
     }
 
@@ -88,7 +102,36 @@ impl DomainTree {
         let v = self.tree.push(q, parent, cost)?;
         self.radius.push(f64::INFINITY);
         self.fails.push(0);
+        self.unbounded += 1;
+        for ((lo, hi), &x) in self.lo.iter_mut().zip(&mut self.hi).zip(q) {
+            *lo = lo.min(x);
+            *hi = hi.max(x);
+        }
         Ok(v)
+    }
+
+    /// True when `q` is surely outside the domain of its nearest vertex, without asking for
+    /// that vertex: every radius is bounded, and even the box around the vertices (over the
+    /// joints that do not wrap) is farther from `q` than any radius. The nearest vertex is then
+    /// farther too, so the dynamic-domain test would drop `q`: skipping the query changes
+    /// nothing but its cost. The bound is shrunk by a relative 1e-9, far more than the
+    /// rounding of the distances compared (about 1e-15 relative).
+    fn surely_outside(&self, q: &[f64]) -> bool {
+        if self.unbounded > 0 {
+            return false;
+        }
+        let mut s = 0.0;
+        for (j, &x) in q.iter().enumerate() {
+            if self.continuous.get(j).copied().unwrap_or(true) {
+                continue;
+            }
+            let (Some(&lo), Some(&hi)) = (self.lo.get(j), self.hi.get(j)) else {
+                continue;
+            };
+            let gap = (lo - x).max(x - hi).max(0.0);
+            s += gap * gap;
+        }
+        s.sqrt() * (1.0 - 1e-9) > self.radius_cap
     }
 
     /// An extension from `v` failed: bound or shrink its radius (read only with dynamic
@@ -102,8 +145,10 @@ impl DomainTree {
             *r = if r.is_finite() {
                 (*r * (1.0 - DD_ALPHA)).max(DD_MIN_RADIUS_FACTOR * range)
             } else {
+                self.unbounded = self.unbounded.saturating_sub(1);
                 dd_radius * range
             };
+            self.radius_cap = self.radius_cap.max(*r);
         }
         if let Some(f) = self.fails.get_mut(v) {
             *f = f.saturating_add(1);
@@ -122,6 +167,7 @@ impl DomainTree {
         if let Some(r) = self.radius.get_mut(v) {
             if r.is_finite() {
                 *r *= 1.0 + DD_ALPHA;
+                self.radius_cap = self.radius_cap.max(*r);
             }
         }
         if let Some(f) = self.fails.get_mut(v) {
@@ -173,6 +219,9 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         let mut proposals = Vec::new();
         for _ in 0..ctx.req.batch() {
             ctx.sample_into(&mut target);
+            if dynamic_domain && a.surely_outside(&target) {
+                continue; // outside every domain: dropped without a nearest-neighbour query
+            }
             let Some(nearest) = a.tree.nn.nearest(&target)? else {
                 continue;
             };
@@ -407,5 +456,61 @@ mod tests {
         t.failed(0, 0.3, DD);
         assert!(!t.yield_turn, "a success starts the count again");
         assert_eq!(t.failed_in_row, 1);
+    }
+
+    /// `surely_outside` never drops a sample the dynamic-domain test would keep: on random
+    /// trees (a continuous joint among them), wherever it answers true the nearest vertex is
+    /// farther than its radius. It answers only once every radius is bounded, and then does
+    /// answer for far samples.
+    #[test]
+    fn surely_outside_implies_outside_the_nearest_domain() {
+        use rand::{Rng, SeedableRng};
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into(), "c".into()],
+            lower: vec![-3.0, -3.0, -3.0],
+            upper: vec![3.0, 3.0, 3.0],
+            continuous: vec![false, true, false],
+            max_velocity: vec![1.0; 3],
+            max_acceleration: vec![1.0; 3],
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut sure = 0;
+        for round in 0..40 {
+            let range = 0.1 + 0.05 * (round % 5) as f64;
+            let root: Vec<f64> = (0..3).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let mut t = DomainTree::new(&space, &root).expect("tree");
+            for _ in 0..rng.random_range(0..20) {
+                let parent = rng.random_range(0..t.tree.len());
+                let q: Vec<f64> = t
+                    .tree
+                    .q(parent)
+                    .iter()
+                    .map(|x| (x + rng.random_range(-0.3..0.3)).clamp(-3.0, 3.0))
+                    .collect();
+                t.push(&q, parent, 0.0).expect("push");
+            }
+            // Every vertex fails once or more, some succeed afterwards.
+            for v in 0..t.tree.len() {
+                assert!(
+                    !t.surely_outside(&[9.0, 0.0, 9.0]),
+                    "an unbounded vertex is left"
+                );
+                for _ in 0..rng.random_range(1..4) {
+                    t.failed(v, range, DD);
+                }
+                if rng.random_bool(0.3) {
+                    t.extended(v);
+                }
+            }
+            for _ in 0..500 {
+                let q: Vec<f64> = (0..3).map(|_| rng.random_range(-3.0..3.0)).collect();
+                if t.surely_outside(&q) {
+                    sure += 1;
+                    let n = t.tree.nn.nearest(&q).expect("query").expect("nearest");
+                    assert!(t.radius[n.id] < n.distance, "round {round}: {q:?} kept");
+                }
+            }
+        }
+        assert!(sure > 1000, "{sure} samples dropped without a query");
     }
 }
