@@ -366,3 +366,40 @@ fn batch_size_defaults_to_the_suited_one_and_can_be_set() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("batch_size"), "{err}");
 }
+
+/// `--range` and `--dd-radius` reach the planner: each run is deterministic, a much shorter
+/// range needs more tree vertices for the same query, and bad values are named.
+#[test]
+fn range_and_dd_radius_from_the_command_line() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--seed", "4"];
+        args.extend_from_slice(extra);
+        let v = stdout_json(&bundled_plan(&start, &goal, &args));
+        assert_trajectory(&v, &ARM_JOINTS, &start);
+        v
+    };
+    let short = run(&["--range", "0.05", "--dd-radius", "2.5"]);
+    let again = run(&["--range", "0.05", "--dd-radius", "2.5"]);
+    assert_eq!(short["path"], again["path"], "deterministic for the seed");
+    let long = run(&["--range", "1.0", "--dd-radius", "2.5"]);
+    let vertices = |v: &Value| v["stats"]["roadmap_vertices"].as_u64().expect("vertices");
+    assert!(
+        vertices(&short) > vertices(&long),
+        "range 0.05: {} vertices, range 1: {}",
+        vertices(&short),
+        vertices(&long)
+    );
+    for (opt, bad, name) in [
+        ("--range", "0", "range"),
+        ("--range", "-1", "range"),
+        ("--dd-radius", "0", "dd_radius"),
+        ("--dd-radius", "inf", "dd_radius"),
+    ] {
+        let arg = format!("{opt}={bad}");
+        let out = bundled_plan(&start, &goal, &[&arg]);
+        assert_eq!(out.status.code(), Some(2), "{opt} {bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(name), "{opt} {bad}: {err}");
+    }
+}

@@ -79,6 +79,15 @@ pub struct PlanArgs {
     /// depends on it.
     #[arg(long = "batch-size")]
     pub batch_size: Option<usize>,
+    /// Longest RRT-family extension (joint-space distance); default 0.2 times the joint-space
+    /// diagonal, for RRT-Connect at most 1 (`planners::default_range`).
+    #[arg(long)]
+    pub range: Option<f64>,
+    /// RRT-Connect: a vertex's dynamic-domain radius at its first failed extension, in units
+    /// of the range; default 3 for groups of up to 7 joints, 2 above
+    /// (`planners::default_dd_radius`).
+    #[arg(long = "dd-radius")]
+    pub dd_radius: Option<f64>,
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -211,6 +220,8 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.acc_scale = a.acceleration_scaling;
     req.max_iterations = a.max_iterations;
     req.attempts = a.attempts;
+    req.range = a.range;
+    req.dd_radius = a.dd_radius;
     Ok(req)
 }
 
