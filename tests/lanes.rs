@@ -6,7 +6,7 @@ mod common;
 
 use gpu_motion_planner::collision::detmath::{sincos, Xf};
 use gpu_motion_planner::collision::lanes::{
-    first_lanes, Arr8, Isa, Lane8, LaneScratch, Lanes, LANES,
+    first_lanes, Arr8, Isa, Lane8, LaneScratch, Lanes, Need, LANES,
 };
 use gpu_motion_planner::collision::{
     frame_poses_fast, frames_valid, BodyGroups, Checker, ConfigBatch, CullScratch, MotionBatch,
@@ -119,9 +119,9 @@ struct Tally {
     verdicts: [usize; 2],
     /// Lanes where the grown check failed and the unswept one passed.
     swept_only: usize,
-    /// Calls where `check_any` stopped before deciding every lane.
+    /// Calls where `AnyUngrown` stopped before deciding every lane.
     any_stopped: usize,
-    /// Calls where `check_any` found no lane failing ungrown, with lanes failing grown.
+    /// Calls where `AnyUngrown` found no lane failing ungrown, with lanes failing grown.
     any_swept_only: usize,
 }
 
@@ -208,18 +208,20 @@ fn compare_robot(robot: &str, per_scene: usize, tally: &mut Tally) {
                 };
                 let lane_frames = lanes.frames(|j, l| qs[l][j], &mut ls);
                 for (pairs, culled_list) in [(&all, false), (&culled, true)] {
-                    let v = lanes.check(|j, l| qs[l][j], pairs, &sweep, &growth, active, &mut ls);
+                    let check = |need, ls: &mut LaneScratch| {
+                        lanes.check(|j, l| qs[l][j], pairs, &sweep, &growth, active, need, ls)
+                    };
+                    let v = check(Need::Every, &mut ls);
                     // The motion check's form: whether a lane fails ungrown, and where none
                     // does, the whole grown verdict.
-                    let any =
-                        lanes.check_any(|j, l| qs[l][j], pairs, &sweep, &growth, active, &mut ls);
+                    let any = check(Need::AnyUngrown, &mut ls);
                     let ctx = format!("{robot} {isa:?} round {round} culled {culled_list}");
-                    assert_eq!(any.unswept != 0, v.unswept != 0, "check_any, {ctx}");
-                    assert_eq!(any.unswept & !v.unswept, 0, "check_any ungrown, {ctx}");
-                    assert_eq!(any.unswept & !any.swept, 0, "check_any ungrown, {ctx}");
-                    assert_eq!(any.swept & !v.swept, 0, "check_any grown, {ctx}");
+                    assert_eq!(any.unswept != 0, v.unswept != 0, "AnyUngrown, {ctx}");
+                    assert_eq!(any.unswept & !v.unswept, 0, "AnyUngrown ungrown, {ctx}");
+                    assert_eq!(any.unswept & !any.swept, 0, "AnyUngrown ungrown, {ctx}");
+                    assert_eq!(any.swept & !v.swept, 0, "AnyUngrown grown, {ctx}");
                     if any.unswept == 0 {
-                        assert_eq!(any.swept, v.swept, "check_any grown, {ctx}");
+                        assert_eq!(any.swept, v.swept, "AnyUngrown grown, {ctx}");
                         tally.any_swept_only += usize::from(any.swept != 0);
                     } else {
                         tally.any_stopped += usize::from(any.swept != v.swept);

@@ -6,7 +6,7 @@ use super::fast::{
     PairList,
 };
 use super::gjk::{separated, ShapeRef};
-use super::lanes::{self, first_lanes, Isa, LaneScratch, Lanes, LANES};
+use super::lanes::{self, first_lanes, Isa, LaneScratch, Lanes, Need, LANES};
 use super::model::{
     obstacle_kind, BodyModel, CollisionModel, ObstacleModel, RobotShapes, SceneModel,
     DEFAULT_MARGIN,
@@ -1016,12 +1016,13 @@ impl CpuChecker {
             *evaluated += count as u64;
             // Each lane's configuration as the scalar path computes it; the checks stop at
             // the first configuration that fails ungrown (all the level needs to know).
-            let v = lanes.check_any(
+            let v = lanes.check(
                 |j, l| start[j] + diff[j] * (steps[l] as f32 / n as f32),
                 &self.all_pairs,
                 &scratch.sweep,
                 &scratch.group_sweep,
                 first_lanes(count),
+                Need::AnyUngrown,
                 &mut scratch.lane,
             );
             if v.unswept != 0 {
@@ -1142,6 +1143,7 @@ impl Checker for CpuChecker {
                         &NO_SWEEP,
                         &self.rest_growth,
                         first_lanes(count),
+                        Need::Every,
                         &mut s.lane,
                     )
                     .swept

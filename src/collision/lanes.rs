@@ -643,6 +643,21 @@ pub struct Lanes<'a> {
     pub isa: Isa,
 }
 
+/// Which verdicts a [`Lanes::check`] must decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Every lane's, grown and (for the lanes failing grown) ungrown.
+    Every,
+    /// As far as a motion check needs them: whether some lane fails with no growth. The
+    /// checks stop at the first test that shows one does (a test of the grown pass that also
+    /// fires with the growth taken away, or any test of the ungrown pass), so the verdicts are
+    /// [`Need::Every`]'s only in this sense:
+    /// - `unswept` is nonzero exactly when [`Need::Every`]'s is, and then holds some of its
+    ///   lanes (at least one), and `swept` some of the lanes failing grown;
+    /// - where `unswept` is 0, `swept` is [`Need::Every`]'s.
+    AnyUngrown,
+}
+
 /// The verdicts of one call of [`Lanes::check`], as lane masks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaneVerdicts {
@@ -662,6 +677,7 @@ impl Lanes<'_> {
     /// [`frames_valid_fast`](super::frames_valid_fast): a [`PairList::all`], or a
     /// [`PairList::for_motion_with`] of the motion every lane's configuration lies on, culled
     /// with growths at least `sweep`. `state` is asked only for the lanes of `active`.
+    /// `need` says which verdicts the caller reads ([`Need`]).
     #[allow(clippy::too_many_arguments)]
     pub fn check(
         &self,
@@ -670,37 +686,17 @@ impl Lanes<'_> {
         sweep: &Sweep,
         group_growth: &[f32],
         active: Mask,
+        need: Need,
         s: &mut LaneScratch,
     ) -> LaneVerdicts {
         if active == 0 {
             return LaneVerdicts::default();
         }
         self.fill_active(state, active, s);
-        self.dispatch::<false>(pairs, sweep, group_growth, active, s)
-    }
-
-    /// [`Self::check`] as far as a motion check needs it: whether some lane of `active` fails
-    /// with no growth. It stops at the first test that shows one does (a test of the grown
-    /// pass that also fires with the growth taken away, or any test of the ungrown pass), so
-    /// the verdicts are [`Self::check`]'s only in this sense:
-    /// - `unswept` is nonzero exactly when [`Self::check`]'s is, and then holds some of its
-    ///   lanes (at least one), and `swept` some of the lanes failing grown;
-    /// - where `unswept` is 0, `swept` is [`Self::check`]'s.
-    #[allow(clippy::too_many_arguments)]
-    pub fn check_any(
-        &self,
-        state: impl Fn(usize, usize) -> f32,
-        pairs: &PairList,
-        sweep: &Sweep,
-        group_growth: &[f32],
-        active: Mask,
-        s: &mut LaneScratch,
-    ) -> LaneVerdicts {
-        if active == 0 {
-            return LaneVerdicts::default();
+        match need {
+            Need::Every => self.dispatch::<false>(pairs, sweep, group_growth, active, s),
+            Need::AnyUngrown => self.dispatch::<true>(pairs, sweep, group_growth, active, s),
         }
-        self.fill_active(state, active, s);
-        self.dispatch::<true>(pairs, sweep, group_growth, active, s)
     }
 
     /// [`Self::run`] on the lane type of `self.isa`, `s.state` filled.
@@ -794,7 +790,8 @@ impl Lanes<'_> {
         self.run::<Avx8, ANY>(state, pairs, sweep, group_growth, active, w)
     }
 
-    /// The checks of [`Self::check`] (`ANY` false) or [`Self::check_any`] (`ANY` true).
+    /// The checks of [`Self::check`] for [`Need::Every`] (`ANY` false) or [`Need::AnyUngrown`]
+    /// (`ANY` true).
     #[inline(always)]
     fn run<V: Lane8, const ANY: bool>(
         &self,
