@@ -84,6 +84,25 @@ fn pair_growths_bound_the_relative_motion_of_self_pairs() {
             let diff: Vec<f32> = b.iter().zip(&a).map(|(b, a)| b - a).collect();
             let n = rng.random_range(4..=24u32);
             let sweep = Sweep::of_motion(model, &diff, n);
+            // The sums over the transposed table, and over `reach` itself where a model has none.
+            assert_eq!(model.reach_by_frame.len(), model.reach.len(), "{robot}");
+            let mut plain = model.clone();
+            plain.reach_by_frame.clear();
+            let plain_sweep = Sweep::of_motion(&plain, &diff, n);
+            for bi in 0..model.bodies.len() {
+                assert_eq!(
+                    sweep.body(bi).to_bits(),
+                    plain_sweep.body(bi).to_bits(),
+                    "{robot}"
+                );
+                for c in 0..=model.frames.len() {
+                    assert_eq!(
+                        sweep.side(bi, c).to_bits(),
+                        plain_sweep.side(bi, c).to_bits(),
+                        "{robot}: body {bi}, column {c}"
+                    );
+                }
+            }
             for bi in 0..model.bodies.len() {
                 assert_eq!(
                     sweep.body(bi).to_bits(),

@@ -93,6 +93,13 @@ pub struct CollisionModel {
     /// from the joint axis for revolute joints, 1 for prismatic ones, 0 when the joint does not
     /// move the body. Motion checks use it to bound the sweep between checked configurations.
     pub reach: Vec<f32>,
+    /// [`Self::reach`] transposed (`frames x bodies`, row-major: frame `f`'s column of every
+    /// body in a row), for sums over the bodies side by side ([`Sweep::set`]). [`Self::build`]
+    /// makes it with `reach`; a model whose `reach` is changed afterwards must clear it (its
+    /// readers then use `reach`, which they also do when the lengths differ).
+    ///
+    /// [`Sweep::set`]: super::Sweep::set
+    pub reach_by_frame: Vec<f32>,
     /// Per full-state variable: the planning-group index that supplies it, or -1.
     pub var_group: Vec<i32>,
 }
@@ -261,6 +268,7 @@ impl CollisionModel {
             self_pairs: Vec::new(),
             margin,
             reach: Vec::new(),
+            reach_by_frame: Vec::new(),
             var_group: Vec::new(),
         };
         match shapes {
@@ -346,6 +354,10 @@ impl CollisionModel {
             }
         }
         m.reach = body_reach(&m, &offset_len, &extent);
+        let (nb, nf) = (m.bodies.len(), m.frames.len());
+        m.reach_by_frame = (0..nf * nb)
+            .map(|k| m.reach[(k % nb) * nf + k / nb])
+            .collect();
         Ok(m)
     }
 

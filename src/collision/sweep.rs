@@ -208,6 +208,7 @@ impl Sweep {
         self.below.resize(nb * stride, 0.0);
         let acc = &mut self.body;
         let whole = nb > 0 && model.reach.len() >= nb * nf;
+        let by_frame = whole && model.reach_by_frame.len() == nb * nf;
         for f in (0..nf).rev() {
             // Column f + 1: the frames after f.
             let col = &mut self.below[(f + 1) * nb..(f + 2) * nb];
@@ -217,7 +218,14 @@ impl Sweep {
             let Some(w) = self.weights[f] else {
                 continue;
             };
-            if whole {
+            if by_frame {
+                for (a, r) in acc
+                    .iter_mut()
+                    .zip(&model.reach_by_frame[f * nb..(f + 1) * nb])
+                {
+                    *a += w * r;
+                }
+            } else if whole {
                 for (a, r) in acc.iter_mut().zip(model.reach[f..].iter().step_by(nf)) {
                     *a += w * r;
                 }

@@ -3097,6 +3097,7 @@ mod tests {
             m.bodies.push(b);
         }
         m.reach = vec![0.0; m.bodies.len() * m.frames.len()];
+        m.reach_by_frame.clear();
         fn walk(m: &CollisionModel, t: &Cull, seen: &mut Vec<usize>) -> Vec<usize> {
             let mut under: Vec<usize> = t.bodies.clone();
             for p in &t.parts {
