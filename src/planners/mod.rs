@@ -845,14 +845,9 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
             req.goal_bias
         ));
     }
-    if let Some(r) = req.range {
-        if !(r > 0.0 && r.is_finite()) {
-            return bad(format!("range must be positive and finite, got {r}"));
-        }
-    }
-    if let Some(r) = req.dd_radius {
-        if !(r > 0.0 && r.is_finite()) {
-            return bad(format!("dd_radius must be positive and finite, got {r}"));
+    for (name, value) in [("range", req.range), ("dd_radius", req.dd_radius)] {
+        if let Some(r) = value.filter(|r| !(*r > 0.0 && r.is_finite())) {
+            return bad(format!("{name} must be positive and finite, got {r}"));
         }
     }
     if req.prm_neighbors == Some(0) {

@@ -205,15 +205,8 @@ pub fn shortcut_until<R: Rng + ?Sized>(
     let mut tmp = vec![0.0; dof];
     let batched = checker.backend() != Backend::Cpu;
     let mut one = MotionBatch::new(dof);
-    let mut check_one = |from: &[f64], to: &[f64]| -> Result<bool, TrajectoryError> {
-        one.from = ConfigBatch::from_rows(dof, &[from])?;
-        one.to = ConfigBatch::from_rows(dof, &[to])?;
-        Ok(checker
-            .check_motions(&one, resolution)?
-            .first()
-            .copied()
-            .unwrap_or(false))
-    };
+    let mut check_one =
+        |from: &[f64], to: &[f64]| motion_valid(checker, &mut one, from, to, resolution);
     if rounds > 0 {
         path = reduce_waypoints(checker, &path, resolution)?;
     }
@@ -455,14 +448,7 @@ pub fn reduce_waypoints(
             } else {
                 let mut one = MotionBatch::new(dof);
                 for j in (i + 2..n).rev() {
-                    one.from = ConfigBatch::from_rows(dof, &[&path[i]])?;
-                    one.to = ConfigBatch::from_rows(dof, &[&path[j]])?;
-                    if checker
-                        .check_motions(&one, resolution)?
-                        .first()
-                        .copied()
-                        .unwrap_or(false)
-                    {
+                    if motion_valid(checker, &mut one, &path[i], &path[j], resolution)? {
                         reach = j;
                         break;
                     }
@@ -473,6 +459,25 @@ pub fn reduce_waypoints(
         i = reach;
     }
     Ok(out)
+}
+
+/// Whether the motion `from -> to` is valid at `resolution`, checked alone (in `one`, a batch
+/// reused between calls).
+fn motion_valid(
+    checker: &dyn Checker,
+    one: &mut MotionBatch,
+    from: &[f64],
+    to: &[f64],
+    resolution: f64,
+) -> Result<bool, TrajectoryError> {
+    let dof = checker.space().dof();
+    one.from = ConfigBatch::from_rows(dof, &[from])?;
+    one.to = ConfigBatch::from_rows(dof, &[to])?;
+    Ok(checker
+        .check_motions(one, resolution)?
+        .first()
+        .copied()
+        .unwrap_or(false))
 }
 
 /// The point at fraction `t` of a segment, exactly an endpoint for `t` of 0 or 1.
