@@ -124,7 +124,7 @@ fn a_fetch_goal_at_minus_pi_is_planned() {
             "point {i} outside limits"
         );
     }
-    trajectory::validate(&checker, traj, req.resolution).expect("re-validated");
+    trajectory::validate_along(&checker, &a.path, traj, req.resolution).expect("re-validated");
     let b = plan(&checker, &req).expect("second run");
     assert_eq!(a.path, b.path, "deterministic for a seed");
 }

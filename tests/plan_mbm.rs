@@ -97,11 +97,12 @@ fn assert_good(p: &Panda, prob: &Problem, req: &PlanRequest, res: &PlanResult, w
             );
         }
     }
-    // Independent re-check: a checker built afresh, at the planning resolution. (Ten times
-    // finer, the discrete motion check is known to miss collisions between its samples: see
+    // Independent re-check: a checker built afresh checks the path's motions at the planning
+    // resolution, and the trajectory's points must lie on them in order. (Ten times finer,
+    // the discrete motion check is known to miss collisions between its samples: see
     // `dense_recheck_at_a_tenth_of_the_resolution`.)
     let fresh = checker(p, prob);
-    trajectory::validate(&fresh, traj, RESOLUTION)
+    trajectory::validate_along(&fresh, &res.path, traj, RESOLUTION)
         .unwrap_or_else(|e| panic!("{what}: re-check: {e}"));
 }
 

@@ -59,13 +59,13 @@ fn cube(ns: &str, id: i32, at: Vector3<f64>, size: f64) -> MarkerUpdate {
 }
 
 /// Re-checks a plan on a fresh CPU checker of the service's current scene.
-fn assert_valid(s: &PlanningService, traj: &trajectory::Trajectory) {
+fn assert_valid(s: &PlanningService, path: &[Vec<f64>], traj: &trajectory::Trajectory) {
     let robot = s.robot();
     let group = s.group().expect("group");
     let base = robot.tree.neutral_state();
     let checker = CpuChecker::new(robot, &group, &base, s.scene(), CheckerOptions::default())
         .expect("checker");
-    trajectory::validate(&checker, traj, 0.01).expect("trajectory collision free");
+    trajectory::validate_along(&checker, path, traj, 0.01).expect("trajectory collision free");
     for p in &traj.points {
         assert!(group.space.within_limits(&p.positions), "{:?}", p.positions);
     }
@@ -91,7 +91,7 @@ fn plans_a_valid_trajectory() {
         assert!((last[j] - GOAL[j]).abs() < 1e-9);
     }
     assert_eq!(res.backend, "cpu");
-    assert_valid(&s, &res.trajectory);
+    assert_valid(&s, &res.path, &res.trajectory);
     assert_eq!(s.last_plan(), Some(res.path.as_slice()));
 }
 
@@ -154,7 +154,7 @@ fn a_marker_cube_changes_the_plan_and_a_goal_inside_one_is_refused() {
     let around = s.plan(request(&s, &START, &GOAL)).expect("plan around");
     assert_ne!(around.path, free.path);
     assert!(around.path.len() > 2);
-    assert_valid(&s, &around.trajectory);
+    assert_valid(&s, &around.path, &around.trajectory);
 
     s.apply_marker(cube("blocks", 2, tool_at(&s, &GOAL), 0.2))
         .expect("cube at goal");
@@ -275,7 +275,7 @@ fn bad_inputs_are_errors_naming_the_input_and_the_service_keeps_planning() {
         .contains("obst/6"));
 
     let res = s.plan(good).expect("still plans");
-    assert_valid(&s, &res.trajectory);
+    assert_valid(&s, &res.path, &res.trajectory);
 }
 
 #[test]
@@ -392,7 +392,7 @@ fn the_drm_roadmap_persists_follows_obstacles_and_is_drawn() {
     let first = s.plan(drm(&s)).expect("drm plan");
     assert_eq!(first.planner, "drm");
     assert_eq!(first.stats.roadmap_vertices, 250);
-    assert_valid(&s, &first.trajectory);
+    assert_valid(&s, &first.path, &first.trajectory);
     let built = s.roadmap_summary().expect("a roadmap after a drm plan");
     assert_eq!(built.vertices, 250);
     assert_eq!(
@@ -431,7 +431,7 @@ fn the_drm_roadmap_persists_follows_obstacles_and_is_drawn() {
     let stats = s.update_roadmap().expect("update").expect("a roadmap");
     assert!(stats.relabelled > 0, "{stats:?}");
     let around = s.plan(drm(&s)).expect("drm plan around the cube");
-    assert_valid(&s, &around.trajectory);
+    assert_valid(&s, &around.path, &around.trajectory);
     assert_ne!(around.path, first.path);
     let mut gone = cube("blocker", 1, blocker, 0.15);
     gone.action = MarkerAction::Delete;
@@ -472,7 +472,7 @@ fn goals_within_the_limit_tolerance_are_snapped_and_farther_ones_refused() {
         .expect("plan to the limit");
     let last = &res.trajectory.points[res.trajectory.points.len() - 1].positions;
     assert_eq!(last[j], space.upper[j], "the goal is moved onto the limit");
-    assert_valid(&s, &res.trajectory);
+    assert_valid(&s, &res.path, &res.trajectory);
     goal[j] = space.upper[j] + 0.01;
     let err = s
         .plan(request(&s, &START, &goal))

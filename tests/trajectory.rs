@@ -5,8 +5,9 @@ use std::f64::consts::PI;
 use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::trajectory::{
-    path_length, reduce_waypoints, shortcut, shortcut_until, time_parameterize,
-    time_parameterize_steps, validate, validate_path, TrajectoryError,
+    follows_path, path_length, reduce_waypoints, shortcut, shortcut_until, time_parameterize,
+    time_parameterize_steps, validate, validate_along, validate_path, TrajectoryError,
+    ON_PATH_TOLERANCE,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -348,4 +349,106 @@ fn validation_names_the_colliding_motion() {
         Err(TrajectoryError::BadResolution(_))
     ));
     assert!(world.check_config(&start).unwrap());
+}
+
+/// A timed trajectory follows the path it was timed from (continuous joints unwrapped, a
+/// repeated waypoint, either sampling); moved, reordered, corner-cutting or truncated points
+/// are named.
+#[test]
+fn trajectories_follow_their_paths_and_departures_are_named() {
+    let s = space(3, &[2]);
+    let path = vec![
+        vec![0.1, 0.1, 3.0],
+        vec![0.9, 0.2, -3.0],
+        vec![0.9, 0.2, -3.0],
+        vec![0.9, 0.9, -2.0],
+        vec![0.2, 0.5, 2.5],
+    ];
+    let traj = time_parameterize(&s, &path, 1.0, 1.0, 0.01).unwrap();
+    assert!(traj.points.len() > 50);
+    follows_path(&s, &path, &traj).unwrap();
+    let steps = time_parameterize_steps(&s, &path, 1.0, 1.0, RES).unwrap();
+    follows_path(&s, &path, &steps).unwrap();
+    // A point of the first segment's middle, moved off the line by ten times the tolerance.
+    let k = traj
+        .points
+        .iter()
+        .position(|p| (p.positions[0] - 0.5).abs() < 0.02)
+        .expect("a point near the middle of the first segment");
+    let mut moved = traj.clone();
+    moved.points[k].positions[1] += 10.0 * ON_PATH_TOLERANCE;
+    match follows_path(&s, &path, &moved) {
+        Err(TrajectoryError::OffPath { index, segment: 0 }) if index == k => {}
+        other => panic!("expected point {k} off segment 0, got {other:?}"),
+    }
+    // Within the tolerance it still follows.
+    let mut close = traj.clone();
+    close.points[k].positions[1] += 0.5 * ON_PATH_TOLERANCE;
+    follows_path(&s, &path, &close).unwrap();
+    // Two points swapped: the second goes back along the segment.
+    let mut swapped = traj.clone();
+    swapped.points.swap(k, k + 1);
+    match follows_path(&s, &path, &swapped) {
+        Err(TrajectoryError::OffPath { index, .. }) if index == k + 1 => {}
+        other => panic!("expected point {} named, got {other:?}", k + 1),
+    }
+    // Without the waypoint at the first corner the motion across it cuts the corner.
+    let corner = traj
+        .points
+        .iter()
+        .position(|p| p.positions == vec![0.9, 0.2, -3.0 + 2.0 * PI])
+        .expect("the first corner is a point");
+    let mut cut = traj.clone();
+    cut.points.remove(corner);
+    assert!(matches!(
+        follows_path(&s, &path, &cut),
+        Err(TrajectoryError::OffPath { segment: 0, .. })
+    ));
+    // Stopping short of the goal, or starting elsewhere.
+    let mut short = traj.clone();
+    short.points.truncate(traj.points.len() - 3);
+    assert!(matches!(
+        follows_path(&s, &path, &short),
+        Err(TrajectoryError::EndsEarly { segments: 4, .. })
+    ));
+    let mut late = traj.clone();
+    late.points.remove(0);
+    assert!(matches!(
+        follows_path(&s, &path, &late),
+        Err(TrajectoryError::OffPath {
+            index: 0,
+            segment: 0
+        })
+    ));
+    // The trajectory of another path.
+    let other = time_parameterize(&s, &path[..3], 1.0, 1.0, 0.01).unwrap();
+    assert!(matches!(
+        follows_path(&s, &path, &other),
+        Err(TrajectoryError::EndsEarly { .. })
+    ));
+}
+
+/// `validate_along` checks the path's motions with the checker and the points against the
+/// path: a path through the wall is named by its motion, a trajectory of a valid path passes,
+/// and the same trajectory against another (valid) path does not.
+#[test]
+fn validation_along_the_path_checks_both_the_motions_and_the_points() {
+    let (world, start, goal) = wall_2d();
+    let detour = zigzag_over_wall(&start, &goal);
+    let traj = time_parameterize(&world.space, &detour, 1.0, 1.0, 0.02).unwrap();
+    validate_along(&world, &detour, &traj, RES).unwrap();
+    dense_recheck(&world, &traj, RES, 1.0, 1.0).unwrap();
+    let through = vec![start.clone(), vec![0.5, 0.3], goal.clone()];
+    let straight = time_parameterize(&world.space, &through, 1.0, 1.0, 0.02).unwrap();
+    match validate_along(&world, &through, &straight, RES) {
+        Err(TrajectoryError::InCollision { index: 0 }) => {}
+        other => panic!("expected motion 0 in collision, got {other:?}"),
+    }
+    let mut above = detour.clone();
+    above[1][1] += 0.05;
+    validate_path(&world, &above, RES).unwrap();
+    assert!(matches!(
+        validate_along(&world, &above, &traj, RES),
+        Err(TrajectoryError::OffPath { .. })
+    ));
 }

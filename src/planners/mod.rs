@@ -879,37 +879,27 @@ fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Times `path` and re-validates the trajectory at the request's resolution. The trajectory's
-/// consecutive points lie on the path's segments and cover each of them from end to end, so
-/// its check re-validates every motion of the path as well (a separate check of the path's
-/// segments would repeat checks already made by the planner and the shortcutting, and cost
-/// more: a whole segment grazing an obstacle needs finer refinement than its short pieces).
-/// The trajectory is sampled in time first; should its extra points disagree with the checks
-/// the path was built from (a motion grazing an obstacle between the checked configurations),
-/// it is sampled at exactly the configurations a check of the path visits instead.
+/// Re-validates `path` at the request's resolution and times it. Every motion of the path is
+/// checked again (one batched check; [`trajectory::validate_along`]), and the trajectory's
+/// points are checked to lie on those motions in order, so every motion between two
+/// consecutive trajectory points is part of a motion found free. (Until 2026-11-25 the
+/// trajectory's consecutive points were checked as motions of their own: several times the
+/// calls, each with two or three configurations, and a short motion grazing an obstacle could
+/// fail where its whole segment passed, which then needed a second timing.)
 fn finish(
     checker: &dyn Checker,
     req: &PlanRequest,
     path: &[Vec<f64>],
 ) -> Result<Trajectory, TrajectoryError> {
-    let space = checker.space();
-    let traj =
-        trajectory::time_parameterize(space, path, req.vel_scale, req.acc_scale, req.sample_dt)?;
-    match trajectory::validate(checker, &traj, req.resolution) {
-        Ok(()) => Ok(traj),
-        Err(TrajectoryError::InCollision { .. }) => {
-            let traj = trajectory::time_parameterize_steps(
-                space,
-                path,
-                req.vel_scale,
-                req.acc_scale,
-                req.resolution,
-            )?;
-            trajectory::validate(checker, &traj, req.resolution)?;
-            Ok(traj)
-        }
-        Err(e) => Err(e),
-    }
+    let traj = trajectory::time_parameterize(
+        checker.space(),
+        path,
+        req.vel_scale,
+        req.acc_scale,
+        req.sample_dt,
+    )?;
+    trajectory::validate_along(checker, path, &traj, req.resolution)?;
+    Ok(traj)
 }
 
 /// Plans with a fresh planner (PRM variants start from an empty roadmap; keep a
