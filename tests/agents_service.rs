@@ -569,10 +569,18 @@ fn agents_cuda_backend_without_a_gpu_is_a_clear_error() {
         backend: "auto".into(),
         ..cuda.clone()
     };
-    // `auto` answers on either machine, with the backend it used.
+    // `auto` answers on either machine, with the backend it used; so does `hybrid` (the
+    // collision backend's name, `auto` for grids).
+    let hybrid = AgentsRequest {
+        backend: "Hybrid".into(),
+        ..cuda.clone()
+    };
     let resp = s.plan(auto).expect("auto");
     assert!(resp.backend == "cpu" || resp.backend == "cuda");
     assert_eq!(resp.paths[0].len(), 9);
+    let by_hybrid = s.plan(hybrid).expect("hybrid");
+    assert_eq!(by_hybrid.backend, resp.backend);
+    assert_eq!(by_hybrid.paths, resp.paths);
     if cuda_driver_present() && gpu::GpuGrid::shared().is_ok() {
         let resp = s.plan(cuda).expect("cuda on a GPU machine");
         assert_eq!(resp.backend, "cuda");

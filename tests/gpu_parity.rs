@@ -1228,3 +1228,61 @@ fn gpu_parity_concurrent_callers() {
         );
     }
 }
+
+/// The hybrid backend with the CUDA checker as its large side: RRT-Connect plans equal to the
+/// CPU's for a seed on MBM Panda problems (both models), with the large calls on the GPU, and a
+/// large configuration batch answered by the GPU with the CPU's verdicts.
+#[test]
+fn gpu_hybrid_plans_like_the_cpu() {
+    use gpu_motion_planner::collision::hybrid::{
+        HybridChecker, HYBRID_MIN_WORK_POLYTOPES, HYBRID_MIN_WORK_SPHERES,
+    };
+    use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
+    if gpu_or_skip("gpu_hybrid_plans_like_the_cpu").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_hybrid_plans_like_the_cpu") else {
+        return;
+    };
+    for (shapes, min_work) in [
+        (RobotShapes::Spheres, HYBRID_MIN_WORK_SPHERES),
+        (RobotShapes::Polytopes, HYBRID_MIN_WORK_POLYTOPES),
+    ] {
+        for scene in ["bookshelf_small", "cage", "table_under_pick"] {
+            let (r, p, base) = panda_problem(&data, scene);
+            let opts = CheckerOptions {
+                shapes,
+                threads: 1,
+                ..Default::default()
+            };
+            let cpu = || CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu");
+            let cuda = CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda");
+            let hybrid =
+                HybridChecker::new(Box::new(cpu()), Box::new(cuda), min_work).expect("hybrid");
+            let reference = cpu();
+            let what = format!("{scene} ({shapes:?})");
+            let (start, goal) = r.start_goal(&p).expect("start and goal");
+            let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
+            req.seed = 7;
+            req.resolution = 0.02;
+            req.time_limit = std::time::Duration::from_secs(120);
+            let a = plan(&hybrid, &req).unwrap_or_else(|e| panic!("{what}: hybrid: {e}"));
+            let b = plan(&reference, &req).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+            assert_eq!(a.path, b.path, "{what}: path");
+            assert_eq!(a.trajectory, b.trajectory, "{what}: trajectory");
+            let mut sampler = sampler_for(&r, &p, 11);
+            let mut batch = ConfigBatch::new(r.group.space.dof());
+            for _ in 0..min_work.max(20_000) {
+                batch.push(&sampler.uniform()).expect("row");
+            }
+            let before = hybrid.routed().large;
+            let got = hybrid.check_configs(&batch).expect("hybrid configs");
+            assert_eq!(hybrid.routed().large, before + 1, "{what}: on the GPU");
+            assert_eq!(got, reference.check_configs(&batch).expect("cpu"), "{what}");
+            eprintln!(
+                "{what}: hybrid plan = cpu plan; calls {:?}",
+                hybrid.routed()
+            );
+        }
+    }
+}

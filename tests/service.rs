@@ -479,3 +479,38 @@ fn goals_within_the_limit_tolerance_are_snapped_and_farther_ones_refused() {
         .expect_err("1 cm / 0.01 rad past the limit is refused");
     assert!(err.to_string().contains("limits"), "{err}");
 }
+
+/// With `backend: auto` (the node's default) the service plans on whatever the machine has:
+/// the CPU without a GPU (the roadmap's GPU label engine falling back too), the hybrid backend
+/// with one. RRT-Connect plans equal those of `cpu` for a seed; the roadmap planner's are
+/// valid.
+#[test]
+fn backend_auto_plans_like_the_cpu() {
+    let mut cpu = service();
+    let mut auto = service();
+    for s in [&mut cpu, &mut auto] {
+        let mut settings = s.settings().clone();
+        settings.roadmap_size = 250;
+        s.set_settings(settings);
+    }
+    let mut settings = auto.settings().clone();
+    settings.backend = "auto".into();
+    auto.set_settings(settings);
+    let a = auto.plan(request(&auto, &START, &GOAL)).expect("auto plan");
+    let c = cpu.plan(request(&cpu, &START, &GOAL)).expect("cpu plan");
+    let want = if gpu_motion_planner::gpu::gpu_available() {
+        "hybrid"
+    } else {
+        "cpu"
+    };
+    assert_eq!(a.backend, want);
+    assert_eq!(a.path, c.path, "the same path for the seed");
+    assert_valid(&auto, &a.path, &a.trajectory);
+    let drm = ServicePlanRequest {
+        planner: Some("drm".into()),
+        ..request(&auto, &START, &GOAL)
+    };
+    let d = auto.plan(drm).expect("drm plan with backend auto");
+    assert_eq!(d.stats.roadmap_vertices, 250);
+    assert_valid(&auto, &d.path, &d.trajectory);
+}

@@ -46,7 +46,7 @@ pub struct BenchMbmArgs {
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
     #[arg(long, default_value = "rrt_connect")]
     pub planner: String,
-    /// Backend: auto, cpu or cuda.
+    /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
     /// Robot geometry: polytopes (URDF collision meshes) or spheres (the spherized URDF, as
@@ -705,7 +705,7 @@ fn compare_pass(
 }
 
 /// The launch hub of a batched pass over `selected`: its executor holds every problem's scene
-/// (index `i` of `selected` is scene `i`), on the GPU for `--backend cuda` (and `auto` with a
+/// (index `i` of `selected` is scene `i`), on the GPU for `--backend cuda` or `hybrid` (and `auto` with a
 /// GPU), else on the CPU.
 fn launch_hub(
     a: &BenchMbmArgs,
@@ -719,7 +719,7 @@ fn launch_hub(
         ..Default::default()
     };
     let cuda = match a.backend.as_str() {
-        "cuda" => true,
+        "cuda" | "hybrid" => true,
         "auto" => crate::gpu::gpu_available(),
         _ => false,
     };
@@ -926,8 +926,13 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         }
     }
     if a.backend == "auto" {
-        // `auto` resolves to the CPU in builds without the CUDA backend.
-        backend_name = "cpu".into();
+        // What `make_checker` chose: hybrid where a GPU is usable, else the CPU.
+        backend_name = if crate::gpu::gpu_available() {
+            "hybrid"
+        } else {
+            "cpu"
+        }
+        .into();
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let batch_size: Value = match batch_sizes.len() {
@@ -971,7 +976,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
                 "note": format!(
                     "{n} problems in flight, each planned by its own plan() call in its own thread, all sharing one launch hub (collision::hub): every check request waits for the other problems' requests (at most {} us) and the hub runs each round as one batch of configurations and one batch of motions, each item checked in its own problem's scene. {} The wall time includes building the hub (every scene resident at once).",
                     a.hub_wait_us,
-                    if backend_name == "cuda" || (a.backend == "auto" && crate::gpu::gpu_available()) {
+                    if backend_name == "cuda" || backend_name == "hybrid" {
                         "On the CUDA backend a round is one launch of each kind (check_configs_multi, check_motions_balanced_multi)."
                     } else {
                         "On the CPU backend the hub's executor checks a round's items one after another on the hub's thread (the reference tests): this exercises the shared-launch path, it is not meant to be fast."

@@ -33,7 +33,7 @@ pub const BUNDLED_SCENE: &str = include_str!("../../config/default_scene.yaml");
 /// `gmp demo` arguments.
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Backend: auto, cpu or cuda.
+    /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Random configurations to check.

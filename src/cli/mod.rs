@@ -154,7 +154,7 @@ pub struct CheckCommon {
     /// Scene file (the project's YAML scene format or a MoveIt PlanningScene YAML).
     #[arg(long)]
     pub scene: Option<PathBuf>,
-    /// Backend: auto, cpu or cuda.
+    /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).

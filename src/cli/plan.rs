@@ -52,7 +52,7 @@ pub struct PlanArgs {
     /// Planning time limit in seconds.
     #[arg(long = "time-limit", default_value_t = 5.0)]
     pub time_limit: f64,
-    /// Backend: auto, cpu or cuda.
+    /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).

@@ -12,6 +12,7 @@ pub mod detmath;
 mod fast;
 pub mod gjk;
 pub mod hub;
+pub mod hybrid;
 pub mod lanes;
 pub mod model;
 pub mod sweep;
@@ -207,6 +208,19 @@ pub enum Backend {
     Cpu,
     /// The CUDA backend.
     Cuda,
+    /// Small calls on the CPU, large ones on the GPU ([`hybrid::HybridChecker`]).
+    Hybrid,
+}
+
+impl Backend {
+    /// Whether callers should gather their checks into large batches: on the CUDA backend
+    /// every call pays a round trip, so planners check many samples and motions per call; on
+    /// the CPU (and the hybrid backend, whose small calls go to the CPU) a check costs in
+    /// proportion to the configurations it visits, so they check one at a time and skip the
+    /// checks whose verdicts they would not read.
+    pub fn batches(self) -> bool {
+        self == Backend::Cuda
+    }
 }
 
 /// Batch-first collision checking. A single query is a batch of one.

@@ -222,7 +222,7 @@ impl PlanRequest {
 /// planners keep the default until measured.
 pub fn suited_batch_size(planner: PlannerId, backend: Backend) -> usize {
     match (planner, backend) {
-        (PlannerId::RrtConnect, Backend::Cpu) => 1,
+        (PlannerId::RrtConnect, Backend::Cpu | Backend::Hybrid) => 1,
         _ => DEFAULT_BATCH_SIZE,
     }
 }

@@ -37,7 +37,7 @@
 //! [`PlanRequest::dd_radius`]: crate::planners::PlanRequest::dd_radius
 //! [`default_dd_radius`]: crate::planners::default_dd_radius
 
-use crate::collision::{Backend, Checker, ConfigBatch, MotionBatch};
+use crate::collision::{Checker, ConfigBatch, MotionBatch};
 use crate::planners::rrt::Tree;
 use crate::planners::{Context, PlanError, RawSolution, CLOCK_EVERY};
 use crate::robot::JointSpace;
@@ -300,7 +300,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             // its first invalid motion, and of the chains after the one that joins the
             // trees, are never read: there the motions are checked one at a time, in the
             // order they are read, and checking stops where reading stops. Same result.
-            let batched = ctx.checker.backend() != Backend::Cpu;
+            let batched = ctx.checker.backend().batches();
             let verdicts = if batched {
                 ctx.checker.check_motions(&chains, ctx.req.resolution)?
             } else {

@@ -18,7 +18,7 @@ use crate::service::ServiceSettings;
 pub const PLANNERS: &[&str] = &["prm", "lazy_prm", "rrt", "rrt_star", "rrt_connect", "drm"];
 
 /// Collision backends the node accepts in the `backend` parameter.
-pub const BACKENDS: &[&str] = &["cpu", "cuda"];
+pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "hybrid"];
 
 /// Typed copy of the node's parameters (see `config/planner.yaml` for their meaning).
 #[derive(Debug, Clone, PartialEq)]

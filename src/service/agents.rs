@@ -457,8 +457,13 @@ impl AgentsService {
     }
 }
 
-/// The grid backend of a name: `cpu`, `cuda` or `auto` (case-insensitive).
+/// The grid backend of a name: `cpu`, `cuda` or `auto` (case-insensitive). `hybrid`, the
+/// collision backend of that name (the node's `backend` parameter serves both), is `auto`
+/// here: a grid search of many agents is one large batch, which the GPU takes when present.
 pub fn parse_backend(name: &str) -> Result<GridBackend, AgentsError> {
+    if name.trim().eq_ignore_ascii_case("hybrid") {
+        return Ok(GridBackend::Auto);
+    }
     <GridBackend as clap::ValueEnum>::from_str(name.trim(), true).map_err(|_| {
         AgentsError::BadOption {
             name: "backend",

@@ -35,7 +35,7 @@ pub struct ServiceSettings {
     /// Default planner (`prm`, `lazy_prm`, `rrt`, `rrt_star`, `rrt_connect` or `drm`, the
     /// persistent dynamic roadmap of [`roadmap`]).
     pub planner: String,
-    /// Collision backend (`auto`, `cpu` or `cuda`).
+    /// Collision backend (`auto`, `cpu`, `cuda` or `hybrid`, see [`make_checker`]).
     pub backend: String,
     /// Joint-space step at which motions are collision checked; > 0.
     pub resolution: f64,
@@ -109,7 +109,7 @@ pub struct ServicePlanResponse {
     pub stats: PlanStats,
     /// The planner that ran (`drm` or a [`PlannerId`] name).
     pub planner: String,
-    /// The backend that checked collisions (`cpu` or `cuda`).
+    /// The backend that checked collisions (`cpu`, `cuda` or `hybrid`).
     pub backend: String,
 }
 

@@ -11,7 +11,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
+use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::JointSpace;
 
 /// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
@@ -221,7 +221,7 @@ pub fn shortcut_until<R: Rng + ?Sized>(
     let mut path = dedup(&space, path.to_vec());
     let dof = space.dof();
     let mut tmp = vec![0.0; dof];
-    let batched = checker.backend() != Backend::Cpu;
+    let batched = checker.backend().batches();
     let mut one = MotionBatch::new(dof);
     let mut check_one =
         |from: &[f64], to: &[f64]| motion_valid(checker, &mut one, from, to, resolution);
@@ -439,7 +439,7 @@ pub fn reduce_waypoints(
     if !(resolution > 0.0 && resolution.is_finite()) {
         return Err(TrajectoryError::BadResolution(resolution));
     }
-    let batched = checker.backend() != Backend::Cpu;
+    let batched = checker.backend().batches();
     let dof = space.dof();
     let n = path.len();
     let mut out = Vec::with_capacity(n);
