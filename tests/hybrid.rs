@@ -8,7 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use gpu_motion_planner::collision::hybrid::{HybridChecker, Routed};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use gpu_motion_planner::collision::hybrid::{HybridChecker, Routed, MOTION_WORK_CAP};
 use gpu_motion_planner::collision::{
     make_checker, Backend, Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch,
     RobotShapes,
@@ -83,7 +86,8 @@ fn calls_go_by_size_and_verdicts_match_one_checker() {
         );
         assert_eq!(hybrid.routed(), want, "{n} configurations");
     }
-    // Motions: by the configurations their first check visits (segments + 1 each).
+    // Motions: by the configurations their first check visits (segments + 1 each), at most
+    // MOTION_WORK_CAP each.
     let res = 0.02;
     let one = |a: &[f64], b: &[f64]| {
         let mut m = MotionBatch::new(space.dof());
@@ -97,17 +101,23 @@ fn calls_go_by_size_and_verdicts_match_one_checker() {
         2,
         "a two-configuration motion stays small"
     );
+    // One long motion counts as MOTION_WORK_CAP: the CPU's check stops at its first collision.
+    let long = one(&start, &goal);
+    let fine = 0.002;
+    assert!(space.segments(&start, &goal, fine) + 1 > 300);
+    let got = hybrid.check_motions(&long, fine).expect("long");
+    assert_eq!(
+        got,
+        reference.check_motions(&long, fine).expect("reference")
+    );
+    assert_eq!(hybrid.routed().small, 3, "a single long motion stays small");
     let mut many = MotionBatch::new(space.dof());
     for _ in 0..200 {
         many.push(&random(), &random()).expect("motion");
     }
     many.push(&start, &goal).expect("motion");
     let got = hybrid.check_motions(&many, res).expect("many");
-    assert_eq!(
-        hybrid.routed().large,
-        2,
-        "200 long motions go to the large side"
-    );
+    assert_eq!(hybrid.routed().large, 2, "201 motions go to the large side");
     assert_eq!(got, reference.check_motions(&many, res).expect("reference"));
     assert!(
         got.iter().any(|&v| v) && got.iter().any(|&v| !v),
@@ -140,8 +150,8 @@ fn checkers_of_different_groups_are_refused() {
 }
 
 /// A hybrid checker plans exactly as the CPU checker for a seed (same batch size, same
-/// verdicts), whichever side answers each call: here every motion check of a long motion
-/// goes to the large side.
+/// verdicts), whichever side answers each call: here every call of two motions or more goes
+/// to the large side (the final re-check of the path among them).
 #[test]
 fn hybrid_plans_are_the_cpu_plans() {
     let Some(data) = mbm_or_skip("hybrid_plans_are_the_cpu_plans") else {
@@ -151,7 +161,7 @@ fn hybrid_plans_are_the_cpu_plans() {
     for scene in ["bookshelf_small", "cage", "table_under_pick"] {
         let (small, large, r, p) = panda(&data, scene);
         let (reference, _, _, _) = panda(&data, scene);
-        let hybrid = HybridChecker::new(Box::new(small), Box::new(large), 60).expect("hybrid");
+        let hybrid = HybridChecker::new(Box::new(small), Box::new(large), 16).expect("hybrid");
         let (start, goal) = r.start_goal(&p).expect("start and goal");
         let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
         req.seed = 3;
@@ -198,4 +208,76 @@ fn hybrid_backend_needs_a_gpu_and_auto_falls_back() {
         .err()
         .expect("unknown");
     assert!(e.to_string().contains("hybrid"), "{e}");
+}
+
+/// A lazily started large side starts at the first large call only; one that fails to start,
+/// or checks another planning group, leaves every call to the small side (same verdicts).
+#[test]
+fn the_large_side_starts_at_its_first_call_or_never() {
+    let Some(data) = mbm_or_skip("the_large_side_starts_at_its_first_call_or_never") else {
+        return;
+    };
+    let (small, _, r, _) = panda(&data, "table_pick");
+    let (reference, _, _, _) = panda(&data, "table_pick");
+    let space = r.group.space.clone();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut batch = |n: usize| {
+        let mut b = ConfigBatch::new(space.dof());
+        for _ in 0..n {
+            let q: Vec<f64> = (0..space.dof())
+                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+                .collect();
+            b.push(&q).expect("row");
+        }
+        b
+    };
+    let (few, many) = (batch(10), batch(500));
+    let want_few = reference.check_configs(&few).expect("reference");
+    let want_many = reference.check_configs(&many).expect("reference");
+    // Started at the first large call, once.
+    let starts = Arc::new(AtomicUsize::new(0));
+    let counter = starts.clone();
+    let data2 = data.clone();
+    let hybrid = HybridChecker::lazy(
+        Box::new(small),
+        Box::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let (_, large, _, _) = panda(&data2, "table_pick");
+            Ok(Box::new(large) as Box<dyn Checker>)
+        }),
+        100,
+    );
+    assert_eq!(hybrid.check_configs(&few).expect("few"), want_few);
+    assert_eq!(
+        starts.load(Ordering::SeqCst),
+        0,
+        "not started by a small call"
+    );
+    assert!(!hybrid.large_started());
+    assert_eq!(hybrid.check_configs(&many).expect("many"), want_many);
+    assert_eq!(hybrid.check_configs(&many).expect("many"), want_many);
+    assert_eq!(starts.load(Ordering::SeqCst), 1, "started once");
+    assert!(hybrid.large_started());
+    assert_eq!(hybrid.routed(), Routed { small: 1, large: 2 });
+    // A large side that cannot start, or plans another group: the small side answers.
+    let (ur5, q) = first_problem(&data, "ur5", "table_pick");
+    let builders: Vec<gpu_motion_planner::collision::hybrid::LargeBuilder> = vec![
+        Box::new(|| {
+            Err(gpu_motion_planner::collision::CollisionError::Backend {
+                backend: "test".into(),
+                message: "no device".into(),
+            })
+        }),
+        Box::new(move || {
+            Ok(Box::new(one_thread_checker(&ur5, &q, RobotShapes::Spheres)) as Box<dyn Checker>)
+        }),
+    ];
+    for build in builders {
+        let (small, _, _, _) = panda(&data, "table_pick");
+        let hybrid = HybridChecker::lazy(Box::new(small), build, 100);
+        assert_eq!(hybrid.check_configs(&many).expect("many"), want_many);
+        assert!(!hybrid.large_started());
+        assert_eq!(hybrid.routed(), Routed { small: 1, large: 0 });
+    }
+    assert_eq!(MOTION_WORK_CAP, 8);
 }

@@ -1,7 +1,8 @@
 //! Backend selection: `auto | cpu | cuda | hybrid`.
 
 use super::hybrid::{
-    HybridChecker, HYBRID_MIN_WORK_ENV, HYBRID_MIN_WORK_POLYTOPES, HYBRID_MIN_WORK_SPHERES,
+    HybridChecker, LargeBuilder, HYBRID_MIN_WORK_ENV, HYBRID_MIN_WORK_POLYTOPES,
+    HYBRID_MIN_WORK_SPHERES,
 };
 use super::{Checker, CheckerOptions, CollisionError, CpuChecker, RobotShapes};
 use crate::robot::{PlanningGroup, RobotModel};
@@ -14,9 +15,10 @@ use crate::scene::Scene;
 /// [`HYBRID_MIN_WORK_SPHERES`] configurations ([`HYBRID_MIN_WORK_POLYTOPES`] for polytope
 /// models; `GMP_HYBRID_MIN` sets another) go to the GPU, smaller ones to the CPU, which
 /// answers a planning query's small checks sooner than a GPU round trip; it needs a GPU like
-/// `cuda`. `auto` is `hybrid` when a GPU is present (falling back to the CPU if the CUDA
-/// backend cannot start) and `cpu` otherwise, and prints exactly one line on stderr saying
-/// which backend it chose and why.
+/// `cuda`, and starts the CUDA backend at its first large call (every call goes to the CPU,
+/// with one line on stderr, if it cannot start). `auto` is `hybrid` when a GPU is present and
+/// `cpu` otherwise, and prints exactly one line on stderr saying which backend it chose and
+/// why.
 pub fn make_checker(
     backend: &str,
     robot: &RobotModel,
@@ -26,8 +28,8 @@ pub fn make_checker(
     opts: CheckerOptions,
 ) -> Result<Box<dyn Checker>, CollisionError> {
     let cpu = || CpuChecker::new(robot, group, base_state, scene, opts);
+    // The CUDA side starts at the first large call (see `HybridChecker::lazy`).
     let hybrid = || -> Result<HybridChecker, CollisionError> {
-        let gpu = crate::gpu::CudaChecker::new(robot, group, base_state, scene, opts)?;
         let min_work = match std::env::var(HYBRID_MIN_WORK_ENV) {
             Ok(v) => v
                 .trim()
@@ -43,34 +45,45 @@ pub fn make_checker(
                 RobotShapes::Polytopes => HYBRID_MIN_WORK_POLYTOPES,
             },
         };
-        HybridChecker::new(Box::new(cpu()?), Box::new(gpu), min_work)
+        let (robot, group, base, scene) = (
+            robot.clone(),
+            group.clone(),
+            base_state.to_vec(),
+            scene.clone(),
+        );
+        let build: LargeBuilder = Box::new(move || {
+            let gpu = crate::gpu::CudaChecker::new(&robot, &group, &base, &scene, opts)?;
+            Ok(Box::new(gpu) as Box<dyn Checker>)
+        });
+        Ok(HybridChecker::lazy(Box::new(cpu()?), build, min_work))
     };
     match backend {
         "cpu" => Ok(Box::new(cpu()?)),
         "cuda" => Ok(Box::new(crate::gpu::CudaChecker::new(
             robot, group, base_state, scene, opts,
         )?)),
-        "hybrid" => Ok(Box::new(hybrid()?)),
+        "hybrid" => {
+            if crate::gpu::device_count() == 0 {
+                return Err(CollisionError::Backend {
+                    backend: "hybrid".into(),
+                    message: "its large batches need the cuda backend, and no CUDA device was found (libcuda missing or no GPU visible)".into(),
+                });
+            }
+            Ok(Box::new(hybrid()?))
+        }
         "auto" => {
             let n = crate::gpu::device_count();
             if n == 0 {
                 eprintln!("gmp: backend auto -> cpu (no CUDA device found)");
                 return Ok(Box::new(cpu()?));
             }
-            match hybrid() {
-                Ok(c) => {
-                    eprintln!(
-                        "gmp: backend auto -> hybrid (calls of at least {} configurations on {} CUDA device(s), smaller ones on the CPU)",
-                        c.min_work(),
-                        n
-                    );
-                    Ok(Box::new(c))
-                }
-                Err(e) => {
-                    eprintln!("gmp: backend auto -> cpu (the CUDA backend could not start: {e})");
-                    Ok(Box::new(cpu()?))
-                }
-            }
+            let c = hybrid()?;
+            eprintln!(
+                "gmp: backend auto -> hybrid (calls of at least {} configurations on {} CUDA device(s), the GPU side started at the first of them; smaller ones on the CPU)",
+                c.min_work(),
+                n
+            );
+            Ok(Box::new(c))
         }
         other => Err(CollisionError::Backend {
             backend: other.into(),

@@ -8,14 +8,25 @@
 //! shortcut) are answered sooner by the CPU, the large ones (roadmap construction, bulk
 //! checks, benchmarks) by the GPU.
 //!
-//! [`HybridChecker`] sends a call to its `large` checker when its work (configurations, or for
-//! motions the configurations their first check visits at the resolution) reaches a
-//! threshold, and to its `small` checker otherwise. It reports [`Backend::Hybrid`], which
-//! planners treat as the CPU when they choose how to batch ([`Backend::batches`]): single
-//! queries then ask one small check at a time and run at the CPU's speed, with the GPU
-//! taking the calls that are large anyway.
+//! [`HybridChecker`] sends a call to its `large` checker when its work reaches a threshold,
+//! and to its `small` checker otherwise. The work of a configuration batch is its size; that
+//! of a motion batch counts each motion as the configurations its first check visits at the
+//! resolution, but at most [`MOTION_WORK_CAP`]: a CPU motion check stops at the first
+//! configuration in collision, which most of a planner's motions reach in their first eight,
+//! while a GPU call costs its round trip whatever it holds, so a few long motions stay on the
+//! CPU and many motions go to the GPU. It reports [`Backend::Hybrid`], which planners treat as
+//! the CPU when they choose how to batch ([`Backend::batches`]): single queries then ask one
+//! small check at a time and run at the CPU's speed, with the GPU taking the calls that are
+//! large anyway.
+//!
+//! The large side can be started at its first call ([`HybridChecker::lazy`]): the CUDA
+//! backend compiles its robot-specialised kernels when it starts (38 s for the MBM Panda
+//! sphere model on the H100 machine's CPU), which a query of small checks never needs. If it
+//! cannot start, every call goes to the small side (the same verdicts), and one line on
+//! stderr says why.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use super::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::JointSpace;
@@ -33,6 +44,13 @@ pub const HYBRID_MIN_WORK_SPHERES: u64 = 4096;
 /// more per configuration.
 pub const HYBRID_MIN_WORK_POLYTOPES: u64 = 512;
 
+/// The most a motion counts towards a call's work (see the module documentation): one batch
+/// of the CPU's eight-lane checks.
+pub const MOTION_WORK_CAP: u64 = 8;
+
+/// Builds the large side of a [`HybridChecker::lazy`] at its first call.
+pub type LargeBuilder = Box<dyn FnOnce() -> Result<Box<dyn Checker>, CollisionError> + Send>;
+
 /// Calls answered by each side of a [`HybridChecker`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Routed {
@@ -46,7 +64,10 @@ pub struct Routed {
 /// module documentation).
 pub struct HybridChecker {
     small: Box<dyn Checker>,
-    large: Box<dyn Checker>,
+    /// The large side once started (`None`: it could not start; the small side answers).
+    large: OnceLock<Option<Box<dyn Checker>>>,
+    /// How to start the large side, until it is started.
+    build: Mutex<Option<LargeBuilder>>,
     min_work: u64,
     small_calls: AtomicU64,
     large_calls: AtomicU64,
@@ -62,25 +83,56 @@ impl HybridChecker {
         large: Box<dyn Checker>,
         min_work: u64,
     ) -> Result<Self, CollisionError> {
-        let (a, b) = (small.space(), large.space());
-        if a != b {
-            let what = if a.names != b.names {
-                format!("joints {:?} and {:?}", a.names, b.names)
-            } else {
-                "the same joints with different limits".to_string()
-            };
-            return Err(CollisionError::Backend {
-                backend: "hybrid".into(),
-                message: format!("its two checkers plan different groups: {what}"),
-            });
-        }
-        Ok(Self {
+        same_group(small.space(), large.space())?;
+        let h = Self::lazy(small, Box::new(|| Err(not_built())), min_work);
+        // Set before any call: the builder is never asked.
+        let _ = h.large.set(Some(large));
+        Ok(h)
+    }
+
+    /// A checker whose large side `build` starts at the first call that goes there. Should it
+    /// fail, or check another planning group than `small`, every call goes to `small` and
+    /// one line on stderr says why.
+    pub fn lazy(small: Box<dyn Checker>, build: LargeBuilder, min_work: u64) -> Self {
+        Self {
             small,
-            large,
+            large: OnceLock::new(),
+            build: Mutex::new(Some(build)),
             min_work: min_work.max(1),
             small_calls: AtomicU64::new(0),
             large_calls: AtomicU64::new(0),
-        })
+        }
+    }
+
+    /// The large side, started if need be (`None` where it cannot start).
+    fn large(&self) -> Option<&dyn Checker> {
+        self.large
+            .get_or_init(|| {
+                let build = self.build.lock().ok().and_then(|mut b| b.take());
+                let started = match build {
+                    Some(build) => build().and_then(|large| {
+                        same_group(self.small.space(), large.space())?;
+                        Ok(large)
+                    }),
+                    None => Err(not_built()),
+                };
+                match started {
+                    Ok(large) => Some(large),
+                    Err(e) => {
+                        eprintln!(
+                            "gmp: hybrid backend: the large-batch checker could not start ({e}); every check runs on the CPU"
+                        );
+                        None
+                    }
+                }
+            })
+            .as_deref()
+    }
+
+    /// Whether the large side has started and answers large calls (`false` before its first
+    /// call, and where it could not start).
+    pub fn large_started(&self) -> bool {
+        self.large.get().is_some_and(|l| l.is_some())
     }
 
     /// The work from which a call goes to the large-batch checker.
@@ -99,18 +151,42 @@ impl HybridChecker {
     /// The checker for a call of `work` configurations, counted.
     fn pick(&self, work: u64) -> &dyn Checker {
         if work >= self.min_work {
-            self.large_calls.fetch_add(1, Ordering::Relaxed);
-            self.large.as_ref()
-        } else {
-            self.small_calls.fetch_add(1, Ordering::Relaxed);
-            self.small.as_ref()
+            if let Some(large) = self.large() {
+                self.large_calls.fetch_add(1, Ordering::Relaxed);
+                return large;
+            }
         }
+        self.small_calls.fetch_add(1, Ordering::Relaxed);
+        self.small.as_ref()
     }
 }
 
-/// The configurations the first check of `motions` visits at `resolution` (each motion's
-/// segments plus one), counted up to `cap`. Invalid input counts nothing: the checker it goes
-/// to names the error.
+fn not_built() -> CollisionError {
+    CollisionError::Backend {
+        backend: "hybrid".into(),
+        message: "no large-batch checker".into(),
+    }
+}
+
+/// An error unless `a` and `b` are the same planning group (joint names and limits).
+fn same_group(a: &JointSpace, b: &JointSpace) -> Result<(), CollisionError> {
+    if a == b {
+        return Ok(());
+    }
+    let what = if a.names != b.names {
+        format!("joints {:?} and {:?}", a.names, b.names)
+    } else {
+        "the same joints with different limits".to_string()
+    };
+    Err(CollisionError::Backend {
+        backend: "hybrid".into(),
+        message: format!("its two checkers plan different groups: {what}"),
+    })
+}
+
+/// The work of `motions` at `resolution` (see the module documentation): per motion the
+/// configurations its first check visits (segments plus one), at most [`MOTION_WORK_CAP`],
+/// summed up to `cap`. Invalid input counts nothing: the checker it goes to names the error.
 fn motion_work(space: &JointSpace, motions: &MotionBatch, resolution: f64, cap: u64) -> u64 {
     if motions.from.dof() != space.dof() || motions.to.dof() != space.dof() {
         return 0;
@@ -118,7 +194,7 @@ fn motion_work(space: &JointSpace, motions: &MotionBatch, resolution: f64, cap: 
     let mut work = 0u64;
     for (a, b) in motions.from.rows().zip(motions.to.rows()) {
         let segments = space.segments(a, b, resolution) as u64;
-        work = work.saturating_add(segments.saturating_add(1));
+        work = work.saturating_add(segments.saturating_add(1).min(MOTION_WORK_CAP));
         if work >= cap {
             break;
         }
@@ -150,9 +226,10 @@ impl Checker for HybridChecker {
 
     /// What the two checkers have counted together (a side that does not count adds 0).
     fn configs_evaluated(&self) -> Option<u64> {
+        let large = self.large.get().and_then(|l| l.as_ref());
         match (
             self.small.configs_evaluated(),
-            self.large.configs_evaluated(),
+            large.and_then(|l| l.configs_evaluated()),
         ) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
