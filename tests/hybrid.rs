@@ -11,7 +11,7 @@ use common::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use gpu_motion_planner::collision::hybrid::{HybridChecker, Routed, MOTION_WORK_CAP};
+use gpu_motion_planner::collision::hybrid::{HybridChecker, Routed, MOTION_BATCH_MIN};
 use gpu_motion_planner::collision::{
     make_checker, Backend, Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch,
     RobotShapes,
@@ -86,8 +86,8 @@ fn calls_go_by_size_and_verdicts_match_one_checker() {
         );
         assert_eq!(hybrid.routed(), want, "{n} configurations");
     }
-    // Motions: by the configurations their first check visits (segments + 1 each), at most
-    // MOTION_WORK_CAP each.
+    // Motions: by the configurations their first check visits (segments + 1 each), in batches
+    // of at least MOTION_BATCH_MIN motions.
     let res = 0.02;
     let one = |a: &[f64], b: &[f64]| {
         let mut m = MotionBatch::new(space.dof());
@@ -101,7 +101,7 @@ fn calls_go_by_size_and_verdicts_match_one_checker() {
         2,
         "a two-configuration motion stays small"
     );
-    // One long motion counts as MOTION_WORK_CAP: the CPU's check stops at its first collision.
+    // A few long motions stay small: the CPU's check stops at the first collision.
     let long = one(&start, &goal);
     let fine = 0.002;
     assert!(space.segments(&start, &goal, fine) + 1 > 300);
@@ -111,6 +111,16 @@ fn calls_go_by_size_and_verdicts_match_one_checker() {
         reference.check_motions(&long, fine).expect("reference")
     );
     assert_eq!(hybrid.routed().small, 3, "a single long motion stays small");
+    let mut fifteen = MotionBatch::new(space.dof());
+    for _ in 0..MOTION_BATCH_MIN - 1 {
+        fifteen.push(&start, &goal).expect("motion");
+    }
+    hybrid.check_motions(&fifteen, res).expect("fifteen");
+    assert_eq!(
+        hybrid.routed().small,
+        4,
+        "fewer than MOTION_BATCH_MIN motions stay small"
+    );
     let mut many = MotionBatch::new(space.dof());
     for _ in 0..200 {
         many.push(&random(), &random()).expect("motion");
@@ -150,34 +160,45 @@ fn checkers_of_different_groups_are_refused() {
 }
 
 /// A hybrid checker plans exactly as the CPU checker for a seed (same batch size, same
-/// verdicts), whichever side answers each call: here every call of two motions or more goes
-/// to the large side (the final re-check of the path among them).
+/// verdicts), whichever side answers each call: RRT-Connect (single motions: the small side)
+/// and PRM (batches of connections: the large side too).
 #[test]
 fn hybrid_plans_are_the_cpu_plans() {
     let Some(data) = mbm_or_skip("hybrid_plans_are_the_cpu_plans") else {
         return;
     };
     assert_eq!(suited_batch_size(PlannerId::RrtConnect, Backend::Hybrid), 1);
-    for scene in ["bookshelf_small", "cage", "table_under_pick"] {
+    for (planner, scene) in [
+        (PlannerId::RrtConnect, "bookshelf_small"),
+        (PlannerId::RrtConnect, "cage"),
+        (PlannerId::RrtConnect, "table_under_pick"),
+        (PlannerId::Prm, "bookshelf_small"),
+    ] {
         let (small, large, r, p) = panda(&data, scene);
         let (reference, _, _, _) = panda(&data, scene);
-        let hybrid = HybridChecker::new(Box::new(small), Box::new(large), 16).expect("hybrid");
+        let hybrid = HybridChecker::new(Box::new(small), Box::new(large), 64).expect("hybrid");
         let (start, goal) = r.start_goal(&p).expect("start and goal");
-        let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
+        let mut req = PlanRequest::new(start, goal, planner);
         req.seed = 3;
         req.resolution = 0.02;
-        req.time_limit = Duration::from_secs(60);
-        let a = plan(&hybrid, &req).unwrap_or_else(|e| panic!("{scene}: hybrid: {e}"));
-        let b = plan(&reference, &req).unwrap_or_else(|e| panic!("{scene}: cpu: {e}"));
-        assert_eq!(a.stats.batch_size, 1, "{scene}");
-        assert_eq!(a.raw_path, b.raw_path, "{scene}: raw path");
-        assert_eq!(a.path, b.path, "{scene}: path");
-        assert_eq!(a.trajectory, b.trajectory, "{scene}: trajectory");
+        req.time_limit = Duration::from_secs(120);
+        let what = format!("{planner} on {scene}");
+        let a = plan(&hybrid, &req).unwrap_or_else(|e| panic!("{what}: hybrid: {e}"));
+        let b = plan(&reference, &req).unwrap_or_else(|e| panic!("{what}: cpu: {e}"));
+        assert_eq!(a.stats.batch_size, b.stats.batch_size, "{what}");
+        assert_eq!(a.raw_path, b.raw_path, "{what}: raw path");
+        assert_eq!(a.path, b.path, "{what}: path");
+        assert_eq!(a.trajectory, b.trajectory, "{what}: trajectory");
         let routed = hybrid.routed();
-        assert!(
-            routed.small > 0 && routed.large > 0,
-            "{scene}: both sides answered ({routed:?})"
-        );
+        assert!(routed.small > 0, "{what}: {routed:?}");
+        if planner == PlannerId::Prm {
+            assert!(
+                routed.large > 0,
+                "{what}: connections on the large side ({routed:?})"
+            );
+        } else {
+            assert_eq!(a.stats.batch_size, 1, "{what}");
+        }
     }
 }
 
@@ -279,5 +300,4 @@ fn the_large_side_starts_at_its_first_call_or_never() {
         assert!(!hybrid.large_started());
         assert_eq!(hybrid.routed(), Routed { small: 1, large: 0 });
     }
-    assert_eq!(MOTION_WORK_CAP, 8);
 }

@@ -10,11 +10,13 @@
 //!
 //! [`HybridChecker`] sends a call to its `large` checker when its work reaches a threshold,
 //! and to its `small` checker otherwise. The work of a configuration batch is its size; that
-//! of a motion batch counts each motion as the configurations its first check visits at the
-//! resolution, but at most [`MOTION_WORK_CAP`]: a CPU motion check stops at the first
-//! configuration in collision, which most of a planner's motions reach in their first eight,
-//! while a GPU call costs its round trip whatever it holds, so a few long motions stay on the
-//! CPU and many motions go to the GPU. It reports [`Backend::Hybrid`], which planners treat as
+//! of a motion batch the configurations the first check of its motions visits at the
+//! resolution, counted only for batches of at least [`MOTION_BATCH_MIN`] motions: a CPU motion
+//! check stops at the first configuration in collision, which most of a single query's
+//! motions reach within their first eight, while a GPU call costs its round trip whatever it
+//! holds, so a few motions stay on the CPU however long they are (on the H100 machine, MBM
+//! Panda polytope planning with single long motions sent to the GPU had a median of 2.47 ms
+//! against the CPU's 1.54 ms), and a roadmap's batch of connections goes to the GPU. It reports [`Backend::Hybrid`], which planners treat as
 //! the CPU when they choose how to batch ([`Backend::batches`]): single queries then ask one
 //! small check at a time and run at the CPU's speed, with the GPU taking the calls that are
 //! large anyway.
@@ -44,9 +46,8 @@ pub const HYBRID_MIN_WORK_SPHERES: u64 = 4096;
 /// more per configuration.
 pub const HYBRID_MIN_WORK_POLYTOPES: u64 = 512;
 
-/// The most a motion counts towards a call's work (see the module documentation): one batch
-/// of the CPU's eight-lane checks.
-pub const MOTION_WORK_CAP: u64 = 8;
+/// Motion batches of fewer motions stay on the small side (see the module documentation).
+pub const MOTION_BATCH_MIN: usize = 16;
 
 /// Builds the large side of a [`HybridChecker::lazy`] at its first call.
 pub type LargeBuilder = Box<dyn FnOnce() -> Result<Box<dyn Checker>, CollisionError> + Send>;
@@ -184,17 +185,21 @@ fn same_group(a: &JointSpace, b: &JointSpace) -> Result<(), CollisionError> {
     })
 }
 
-/// The work of `motions` at `resolution` (see the module documentation): per motion the
-/// configurations its first check visits (segments plus one), at most [`MOTION_WORK_CAP`],
-/// summed up to `cap`. Invalid input counts nothing: the checker it goes to names the error.
+/// The work of `motions` at `resolution` (see the module documentation): 0 for fewer than
+/// [`MOTION_BATCH_MIN`] motions, else the configurations their first checks visit (segments
+/// plus one per motion), summed up to `cap`. Invalid input counts nothing: the checker it
+/// goes to names the error.
 fn motion_work(space: &JointSpace, motions: &MotionBatch, resolution: f64, cap: u64) -> u64 {
-    if motions.from.dof() != space.dof() || motions.to.dof() != space.dof() {
+    if motions.len() < MOTION_BATCH_MIN
+        || motions.from.dof() != space.dof()
+        || motions.to.dof() != space.dof()
+    {
         return 0;
     }
     let mut work = 0u64;
     for (a, b) in motions.from.rows().zip(motions.to.rows()) {
         let segments = space.segments(a, b, resolution) as u64;
-        work = work.saturating_add(segments.saturating_add(1).min(MOTION_WORK_CAP));
+        work = work.saturating_add(segments.saturating_add(1));
         if work >= cap {
             break;
         }
