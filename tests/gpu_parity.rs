@@ -1286,3 +1286,50 @@ fn gpu_hybrid_plans_like_the_cpu() {
         }
     }
 }
+
+/// Motion checks with fewer refinements (`Checker::check_motions_refined`, what shortcutting
+/// asks for): the CUDA backend's verdicts equal the CPU's for every cap, on random motions
+/// around MBM Panda problems, both models.
+#[test]
+fn gpu_parity_refinement_caps() {
+    if gpu_or_skip("gpu_parity_refinement_caps").is_none() {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_parity_refinement_caps") else {
+        return;
+    };
+    let n = common::env_usize("GMP_PARITY_MOTIONS", 2000);
+    for shapes in [RobotShapes::Spheres, RobotShapes::Polytopes] {
+        for scene in ["bookshelf_thin", "cage"] {
+            let (r, p, base) = panda_problem(&data, scene);
+            let opts = CheckerOptions {
+                shapes,
+                ..Default::default()
+            };
+            let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cpu");
+            let cuda = CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts).expect("cuda");
+            let mut sampler = sampler_for(&r, &p, 21);
+            let mut motions = MotionBatch::new(r.group.space.dof());
+            for _ in 0..n {
+                let (a, b) = sampler.motion();
+                motions.push(&a, &b).expect("motion");
+            }
+            let mut valid = Vec::new();
+            for max in [0, 1, 3, 6] {
+                let want = cpu.check_motions_refined(&motions, 0.02, max).expect("cpu");
+                let got = cuda
+                    .check_motions_refined(&motions, 0.02, max)
+                    .expect("cuda");
+                let diff = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+                eprintln!(
+                    "parity: refinement cap {max}, {scene} {shapes:?}: {} motions, {} valid, diff {diff}",
+                    want.len(),
+                    want.iter().filter(|&&v| v).count()
+                );
+                assert_eq!(diff, 0, "{scene} {shapes:?}: cap {max}");
+                valid.push(want.iter().filter(|&&v| v).count());
+            }
+            assert!(valid.windows(2).all(|w| w[0] <= w[1]), "{valid:?}");
+        }
+    }
+}

@@ -336,6 +336,15 @@ fn checker_answers_the_same_with_and_without_lanes() {
                     want_m,
                     "{ctx}"
                 );
+                for max in [0, 1, 3] {
+                    assert_eq!(
+                        c.check_motions_refined(&motions, 0.02, max)
+                            .expect("motions"),
+                        c.check_motions_reference_refined(&motions, 0.02, max)
+                            .expect("reference"),
+                        "{ctx}, {max} refinements"
+                    );
+                }
             }
             for v in want_c.iter().chain(&want_m) {
                 seen[usize::from(*v)] += 1;

@@ -9,6 +9,7 @@ mod common;
 
 use gpu_motion_planner::collision::{
     prepare_motions, Checker, CheckerOptions, CpuChecker, MotionBatch, MotionStatus, Scratch,
+    MAX_REFINEMENTS,
 };
 use gpu_motion_planner::robot::RobotModel;
 use gpu_motion_planner::scene::{Obstacle, Scene};
@@ -31,6 +32,8 @@ fn lazy_refinement_gives_the_reference_verdicts() {
     // Motions by their first-level status and final verdict.
     let (mut total, mut refined_valid, mut refined_invalid, mut colliding, mut free) =
         (0, 0, 0, 0, 0);
+    // Valid motions no longer valid with one refinement fewer.
+    let mut dropped = 0;
     for s in 0..12 {
         let mut scene = Scene::new("world");
         for i in 0..6 {
@@ -74,6 +77,29 @@ fn lazy_refinement_gives_the_reference_verdicts() {
             let reference = checker
                 .check_motions_reference(&motions, resolution)
                 .expect("reference");
+            // With fewer refinements: the reference's verdicts, and never valid where a
+            // motion is not valid with more.
+            let mut more = reference.clone();
+            for max in (0..MAX_REFINEMENTS).rev() {
+                let capped = checker
+                    .check_motions_refined(&motions, resolution, max)
+                    .expect("capped");
+                let want = checker
+                    .check_motions_reference_refined(&motions, resolution, max)
+                    .expect("capped reference");
+                assert_eq!(
+                    capped, want,
+                    "scene {s}, resolution {resolution}, {max} refinements"
+                );
+                for (i, (&c, &m)) in capped.iter().zip(&more).enumerate() {
+                    assert!(
+                        !c || m,
+                        "scene {s}: motion {i} valid with {max} refinements only"
+                    );
+                    dropped += usize::from(m && !c);
+                }
+                more = capped;
+            }
             let p = prepare_motions(space, &motions, resolution).expect("prepared");
             let mut scratch = Scratch::default();
             for i in 0..motions.len() {
@@ -104,6 +130,7 @@ fn lazy_refinement_gives_the_reference_verdicts() {
         ("free after refinement", refined_valid),
         ("never proven free", refined_invalid),
         ("colliding", colliding),
+        ("valid only with more refinements", dropped),
     ] {
         assert!(n >= 20, "only {n} motions {what}");
     }

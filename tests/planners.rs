@@ -191,6 +191,12 @@ fn bad_start_and_goal_are_named() {
             other => panic!("shortcut_min_gain {gain}: {other:?}"),
         }
     }
+    let mut req = request(&start, &goal, PlannerId::RrtConnect, 0);
+    req.shortcut_refinements = 7;
+    match plan(&world, &req) {
+        Err(PlanError::InvalidRequest(m)) => assert!(m.contains("shortcut_refinements"), "{m}"),
+        other => panic!("shortcut_refinements 7: {other:?}"),
+    }
     for r in [0.0, -1.0, f64::INFINITY, f64::NAN] {
         let mut req = request(&start, &goal, PlannerId::RrtConnect, 0);
         req.dd_radius = Some(r);

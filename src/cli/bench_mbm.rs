@@ -79,6 +79,10 @@ pub struct BenchMbmArgs {
     /// `planners::default_dd_radius` (3 up to 7 joints, 2 above).
     #[arg(long = "dd-radius")]
     pub dd_radius: Option<f64>,
+    /// Refinements of a shortcut's uncertain motions before it is given up
+    /// (`PlanRequest::shortcut_refinements`, at most 6).
+    #[arg(long = "shortcut-refinements", default_value_t = crate::planners::SHORTCUT_REFINEMENTS)]
+    pub shortcut_refinements: u32,
     /// RRT-Connect without dynamic domain sampling and its shorter steps from failing vertices (`PlanRequest::dynamic_domain`).
     #[arg(long = "no-dynamic-domain")]
     pub no_dynamic_domain: bool,
@@ -438,6 +442,7 @@ fn solve_with(
     req.range = a.range;
     req.dynamic_domain = !a.no_dynamic_domain;
     req.dd_radius = a.dd_radius;
+    req.shortcut_refinements = a.shortcut_refinements;
     req.balance_trees = !a.no_balance;
     req.attempts = a.attempts;
     req.group = r.group.name.clone();
@@ -823,6 +828,13 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             )));
         }
     }
+    if a.shortcut_refinements > crate::collision::MAX_REFINEMENTS {
+        return Err(CliError(format!(
+            "--shortcut-refinements must be at most {}, got {}",
+            crate::collision::MAX_REFINEMENTS,
+            a.shortcut_refinements
+        )));
+    }
     if a.concurrent == Some(0) {
         return Err(CliError("--concurrent must be at least 1".into()));
     }
@@ -964,6 +976,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "range": a.range,
         "dynamic_domain": !a.no_dynamic_domain,
         "dd_radius": a.dd_radius,
+        "shortcut_refinements": a.shortcut_refinements,
         "balance_trees": !a.no_balance,
         "attempts": a.attempts,
         "problems_per_scene": a.problems,

@@ -88,6 +88,10 @@ pub struct PlanArgs {
     /// (`planners::default_dd_radius`).
     #[arg(long = "dd-radius")]
     pub dd_radius: Option<f64>,
+    /// Refinements of a shortcut's uncertain motions before it is given up (at most 6, which
+    /// checks them as the planner's own motions are; `PlanRequest::shortcut_refinements`).
+    #[arg(long = "shortcut-refinements", default_value_t = crate::planners::SHORTCUT_REFINEMENTS)]
+    pub shortcut_refinements: u32,
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -222,6 +226,7 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.attempts = a.attempts;
     req.range = a.range;
     req.dd_radius = a.dd_radius;
+    req.shortcut_refinements = a.shortcut_refinements;
     Ok(req)
 }
 

@@ -131,7 +131,20 @@ pub const MAX_REFINEMENTS: u32 = 6;
 /// [`REFINE_FACTOR`] times more segments (and so a smaller sweep) up to [`MAX_REFINEMENTS`]
 /// times; a motion still uncertain after that is reported in collision (conservative).
 /// `eval` checks a batch of prepared motions on a backend.
-pub fn refine_motions<F>(p: &PreparedMotions, mut eval: F) -> Result<Vec<bool>, CollisionError>
+pub fn refine_motions<F>(p: &PreparedMotions, eval: F) -> Result<Vec<bool>, CollisionError>
+where
+    F: FnMut(&PreparedMotions) -> Result<Vec<MotionStatus>, CollisionError>,
+{
+    refine_motions_up_to(p, MAX_REFINEMENTS, eval)
+}
+
+/// [`refine_motions`] with at most `max_refinements` refinements (at most
+/// [`MAX_REFINEMENTS`]): a motion uncertain after them is reported in collision.
+pub fn refine_motions_up_to<F>(
+    p: &PreparedMotions,
+    max_refinements: u32,
+    mut eval: F,
+) -> Result<Vec<bool>, CollisionError>
 where
     F: FnMut(&PreparedMotions) -> Result<Vec<MotionStatus>, CollisionError>,
 {
@@ -139,7 +152,7 @@ where
     let n = p.segments.len();
     let dof = p.start.len().checked_div(n).unwrap_or(0);
     let mut segments = p.segments.clone();
-    for _ in 0..MAX_REFINEMENTS {
+    for _ in 0..max_refinements.min(MAX_REFINEMENTS) {
         let mut sub = PreparedMotions::default();
         let mut kept = Vec::new();
         for i in 0..n {
@@ -801,9 +814,10 @@ impl CpuChecker {
         status
     }
 
-    /// Verdict of motion `i` of prepared motions: the same verdict as [`refine_motions`] over
-    /// [`Self::motion_status`] (what [`Checker::check_motions`] of every backend answers),
-    /// computed with less work. `evaluated` grows by the configurations visited.
+    /// Verdict of motion `i` of prepared motions: the same verdict as
+    /// [`refine_motions_up_to`] `max_refinements` over [`Self::motion_status`] (what
+    /// [`Checker::check_motions_refined`] of every backend answers), computed with less work.
+    /// `evaluated` grows by the configurations visited.
     ///
     /// Why it is the same verdict: the swept check is monotone in the growth. A body grown
     /// more reaches every broad-phase sphere it reached before, and the GJK iteration does
@@ -836,15 +850,17 @@ impl CpuChecker {
         i: usize,
         scratch: &mut Scratch,
         evaluated: &mut u64,
+        max_refinements: u32,
     ) -> bool {
         let dof = self.model.dof();
         let start = &p.start[i * dof..(i + 1) * dof];
         let diff = &p.diff[i * dof..(i + 1) * dof];
         let n0 = p.segments[i];
-        // The levels refine_motions would visit.
+        // The levels refine_motions_up_to would visit.
         let mut levels = [n0; MAX_REFINEMENTS as usize + 1];
+        let level_limit = max_refinements.min(MAX_REFINEMENTS) as usize + 1;
         let mut level_count = 1;
-        while level_count < levels.len() {
+        while level_count < level_limit {
             match levels[level_count - 1]
                 .checked_mul(REFINE_FACTOR)
                 .filter(|&s| s < (1 << 24))
@@ -868,7 +884,7 @@ impl CpuChecker {
                     .iter()
                     .all(|e| e.is_finite() && *e >= 0.0)
             {
-                return self.motion_valid_reference(p, i, scratch, evaluated);
+                return self.motion_valid_reference(p, i, scratch, evaluated, max_refinements);
             }
             if level == 0 && self.lanes.is_none() {
                 // Travel over a piece: a power-of-two fraction of the whole (exact).
@@ -1052,6 +1068,7 @@ impl CpuChecker {
         i: usize,
         scratch: &mut Scratch,
         evaluated: &mut u64,
+        max_refinements: u32,
     ) -> bool {
         let dof = self.model.dof();
         let one = PreparedMotions {
@@ -1059,7 +1076,7 @@ impl CpuChecker {
             diff: p.diff[i * dof..(i + 1) * dof].to_vec(),
             segments: vec![p.segments[i]],
         };
-        refine_motions(&one, |q| {
+        refine_motions_up_to(&one, max_refinements, |q| {
             Ok((0..q.segments.len())
                 .map(|k| {
                     *evaluated += u64::from(q.segments[k]) + 1;
@@ -1080,8 +1097,19 @@ impl CpuChecker {
         motions: &MotionBatch,
         resolution: f64,
     ) -> Result<Vec<bool>, CollisionError> {
+        self.check_motions_reference_refined(motions, resolution, MAX_REFINEMENTS)
+    }
+
+    /// [`Self::check_motions_reference`] with at most `max_refinements` refinements
+    /// ([`refine_motions_up_to`]), the reference of [`Checker::check_motions_refined`].
+    pub fn check_motions_reference_refined(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+        max_refinements: u32,
+    ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        refine_motions(&p, |q| {
+        refine_motions_up_to(&p, max_refinements, |q| {
             Ok(self.parallel(q.segments.len(), |i, s| self.motion_status(q, i, s)))
         })
     }
@@ -1157,15 +1185,16 @@ impl Checker for CpuChecker {
         }))
     }
 
-    fn check_motions(
+    fn check_motions_refined(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+        max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
         Ok(self.parallel(p.segments.len(), |i, s| {
             let mut evaluated = 0;
-            let ok = self.motion_valid(&p, i, s, &mut evaluated);
+            let ok = self.motion_valid(&p, i, s, &mut evaluated, max_refinements);
             self.evaluated.fetch_add(evaluated, Ordering::Relaxed);
             ok
         }))

@@ -20,7 +20,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::cpu::{prepare_motions, refine_motions, validate_batch, MotionStatus, PreparedMotions};
+use super::cpu::{
+    prepare_motions, refine_motions_up_to, validate_batch, MotionStatus, PreparedMotions,
+};
 use super::{Backend, Checker, CollisionError, ConfigBatch, CpuChecker, MotionBatch, Scratch};
 use crate::robot::JointSpace;
 
@@ -475,16 +477,17 @@ impl Checker for HubChecker {
         }
     }
 
-    fn check_motions(
+    fn check_motions_refined(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+        max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
         if p.segments.is_empty() {
             return Ok(Vec::new());
         }
-        refine_motions(&p, |q| self.statuses(q))
+        refine_motions_up_to(&p, max_refinements, |q| self.statuses(q))
     }
 
     fn backend(&self) -> Backend {

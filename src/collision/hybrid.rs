@@ -216,13 +216,15 @@ impl Checker for HybridChecker {
         self.pick(configs.len() as u64).check_configs(configs)
     }
 
-    fn check_motions(
+    fn check_motions_refined(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+        max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError> {
         let work = motion_work(self.space(), motions, resolution, self.min_work);
-        self.pick(work).check_motions(motions, resolution)
+        self.pick(work)
+            .check_motions_refined(motions, resolution, max_refinements)
     }
 
     fn backend(&self) -> Backend {

@@ -20,9 +20,9 @@ pub mod sweep;
 pub use backend::make_checker;
 pub use cpu::{
     bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,
-    refine_motions, sphere_near_obstacle, validate_batch, Bisection, CheckerOptions, CpuChecker,
-    MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS, MAX_REFINEMENTS, MOTION_PIECES,
-    REFINE_FACTOR,
+    refine_motions, refine_motions_up_to, sphere_near_obstacle, validate_batch, Bisection,
+    CheckerOptions, CpuChecker, MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS,
+    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
 pub use fast::{
     frame_poses_fast, frames_valid_fast, motion_travel, BodyGroups, CullScratch, FastScratch,
@@ -232,11 +232,26 @@ pub trait Checker: Send + Sync {
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError>;
 
     /// One verdict per motion: `true` when every configuration along it at `resolution` is
-    /// collision free.
+    /// collision free ([`Self::check_motions_refined`] with [`MAX_REFINEMENTS`]).
     fn check_motions(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+    ) -> Result<Vec<bool>, CollisionError> {
+        self.check_motions_refined(motions, resolution, MAX_REFINEMENTS)
+    }
+
+    /// [`Self::check_motions`] with uncertain motions refined at most `max_refinements`
+    /// times (at most [`MAX_REFINEMENTS`]; see [`refine_motions_up_to`]): a motion still
+    /// uncertain then is reported invalid. Fewer refinements can only turn valid verdicts
+    /// into invalid ones (a motion valid with fewer is valid with more), never the reverse,
+    /// so callers that may drop a valid motion (shortcutting) pay less for motions grazing an
+    /// obstacle. Every backend gives the same verdicts for the same `max_refinements`.
+    fn check_motions_refined(
+        &self,
+        motions: &MotionBatch,
+        resolution: f64,
+        max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError>;
 
     /// The backend that runs the checks.

@@ -31,7 +31,7 @@ use crate::collision::combine::{split_answers, CombineStats, Combiner};
 use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
 use crate::collision::{
-    bisection_order, prepare_motions, refine_motions, validate_batch, Backend, Checker,
+    bisection_order, prepare_motions, refine_motions_up_to, validate_batch, Backend, Checker,
     CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
@@ -2069,13 +2069,14 @@ impl Checker for CudaChecker {
         self.configs_from(ConfigValues::F64(configs.values()))
     }
 
-    fn check_motions(
+    fn check_motions_refined(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+        max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError> {
         let p = prepare_motions(&self.space, motions, resolution)?;
-        refine_motions(&p, |q| self.prepared_combined(q))
+        refine_motions_up_to(&p, max_refinements, |q| self.prepared_combined(q))
     }
 
     fn backend(&self) -> Backend {

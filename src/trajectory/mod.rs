@@ -11,7 +11,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
+use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch, MAX_REFINEMENTS};
 use crate::robot::JointSpace;
 
 /// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
@@ -213,6 +213,34 @@ pub fn shortcut_until<R: Rng + ?Sized>(
     rounds: usize,
     min_gain: f64,
 ) -> Result<Vec<Vec<f64>>, TrajectoryError> {
+    shortcut_refined(
+        checker,
+        path,
+        resolution,
+        rng,
+        rounds,
+        min_gain,
+        MAX_REFINEMENTS,
+    )
+}
+
+/// [`shortcut_until`] whose random shortcuts (and the straight lines that replace waypoints
+/// on them) are checked with at most `max_refinements` refinements
+/// ([`Checker::check_motions_refined`]): a shortcut whose motions pass only at a finer level
+/// grazes an obstacle and is given up, which costs some length and saves the finer levels'
+/// checks, the largest part of shortcutting (see
+/// [`crate::planners::SHORTCUT_REFINEMENTS`]). Every motion of the result is still one of
+/// the input's or passed its check at `resolution` exactly as it appears in the result. The
+/// greedy waypoint reduction checks with every refinement.
+pub fn shortcut_refined<R: Rng + ?Sized>(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+    rng: &mut R,
+    rounds: usize,
+    min_gain: f64,
+    max_refinements: u32,
+) -> Result<Vec<Vec<f64>>, TrajectoryError> {
     let space = checker.space().clone();
     check_waypoints(&space, path)?;
     if !(resolution > 0.0 && resolution.is_finite()) {
@@ -223,8 +251,9 @@ pub fn shortcut_until<R: Rng + ?Sized>(
     let mut tmp = vec![0.0; dof];
     let batched = checker.backend().batches();
     let mut one = MotionBatch::new(dof);
-    let mut check_one =
-        |from: &[f64], to: &[f64]| motion_valid(checker, &mut one, from, to, resolution);
+    let mut check_one = |from: &[f64], to: &[f64]| {
+        motion_valid(checker, &mut one, from, to, resolution, max_refinements)
+    };
     if rounds > 0 {
         path = reduce_waypoints(checker, &path, resolution)?;
     }
@@ -345,7 +374,7 @@ pub fn shortcut_until<R: Rng + ?Sized>(
                     motions.push(a, b)?;
                 }
             }
-            let valid = checker.check_motions(&motions, resolution)?;
+            let valid = checker.check_motions_refined(&motions, resolution, max_refinements)?;
             for k in order {
                 let all_valid = (first[k]..first[k] + candidates[k].motions.len())
                     .all(|m| valid.get(m).copied().unwrap_or(false));
@@ -466,7 +495,14 @@ pub fn reduce_waypoints(
             } else {
                 let mut one = MotionBatch::new(dof);
                 for j in (i + 2..n).rev() {
-                    if motion_valid(checker, &mut one, &path[i], &path[j], resolution)? {
+                    if motion_valid(
+                        checker,
+                        &mut one,
+                        &path[i],
+                        &path[j],
+                        resolution,
+                        MAX_REFINEMENTS,
+                    )? {
                         reach = j;
                         break;
                     }
@@ -479,20 +515,21 @@ pub fn reduce_waypoints(
     Ok(out)
 }
 
-/// Whether the motion `from -> to` is valid at `resolution`, checked alone (in `one`, a batch
-/// reused between calls).
+/// Whether the motion `from -> to` is valid at `resolution` with at most `max_refinements`
+/// refinements, checked alone (in `one`, a batch reused between calls).
 fn motion_valid(
     checker: &dyn Checker,
     one: &mut MotionBatch,
     from: &[f64],
     to: &[f64],
     resolution: f64,
+    max_refinements: u32,
 ) -> Result<bool, TrajectoryError> {
     let dof = checker.space().dof();
     one.from = ConfigBatch::from_rows(dof, &[from])?;
     one.to = ConfigBatch::from_rows(dof, &[to])?;
     Ok(checker
-        .check_motions(one, resolution)?
+        .check_motions_refined(one, resolution, max_refinements)?
         .first()
         .copied()
         .unwrap_or(false))

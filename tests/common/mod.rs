@@ -159,10 +159,12 @@ impl Checker for BoxWorld {
         Ok(out)
     }
 
-    fn check_motions(
+    /// Exact tests against the boxes: no refinement to limit.
+    fn check_motions_refined(
         &self,
         motions: &MotionBatch,
         resolution: f64,
+        _max_refinements: u32,
     ) -> Result<Vec<bool>, CollisionError> {
         self.motion_calls.fetch_add(1, Ordering::Relaxed);
         self.motions.fetch_add(motions.len(), Ordering::Relaxed);
