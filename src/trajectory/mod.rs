@@ -231,7 +231,7 @@ pub fn shortcut_until<R: Rng + ?Sized>(
 /// checks, the largest part of shortcutting (see
 /// [`crate::planners::SHORTCUT_REFINEMENTS`]). Every motion of the result is still one of
 /// the input's or passed its check at `resolution` exactly as it appears in the result. The
-/// greedy waypoint reduction checks with every refinement.
+/// greedy waypoint reduction ([`reduce_waypoints_refined`]) checks with the same cap.
 pub fn shortcut_refined<R: Rng + ?Sized>(
     checker: &dyn Checker,
     path: &[Vec<f64>],
@@ -255,7 +255,7 @@ pub fn shortcut_refined<R: Rng + ?Sized>(
         motion_valid(checker, &mut one, from, to, resolution, max_refinements)
     };
     if rounds > 0 {
-        path = reduce_waypoints(checker, &path, resolution)?;
+        path = reduce_waypoints_refined(checker, &path, resolution, max_refinements)?;
     }
     for _ in 0..rounds {
         if path.len() < 3 {
@@ -463,6 +463,18 @@ pub fn reduce_waypoints(
     path: &[Vec<f64>],
     resolution: f64,
 ) -> Result<Vec<Vec<f64>>, TrajectoryError> {
+    reduce_waypoints_refined(checker, path, resolution, MAX_REFINEMENTS)
+}
+
+/// [`reduce_waypoints`] checking its straight motions with at most `max_refinements`
+/// refinements ([`Checker::check_motions_refined`]; the path's own motions keep the
+/// waypoints reachable whatever the verdicts).
+pub fn reduce_waypoints_refined(
+    checker: &dyn Checker,
+    path: &[Vec<f64>],
+    resolution: f64,
+    max_refinements: u32,
+) -> Result<Vec<Vec<f64>>, TrajectoryError> {
     let space = checker.space();
     check_waypoints(space, path)?;
     if !(resolution > 0.0 && resolution.is_finite()) {
@@ -485,7 +497,7 @@ pub fn reduce_waypoints(
                 for j in i + 2..n {
                     motions.push(&path[i], &path[j])?;
                 }
-                let valid = checker.check_motions(&motions, resolution)?;
+                let valid = checker.check_motions_refined(&motions, resolution, max_refinements)?;
                 if let Some(k) = (0..n - i - 2)
                     .rev()
                     .find(|&k| valid.get(k).copied() == Some(true))
@@ -501,7 +513,7 @@ pub fn reduce_waypoints(
                         &path[i],
                         &path[j],
                         resolution,
-                        MAX_REFINEMENTS,
+                        max_refinements,
                     )? {
                         reach = j;
                         break;
