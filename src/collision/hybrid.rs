@@ -85,10 +85,14 @@ impl HybridChecker {
         min_work: u64,
     ) -> Result<Self, CollisionError> {
         same_group(small.space(), large.space())?;
-        let h = Self::lazy(small, Box::new(|| Err(not_built())), min_work);
-        // Set before any call: the builder is never asked.
-        let _ = h.large.set(Some(large));
-        Ok(h)
+        Ok(Self {
+            small,
+            large: OnceLock::from(Some(large)),
+            build: Mutex::new(None),
+            min_work: min_work.max(1),
+            small_calls: AtomicU64::new(0),
+            large_calls: AtomicU64::new(0),
+        })
     }
 
     /// A checker whose large side `build` starts at the first call that goes there. Should it
