@@ -19,6 +19,14 @@ CACHE=${GMP_ROS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu_motion_planner/ros}
 set +u; . "$CACHE/env.sh"; set -u
 WS=$CACHE/ws
 mkdir -p "$WS"
+# The workspace's CMake and cargo caches name the checkout they were configured from: built
+# from another checkout (a clone elsewhere, a moved repository), CMake refuses the new source
+# directory. Start the workspace afresh when the checkout changes.
+if [[ "$(cat "$WS/source_root" 2>/dev/null)" != "$ROOT" ]]; then
+    [[ -f "$WS/source_root" ]] && echo "build_ros: workspace was built from $(cat "$WS/source_root"); rebuilding for $ROOT"
+    rm -rf "$WS/build" "$WS/install" "$WS/log" "$WS/interfaces.sha256"
+    echo "$ROOT" > "$WS/source_root"
+fi
 # r2r generates bindings only for these packages (and their needs); on a full ROS
 # install this saves most of the build time.
 export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces"}
