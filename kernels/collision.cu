@@ -61,11 +61,19 @@ __device__ __forceinline__ unsigned char gmp_config_row(const GmpModel& m, const
     return GMP_CONFIG_VALID(m, qloc) ? 1 : 0;
 }
 
-// One thread per configuration. q: n x dof row-major f32.
+// The configuration thread t checks: order[t] when the batch is checked in warp-coherent order
+// (sort_keys below), else t.
+__device__ __forceinline__ unsigned gmp_config_of(const unsigned* __restrict__ order, unsigned t) {
+    return order != nullptr ? order[t] : t;
+}
+
+// One thread per configuration. q: n x dof row-major f32; order: null, or the order to check
+// the configurations in (a permutation of 0 .. n).
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
-                                         unsigned char* __restrict__ out) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+                                         unsigned char* __restrict__ out, const unsigned* __restrict__ order) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const unsigned i = gmp_config_of(order, t);
     out[i] = gmp_config_row(m, q, i);
 }
 
@@ -91,10 +99,13 @@ extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_multi(const __grid_c
 // than one undecided configuration holding up the 31 others of its warp. (A version that kept
 // the queue per warp in shared memory, in one persistent launch, measured 10-20 % slower on the
 // H100: results/collision/half_slots_H100_2026-11-23/.)
+// (order: as in check_configs.)
 extern "C" __global__ void GMP_CONFIGS_BOUNDS check_configs_half(const __grid_constant__ GmpModel m, const float* __restrict__ q, unsigned n,
-                                              unsigned char* __restrict__ out, unsigned* __restrict__ rest) {
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+                                              unsigned char* __restrict__ out, unsigned* __restrict__ rest,
+                                              const unsigned* __restrict__ order) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const unsigned i = gmp_config_of(order, t);
     float qloc[GMP_MAX_DOF];
     const float* row = q + (size_t)i * GMP_DOF(m);
     for (unsigned j = 0; j < GMP_DOF(m); j++) qloc[j] = row[j];
@@ -283,4 +294,95 @@ extern "C" __global__ void check_motions_balanced_warp(const __grid_constant__ G
             collided[mi] = 1;
         }
     }
+}
+
+// ---- Warp-coherent order of large configuration batches (seed 004: packets of similar
+// configurations per warp) ----
+//
+// A warp runs the union of the tests its 32 configurations need: where uniform random
+// configurations share a warp, a culling bound that fires for one of them runs its tests for
+// all. Sorting a batch by a coarse key of its joint values (a grid cell in joint space, the
+// first joints most significant) puts configurations whose bodies lie close together in the
+// same warp. A configuration's verdict does not depend on the thread that computes it, so the
+// order changes only the time: sort_keys, sort_scan and sort_place write the order (a counting
+// sort over at most GMP_SORT_BINS cells), and check_configs / check_configs_half take it as
+// their order argument, reading each row where it is and writing each verdict to its own
+// index. (Within a cell the order follows the atomics and may differ from run to run; the
+// verdicts do not.)
+#define GMP_SORT_BINS 65536u
+
+// The cell of configuration i (spec: per joint its lower limit and cells per unit as f32 bits,
+// then its key bits; 0 bits leave the joint out; at most 16 bits in all) into keys[i], its rank
+// among the configurations of its cell into ranks[i] (hist, zeroed by the host, counts them).
+extern "C" __global__ void sort_keys(const float* __restrict__ q, unsigned n, unsigned dof,
+                                     const unsigned* __restrict__ spec, unsigned* __restrict__ keys,
+                                     unsigned* __restrict__ ranks, unsigned* __restrict__ hist) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float* row = q + (size_t)i * dof;
+    unsigned k = 0u;
+    for (unsigned j = 0; j < dof; j++) {
+        const unsigned bits = spec[3u * j + 2u];
+        if (bits == 0u) continue;
+        const float top = (float)((1u << bits) - 1u);
+        // fmaxf/fminf also send a NaN to a cell (staging lets none through).
+        const float c = fminf(fmaxf((row[j] - __uint_as_float(spec[3u * j])) * __uint_as_float(spec[3u * j + 1u]), 0.0f), top);
+        k = (k << bits) | (unsigned)c;
+    }
+    k &= GMP_SORT_BINS - 1u;
+    keys[i] = k;
+    ranks[i] = atomicAdd(hist + k, 1u);
+}
+
+// Exclusive prefix sums of hist[0 .. GMP_SORT_BINS) in place: one block of 1024 threads, each
+// holding 64 consecutive cells in registers (16-byte loads, all in flight at once: a loop of
+// dependent loads made this one block the slowest step of the sort).
+extern "C" __global__ void __launch_bounds__(1024) sort_scan(unsigned* __restrict__ hist) {
+    __shared__ unsigned warp_sums[32];
+    const unsigned t = threadIdx.x;
+    uint4* cells = reinterpret_cast<uint4*>(hist) + t * 16u;
+    uint4 v[16];
+#pragma unroll
+    for (int b = 0; b < 16; b++) v[b] = cells[b];
+    unsigned s = 0u;
+#pragma unroll
+    for (int b = 0; b < 16; b++) s += v[b].x + v[b].y + v[b].z + v[b].w;
+    // Inclusive scan of the threads' sums: within each warp, then over the warps.
+    const unsigned lane = t % 32u, warp = t / 32u;
+    unsigned inc = s;
+#pragma unroll
+    for (unsigned d = 1u; d < 32u; d <<= 1) {
+        const unsigned o = __shfl_up_sync(0xffffffffu, inc, d);
+        if (lane >= d) inc += o;
+    }
+    if (lane == 31u) warp_sums[warp] = inc;
+    __syncthreads();
+    if (warp == 0u) {
+        unsigned w = warp_sums[lane];
+#pragma unroll
+        for (unsigned d = 1u; d < 32u; d <<= 1) {
+            const unsigned o = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= d) w += o;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    unsigned run = inc - s + (warp > 0u ? warp_sums[warp - 1u] : 0u);  // cells before this thread's
+#pragma unroll
+    for (int b = 0; b < 16; b++) {
+        uint4 o;
+        o.x = run; run += v[b].x;
+        o.y = run; run += v[b].y;
+        o.z = run; run += v[b].z;
+        o.w = run; run += v[b].w;
+        cells[b] = o;
+    }
+}
+
+// Configuration i's place in key order: order[first of its cell + its rank] = i.
+extern "C" __global__ void sort_place(unsigned n, const unsigned* __restrict__ keys, const unsigned* __restrict__ ranks,
+                                      const unsigned* __restrict__ hist, unsigned* __restrict__ order) {
+    const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    order[hist[keys[i]] + ranks[i]] = i;
 }

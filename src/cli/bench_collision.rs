@@ -91,6 +91,14 @@ pub struct BenchCollisionArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Orders (`;`-separated) to measure each configuration batch in, one table line each,
+    /// sorted on the host before timing: `none` (as generated: uniform random), `device` (by
+    /// the CUDA checker's warp-coherent key, `gpu::sort_spec`), `device:CHUNK` (the same key
+    /// within consecutive chunks of CHUNK configurations, as the checker's pipelined pieces
+    /// are), or `J,J,...:BITS` (lexicographic by those joints, each cut into 2^BITS cells).
+    /// With `GMP_SORT_MIN=off` this measures what the checker's own order could gain.
+    #[arg(long, value_delimiter = ';', default_value = "none")]
+    pub presort: Vec<String>,
 }
 
 /// A robot and scene to benchmark.
@@ -206,6 +214,104 @@ fn random_motions(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> MotionB
         let _ = m.push(&a, &b);
     }
     m
+}
+
+/// An order the configuration batches are also measured in (`--presort`): the batch sorted on
+/// the host, before timing, by a key of its joint values.
+#[derive(Clone, Debug, PartialEq)]
+enum Presort {
+    /// The generated (uniform random) order.
+    None,
+    /// The CUDA checker's own key ([`crate::gpu::sort_spec`]), in consecutive chunks of this
+    /// many configurations (0: the whole batch).
+    Device(usize),
+    /// Lexicographic by these joints, each cut into `2^bits` cells over its range.
+    Joints(Vec<usize>, u32),
+}
+
+impl Presort {
+    /// Parses a `--presort` entry: `none`, `device`, `device:CHUNK` or `J,J,...:BITS`.
+    fn parse(s: &str) -> Result<Self, CliError> {
+        let bad = || {
+            CliError(format!(
+                "--presort: '{s}' is not none, device, device:CHUNK or J,J,...:BITS (joint indices, bits 1..=16)"
+            ))
+        };
+        let s = s.trim();
+        if s == "none" {
+            return Ok(Presort::None);
+        }
+        if let Some(rest) = s.strip_prefix("device") {
+            return match rest.strip_prefix(':') {
+                None if rest.is_empty() => Ok(Presort::Device(0)),
+                Some(c) => c.parse().map(Presort::Device).map_err(|_| bad()),
+                None => Err(bad()),
+            };
+        }
+        let (js, bits) = s.split_once(':').ok_or_else(bad)?;
+        let joints = js
+            .split(',')
+            .map(|j| j.trim().parse::<usize>().map_err(|_| bad()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bits = bits.trim().parse::<u32>().map_err(|_| bad())?;
+        if joints.is_empty() || !(1..=16).contains(&bits) {
+            return Err(bad());
+        }
+        Ok(Presort::Joints(joints, bits))
+    }
+
+    /// `b` in this order (a copy), or `None` for [`Presort::None`].
+    fn apply(&self, space: &JointSpace, b: &ConfigBatch) -> Result<Option<ConfigBatch>, CliError> {
+        let dof = space.dof();
+        let vals = b.values();
+        let n = vals.len() / dof.max(1);
+        let cell = |q: f64, lo: f64, scale: f64, bits: u32| -> u64 {
+            let top = f64::from((1u32 << bits) - 1);
+            ((q - lo) * scale).clamp(0.0, top) as u64
+        };
+        let (keys, chunk): (Vec<u64>, usize) = match self {
+            Presort::None => return Ok(None),
+            Presort::Device(c) => {
+                let spec = crate::gpu::sort_spec(space);
+                let key = |i: usize| {
+                    (0..dof).fold(0u64, |k, j| {
+                        let bits = spec[3 * j + 2];
+                        if bits == 0 {
+                            return k;
+                        }
+                        let lo = f64::from(f32::from_bits(spec[3 * j]));
+                        let scale = f64::from(f32::from_bits(spec[3 * j + 1]));
+                        (k << bits) | cell(vals[i * dof + j], lo, scale, bits)
+                    })
+                };
+                ((0..n).map(key).collect(), if *c == 0 { n } else { *c })
+            }
+            Presort::Joints(joints, bits) => {
+                if let Some(&j) = joints.iter().find(|&&j| j >= dof) {
+                    return Err(CliError(format!(
+                        "--presort: joint {j} of a {dof}-joint group"
+                    )));
+                }
+                let key = |i: usize| {
+                    joints.iter().fold(0u64, |k, &j| {
+                        let (lo, hi) = (space.lower[j], space.upper[j]);
+                        let scale = f64::from(1u32 << bits) / (hi - lo);
+                        (k << bits) | cell(vals[i * dof + j], lo, scale, *bits)
+                    })
+                };
+                ((0..n).map(key).collect(), n)
+            }
+        };
+        let mut out = Vec::with_capacity(vals.len());
+        let mut idx: Vec<usize> = (0..n).collect();
+        for part in idx.chunks_mut(chunk.max(1)) {
+            part.sort_by_key(|&i| keys[i]);
+            for &i in part.iter() {
+                out.extend_from_slice(&vals[i * dof..(i + 1) * dof]);
+            }
+        }
+        Ok(Some(ConfigBatch::from_values(dof, out)?))
+    }
 }
 
 pub use crate::report::today;
@@ -407,6 +513,11 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
     for b in &a.spec_builds {
         parse_build(b)?; // fail before anything runs
     }
+    let presorts = a
+        .presort
+        .iter()
+        .map(|p| Presort::parse(p).map(|o| (p.clone(), o)))
+        .collect::<Result<Vec<_>, _>>()?;
     for case in cases(a)? {
         let opts = CheckerOptions {
             shapes: case.shapes,
@@ -437,46 +548,54 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
         let mut cpu_rate_c: Option<f64> = None;
         for &n in &config_sizes {
-            let batch = random_configs(&space, n, &mut rng);
-            let mut row = json!({"case": case.name, "model": model, "kind": "configs", "n": n});
-            let mut cpu_v = None;
-            if want_cpu && n <= a.cpu_max_configs {
-                let (s, v) = timed(|| Ok(cpu.check_configs(&batch)?), false)?;
-                cpu_rate_c = Some(n as f64 / s);
-                row["cpu"] = json!({"wall_s": s, "per_s": n as f64 / s, "threads": threads});
-                row["free_fraction"] =
-                    json!(v.iter().filter(|&&x| x).count() as f64 / n.max(1) as f64);
-                cpu_v = Some(v);
-            } else if let Some(r) = cpu_rate_c {
-                row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
-            }
-            let mut gpu = Vec::new();
-            // The same batch as a caller holding f32 values passes it (converted before timing).
-            let f32_values: Vec<f32> = if runs.is_empty() {
-                Vec::new()
-            } else {
-                batch.values().iter().map(|&x| x as f32).collect()
-            };
-            for (label, ci, v) in &runs {
-                let g = &mut checkers[*ci];
-                g.set_kernel_variant(*v)?;
-                let (s32, v32) = timed(|| Ok(g.check_configs_f32(&f32_values)?), true)?;
-                let (s, verdicts) = timed(|| Ok(g.check_configs(&batch)?), true)?;
-                let mut j = gpu_json(s, n, &g.last_timings());
-                j["variant"] = json!(label);
-                j["f32_in"] = json!({"wall_s": s32, "per_s": n as f64 / s32,
+            let generated = random_configs(&space, n, &mut rng);
+            for (order_name, order) in &presorts {
+                let sorted = order.apply(&space, &generated)?;
+                let batch = sorted.as_ref().unwrap_or(&generated);
+                let case_name = match order {
+                    Presort::None => case.name.clone(),
+                    _ => format!("{} [presorted {order_name}]", case.name),
+                };
+                let mut row = json!({"case": case_name, "model": model, "kind": "configs", "n": n});
+                let mut cpu_v = None;
+                if want_cpu && n <= a.cpu_max_configs {
+                    let (s, v) = timed(|| Ok(cpu.check_configs(batch)?), false)?;
+                    cpu_rate_c = Some(n as f64 / s);
+                    row["cpu"] = json!({"wall_s": s, "per_s": n as f64 / s, "threads": threads});
+                    row["free_fraction"] =
+                        json!(v.iter().filter(|&&x| x).count() as f64 / n.max(1) as f64);
+                    cpu_v = Some(v);
+                } else if let Some(r) = cpu_rate_c {
+                    row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
+                }
+                let mut gpu = Vec::new();
+                // The same batch as a caller holding f32 values passes it (converted before timing).
+                let f32_values: Vec<f32> = if runs.is_empty() {
+                    Vec::new()
+                } else {
+                    batch.values().iter().map(|&x| x as f32).collect()
+                };
+                for (label, ci, v) in &runs {
+                    let g = &mut checkers[*ci];
+                    g.set_kernel_variant(*v)?;
+                    let (s32, v32) = timed(|| Ok(g.check_configs_f32(&f32_values)?), true)?;
+                    let (s, verdicts) = timed(|| Ok(g.check_configs(batch)?), true)?;
+                    let mut j = gpu_json(s, n, &g.last_timings());
+                    j["variant"] = json!(label);
+                    j["f32_in"] = json!({"wall_s": s32, "per_s": n as f64 / s32,
                     "mismatches_vs_f64_in": mismatches(&verdicts, &v32)});
-                if let Some(c) = &cpu_v {
-                    j["mismatches"] = json!(mismatches(c, &verdicts));
+                    if let Some(c) = &cpu_v {
+                        j["mismatches"] = json!(mismatches(c, &verdicts));
+                    }
+                    if let Some(r) = cpu_rate_c {
+                        j["ratio"] = json!((n as f64 / s) / r);
+                    }
+                    gpu.push(j);
                 }
-                if let Some(r) = cpu_rate_c {
-                    j["ratio"] = json!((n as f64 / s) / r);
-                }
-                gpu.push(j);
+                finish_row(&mut row, gpu);
+                eprintln!("bench collision: {row}");
+                rows.push(row);
             }
-            finish_row(&mut row, gpu);
-            eprintln!("bench collision: {row}");
-            rows.push(row);
         }
         let mut cpu_rate_m: Option<f64> = None;
         for &n in &motion_sizes {
@@ -761,6 +880,64 @@ mod tests {
     }
 
     #[test]
+    fn presorts_parse_and_permute_the_batch_by_their_key() {
+        for bad in ["", "device:x", "devices", "0,1", "0,a:2", "0:0", "0:17"] {
+            let e = Presort::parse(bad).expect_err(bad);
+            assert!(e.0.contains("--presort"), "{bad}: {}", e.0);
+        }
+        assert_eq!(Presort::parse("device").unwrap(), Presort::Device(0));
+        assert_eq!(Presort::parse("device:64").unwrap(), Presort::Device(64));
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![-1.0, 0.0],
+            upper: vec![1.0, 4.0],
+            continuous: vec![false; 2],
+            max_velocity: vec![1.0; 2],
+            max_acceleration: vec![1.0; 2],
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let b = random_configs(&space, 500, &mut rng);
+        assert!(Presort::None.apply(&space, &b).unwrap().is_none());
+        let by_b = Presort::parse("1:2")
+            .unwrap()
+            .apply(&space, &b)
+            .unwrap()
+            .unwrap();
+        // The same rows, each once, in cells of joint b (four cells of width 1).
+        let mut before: Vec<Vec<u64>> = (0..b.len())
+            .map(|i| b.row(i).iter().map(|v| v.to_bits()).collect())
+            .collect();
+        let mut after: Vec<Vec<u64>> = (0..by_b.len())
+            .map(|i| by_b.row(i).iter().map(|v| v.to_bits()).collect())
+            .collect();
+        let cells: Vec<u64> = (0..by_b.len())
+            .map(|i| by_b.row(i)[1].floor() as u64)
+            .collect();
+        assert!(cells.windows(2).all(|w| w[0] <= w[1]), "not in cell order");
+        before.sort();
+        after.sort();
+        assert_eq!(before, after);
+        // Chunks are sorted each on their own.
+        let chunked = Presort::Device(100).apply(&space, &b).unwrap().unwrap();
+        for c in 0..5 {
+            let mut a: Vec<u64> = (c * 100..c * 100 + 100)
+                .map(|i| b.row(i)[0].to_bits())
+                .collect();
+            let mut z: Vec<u64> = (c * 100..c * 100 + 100)
+                .map(|i| chunked.row(i)[0].to_bits())
+                .collect();
+            a.sort();
+            z.sort();
+            assert_eq!(a, z, "chunk {c} keeps its own configurations");
+        }
+        let e = Presort::parse("2:3")
+            .unwrap()
+            .apply(&space, &b)
+            .expect_err("joint 2 of 2");
+        assert!(e.0.contains("joint 2"), "{}", e.0);
+    }
+
+    #[test]
     fn cpu_only_quick_bench_writes_json_and_markdown() {
         let dir = std::env::temp_dir().join(format!("gmp-bench-{}", std::process::id()));
         let a = BenchCollisionArgs {
@@ -777,14 +954,24 @@ mod tests {
             out: dir.clone(),
             quick: false,
             seed: 3,
+            presort: vec!["none".into(), "device".into(), "0,2:3".into()],
         };
         let v = run(&a).expect("bench runs");
         let json_path = PathBuf::from(v["json"].as_str().unwrap());
         let doc: Value =
             serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
         assert_eq!(doc["device"], "cpu-only");
-        assert_eq!(doc["rows"].as_array().unwrap().len(), 2);
-        let steps = doc["rows"][1]["mean_steps"].as_f64().unwrap();
+        // Three orders of the one configuration batch, then the motions.
+        assert_eq!(doc["rows"].as_array().unwrap().len(), 4);
+        assert_eq!(doc["rows"][1]["case"], "planar9/seed000 [presorted device]");
+        // A presorted batch holds the same configurations: the same share is free.
+        for r in 1..3 {
+            assert_eq!(
+                doc["rows"][r]["free_fraction"],
+                doc["rows"][0]["free_fraction"]
+            );
+        }
+        let steps = doc["rows"][3]["mean_steps"].as_f64().unwrap();
         assert!(
             (80.0..=102.0).contains(&steps),
             "about 100 steps, got {steps}"

@@ -107,7 +107,8 @@ impl CudaBatch {
             .as_ref()
             .ok()
             .map(|g| (g.source.as_str(), cuda.spec_maxrreg));
-        let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec)?;
+        // The hub checks its items through check_configs_multi, in the callers' order.
+        let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec, &[])?;
         let variant = match (&generated, &spec_error) {
             (Ok(_), None) => KernelVariant::Specialised,
             _ => KernelVariant::Generic,

@@ -608,6 +608,9 @@ struct KernelSet {
     /// pass ([`kernels::HALF_KERNEL_NAMES`]), used for batches of at least [`HALF_MIN_ENV`]
     /// configurations.
     half: Option<(CudaFunction, CudaFunction)>,
+    /// `sort_keys`, `sort_scan`, `sort_place`: the warp-coherent order of large configuration
+    /// batches ([`SORT_MIN_ENV`]).
+    sort: [CudaFunction; 3],
 }
 
 impl KernelSet {
@@ -634,6 +637,7 @@ impl KernelSet {
             balanced_multi: f("check_motions_balanced_multi")?,
             configs_warp: f("check_configs_warp")?,
             balanced_warp: f("check_motions_balanced_warp")?,
+            sort: [f("sort_keys")?, f("sort_scan")?, f("sort_place")?],
             half: match half {
                 true => Some((
                     f(kernels::HALF_KERNEL_NAMES[0])?,
@@ -691,6 +695,32 @@ struct DeviceState {
     warp_items: usize,
     /// The queue of the f16-slot pass (its count, then the undecided configurations).
     half_queue: CudaSlice<u32>,
+    /// Buffers of the warp-coherent order of large configuration batches.
+    sort: SortBufs,
+}
+
+/// The device buffers of the warp-coherent order ([`SORT_MIN_ENV`]). The pieces of a batch run
+/// one after another on the kernel stream, so they share them.
+struct SortBufs {
+    /// [`sort_spec`] of the checker's joint space.
+    spec: CudaSlice<u32>,
+    /// Configurations per key cell, then each cell's next free place ([`SORT_BINS`]).
+    hist: CudaSlice<u32>,
+    /// The key of each configuration.
+    keys: CudaSlice<u32>,
+    /// The rank of each configuration among those of its key cell.
+    ranks: CudaSlice<u32>,
+    /// The configurations' indices (in their piece) in key order: the order they are checked in.
+    order: CudaSlice<u32>,
+}
+
+impl SortBufs {
+    /// Room for `n` configurations.
+    fn ensure(&mut self, stream: &Arc<CudaStream>, n: usize) -> Result<(), CollisionError> {
+        ensure_dev(stream, &mut self.keys, n)?;
+        ensure_dev(stream, &mut self.ranks, n)?;
+        ensure_dev(stream, &mut self.order, n)
+    }
 }
 
 /// Per-device timings of one query.
@@ -713,6 +743,7 @@ impl DeviceState {
         model: &CollisionModel,
         scene: &SceneModel,
         spec: Option<(&str, Option<usize>)>,
+        sort_spec: &[u32],
     ) -> Result<(Self, Option<String>), CollisionError> {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
@@ -767,6 +798,14 @@ impl DeviceState {
             pipe_events: Vec::new(),
             warp_items: warp_items(model),
             half_queue: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            sort: SortBufs {
+                spec: upload(&stream, sort_spec)?,
+                hist: unsafe { stream.alloc::<u32>(SORT_BINS) }
+                    .map_err(drv("device allocation"))?,
+                keys: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+                ranks: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+                order: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            },
             robot,
             scene: scene_dev,
             args: ModelArgs::default(),
@@ -954,6 +993,19 @@ impl DeviceState {
         };
         let (piece, slots) = pipeline_shape(n, wave);
         let one_round = std::env::var(SMALL_ROUND_ENV).map_or(true, |v| v.trim() != "0");
+        // (A state without a sort key for these rows, as the hub's, never sorts.)
+        let sort_from = match self.sort.spec.len() >= 3 * dof {
+            true => sort_min(
+                SORT_MIN_WAVES
+                    * if device_wave > 0 {
+                        device_wave
+                    } else {
+                        1 << 16
+                    },
+            ),
+            false => usize::MAX,
+        };
+        let sort_fns = self.kernels(variant).sort.clone();
         if slots == 1 && one_round {
             // One piece: copy in, check and copy back on the kernel stream, one wait (no
             // cross-stream events: the latency of a small batch is what a planner waits for).
@@ -963,24 +1015,37 @@ impl DeviceState {
                 false => (f_configs, 1),
             };
             let half = half.as_ref().filter(|_| lanes == 1 && n >= half_from);
+            let sorted = lanes == 1 && n >= sort_from;
             self.ensure_buffers(n * dof, n)?;
             if half.is_some() {
                 ensure_dev(&self.stream, &mut self.half_queue, n + 1)?;
             }
+            if sorted {
+                self.sort.ensure(&self.stream, n)?;
+            }
             self.stage(values, &rows, 0..n, 0, times)?;
             self.round(n * dof, n, times, |s| {
-                launch_configs(
-                    &s.stream,
-                    (&f, lanes),
-                    &s.args,
-                    (&s.input, 0..n * dof),
-                    (&mut s.out, 0..n),
-                    half.map(|kernels| HalfLaunch {
-                        kernels,
-                        queue: &mut s.half_queue,
-                        rest_threads,
-                    }),
-                )
+                let half = half.map(|kernels| HalfLaunch {
+                    kernels,
+                    queue: &mut s.half_queue,
+                    rest_threads,
+                });
+                let input = (&s.input, 0..n * dof);
+                let output = (&mut s.out, 0..n);
+                match sorted {
+                    true => launch_sorted(
+                        &s.stream,
+                        (&sort_fns, &mut s.sort, dof),
+                        (&f, lanes),
+                        &s.args,
+                        input,
+                        output,
+                        half,
+                    ),
+                    false => {
+                        launch_configs(&s.stream, (&f, lanes), &s.args, input, output, half, None)
+                    }
+                }
             })?;
             let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
             for (o, &h) in out.iter_mut().zip(&host[..n]) {
@@ -993,6 +1058,9 @@ impl DeviceState {
         if half.is_some() {
             // The pieces' kernels run one after another on the kernel stream: one queue.
             ensure_dev(&self.stream, &mut self.half_queue, piece + 1)?;
+        }
+        if piece >= sort_from {
+            self.sort.ensure(&self.stream, piece)?;
         }
         let mut pending = std::collections::VecDeque::with_capacity(slots);
         let result = (|| {
@@ -1028,20 +1096,37 @@ impl DeviceState {
                 ev[1].record(&self.h2d).map_err(drv("event"))?;
                 self.stream.wait(&ev[1]).map_err(drv("stream wait"))?;
                 ev[2].record(&self.stream).map_err(drv("event"))?;
-                launch_configs(
-                    &self.stream,
-                    (&f_configs, 1),
-                    &self.args,
-                    (&self.input, w0..w0 + words),
-                    (&mut self.out, o0..o0 + cn),
+                let half_launch =
                     half.as_ref()
                         .filter(|_| cn >= half_from)
                         .map(|kernels| HalfLaunch {
                             kernels,
                             queue: &mut self.half_queue,
                             rest_threads,
-                        }),
-                )?;
+                        });
+                let input = (&self.input, w0..w0 + words);
+                let output = (&mut self.out, o0..o0 + cn);
+                if cn >= sort_from {
+                    launch_sorted(
+                        &self.stream,
+                        (&sort_fns, &mut self.sort, dof),
+                        (&f_configs, 1),
+                        &self.args,
+                        input,
+                        output,
+                        half_launch,
+                    )?;
+                } else {
+                    launch_configs(
+                        &self.stream,
+                        (&f_configs, 1),
+                        &self.args,
+                        input,
+                        output,
+                        half_launch,
+                        None,
+                    )?;
+                }
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
                 ev[4].record(&self.d2h).map_err(drv("event"))?;
@@ -1393,12 +1478,131 @@ pub const HALF_MIN_WAVES: usize = 4;
 /// The batch size from which the f16-slot pass runs ([`HALF_MIN_ENV`]; `wave` as in
 /// [`KernelSet::config_wave`]).
 fn half_min(wave: usize) -> usize {
-    match std::env::var(HALF_MIN_ENV) {
+    batch_min(HALF_MIN_ENV, wave)
+}
+
+/// A smallest batch size from environment variable `var`: `off` (never), a number, or
+/// `default` when unset or unreadable; at least 1.
+fn batch_min(var: &str, default: usize) -> usize {
+    match std::env::var(var) {
         Ok(v) if v.trim() == "off" => usize::MAX,
-        Ok(v) => v.trim().parse().unwrap_or(wave),
-        Err(_) => wave,
+        Ok(v) => v.trim().parse().unwrap_or(default),
+        Err(_) => default,
     }
     .max(1)
+}
+
+/// Environment variable: the smallest batch (or pipelined piece) of configurations checked in
+/// warp-coherent order (`sort_keys` in `kernels/collision.cu`: sorted on the device by a coarse
+/// grid cell in joint space, so that a warp's configurations need mostly the same tests); `off`
+/// checks every batch in the caller's order. Default: [`SORT_MIN_WAVES`] waves of the device.
+pub const SORT_MIN_ENV: &str = "GMP_SORT_MIN";
+
+/// Default of [`SORT_MIN_ENV`] in device waves.
+pub const SORT_MIN_WAVES: usize = 1;
+
+/// Cells of the warp-coherent order's counting sort (`GMP_SORT_BINS` of the kernels).
+const SORT_BINS: usize = 1 << 16;
+
+/// Key bits of the warp-coherent order in all (`SORT_BINS` cells).
+const SORT_KEY_BITS: u32 = 16;
+
+/// The batch size from which configurations are checked in warp-coherent order
+/// ([`SORT_MIN_ENV`]; `wave` in configurations).
+fn sort_min(wave: usize) -> usize {
+    batch_min(SORT_MIN_ENV, wave)
+}
+
+/// The key of the warp-coherent order for `space`, as the words `sort_keys` reads: per joint
+/// its lower limit and cells per unit (f32 bits), then its key bits. The [`SORT_KEY_BITS`] are
+/// shared out evenly over the joints with finite limits, the joints nearest the base taking
+/// the remainder (they move the most of the robot); a joint without finite limits gets none.
+/// The first joint is the most significant.
+pub fn sort_spec(space: &JointSpace) -> Vec<u32> {
+    let dof = space.dof();
+    let usable: Vec<bool> = (0..dof)
+        .map(|j| {
+            let (lo, hi) = (space.lower[j], space.upper[j]);
+            lo.is_finite() && hi.is_finite() && hi > lo
+        })
+        .collect();
+    let count = usable.iter().filter(|&&u| u).count() as u32;
+    let mut words = Vec::with_capacity(3 * dof);
+    let mut rank = 0u32;
+    for (j, &u) in usable.iter().enumerate() {
+        let bits = if u && count > 0 {
+            let b = SORT_KEY_BITS / count + u32::from(rank < SORT_KEY_BITS % count);
+            rank += 1;
+            b.min(SORT_KEY_BITS)
+        } else {
+            0
+        };
+        let (lo, scale) = if bits > 0 {
+            let (lo, hi) = (space.lower[j], space.upper[j]);
+            (lo as f32, (f64::from(1u32 << bits) / (hi - lo)) as f32)
+        } else {
+            (0.0, 0.0)
+        };
+        words.extend([lo.to_bits(), scale.to_bits(), bits]);
+    }
+    words
+}
+
+/// [`launch_configs`] in warp-coherent order: `sort_keys`, `sort_scan` and `sort_place` write
+/// the order of the configurations `input` of `inbuf` by their [`sort_spec`] cell into `bufs`,
+/// and the check kernels take it as their order (each thread reads its configuration's row where
+/// it is and writes its verdict to that configuration's byte of `out`). The same verdicts as
+/// [`launch_configs`]; only which thread checks which configuration changes.
+fn launch_sorted(
+    stream: &Arc<CudaStream>,
+    (fns, bufs, dof): (&[CudaFunction; 3], &mut SortBufs, usize),
+    check: (&CudaFunction, usize),
+    args: &ModelArgs,
+    (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
+    output: (&mut CudaSlice<u8>, std::ops::Range<usize>),
+    half: Option<HalfLaunch>,
+) -> Result<(), CollisionError> {
+    let n = output.1.len();
+    let (n32, dof32) = (n as u32, dof as u32);
+    {
+        let iv = inbuf.slice(input.clone());
+        stream
+            .memset_zeros(&mut bufs.hist)
+            .map_err(drv("clearing the sort cells"))?;
+        let mut b = stream.launch_builder(&fns[0]);
+        b.arg(&iv)
+            .arg(&n32)
+            .arg(&dof32)
+            .arg(&bufs.spec)
+            .arg(&mut bufs.keys)
+            .arg(&mut bufs.ranks)
+            .arg(&mut bufs.hist);
+        unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching sort_keys"))?;
+        let mut b = stream.launch_builder(&fns[1]);
+        b.arg(&mut bufs.hist);
+        let scan = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1024, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        unsafe { b.launch(scan) }.map_err(drv("launching sort_scan"))?;
+        let mut b = stream.launch_builder(&fns[2]);
+        b.arg(&n32)
+            .arg(&bufs.keys)
+            .arg(&bufs.ranks)
+            .arg(&bufs.hist)
+            .arg(&mut bufs.order);
+        unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching sort_place"))?;
+    }
+    launch_configs(
+        stream,
+        check,
+        args,
+        (inbuf, input),
+        output,
+        half,
+        Some(&bufs.order),
+    )
 }
 
 /// Whether a specialised translation unit has the f16-slot pass and its kernels
@@ -1419,7 +1623,9 @@ struct HalfLaunch<'a> {
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
 /// configuration) on `stream` over words `input` of `inbuf` and bytes `out` of `outbuf` (one
 /// per configuration); with `half`, the f16-slot pass in its place: the queue's count zeroed,
-/// `check_configs_half`, then `check_configs_rest` on what it left undecided.
+/// `check_configs_half`, then `check_configs_rest` on what it left undecided. `order`: the
+/// order to check the configurations in ([`launch_sorted`]; `check_configs` and
+/// `check_configs_half` only), else their own.
 fn launch_configs(
     stream: &Arc<CudaStream>,
     (f, lanes): (&CudaFunction, usize),
@@ -1427,11 +1633,14 @@ fn launch_configs(
     (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
     (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
     half: Option<HalfLaunch>,
+    order: Option<&CudaSlice<u32>>,
 ) -> Result<(), CollisionError> {
     let n = out.len();
     let cn32 = n as u32;
     let iv = inbuf.slice(input);
     let mut ov = outbuf.slice_mut(out);
+    // A null order pointer: each thread checks its own configuration.
+    let no_order = 0u64;
     if let Some(h) = half {
         {
             let mut count = h.queue.slice_mut(0..1);
@@ -1445,6 +1654,10 @@ fn launch_configs(
             .arg(&cn32)
             .arg(&mut ov)
             .arg(&mut *h.queue);
+        match order {
+            Some(o) => b.arg(o),
+            None => b.arg(&no_order),
+        };
         unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs_half"))?;
         let mut b = stream.launch_builder(&h.kernels.1);
         b.arg(args).arg(&iv).arg(&mut ov).arg(&*h.queue);
@@ -1454,6 +1667,13 @@ fn launch_configs(
     }
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
+    if lanes == 1 {
+        // check_configs (check_configs_warp has no order argument).
+        match order {
+            Some(o) => b.arg(o),
+            None => b.arg(&no_order),
+        };
+    }
     unsafe { b.launch(launch_cfg(n * lanes)) }.map_err(drv("launching check_configs"))?;
     Ok(())
 }
@@ -1680,6 +1900,7 @@ impl CudaChecker {
         let maxrreg = cuda.spec_maxrreg;
         let generated = specialised_source(&model, &cuda);
         let mut spec_unavailable = generated.as_ref().err().cloned();
+        let sort_words = sort_spec(&group.space);
         let mut states = Vec::new();
         let mut names = Vec::new();
         for &d in devices {
@@ -1687,7 +1908,7 @@ impl CudaChecker {
                 .as_ref()
                 .ok()
                 .map(|g| (g.source.as_str(), maxrreg));
-            let (state, err) = DeviceState::new(d, &model, &scene_model, spec)?;
+            let (state, err) = DeviceState::new(d, &model, &scene_model, spec, &sort_words)?;
             if let Some(e) = err {
                 spec_unavailable.get_or_insert(e);
             }
@@ -2087,6 +2308,48 @@ impl Checker for CudaChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bits of each joint in a [`sort_spec`] (every third word).
+    fn sort_bits(space: &JointSpace) -> Vec<u32> {
+        sort_spec(space).chunks(3).map(|w| w[2]).collect()
+    }
+
+    fn joint_space(lower: &[f64], upper: &[f64]) -> JointSpace {
+        let n = lower.len();
+        JointSpace {
+            names: (0..n).map(|j| format!("j{j}")).collect(),
+            lower: lower.to_vec(),
+            upper: upper.to_vec(),
+            continuous: vec![false; n],
+            max_velocity: vec![1.0; n],
+            max_acceleration: vec![1.0; n],
+        }
+    }
+
+    #[test]
+    fn sort_key_shares_sixteen_bits_first_joints_first() {
+        // Seven joints (the Panda): 16 = 7 * 2 + 2, the first two joints get the remainder.
+        let panda = joint_space(&[-2.9; 7], &[2.9; 7]);
+        assert_eq!(sort_bits(&panda), [3, 3, 2, 2, 2, 2, 2]);
+        // A joint without a range gets no bits; the others share all sixteen.
+        let mut odd = joint_space(&[-1.0, 0.0, -3.0], &[1.0, 0.0, 3.0]);
+        odd.upper[1] = f64::INFINITY;
+        assert_eq!(sort_bits(&odd), [8, 0, 8]);
+        // A joint's cells span its range: the lower limit, then 2^bits cells per range.
+        let w = sort_spec(&panda);
+        assert_eq!(f32::from_bits(w[0]), -2.9f32);
+        assert!((f32::from_bits(w[1]) - (8.0 / 5.8) as f32).abs() < 1e-6);
+        // Nothing usable: no bits anywhere (the kernel then puts every row in cell 0).
+        let flat = joint_space(&[0.0, 1.0], &[0.0, 1.0]);
+        assert_eq!(sort_bits(&flat), [0, 0]);
+        let total: u32 = sort_bits(&joint_space(&[-1.0; 20], &[1.0; 20]))
+            .iter()
+            .sum();
+        assert_eq!(
+            total, SORT_KEY_BITS,
+            "twenty joints: one bit for sixteen of them"
+        );
+    }
 
     #[test]
     fn pipeline_pieces_cover_the_batch() {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# On the GPU machine (after scripts/device_prepare.sh here; device tool with carry [".device"]):
+# the warp-coherent order of large configuration batches (GMP_SORT_MIN, src/gpu/mod.rs), off and
+# on, in one call. Writes under $OUT: sort_off/ and sort_on/ (Panda sphere model, all seven MBM
+# scenes; the off run also measures batches presorted on the host by the device's key in chunks
+# of one pipelined piece, i.e. what the order could gain at no sorting cost), poly_off/ and
+# poly_on/ (Panda polytopes), parity logs with every configuration batch sorted
+# (GMP_SORT_MIN=1) and a compute-sanitizer memcheck of the same.
+set -u
+cd "$(dirname "$0")/.."
+D=.device
+OUT="${OUT:-/tmp/gmp-device-out}"
+mkdir -p "$OUT"
+. scripts/device_env.sh
+S=bookshelf_small,bookshelf_tall,bookshelf_thin,box,cage,table_pick,table_under_pick
+for run in off on; do
+  presort="none"
+  if [ $run = off ]; then export GMP_SORT_MIN=off; presort="none;device:1013760"; else unset GMP_SORT_MIN; fi
+  "$D/gmp" bench collision --robots panda --scenes $S --shapes spheres --backends cpu,cuda \
+    --variants specialised --config-sizes 1000000,4000000,10000000 --motion-sizes 1000 \
+    --presort "$presort" --out "$OUT/sort_$run" > "$OUT/sort_$run.log" 2>&1
+  echo "spheres sort $run rc $?"
+  "$D/gmp" bench collision --robots panda --scenes bookshelf_thin,cage --shapes polytopes \
+    --backends cuda --variants generic,specialised --config-sizes 1000000 --motion-sizes 1000 \
+    --out "$OUT/poly_$run" > "$OUT/poly_$run.log" 2>&1
+  echo "polytopes sort $run rc $?"
+done
+unset GMP_SORT_MIN
+for r in panda ur5 fetch; do
+  GMP_SORT_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=looped-half GMP_PARITY_SPHERE_DIVISOR=1 \
+    GMP_PARITY_CONFIGS=${GMP_SORT_PARITY_CONFIGS:-200000} GMP_PARITY_MOTIONS=200 \
+    timeout 150 "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 > "$OUT/parity_spheres_$r.log" 2>&1
+  echo "parity spheres $r rc $? $(grep -h 'parity:' "$OUT/parity_spheres_$r.log" | tail -1)"
+done
+GMP_SORT_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=looped-half GMP_PARITY_CONFIGS=2000 \
+  GMP_PARITY_MOTIONS=20 GMP_PARITY_INDICES=1 GMP_PARITY_MOTION_KERNEL=balanced timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$D/gpu_parity" gpu_parity_panda --nocapture --test-threads=1 > "$OUT/memcheck_sorted_panda.log" 2>&1
+echo "memcheck rc $? $(grep -h 'ERROR SUMMARY' "$OUT/memcheck_sorted_panda.log" | tail -1)"
