@@ -222,7 +222,7 @@ fn random_motions(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> MotionB
 enum Presort {
     /// The generated (uniform random) order.
     None,
-    /// The CUDA checker's own key ([`crate::gpu::sort_spec`]), in consecutive chunks of this
+    /// The CUDA checker's own key ([`crate::gpu::checker_sort_spec`]), in consecutive chunks of this
     /// many configurations (0: the whole batch).
     Device(usize),
     /// Lexicographic by these joints, each cut into `2^bits` cells over its range.
@@ -272,7 +272,7 @@ impl Presort {
         let (keys, chunk): (Vec<u64>, usize) = match self {
             Presort::None => return Ok(None),
             Presort::Device(c) => {
-                let spec = crate::gpu::sort_spec(space);
+                let spec = crate::gpu::checker_sort_spec(space);
                 let key = |i: usize| {
                     (0..dof).fold(0u64, |k, j| {
                         let bits = spec[3 * j + 2];

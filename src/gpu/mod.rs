@@ -1519,6 +1519,45 @@ fn sort_min(wave: usize) -> usize {
 /// the remainder (they move the most of the robot); a joint without finite limits gets none.
 /// The first joint is the most significant.
 pub fn sort_spec(space: &JointSpace) -> Vec<u32> {
+    sort_spec_with(space, None)
+}
+
+/// Environment variable: the key bits of the warp-coherent order per joint, comma-separated
+/// (e.g. `4,3,3,3,3,0,0`; at most 16 in all, 0 for joints without finite limits), in place of
+/// [`sort_spec`]'s even share (for measurements of other keys; read when a checker is built).
+pub const SORT_BITS_ENV: &str = "GMP_SORT_BITS";
+
+/// The key a checker built now sorts by: [`sort_spec`], or the bits of [`SORT_BITS_ENV`].
+pub fn checker_sort_spec(space: &JointSpace) -> Vec<u32> {
+    sort_spec_with(space, sort_bits_from_env(space).as_deref())
+}
+
+/// [`SORT_BITS_ENV`] for `space`, when set and valid; a line on stderr says why not otherwise.
+fn sort_bits_from_env(space: &JointSpace) -> Option<Vec<u32>> {
+    let v = std::env::var(SORT_BITS_ENV).ok()?;
+    let bits: Option<Vec<u32>> = v.split(',').map(|b| b.trim().parse().ok()).collect();
+    let ok = bits.as_ref().is_some_and(|b| {
+        b.len() == space.dof()
+            && b.iter().sum::<u32>() <= SORT_KEY_BITS
+            && b.iter().enumerate().all(|(j, &n)| {
+                n == 0
+                    || (space.lower[j].is_finite()
+                        && space.upper[j].is_finite()
+                        && space.upper[j] > space.lower[j])
+            })
+    });
+    if !ok {
+        eprintln!(
+            "gmp: {SORT_BITS_ENV}='{v}' ignored: it needs {} comma-separated bit counts summing to at most {SORT_KEY_BITS}, 0 for joints without finite limits",
+            space.dof()
+        );
+        return None;
+    }
+    bits
+}
+
+/// [`sort_spec`] with the bits per joint given (`None`: the even share).
+fn sort_spec_with(space: &JointSpace, given: Option<&[u32]>) -> Vec<u32> {
     let dof = space.dof();
     let usable: Vec<bool> = (0..dof)
         .map(|j| {
@@ -1530,7 +1569,9 @@ pub fn sort_spec(space: &JointSpace) -> Vec<u32> {
     let mut words = Vec::with_capacity(3 * dof);
     let mut rank = 0u32;
     for (j, &u) in usable.iter().enumerate() {
-        let bits = if u && count > 0 {
+        let bits = if let Some(g) = given {
+            g.get(j).copied().unwrap_or(0)
+        } else if u && count > 0 {
             let b = SORT_KEY_BITS / count + u32::from(rank < SORT_KEY_BITS % count);
             rank += 1;
             b.min(SORT_KEY_BITS)
@@ -1900,7 +1941,7 @@ impl CudaChecker {
         let maxrreg = cuda.spec_maxrreg;
         let generated = specialised_source(&model, &cuda);
         let mut spec_unavailable = generated.as_ref().err().cloned();
-        let sort_words = sort_spec(&group.space);
+        let sort_words = checker_sort_spec(&group.space);
         let mut states = Vec::new();
         let mut names = Vec::new();
         for &d in devices {
