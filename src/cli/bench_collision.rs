@@ -222,7 +222,7 @@ fn random_motions(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> MotionB
 enum Presort {
     /// The generated (uniform random) order.
     None,
-    /// The CUDA checker's own key ([`crate::gpu::checker_sort_spec`]), in consecutive chunks of this
+    /// The CUDA checker's own key ([`crate::gpu::checker_cell_key`]), in consecutive chunks of this
     /// many configurations (0: the whole batch).
     Device(usize),
     /// Lexicographic by these joints, each cut into `2^bits` cells over its range.
@@ -265,26 +265,19 @@ impl Presort {
         let dof = space.dof();
         let vals = b.values();
         let n = vals.len() / dof.max(1);
-        let cell = |q: f64, lo: f64, scale: f64, bits: u32| -> u64 {
-            let top = f64::from((1u32 << bits) - 1);
-            ((q - lo) * scale).clamp(0.0, top) as u64
-        };
-        let (keys, chunk): (Vec<u64>, usize) = match self {
+        let order: Vec<u32> = match self {
             Presort::None => return Ok(None),
             Presort::Device(c) => {
-                let spec = crate::gpu::checker_sort_spec(space);
-                let key = |i: usize| {
-                    (0..dof).fold(0u64, |k, j| {
-                        let bits = spec[3 * j + 2];
-                        if bits == 0 {
-                            return k;
-                        }
-                        let lo = f64::from(f32::from_bits(spec[3 * j]));
-                        let scale = f64::from(f32::from_bits(spec[3 * j + 1]));
-                        (k << bits) | cell(vals[i * dof + j], lo, scale, bits)
-                    })
-                };
-                ((0..n).map(key).collect(), if *c == 0 { n } else { *c })
+                // The CUDA checker's key on the f32 values it sees, chunk by chunk.
+                let key = crate::gpu::checker_cell_key(space);
+                let f32s: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+                let chunk = if *c == 0 { n.max(1) } else { *c };
+                let mut order = Vec::with_capacity(n);
+                for (k, part) in f32s.chunks(chunk * dof.max(1)).enumerate() {
+                    let base = (k * chunk) as u32;
+                    order.extend(key.order(part).into_iter().map(|i| base + i));
+                }
+                order
             }
             Presort::Joints(joints, bits) => {
                 if let Some(&j) = joints.iter().find(|&&j| j >= dof) {
@@ -292,23 +285,24 @@ impl Presort {
                         "--presort: joint {j} of a {dof}-joint group"
                     )));
                 }
-                let key = |i: usize| {
+                let top = f64::from((1u32 << bits) - 1);
+                let cell = |i: usize| {
                     joints.iter().fold(0u64, |k, &j| {
                         let (lo, hi) = (space.lower[j], space.upper[j]);
-                        let scale = f64::from(1u32 << bits) / (hi - lo);
-                        (k << bits) | cell(vals[i * dof + j], lo, scale, *bits)
+                        let c = ((vals[i * dof + j] - lo) * f64::from(1u32 << bits) / (hi - lo))
+                            .clamp(0.0, top);
+                        (k << bits) | c as u64
                     })
                 };
-                ((0..n).map(key).collect(), n)
+                let mut idx: Vec<u32> = (0..n as u32).collect();
+                idx.sort_by_key(|&i| cell(i as usize));
+                idx
             }
         };
         let mut out = Vec::with_capacity(vals.len());
-        let mut idx: Vec<usize> = (0..n).collect();
-        for part in idx.chunks_mut(chunk.max(1)) {
-            part.sort_by_key(|&i| keys[i]);
-            for &i in part.iter() {
-                out.extend_from_slice(&vals[i * dof..(i + 1) * dof]);
-            }
+        for i in order {
+            let i = i as usize;
+            out.extend_from_slice(&vals[i * dof..(i + 1) * dof]);
         }
         Ok(Some(ConfigBatch::from_values(dof, out)?))
     }

@@ -6,6 +6,7 @@
 //! [`crate::robot::JointSpace::segments`]).
 
 mod backend;
+pub mod coherent;
 pub mod combine;
 mod cpu;
 pub mod detmath;

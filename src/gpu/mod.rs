@@ -27,6 +27,7 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
+use crate::collision::coherent::CellKey;
 use crate::collision::combine::{split_answers, CombineStats, Combiner};
 use crate::collision::detmath::Xf;
 use crate::collision::model::{CollisionModel, SceneModel};
@@ -1494,9 +1495,10 @@ fn batch_min(var: &str, default: usize) -> usize {
 
 /// Environment variable: the smallest batch (or pipelined piece) of configurations checked in
 /// warp-coherent order (`sort_keys` in `kernels/collision.cu`: sorted on the device by a coarse
-/// grid cell in joint space, so that a warp's configurations need mostly the same tests); `off`
-/// checks every batch in the caller's order. Default: [`SORT_MIN_WAVES`] waves of the device.
-pub const SORT_MIN_ENV: &str = "GMP_SORT_MIN";
+/// grid cell in joint space, [`CellKey`], so that a warp's configurations need mostly the same
+/// tests); `off` checks every batch in the caller's order. Default: [`SORT_MIN_WAVES`] waves of
+/// the device ([`crate::collision::coherent::MIN_ENV`]).
+pub const SORT_MIN_ENV: &str = crate::collision::coherent::MIN_ENV;
 
 /// Default of [`SORT_MIN_ENV`] in device waves.
 pub const SORT_MIN_WAVES: usize = 1;
@@ -1504,89 +1506,42 @@ pub const SORT_MIN_WAVES: usize = 1;
 /// Cells of the warp-coherent order's counting sort (`GMP_SORT_BINS` of the kernels).
 const SORT_BINS: usize = 1 << 16;
 
-/// Key bits of the warp-coherent order in all (`SORT_BINS` cells).
-const SORT_KEY_BITS: u32 = 16;
-
 /// The batch size from which configurations are checked in warp-coherent order
 /// ([`SORT_MIN_ENV`]; `wave` in configurations).
 fn sort_min(wave: usize) -> usize {
-    batch_min(SORT_MIN_ENV, wave)
+    crate::collision::coherent::min_batch(wave)
 }
 
-/// The key of the warp-coherent order for `space`, as the words `sort_keys` reads: per joint
-/// its lower limit and cells per unit (f32 bits), then its key bits. The [`SORT_KEY_BITS`] are
-/// shared out evenly over the joints with finite limits, the joints nearest the base taking
-/// the remainder (they move the most of the robot); a joint without finite limits gets none.
-/// The first joint is the most significant.
+/// The key of the warp-coherent order for `space` ([`CellKey::even`]), as the words
+/// `sort_keys` reads: per joint its lower limit and cells per unit (f32 bits), then its bits.
 pub fn sort_spec(space: &JointSpace) -> Vec<u32> {
-    sort_spec_with(space, None)
+    CellKey::even(space).words()
 }
 
 /// Environment variable: the key bits of the warp-coherent order per joint, comma-separated
-/// (e.g. `4,3,3,3,3,0,0`; at most 16 in all, 0 for joints without finite limits), in place of
-/// [`sort_spec`]'s even share (for measurements of other keys; read when a checker is built).
+/// (e.g. `4,3,3,3,3,0,0`; see [`CellKey::with_bits`]), in place of the even share (for
+/// measurements of other keys; read when a checker is built).
 pub const SORT_BITS_ENV: &str = "GMP_SORT_BITS";
 
-/// The key a checker built now sorts by: [`sort_spec`], or the bits of [`SORT_BITS_ENV`].
-pub fn checker_sort_spec(space: &JointSpace) -> Vec<u32> {
-    sort_spec_with(space, sort_bits_from_env(space).as_deref())
-}
-
-/// [`SORT_BITS_ENV`] for `space`, when set and valid; a line on stderr says why not otherwise.
-fn sort_bits_from_env(space: &JointSpace) -> Option<Vec<u32>> {
-    let v = std::env::var(SORT_BITS_ENV).ok()?;
-    let bits: Option<Vec<u32>> = v.split(',').map(|b| b.trim().parse().ok()).collect();
-    let ok = bits.as_ref().is_some_and(|b| {
-        b.len() == space.dof()
-            && b.iter().sum::<u32>() <= SORT_KEY_BITS
-            && b.iter().enumerate().all(|(j, &n)| {
-                n == 0
-                    || (space.lower[j].is_finite()
-                        && space.upper[j].is_finite()
-                        && space.upper[j] > space.lower[j])
-            })
-    });
-    if !ok {
-        eprintln!(
-            "gmp: {SORT_BITS_ENV}='{v}' ignored: it needs {} comma-separated bit counts summing to at most {SORT_KEY_BITS}, 0 for joints without finite limits",
-            space.dof()
-        );
-        return None;
-    }
-    bits
-}
-
-/// [`sort_spec`] with the bits per joint given (`None`: the even share).
-fn sort_spec_with(space: &JointSpace, given: Option<&[u32]>) -> Vec<u32> {
-    let dof = space.dof();
-    let usable: Vec<bool> = (0..dof)
-        .map(|j| {
-            let (lo, hi) = (space.lower[j], space.upper[j]);
-            lo.is_finite() && hi.is_finite() && hi > lo
+/// The key a checker built now sorts by: [`CellKey::even`], or the bits of [`SORT_BITS_ENV`]
+/// (a line on stderr says why they are not used when they are not valid).
+pub fn checker_cell_key(space: &JointSpace) -> CellKey {
+    let Ok(v) = std::env::var(SORT_BITS_ENV) else {
+        return CellKey::even(space);
+    };
+    let key = v
+        .split(',')
+        .map(|b| {
+            b.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{b}' is not a number"))
         })
-        .collect();
-    let count = usable.iter().filter(|&&u| u).count() as u32;
-    let mut words = Vec::with_capacity(3 * dof);
-    let mut rank = 0u32;
-    for (j, &u) in usable.iter().enumerate() {
-        let bits = if let Some(g) = given {
-            g.get(j).copied().unwrap_or(0)
-        } else if u && count > 0 {
-            let b = SORT_KEY_BITS / count + u32::from(rank < SORT_KEY_BITS % count);
-            rank += 1;
-            b.min(SORT_KEY_BITS)
-        } else {
-            0
-        };
-        let (lo, scale) = if bits > 0 {
-            let (lo, hi) = (space.lower[j], space.upper[j]);
-            (lo as f32, (f64::from(1u32 << bits) / (hi - lo)) as f32)
-        } else {
-            (0.0, 0.0)
-        };
-        words.extend([lo.to_bits(), scale.to_bits(), bits]);
-    }
-    words
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|bits| CellKey::with_bits(space, &bits));
+    key.unwrap_or_else(|e| {
+        eprintln!("gmp: {SORT_BITS_ENV}='{v}' ignored: {e}");
+        CellKey::even(space)
+    })
 }
 
 /// [`launch_configs`] in warp-coherent order: `sort_keys`, `sort_scan` and `sort_place` write
@@ -1941,7 +1896,7 @@ impl CudaChecker {
         let maxrreg = cuda.spec_maxrreg;
         let generated = specialised_source(&model, &cuda);
         let mut spec_unavailable = generated.as_ref().err().cloned();
-        let sort_words = checker_sort_spec(&group.space);
+        let sort_words = checker_cell_key(&group.space).words();
         let mut states = Vec::new();
         let mut names = Vec::new();
         for &d in devices {
@@ -2350,46 +2305,21 @@ impl Checker for CudaChecker {
 mod tests {
     use super::*;
 
-    /// The bits of each joint in a [`sort_spec`] (every third word).
-    fn sort_bits(space: &JointSpace) -> Vec<u32> {
-        sort_spec(space).chunks(3).map(|w| w[2]).collect()
-    }
-
-    fn joint_space(lower: &[f64], upper: &[f64]) -> JointSpace {
-        let n = lower.len();
-        JointSpace {
-            names: (0..n).map(|j| format!("j{j}")).collect(),
-            lower: lower.to_vec(),
-            upper: upper.to_vec(),
-            continuous: vec![false; n],
-            max_velocity: vec![1.0; n],
-            max_acceleration: vec![1.0; n],
-        }
-    }
-
     #[test]
-    fn sort_key_shares_sixteen_bits_first_joints_first() {
-        // Seven joints (the Panda): 16 = 7 * 2 + 2, the first two joints get the remainder.
-        let panda = joint_space(&[-2.9; 7], &[2.9; 7]);
-        assert_eq!(sort_bits(&panda), [3, 3, 2, 2, 2, 2, 2]);
-        // A joint without a range gets no bits; the others share all sixteen.
-        let mut odd = joint_space(&[-1.0, 0.0, -3.0], &[1.0, 0.0, 3.0]);
-        odd.upper[1] = f64::INFINITY;
-        assert_eq!(sort_bits(&odd), [8, 0, 8]);
-        // A joint's cells span its range: the lower limit, then 2^bits cells per range.
-        let w = sort_spec(&panda);
-        assert_eq!(f32::from_bits(w[0]), -2.9f32);
-        assert!((f32::from_bits(w[1]) - (8.0 / 5.8) as f32).abs() < 1e-6);
-        // Nothing usable: no bits anywhere (the kernel then puts every row in cell 0).
-        let flat = joint_space(&[0.0, 1.0], &[0.0, 1.0]);
-        assert_eq!(sort_bits(&flat), [0, 0]);
-        let total: u32 = sort_bits(&joint_space(&[-1.0; 20], &[1.0; 20]))
-            .iter()
-            .sum();
-        assert_eq!(
-            total, SORT_KEY_BITS,
-            "twenty joints: one bit for sixteen of them"
-        );
+    fn sort_spec_words_are_the_even_keys() {
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![-1.0, 0.0],
+            upper: vec![1.0, 2.0],
+            continuous: vec![false; 2],
+            max_velocity: vec![1.0; 2],
+            max_acceleration: vec![1.0; 2],
+        };
+        let w = sort_spec(&space);
+        assert_eq!(w.len(), 6);
+        assert_eq!((w[2], w[5]), (8, 8));
+        assert_eq!(f32::from_bits(w[3]), 0.0);
+        assert_eq!(f32::from_bits(w[4]), 128.0);
     }
 
     #[test]
