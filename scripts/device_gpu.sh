@@ -2,7 +2,8 @@
 # Run ON the GPU machine from the repository root (no Rust there). Expects .device/ staged by
 # scripts/device_prepare.sh. Called by the lead with the device tool:
 #   run  carry: [".device"]  command: bash scripts/device_gpu.sh [mode]
-# Modes: all (default: parity, memcheck, bench), parity, memcheck, bench, quick (a small smoke
+# Modes: all (default: parity, memcheck, bench), parity (every parity test, then the sphere
+# models again with every configuration batch in warp-coherent order), memcheck, bench, quick (a small smoke
 # run of all three), drm (the dynamic roadmap on the GPU: the `gpu_parity drm` tests — CUDA label
 # engine against the CPU engines, batched forward kinematics and the CUDA-built voxel map against
 # the CPU's — a memcheck of them, and `gmp bench dynamic --experiment scale` with 10k and 100k
@@ -151,6 +152,16 @@ if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   GMP_PARITY_CONFIGS=$parity_n GMP_PARITY_MOTIONS=$motions_n \
     "$D/gpu_parity" ${GMP_PARITY_FILTER:-} --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_parity="ok"; else status_parity="FAILED"; fi
+  # The batches above are too small for the warp-coherent order (one device wave and more):
+  # the sphere models again with every batch sorted (GMP_SORT_MIN=1), at a fifth of the size.
+  if [ -z "${GMP_PARITY_FILTER:-}" ]; then
+    for r in panda ur5 fetch; do
+      GMP_SORT_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_SPHERE_DIVISOR=1 GMP_PARITY_LAYOUTS=looped-half \
+        GMP_PARITY_CONFIGS=$((parity_n / 5)) GMP_PARITY_MOTIONS=$((motions_n / 100)) \
+        "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"
+    done
+  fi
 fi
 if [[ "$mode" = all || "$mode" = memcheck || "$mode" = quick ]]; then
   GMP_PARITY_CONFIGS=${GMP_MEMCHECK_CONFIGS:-2000} GMP_PARITY_MOTIONS=${GMP_MEMCHECK_MOTIONS:-200} \
