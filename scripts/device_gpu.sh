@@ -153,10 +153,11 @@ if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
     "$D/gpu_parity" ${GMP_PARITY_FILTER:-} --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
   if [ "${PIPESTATUS[0]}" = 0 ]; then status_parity="ok"; else status_parity="FAILED"; fi
   # The batches above are too small for the warp-coherent order (one device wave and more):
-  # the sphere models again with every batch sorted (GMP_SORT_MIN=1), at a fifth of the size.
+  # the sphere models again with every batch sorted (GMP_SORT_MIN=1) and through the f16 pass
+  # (GMP_HALF_MIN=1), at a fifth of the size.
   if [ -z "${GMP_PARITY_FILTER:-}" ]; then
     for r in panda ur5 fetch; do
-      GMP_SORT_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_SPHERE_DIVISOR=1 GMP_PARITY_LAYOUTS=looped-half \
+      GMP_SORT_MIN=1 GMP_HALF_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_SPHERE_DIVISOR=1 GMP_PARITY_LAYOUTS=looped-half \
         GMP_PARITY_CONFIGS=$((parity_n / 5)) GMP_PARITY_MOTIONS=$((motions_n / 100)) \
         "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 | tee -a "$OUT/parity.log"
       [ "${PIPESTATUS[0]}" = 0 ] || status_parity="FAILED"

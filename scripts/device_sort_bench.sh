@@ -27,7 +27,7 @@ for run in off on; do
 done
 unset GMP_SORT_MIN
 for r in panda ur5 fetch; do
-  GMP_SORT_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=looped-half GMP_PARITY_SPHERE_DIVISOR=1 \
+  GMP_SORT_MIN=1 GMP_HALF_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_LAYOUTS=looped-half GMP_PARITY_SPHERE_DIVISOR=1 \
     GMP_PARITY_CONFIGS=${GMP_SORT_PARITY_CONFIGS:-200000} GMP_PARITY_MOTIONS=200 \
     timeout 150 "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 > "$OUT/parity_spheres_$r.log" 2>&1
   echo "parity spheres $r rc $? $(grep -h 'parity:' "$OUT/parity_spheres_$r.log" | tail -1)"
