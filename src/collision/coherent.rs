@@ -19,17 +19,6 @@ pub const KEY_BITS: u32 = 16;
 /// configurations), and sorting cost as much; wall times on the 2-core dev box were level.
 pub const MIN_ENV: &str = "GMP_SORT_MIN";
 
-/// The smallest batch checked in coherent order: [`MIN_ENV`] (`off`: never; a number), else
-/// `default`; at least 1.
-pub fn min_batch(default: usize) -> usize {
-    match std::env::var(MIN_ENV) {
-        Ok(v) if v.trim() == "off" => usize::MAX,
-        Ok(v) => v.trim().parse().unwrap_or(default),
-        Err(_) => default,
-    }
-    .max(1)
-}
-
 /// The cell key of a joint space: per joint its lower limit, cells per unit (both f32) and
 /// bits. The first joint is the most significant.
 #[derive(Clone, Debug, PartialEq)]

@@ -1509,7 +1509,7 @@ const SORT_BINS: usize = 1 << 16;
 /// The batch size from which configurations are checked in warp-coherent order
 /// ([`SORT_MIN_ENV`]; `wave` in configurations).
 fn sort_min(wave: usize) -> usize {
-    crate::collision::coherent::min_batch(wave)
+    batch_min(SORT_MIN_ENV, wave)
 }
 
 /// The key of the warp-coherent order for `space` ([`CellKey::even`]), as the words
