@@ -295,7 +295,7 @@ impl Presort {
                     })
                 };
                 let mut idx: Vec<u32> = (0..n as u32).collect();
-                idx.sort_by_key(|&i| cell(i as usize));
+                idx.sort_by_cached_key(|&i| cell(i as usize));
                 idx
             }
         };

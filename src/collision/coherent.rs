@@ -121,30 +121,10 @@ impl CellKey {
     /// order, each once; within a cell in their own order.
     pub fn order(&self, values: &[f32]) -> Vec<u32> {
         let dof = self.joints.len().max(1);
-        let n = values.len() / dof;
         let cells: Vec<u32> = values.chunks_exact(dof).map(|r| self.cell(r)).collect();
-        let total: u32 = self.joints.iter().map(|j| j.2).sum();
-        let bins = 1usize << total.min(KEY_BITS);
-        if n < bins {
-            // Fewer configurations than cells: a comparison sort of (cell, index).
-            let mut keyed: Vec<u64> = (0..n)
-                .map(|i| (u64::from(cells[i]) << 32) | i as u64)
-                .collect();
-            keyed.sort_unstable();
-            return keyed.into_iter().map(|k| k as u32).collect();
-        }
-        let mut start = vec![0u32; bins + 1];
-        for &c in &cells {
-            start[c as usize + 1] += 1;
-        }
-        for b in 0..bins {
-            start[b + 1] += start[b];
-        }
-        let mut order = vec![0u32; n];
-        for (i, &c) in cells.iter().enumerate() {
-            order[start[c as usize] as usize] = i as u32;
-            start[c as usize] += 1;
-        }
+        let mut order: Vec<u32> = (0..cells.len() as u32).collect();
+        // Stable: within a cell, the configurations' own order.
+        order.sort_by_key(|&i| cells[i as usize]);
         order
     }
 }
@@ -225,7 +205,7 @@ mod tests {
             x ^= x << 5;
             (x as f32 / u32::MAX as f32) * 2.0 - 1.0
         };
-        // Below and above the cell count: both sorts.
+        // Fewer and more configurations than cells.
         for n in [1usize, 100, 70_000] {
             let values: Vec<f32> = (0..3 * n).map(|_| next()).collect();
             let order = k.order(&values);
