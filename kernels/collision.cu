@@ -334,21 +334,29 @@ extern "C" __global__ void sort_keys(const float* __restrict__ q, unsigned n, un
     ranks[i] = atomicAdd(hist + k, 1u);
 }
 
-// Exclusive prefix sums of hist[0 .. GMP_SORT_BINS) in place: one block of 1024 threads, each
-// holding 64 consecutive cells in registers (16-byte loads, all in flight at once: a loop of
-// dependent loads made this one block the slowest step of the sort).
-extern "C" __global__ void __launch_bounds__(1024) sort_scan(unsigned* __restrict__ hist) {
-    __shared__ unsigned warp_sums[32];
-    const unsigned t = threadIdx.x;
-    uint4* cells = reinterpret_cast<uint4*>(hist) + t * 16u;
-    uint4 v[16];
-#pragma unroll
-    for (int b = 0; b < 16; b++) v[b] = cells[b];
-    unsigned s = 0u;
-#pragma unroll
-    for (int b = 0; b < 16; b++) s += v[b].x + v[b].y + v[b].z + v[b].w;
-    // Inclusive scan of the threads' sums: within each warp, then over the warps.
-    const unsigned lane = t % 32u, warp = t / 32u;
+// Exclusive prefix sums of hist[0 .. GMP_SORT_BINS) in place, by GMP_SORT_TILES blocks of
+// GMP_SORT_SCAN_THREADS threads, each block one tile of GMP_SORT_TILE cells (4 per thread,
+// one 16-byte load). A block publishes its tile's total as soon as it has it and adds up the
+// totals of the tiles before its own (decoupled look-back without the chained prefixes: the
+// tiles are few). The words after the cells (zeroed with them by the host) hold the tile
+// counter, which hands out tiles in the order blocks start, so a block only ever waits for
+// blocks that are already running, and the published totals (top bit set when present; a
+// piece has fewer than 2^31 configurations). (The version before, one block with 64 cells
+// per thread, took 29 us per piece of 1e6 on an H200: results/collision/scan_rest_2026-11-26/.)
+#define GMP_SORT_TILE 1024u
+#define GMP_SORT_TILES (GMP_SORT_BINS / GMP_SORT_TILE)
+#define GMP_SORT_SCAN_THREADS (GMP_SORT_TILE / 4u)
+extern "C" __global__ void __launch_bounds__(GMP_SORT_SCAN_THREADS) sort_scan(unsigned* __restrict__ hist) {
+    __shared__ unsigned warp_sums[GMP_SORT_SCAN_THREADS / 32u];
+    __shared__ unsigned tile_s, before_s;
+    volatile unsigned* ctrl = hist + GMP_SORT_BINS;  // [0]: tile counter; [1 + t]: tile t's total
+    const unsigned t = threadIdx.x, lane = t % 32u, warp = t / 32u;
+    if (t == 0u) tile_s = atomicAdd(const_cast<unsigned*>(ctrl), 1u);
+    __syncthreads();
+    const unsigned tile = tile_s;
+    uint4* cells = reinterpret_cast<uint4*>(hist + tile * GMP_SORT_TILE) + t;
+    const uint4 v = *cells;
+    const unsigned s = v.x + v.y + v.z + v.w;
     unsigned inc = s;
 #pragma unroll
     for (unsigned d = 1u; d < 32u; d <<= 1) {
@@ -358,25 +366,38 @@ extern "C" __global__ void __launch_bounds__(1024) sort_scan(unsigned* __restric
     if (lane == 31u) warp_sums[warp] = inc;
     __syncthreads();
     if (warp == 0u) {
-        unsigned w = warp_sums[lane];
+        unsigned w = lane < GMP_SORT_SCAN_THREADS / 32u ? warp_sums[lane] : 0u;
 #pragma unroll
         for (unsigned d = 1u; d < 32u; d <<= 1) {
             const unsigned o = __shfl_up_sync(0xffffffffu, w, d);
             if (lane >= d) w += o;
         }
-        warp_sums[lane] = w;
+        if (lane < GMP_SORT_SCAN_THREADS / 32u) warp_sums[lane] = w;
+        // Publish this tile's total, then add up the earlier tiles' (lane l: tiles l, l + 32).
+        if (lane == GMP_SORT_SCAN_THREADS / 32u - 1u) {
+            __threadfence();
+            ctrl[1u + tile] = 0x80000000u | w;
+        }
+        unsigned before = 0u;
+        for (unsigned p = lane; p < tile; p += 32u) {
+            unsigned x;
+            do {
+                x = ctrl[1u + p];
+            } while ((x & 0x80000000u) == 0u);
+            before += x & 0x7fffffffu;
+        }
+#pragma unroll
+        for (unsigned d = 16u; d > 0u; d >>= 1) before += __shfl_xor_sync(0xffffffffu, before, d);
+        if (lane == 0u) before_s = before;
     }
     __syncthreads();
-    unsigned run = inc - s + (warp > 0u ? warp_sums[warp - 1u] : 0u);  // cells before this thread's
-#pragma unroll
-    for (int b = 0; b < 16; b++) {
-        uint4 o;
-        o.x = run; run += v[b].x;
-        o.y = run; run += v[b].y;
-        o.z = run; run += v[b].z;
-        o.w = run; run += v[b].w;
-        cells[b] = o;
-    }
+    unsigned run = before_s + inc - s + (warp > 0u ? warp_sums[warp - 1u] : 0u);  // cells before this thread's
+    uint4 o;
+    o.x = run; run += v.x;
+    o.y = run; run += v.y;
+    o.z = run; run += v.z;
+    o.w = run;
+    *cells = o;
 }
 
 // Configuration i's place in key order: order[first of its cell + its rank] = i.

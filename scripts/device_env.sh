@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Sourced by the device scripts (scripts/device_gpu.sh, scripts/device_mbm.sh) on the GPU
-# machine, from the repository root, with D (the staged folder, .device) and OUT set: points
+# machine, from the repository root, with D (the staged folder) and OUT (results): points
 # GMP_DATA at the staged MotionBenchMaker data and unpacks its problems into GMP_CACHE.
+# D and OUT default to .device and /tmp/gmp-device-out (created).
+D="${D:-.device}"
+OUT="${OUT:-/tmp/gmp-device-out}"
+mkdir -p "$OUT"
 export GMP_DATA="$PWD/$D/data/mbm"
 export GMP_CACHE="${TMPDIR:-/tmp}/gmp-mbm-cache"
 # The MBM loader unpacks problems.tar.bz2 with `tar -xjf`; without bzip2, unpack with Python

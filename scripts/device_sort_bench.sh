@@ -12,9 +12,6 @@
 #     and a summary line each.
 set -u
 cd "$(dirname "$0")/.."
-D=.device
-OUT="${OUT:-/tmp/gmp-device-out}"
-mkdir -p "$OUT"
 . scripts/device_env.sh
 if [ "${1:-}" = bits ]; then
   for b in default ${GMP_SORT_BITS_LIST:-4,3,3,3,3,0,0 3,4,2,4,1,1,1 4,4,4,4,0,0,0 3,3,3,3,2,1,1 2,2,2,2,2,3,3}; do

@@ -696,6 +696,16 @@ struct DeviceState {
     warp_items: usize,
     /// The queue of the f16-slot pass (its count, then the undecided configurations).
     half_queue: CudaSlice<u32>,
+    /// A second queue: in a pipelined batch, the pieces use the two in turn, so that the
+    /// f16 pass of one piece fills one while the exact pass of the piece before reads the other.
+    half_queue_b: CudaSlice<u32>,
+    /// The stream of the exact pass over the f16 pass's queue in pipelined batches
+    /// (`check_configs_rest`): it runs beside the next piece's kernels (see
+    /// [`DeviceState::configs`]).
+    rest_stream: Arc<CudaStream>,
+    /// Per queue: the f16 pass of its piece done (kernel stream), its exact pass done (rest
+    /// stream).
+    rest_events: Vec<CudaEvent>,
     /// Buffers of the warp-coherent order of large configuration batches.
     sort: SortBufs,
 }
@@ -705,7 +715,8 @@ struct DeviceState {
 struct SortBufs {
     /// [`sort_spec`] of the checker's joint space.
     spec: CudaSlice<u32>,
-    /// Configurations per key cell, then each cell's next free place ([`SORT_BINS`]).
+    /// Configurations per key cell, then each cell's next free place ([`SORT_BINS`]), then
+    /// the words `sort_scan` coordinates its blocks with ([`SORT_HIST_WORDS`]).
     hist: CudaSlice<u32>,
     /// The key of each configuration.
     keys: CudaSlice<u32>,
@@ -799,9 +810,12 @@ impl DeviceState {
             pipe_events: Vec::new(),
             warp_items: warp_items(model),
             half_queue: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            half_queue_b: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            rest_stream: ctx.new_stream().map_err(drv("creating a stream"))?,
+            rest_events: Vec::new(),
             sort: SortBufs {
                 spec: upload(&stream, sort_spec)?,
-                hist: unsafe { stream.alloc::<u32>(SORT_BINS) }
+                hist: unsafe { stream.alloc::<u32>(SORT_HIST_WORDS) }
                     .map_err(drv("device allocation"))?,
                 keys: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
                 ranks: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
@@ -1030,6 +1044,7 @@ impl DeviceState {
                     kernels,
                     queue: &mut s.half_queue,
                     rest_threads,
+                    defer_rest: false,
                 });
                 let input = (&s.input, 0..n * dof);
                 let output = (&mut s.out, 0..n);
@@ -1057,15 +1072,30 @@ impl DeviceState {
         self.ensure_buffers(piece * slots * dof, piece * slots)?;
         self.ensure_pipe_events(slots)?;
         if half.is_some() {
-            // The pieces' kernels run one after another on the kernel stream: one queue.
+            // The pieces' f16 passes run one after another on the kernel stream; each piece's
+            // exact pass runs on the rest stream beside the next piece's kernels, so the pieces
+            // take the two queues in turn.
             ensure_dev(&self.stream, &mut self.half_queue, piece + 1)?;
+            ensure_dev(&self.stream, &mut self.half_queue_b, piece + 1)?;
+            while self.rest_events.len() < 4 {
+                let e = self
+                    .ctx
+                    .new_event(Some(
+                        cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING,
+                    ))
+                    .map_err(drv("creating an event"))?;
+                self.rest_events.push(e);
+            }
         }
+        let pieces = n.div_ceil(piece);
+        // The queue whose exact pass the kernel stream still has to wait for.
+        let mut rest_pending: Option<usize> = None;
         if piece >= sort_from {
             self.sort.ensure(&self.stream, piece)?;
         }
         let mut pending = std::collections::VecDeque::with_capacity(slots);
         let result = (|| {
-            for j in 0..n.div_ceil(piece) {
+            for j in 0..pieces {
                 let slot = j % slots;
                 if pending.len() == slots {
                     if let Some(done) = pending.pop_front() {
@@ -1097,14 +1127,18 @@ impl DeviceState {
                 ev[1].record(&self.h2d).map_err(drv("event"))?;
                 self.stream.wait(&ev[1]).map_err(drv("stream wait"))?;
                 ev[2].record(&self.stream).map_err(drv("event"))?;
-                let half_launch =
-                    half.as_ref()
-                        .filter(|_| cn >= half_from)
-                        .map(|kernels| HalfLaunch {
-                            kernels,
-                            queue: &mut self.half_queue,
-                            rest_threads,
-                        });
+                // The f16 pass's undecided configurations: piece j takes queue j % 2.
+                let q = j % 2;
+                let half_piece = half.as_ref().filter(|_| cn >= half_from);
+                let half_launch = half_piece.map(|kernels| HalfLaunch {
+                    kernels,
+                    queue: match q {
+                        0 => &mut self.half_queue,
+                        _ => &mut self.half_queue_b,
+                    },
+                    rest_threads,
+                    defer_rest: true,
+                });
                 let input = (&self.input, w0..w0 + words);
                 let output = (&mut self.out, o0..o0 + cn);
                 if cn >= sort_from {
@@ -1128,6 +1162,51 @@ impl DeviceState {
                         None,
                     )?;
                 }
+                // The exact pass over this piece's queue runs on the rest stream, beside the
+                // next piece's sort and f16 pass: alone, its few warps (the configurations
+                // within about a millimetre of a contact) left the device nearly idle for the
+                // latency of one exact check. The kernel stream waits for it one piece later
+                // (that piece's kernel time includes it), or at once after the last piece; the
+                // copy back of this piece waits for it too. Queue q is cleared again two
+                // pieces later, after that wait.
+                if let Some(kernels) = half_piece {
+                    let (half_done, rest_done) =
+                        (&self.rest_events[2 * q], &self.rest_events[2 * q + 1]);
+                    half_done.record(&self.stream).map_err(drv("event"))?;
+                    self.rest_stream
+                        .wait(half_done)
+                        .map_err(drv("stream wait"))?;
+                    let queue = match q {
+                        0 => &self.half_queue,
+                        _ => &self.half_queue_b,
+                    };
+                    launch_rest(
+                        &self.rest_stream,
+                        &kernels.1,
+                        &self.args,
+                        (&self.input, w0..w0 + words),
+                        (&mut self.out, o0..o0 + cn),
+                        queue,
+                        rest_threads,
+                    )?;
+                    rest_done.record(&self.rest_stream).map_err(drv("event"))?;
+                    self.d2h.wait(rest_done).map_err(drv("stream wait"))?;
+                }
+                if let Some(p) = rest_pending.take() {
+                    self.stream
+                        .wait(&self.rest_events[2 * p + 1])
+                        .map_err(drv("stream wait"))?;
+                }
+                if half_piece.is_some() {
+                    if j + 1 == pieces {
+                        self.stream
+                            .wait(&self.rest_events[2 * q + 1])
+                            .map_err(drv("stream wait"))?;
+                    } else {
+                        rest_pending = Some(q);
+                    }
+                }
+                let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
                 ev[4].record(&self.d2h).map_err(drv("event"))?;
@@ -1160,6 +1239,7 @@ impl DeviceState {
             // Nothing in flight may outlive the call (the buffers are reused).
             let _ = self.h2d.synchronize();
             let _ = self.stream.synchronize();
+            let _ = self.rest_stream.synchronize();
             let _ = self.d2h.synchronize();
         }
         result
@@ -1506,6 +1586,16 @@ pub const SORT_MIN_WAVES: usize = 1;
 /// Cells of the warp-coherent order's counting sort (`GMP_SORT_BINS` of the kernels).
 const SORT_BINS: usize = 1 << 16;
 
+/// Blocks of `sort_scan`, one per tile of cells (`GMP_SORT_TILES`).
+const SORT_TILES: usize = SORT_BINS / 1024;
+
+/// Threads per block of `sort_scan` (`GMP_SORT_SCAN_THREADS`: four cells each).
+const SORT_SCAN_THREADS: u32 = 256;
+
+/// Words of the sort's cell buffer: the cells, then `sort_scan`'s tile counter and the tiles'
+/// totals (all zeroed before each sort).
+const SORT_HIST_WORDS: usize = SORT_BINS + 1 + SORT_TILES;
+
 /// The batch size from which configurations are checked in warp-coherent order
 /// ([`SORT_MIN_ENV`]; `wave` in configurations).
 fn sort_min(wave: usize) -> usize {
@@ -1577,8 +1667,8 @@ fn launch_sorted(
         let mut b = stream.launch_builder(&fns[1]);
         b.arg(&mut bufs.hist);
         let scan = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (1024, 1, 1),
+            grid_dim: (SORT_TILES as u32, 1, 1),
+            block_dim: (SORT_SCAN_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         unsafe { b.launch(scan) }.map_err(drv("launching sort_scan"))?;
@@ -1614,6 +1704,31 @@ struct HalfLaunch<'a> {
     kernels: &'a (CudaFunction, CudaFunction),
     queue: &'a mut CudaSlice<u32>,
     rest_threads: usize,
+    /// Leave `check_configs_rest` to the caller (it launches it on another stream with
+    /// [`launch_rest`]).
+    defer_rest: bool,
+}
+
+/// Enqueues `check_configs_rest` (`f`) on `stream`: the exact verdicts of the configurations the
+/// f16 pass queued in `queue`, rows in words `input` of `inbuf`, verdicts into bytes `out` of
+/// `outbuf`, on a grid-stride loop of `threads` threads (at most `n`).
+fn launch_rest(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    args: &ModelArgs,
+    (inbuf, input): (&CudaSlice<u32>, std::ops::Range<usize>),
+    (outbuf, out): (&mut CudaSlice<u8>, std::ops::Range<usize>),
+    queue: &CudaSlice<u32>,
+    threads: usize,
+) -> Result<(), CollisionError> {
+    let n = out.len();
+    let iv = inbuf.slice(input);
+    let mut ov = outbuf.slice_mut(out);
+    let mut b = stream.launch_builder(f);
+    b.arg(args).arg(&iv).arg(&mut ov).arg(queue);
+    unsafe { b.launch(launch_cfg(threads.clamp(1, n.max(1)))) }
+        .map_err(drv("launching check_configs_rest"))?;
+    Ok(())
 }
 
 /// Enqueues `check_configs` or `check_configs_warp` (`f`, with `lanes` threads per
@@ -1633,8 +1748,6 @@ fn launch_configs(
 ) -> Result<(), CollisionError> {
     let n = out.len();
     let cn32 = n as u32;
-    let iv = inbuf.slice(input);
-    let mut ov = outbuf.slice_mut(out);
     // A null order pointer: each thread checks its own configuration.
     let no_order = 0u64;
     if let Some(h) = half {
@@ -1644,23 +1757,36 @@ fn launch_configs(
                 .memset_zeros(&mut count)
                 .map_err(drv("clearing the f16 pass queue"))?;
         }
-        let mut b = stream.launch_builder(&h.kernels.0);
-        b.arg(args)
-            .arg(&iv)
-            .arg(&cn32)
-            .arg(&mut ov)
-            .arg(&mut *h.queue);
-        match order {
-            Some(o) => b.arg(o),
-            None => b.arg(&no_order),
-        };
-        unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs_half"))?;
-        let mut b = stream.launch_builder(&h.kernels.1);
-        b.arg(args).arg(&iv).arg(&mut ov).arg(&*h.queue);
-        unsafe { b.launch(launch_cfg(h.rest_threads.clamp(1, n.max(1)))) }
-            .map_err(drv("launching check_configs_rest"))?;
+        {
+            let iv = inbuf.slice(input.clone());
+            let mut ov = outbuf.slice_mut(out.clone());
+            let mut b = stream.launch_builder(&h.kernels.0);
+            b.arg(args)
+                .arg(&iv)
+                .arg(&cn32)
+                .arg(&mut ov)
+                .arg(&mut *h.queue);
+            match order {
+                Some(o) => b.arg(o),
+                None => b.arg(&no_order),
+            };
+            unsafe { b.launch(launch_cfg(n)) }.map_err(drv("launching check_configs_half"))?;
+        }
+        if !h.defer_rest {
+            launch_rest(
+                stream,
+                &h.kernels.1,
+                args,
+                (inbuf, input),
+                (outbuf, out),
+                h.queue,
+                h.rest_threads,
+            )?;
+        }
         return Ok(());
     }
+    let iv = inbuf.slice(input);
+    let mut ov = outbuf.slice_mut(out);
     let mut b = stream.launch_builder(f);
     b.arg(args).arg(&iv).arg(&cn32).arg(&mut ov);
     if lanes == 1 {
@@ -2304,6 +2430,29 @@ impl Checker for CudaChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sort_sizes_match_the_kernels() {
+        let define = |name: &str| -> usize {
+            let line = kernels::COLLISION_CU
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} not defined"));
+            line.split_whitespace()
+                .nth(2)
+                .unwrap()
+                .trim_end_matches('u')
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(define("GMP_SORT_BINS"), SORT_BINS);
+        let tile = define("GMP_SORT_TILE");
+        assert_eq!(SORT_BINS / tile, SORT_TILES);
+        assert_eq!(tile / 4, SORT_SCAN_THREADS as usize);
+        // Warp 0 of sort_scan reads every warp's sum and looks back over every earlier tile.
+        assert!(SORT_SCAN_THREADS as usize / 32 <= 32 && SORT_SCAN_THREADS.is_multiple_of(32));
+        assert_eq!(SORT_HIST_WORDS, SORT_BINS + 1 + SORT_TILES);
+    }
 
     #[test]
     fn sort_spec_words_are_the_even_keys() {
