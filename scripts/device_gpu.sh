@@ -159,8 +159,12 @@ if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # three robots do not fit one device call either: run one per call with
   # GMP_PARITY_FILTER=gpu_parity_panda (ur5, fetch), then GMP_PARITY_FILTER=drm etc. Panda alone
   # did not fit one call either (2026-11-26: polytopes done, then the sphere model, 250k
-  # configurations and 25k motions, still running after another 360 s; not looked into), so
-  # also split the models: GMP_PARITY_SHAPES=polytopes, then GMP_PARITY_SHAPES=spheres.
+  # configurations and 25k motions, still running after another 360 s), so also split the
+  # models: GMP_PARITY_SHAPES=polytopes, then GMP_PARITY_SHAPES=spheres. The time of the sphere
+  # model goes to the generic kernels' naive motion kernel (one thread per motion, the 59-sphere
+  # Panda's 690 self pairs from tables: 0.8-14 s per 200 motions on the H100, against 6-14 ms
+  # for the balanced kernel, GMP_PARITY_TIMINGS=1); GMP_PARITY_MOTION_KERNEL=balanced leaves it
+  # out (neither the planners nor the benchmarks use it by default).
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
   case "${GMP_PARITY_LAYOUTS-}" in
     all) unset GMP_PARITY_LAYOUTS ;;

@@ -10,6 +10,7 @@
 //!    balanced` compares one motion kernel, `GMP_PARITY_VARIANTS=generic|specialised` one kernel
 //!    variant, and `GMP_PARITY_INDICES` (default `1,50`) picks the problem numbers whose scenes
 //!    are used (to fit long runs, such as compute-sanitizer's, into a device call).
+//!    `GMP_PARITY_TIMINGS=1` prints the wall time of every CPU and CUDA run.
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison; batches large
 //!    enough to go through the pipelined path (`GMP_PARITY_PIPELINE_CONFIGS`, default 700001).
 //! 4. The dynamic roadmap's CUDA label engine (`kernels/drm.cu`) against the CPU engines (BVH
@@ -320,7 +321,21 @@ fn compare(
     for _ in 0..n_cfg {
         batch.push(&s.config()).unwrap();
     }
+    // GMP_PARITY_TIMINGS=1: a line per run with its wall time (where a long run goes).
+    let timings = std::env::var("GMP_PARITY_TIMINGS").is_ok_and(|v| v.trim() == "1");
+    let clock = std::time::Instant::now();
+    let lap = |label: &str, since: &mut std::time::Instant| {
+        if timings {
+            eprintln!(
+                "parity timing: {what} {label}: {:.1} ms",
+                since.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        *since = std::time::Instant::now();
+    };
+    let mut since = clock;
     let vc = cpu.check_configs(&batch).expect("cpu configs");
+    lap("cpu configs", &mut since);
     let mut motions = MotionBatch::new(dof);
     for _ in 0..n_mot {
         let (a, b) = s.motion();
@@ -329,6 +344,7 @@ fn compare(
     let mc = cpu
         .check_motions(&motions, PARITY_RESOLUTION)
         .expect("cpu motions");
+    lap("cpu motions", &mut since);
     let mut runs = Vec::new();
     for (ci, c) in cudas.iter().enumerate() {
         if ci == 0 {
@@ -349,6 +365,7 @@ fn compare(
         let cuda = &mut cudas[ci];
         cuda.set_kernel_variant(variant).expect("kernel variant");
         let vg = cuda.check_configs(&batch).expect("cuda configs");
+        lap(&format!("{label} configs"), &mut since);
         t.record(&format!("{label} configs"), &vc, &vg, |i| {
             format!("{what} config {:?}", batch.row(i))
         });
@@ -358,6 +375,7 @@ fn compare(
                 .check_motions(&motions, PARITY_RESOLUTION)
                 .expect("cuda motions");
             let run = format!("{label} {} motions", kernel.name());
+            lap(&run, &mut since);
             t.record(&run, &mc, &mg, |i| {
                 format!(
                     "{what} motion {:?} -> {:?}",
