@@ -690,8 +690,12 @@ struct DeviceState {
     /// Copy-in and copy-out streams of the pipelined configuration checks.
     h2d: Arc<CudaStream>,
     d2h: Arc<CudaStream>,
-    /// Six events per pipeline slot (copy in, kernel, copy out: start and end).
+    /// [`PIPE_EVENTS`] events per pipeline slot (copy in, kernels, copy out, the exact pass on
+    /// the rest stream: start and end).
     pipe_events: Vec<CudaEvent>,
+    /// Recorded on the kernel stream before the first piece of a pipelined batch: the origin
+    /// of the pieces' busy intervals ([`union_ms`]).
+    pipe_t0: Option<CudaEvent>,
     /// Batches of at most this many items run one warp per item (see [`warp_items`]).
     warp_items: usize,
     /// The queue of the f16-slot pass (its count, then the undecided configurations).
@@ -808,6 +812,7 @@ impl DeviceState {
             h2d: ctx.new_stream().map_err(drv("creating a stream"))?,
             d2h: ctx.new_stream().map_err(drv("creating a stream"))?,
             pipe_events: Vec::new(),
+            pipe_t0: None,
             warp_items: warp_items(model),
             half_queue: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
             half_queue_b: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
@@ -1094,12 +1099,18 @@ impl DeviceState {
             self.sort.ensure(&self.stream, piece)?;
         }
         let mut pending = std::collections::VecDeque::with_capacity(slots);
+        // The kernel time of the batch: the union of the intervals in which the kernel stream
+        // ran a piece's kernels or the rest stream a piece's exact pass (they overlap).
+        let mut busy: Vec<(f64, f64)> = Vec::with_capacity(2 * pieces);
+        if let Some(t0) = &self.pipe_t0 {
+            t0.record(&self.stream).map_err(drv("event"))?;
+        }
         let result = (|| {
             for j in 0..pieces {
                 let slot = j % slots;
                 if pending.len() == slots {
                     if let Some(done) = pending.pop_front() {
-                        self.finish_piece(done, out, times)?;
+                        self.finish_piece(done, out, times, &mut busy)?;
                     }
                 }
                 let start = j * piece;
@@ -1107,7 +1118,7 @@ impl DeviceState {
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
                 self.stage(values, &rows, start..start + cn, w0, times)?;
-                let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
+                let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
                 ev[0].record(&self.h2d).map_err(drv("event"))?;
                 {
                     let stg = self.staging.as_slice().map_err(drv("pinned buffer"))?;
@@ -1166,16 +1177,17 @@ impl DeviceState {
                 // next piece's sort and f16 pass: alone, its few warps (the configurations
                 // within about a millimetre of a contact) left the device nearly idle for the
                 // latency of one exact check. The kernel stream waits for it one piece later
-                // (that piece's kernel time includes it), or at once after the last piece; the
-                // copy back of this piece waits for it too. Queue q is cleared again two
-                // pieces later, after that wait.
+                // or at once after the last piece; the copy back of this piece waits for it
+                // too. Queue q is cleared again two pieces later, after that wait. The kernel
+                // time counts the union of both streams' intervals (`busy`).
                 if let Some(kernels) = half_piece {
-                    let (half_done, rest_done) =
-                        (&self.rest_events[2 * q], &self.rest_events[2 * q + 1]);
+                    let half_done = &self.rest_events[2 * q];
                     half_done.record(&self.stream).map_err(drv("event"))?;
                     self.rest_stream
                         .wait(half_done)
                         .map_err(drv("stream wait"))?;
+                    let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
+                    ev[6].record(&self.rest_stream).map_err(drv("event"))?;
                     let queue = match q {
                         0 => &self.half_queue,
                         _ => &self.half_queue_b,
@@ -1189,6 +1201,9 @@ impl DeviceState {
                         queue,
                         rest_threads,
                     )?;
+                    let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
+                    ev[7].record(&self.rest_stream).map_err(drv("event"))?;
+                    let rest_done = &self.rest_events[2 * q + 1];
                     rest_done.record(&self.rest_stream).map_err(drv("event"))?;
                     self.d2h.wait(rest_done).map_err(drv("stream wait"))?;
                 }
@@ -1206,7 +1221,7 @@ impl DeviceState {
                         rest_pending = Some(q);
                     }
                 }
-                let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
+                let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
                 ev[4].record(&self.d2h).map_err(drv("event"))?;
@@ -1228,11 +1243,12 @@ impl DeviceState {
                     .map_err(drv("copy to host"))?;
                 }
                 ev[5].record(&self.d2h).map_err(drv("event"))?;
-                pending.push_back((slot, start, cn, o0));
+                pending.push_back((slot, start, cn, o0, half_piece.is_some()));
             }
             while let Some(done) = pending.pop_front() {
-                self.finish_piece(done, out, times)?;
+                self.finish_piece(done, out, times, &mut busy)?;
             }
+            times.kernel += union_ms(&mut busy);
             Ok(())
         })();
         if result.is_err() {
@@ -1274,22 +1290,38 @@ impl DeviceState {
         }
     }
 
-    /// Waits for piece `(slot, start, count, out offset)` of [`DeviceState::configs`], adds its
-    /// timings and writes its verdicts.
+    /// Waits for piece `(slot, start, count, out offset, with an exact pass on the rest
+    /// stream)` of [`DeviceState::configs`], adds its copy timings, its busy intervals to `busy`
+    /// (milliseconds from `pipe_t0`: its kernels, its exact pass) and writes its verdicts.
     fn finish_piece(
         &mut self,
-        (slot, start, cn, o0): (usize, usize, usize, usize),
+        (slot, start, cn, o0, rest): (usize, usize, usize, usize, bool),
         out: &mut [bool],
         times: &mut DevTimes,
+        busy: &mut Vec<(f64, f64)>,
     ) -> Result<(), CollisionError> {
-        let ev = &self.pipe_events[slot * 6..slot * 6 + 6];
+        let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
         ev[5].synchronize().map_err(drv("kernel execution"))?;
         let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
             Ok(ev[a].elapsed_ms(&ev[b]).map_err(drv("event timing"))? as f64)
         };
         times.htod += el(0, 1)?;
-        times.kernel += el(2, 3)?;
         times.dtoh += el(4, 5)?;
+        // The copy back waited for both streams' work of this piece, so its events are done.
+        // (Should an interval not be readable, the kernel stream's time of the piece counts.)
+        let from_t0 = |e: usize| -> Option<f64> {
+            let t0 = self.pipe_t0.as_ref()?;
+            t0.elapsed_ms(&ev[e]).ok().map(f64::from)
+        };
+        let kernels = from_t0(2).zip(from_t0(3));
+        let exact = match rest {
+            true => from_t0(6).zip(from_t0(7)).map(Some),
+            false => Some(None),
+        };
+        match (kernels, exact) {
+            (Some(k), Some(x)) => busy.extend(std::iter::once(k).chain(x)),
+            _ => times.kernel += el(2, 3)?,
+        }
         times.launches += 1;
         let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
         for (o, &h) in out[start..start + cn].iter_mut().zip(&host[o0..o0 + cn]) {
@@ -1298,14 +1330,24 @@ impl DeviceState {
         Ok(())
     }
 
-    /// At least `slots` pipeline slots of six events each.
+    /// At least `slots` pipeline slots of [`PIPE_EVENTS`] events each, and the origin event.
     fn ensure_pipe_events(&mut self, slots: usize) -> Result<(), CollisionError> {
-        while self.pipe_events.len() < slots * 6 {
-            let e = self
-                .ctx
+        let new = || {
+            self.ctx
                 .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("creating an event"))?;
-            self.pipe_events.push(e);
+                .map_err(drv("creating an event"))
+        };
+        let mut made = Vec::new();
+        while self.pipe_events.len() + made.len() < slots * PIPE_EVENTS {
+            made.push(new()?);
+        }
+        let t0 = match self.pipe_t0.is_none() {
+            true => Some(new()?),
+            false => None,
+        };
+        self.pipe_events.extend(made);
+        if t0.is_some() {
+            self.pipe_t0 = t0;
         }
         Ok(())
     }
@@ -1830,6 +1872,32 @@ pub const SMALL_ROUND_ENV: &str = "GMP_SMALL_ROUND";
 
 /// Pipeline slots of the configuration checks (pieces in flight at once).
 const PIPE_SLOTS: usize = 4;
+
+/// Events per pipeline slot of [`DeviceState::configs`]: copy in, kernels (kernel stream),
+/// copy out, the exact pass (rest stream), each start and end.
+const PIPE_EVENTS: usize = 8;
+
+/// The total length of the union of `intervals` (start, end), in their unit; sorts them.
+fn union_ms(intervals: &mut [(f64, f64)]) -> f64 {
+    intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut open: Option<(f64, f64)> = None;
+    for &(a, b) in intervals.iter() {
+        let b = b.max(a);
+        open = match open {
+            Some((s, e)) if a <= e => Some((s, e.max(b))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((s, e)) = open {
+        total += e - s;
+    }
+    total
+}
 /// Smallest pipelined piece: below twice this a batch goes in one piece.
 const MIN_PIECE: usize = 1 << 18;
 
@@ -2430,6 +2498,21 @@ impl Checker for CudaChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn union_counts_overlaps_once() {
+        assert_eq!(union_ms(&mut []), 0.0);
+        // Two pieces' kernels with a gap, the first piece's exact pass running over the gap
+        // into the second piece, the second's exact pass right after it.
+        let mut v = vec![(0.0, 1.0), (1.5, 2.5), (0.9, 1.7), (2.5, 2.6)];
+        assert!((union_ms(&mut v) - 2.6).abs() < 1e-12);
+        // A gap nothing ran in is not counted.
+        let mut v = vec![(2.0, 3.0), (0.0, 1.0), (0.5, 0.8)];
+        assert!((union_ms(&mut v) - 2.0).abs() < 1e-12);
+        // Nested and unsorted; an interval ending before it starts counts nothing.
+        let mut v = vec![(3.0, 4.0), (0.0, 5.0), (1.0, 2.0), (7.0, 6.0)];
+        assert!((union_ms(&mut v) - 5.0).abs() < 1e-12);
+    }
 
     #[test]
     fn sort_sizes_match_the_kernels() {
