@@ -691,25 +691,22 @@ struct DeviceState {
     h2d: Arc<CudaStream>,
     d2h: Arc<CudaStream>,
     /// [`PIPE_EVENTS`] events per pipeline slot (copy in, kernels, copy out, the exact pass on
-    /// the rest stream: start and end).
+    /// the rest stream: start and end; the f16 pass done).
     pipe_events: Vec<CudaEvent>,
     /// Recorded on the kernel stream before the first piece of a pipelined batch: the origin
     /// of the pieces' busy intervals ([`union_ms`]).
     pipe_t0: Option<CudaEvent>,
     /// Batches of at most this many items run one warp per item (see [`warp_items`]).
     warp_items: usize,
-    /// The queue of the f16-slot pass (its count, then the undecided configurations).
-    half_queue: CudaSlice<u32>,
-    /// A second queue: in a pipelined batch, the pieces use the two in turn, so that the
-    /// f16 pass of one piece fills one while the exact pass of the piece before reads the other.
-    half_queue_b: CudaSlice<u32>,
+    /// The queues of the f16-slot pass (each: its count, then the undecided configurations).
+    /// A single batch uses the first; in a pipelined batch the pieces use the two in turn, so
+    /// that the f16 pass of one piece fills one while the exact pass of the piece before reads
+    /// the other.
+    half_queues: [CudaSlice<u32>; 2],
     /// The stream of the exact pass over the f16 pass's queue in pipelined batches
     /// (`check_configs_rest`): it runs beside the next piece's kernels (see
     /// [`DeviceState::configs`]).
     rest_stream: Arc<CudaStream>,
-    /// Per queue: the f16 pass of its piece done (kernel stream), its exact pass done (rest
-    /// stream).
-    rest_events: Vec<CudaEvent>,
     /// Buffers of the warp-coherent order of large configuration batches.
     sort: SortBufs,
 }
@@ -814,10 +811,11 @@ impl DeviceState {
             pipe_events: Vec::new(),
             pipe_t0: None,
             warp_items: warp_items(model),
-            half_queue: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
-            half_queue_b: unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            half_queues: [
+                unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+                unsafe { stream.alloc::<u32>(1) }.map_err(drv("device allocation"))?,
+            ],
             rest_stream: ctx.new_stream().map_err(drv("creating a stream"))?,
-            rest_events: Vec::new(),
             sort: SortBufs {
                 spec: upload(&stream, sort_spec)?,
                 hist: unsafe { stream.alloc::<u32>(SORT_HIST_WORDS) }
@@ -1038,7 +1036,7 @@ impl DeviceState {
             let sorted = lanes == 1 && n >= sort_from;
             self.ensure_buffers(n * dof, n)?;
             if half.is_some() {
-                ensure_dev(&self.stream, &mut self.half_queue, n + 1)?;
+                ensure_dev(&self.stream, &mut self.half_queues[0], n + 1)?;
             }
             if sorted {
                 self.sort.ensure(&self.stream, n)?;
@@ -1047,7 +1045,7 @@ impl DeviceState {
             self.round(n * dof, n, times, |s| {
                 let half = half.map(|kernels| HalfLaunch {
                     kernels,
-                    queue: &mut s.half_queue,
+                    queue: &mut s.half_queues[0],
                     rest_threads,
                     defer_rest: false,
                 });
@@ -1080,20 +1078,12 @@ impl DeviceState {
             // The pieces' f16 passes run one after another on the kernel stream; each piece's
             // exact pass runs on the rest stream beside the next piece's kernels, so the pieces
             // take the two queues in turn.
-            ensure_dev(&self.stream, &mut self.half_queue, piece + 1)?;
-            ensure_dev(&self.stream, &mut self.half_queue_b, piece + 1)?;
-            while self.rest_events.len() < 4 {
-                let e = self
-                    .ctx
-                    .new_event(Some(
-                        cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING,
-                    ))
-                    .map_err(drv("creating an event"))?;
-                self.rest_events.push(e);
+            for queue in &mut self.half_queues {
+                ensure_dev(&self.stream, queue, piece + 1)?;
             }
         }
         let pieces = n.div_ceil(piece);
-        // The queue whose exact pass the kernel stream still has to wait for.
+        // The slot whose exact pass the kernel stream still has to wait for.
         let mut rest_pending: Option<usize> = None;
         if piece >= sort_from {
             self.sort.ensure(&self.stream, piece)?;
@@ -1118,7 +1108,8 @@ impl DeviceState {
                 let (w0, words) = (slot * piece * dof, cn * dof);
                 let o0 = slot * piece;
                 self.stage(values, &rows, start..start + cn, w0, times)?;
-                let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
+                let e0 = slot * PIPE_EVENTS;
+                let ev = &self.pipe_events[e0..e0 + PIPE_EVENTS];
                 ev[0].record(&self.h2d).map_err(drv("event"))?;
                 {
                     let stg = self.staging.as_slice().map_err(drv("pinned buffer"))?;
@@ -1143,10 +1134,7 @@ impl DeviceState {
                 let half_piece = half.as_ref().filter(|_| cn >= half_from);
                 let half_launch = half_piece.map(|kernels| HalfLaunch {
                     kernels,
-                    queue: match q {
-                        0 => &mut self.half_queue,
-                        _ => &mut self.half_queue_b,
-                    },
+                    queue: &mut self.half_queues[q],
                     rest_threads,
                     defer_rest: true,
                 });
@@ -1180,48 +1168,39 @@ impl DeviceState {
                 // or at once after the last piece; the copy back of this piece waits for it
                 // too. Queue q is cleared again two pieces later, after that wait. The kernel
                 // time counts the union of both streams' intervals (`busy`).
+                if let Some(p) = rest_pending.take() {
+                    self.stream
+                        .wait(&self.pipe_events[p * PIPE_EVENTS + 7])
+                        .map_err(drv("stream wait"))?;
+                }
                 if let Some(kernels) = half_piece {
-                    let half_done = &self.rest_events[2 * q];
+                    let half_done = &self.pipe_events[e0 + 8];
                     half_done.record(&self.stream).map_err(drv("event"))?;
                     self.rest_stream
                         .wait(half_done)
                         .map_err(drv("stream wait"))?;
-                    let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
-                    ev[6].record(&self.rest_stream).map_err(drv("event"))?;
-                    let queue = match q {
-                        0 => &self.half_queue,
-                        _ => &self.half_queue_b,
-                    };
+                    self.pipe_events[e0 + 6]
+                        .record(&self.rest_stream)
+                        .map_err(drv("event"))?;
                     launch_rest(
                         &self.rest_stream,
                         &kernels.1,
                         &self.args,
                         (&self.input, w0..w0 + words),
                         (&mut self.out, o0..o0 + cn),
-                        queue,
+                        &self.half_queues[q],
                         rest_threads,
                     )?;
-                    let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
-                    ev[7].record(&self.rest_stream).map_err(drv("event"))?;
-                    let rest_done = &self.rest_events[2 * q + 1];
+                    let rest_done = &self.pipe_events[e0 + 7];
                     rest_done.record(&self.rest_stream).map_err(drv("event"))?;
                     self.d2h.wait(rest_done).map_err(drv("stream wait"))?;
-                }
-                if let Some(p) = rest_pending.take() {
-                    self.stream
-                        .wait(&self.rest_events[2 * p + 1])
-                        .map_err(drv("stream wait"))?;
-                }
-                if half_piece.is_some() {
                     if j + 1 == pieces {
-                        self.stream
-                            .wait(&self.rest_events[2 * q + 1])
-                            .map_err(drv("stream wait"))?;
+                        self.stream.wait(rest_done).map_err(drv("stream wait"))?;
                     } else {
-                        rest_pending = Some(q);
+                        rest_pending = Some(slot);
                     }
                 }
-                let ev = &self.pipe_events[slot * PIPE_EVENTS..(slot + 1) * PIPE_EVENTS];
+                let ev = &self.pipe_events[e0..e0 + PIPE_EVENTS];
                 ev[3].record(&self.stream).map_err(drv("event"))?;
                 self.d2h.wait(&ev[3]).map_err(drv("stream wait"))?;
                 ev[4].record(&self.d2h).map_err(drv("event"))?;
@@ -1313,14 +1292,13 @@ impl DeviceState {
             let t0 = self.pipe_t0.as_ref()?;
             t0.elapsed_ms(&ev[e]).ok().map(f64::from)
         };
-        let kernels = from_t0(2).zip(from_t0(3));
-        let exact = match rest {
-            true => from_t0(6).zip(from_t0(7)).map(Some),
-            false => Some(None),
-        };
-        match (kernels, exact) {
-            (Some(k), Some(x)) => busy.extend(std::iter::once(k).chain(x)),
-            _ => times.kernel += el(2, 3)?,
+        let spans: Option<Vec<(f64, f64)>> = std::iter::once((2, 3))
+            .chain(rest.then_some((6, 7)))
+            .map(|(a, b)| Some((from_t0(a)?, from_t0(b)?)))
+            .collect();
+        match spans {
+            Some(v) => busy.extend(v),
+            None => times.kernel += el(2, 3)?,
         }
         times.launches += 1;
         let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
@@ -1332,22 +1310,16 @@ impl DeviceState {
 
     /// At least `slots` pipeline slots of [`PIPE_EVENTS`] events each, and the origin event.
     fn ensure_pipe_events(&mut self, slots: usize) -> Result<(), CollisionError> {
+        let ctx = &self.ctx;
         let new = || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(drv("creating an event"))
         };
-        let mut made = Vec::new();
-        while self.pipe_events.len() + made.len() < slots * PIPE_EVENTS {
-            made.push(new()?);
+        while self.pipe_events.len() < slots * PIPE_EVENTS {
+            self.pipe_events.push(new()?);
         }
-        let t0 = match self.pipe_t0.is_none() {
-            true => Some(new()?),
-            false => None,
-        };
-        self.pipe_events.extend(made);
-        if t0.is_some() {
-            self.pipe_t0 = t0;
+        if self.pipe_t0.is_none() {
+            self.pipe_t0 = Some(new()?);
         }
         Ok(())
     }
@@ -1874,8 +1846,9 @@ pub const SMALL_ROUND_ENV: &str = "GMP_SMALL_ROUND";
 const PIPE_SLOTS: usize = 4;
 
 /// Events per pipeline slot of [`DeviceState::configs`]: copy in, kernels (kernel stream),
-/// copy out, the exact pass (rest stream), each start and end.
-const PIPE_EVENTS: usize = 8;
+/// copy out, the exact pass (rest stream), each start and end; then the f16 pass done (kernel
+/// stream), which the rest stream waits for.
+const PIPE_EVENTS: usize = 9;
 
 /// The total length of the union of `intervals` (start, end), in their unit; sorts them.
 fn union_ms(intervals: &mut [(f64, f64)]) -> f64 {
