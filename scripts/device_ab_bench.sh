@@ -6,7 +6,8 @@
 # one process each: `gmp bench collision` on the Panda sphere model, CUDA only, specialised
 # kernels, batches GMP_AB_SIZES (default 1e6, 4e6, 1e7), scenes GMP_AB_SCENES (default all
 # seven). Writes $OUT/ab_<build>_<scene>.log and prints one line per scene and size:
-#   scene n  kernel/s base -> new (change)  end-to-end f32-in/s base -> new
+#   scene n  kernel/s base -> new (change)  end-to-end f32-in/s base -> new  f32-in kernel/s
+# (f32-in kernel/s is 0 for builds that do not record it)
 set -u
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -29,13 +30,14 @@ def rows(path):
             r = json.loads(l[len("bench collision: "):])
             if r["kind"] == "configs":
                 g = r["gpu"][0]
-                out[(r["case"], r["n"])] = (g["kernel_per_s"], g.get("f32_in", {}).get("per_s", 0.0), g.get("mismatches", -1))
+                f = g.get("f32_in", {})
+                out[(r["case"], r["n"])] = (g["kernel_per_s"], f.get("per_s", 0.0), f.get("kernel_per_s", 0.0))
     return out
 base, new = rows(sys.argv[1]), rows(sys.argv[2])
 for k in sorted(new):
     if k in base:
-        (kb, eb, mb), (kn, en, mn) = base[k], new[k]
-        print("%-24s %.0e  kernel/s %.3e -> %.3e (%+.1f %%)  f32-in end to end %.2e -> %.2e  mismatches %d %d"
-              % (k[0], k[1], kb, kn, 100 * (kn / kb - 1), eb, en, mb, mn))
+        (kb, eb, fb), (kn, en, fn) = base[k], new[k]
+        print("%-24s %.0e  kernel/s %.3e -> %.3e (%+.1f %%)  f32-in end to end %.2e -> %.2e  f32-in kernel/s %.3e -> %.3e"
+              % (k[0], k[1], kb, kn, 100 * (kn / kb - 1), eb, en, fb, fn))
 PY
 done
