@@ -989,14 +989,15 @@ impl DeviceState {
         let half = self.kernels(variant).half.clone();
         // The device's wave, whatever WHOLE_WAVES_ENV says about rounding pieces to it.
         let device_wave = self.kernels(variant).config_wave;
-        let half_from = half_min(
-            HALF_MIN_WAVES
-                * if device_wave > 0 {
-                    device_wave
-                } else {
-                    1 << 16
-                },
-        );
+        let wave_or_guess = if device_wave > 0 {
+            device_wave
+        } else {
+            1 << 16
+        };
+        // Pipelined pieces overlap each exact pass with the next piece; a batch of one piece
+        // cannot, so it keeps the older, higher default.
+        let half_from = half_min(HALF_MIN_WAVES * wave_or_guess);
+        let half_from_one_piece = half_min(HALF_MIN_ONE_PIECE_WAVES * wave_or_guess);
         // The exact pass over the queue loops over it: a wave of threads is enough.
         let rest_threads = if device_wave > 0 {
             device_wave
@@ -1013,14 +1014,7 @@ impl DeviceState {
         let one_round = std::env::var(SMALL_ROUND_ENV).map_or(true, |v| v.trim() != "0");
         // (A state without a sort key for these rows, as the hub's, never sorts.)
         let sort_from = match self.sort.spec.len() >= 3 * dof {
-            true => sort_min(
-                SORT_MIN_WAVES
-                    * if device_wave > 0 {
-                        device_wave
-                    } else {
-                        1 << 16
-                    },
-            ),
+            true => sort_min(SORT_MIN_WAVES * wave_or_guess),
             false => usize::MAX,
         };
         let sort_fns = self.kernels(variant).sort.clone();
@@ -1032,7 +1026,9 @@ impl DeviceState {
                 true => (self.kernels(variant).configs_warp.clone(), 32),
                 false => (f_configs, 1),
             };
-            let half = half.as_ref().filter(|_| lanes == 1 && n >= half_from);
+            let half = half
+                .as_ref()
+                .filter(|_| lanes == 1 && n >= half_from_one_piece);
             let sorted = lanes == 1 && n >= sort_from;
             self.ensure_buffers(n * dof, n)?;
             if half.is_some() {
@@ -1564,11 +1560,19 @@ pub const WHOLE_WAVES_ENV: &str = "GMP_WHOLE_WAVES";
 pub const HALF_MIN_ENV: &str = "GMP_HALF_MIN";
 
 /// Default of [`HALF_MIN_ENV`] in device waves. Measured on the H100 (MBM Panda sphere model,
-/// all seven scenes, results/collision/half_slots_H100_2026-11-23/tri_state/): on pieces of
-/// 1.5 waves (1e6-configuration batches) the f16 pass was 7-16 % slower than the exact kernel
-/// alone (the exact pass over the queue runs after it, with few threads), on pieces of six
-/// waves (1e7) -2 to +10 %.
-pub const HALF_MIN_WAVES: usize = 4;
+/// all seven scenes): in 2026-11-23 (results/collision/half_slots_H100_2026-11-23/tri_state/),
+/// when the exact pass over the queue ran after the f16 pass on the kernel stream, pieces of
+/// 1.5 waves were 7-16 % slower with the f16 pass, so it started at four waves. Since the
+/// exact pass runs beside the next piece (results/collision/half_from_one_wave_2026-11-26/),
+/// the f16 pass from one wave made 1e6 batches 3-10 % faster end to end with f32 input and
+/// 2e6 batches 4-18 %, on all seven scenes, two runs each.
+pub const HALF_MIN_WAVES: usize = 1;
+
+/// Default of [`HALF_MIN_ENV`] in device waves for a batch checked in one piece (below twice
+/// the smallest pipelined piece), where the exact pass can only follow the f16 pass: the
+/// threshold measured in 2026-11-23 (see [`HALF_MIN_WAVES`]). On the H100's Panda kernels one
+/// piece never reaches it, so such batches run the exact kernel alone, as before.
+pub const HALF_MIN_ONE_PIECE_WAVES: usize = 4;
 
 /// The batch size from which the f16-slot pass runs ([`HALF_MIN_ENV`]; `wave` as in
 /// [`KernelSet::config_wave`]).

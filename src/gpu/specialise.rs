@@ -340,7 +340,7 @@ pub enum Layout {
     /// exact tests say; in between (within about a millimetre of a contact: 0.3 % of uniformly
     /// random Panda configurations, 2.3 % UR5, 1.5 % Fetch in the host twin) the exact code
     /// decides. `check_configs_half` queues those configurations and `check_configs_rest` checks
-    /// them, packed into whole warps. Batches below [`super::HALF_MIN_ENV`] (default four waves
+    /// them, packed into whole warps. Batches below [`super::HALF_MIN_ENV`] (default one wave
     /// of the device), motions and the several-scene kernels run the exact code only. Models that
     /// need out-of-line tests (polytopes, covering spheres, meshes), or have a negative margin,
     /// get `looped-compact-fold` itself.
