@@ -108,7 +108,8 @@ impl CudaBatch {
             .ok()
             .map(|g| (g.source.as_str(), cuda.spec_maxrreg));
         // The hub checks its items through check_configs_multi, in the callers' order.
-        let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec, &[])?;
+        // In slot order: the shared launches address each problem's obstacles as a range.
+        let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec, &[], false)?;
         let variant = match (&generated, &spec_error) {
             (Ok(_), None) => KernelVariant::Specialised,
             _ => KernelVariant::Generic,

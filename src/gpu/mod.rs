@@ -573,19 +573,52 @@ struct DeviceScene {
     mesh_edge_targets: CudaSlice<u32>,
     /// The mesh pool as uploaded (to detect changes).
     mesh_host: (Vec<u32>, Vec<u32>, Vec<u32>),
+    /// Whether the records follow [`upload::obstacle_order`] (else slot order: the shared
+    /// launches address each problem's slots as a range).
+    ordered: bool,
+    /// The slot of each obstacle record on the device.
+    order: Vec<u32>,
+    /// The record of each slot (the inverse of `order`).
+    position: Vec<u32>,
+}
+
+/// The inverse of a permutation of `0..order.len()`.
+fn positions(order: &[u32]) -> Vec<u32> {
+    let mut pos = vec![0u32; order.len()];
+    for (i, &slot) in order.iter().enumerate() {
+        if let Some(p) = pos.get_mut(slot as usize) {
+            *p = i as u32;
+        }
+    }
+    pos
 }
 
 impl DeviceScene {
-    /// Uploads the scene arrays of `scene`.
-    fn upload(stream: &Arc<CudaStream>, scene: &SceneModel) -> Result<Self, CollisionError> {
-        let sw = SceneWords::build(scene);
+    /// Uploads the scene arrays of `scene`, the obstacles in [`upload::obstacle_order`] where
+    /// `ordered`, else in slot order.
+    fn upload(
+        stream: &Arc<CudaStream>,
+        scene: &SceneModel,
+        ordered: bool,
+    ) -> Result<Self, CollisionError> {
+        let sw = Self::words(scene, ordered);
         Ok(DeviceScene {
+            ordered,
+            position: positions(&sw.order),
+            order: sw.order,
             obstacles: upload(stream, &sw.obstacles)?,
             mesh_verts: upload(stream, &sw.mesh_verts)?,
             mesh_edge_offsets: upload(stream, &sw.mesh_edge_offsets)?,
             mesh_edge_targets: upload(stream, &sw.mesh_edge_targets)?,
             mesh_host: (sw.mesh_verts, sw.mesh_edge_offsets, sw.mesh_edge_targets),
         })
+    }
+
+    fn words(scene: &SceneModel, ordered: bool) -> SceneWords {
+        match ordered {
+            true => SceneWords::build_ordered(scene),
+            false => SceneWords::build(scene),
+        }
     }
 }
 
@@ -750,13 +783,15 @@ struct DevTimes {
 impl DeviceState {
     /// Sets up device `ordinal`; with `spec` (source and register cap) also the robot-specialised
     /// kernels, whose failure to compile or load is returned beside the state (the generic
-    /// kernels then run).
+    /// kernels then run). `ordered`: the obstacles go to the device in
+    /// [`upload::obstacle_order`] (else in slot order).
     fn new(
         ordinal: usize,
         model: &CollisionModel,
         scene: &SceneModel,
         spec: Option<(&str, Option<usize>)>,
         sort_spec: &[u32],
+        ordered: bool,
     ) -> Result<(Self, Option<String>), CollisionError> {
         let dm = device_module(ordinal)?;
         let ctx = dm.ctx.clone();
@@ -783,7 +818,7 @@ impl DeviceState {
             .load_function("fk_frames")
             .map_err(|e| backend_err(format!("kernel 'fk_frames' not found: {e:?}")))?;
         let robot = DeviceRobot::upload(&stream, model)?;
-        let scene_dev = DeviceScene::upload(&stream, scene)?;
+        let scene_dev = DeviceScene::upload(&stream, scene, ordered)?;
         let ev = || {
             ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(drv("creating an event"))
@@ -857,14 +892,26 @@ impl DeviceState {
         changed: &[usize],
     ) -> Result<(), CollisionError> {
         let n = scene.obstacles.len();
-        if n * OBSTACLE_WORDS > self.scene.obstacles.len() {
-            let sw = SceneWords::build(scene);
+        // The records of changed slots keep their places in the visiting order; a scene with
+        // another number of slots is uploaded whole, in a new order.
+        let at = |slot: usize| self.scene.position.get(slot).map(|&p| p as usize);
+        if n != self.scene.order.len() || n * OBSTACLE_WORDS > self.scene.obstacles.len() {
+            let sw = DeviceScene::words(scene, self.scene.ordered);
             self.scene.obstacles = upload(&self.stream, &sw.obstacles)?;
-        } else if let (Some(&lo), Some(&hi)) = (changed.iter().min(), changed.iter().max()) {
+            self.scene.position = positions(&sw.order);
+            self.scene.order = sw.order;
+        } else if let (Some(lo), Some(hi)) = (
+            changed.iter().filter_map(|&c| at(c)).min(),
+            changed.iter().filter_map(|&c| at(c)).max(),
+        ) {
             let hi = hi.min(n.saturating_sub(1));
             if lo <= hi {
                 let mut words = Vec::with_capacity((hi - lo + 1) * OBSTACLE_WORDS);
-                for o in &scene.obstacles[lo..=hi] {
+                for &slot in &self.scene.order[lo..=hi] {
+                    let o = scene
+                        .obstacles
+                        .get(slot as usize)
+                        .unwrap_or(&crate::collision::model::ObstacleModel::EMPTY);
                     obstacle_words(o, &mut words);
                 }
                 let mut dst = self
@@ -2075,7 +2122,7 @@ impl CudaChecker {
                 .as_ref()
                 .ok()
                 .map(|g| (g.source.as_str(), maxrreg));
-            let (state, err) = DeviceState::new(d, &model, &scene_model, spec, &sort_words)?;
+            let (state, err) = DeviceState::new(d, &model, &scene_model, spec, &sort_words, true)?;
             if let Some(e) = err {
                 spec_unavailable.get_or_insert(e);
             }
@@ -2475,6 +2522,17 @@ impl Checker for CudaChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_invert_the_visiting_order() {
+        let order = [2u32, 4, 3, 0, 1];
+        let pos = positions(&order);
+        assert_eq!(pos, vec![3, 4, 0, 2, 1]);
+        for (i, &slot) in order.iter().enumerate() {
+            assert_eq!(pos[slot as usize] as usize, i);
+        }
+        assert!(positions(&[]).is_empty());
+    }
 
     #[test]
     fn union_counts_overlaps_once() {

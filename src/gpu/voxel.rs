@@ -293,7 +293,7 @@ pub(crate) fn voxel_cells(
     );
     let scene_model = SceneModel::build(&Scene::default());
     let robot = DeviceRobot::upload(&stream, model)?;
-    let scene = DeviceScene::upload(&stream, &scene_model)?;
+    let scene = DeviceScene::upload(&stream, &scene_model, false)?;
     let margs = model_args(&stream, &robot, &scene, model, &scene_model);
     let boxes: Vec<f32> = job.boxes.iter().flatten().copied().collect();
     let boxes = upload(&stream, &words_of(&boxes))?;
