@@ -177,7 +177,10 @@ impl SceneWords {
             ..SceneWords::default()
         };
         for &slot in &w.order {
-            let o = s.obstacles.get(slot as usize).unwrap_or(&ObstacleModel::EMPTY);
+            let o = s
+                .obstacles
+                .get(slot as usize)
+                .unwrap_or(&ObstacleModel::EMPTY);
             obstacle_words(o, &mut w.obstacles);
         }
         w.mesh_verts = Self::mesh_vert_words(s);
