@@ -186,9 +186,10 @@ if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
     rc="${PIPESTATUS[0]}"
     [ "$rc" = 0 ] || { status_parity="FAILED"; echo "device_gpu: parity $t rc $rc" | tee -a "$OUT/parity.log"; }
   done
-  # Batches of 1e6 go in pieces below the f16 pass's four device waves: the sphere models again
-  # with every piece sorted (GMP_SORT_MIN=1) and through the f16 pass (GMP_HALF_MIN=1), at a
-  # fifth of the size, few motions.
+  # The f16 pass runs on pipelined pieces of at least one device wave, batches of one piece from
+  # four waves, and smaller batches never: the sphere models again with every piece (and every
+  # batch) sorted (GMP_SORT_MIN=1) and through the f16 pass (GMP_HALF_MIN=1), at a fifth of the
+  # size, few motions.
   if [ -z "${GMP_PARITY_FILTER:-}" ]; then
     for r in panda ur5 fetch; do
       GMP_SORT_MIN=1 GMP_HALF_MIN=1 GMP_PARITY_SHAPES=spheres GMP_PARITY_SPHERE_DIVISOR=1 GMP_PARITY_LAYOUTS=looped-half \
