@@ -97,7 +97,15 @@ impl CudaBatch {
                     )));
                 }
             }
-            let sm = SceneModel::build(scene);
+            let mut sm = SceneModel::build(scene);
+            // Within its range, each problem's obstacles nearest the robot's origin first, as a
+            // single checker uploads them (upload::obstacle_order; the verdicts do not depend
+            // on the order). Its slots are not addressed one by one: the scenes never change.
+            let order = super::upload::obstacle_order(&sm);
+            sm.obstacles = order
+                .iter()
+                .filter_map(|&i| sm.obstacles.get(i as usize).copied())
+                .collect();
             let lo = merged.append(&sm);
             ranges.extend([lo as u32, sm.obstacles.len() as u32, bases.len() as u32, 0]);
             bases.extend(base.iter().map(|&v| (v as f32).to_bits()));
