@@ -116,7 +116,8 @@ impl CudaBatch {
             .ok()
             .map(|g| (g.source.as_str(), cuda.spec_maxrreg));
         // The hub checks its items through check_configs_multi, in the callers' order.
-        // In slot order: the shared launches address each problem's obstacles as a range.
+        // Uploaded as merged (each problem's range already ordered above): the shared launches
+        // address each problem's obstacles as a range of slots.
         let (dev, spec_error) = DeviceState::new(ordinal, &model, &merged, spec, &[], false)?;
         let variant = match (&generated, &spec_error) {
             (Ok(_), None) => KernelVariant::Specialised,

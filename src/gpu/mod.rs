@@ -614,6 +614,17 @@ impl DeviceScene {
         })
     }
 
+    /// The first and last device record of the slots `changed` (those it holds), if any.
+    fn span_of(&self, changed: &[usize]) -> Option<(usize, usize)> {
+        let places = changed
+            .iter()
+            .filter_map(|&c| self.position.get(c).map(|&p| p as usize));
+        places.fold(None, |acc, p| match acc {
+            Some((lo, hi)) => Some((p.min(lo), p.max(hi))),
+            None => Some((p, p)),
+        })
+    }
+
     fn words(scene: &SceneModel, ordered: bool) -> SceneWords {
         match ordered {
             true => SceneWords::build_ordered(scene),
@@ -891,37 +902,30 @@ impl DeviceState {
         scene: &SceneModel,
         changed: &[usize],
     ) -> Result<(), CollisionError> {
-        let n = scene.obstacles.len();
-        // The records of changed slots keep their places in the visiting order; a scene with
-        // another number of slots is uploaded whole, in a new order.
-        let at = |slot: usize| self.scene.position.get(slot).map(|&p| p as usize);
-        if n != self.scene.order.len() || n * OBSTACLE_WORDS > self.scene.obstacles.len() {
+        // The records of changed slots keep their places in the visiting order (the device
+        // holds one record per slot of the last whole upload); a scene with another number of
+        // slots is uploaded whole, in a new order.
+        if scene.obstacles.len() != self.scene.order.len() {
             let sw = DeviceScene::words(scene, self.scene.ordered);
             self.scene.obstacles = upload(&self.stream, &sw.obstacles)?;
             self.scene.position = positions(&sw.order);
             self.scene.order = sw.order;
-        } else if let (Some(lo), Some(hi)) = (
-            changed.iter().filter_map(|&c| at(c)).min(),
-            changed.iter().filter_map(|&c| at(c)).max(),
-        ) {
-            let hi = hi.min(n.saturating_sub(1));
-            if lo <= hi {
-                let mut words = Vec::with_capacity((hi - lo + 1) * OBSTACLE_WORDS);
-                for &slot in &self.scene.order[lo..=hi] {
-                    let o = scene
-                        .obstacles
-                        .get(slot as usize)
-                        .unwrap_or(&crate::collision::model::ObstacleModel::EMPTY);
-                    obstacle_words(o, &mut words);
-                }
-                let mut dst = self
-                    .scene
+        } else if let Some((lo, hi)) = self.scene.span_of(changed) {
+            let mut words = Vec::with_capacity((hi - lo + 1) * OBSTACLE_WORDS);
+            for &slot in &self.scene.order[lo..=hi] {
+                let o = scene
                     .obstacles
-                    .slice_mut(lo * OBSTACLE_WORDS..(hi + 1) * OBSTACLE_WORDS);
-                self.stream
-                    .memcpy_htod(&words[..], &mut dst)
-                    .map_err(drv("obstacle upload"))?;
+                    .get(slot as usize)
+                    .unwrap_or(&crate::collision::model::ObstacleModel::EMPTY);
+                obstacle_words(o, &mut words);
             }
+            let mut dst = self
+                .scene
+                .obstacles
+                .slice_mut(lo * OBSTACLE_WORDS..(hi + 1) * OBSTACLE_WORDS);
+            self.stream
+                .memcpy_htod(&words[..], &mut dst)
+                .map_err(drv("obstacle upload"))?;
         }
         let mesh_verts = SceneWords::mesh_vert_words(scene);
         let h = &self.scene.mesh_host;

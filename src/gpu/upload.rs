@@ -136,11 +136,9 @@ pub fn obstacle_order(s: &SceneModel) -> Vec<u32> {
             d
         }
     };
+    let keys: Vec<f32> = s.obstacles.iter().map(key).collect();
     let mut order: Vec<u32> = (0..s.obstacles.len() as u32).collect();
-    order.sort_by(|&a, &b| {
-        let (ka, kb) = (key(&s.obstacles[a as usize]), key(&s.obstacles[b as usize]));
-        ka.total_cmp(&kb)
-    });
+    order.sort_by(|&a, &b| keys[a as usize].total_cmp(&keys[b as usize]));
     order
 }
 
