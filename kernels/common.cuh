@@ -89,6 +89,13 @@ struct GmpModel {
     unsigned num_obstacles;
     unsigned dof;
     float margin;
+    // The proximity grid of the scene (src/collision/prox.rs; null: none): per cell, a bit per
+    // obstacle record (the first 32) that may be within the grid's reach of the cell.
+    const unsigned* prox;
+    float prox_lo[3];            // the corner of cell (0, 0, 0)
+    float prox_inv_h;            // cells per metre
+    unsigned prox_dim[3];        // cells along x, y, z (x fastest)
+    unsigned prox_always;        // bits set in every answer
 };
 
 // ---- detmath.rs ----
@@ -766,6 +773,22 @@ __device__ __forceinline__ bool gmp_sphere_near_obstacle(const V3& c, float r, c
     if (o.kind == GMP_CYLINDER) return gmp_near_cylinder(c, r, o, margin);
     if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) return gmp_near_ball(c, r, o, margin);
     return false;
+}
+
+// ProxGrid::lookup (src/collision/prox.rs): the obstacle records that may be within the grid's
+// reach of the point c, bit i for record i < 32 (the records it does not describe always set);
+// every bit for a non-finite point. m.prox must not be null.
+__device__ __forceinline__ unsigned gmp_prox(const GmpModel& m, const V3& c) {
+    const float fx = (c.x[0] - m.prox_lo[0]) * m.prox_inv_h;
+    const float fy = (c.x[1] - m.prox_lo[1]) * m.prox_inv_h;
+    const float fz = (c.x[2] - m.prox_lo[2]) * m.prox_inv_h;
+    if (fx >= 0.0f && fx < (float)m.prox_dim[0] && fy >= 0.0f && fy < (float)m.prox_dim[1] &&
+        fz >= 0.0f && fz < (float)m.prox_dim[2]) {
+        const unsigned i = ((unsigned)fz * m.prox_dim[1] + (unsigned)fy) * m.prox_dim[0] + (unsigned)fx;
+        return m.prox[i] | m.prox_always;
+    }
+    const bool finite = fabsf(fx) <= 3.40282347e38f && fabsf(fy) <= 3.40282347e38f && fabsf(fz) <= 3.40282347e38f;
+    return finite ? m.prox_always : 0xffffffffu;
 }
 
 // obstacle_shape

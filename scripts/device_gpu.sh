@@ -166,6 +166,10 @@ if [[ "$mode" = all || "$mode" = parity || "$mode" = quick ]]; then
   # for the balanced kernel, GMP_PARITY_TIMINGS=1); GMP_PARITY_MOTION_KERNEL=balanced leaves it
   # out (neither the planners nor the benchmarks use it by default).
   # GMP_PARITY_FILTER: run only the parity tests whose name contains it (e.g. gpu_parity_ur5).
+  # The specialised kernels of the sphere models read the scene's proximity grid from batches of
+  # GMP_PROX_MIN configurations (default 262144); parity builds and reads it at every size
+  # (GMP_PROX_MIN=off runs without it).
+  export GMP_PROX_MIN="${GMP_PROX_MIN:-1}"
   case "${GMP_PARITY_LAYOUTS-}" in
     all) unset GMP_PARITY_LAYOUTS ;;
     *) export GMP_PARITY_LAYOUTS="${GMP_PARITY_LAYOUTS-}" ;;

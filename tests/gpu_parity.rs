@@ -622,17 +622,65 @@ fn gpu_parity_after_scene_updates() {
     let Some(data) = common::mbm_or_skip("gpu_parity_after_scene_updates") else {
         return;
     };
+    let (r, p, base) = panda_problem(&data, "bookshelf_small");
+    // Both models: the sphere model's specialised kernels read the scene's proximity grid
+    // (with GMP_PROX_MIN=1 at every batch size), which every update makes stale.
+    let mut t = Tally::default();
+    for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+        let opts = CheckerOptions {
+            shapes,
+            ..CheckerOptions::default()
+        };
+        scene_updates_with(&r, &p, &base, opts, &mut t);
+    }
+    eprintln!(
+        "parity: scene updates configs {} motions {} diff {} ({})",
+        t.configs,
+        t.motions,
+        t.total_diff(),
+        t.per_run()
+    );
+    assert_eq!(t.total_diff(), 0, "{:#?}", t.examples);
+}
+
+/// Where the checker's specialised kernels read a proximity grid and `GMP_PROX_MIN=1` asks for
+/// one at every batch: that one describes the current scene (asserted after each comparison).
+fn grid_in_use(cuda: &CudaChecker, what: &str) {
+    let forced = std::env::var("GMP_PROX_MIN").is_ok_and(|v| v.trim() == "1");
+    let reads = cuda.specialisation().is_some_and(|s| s.prox_covers > 0);
+    let grid = cuda.proximity_grid();
+    eprintln!(
+        "parity: {what}: proximity grid {}",
+        grid.as_ref().map_or("none".to_string(), |g| format!(
+            "{:?} cells of {:.3} m, always {:#x}",
+            g.dim,
+            g.cell_size(),
+            g.always
+        ))
+    );
+    if forced && reads {
+        assert!(
+            grid.is_some(),
+            "{what}: no proximity grid for the current scene"
+        );
+    }
+}
+
+fn scene_updates_with(
+    r: &gpu_motion_planner::mbm::MbmRobot,
+    p: &gpu_motion_planner::mbm::Problem,
+    base: &[f64],
+    opts: CheckerOptions,
+    t: &mut Tally,
+) {
     use gpu_motion_planner::scene::{Obstacle, Shape};
     use nalgebra::{Isometry3, Translation3, Vector3};
-
-    let (r, p, base) = panda_problem(&data, "bookshelf_small");
-    let mut s = sampler_for(&r, &p, 7);
-    let opts = CheckerOptions::default();
+    let mut s = sampler_for(r, p, 7);
     let mut scene = p.scene.clone();
-    let mut cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap();
-    let mut cuda = [CudaChecker::new(&r.model, &r.group, &base, &scene, opts).unwrap()];
-    let mut t = Tally::default();
-    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "initial");
+    let mut cpu = CpuChecker::new(&r.model, &r.group, base, &scene, opts).unwrap();
+    let mut cuda = [CudaChecker::new(&r.model, &r.group, base, &scene, opts).unwrap()];
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, t, "initial");
+    grid_in_use(&cuda[0], "initial");
 
     let ids: Vec<String> = scene.iter().map(|o| o.id.clone()).collect();
     // Move one obstacle towards the robot, remove another.
@@ -666,7 +714,9 @@ fn gpu_parity_after_scene_updates() {
     let changed_gpu = cuda[0].sync_scene(&scene).expect("sync");
     assert_eq!(changed_cpu, changed_gpu);
     assert!(!changed_gpu.is_empty());
-    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 1");
+    assert!(cuda[0].proximity_grid().is_none(), "a stale grid in use");
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, t, "after update 1");
+    grid_in_use(&cuda[0], "after update 1");
 
     // Move the mesh, remove the added box.
     scene
@@ -675,32 +725,16 @@ fn gpu_parity_after_scene_updates() {
     scene.remove("added_box").unwrap();
     cpu.sync_scene(&scene);
     cuda[0].sync_scene(&scene).expect("sync");
-    compare(&cpu, &mut cuda, &mut s, 5000, 300, &mut t, "after update 2");
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, t, "after update 2");
+    grid_in_use(&cuda[0], "after update 2");
     // A new base state (the fingers) goes to the device too.
-    let mut base2 = base.clone();
+    let mut base2 = base.to_vec();
     for v in base2.iter_mut() {
         *v += 0.01;
     }
     cpu.set_base_state(&base2).unwrap();
     cuda[0].set_base_state(&base2).unwrap();
-    compare(
-        &cpu,
-        &mut cuda,
-        &mut s,
-        5000,
-        300,
-        &mut t,
-        "after base state",
-    );
-
-    eprintln!(
-        "parity: scene updates configs {} motions {} diff {} ({})",
-        t.configs,
-        t.motions,
-        t.total_diff(),
-        t.per_run()
-    );
-    assert_eq!(t.total_diff(), 0, "{:#?}", t.examples);
+    compare(&cpu, &mut cuda, &mut s, 5000, 300, t, "after base state");
 }
 
 #[test]

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gpu_motion_planner::collision::detmath::Xf;
+use gpu_motion_planner::collision::prox::ProxGrid;
 use gpu_motion_planner::collision::{
     config_valid, frame_poses, frames_valid, prepare_motions, CollisionModel, MotionBatch,
     RobotShapes, SceneModel, Sweep, DEFAULT_MARGIN, NO_SWEEP,
@@ -29,6 +30,7 @@ use gpu_motion_planner::collision::{
 use gpu_motion_planner::gpu::kernels::{self, host_twin};
 use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource};
 use gpu_motion_planner::gpu::upload;
+use gpu_motion_planner::gpu::PROX_CELL;
 use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
 use rand::{Rng, SeedableRng};
@@ -310,6 +312,18 @@ int main(int argc, char** argv) {
         m.num_obstacles = meta[3];
         m.dof = meta[4];
         std::memcpy(&m.margin, &meta[5], 4);
+        // The proximity grid (prox_meta[0] = 1), read by the configuration checks.
+        auto prox = load(dir, "prox"), pm = load(dir, "prox_meta");
+        m.prox = nullptr;
+        if (pm[0] == 1u && pm.size() == 9) {
+            m.prox = as<unsigned>(prox);
+            std::memcpy(m.prox_lo, &pm[1], 12);
+            std::memcpy(&m.prox_inv_h, &pm[4], 4);
+            m.prox_dim[0] = pm[5];
+            m.prox_dim[1] = pm[6];
+            m.prox_dim[2] = pm[7];
+            m.prox_always = pm[8];
+        }
         const unsigned n_cfg = meta[6], n_step = meta[7], dof = meta[4];
         std::vector<uint8_t> spec_c(n_cfg), gen_c(n_cfg), spec_s(n_step), gen_s(n_step);
         for (unsigned i = 0; i < n_cfg; i++) {
@@ -388,6 +402,7 @@ fn full_state(model: &CollisionModel, q: &[f32]) -> Vec<f32> {
 }
 
 /// Writes one case folder (robot, scene, inputs) and returns the CPU's verdicts for it.
+#[allow(clippy::too_many_arguments)]
 fn write_case(
     dir: &Path,
     r: &Robot,
@@ -396,11 +411,29 @@ fn write_case(
     rng: &mut ChaCha8Rng,
     n_cfg: usize,
     n_step: usize,
+    prox_reach: Option<f64>,
 ) -> Expected {
     std::fs::create_dir_all(dir).expect("case folder");
     let sm = SceneModel::build(scene);
     let rw = upload::RobotWords::build(model);
     let sw = upload::SceneWords::build(&sm);
+    // The scene's proximity grid for the reach the kernels ask for (records in slot order, as
+    // `SceneWords::build` writes them); the twins' configuration checks read it.
+    let (grid, grid_meta) = match prox_reach {
+        Some(reach) => {
+            let refs: Vec<_> = sm.obstacles.iter().collect();
+            let g = ProxGrid::build(&refs, reach, PROX_CELL);
+            let mut meta = vec![1u32];
+            meta.extend(g.lo.map(f32::to_bits));
+            meta.push(g.inv_h.to_bits());
+            meta.extend(g.dim);
+            meta.push(g.always);
+            (g.cells, meta)
+        }
+        None => (Vec::new(), vec![0u32]),
+    };
+    write_words(dir, "prox", &grid);
+    write_words(dir, "prox_meta", &grid_meta);
     for (name, words) in [
         ("frames", &rw.frames),
         ("bodies", &rw.bodies),
@@ -535,14 +568,24 @@ fn specialised_source_matches_cpu_on_the_host() {
         let model = collision_model(r);
         let rdir = tmp.path().join(format!("r{ri}"));
         let mut rng = ChaCha8Rng::seed_from_u64(0x5bec_0000 + ri as u64);
+        let sources: Vec<_> = layouts()
+            .into_iter()
+            .map(|l| (l, specialised(r, &model, l)))
+            .collect();
+        // One grid per scene for every layout: the largest reach any of them asks for (a grid
+        // of a larger reach only leaves out fewer obstacles).
+        let reach = sources
+            .iter()
+            .filter_map(|(_, s)| s.prox_reach)
+            .reduce(f64::max);
         let mut cases = Vec::new();
         for (si, (scene_name, scene)) in r.scenes.iter().enumerate() {
             let cdir = rdir.join(format!("s{si}"));
-            let exp = write_case(&cdir, r, &model, scene, &mut rng, n_cfg, n_step);
+            let exp = write_case(&cdir, r, &model, scene, &mut rng, n_cfg, n_step, reach);
             cases.push((scene_name.clone(), cdir, exp));
         }
-        for layout in layouts() {
-            twins.push((ri, layout, specialised(r, &model, layout)));
+        for (layout, src) in sources {
+            twins.push((ri, layout, src));
         }
         work.push((label(r), rdir, cases));
     }

@@ -16,6 +16,7 @@ pub mod hub;
 pub mod hybrid;
 pub mod lanes;
 pub mod model;
+pub mod prox;
 pub mod sweep;
 
 pub use backend::make_checker;

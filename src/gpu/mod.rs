@@ -30,7 +30,8 @@ use cudarc::driver::{
 use crate::collision::coherent::CellKey;
 use crate::collision::combine::{split_answers, CombineStats, Combiner};
 use crate::collision::detmath::Xf;
-use crate::collision::model::{CollisionModel, SceneModel};
+use crate::collision::model::{CollisionModel, ObstacleModel, SceneModel};
+use crate::collision::prox::ProxGrid;
 use crate::collision::{
     bisection_order, prepare_motions, refine_motions_up_to, validate_batch, Backend, Checker,
     CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus, PreparedMotions,
@@ -562,6 +563,7 @@ fn model_args(
         num_obstacles: scene.obstacles.len() as u32,
         dof: model.group_vars.len() as u32,
         margin: model.margin,
+        ..ModelArgs::default()
     }
 }
 
@@ -580,6 +582,33 @@ struct DeviceScene {
     order: Vec<u32>,
     /// The record of each slot (the inverse of `order`).
     position: Vec<u32>,
+    /// The obstacle records as on the device (in `order`).
+    records: Vec<ObstacleModel>,
+    /// The proximity grid of `records` on the device, when built (see [`PROX_MIN_ENV`]).
+    prox: Option<DeviceProx>,
+    /// `prox` does not describe `records` (the scene changed since it was built).
+    prox_stale: bool,
+}
+
+/// A proximity grid on the device: its cells, and the grid without them.
+struct DeviceProx {
+    cells: CudaSlice<u32>,
+    grid: ProxGrid,
+}
+
+/// The obstacle records of `scene` in the device's `order` (an empty record for a slot it does
+/// not hold).
+fn records_in(scene: &SceneModel, order: &[u32]) -> Vec<ObstacleModel> {
+    order
+        .iter()
+        .map(|&slot| {
+            scene
+                .obstacles
+                .get(slot as usize)
+                .copied()
+                .unwrap_or(ObstacleModel::EMPTY)
+        })
+        .collect()
 }
 
 /// The inverse of a permutation of `0..order.len()`.
@@ -604,6 +633,9 @@ impl DeviceScene {
         let sw = Self::words(scene, ordered);
         Ok(DeviceScene {
             ordered,
+            records: records_in(scene, &sw.order),
+            prox: None,
+            prox_stale: true,
             position: positions(&sw.order),
             order: sw.order,
             obstacles: upload(stream, &sw.obstacles)?,
@@ -623,6 +655,27 @@ impl DeviceScene {
             Some((lo, hi)) => Some((p.min(lo), p.max(hi))),
             None => Some((p, p)),
         })
+    }
+
+    /// Puts the grid into `args` where it describes the current records, else none.
+    fn prox_args(&self, args: &mut ModelArgs, stream: &Arc<CudaStream>) {
+        let d = ModelArgs::default();
+        (
+            args.prox,
+            args.prox_lo,
+            args.prox_inv_h,
+            args.prox_dim,
+            args.prox_always,
+        ) = match (&self.prox, self.prox_stale) {
+            (Some(p), false) => (
+                dptr(&p.cells, stream),
+                p.grid.lo,
+                p.grid.inv_h,
+                p.grid.dim,
+                p.grid.always,
+            ),
+            _ => (d.prox, d.prox_lo, d.prox_inv_h, d.prox_dim, d.prox_always),
+        };
     }
 
     fn words(scene: &SceneModel, ordered: bool) -> SceneWords {
@@ -753,6 +806,9 @@ struct DeviceState {
     rest_stream: Arc<CudaStream>,
     /// Buffers of the warp-coherent order of large configuration batches.
     sort: SortBufs,
+    /// [`specialise::SpecialisedSource::prox_reach`] of the specialised kernels: the reach of
+    /// the proximity grid they read (`None`: they read none, or the state never builds one).
+    prox_reach: Option<f64>,
 }
 
 /// The device buffers of the warp-coherent order ([`SORT_MIN_ENV`]). The pieces of a batch run
@@ -872,6 +928,7 @@ impl DeviceState {
             },
             robot,
             scene: scene_dev,
+            prox_reach: None,
             args: ModelArgs::default(),
             ctx,
             stream,
@@ -892,6 +949,38 @@ impl DeviceState {
     /// Recomputes the kernel argument block from the current buffers.
     fn refresh_args(&mut self, model: &CollisionModel, scene: &SceneModel) {
         self.args = model_args(&self.stream, &self.robot, &self.scene, model, scene);
+        self.scene.prox_args(&mut self.args, &self.stream);
+    }
+
+    /// Builds and uploads the proximity grid of the current scene for the specialised kernels
+    /// when they read one ([`Self::prox_reach`]), the scene holds its obstacles in visiting
+    /// order, the batch has at least [`PROX_MIN_ENV`] configurations and the grid is missing
+    /// or stale; then puts it into the kernel arguments.
+    fn ensure_prox(&mut self, variant: KernelVariant, n: usize) -> Result<(), CollisionError> {
+        let Some(reach) = self.prox_reach else {
+            return Ok(());
+        };
+        if variant != KernelVariant::Specialised
+            || self.spec.is_none()
+            || !self.scene.ordered
+            || !self.scene.prox_stale
+            || n < batch_min(PROX_MIN_ENV, PROX_MIN_DEFAULT)
+        {
+            return Ok(());
+        }
+        let refs: Vec<&ObstacleModel> = self.scene.records.iter().collect();
+        let mut grid = ProxGrid::build(&refs, reach, PROX_CELL);
+        // (A grid without cells answers from `always` alone; the kernels still read a word.)
+        let words = if grid.cells.is_empty() {
+            vec![0u32]
+        } else {
+            std::mem::take(&mut grid.cells)
+        };
+        let cells = upload(&self.stream, &words)?;
+        self.scene.prox = Some(DeviceProx { cells, grid });
+        self.scene.prox_stale = false;
+        self.scene.prox_args(&mut self.args, &self.stream);
+        Ok(())
     }
 
     /// Uploads the changed obstacle slots (one copy of the range they span) and, when the mesh
@@ -909,16 +998,22 @@ impl DeviceState {
             let sw = DeviceScene::words(scene, self.scene.ordered);
             self.scene.obstacles = upload(&self.stream, &sw.obstacles)?;
             self.scene.position = positions(&sw.order);
+            self.scene.records = records_in(scene, &sw.order);
             self.scene.order = sw.order;
+            self.scene.prox_stale = true;
         } else if let Some((lo, hi)) = self.scene.span_of(changed) {
             let mut words = Vec::with_capacity((hi - lo + 1) * OBSTACLE_WORDS);
-            for &slot in &self.scene.order[lo..=hi] {
+            for (k, &slot) in self.scene.order[lo..=hi].iter().enumerate() {
                 let o = scene
                     .obstacles
                     .get(slot as usize)
-                    .unwrap_or(&crate::collision::model::ObstacleModel::EMPTY);
+                    .unwrap_or(&ObstacleModel::EMPTY);
                 obstacle_words(o, &mut words);
+                if let Some(r) = self.scene.records.get_mut(lo + k) {
+                    *r = *o;
+                }
             }
+            self.scene.prox_stale = true;
             let mut dst = self
                 .scene
                 .obstacles
@@ -1036,6 +1131,7 @@ impl DeviceState {
         out: &mut [bool],
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
+        self.ensure_prox(variant, out.len())?;
         let f_configs = self.kernels(variant).configs.clone();
         let half = self.kernels(variant).half.clone();
         // The device's wave, whatever WHOLE_WAVES_ENV says about rounding pieces to it.
@@ -1631,6 +1727,21 @@ fn half_min(wave: usize) -> usize {
     batch_min(HALF_MIN_ENV, wave)
 }
 
+/// Environment variable: the smallest configuration batch for which a checker builds the
+/// scene's proximity grid ([`crate::collision::prox::ProxGrid`]) for the specialised kernels,
+/// when it has none for the current scene (`off`: never; default [`PROX_MIN_DEFAULT`]). Once
+/// built, every configuration batch reads it until the scene changes.
+pub const PROX_MIN_ENV: &str = "GMP_PROX_MIN";
+
+/// Default of [`PROX_MIN_ENV`]. Building takes a few milliseconds of host time once per scene
+/// (5 ms for bookshelf_thin on two cores, `ProxGrid::build`), about the kernel time of a few
+/// million configurations, and every later batch of the scene gains from it.
+pub const PROX_MIN_DEFAULT: usize = 1 << 18;
+
+/// Cell size of the proximity grid (metres): 3 cm (the grid of the MBM scenes is then at most
+/// 2 MB; 2 cm cells left out no more tests on them and took three times longer to build).
+pub const PROX_CELL: f64 = 0.03;
+
 /// A smallest batch size from environment variable `var`: `off` (never), a number, or
 /// `default` when unset or unreadable; at least 1.
 fn batch_min(var: &str, default: usize) -> usize {
@@ -2126,10 +2237,12 @@ impl CudaChecker {
                 .as_ref()
                 .ok()
                 .map(|g| (g.source.as_str(), maxrreg));
-            let (state, err) = DeviceState::new(d, &model, &scene_model, spec, &sort_words, true)?;
+            let (mut state, err) =
+                DeviceState::new(d, &model, &scene_model, spec, &sort_words, true)?;
             if let Some(e) = err {
                 spec_unavailable.get_or_insert(e);
             }
+            state.prox_reach = generated.as_ref().ok().and_then(|g| g.prox_reach);
             states.push(Mutex::new(state));
             names.push(device_module(d)?.name.clone());
         }
@@ -2250,6 +2363,16 @@ impl CudaChecker {
     /// Why the specialised kernels are not available (`None` when they are).
     pub fn specialisation_unavailable(&self) -> Option<&str> {
         self.spec_unavailable.as_deref()
+    }
+
+    /// The proximity grid the first device's configuration kernels read now, when they read
+    /// one ([`PROX_MIN_ENV`]): without its cells, which are on the device.
+    pub fn proximity_grid(&self) -> Option<ProxGrid> {
+        let st = lock(self.devices.first()?);
+        match (&st.scene.prox, st.scene.prox_stale) {
+            (Some(p), false) => Some(p.grid.clone()),
+            _ => None,
+        }
     }
 
     /// Names of the devices this checker runs on.

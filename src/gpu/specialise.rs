@@ -110,6 +110,10 @@ pub struct SpecialiseStats {
     pub slots: usize,
     /// [`Layout::Looped`]: bytes of the test tables (constant memory when they fit).
     pub table_bytes: usize,
+    /// [`Layout::Looped`] and its compact and f16 builds: the culling bounds looked up in the
+    /// scene's proximity grid before the obstacle loop of the configuration kernels (0: no
+    /// lookup; see [`SpecialisedSource::prox_reach`]).
+    pub prox_covers: usize,
 }
 
 /// A generated translation unit.
@@ -121,7 +125,16 @@ pub struct SpecialisedSource {
     pub generated: String,
     /// What it contains.
     pub stats: SpecialiseStats,
+    /// The reach (metres) the scene's proximity grid ([`crate::collision::prox::ProxGrid`])
+    /// must be built for, when the configuration kernels look obstacles up in it: the largest
+    /// reach of a top-level culling bound's test, with the f16 pass's largest rounding bound
+    /// ([`PROX_EH_MAX`]) and the margin. `None`: the kernels read no grid.
+    pub prox_reach: Option<f64>,
 }
+
+/// The f16 pass reads the proximity grid only while its rounding bound (`gmp_lp_eh`) is at
+/// most this (metres; centres within about 9.6 m of the origin): the grid's reach includes it.
+pub const PROX_EH_MAX: f32 = 0.01;
 
 /// `x` as a C++17 hexadecimal float literal of exactly the same f32 (`0x1.8p-3f`), with a sign
 /// and in parentheses when negative; `None` for NaN and infinities. Hexadecimal literals are
@@ -1158,6 +1171,7 @@ pub fn generate_with(
     o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
     o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
     let mut half = false;
+    let mut prox_reach = None;
     if layout.base() == Layout::Looped {
         let order = match layout {
             Layout::LoopedGated => LoopOrder::Gated,
@@ -1174,6 +1188,7 @@ pub fn generate_with(
             compact,
             layout.half(),
             &mut stats,
+            &mut prox_reach,
         )?;
     } else {
         // Grouped layout: chunks of each frame's bodies, in order; each pair goes to the chunk of
@@ -1302,6 +1317,7 @@ pub fn generate_with(
         source,
         generated,
         stats,
+        prox_reach,
     })
 }
 
@@ -1823,6 +1839,32 @@ fn cull_bodies(t: &Cull, out: &mut Vec<usize>) {
     }
 }
 
+/// The first tests under top culling node `t` of the looped layout, (slot, radius): its bound,
+/// or where it has none, its parts' bounds, or where a part has none, its bodies. Every other
+/// test of an obstacle under `t` comes after one of them fired.
+fn first_tests(
+    m: &CollisionModel,
+    t: &LoopNode,
+    parts: &[LoopNode],
+    env_bodies: &[usize],
+) -> Vec<(usize, f32)> {
+    if let Some(b) = t.bound {
+        return vec![b];
+    }
+    let mut tests = Vec::new();
+    for part in &parts[t.lo..t.hi] {
+        match part.bound {
+            Some(b) => tests.push(b),
+            None => tests.extend(
+                env_bodies[part.lo..part.hi]
+                    .iter()
+                    .map(|&bi| (bi, m.bodies[bi].radius)),
+            ),
+        }
+    }
+    tests
+}
+
 /// The slots of the looped layout: slot `i < bodies` is body `i`'s world centre, then the
 /// culling-bound centres (deduplicated by frame and centre).
 struct LoopSlots {
@@ -1924,6 +1966,7 @@ fn emit_looped(
     compact: bool,
     half: bool,
     stats: &mut SpecialiseStats,
+    prox_reach: &mut Option<f64>,
 ) -> Result<bool, SpecialiseError> {
     let gated = order == LoopOrder::Gated;
     let streamed = order == LoopOrder::Streamed;
@@ -1975,6 +2018,14 @@ fn emit_looped(
         .chain(&parts)
         .filter(|n| n.bound.is_some())
         .count();
+    // The tests each obstacle starts with: every top node's bound, or where a node has none,
+    // its parts' bounds, or where a part has none, its bodies. Every other test of the obstacle
+    // loop sits under one of them, so an obstacle none of them reaches needs no test at all.
+    // (slot, radius of the test)
+    let covers: Vec<(usize, f32)> = tops
+        .iter()
+        .flat_map(|t| first_tests(m, t, &parts, &env_bodies))
+        .collect();
 
     // Self pairs: per frame group, the pairs whose later body it holds, by the other body's
     // frame (as emit_group).
@@ -2499,24 +2550,7 @@ fn emit_looped(
         o.open("__device__ __forceinline__ unsigned long long gmp_lp_top_mask(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o) {");
         o.line("unsigned long long mask = 0ull;");
         for (t, n) in tops.iter().enumerate() {
-            // (slot, radius) of each first test under node t.
-            let mut tests: Vec<(usize, f32)> = Vec::new();
-            match n.bound {
-                Some(b) => tests.push(b),
-                None => {
-                    for part in &parts[n.lo..n.hi] {
-                        match part.bound {
-                            Some(b) => tests.push(b),
-                            None => tests.extend(
-                                env_bodies[part.lo..part.hi]
-                                    .iter()
-                                    .map(|&bi| (bi, m.bodies[bi].radius)),
-                            ),
-                        }
-                    }
-                }
-            }
-            for (slot, r) in tests {
+            for (slot, r) in first_tests(m, n, &parts, &env_bodies) {
                 let r = lit(r, "culling radius")?;
                 o.open("{");
                 o.line(format!("const auto s = S[{slot}];"));
@@ -2681,11 +2715,50 @@ fn emit_looped(
     o.open(format!(
         "__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n{undp_param}) {{"
     ));
+    // The proximity grid's lookups (plain order only: the gated and streamed orders split the
+    // obstacle loop).
+    let prox = order == LoopOrder::Plain
+        && !covers.is_empty()
+        && covers.iter().all(|(_, r)| r.is_finite())
+        && m.margin.is_finite();
+    let eh_max = lit(PROX_EH_MAX, "PROX_EH_MAX")?;
+    if prox {
+        let widest = covers
+            .iter()
+            .map(|&(_, r)| f64::from(r))
+            .fold(0.0, f64::max);
+        let eh = if half { f64::from(PROX_EH_MAX) } else { 0.0 };
+        *prox_reach = Some(widest + eh + f64::from(m.margin.max(0.0)));
+        stats.prox_covers = covers.len();
+    }
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
     let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
+        if prox {
+            o.line("// The obstacles within reach of some first test of the obstacle loop, from the scene's");
+            o.line("// proximity grid (src/collision/prox.rs): an obstacle whose bit is clear is farther from");
+            o.line("// every such bound than its test reaches, so none of its tests would fire. Every obstacle");
+            o.line("// without a grid, in the sweep kernels and, in the f16 pass, past a rounding bound of");
+            o.line("// PROX_EH_MAX (the grid's reach includes it).");
+            o.line("unsigned pm = 0xffffffffu;");
+            let cond = if half {
+                format!("!SWEEP && m.prox != nullptr && (!HALF || eh <= {eh_max})")
+            } else {
+                "!SWEEP && m.prox != nullptr".to_string()
+            };
+            o.open(format!("if ({cond}) {{"));
+            let terms: Vec<String> = covers
+                .iter()
+                .map(|(s, _)| format!("gmp_prox(m, gmp_lp_c(S[{s}]))"))
+                .collect();
+            o.line(format!("pm = {};", terms.join(" | ")));
+            o.close("}");
+        }
         o.line("// Every body against every obstacle.");
         o.line("#pragma unroll 1");
         o.open("for (unsigned oi = 0; oi < m.num_obstacles; oi++) {");
+        if prox {
+            o.line("if (oi < 32u && ((pm >> oi) & 1u) == 0u) continue;");
+        }
         o.line(format!("unsigned t = {t_lo}, p = 0, k = 0;"));
         o.line("bool resume = false;");
         if gated {

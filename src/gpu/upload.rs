@@ -239,6 +239,16 @@ pub struct ModelArgs {
     pub dof: u32,
     /// Safety margin.
     pub margin: f32,
+    /// `unsigned*` proximity grid cells ([`crate::collision::prox::ProxGrid`]; 0: none).
+    pub prox: u64,
+    /// [`ProxGrid::lo`](crate::collision::prox::ProxGrid::lo).
+    pub prox_lo: [f32; 3],
+    /// [`ProxGrid::inv_h`](crate::collision::prox::ProxGrid::inv_h).
+    pub prox_inv_h: f32,
+    /// [`ProxGrid::dim`](crate::collision::prox::ProxGrid::dim).
+    pub prox_dim: [u32; 3],
+    /// [`ProxGrid::always`](crate::collision::prox::ProxGrid::always).
+    pub prox_always: u32,
 }
 
 // SAFETY: plain #[repr(C)] data of u64/u32/f32 fields, laid out exactly as `GmpModel`.
@@ -254,8 +264,8 @@ mod tests {
         let mut w = Vec::new();
         obstacle_words(&o, &mut w);
         assert_eq!(w.len(), OBSTACLE_WORDS);
-        // 14 pointers + 6 four-byte fields.
-        assert_eq!(std::mem::size_of::<ModelArgs>(), 14 * 8 + 6 * 4);
+        // 14 pointers + 6 four-byte fields, the grid's pointer + 8 four-byte fields.
+        assert_eq!(std::mem::size_of::<ModelArgs>(), 14 * 8 + 6 * 4 + 8 + 8 * 4);
     }
 
     fn ball(center: V3, radius: f32) -> ObstacleModel {
