@@ -82,6 +82,11 @@ pub struct BenchCollisionArgs {
     /// Largest motion batch the CPU runs.
     #[arg(long, default_value_t = 100_000)]
     pub cpu_max_motions: usize,
+    /// Largest configuration batch the CPU backend also runs on one thread (the `1 core`
+    /// columns: its rate and the GPU's ratio to it; larger sizes reuse its largest measured
+    /// rate). 0: no one-thread run.
+    #[arg(long, default_value_t = 100_000)]
+    pub cpu_one_max_configs: usize,
     /// Output folder.
     #[arg(long, default_value = "results/collision")]
     pub out: PathBuf,
@@ -523,6 +528,9 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
         };
         let space = case.group.space.clone();
         let cpu = CpuChecker::new(&case.robot, &case.group, &case.base, &case.scene, opts)?;
+        let one_core = CheckerOptions { threads: 1, ..opts };
+        let cpu1 = CpuChecker::new(&case.robot, &case.group, &case.base, &case.scene, one_core)?;
+        let mut cpu1_rate: Option<f64> = None;
         let (mut checkers, runs) = if want_cuda {
             gpu_runs(a, &case, opts, &variants)?
         } else {
@@ -562,6 +570,16 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                 } else if let Some(r) = cpu_rate_c {
                     row["cpu"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": threads});
                 }
+                if want_cpu && n <= a.cpu_one_max_configs {
+                    let (s, v) = timed(|| Ok(cpu1.check_configs(batch)?), false)?;
+                    cpu1_rate = Some(n as f64 / s);
+                    row["cpu_1"] = json!({"wall_s": s, "per_s": n as f64 / s, "threads": 1});
+                    if let Some(c) = &cpu_v {
+                        row["cpu_1"]["mismatches"] = json!(mismatches(c, &v));
+                    }
+                } else if let Some(r) = cpu1_rate {
+                    row["cpu_1"] = json!({"per_s": r, "cpu_extrapolated": true, "threads": 1});
+                }
                 let mut gpu = Vec::new();
                 // The same batch as a caller holding f32 values passes it (converted before timing).
                 let f32_values: Vec<f32> = if runs.is_empty() {
@@ -588,6 +606,9 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                     }
                     if let Some(r) = cpu_rate_c {
                         j["ratio"] = json!((n as f64 / s) / r);
+                    }
+                    if let Some(r) = cpu1_rate {
+                        j["ratio_1_core"] = json!((n as f64 / s) / r);
                     }
                     gpu.push(j);
                 }
@@ -696,7 +717,8 @@ pub fn markdown(doc: &Value) -> String {
          size). `f32 in /s`: configurations end to end when the caller passes f32 values \
          (`check_configs_f32`: no f64 read and conversion on the host; same verdicts); \
          `f32 in kernel/s`: that run's kernel time (device-bound: the host stages little). `mism.` = \
-         verdicts differing from the CPU.\n\n",
+         verdicts differing from the CPU. `1 core /s`: the CPU backend on one thread (configurations; \
+         `*` as above), `ratio 1 core`: the line's GPU rate / that.\n\n",
         doc["device"].as_str().unwrap_or("?"),
         doc["date"].as_str().unwrap_or("?"),
         doc["host_threads"],
@@ -704,8 +726,10 @@ pub fn markdown(doc: &Value) -> String {
         doc["motion_length_rad"],
         doc["motion_resolution"],
     );
-    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | f32 in /s | f32 in kernel/s | GPU kernel/s | kernel ms | stage ms | H2D ms | D2H ms | mism. |\n");
-    s.push_str("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| case | model | kind | kernels | n | CPU /s | GPU /s | ratio | 1 core /s | ratio 1 core | f32 in /s | f32 in kernel/s | GPU kernel/s | kernel ms | stage ms | H2D ms | D2H ms | mism. |\n");
+    s.push_str(
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
     let empty = Vec::new();
     let none = vec![Value::Null];
     let text = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -716,11 +740,11 @@ pub fn markdown(doc: &Value) -> String {
     };
     let rows = doc["rows"].as_array().unwrap_or(&empty);
     for r in rows {
-        let star = if r["cpu"]["cpu_extrapolated"].as_bool() == Some(true) {
-            "*"
-        } else {
-            ""
+        let extrapolated = |c: &Value| match c["cpu_extrapolated"].as_bool() {
+            Some(true) => "*",
+            _ => "",
         };
+        let (star, star1) = (extrapolated(&r["cpu"]), extrapolated(&r["cpu_1"]));
         let gpu = match r["gpu"].as_array() {
             Some(g) if !g.is_empty() => g,
             _ => &none,
@@ -732,7 +756,7 @@ pub fn markdown(doc: &Value) -> String {
                 _ => "-".into(),
             };
             s.push_str(&format!(
-                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {kernels} | {} | {}{star} | {} | {} | {}{star1} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 text(&r["case"]),
                 text(&r["model"]),
                 text(&r["kind"]),
@@ -740,6 +764,8 @@ pub fn markdown(doc: &Value) -> String {
                 fmt_rate(&r["cpu"]["per_s"]),
                 fmt_rate(&g["per_s"]),
                 num(&g["ratio"], 1),
+                fmt_rate(&r["cpu_1"]["per_s"]),
+                num(&g["ratio_1_core"], 1),
                 match g["f32_in"]["mismatches_vs_f64_in"].as_u64() {
                     Some(0) | None => fmt_rate(&g["f32_in"]["per_s"]),
                     Some(k) => format!("{} ({k} differ)", fmt_rate(&g["f32_in"]["per_s"])),
@@ -952,6 +978,7 @@ mod tests {
             spec_builds: vec![],
             cpu_max_configs: 1_000_000,
             cpu_max_motions: 100_000,
+            cpu_one_max_configs: 200,
             out: dir.clone(),
             quick: false,
             seed: 3,
@@ -972,6 +999,11 @@ mod tests {
                 doc["rows"][0]["free_fraction"]
             );
         }
+        // The one-thread CPU run: the same verdicts, a rate of its own.
+        let one = &doc["rows"][0]["cpu_1"];
+        assert_eq!(one["threads"], 1);
+        assert_eq!(one["mismatches"], 0);
+        assert!(one["per_s"].as_f64().is_some_and(|r| r > 0.0), "{one}");
         let steps = doc["rows"][3]["mean_steps"].as_f64().unwrap();
         assert!(
             (80.0..=102.0).contains(&steps),
