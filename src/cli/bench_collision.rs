@@ -593,12 +593,14 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                     let (s32, v32) = timed(|| Ok(g.check_configs_f32(&f32_values)?), true)?;
                     // With f32 input the host stages little, so the device is the bottleneck and
                     // the pipelined pieces' passes overlap as they would in a device-bound caller.
-                    let k32 = g.last_timings().kernel_ms;
+                    let t32 = g.last_timings();
+                    let k32 = t32.kernel_ms;
                     let (s, verdicts) = timed(|| Ok(g.check_configs(batch)?), true)?;
                     let mut j = gpu_json(s, n, &g.last_timings());
                     j["variant"] = json!(label);
                     j["f32_in"] = json!({"wall_s": s32, "per_s": n as f64 / s32,
                     "kernel_ms": k32,
+                    "stage_ms": t32.stage_ms, "htod_ms": t32.htod_ms, "dtoh_ms": t32.dtoh_ms,
                     "kernel_per_s": if k32 > 0.0 { n as f64 / (k32 / 1e3) } else { 0.0 },
                     "mismatches_vs_f64_in": mismatches(&verdicts, &v32)});
                     if let Some(c) = &cpu_v {
