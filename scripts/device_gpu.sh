@@ -13,7 +13,8 @@
 # small), fold (the constant-folding builds of the specialised kernels, inline-fold and
 # grouped-fold, against inline and grouped: Panda parity of the folded builds, then the Panda
 # collision benchmark with all four builds side by side; GMP_FOLD_CONFIGS / GMP_FOLD_MOTIONS size
-# the parity run, default 200000 / 20000), gated (the looped-gated layout of the specialised kernels
+# the parity run, default 200000 / 20000), planner (the device RRT-Connect: tests/gpu_planner.rs,
+# then `gmp bench mbm --on-device --batched 1` for the sphere models of GMP_PLANNER_ROBOTS), gated (the looped-gated layout of the specialised kernels
 # against looped, sphere models: an Nsight Compute profile of one configuration launch of each
 # (Panda, bookshelf_small, 1e6; ncu_<build>.txt), the Panda collision benchmark with both builds
 # side by side (bookshelf_small and cage, 1e6 and 1e7 configurations), then parity of
@@ -239,5 +240,21 @@ if [[ "$mode" = drm || "$mode" = drm-quick ]]; then
   cat "$OUT"/results/dynamic/*.md 2>/dev/null
   if [ "$drm_ok" = 1 ]; then status_drm="ok"; else status_drm="FAILED"; fi
 fi
+status_planner="skipped"
+if [ "$mode" = planner ]; then
+  # The device RRT-Connect (tests/gpu_planner.rs), then the MBM problems with it: one problem
+  # at a time (hybrid backend: start/goal checks and shortcutting on the CPU) and every valid
+  # problem of a robot in one launch (--batched). GMP_PLANNER_PROBLEMS problems per scene
+  # (default 100), GMP_PLANNER_ROBOTS (default panda,ur5), GMP_RRTC_WARPS warps per problem.
+  planner_ok=1
+  "$D/gpu_planner" --nocapture --test-threads=1 2>&1 | tee "$OUT/planner_tests.log" | grep -E "^test |test result"
+  [ "${PIPESTATUS[0]}" = 0 ] || planner_ok=0
+  for r in $(echo "${GMP_PLANNER_ROBOTS:-panda,ur5}" | tr ',' ' '); do
+    "$D/gmp" bench mbm --robots "$r" --shapes spheres --backend hybrid --on-device --batched 1 \
+      --problems "${GMP_PLANNER_PROBLEMS:-100}" --out "$OUT/results/mbm_device_$r" > "$OUT/planner_bench_$r.log" 2>&1 || planner_ok=0
+    grep -hE "^\| $r \| \*\*all|one device launch" "$OUT/results/mbm_device_$r"/*.md
+  done
+  if [ "$planner_ok" = 1 ]; then status_planner="ok"; else status_planner="FAILED"; fi
+fi
 parity_lines="$(grep -h '^parity:' "$OUT/parity.log" "$OUT/drm_parity.log" 2>/dev/null | tr '\n' ';')"
-echo "SUMMARY device=$(head -1 "$OUT/devices.txt" | cut -c1-60) parity=$status_parity memcheck=$status_memcheck bench=$status_bench drm=$status_drm | $parity_lines"
+echo "SUMMARY device=$(head -1 "$OUT/devices.txt" | cut -c1-60) parity=$status_parity memcheck=$status_memcheck bench=$status_bench drm=$status_drm planner=$status_planner | $parity_lines"

@@ -3,6 +3,7 @@
 # (git-ignored) everything scripts/device_gpu.sh needs on the GPU machine, which has no Rust:
 #   .device/gmp              the CLI (gmp bench collision)
 #   .device/gpu_parity       the parity test binary (tests/gpu_parity.rs)
+#   .device/gpu_planner      the device planner's test binary (tests/gpu_planner.rs)
 #   .device/data/mbm/        the MotionBenchMaker panda, ur5, fetch data (URDF, SRDF, spherized
 #                            URDF, meshes, problems.tar.bz2), ~7 MB
 # The kernels are embedded in the binaries (include_str!), so nothing else is needed.
@@ -15,15 +16,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --bin gmp
-log="$(cargo test --release --no-run --test gpu_parity 2>&1)"
-echo "$log" | tail -3
-test_bin="$(echo "$log" | sed -n 's/.*(\(.*gpu_parity-[0-9a-f]*\)).*/\1/p' | tail -1)"
-[ -x "$test_bin" ] || { echo "device_prepare: gpu_parity test binary not found" >&2; exit 1; }
 rm -rf .device && mkdir -p .device/data/mbm
 cp "$TARGET/release/gmp" .device/gmp
-cp "$test_bin" .device/gpu_parity
+for t in gpu_parity gpu_planner; do
+  log="$(cargo test --release --no-run --test "$t" 2>&1)"
+  echo "$log" | tail -2
+  test_bin="$(echo "$log" | sed -n "s/.*(\(.*$t-[0-9a-f]*\)).*/\1/p" | tail -1)"
+  [ -x "$test_bin" ] || { echo "device_prepare: $t test binary not found" >&2; exit 1; }
+  cp "$test_bin" ".device/$t"
+done
 # The release profile keeps line tables (Cargo.toml); the device tool carries at most 64 MiB.
-strip --strip-debug .device/gmp .device/gpu_parity
+strip --strip-debug .device/gmp .device/gpu_parity .device/gpu_planner
 data="${GMP_DATA:-../shared/data/mbm}"
 [ -f "$data/panda/panda.urdf" ] || data="$data/mbm"
 for r in panda ur5 fetch; do

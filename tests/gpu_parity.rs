@@ -72,7 +72,12 @@ fn nvrtc_compiles_every_kernel() {
             if let Ok(dir) = std::env::var("GMP_PTX_OUT") {
                 let _ = std::fs::write(format!("{dir}/{unit}_{arch}.ptx"), &text);
             }
-            for k in names {
+            let rrtc: &[&str] = if unit == "collision" {
+                &kernels::RRTC_KERNEL_NAMES
+            } else {
+                &[]
+            };
+            for k in names.iter().chain(rrtc) {
                 assert!(
                     text.contains(&format!(".entry {k}(")),
                     "{unit} {arch}: kernel {k} missing from the PTX"

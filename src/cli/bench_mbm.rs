@@ -89,6 +89,11 @@ pub struct BenchMbmArgs {
     /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).
     #[arg(long = "no-balance")]
     pub no_balance: bool,
+    /// RRT-Connect planned whole on the GPU, one launch per problem
+    /// (`PlanRequest::on_device`, `planners::device`; needs `--backend cuda`, `hybrid` or
+    /// `auto` with a GPU).
+    #[arg(long = "on-device")]
+    pub on_device: bool,
     /// Parallel attempts per problem (RRT and RRT-Connect, `PlanRequest::attempts`): that many
     /// seeded attempts plan at once on CPU threads sharing the checker; the one that finds a
     /// path with the least work wins. 1 = one attempt on one core, as the published
@@ -359,6 +364,25 @@ fn markdown(report: &Value) -> String {
             if b.is_null() {
                 continue;
             }
+            if b["mode"] == "device" {
+                s.push_str(&format!(
+                    "\n- {robot}: one device launch for {} valid problems: {} s (their planning times one after another: {} s, {}x); solved {}, re-validated on the CPU {}, raw paths identical to the sequential pass {}; per-problem device time median {} ms, max {} ms; {} warps per problem ({}); set-up {} s, CPU re-validation {} s\n",
+                    b["problems"],
+                    num(&b["wall_s"], 4),
+                    num(&b["sequential_planning_s"], 3),
+                    num(&b["speedup"], 2),
+                    b["solved"],
+                    b["revalidated_on_cpu"],
+                    b["identical_raw_paths_to_sequential"],
+                    num(&(b["device_us_median"].as_f64().unwrap_or(0.0) / 1000.0).into(), 3),
+                    num(&(b["device_us_max"].as_f64().unwrap_or(0.0) / 1000.0).into(), 3),
+                    b["warps"],
+                    b["kernel"].as_str().unwrap_or("-"),
+                    num(&b["setup_s"], 3),
+                    num(&b["cpu_revalidation_s"], 3),
+                ));
+                continue;
+            }
             let h = &b["hub"];
             s.push_str(&format!(
                 "\n- {robot}: {} s for {} problems vs {} s one after another ({}x); hub set-up {} s; {} executors; {} rounds, {} requests per round, {} configurations and {} motions checked, {} rounds started by the wait limit, device busy {} ms; results identical to the sequential pass for {} of {} problems{}\n",
@@ -417,6 +441,11 @@ fn solve_problem(
             ..Default::default()
         },
     )?;
+    if a.on_device {
+        // The hybrid backend starts its GPU side at its first large call: start it here, with
+        // the checker's other set-up, rather than inside the planning time.
+        let _ = checker.device_planner();
+    }
     let setup_time = setup_start.elapsed().as_secs_f64();
     solve_with(a, r, p, planner, checker.as_ref(), setup_time)
 }
@@ -444,6 +473,7 @@ fn solve_with(
     req.dd_radius = a.dd_radius;
     req.shortcut_refinements = a.shortcut_refinements;
     req.balance_trees = !a.no_balance;
+    req.on_device = a.on_device;
     req.attempts = a.attempts;
     req.group = r.group.name.clone();
     let batch_size = req.batch_size_on(checker.backend());
@@ -465,6 +495,18 @@ fn solve_with(
         error: None,
     };
     let mut plan_time = 0.0;
+    if valid && a.on_device {
+        // The device planner's buffers, allocated before timing as a long-lived checker (the
+        // node's) has them: a run from the start to itself.
+        if let Some(d) = checker.device_planner() {
+            let s = crate::planners::device::settings_for_request(
+                &req,
+                checker.space(),
+                Duration::from_secs(1),
+            );
+            let _ = d.rrt_connect(&[(&req.start, &req.start)], &s);
+        }
+    }
     if valid {
         let evaluated_before = checker.configs_evaluated();
         let t = Instant::now();
@@ -649,7 +691,10 @@ fn run_robot(
         run.concurrent = Some(v);
         run.concurrent_records = Some(concurrent);
     }
-    if let Some(n) = a.batched {
+    if let (Some(_), true) = (a.batched, a.on_device) {
+        let v = device_batched_pass(a, &r, &selected, &run.records, shapes, sequential_wall)?;
+        run.batched = Some(v);
+    } else if let Some(n) = a.batched {
         eprintln!(
             "bench mbm: {name}: {} problems, {n} in flight sharing launches ...",
             selected.len()
@@ -672,6 +717,146 @@ fn run_robot(
         run.batched_records = Some(batched);
     }
     Ok(run)
+}
+
+/// `--on-device --batched`: every valid problem of `selected` planned by the device
+/// RRT-Connect in one launch (one block per problem, each in its own scene; `gpu::hub::CudaBatch`),
+/// each raw path then re-validated on the CPU (its motions at the resolution, with a CPU
+/// checker of its scene) and compared with the raw path of the sequential pass (the same seed
+/// gives the same plan).
+fn device_batched_pass(
+    a: &BenchMbmArgs,
+    r: &crate::mbm::MbmRobot,
+    selected: &[&crate::mbm::Problem],
+    records: &[ProblemRecord],
+    shapes: crate::collision::RobotShapes,
+    sequential_wall: f64,
+) -> Result<Value, CliError> {
+    let opts = CheckerOptions {
+        shapes,
+        threads: a.threads,
+        ..Default::default()
+    };
+    let space = &r.group.space;
+    let mut ends = Vec::new();
+    let mut scene_of = Vec::new();
+    let mut picked = Vec::new();
+    for (i, (p, rec)) in selected.iter().zip(records).enumerate() {
+        if rec.valid {
+            ends.push(r.start_goal(p)?);
+            scene_of.push(i as u32);
+            picked.push(i);
+        }
+    }
+    eprintln!(
+        "bench mbm: {}: {} valid problems in one device launch ...",
+        r.name,
+        picked.len()
+    );
+    let t_setup = Instant::now();
+    let mut exec = cuda_batch(r, selected, opts)?;
+    let mut req = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
+    req.seed = a.seed;
+    req.resolution = a.resolution;
+    req.range = a.range;
+    req.dynamic_domain = !a.no_dynamic_domain;
+    req.dd_radius = a.dd_radius;
+    req.balance_trees = !a.no_balance;
+    let settings = crate::planners::device::settings_for_request(
+        &req,
+        space,
+        Duration::from_secs_f64(a.time_limit),
+    );
+    let pairs: Vec<(&[f64], &[f64])> = ends
+        .iter()
+        .map(|(s, g)| (s.as_slice(), g.as_slice()))
+        .collect();
+    // Buffers for the whole batch, before timing (a run of every start to itself).
+    let warm: Vec<(&[f64], &[f64])> = pairs.iter().map(|(s, _)| (*s, *s)).collect();
+    exec.rrt_connect(space, &warm, &scene_of, &settings)?;
+    let setup_s = t_setup.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let outcomes = exec.rrt_connect(space, &pairs, &scene_of, &settings)?;
+    let launch_s = t.elapsed().as_secs_f64();
+    // Re-validation on the CPU, and the comparison with the sequential pass.
+    let t_check = Instant::now();
+    let mut solved = 0;
+    let mut validated = 0;
+    let mut identical = 0;
+    let mut device_us = Vec::new();
+    let mut per_problem = Vec::new();
+    for (k, o) in outcomes.iter().enumerate() {
+        let i = picked[k];
+        let p = selected[i];
+        device_us.push(f64::from(o.device_us));
+        let mut ok = false;
+        let mut raw_length = None;
+        if o.status == crate::planners::device::DeviceStatus::Solved {
+            solved += 1;
+            let cpu = crate::collision::CpuChecker::new(
+                &r.model,
+                &r.group,
+                &r.start_full_state(p),
+                &p.scene,
+                opts,
+            )?;
+            let mut motions = crate::collision::MotionBatch::new(space.dof());
+            for w in o.path.windows(2) {
+                motions.push(&w[0], &w[1])?;
+            }
+            ok = cpu
+                .check_motions(&motions, a.resolution)?
+                .iter()
+                .all(|&v| v);
+            if ok {
+                validated += 1;
+            }
+            let len = crate::trajectory::path_length(space, &o.path);
+            if records[i].solved && records[i].path_length_before.to_bits() == len.to_bits() {
+                identical += 1;
+            }
+            raw_length = Some(len);
+        }
+        per_problem.push(json!({
+            "scene": p.scene_name,
+            "index": p.index,
+            "status": o.status,
+            "revalidated": ok,
+            "raw_length": raw_length,
+            "iterations": o.iterations,
+            "vertices": o.vertices,
+            "motions": o.motions,
+            "configs": o.configs,
+            "device_us": o.device_us,
+        }));
+    }
+    let check_s = t_check.elapsed().as_secs_f64();
+    device_us.sort_by(f64::total_cmp);
+    let median_us = device_us.get(device_us.len() / 2).copied().unwrap_or(0.0);
+    // The sequential pass's planning times of the same problems (the device planner one
+    // problem per launch, or the host planner without --on-device).
+    let sequential_planning: f64 = picked.iter().map(|&i| records[i].planning_time).sum();
+    let max_us = device_us.last().copied().unwrap_or(0.0);
+    Ok(json!({
+        "mode": "device",
+        "problems": picked.len(),
+        "solved": solved,
+        "revalidated_on_cpu": validated,
+        "identical_raw_paths_to_sequential": identical,
+        "wall_s": launch_s,
+        "sequential_wall_s": sequential_wall,
+        "sequential_planning_s": sequential_planning,
+        "speedup": if launch_s > 0.0 { sequential_planning / launch_s } else { 0.0 },
+        "setup_s": setup_s,
+        "cpu_revalidation_s": check_s,
+        "device_us_median": median_us,
+        "device_us_max": max_us,
+        "warps": settings.warps,
+        "tree_capacity": settings.tree_capacity,
+        "kernel": exec.rrt_connect_resources(settings.warps),
+        "note": "Every valid problem planned by the device RRT-Connect in one launch (one block per problem, each in its own scene); wall_s is that launch with its copies; each returned raw path is then re-validated on the CPU (cpu_revalidation_s, not in wall_s). Shortcutting is not part of this pass.",
+        "per_problem": per_problem,
+    }))
 }
 
 /// " (different: ...)" listing a pass's differences from the sequential pass, or nothing.
@@ -709,6 +894,27 @@ fn compare_pass(
     })
 }
 
+/// A CUDA executor holding the scene of every problem of `selected` (index `i` is scene `i`)
+/// on device 0.
+fn cuda_batch(
+    r: &crate::mbm::MbmRobot,
+    selected: &[&crate::mbm::Problem],
+    opts: CheckerOptions,
+) -> Result<crate::gpu::hub::CudaBatch, CliError> {
+    let problems: Vec<(Vec<f64>, &crate::scene::Scene)> = selected
+        .iter()
+        .map(|p| (r.start_full_state(p), &p.scene))
+        .collect();
+    Ok(crate::gpu::hub::CudaBatch::new(
+        &r.model,
+        &r.group,
+        &problems,
+        opts,
+        crate::gpu::CudaOptions::from_env(),
+        0,
+    )?)
+}
+
 /// The launch hub of a batched pass over `selected`: its executor holds every problem's scene
 /// (index `i` of `selected` is scene `i`), on the GPU for `--backend cuda` or `hybrid` (and `auto` with a
 /// GPU), else on the CPU.
@@ -730,19 +936,8 @@ fn launch_hub(
     };
     let mut executors: Vec<Box<dyn BatchExecutor>> = Vec::new();
     if cuda {
-        let problems: Vec<(Vec<f64>, &crate::scene::Scene)> = selected
-            .iter()
-            .map(|p| (r.start_full_state(p), &p.scene))
-            .collect();
         for _ in 0..a.hub_executors {
-            let exec = crate::gpu::hub::CudaBatch::new(
-                &r.model,
-                &r.group,
-                &problems,
-                opts,
-                crate::gpu::CudaOptions::from_env(),
-                0,
-            )?;
+            let exec = cuda_batch(r, selected, opts)?;
             if executors.is_empty() {
                 eprintln!(
                     "bench mbm: shared launches on {} ({} kernels, {} executors)",
@@ -916,7 +1111,16 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             );
             summary["concurrent"] = c.clone();
         }
-        if let Some(b) = &run.batched {
+        if let Some(b) = run.batched.as_ref().filter(|b| b["mode"] == "device") {
+            eprintln!(
+                "bench mbm: {name}: one device launch for {} problems: {} s, {} solved, {} re-validated on the CPU",
+                b["problems"],
+                num(&b["wall_s"], 4),
+                b["solved"],
+                b["revalidated_on_cpu"]
+            );
+            summary["batched"] = b.clone();
+        } else if let Some(b) = &run.batched {
             eprintln!(
                 "bench mbm: {name}: {} in flight sharing launches: {} s wall vs {} s sequential, {} of {} identical, {} requests per round",
                 b["in_flight"],
@@ -978,11 +1182,17 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "dd_radius": a.dd_radius,
         "shortcut_refinements": a.shortcut_refinements,
         "balance_trees": !a.no_balance,
+        "on_device": a.on_device,
         "attempts": a.attempts,
         "problems_per_scene": a.problems,
         "indices": a.indices,
         "robots": robots,
         "batched": match a.batched {
+            Some(_) if a.on_device => json!({
+                "supported": true,
+                "mode": "device",
+                "note": "with --on-device: every valid problem of a robot planned by the device RRT-Connect in one launch (one block per problem, each in its own scene), each raw path re-validated on the CPU afterwards.",
+            }),
             Some(n) => json!({
                 "supported": true,
                 "in_flight": n,

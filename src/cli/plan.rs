@@ -74,6 +74,10 @@ pub struct PlanArgs {
     /// path with the least work wins, so the result is the same for a seed.
     #[arg(long, default_value_t = 1)]
     pub attempts: usize,
+    /// RRT-Connect planned whole on the GPU in one launch (`PlanRequest::on_device`; needs a
+    /// GPU backend: cuda, hybrid, or auto on a machine with a GPU).
+    #[arg(long = "on-device")]
+    pub on_device: bool,
     /// Samples per planner iteration; default: suited to the planner and backend
     /// (`planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise). The path
     /// depends on it.
@@ -224,6 +228,7 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.acc_scale = a.acceleration_scaling;
     req.max_iterations = a.max_iterations;
     req.attempts = a.attempts;
+    req.on_device = a.on_device;
     req.range = a.range;
     req.dd_radius = a.dd_radius;
     req.shortcut_refinements = a.shortcut_refinements;

@@ -246,4 +246,9 @@ impl Checker for HybridChecker {
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         }
     }
+
+    /// The large side's (started if need be): a device planner runs on the GPU.
+    fn device_planner(&self) -> Option<&dyn crate::planners::device::DevicePlanner> {
+        self.large().and_then(|l| l.device_planner())
+    }
 }

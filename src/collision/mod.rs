@@ -266,6 +266,12 @@ pub trait Checker: Send + Sync {
         None
     }
 
+    /// The checker's planner resident on its device (the CUDA backend, and the hybrid backend's
+    /// GPU side), `None` where it has none. See [`crate::planners::device`].
+    fn device_planner(&self) -> Option<&dyn crate::planners::device::DevicePlanner> {
+        None
+    }
+
     /// Convenience: one configuration.
     fn check_config(&self, q: &[f64]) -> Result<bool, CollisionError> {
         let b = ConfigBatch::from_rows(self.space().dof(), &[q])?;

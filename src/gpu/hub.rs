@@ -161,6 +161,40 @@ impl CudaBatch {
         self.timings
     }
 
+    /// Plans problem `i` of `problems` in scene `scene_of[i]`, every problem in one launch of
+    /// the device RRT-Connect (one block each; [`crate::planners::device`]): the plans are
+    /// those a [`CudaChecker`](super::CudaChecker) holding that scene alone makes.
+    pub fn rrt_connect(
+        &mut self,
+        space: &crate::robot::JointSpace,
+        problems: &[(&[f64], &[f64])],
+        scene_of: &[u32],
+        settings: &crate::planners::device::DeviceRrtcSettings,
+    ) -> Result<Vec<crate::planners::device::DeviceOutcome>, CollisionError> {
+        self.check_scenes(scene_of)?;
+        if space.dof() != self.dof {
+            return Err(CollisionError::WrongDof {
+                expected: self.dof,
+                got: space.dof(),
+            });
+        }
+        let func = self.dev.kernels(self.variant).rrtc[1].clone();
+        super::rrtc::plan(
+            &mut self.dev,
+            &func,
+            Some((&self.scenes, scene_of)),
+            space,
+            problems,
+            settings,
+        )
+    }
+
+    /// The device planner kernel's registers, local memory and blocks per multiprocessor at
+    /// `warps` warps per block (for reports).
+    pub fn rrt_connect_resources(&self, warps: u32) -> String {
+        super::rrtc::resources(&self.dev.kernels(self.variant).rrtc[1], warps)
+    }
+
     fn check_scenes(&self, scene_of: &[u32]) -> Result<(), CollisionError> {
         match scene_of.iter().find(|&&s| s as usize >= self.count) {
             Some(s) => Err(backend_err(format!(

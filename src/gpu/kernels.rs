@@ -15,8 +15,19 @@ pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 /// `check_motions_balanced_warp` (one warp per item, for small batches), `sort_keys`,
 /// `sort_scan`, `sort_place` (the warp-coherent order of large batches); in
 /// a robot-specialised
-/// unit with an f16-slot pass also [`HALF_KERNEL_NAMES`].
-pub const COLLISION_CU: &str = include_str!("../../kernels/collision.cu");
+/// unit with an f16-slot pass also [`HALF_KERNEL_NAMES`]; then `kernels/rrtc.cu`
+/// ([`RRTC_KERNEL_NAMES`]: RRT-Connect resident on the device, whose motion checks are the
+/// motion kernels' per-configuration tests, so it shares their translation unit).
+pub const COLLISION_CU: &str = concat!(
+    include_str!("../../kernels/collision.cu"),
+    "\n// ---- rrtc.cu ----\n",
+    include_str!("../../kernels/rrtc.cu")
+);
+
+/// The device-resident RRT-Connect kernels of the collision module (`kernels/rrtc.cu`,
+/// `src/gpu/rrtc.rs`): one block per problem, every problem in the checker's scene or each in
+/// its own scene of a shared-launch executor.
+pub const RRTC_KERNEL_NAMES: [&str; 2] = ["rrtc_plan", "rrtc_plan_multi"];
 
 /// `kernels/drm.cu`: `rgg_label` (RGG verdicts of a dynamic roadmap against one obstacle) and
 /// `drm_voxel_mark`, `drm_voxel_count`, `drm_voxel_list` (the DRM voxel map).

@@ -13,6 +13,7 @@
 pub mod hub;
 pub mod kernels;
 pub mod rgg;
+mod rrtc;
 pub mod specialise;
 pub mod stage;
 pub mod upload;
@@ -709,6 +710,9 @@ struct KernelSet {
     /// `sort_keys`, `sort_scan`, `sort_place`: the warp-coherent order of large configuration
     /// batches ([`SORT_MIN_ENV`]).
     sort: [CudaFunction; 3],
+    /// `rrtc_plan` and `rrtc_plan_multi` ([`kernels::RRTC_KERNEL_NAMES`]): RRT-Connect resident
+    /// on the device ([`crate::planners::device`]).
+    rrtc: [CudaFunction; 2],
 }
 
 impl KernelSet {
@@ -736,6 +740,10 @@ impl KernelSet {
             configs_warp: f("check_configs_warp")?,
             balanced_warp: f("check_motions_balanced_warp")?,
             sort: [f("sort_keys")?, f("sort_scan")?, f("sort_place")?],
+            rrtc: [
+                f(kernels::RRTC_KERNEL_NAMES[0])?,
+                f(kernels::RRTC_KERNEL_NAMES[1])?,
+            ],
             half: match half {
                 true => Some((
                     f(kernels::HALF_KERNEL_NAMES[0])?,
@@ -809,6 +817,8 @@ struct DeviceState {
     /// [`specialise::SpecialisedSource::prox_reach`] of the specialised kernels: the reach of
     /// the proximity grid they read (`None`: they read none, or the state never builds one).
     prox_reach: Option<f64>,
+    /// The device planner's buffers, once it has run ([`rrtc`]).
+    rrtc: Option<rrtc::RrtcBufs>,
 }
 
 /// The device buffers of the warp-coherent order ([`SORT_MIN_ENV`]). The pieces of a batch run
@@ -929,6 +939,7 @@ impl DeviceState {
             robot,
             scene: scene_dev,
             prox_reach: None,
+            rrtc: None,
             args: ModelArgs::default(),
             ctx,
             stream,
@@ -2610,9 +2621,30 @@ impl CudaChecker {
     }
 }
 
+impl crate::planners::device::DevicePlanner for CudaChecker {
+    /// Every problem in this checker's scene, on its first device, with the kernels of its
+    /// variant.
+    fn rrt_connect(
+        &self,
+        problems: &[(&[f64], &[f64])],
+        settings: &crate::planners::device::DeviceRrtcSettings,
+    ) -> Result<Vec<crate::planners::device::DeviceOutcome>, CollisionError> {
+        let Some(dev) = self.devices.first() else {
+            return Err(backend_err("no device"));
+        };
+        let mut dev = lock(dev);
+        let func = dev.kernels(self.variant).rrtc[0].clone();
+        rrtc::plan(&mut dev, &func, None, &self.space, problems, settings)
+    }
+}
+
 impl Checker for CudaChecker {
     fn space(&self) -> &JointSpace {
         &self.space
+    }
+
+    fn device_planner(&self) -> Option<&dyn crate::planners::device::DevicePlanner> {
+        Some(self)
     }
 
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {

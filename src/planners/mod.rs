@@ -12,6 +12,7 @@
 //! first solution for PRM, lazy PRM, RRT and RRT-Connect; `max_iterations` for RRT*) gives
 //! the same path for the same seed, request, checker verdicts and (for PRM) roadmap.
 
+pub mod device;
 pub mod dynamic_roadmap;
 pub mod prm;
 mod rrt;
@@ -174,6 +175,11 @@ pub struct PlanRequest {
     pub acc_scale: f64,
     /// Longest time between trajectory points, seconds.
     pub sample_dt: f64,
+    /// RRT-Connect: plan whole on the GPU (one launch for the whole planner, see
+    /// [`device`]) instead of one host round trip per batch of checks. Needs a checker with a
+    /// GPU ([`Checker::device_planner`]); off by default. The path is shortcut, timed and
+    /// re-validated on the host as any other.
+    pub on_device: bool,
 }
 
 impl PlanRequest {
@@ -206,6 +212,7 @@ impl PlanRequest {
             vel_scale: 1.0,
             acc_scale: 1.0,
             sample_dt: 0.02,
+            on_device: false,
         }
     }
 
@@ -433,6 +440,10 @@ impl Checker for CountingChecker<'_> {
     fn configs_evaluated(&self) -> Option<u64> {
         self.inner.configs_evaluated()
     }
+
+    fn device_planner(&self) -> Option<&dyn device::DevicePlanner> {
+        self.inner.device_planner()
+    }
 }
 
 /// What a planner hands back before shortcutting and timing.
@@ -459,6 +470,8 @@ pub(crate) struct Context<'c, 'r> {
     pub solo: Option<(u64, &'c (dyn Fn() + Sync))>,
     /// Set by [`race`]: (attempts run, the winning attempt).
     pub attempts_run: (usize, usize),
+    /// Work done on the device by a device planner ([`device`]): (motions, configurations).
+    pub device_work: (u64, u64),
 }
 
 impl Context<'_, '_> {
@@ -665,6 +678,7 @@ pub(crate) fn race(
             deadline,
             race: Some((&shared, a)),
             solo,
+            device_work: (0, 0),
             attempts_run: (1, 0),
         };
         let r = solve(&mut actx);
@@ -735,7 +749,7 @@ fn solo_budget(solo_work: u64, batch_size: usize) -> u64 {
 }
 
 /// Sampling bounds of joint `j`.
-fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {
+pub(crate) fn bounds(space: &JointSpace, j: usize) -> (f64, f64) {
     if space.continuous.get(j).copied().unwrap_or(false) {
         (-std::f64::consts::PI, std::f64::consts::PI)
     } else {
@@ -933,12 +947,19 @@ fn finish(
 /// Plans with a fresh planner (PRM variants start from an empty roadmap; keep a
 /// [`prm::Prm`] to reuse one across queries).
 pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, PlanError> {
+    if req.on_device && req.planner != PlannerId::RrtConnect {
+        return Err(PlanError::InvalidRequest(format!(
+            "on_device: only rrt_connect runs on the device, not {}",
+            req.planner
+        )));
+    }
     match req.planner {
         PlannerId::Prm | PlannerId::LazyPrm => {
             check_space(checker.space())?;
             prm::Prm::new(checker.space())?.solve(checker, req)
         }
         PlannerId::Rrt | PlannerId::RrtStar => run(checker, req, |ctx| race(ctx, rrt::solve)),
+        PlannerId::RrtConnect if req.on_device => run(checker, req, device::solve),
         PlannerId::RrtConnect => run(checker, req, |ctx| race(ctx, rrt_connect::solve)),
     }
 }
@@ -991,6 +1012,7 @@ pub(crate) fn run(
         race: None,
         solo: None,
         attempts_run: (1, 0),
+        device_work: (0, 0),
     };
     let raw = if space.distance(&req.start, &req.goal) == 0.0 {
         RawSolution {
@@ -1061,6 +1083,10 @@ pub(crate) fn run(
         ..PlanStats::default()
     };
     counting.fill(&mut stats);
+    // Work a device planner did without the host's checker.
+    let (device_motions, device_configs) = ctx.device_work;
+    stats.motions_checked += device_motions;
+    stats.collision_checks += device_configs;
     Ok(PlanResult {
         planner: req.planner,
         path,

@@ -1,0 +1,371 @@
+//! The host side of RRT-Connect resident on the GPU (`kernels/rrtc.cu`,
+//! [`crate::planners::device`]): the kernel's parameter block, its buffers, one launch for a
+//! batch of problems (one block each) and the unpacking of the results.
+
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use super::{backend_err, drv, ensure_dev, DeviceState, MAX_DOF};
+use crate::collision::CollisionError;
+use crate::planners::device::{DeviceOutcome, DeviceRrtcSettings, DeviceStatus};
+use crate::planners::rrt_connect::{
+    DD_ALPHA, DD_MIN_RADIUS_FACTOR, STEP_FLOOR_FACTOR, STEP_HALVE_AFTER, STUCK_AFTER,
+};
+use crate::robot::JointSpace;
+
+/// Words of a problem's result (`GMP_RRTC_RESULT_WORDS`).
+const RESULT_WORDS: usize = 10;
+/// Path vertices reserved per problem in the launch's path pool (a path longer than the pool's
+/// share of its launch ends as [`DeviceStatus::PathPoolFull`]; RRT-Connect paths on the MBM
+/// problems have tens of vertices).
+const POOL_PER_PROBLEM: usize = 1024;
+
+/// `GmpRrtcParams` of `kernels/rrtc.cu`: the same fields in the same order (pointers as
+/// 64-bit words).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RrtcParams {
+    start: u64,
+    goal: u64,
+    lower: u64,
+    upper: u64,
+    tree_q: u64,
+    tree_parent: u64,
+    tree_radius: u64,
+    tree_fails: u64,
+    path: u64,
+    result: u64,
+    path_used: u64,
+    range: f64,
+    resolution: f64,
+    dd_radius: f64,
+    dd_alpha: f64,
+    dd_min_factor: f64,
+    step_floor_factor: f64,
+    seed: u64,
+    time_limit_ns: u64,
+    continuous: u32,
+    cap: u32,
+    max_iterations: u32,
+    max_refinements: u32,
+    flags: u32,
+    stuck_after: u32,
+    step_halve_after: u32,
+    path_pool: u32,
+}
+
+// SAFETY: plain old data, laid out as the kernel's struct (repr(C), no padding between the
+// 8-byte and 4-byte groups, size a multiple of 8).
+unsafe impl DeviceRepr for RrtcParams {}
+
+/// The device buffers of the planner, grown as needed and kept between calls.
+pub(super) struct RrtcBufs {
+    ends: CudaSlice<f64>,
+    bounds: CudaSlice<f64>,
+    tree_q: CudaSlice<f64>,
+    tree_parent: CudaSlice<u32>,
+    tree_radius: CudaSlice<f64>,
+    tree_fails: CudaSlice<u32>,
+    path: CudaSlice<f64>,
+    result: CudaSlice<u32>,
+    scene_of: CudaSlice<u32>,
+}
+
+impl RrtcBufs {
+    fn new(dev: &DeviceState) -> Result<Self, CollisionError> {
+        let s = &dev.stream;
+        let a = |what: &'static str| drv(what);
+        Ok(Self {
+            ends: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
+            bounds: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
+            tree_q: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
+            tree_parent: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
+            tree_radius: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
+            tree_fails: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
+            path: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
+            result: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
+            scene_of: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
+        })
+    }
+}
+
+/// Checks the problems against the space: every configuration has the space's joints and is
+/// finite and inside the limits.
+fn check_problems(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Result<(), CollisionError> {
+    for (i, (s, g)) in problems.iter().enumerate() {
+        for (what, q) in [("start", s), ("goal", g)] {
+            if q.len() != space.dof() {
+                return Err(CollisionError::WrongDof {
+                    expected: space.dof(),
+                    got: q.len(),
+                });
+            }
+            if !space.within_limits(q) {
+                return Err(backend_err(format!(
+                    "device planner: the {what} of problem {i} is not finite or outside the joint limits"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Plans `problems` in one launch of `func` (`rrtc_plan`, or `rrtc_plan_multi` with
+/// `multi`: the scene table and each problem's scene) on `dev`.
+pub(super) fn plan(
+    dev: &mut DeviceState,
+    func: &CudaFunction,
+    multi: Option<(&super::hub::DeviceScenes, &[u32])>,
+    space: &JointSpace,
+    problems: &[(&[f64], &[f64])],
+    s: &DeviceRrtcSettings,
+) -> Result<Vec<DeviceOutcome>, CollisionError> {
+    s.validate()
+        .map_err(|e| backend_err(format!("device planner: {e}")))?;
+    let n = problems.len();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let dof = space.dof();
+    if dof == 0 || dof > MAX_DOF || dof > 32 {
+        return Err(backend_err(format!(
+            "device planner: {dof} joints (1 to {MAX_DOF} supported)"
+        )));
+    }
+    if let Some((_, scene_of)) = multi {
+        if scene_of.len() != n {
+            return Err(backend_err("device planner: one scene per problem needed"));
+        }
+    }
+    check_problems(space, problems)?;
+    let max_threads = func
+        .max_threads_per_block()
+        .map_err(drv("reading the device planner's limits"))?;
+    if i64::from(32 * s.warps) > i64::from(max_threads) {
+        return Err(backend_err(format!(
+            "device planner: {} warps need {} threads per block; this build of the kernel allows {max_threads} (its registers): ask for at most {} warps ({})",
+            s.warps,
+            32 * s.warps,
+            max_threads / 32,
+            crate::planners::device::DEVICE_WARPS_ENV
+        )));
+    }
+    let cap = s.tree_capacity as usize;
+    let pool = n
+        .checked_mul(POOL_PER_PROBLEM)
+        .filter(|&p| p <= u32::MAX as usize)
+        .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
+    let tree_slots = n
+        .checked_mul(2 * cap)
+        .filter(|&t| t.checked_mul(dof).is_some_and(|w| w < (1usize << 40)))
+        .ok_or_else(|| backend_err("device planner: the trees do not fit on the device"))?;
+    if dev.rrtc.is_none() {
+        dev.rrtc = Some(RrtcBufs::new(dev)?);
+    }
+    let stream = dev.stream.clone();
+    let Some(b) = dev.rrtc.as_mut() else {
+        return Err(backend_err("device planner: buffers missing"));
+    };
+    ensure_dev(&stream, &mut b.ends, 2 * n * dof)?;
+    ensure_dev(&stream, &mut b.bounds, 2 * dof)?;
+    ensure_dev(&stream, &mut b.tree_q, tree_slots * dof)?;
+    ensure_dev(&stream, &mut b.tree_parent, tree_slots)?;
+    ensure_dev(&stream, &mut b.tree_radius, tree_slots)?;
+    ensure_dev(&stream, &mut b.tree_fails, tree_slots)?;
+    ensure_dev(&stream, &mut b.path, pool * dof)?;
+    ensure_dev(&stream, &mut b.result, n * RESULT_WORDS + 1)?;
+    // Inputs: starts, then goals; lower bounds, then upper bounds.
+    let mut ends = Vec::with_capacity(2 * n * dof);
+    for (st, _) in problems {
+        ends.extend_from_slice(st);
+    }
+    for (_, g) in problems {
+        ends.extend_from_slice(g);
+    }
+    let mut bounds = vec![0.0; 2 * dof];
+    let mut continuous = 0u32;
+    for j in 0..dof {
+        let (lo, hi) = crate::planners::bounds(space, j);
+        bounds[j] = lo;
+        bounds[dof + j] = hi;
+        if space.continuous.get(j).copied().unwrap_or(false) {
+            continuous |= 1 << j;
+        }
+    }
+    let copy_in = drv("copy to device");
+    stream
+        .memcpy_htod(&ends, &mut b.ends.slice_mut(0..ends.len()))
+        .map_err(&copy_in)?;
+    stream
+        .memcpy_htod(&bounds, &mut b.bounds.slice_mut(0..bounds.len()))
+        .map_err(&copy_in)?;
+    // The last result word counts the path pool's vertices taken.
+    let mut used = b.result.slice_mut(n * RESULT_WORDS..n * RESULT_WORDS + 1);
+    stream
+        .memset_zeros(&mut used)
+        .map_err(drv("clearing the path pool"))?;
+    if let Some((_, scene_of)) = multi {
+        ensure_dev(&stream, &mut b.scene_of, n)?;
+        stream
+            .memcpy_htod(scene_of, &mut b.scene_of.slice_mut(0..n))
+            .map_err(&copy_in)?;
+    }
+    let ptr = |p: u64, off_words: usize, word: usize| p + (off_words * word) as u64;
+    let (ends_p, _g1) = b.ends.device_ptr(&stream);
+    let (bounds_p, _g2) = b.bounds.device_ptr(&stream);
+    let (tq, _g3) = b.tree_q.device_ptr(&stream);
+    let (tp, _g4) = b.tree_parent.device_ptr(&stream);
+    let (tr, _g5) = b.tree_radius.device_ptr(&stream);
+    let (tf, _g6) = b.tree_fails.device_ptr(&stream);
+    let (pa, _g7) = b.path.device_ptr(&stream);
+    let (re, _g8) = b.result.device_ptr(&stream);
+    let params = RrtcParams {
+        start: ends_p,
+        goal: ptr(ends_p, n * dof, 8),
+        lower: bounds_p,
+        upper: ptr(bounds_p, dof, 8),
+        tree_q: tq,
+        tree_parent: tp,
+        tree_radius: tr,
+        tree_fails: tf,
+        path: pa,
+        result: re,
+        path_used: ptr(re, n * RESULT_WORDS, 4),
+        range: s.range,
+        resolution: s.resolution,
+        dd_radius: s.dd_radius,
+        dd_alpha: DD_ALPHA,
+        dd_min_factor: DD_MIN_RADIUS_FACTOR,
+        step_floor_factor: STEP_FLOOR_FACTOR,
+        seed: s.seed,
+        time_limit_ns: u64::try_from(s.time_limit.as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1),
+        continuous,
+        cap: s.tree_capacity,
+        max_iterations: s.max_iterations,
+        max_refinements: s.max_refinements,
+        flags: u32::from(s.dynamic_domain) | (u32::from(s.balance_trees) << 1),
+        stuck_after: STUCK_AFTER as u32,
+        step_halve_after: STEP_HALVE_AFTER,
+        path_pool: pool as u32,
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (n as u32, 1, 1),
+        block_dim: (32 * s.warps, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    {
+        let args = dev.args;
+        let mut lb = stream.launch_builder(func);
+        lb.arg(&args);
+        let scene_of_v;
+        if let Some((scenes, _)) = multi {
+            scene_of_v = b.scene_of.slice(0..n);
+            lb.arg(&scenes.ranges).arg(&scenes.bases).arg(&scene_of_v);
+        }
+        lb.arg(&params);
+        unsafe { lb.launch(cfg) }.map_err(drv("launching the device planner"))?;
+    }
+    let mut words = vec![0u32; n * RESULT_WORDS + 1];
+    stream
+        .memcpy_dtoh(&b.result.slice(0..words.len()), &mut words)
+        .map_err(drv("copy to host"))?;
+    stream
+        .synchronize()
+        .map_err(drv("running the device planner"))?;
+    // The paths: one copy of the part of the pool taken.
+    let taken = (words[n * RESULT_WORDS] as usize).min(pool);
+    let mut path_words = vec![0.0f64; taken * dof];
+    if taken > 0 {
+        stream
+            .memcpy_dtoh(&b.path.slice(0..taken * dof), &mut path_words)
+            .map_err(drv("copy to host"))?;
+        stream.synchronize().map_err(drv("copying the paths"))?;
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let w = &words[i * RESULT_WORDS..(i + 1) * RESULT_WORDS];
+        let status = DeviceStatus::from_word(w[0]).ok_or_else(|| {
+            backend_err(format!(
+                "device planner: unknown status {} of problem {i}",
+                w[0]
+            ))
+        })?;
+        let (len, offset) = (w[1] as usize, w[8] as usize);
+        let mut path = Vec::new();
+        if status == DeviceStatus::Solved {
+            if len < 2 || offset + len > taken {
+                return Err(backend_err(format!(
+                    "device planner: problem {i} reports a path of {len} vertices at {offset} of {taken}"
+                )));
+            }
+            path = path_words[offset * dof..(offset + len) * dof]
+                .chunks_exact(dof)
+                .map(<[f64]>::to_vec)
+                .collect();
+        }
+        out.push(DeviceOutcome {
+            status,
+            path,
+            iterations: w[2],
+            vertices: w[3],
+            motions: w[4],
+            configs: u64::from(w[5]) | (u64::from(w[6]) << 32),
+            device_us: w[7],
+        });
+    }
+    Ok(out)
+}
+
+/// Registers and local memory per thread of `func` and its blocks per multiprocessor at
+/// `warps` warps per block, for reports.
+pub(super) fn resources(func: &CudaFunction, warps: u32) -> String {
+    let regs = func.num_regs().map_or(-1, |r| r);
+    let local = func.local_size_bytes().map_or(-1, |l| l);
+    let per_sm = func
+        .occupancy_max_active_blocks_per_multiprocessor(32 * warps, 0, None)
+        .map_or(0, |b| b);
+    format!("{regs} registers, {local} B local per thread; {per_sm} blocks of {warps} warps per multiprocessor")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_laid_out_as_the_kernel_struct() {
+        // 11 pointers, 6 doubles, 2 u64, 8 u32: 88 + 48 + 16 + 32 bytes, no padding.
+        assert_eq!(std::mem::size_of::<RrtcParams>(), 184);
+        assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
+    }
+
+    #[test]
+    fn sampling_bounds_wrap_continuous_joints() {
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![-1.0, -10.0],
+            upper: vec![2.0, 10.0],
+            continuous: vec![false, true],
+            max_velocity: vec![1.0, 1.0],
+            max_acceleration: vec![1.0, 1.0],
+        };
+        assert_eq!(crate::planners::bounds(&space, 0), (-1.0, 2.0));
+        assert_eq!(
+            crate::planners::bounds(&space, 1),
+            (-std::f64::consts::PI, std::f64::consts::PI)
+        );
+        let good = [0.5, 3.0];
+        let outside = [2.5, 0.0];
+        assert!(check_problems(&space, &[(&good, &good)]).is_ok());
+        let e = check_problems(&space, &[(&good, &outside)]).expect_err("outside the limits");
+        assert!(e.to_string().contains("goal of problem 0"), "{e}");
+        let short = [0.5];
+        assert!(matches!(
+            check_problems(&space, &[(&short, &good)]),
+            Err(CollisionError::WrongDof {
+                expected: 2,
+                got: 1
+            })
+        ));
+    }
+}

@@ -1,0 +1,235 @@
+//! Planners that run whole on the device (`PlanRequest::on_device`): RRT-Connect with every
+//! iteration inside one GPU launch (`kernels/rrtc.cu`, `src/gpu/rrtc.rs`), instead of one host
+//! round trip per extension as with [`rrt_connect`](super::rrt_connect) on the CUDA backend.
+//!
+//! The algorithm is [`rrt_connect`](super::rrt_connect)'s, batch by batch: the straight motion
+//! first, dynamic domains with shorter steps from failing vertices, greedy chains of range-long
+//! steps from the other tree, tree balance with yielded turns. Each iteration draws one sample
+//! per warp of the block ([`DeviceRrtcSettings::warps`]) from a counter-based generator, so the
+//! plans differ from the CPU planner's (whose generator is ChaCha8) but are deterministic for a
+//! seed. Every motion is checked as [`Checker::check_motions`] checks it (the motion kernels'
+//! per-configuration tests, refined the same way), and the path is re-validated on the host
+//! like every other planner's.
+
+use std::time::Duration;
+
+use super::{
+    default_dd_radius, default_range, Context, PlanError, PlanRequest, PlannerId, RawSolution,
+};
+use crate::collision::{Checker, CollisionError, MAX_REFINEMENTS};
+use crate::robot::JointSpace;
+
+/// Warps (samples per iteration) of a device RRT-Connect block unless
+/// [`DEVICE_WARPS_ENV`] says otherwise.
+pub const DEFAULT_DEVICE_WARPS: u32 = 8;
+/// Most warps of a block (`GMP_RRTC_MAX_WARPS` in `kernels/rrtc.cu`).
+pub const MAX_DEVICE_WARPS: u32 = 32;
+/// Vertices per tree of a single device plan unless [`DEVICE_CAPACITY_ENV`] says otherwise.
+pub const DEFAULT_TREE_CAPACITY: u32 = 16_384;
+/// Environment variable: warps per block of the device planner (1 to [`MAX_DEVICE_WARPS`]).
+pub const DEVICE_WARPS_ENV: &str = "GMP_RRTC_WARPS";
+/// Environment variable: vertices per tree of the device planner (at least 2).
+pub const DEVICE_CAPACITY_ENV: &str = "GMP_RRTC_CAPACITY";
+
+/// The options of a device RRT-Connect run (see [`super::PlanRequest`] for their meaning).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRrtcSettings {
+    /// Longest extension (joint-space distance).
+    pub range: f64,
+    /// Motion-check resolution.
+    pub resolution: f64,
+    /// Dynamic domains (and shorter steps from failing vertices).
+    pub dynamic_domain: bool,
+    /// A vertex's domain radius at its first failure, in units of the range.
+    pub dd_radius: f64,
+    /// Tree balance.
+    pub balance_trees: bool,
+    /// Seed of the sample generator.
+    pub seed: u64,
+    /// Iterations at most.
+    pub max_iterations: u32,
+    /// Time on the device at most (measured by the device's clock from the launch).
+    pub time_limit: Duration,
+    /// Samples per iteration: one per warp of the block (1 to [`MAX_DEVICE_WARPS`]).
+    pub warps: u32,
+    /// Vertices per tree (at least 2); a full tree ends the run without a path.
+    pub tree_capacity: u32,
+    /// Refinements of uncertain motions ([`Checker::check_motions_refined`]).
+    pub max_refinements: u32,
+}
+
+impl DeviceRrtcSettings {
+    /// An error naming the first unusable setting.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.range.is_finite() && self.range > 0.0) {
+            return Err(format!(
+                "range must be a positive number, got {}",
+                self.range
+            ));
+        }
+        if !(self.resolution.is_finite() && self.resolution > 0.0) {
+            return Err(format!(
+                "resolution must be a positive number, got {}",
+                self.resolution
+            ));
+        }
+        if self.dynamic_domain && !(self.dd_radius.is_finite() && self.dd_radius > 0.0) {
+            return Err(format!(
+                "dd_radius must be a positive number, got {}",
+                self.dd_radius
+            ));
+        }
+        if !(1..=MAX_DEVICE_WARPS).contains(&self.warps) {
+            return Err(format!(
+                "warps must be 1 to {MAX_DEVICE_WARPS}, got {}",
+                self.warps
+            ));
+        }
+        if self.tree_capacity < 2 {
+            return Err(format!(
+                "tree_capacity must be at least 2, got {}",
+                self.tree_capacity
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How a device run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum DeviceStatus {
+    /// The trees joined (or the straight motion was valid).
+    Solved,
+    /// The iteration or time limit came first.
+    Limit,
+    /// A tree reached [`DeviceRrtcSettings::tree_capacity`].
+    TreeFull,
+    /// The path did not fit the pool the host reserved for the paths of the launch.
+    PathPoolFull,
+}
+
+impl DeviceStatus {
+    /// The status of a result word (`kernels/rrtc.cu`), `None` for an unknown one.
+    pub fn from_word(w: u32) -> Option<Self> {
+        match w {
+            0 => Some(Self::Solved),
+            1 => Some(Self::Limit),
+            2 => Some(Self::TreeFull),
+            3 => Some(Self::PathPoolFull),
+            _ => None,
+        }
+    }
+}
+
+/// One problem's result of a device run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceOutcome {
+    /// How the run ended.
+    pub status: DeviceStatus,
+    /// The path from start to goal (empty unless solved).
+    pub path: Vec<Vec<f64>>,
+    /// Iterations run.
+    pub iterations: u32,
+    /// Vertices of both trees at the end.
+    pub vertices: u32,
+    /// Motions checked.
+    pub motions: u32,
+    /// Configurations checked (every level of every motion).
+    pub configs: u64,
+    /// Time from the block's start to its end on the device's clock, microseconds.
+    pub device_us: u32,
+}
+
+/// A checker that can plan on its device.
+pub trait DevicePlanner: Send + Sync {
+    /// Plans every `(start, goal)` of `problems` (one block each, all in one launch) in the
+    /// checker's scene. The configurations must be valid ones of the checker's joint space.
+    fn rrt_connect(
+        &self,
+        problems: &[(&[f64], &[f64])],
+        settings: &DeviceRrtcSettings,
+    ) -> Result<Vec<DeviceOutcome>, CollisionError>;
+}
+
+/// A positive integer from environment variable `var`, else `default`.
+fn env_u32(var: &str, default: u32) -> u32 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(default)
+}
+
+/// The device settings of `req` in `space` with `time_limit` left (range, domains, balance,
+/// seed, iterations; warps and tree capacity from [`DEVICE_WARPS_ENV`] and
+/// [`DEVICE_CAPACITY_ENV`] or their defaults).
+pub fn settings_for_request(
+    req: &PlanRequest,
+    space: &JointSpace,
+    time_limit: Duration,
+) -> DeviceRrtcSettings {
+    DeviceRrtcSettings {
+        range: req
+            .range
+            .unwrap_or_else(|| default_range(PlannerId::RrtConnect, space)),
+        resolution: req.resolution,
+        dynamic_domain: req.dynamic_domain,
+        dd_radius: req
+            .dd_radius
+            .unwrap_or_else(|| default_dd_radius(space.dof())),
+        balance_trees: req.balance_trees,
+        seed: req.seed,
+        max_iterations: req
+            .max_iterations
+            .map_or(u32::MAX, |m| u32::try_from(m).unwrap_or(u32::MAX)),
+        time_limit,
+        warps: env_u32(DEVICE_WARPS_ENV, DEFAULT_DEVICE_WARPS).min(MAX_DEVICE_WARPS),
+        tree_capacity: env_u32(DEVICE_CAPACITY_ENV, DEFAULT_TREE_CAPACITY).max(2),
+        max_refinements: MAX_REFINEMENTS,
+    }
+}
+
+/// RRT-Connect on the device of `ctx`'s checker (see the module documentation).
+pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError> {
+    if ctx.req.planner != PlannerId::RrtConnect {
+        return Err(PlanError::InvalidRequest(format!(
+            "on_device: only rrt_connect runs on the device, not {}",
+            ctx.req.planner
+        )));
+    }
+    let Some(device) = ctx.checker.device_planner() else {
+        return Err(PlanError::InvalidRequest(format!(
+            "on_device needs a GPU checker (backend cuda, or auto / hybrid with a GPU); this one is {:?}",
+            ctx.checker.backend()
+        )));
+    };
+    let left = ctx
+        .deadline
+        .saturating_duration_since(std::time::Instant::now());
+    let settings = settings_for_request(ctx.req, &ctx.space, left);
+    settings.validate().map_err(PlanError::InvalidRequest)?;
+    let start = ctx.req.start.clone();
+    let goal = ctx.req.goal.clone();
+    let outcome = device
+        .rrt_connect(&[(&start, &goal)], &settings)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| CollisionError::Backend {
+            backend: "cuda".into(),
+            message: "the device planner returned no result".into(),
+        })?;
+    ctx.device_work = (u64::from(outcome.motions), outcome.configs);
+    match outcome.status {
+        DeviceStatus::Solved => {
+            let vertices = outcome.vertices as usize;
+            Ok(RawSolution {
+                path: outcome.path,
+                iterations: outcome.iterations as usize,
+                vertices,
+                edges: vertices.saturating_sub(2),
+                cost_over_time: Vec::new(),
+            })
+        }
+        _ => Err(ctx.no_path(outcome.iterations as usize, outcome.vertices as usize)),
+    }
+}

@@ -1,0 +1,279 @@
+//! RRT-Connect resident on the GPU (`PlanRequest::on_device`, `planners::device`,
+//! `kernels/rrtc.cu`).
+//!
+//! On a machine with a GPU (run there by `scripts/device_gpu.sh planner`), on MotionBenchMaker
+//! Panda and UR5 problems of every scene, sphere and polytope models:
+//! - every plan succeeds, starts and ends where asked, respects the limits;
+//! - every motion of the raw path the device planned is valid for a fresh CPU checker at the
+//!   planning resolution (the device's motion verdicts are the CPU's), and the returned
+//!   trajectory passes `trajectory::validate_along` with a fresh CPU checker;
+//! - planning twice with the same seed gives the same raw path; several problems in one launch
+//!   give each the path it gets alone;
+//! - an iteration limit too small to solve a problem ends in a clear "no path".
+//!
+//! Without a GPU those tests skip with a message. One test runs everywhere: asking for the
+//! device planner with the CPU checker is a clear error.
+
+mod common;
+
+use std::time::Duration;
+
+use gpu_motion_planner::collision::{
+    Checker, CheckerOptions, CpuChecker, MotionBatch, RobotShapes,
+};
+use gpu_motion_planner::gpu::{self, CudaChecker};
+use gpu_motion_planner::mbm::{self, MbmRobot, Problem};
+use gpu_motion_planner::planners::device::{DevicePlanner, DeviceRrtcSettings, DeviceStatus};
+use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlannerId};
+use gpu_motion_planner::trajectory;
+
+const RESOLUTION: f64 = 0.02;
+
+fn gpu_or_skip(test: &str) -> bool {
+    if gpu::gpu_available() {
+        true
+    } else {
+        eprintln!("SKIP {test}: no CUDA device; the device planner tests run on the GPU machine via scripts/device_gpu.sh planner");
+        false
+    }
+}
+
+fn request(r: &MbmRobot, p: &Problem, seed: u64) -> PlanRequest {
+    let (start, goal) = r.start_goal(p).expect("start and goal");
+    let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
+    req.seed = seed;
+    req.resolution = RESOLUTION;
+    req.time_limit = Duration::from_secs(30);
+    req.on_device = true;
+    req
+}
+
+fn opts(shapes: RobotShapes) -> CheckerOptions {
+    CheckerOptions {
+        shapes,
+        ..Default::default()
+    }
+}
+
+/// A CUDA checker of problem `p`'s scene and base state.
+fn cuda_for(r: &MbmRobot, p: &Problem, shapes: RobotShapes) -> CudaChecker {
+    let base = r.start_full_state(p);
+    CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cuda checker")
+}
+
+/// Problems `indices` of every scene of `robot`.
+fn problems(data: &std::path::Path, robot: &str, indices: &[usize]) -> (MbmRobot, Vec<Problem>) {
+    let r = mbm::load_robot(data, robot).expect("robot loads");
+    let all = mbm::load_problems(data, robot).expect("problems load");
+    let picked = all
+        .into_iter()
+        .filter(|p| indices.contains(&p.index))
+        .collect();
+    (r, picked)
+}
+
+/// Plans every problem twice on the device and checks both results with fresh CPU checkers.
+fn solves_and_validates(robot: &str, shapes: RobotShapes, indices: &[usize]) {
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, robot, indices);
+    assert!(picked.len() >= 7, "{robot}: {} problems", picked.len());
+    let space = &r.group.space;
+    let mut tree_plans = 0;
+    for p in &picked {
+        let what = format!("{robot} {shapes:?} {}#{}", p.scene_name, p.index);
+        let base = r.start_full_state(p);
+        let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cpu");
+        let (start, goal) = r.start_goal(p).expect("start and goal");
+        if !cpu.check_config(&start).expect("check") || !cpu.check_config(&goal).expect("check") {
+            continue; // an invalid problem (start or goal in collision)
+        }
+        let cuda = cuda_for(&r, p, shapes);
+        let req = request(&r, p, 7);
+        let a = plan(&cuda, &req).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let b = plan(&cuda, &req).unwrap_or_else(|e| panic!("{what} (again): {e}"));
+        assert_eq!(a.raw_path, b.raw_path, "{what}: same seed, same raw path");
+        assert_eq!(
+            a.raw_path.first(),
+            Some(&start),
+            "{what}: starts at the start"
+        );
+        assert_eq!(a.raw_path.last(), Some(&goal), "{what}: ends at the goal");
+        if a.raw_path.len() > 2 {
+            tree_plans += 1;
+            assert!(a.stats.motions_checked > 1, "{what}: device work counted");
+        }
+        let mut motions = MotionBatch::new(space.dof());
+        for w in a.raw_path.windows(2) {
+            assert!(
+                space.within_limits(&w[1]),
+                "{what}: vertex outside the limits"
+            );
+            motions.push(&w[0], &w[1]).expect("motion");
+        }
+        let fresh =
+            CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cpu");
+        let verdicts = fresh.check_motions(&motions, RESOLUTION).expect("check");
+        assert!(
+            verdicts.iter().all(|&v| v),
+            "{what}: the CPU rejects a motion the device accepted: {verdicts:?}"
+        );
+        trajectory::validate_along(&fresh, &a.path, &a.trajectory, RESOLUTION)
+            .unwrap_or_else(|e| panic!("{what}: re-check: {e}"));
+    }
+    assert!(
+        tree_plans > 0,
+        "{robot}: every problem was solved by the straight motion; the trees were not exercised"
+    );
+}
+
+#[test]
+fn device_rrt_connect_panda_spheres() {
+    if gpu_or_skip("device_rrt_connect_panda_spheres") {
+        solves_and_validates("panda", RobotShapes::Spheres, &[1, 2, 3]);
+    }
+}
+
+#[test]
+fn device_rrt_connect_panda_polytopes() {
+    if gpu_or_skip("device_rrt_connect_panda_polytopes") {
+        solves_and_validates("panda", RobotShapes::Polytopes, &[1, 2]);
+    }
+}
+
+#[test]
+fn device_rrt_connect_ur5_spheres() {
+    if gpu_or_skip("device_rrt_connect_ur5_spheres") {
+        solves_and_validates("ur5", RobotShapes::Spheres, &[1, 2]);
+    }
+}
+
+/// Settings as `plan` would give a request with default options on the Panda.
+fn settings(space: &gpu_motion_planner::robot::JointSpace, seed: u64) -> DeviceRrtcSettings {
+    DeviceRrtcSettings {
+        range: gpu_motion_planner::planners::default_range(PlannerId::RrtConnect, space),
+        resolution: RESOLUTION,
+        dynamic_domain: true,
+        dd_radius: gpu_motion_planner::planners::default_dd_radius(space.dof()),
+        balance_trees: true,
+        seed,
+        max_iterations: u32::MAX,
+        time_limit: Duration::from_secs(30),
+        warps: 8,
+        tree_capacity: 4096,
+        max_refinements: 6,
+    }
+}
+
+#[test]
+fn device_rrt_connect_batch_equals_one_at_a_time() {
+    if !gpu_or_skip("device_rrt_connect_batch_equals_one_at_a_time") {
+        return;
+    }
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, "panda", &[1]);
+    let p = picked
+        .iter()
+        .find(|p| p.scene_name == "bookshelf_small")
+        .expect("a bookshelf_small problem");
+    let base = r.start_full_state(p);
+    let cuda = cuda_for(&r, p, RobotShapes::Spheres);
+    // Several start/goal pairs in the one scene: the problem's own and ones built from the
+    // other problems' ends that are valid here.
+    let cpu = CpuChecker::new(
+        &r.model,
+        &r.group,
+        &base,
+        &p.scene,
+        opts(RobotShapes::Spheres),
+    )
+    .expect("cpu");
+    let mut ends = Vec::new();
+    for q in picked.iter().flat_map(|q| {
+        let (s, g) = r.start_goal(q).expect("ends");
+        [s, g]
+    }) {
+        if cpu.check_config(&q).expect("check") {
+            ends.push(q);
+        }
+    }
+    assert!(ends.len() >= 4, "only {} valid configurations", ends.len());
+    let pairs: Vec<(&[f64], &[f64])> = ends
+        .windows(2)
+        .take(6)
+        .map(|w| (w[0].as_slice(), w[1].as_slice()))
+        .collect();
+    let s = settings(&r.group.space, 3);
+    let together = cuda.rrt_connect(&pairs, &s).expect("batch");
+    assert_eq!(together.len(), pairs.len());
+    for (i, pair) in pairs.iter().enumerate() {
+        let alone = cuda.rrt_connect(&[*pair], &s).expect("alone");
+        assert_eq!(alone[0].status, together[i].status, "problem {i}");
+        assert_eq!(alone[0].path, together[i].path, "problem {i}: same path");
+        assert_eq!(alone[0].iterations, together[i].iterations, "problem {i}");
+    }
+    assert!(
+        together.iter().any(|o| o.status == DeviceStatus::Solved),
+        "no problem solved: {together:?}"
+    );
+}
+
+#[test]
+fn device_rrt_connect_iteration_limit_is_a_clear_no_path() {
+    if !gpu_or_skip("device_rrt_connect_iteration_limit_is_a_clear_no_path") {
+        return;
+    }
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, "panda", &[1, 2, 3, 4, 5]);
+    // A problem the straight motion does not solve.
+    let mut seen = false;
+    for p in &picked {
+        let cuda = cuda_for(&r, p, RobotShapes::Spheres);
+        let (start, goal) = r.start_goal(p).expect("ends");
+        let mut direct = MotionBatch::new(start.len());
+        direct.push(&start, &goal).expect("motion");
+        if !cuda.check_config(&start).expect("check")
+            || !cuda.check_config(&goal).expect("check")
+            || cuda.check_motions(&direct, RESOLUTION).expect("check")[0]
+        {
+            continue;
+        }
+        let mut req = request(&r, p, 1);
+        req.max_iterations = Some(1);
+        match plan(&cuda, &req) {
+            Err(PlanError::NoPath { iterations, .. }) => assert!(iterations <= 1),
+            Ok(res) => assert!(res.stats.iterations <= 1, "solved in one iteration"),
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+        let mut s = settings(&r.group.space, 1);
+        s.max_iterations = 0;
+        let o = cuda.rrt_connect(&[(&start, &goal)], &s).expect("runs");
+        assert_eq!(o[0].status, DeviceStatus::Limit);
+        assert!(o[0].path.is_empty());
+        seen = true;
+        break;
+    }
+    assert!(seen, "no problem needs a tree");
+}
+
+#[test]
+fn on_device_without_a_gpu_checker_is_a_clear_error() {
+    let (world, start, goal) = common::wall_2d();
+    let mut req = PlanRequest::new(start, goal, PlannerId::RrtConnect);
+    req.on_device = true;
+    match plan(&world, &req) {
+        Err(PlanError::InvalidRequest(m)) => {
+            assert!(m.contains("on_device") && m.contains("GPU"), "{m}")
+        }
+        other => panic!("expected a clear error, got {other:?}"),
+    }
+    req.planner = PlannerId::Prm;
+    match plan(&world, &req) {
+        Err(PlanError::InvalidRequest(m)) => {
+            assert!(m.contains("only rrt_connect") && m.contains("prm"), "{m}")
+        }
+        other => panic!("expected a clear error, got {other:?}"),
+    }
+    // Without on_device the same request plans on the host.
+    req.on_device = false;
+    assert!(plan(&world, &req).is_ok());
+}
