@@ -42,6 +42,7 @@ struct GmpRrtcParams {
     double* path;               // path_pool x dof: every problem's path, each where path_used said
     unsigned* result;           // problems x GMP_RRTC_RESULT_WORDS
     unsigned* path_used;        // vertices of the pool taken (the host zeroes it)
+    unsigned* best;             // per problem: ~key of the best solved attempt (0: none yet)
     double range;
     double resolution;
     double dd_radius;           // radius of a vertex's domain at its first failure, x range
@@ -58,6 +59,8 @@ struct GmpRrtcParams {
     unsigned stuck_after;       // failures in a row after which a tree yields a turn
     unsigned step_halve_after;  // failures from a vertex per halving of its step
     unsigned path_pool;         // vertices the path pool holds
+    unsigned attempts;          // blocks (independent attempts) per problem, 1 to 256
+    unsigned pad;
 };
 
 // result words: status (0 solved, 1 iteration or time limit, 2 a tree is full, 3 the path pool
@@ -68,6 +71,14 @@ struct GmpRrtcParams {
 #define GMP_RRTC_LIMIT 1u
 #define GMP_RRTC_FULL 2u
 #define GMP_RRTC_POOL_FULL 3u
+#define GMP_RRTC_BEATEN 4u
+
+// Parallel attempts (planners::attempt_seed and the race of planners::race, on the device):
+// block b plans problem b / attempts with attempt b % attempts, seeded like the CPU's attempts.
+// An attempt that solves the problem at iteration i has the key (i << 8) | attempt; the
+// smallest key wins. An attempt stops (GMP_RRTC_BEATEN) as soon as a key smaller than any it
+// could still reach is known, so the winner is the attempt with the smallest key over full
+// runs, whatever the timing of the blocks: the result is deterministic.
 
 #define GMP_RRTC_PI 3.141592653589793
 #define GMP_RRTC_TAU 6.283185307179586
@@ -130,10 +141,13 @@ __device__ __forceinline__ unsigned long long gmp_globaltimer() {
     return t;
 }
 
-// check_motions_refined of the motion a -> b (f64 configurations), by one warp: true = valid.
-// `evaluated` (lane 0's) grows by the configurations checked.
+// check_motions_refined of the motion a -> b (f64 configurations), by one warp (BLOCK false:
+// `lane` is the lane) or by the whole block (BLOCK true: every thread calls it, `lane` is
+// threadIdx.x): true = valid. `evaluated` (lane 0's) grows by the configurations checked.
+template <bool BLOCK>
 __device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p, const double* a, const double* b,
                                       unsigned lane, unsigned long long* evaluated) {
+    const unsigned lanes = BLOCK ? blockDim.x : 32u;
     const unsigned dof = GMP_DOF(m);
     float s32[GMP_MAX_DOF], d32[GMP_MAX_DOF];
     double dist2 = 0.0;
@@ -150,14 +164,20 @@ __device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p,
         const double c = ceil(dist / p.resolution);
         n = c >= 4294967295.0 ? 0xffffffffu : (c < 1.0 ? 1u : (unsigned)c);
     }
+    // The levels refine_motions_up_to visits: n, 2n, ... while below 2^24, at most
+    // max_refinements + 1 of them. The verdict is valid exactly when some level passes its swept
+    // check at every configuration (CpuChecker::motion_valid explains why), so a level is given
+    // up at its first round with an uncertain configuration (it cannot pass; the next one may),
+    // and the motion is invalid at the first configuration in collision (it lies on every finer
+    // level too: step s of n and step 2s of 2n are the same f32 configuration) or at an uncertain
+    // configuration of the last level.
     for (unsigned level = 0;; level++) {
-        // A level: configurations 0 ..= n, lane l taking k = l, l + 32, ... of an order that
-        // spreads each round of 32 over the whole motion (step = k * stride mod (n + 1) with
-        // stride coprime to n + 1 would too; this one is simpler: round r, lane l checks
-        // l * rounds + r, so the first round already samples the motion every 1/32).
+        const bool last = level >= p.max_refinements || n >= (1u << 23);
+        // A level: configurations 0 ..= n; in round r lane l checks l * rounds + r, so that the
+        // first round already samples the whole motion every 1/lanes of it.
         const unsigned count = n + 1u;
-        const unsigned rounds = (count + 31u) / 32u;
-        bool uncertain = false;
+        const unsigned rounds = (count + lanes - 1u) / lanes;
+        bool passed = true;
         for (unsigned r = 0; r < rounds; r++) {
             const unsigned s = lane * rounds + r;
             unsigned st = 0u;
@@ -166,16 +186,18 @@ __device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p,
                 gmp_interpolate(s32, d32, dof, s, n, q);
                 st = GMP_STEP_STATUS(m, q, d32, n);
             }
-            const unsigned checked = __popc(__ballot_sync(0xffffffffu, s < count));
+            const unsigned checked = BLOCK ? (unsigned)__syncthreads_count(s < count)
+                                           : __popc(__ballot_sync(0xffffffffu, s < count));
             if (lane == 0u) *evaluated += checked;
-            if (__any_sync(0xffffffffu, st == 1u)) return false;
-            if (__any_sync(0xffffffffu, st == 2u)) uncertain = true;
+            if (BLOCK ? __syncthreads_or(st == 1u) : __any_sync(0xffffffffu, st == 1u)) return false;
+            if (BLOCK ? __syncthreads_or(st == 2u) : __any_sync(0xffffffffu, st == 2u)) {
+                passed = false;
+                break;
+            }
         }
-        if (!uncertain) return true;
-        if (level >= p.max_refinements) return false;
-        // refine_motions_up_to: checked_mul(REFINE_FACTOR).filter(|&s| s < 1 << 24).
-        if (n >= (1u << 23)) return false;
-        n *= 2u;
+        if (passed) return true;
+        if (last) return false;
+        n *= 2u;  // refine_motions_up_to: REFINE_FACTOR
     }
 }
 
@@ -315,7 +337,11 @@ template <bool MULTI>
 __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
                          const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
     __shared__ GmpRrtcShared sh;
-    const unsigned prob = blockIdx.x;
+    const unsigned prob = blockIdx.x / p.attempts;
+    const unsigned attempt = blockIdx.x % p.attempts;
+    const unsigned long long seed =
+        attempt == 0u ? p.seed : p.seed ^ ((unsigned long long)attempt * 0x9E3779B97F4A7C15ull);
+    volatile unsigned* best = p.best + prob;
     const unsigned lane = threadIdx.x % 32u;
     const unsigned warp = threadIdx.x / 32u;
     const unsigned warps = min(blockDim.x / 32u, (unsigned)GMP_RRTC_MAX_WARPS);
@@ -329,13 +355,13 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
     const double* goal = p.goal + (size_t)prob * dof;
     GmpRrtcTree trees[2];
     for (unsigned t = 0; t < 2u; t++) {
-        const size_t base = ((size_t)prob * 2u + t) * cap;
+        const size_t base = ((size_t)blockIdx.x * 2u + t) * cap;
         trees[t].q = p.tree_q + base * dof;
         trees[t].parent = p.tree_parent + base;
         trees[t].radius = p.tree_radius + base;
         trees[t].fails = p.tree_fails + base;
     }
-    unsigned* res = p.result + (size_t)prob * GMP_RRTC_RESULT_WORDS;
+    unsigned* res = p.result + (size_t)blockIdx.x * GMP_RRTC_RESULT_WORDS;
     const unsigned long long t0 = gmp_globaltimer();
     unsigned long long evaluated = 0;  // lane 0 of each warp: configurations it checked
     unsigned long long motions = 0;    // lane 0 of each warp: motions it checked
@@ -363,14 +389,16 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         if (cap == 0u) sh.stop = 1u + GMP_RRTC_FULL;
     }
     __syncthreads();
-    // The straight motion first (planners::rrt_connect).
-    if (warp == 0u && sh.stop == 0u) {
-        const bool ok = gmp_rrtc_motion_valid(m, p, start, goal, lane, &evaluated);
-        if (lane == 0u) {
+    // The straight motion first (planners::rrt_connect; of parallel attempts only the first),
+    // by the whole block: it is often long, and nothing else is to be done meanwhile.
+    if (sh.stop == 0u && attempt == 0u) {
+        const bool ok = gmp_rrtc_motion_valid<true>(m, p, start, goal, threadIdx.x, &evaluated);
+        if (threadIdx.x == 0u) {
             motions++;
             if (ok) {
                 sh.stop = 1u + GMP_RRTC_SOLVED;
                 sh.joined_a = 0xffffffffu;  // the direct path
+                atomicMax((unsigned*)best, ~0u);  // key 0: iteration 0, attempt 0
             }
         }
     }
@@ -382,6 +410,9 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 (p.time_limit_ns > 0ull && gmp_globaltimer() - t0 > p.time_limit_ns)) {
                 sh.stop = 1u + GMP_RRTC_LIMIT;
             }
+            // Beaten: a solved attempt's key is below the least this one could still reach.
+            const unsigned b = *best;
+            if (b != 0u && ~b < ((min(iterations + 1u, 0xffffffu) << 8) | attempt)) sh.stop = 1u + GMP_RRTC_BEATEN;
         }
         __syncthreads();
         if (sh.stop != 0u) break;
@@ -396,7 +427,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             double* nq = sh.prop_q[warp];
             if (lane == 0u) {
                 const unsigned long long key =
-                    p.seed * 0x9E3779B97F4A7C15ull ^
+                    seed * 0x9E3779B97F4A7C15ull ^
                     ((unsigned long long)iterations << 8) ^ (unsigned long long)warp;
                 for (unsigned j = 0; j < dof; j++) {
                     const double u = gmp_rrtc_uniform(key * 0xD1B54A32D192ED03ull + j);
@@ -429,7 +460,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 __syncwarp();
                 go = gmp_space_distance(cont, dof, from, nq) > 0.0;
                 if (go) {
-                    const bool ok = gmp_rrtc_motion_valid(m, p, from, nq, lane, &evaluated);
+                    const bool ok = gmp_rrtc_motion_valid<false>(m, p, from, nq, lane, &evaluated);
                     if (lane == 0u) {
                         motions++;
                         sh.prop_parent[warp] = ni;
@@ -506,7 +537,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     }
                 }
                 __syncwarp();
-                const bool ok = gmp_rrtc_motion_valid(m, p, prev, next, lane, &evaluated);
+                const bool ok = gmp_rrtc_motion_valid<false>(m, p, prev, next, lane, &evaluated);
                 if (lane == 0u) {
                     motions++;
                     if (!ok) atomicMin(&sh.chain_valid[k], st - 1u);
@@ -539,6 +570,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 }
                 if (sh.stop == 0u && valid == steps) {
                     sh.stop = 1u + GMP_RRTC_SOLVED;
+                    atomicMax((unsigned*)best, ~((min(iterations, 0xffffffu) << 8) | attempt));
                     sh.joined_a = sh.added[k];
                     sh.joined_b = tip;
                 }

@@ -245,14 +245,19 @@ if [ "$mode" = planner ]; then
   # The device RRT-Connect (tests/gpu_planner.rs), then the MBM problems with it: one problem
   # at a time (hybrid backend: start/goal checks and shortcutting on the CPU) and every valid
   # problem of a robot in one launch (--batched). GMP_PLANNER_PROBLEMS problems per scene
-  # (default 100), GMP_PLANNER_ROBOTS (default panda,ur5), GMP_RRTC_WARPS warps per problem.
+  # (default 100), GMP_PLANNER_ROBOTS (default panda,ur5), GMP_PLANNER_ATTEMPTS (attempts per
+  # problem, a comma-separated list, default 1), GMP_RRTC_WARPS warps per attempt.
   planner_ok=1
   "$D/gpu_planner" --nocapture --test-threads=1 2>&1 | tee "$OUT/planner_tests.log" | grep -E "^test |test result"
   [ "${PIPESTATUS[0]}" = 0 ] || planner_ok=0
   for r in $(echo "${GMP_PLANNER_ROBOTS:-panda,ur5}" | tr ',' ' '); do
-    "$D/gmp" bench mbm --robots "$r" --shapes spheres --backend hybrid --on-device --batched 1 \
-      --problems "${GMP_PLANNER_PROBLEMS:-100}" --out "$OUT/results/mbm_device_$r" > "$OUT/planner_bench_$r.log" 2>&1 || planner_ok=0
-    grep -hE "^\| $r \| \*\*all|one device launch" "$OUT/results/mbm_device_$r"/*.md
+    for k in $(echo "${GMP_PLANNER_ATTEMPTS:-1}" | tr ',' ' '); do
+      o="$OUT/results/mbm_device_${r}_a$k"
+      echo "== $r, $k attempts per problem"
+      "$D/gmp" bench mbm --robots "$r" --shapes spheres --backend hybrid --on-device --batched 1 \
+        --attempts "$k" --problems "${GMP_PLANNER_PROBLEMS:-100}" --out "$o" > "$OUT/planner_bench_${r}_a$k.log" 2>&1 || planner_ok=0
+      grep -hE "^\| $r \| \*\*all|one device launch" "$o"/*.md
+    done
   done
   if [ "$planner_ok" = 1 ]; then status_planner="ok"; else status_planner="FAILED"; fi
 fi

@@ -161,6 +161,7 @@ fn settings(space: &gpu_motion_planner::robot::JointSpace, seed: u64) -> DeviceR
         warps: 8,
         tree_capacity: 4096,
         max_refinements: 6,
+        attempts: 1,
     }
 }
 
@@ -214,6 +215,84 @@ fn device_rrt_connect_batch_equals_one_at_a_time() {
     assert!(
         together.iter().any(|o| o.status == DeviceStatus::Solved),
         "no problem solved: {together:?}"
+    );
+}
+
+/// Parallel attempts (one block each): the same winner on every run and whether the problem
+/// is planned alone or beside others, never more iterations than attempt 0 alone needs, and a
+/// path the CPU accepts.
+#[test]
+fn device_attempts_race_is_deterministic_and_no_worse() {
+    if !gpu_or_skip("device_attempts_race_is_deterministic_and_no_worse") {
+        return;
+    }
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, "panda", &[1, 2, 3]);
+    let space = &r.group.space;
+    let mut raced = 0;
+    for p in &picked {
+        let what = format!("panda {}#{}", p.scene_name, p.index);
+        let cuda = cuda_for(&r, p, RobotShapes::Spheres);
+        let (start, goal) = r.start_goal(p).expect("ends");
+        if !cuda.check_config(&start).expect("check") || !cuda.check_config(&goal).expect("check") {
+            continue;
+        }
+        let one = settings(space, 11);
+        let mut four = one.clone();
+        four.attempts = 4;
+        let alone = &cuda.rrt_connect(&[(&start, &goal)], &one).expect("runs")[0];
+        let a = &cuda.rrt_connect(&[(&start, &goal)], &four).expect("runs")[0];
+        let b = &cuda.rrt_connect(&[(&start, &goal)], &four).expect("runs")[0];
+        let pair = [
+            (start.as_slice(), goal.as_slice()),
+            (goal.as_slice(), start.as_slice()),
+        ];
+        let c = &cuda.rrt_connect(&pair, &four).expect("runs")[0];
+        assert_eq!(a.status, DeviceStatus::Solved, "{what}");
+        for other in [b, c] {
+            assert_eq!(a.path, other.path, "{what}: the same winner's path");
+            assert_eq!(
+                (a.attempt, a.iterations),
+                (other.attempt, other.iterations),
+                "{what}"
+            );
+        }
+        if alone.status == DeviceStatus::Solved {
+            assert!(
+                a.iterations <= alone.iterations,
+                "{what}: {} > {}",
+                a.iterations,
+                alone.iterations
+            );
+            if a.attempt == 0 {
+                assert_eq!(
+                    a.path, alone.path,
+                    "{what}: attempt 0 plans as it does alone"
+                );
+            }
+        }
+        if a.attempt > 0 {
+            raced += 1;
+        }
+        let base = r.start_full_state(p);
+        let cpu = CpuChecker::new(
+            &r.model,
+            &r.group,
+            &base,
+            &p.scene,
+            opts(RobotShapes::Spheres),
+        )
+        .expect("cpu");
+        let mut motions = MotionBatch::new(space.dof());
+        for w in a.path.windows(2) {
+            motions.push(&w[0], &w[1]).expect("motion");
+        }
+        let verdicts = cpu.check_motions(&motions, RESOLUTION).expect("check");
+        assert!(verdicts.iter().all(|&v| v), "{what}: {verdicts:?}");
+    }
+    assert!(
+        raced > 0,
+        "attempt 0 won every problem: the race was not exercised"
     );
 }
 

@@ -14,10 +14,11 @@ use crate::robot::JointSpace;
 
 /// Words of a problem's result (`GMP_RRTC_RESULT_WORDS`).
 const RESULT_WORDS: usize = 10;
-/// Path vertices reserved per problem in the launch's path pool (a path longer than the pool's
-/// share of its launch ends as [`DeviceStatus::PathPoolFull`]; RRT-Connect paths on the MBM
-/// problems have tens of vertices).
-const POOL_PER_PROBLEM: usize = 1024;
+/// Path vertices reserved per block (problem and attempt) in the launch's path pool. Only
+/// attempts that solve their problem write their path, so the pool is full only when those
+/// paths average more than this; the launch then fails with an error (RRT-Connect paths on the
+/// MBM problems have tens of vertices).
+const POOL_PER_PROBLEM: usize = 256;
 
 /// `GmpRrtcParams` of `kernels/rrtc.cu`: the same fields in the same order (pointers as
 /// 64-bit words).
@@ -35,6 +36,7 @@ pub(super) struct RrtcParams {
     path: u64,
     result: u64,
     path_used: u64,
+    best: u64,
     range: f64,
     resolution: f64,
     dd_radius: f64,
@@ -51,6 +53,8 @@ pub(super) struct RrtcParams {
     stuck_after: u32,
     step_halve_after: u32,
     path_pool: u32,
+    attempts: u32,
+    pad: u32,
 }
 
 // SAFETY: plain old data, laid out as the kernel's struct (repr(C), no padding between the
@@ -150,11 +154,16 @@ pub(super) fn plan(
         )));
     }
     let cap = s.tree_capacity as usize;
-    let pool = n
+    let k = s.attempts as usize;
+    let blocks = n
+        .checked_mul(k)
+        .filter(|&b| b <= u32::MAX as usize)
+        .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
+    let pool = blocks
         .checked_mul(POOL_PER_PROBLEM)
         .filter(|&p| p <= u32::MAX as usize)
         .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
-    let tree_slots = n
+    let tree_slots = blocks
         .checked_mul(2 * cap)
         .filter(|&t| t.checked_mul(dof).is_some_and(|w| w < (1usize << 40)))
         .ok_or_else(|| backend_err("device planner: the trees do not fit on the device"))?;
@@ -172,7 +181,10 @@ pub(super) fn plan(
     ensure_dev(&stream, &mut b.tree_radius, tree_slots)?;
     ensure_dev(&stream, &mut b.tree_fails, tree_slots)?;
     ensure_dev(&stream, &mut b.path, pool * dof)?;
-    ensure_dev(&stream, &mut b.result, n * RESULT_WORDS + 1)?;
+    // Results: RESULT_WORDS per block, the pool's vertices taken, then per problem the best
+    // key so far (both zeroed before the launch).
+    let counters = blocks * RESULT_WORDS;
+    ensure_dev(&stream, &mut b.result, counters + 1 + n)?;
     // Inputs: starts, then goals; lower bounds, then upper bounds.
     let mut ends = Vec::with_capacity(2 * n * dof);
     for (st, _) in problems {
@@ -198,8 +210,7 @@ pub(super) fn plan(
     stream
         .memcpy_htod(&bounds, &mut b.bounds.slice_mut(0..bounds.len()))
         .map_err(&copy_in)?;
-    // The last result word counts the path pool's vertices taken.
-    let mut used = b.result.slice_mut(n * RESULT_WORDS..n * RESULT_WORDS + 1);
+    let mut used = b.result.slice_mut(counters..counters + 1 + n);
     stream
         .memset_zeros(&mut used)
         .map_err(drv("clearing the path pool"))?;
@@ -229,7 +240,8 @@ pub(super) fn plan(
         tree_fails: tf,
         path: pa,
         result: re,
-        path_used: ptr(re, n * RESULT_WORDS, 4),
+        path_used: ptr(re, counters, 4),
+        best: ptr(re, counters + 1, 4),
         range: s.range,
         resolution: s.resolution,
         dd_radius: s.dd_radius,
@@ -248,9 +260,11 @@ pub(super) fn plan(
         stuck_after: STUCK_AFTER as u32,
         step_halve_after: STEP_HALVE_AFTER,
         path_pool: pool as u32,
+        attempts: s.attempts,
+        pad: 0,
     };
     let cfg = LaunchConfig {
-        grid_dim: (n as u32, 1, 1),
+        grid_dim: (blocks as u32, 1, 1),
         block_dim: (32 * s.warps, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -266,7 +280,7 @@ pub(super) fn plan(
         lb.arg(&params);
         unsafe { lb.launch(cfg) }.map_err(drv("launching the device planner"))?;
     }
-    let mut words = vec![0u32; n * RESULT_WORDS + 1];
+    let mut words = vec![0u32; counters + 1];
     stream
         .memcpy_dtoh(&b.result.slice(0..words.len()), &mut words)
         .map_err(drv("copy to host"))?;
@@ -274,9 +288,9 @@ pub(super) fn plan(
         .synchronize()
         .map_err(drv("running the device planner"))?;
     // The paths: one copy of the part of the pool taken.
-    let taken = (words[n * RESULT_WORDS] as usize).min(pool);
-    let mut path_words = vec![0.0f64; taken * dof];
-    if taken > 0 {
+    let taken = words[counters] as usize;
+    let mut path_words = vec![0.0f64; taken.min(pool) * dof];
+    if taken > 0 && taken <= pool {
         stream
             .memcpy_dtoh(&b.path.slice(0..taken * dof), &mut path_words)
             .map_err(drv("copy to host"))?;
@@ -284,37 +298,103 @@ pub(super) fn plan(
     }
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
-        let w = &words[i * RESULT_WORDS..(i + 1) * RESULT_WORDS];
+        out.push(problem_outcome(
+            i,
+            &words[i * k * RESULT_WORDS..(i + 1) * k * RESULT_WORDS],
+            &path_words,
+            dof,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The outcome of problem `i` from the result words of its attempts (`RESULT_WORDS` each, in
+/// attempt order) and the path pool: the solved attempt with the smallest key (iterations,
+/// then attempt) wins; the work is summed over the attempts and the device time is the longest.
+fn problem_outcome(
+    i: usize,
+    words: &[u32],
+    pool: &[f64],
+    dof: usize,
+) -> Result<DeviceOutcome, CollisionError> {
+    let mut winner: Option<(u64, usize)> = None;
+    let mut limit = false;
+    let mut full = false;
+    let mut motions = 0u64;
+    let mut configs = 0u64;
+    let mut device_us = 0u32;
+    let mut iterations = 0u32;
+    let mut vertices = 0u32;
+    for (a, w) in words.chunks_exact(RESULT_WORDS).enumerate() {
         let status = DeviceStatus::from_word(w[0]).ok_or_else(|| {
             backend_err(format!(
-                "device planner: unknown status {} of problem {i}",
+                "device planner: unknown status {} of problem {i} attempt {a}",
                 w[0]
             ))
         })?;
-        let (len, offset) = (w[1] as usize, w[8] as usize);
-        let mut path = Vec::new();
-        if status == DeviceStatus::Solved {
-            if len < 2 || offset + len > taken {
-                return Err(backend_err(format!(
-                    "device planner: problem {i} reports a path of {len} vertices at {offset} of {taken}"
-                )));
+        motions += u64::from(w[4]);
+        configs += u64::from(w[5]) | (u64::from(w[6]) << 32);
+        device_us = device_us.max(w[7]);
+        match status {
+            DeviceStatus::Solved => {
+                let key = (u64::from(w[2]) << 8) | a as u64;
+                if winner.is_none_or(|(best, _)| key < best) {
+                    winner = Some((key, a));
+                }
             }
-            path = path_words[offset * dof..(offset + len) * dof]
-                .chunks_exact(dof)
-                .map(<[f64]>::to_vec)
-                .collect();
+            DeviceStatus::PathPoolFull => {
+                return Err(backend_err(format!(
+                    "device planner: the path pool of the launch is full (problem {i}); plan fewer problems at once"
+                )))
+            }
+            DeviceStatus::Limit => limit = true,
+            DeviceStatus::TreeFull => full = true,
+            DeviceStatus::Beaten => {}
         }
-        out.push(DeviceOutcome {
-            status,
-            path,
-            iterations: w[2],
-            vertices: w[3],
-            motions: w[4],
-            configs: u64::from(w[5]) | (u64::from(w[6]) << 32),
-            device_us: w[7],
-        });
+        if winner.is_none() {
+            iterations = iterations.max(w[2]);
+            vertices = vertices.max(w[3]);
+        }
     }
-    Ok(out)
+    let motions = u32::try_from(motions).unwrap_or(u32::MAX);
+    let Some((_, a)) = winner else {
+        let status = if limit || !full {
+            DeviceStatus::Limit
+        } else {
+            DeviceStatus::TreeFull
+        };
+        return Ok(DeviceOutcome {
+            status,
+            path: Vec::new(),
+            iterations,
+            vertices,
+            motions,
+            configs,
+            device_us,
+            attempt: 0,
+        });
+    };
+    let w = &words[a * RESULT_WORDS..(a + 1) * RESULT_WORDS];
+    let (len, offset) = (w[1] as usize, w[8] as usize);
+    if len < 2 || (offset + len) * dof > pool.len() {
+        return Err(backend_err(format!(
+            "device planner: problem {i} reports a path of {len} vertices at {offset} of {}",
+            pool.len() / dof.max(1)
+        )));
+    }
+    Ok(DeviceOutcome {
+        status: DeviceStatus::Solved,
+        path: pool[offset * dof..(offset + len) * dof]
+            .chunks_exact(dof)
+            .map(<[f64]>::to_vec)
+            .collect(),
+        iterations: w[2],
+        vertices: w[3],
+        motions,
+        configs,
+        device_us,
+        attempt: a as u32,
+    })
 }
 
 /// Registers and local memory per thread of `func` and its blocks per multiprocessor at
@@ -334,8 +414,8 @@ mod tests {
 
     #[test]
     fn params_are_laid_out_as_the_kernel_struct() {
-        // 11 pointers, 6 doubles, 2 u64, 8 u32: 88 + 48 + 16 + 32 bytes, no padding.
-        assert_eq!(std::mem::size_of::<RrtcParams>(), 184);
+        // 12 pointers, 6 doubles, 2 u64, 10 u32: 96 + 48 + 16 + 40 bytes, no padding.
+        assert_eq!(std::mem::size_of::<RrtcParams>(), 200);
         assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
     }
 

@@ -24,8 +24,11 @@ use crate::robot::JointSpace;
 pub const DEFAULT_DEVICE_WARPS: u32 = 8;
 /// Most warps of a block (`GMP_RRTC_MAX_WARPS` in `kernels/rrtc.cu`).
 pub const MAX_DEVICE_WARPS: u32 = 32;
-/// Vertices per tree of a single device plan unless [`DEVICE_CAPACITY_ENV`] says otherwise.
-pub const DEFAULT_TREE_CAPACITY: u32 = 16_384;
+/// Vertices per tree unless [`DEVICE_CAPACITY_ENV`] says otherwise (the MBM Panda and UR5
+/// problems end with at most a few hundred: `results/mbm/device_rrtc_H100_2026-11-26/`).
+pub const DEFAULT_TREE_CAPACITY: u32 = 4096;
+/// Most attempts per problem of one device run (the kernel's keys hold the attempt in 8 bits).
+pub const MAX_DEVICE_ATTEMPTS: u32 = 256;
 /// Environment variable: warps per block of the device planner (1 to [`MAX_DEVICE_WARPS`]).
 pub const DEVICE_WARPS_ENV: &str = "GMP_RRTC_WARPS";
 /// Environment variable: vertices per tree of the device planner (at least 2).
@@ -56,6 +59,12 @@ pub struct DeviceRrtcSettings {
     pub tree_capacity: u32,
     /// Refinements of uncertain motions ([`Checker::check_motions_refined`]).
     pub max_refinements: u32,
+    /// Independent attempts per problem, one block each (1 to [`MAX_DEVICE_ATTEMPTS`]):
+    /// attempt `a` is seeded with [`super::attempt_seed`]`(seed, a)`, only attempt 0 tries the
+    /// straight motion, and the attempt that solves the problem in the fewest iterations wins
+    /// (ties: the lowest attempt); the others stop as soon as they cannot win. The result does
+    /// not depend on the timing of the blocks.
+    pub attempts: u32,
 }
 
 impl DeviceRrtcSettings {
@@ -85,6 +94,12 @@ impl DeviceRrtcSettings {
                 self.warps
             ));
         }
+        if !(1..=MAX_DEVICE_ATTEMPTS).contains(&self.attempts) {
+            return Err(format!(
+                "attempts must be 1 to {MAX_DEVICE_ATTEMPTS}, got {}",
+                self.attempts
+            ));
+        }
         if self.tree_capacity < 2 {
             return Err(format!(
                 "tree_capacity must be at least 2, got {}",
@@ -104,8 +119,11 @@ pub enum DeviceStatus {
     Limit,
     /// A tree reached [`DeviceRrtcSettings::tree_capacity`].
     TreeFull,
-    /// The path did not fit the pool the host reserved for the paths of the launch.
+    /// The path did not fit the pool the host reserved for the paths of the launch (reported
+    /// as an error, never as an outcome).
     PathPoolFull,
+    /// Another attempt at the problem had won already (never an outcome's status).
+    Beaten,
 }
 
 impl DeviceStatus {
@@ -116,6 +134,7 @@ impl DeviceStatus {
             1 => Some(Self::Limit),
             2 => Some(Self::TreeFull),
             3 => Some(Self::PathPoolFull),
+            4 => Some(Self::Beaten),
             _ => None,
         }
     }
@@ -128,16 +147,19 @@ pub struct DeviceOutcome {
     pub status: DeviceStatus,
     /// The path from start to goal (empty unless solved).
     pub path: Vec<Vec<f64>>,
-    /// Iterations run.
+    /// Iterations run (by the winning attempt; without a path, the most any attempt ran).
     pub iterations: u32,
-    /// Vertices of both trees at the end.
+    /// Vertices of both trees at the end (the winning attempt's; without a path, the most).
     pub vertices: u32,
-    /// Motions checked.
+    /// Motions checked (every attempt's).
     pub motions: u32,
-    /// Configurations checked (every level of every motion).
+    /// Configurations checked (every level of every motion of every attempt).
     pub configs: u64,
-    /// Time from the block's start to its end on the device's clock, microseconds.
+    /// Time from the block's start to its end on the device's clock, microseconds (the
+    /// longest of the attempts).
     pub device_us: u32,
+    /// The winning attempt (0 without a path).
+    pub attempt: u32,
 }
 
 /// A checker that can plan on its device.
@@ -186,6 +208,9 @@ pub fn settings_for_request(
         warps: env_u32(DEVICE_WARPS_ENV, DEFAULT_DEVICE_WARPS).min(MAX_DEVICE_WARPS),
         tree_capacity: env_u32(DEVICE_CAPACITY_ENV, DEFAULT_TREE_CAPACITY).max(2),
         max_refinements: MAX_REFINEMENTS,
+        attempts: u32::try_from(req.attempts)
+            .unwrap_or(MAX_DEVICE_ATTEMPTS)
+            .clamp(1, MAX_DEVICE_ATTEMPTS),
     }
 }
 
@@ -219,6 +244,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             message: "the device planner returned no result".into(),
         })?;
     ctx.device_work = (u64::from(outcome.motions), outcome.configs);
+    ctx.attempts_run = (settings.attempts as usize, outcome.attempt as usize);
     match outcome.status {
         DeviceStatus::Solved => {
             let vertices = outcome.vertices as usize;
