@@ -37,6 +37,8 @@ pub struct NodeParams {
     pub roadmap_size: i64,
     /// RRT / RRT-Connect attempts planned at once on CPU threads; 1 ..= 256.
     pub planning_attempts: i64,
+    /// RRT-Connect requests plan whole on the GPU (`PlanRequest::on_device`).
+    pub plan_on_device: bool,
     /// Default velocity scaling in (0, 1].
     pub velocity_scaling: f64,
     /// Default acceleration scaling in (0, 1].
@@ -65,6 +67,7 @@ impl Default for NodeParams {
             seed: i64::try_from(s.seed).unwrap_or(0),
             roadmap_size: i64::try_from(s.roadmap_size).unwrap_or(i64::MAX),
             planning_attempts: i64::try_from(s.planning_attempts).unwrap_or(1),
+            plan_on_device: s.plan_on_device,
             velocity_scaling: s.velocity_scaling,
             acceleration_scaling: s.acceleration_scaling,
             planning_group: s.planning_group,
@@ -119,6 +122,13 @@ fn as_i64(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
     }
 }
 
+fn as_bool(name: &str, v: &ParameterValue) -> Result<bool, ParamError> {
+    match v {
+        ParameterValue::Bool(b) => Ok(*b),
+        other => Err(err(name, format!("expected true or false, got {other:?}"))),
+    }
+}
+
 fn one_of(name: &str, value: String, allowed: &[&str]) -> Result<String, ParamError> {
     if allowed.contains(&value.as_str()) {
         Ok(value)
@@ -163,6 +173,7 @@ impl NodeParams {
             planning_attempts: usize::try_from(self.planning_attempts)
                 .unwrap_or(1)
                 .clamp(1, MAX_ATTEMPTS),
+            plan_on_device: self.plan_on_device,
         }
     }
 
@@ -196,7 +207,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order.
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "planner",
         "backend",
         "resolution",
@@ -204,6 +215,7 @@ impl NodeParams {
         "seed",
         "roadmap_size",
         "planning_attempts",
+        "plan_on_device",
         "velocity_scaling",
         "acceleration_scaling",
         "planning_group",
@@ -224,6 +236,9 @@ impl NodeParams {
             "roadmap_size" => "number of roadmap vertices built by the roadmap planners",
             "planning_attempts" => {
                 "rrt / rrt_connect attempts planned at once on CPU threads (1-256); the one whose path took the least work wins"
+            }
+            "plan_on_device" => {
+                "rrt_connect plans whole on the GPU, one launch per request (needs backend cuda, hybrid or auto with a GPU)"
             }
             "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
             "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",
@@ -247,6 +262,7 @@ impl NodeParams {
             "seed" => V::Integer(self.seed),
             "roadmap_size" => V::Integer(self.roadmap_size),
             "planning_attempts" => V::Integer(self.planning_attempts),
+            "plan_on_device" => V::Bool(self.plan_on_device),
             "velocity_scaling" => V::Double(self.velocity_scaling),
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "planning_group" => V::String(self.planning_group.clone()),
@@ -286,6 +302,7 @@ impl NodeParams {
                 }
                 self.planning_attempts = n;
             }
+            "plan_on_device" => self.plan_on_device = as_bool(name, value)?,
             "velocity_scaling" => self.velocity_scaling = fraction(name, as_f64(name, value)?)?,
             "acceleration_scaling" => {
                 self.acceleration_scaling = fraction(name, as_f64(name, value)?)?
@@ -357,6 +374,13 @@ mod tests {
             .is_err());
         assert!(p.set("seed", &ParameterValue::Integer(-1)).is_err());
         assert!(p.set("no_such", &ParameterValue::Integer(1)).is_err());
+        p.set("plan_on_device", &ParameterValue::Bool(true))
+            .unwrap();
+        assert!(p.plan_on_device && p.service_settings().plan_on_device);
+        assert!(p
+            .set("plan_on_device", &ParameterValue::Integer(1))
+            .is_err());
+        assert!(p.plan_on_device);
     }
 
     #[test]

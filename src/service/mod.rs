@@ -56,6 +56,9 @@ pub struct ServiceSettings {
     /// RRT and RRT-Connect: attempts planned at once on CPU threads, the one that finds a
     /// path with the least work wins ([`PlanRequest::attempts`]); 1 ..= 256.
     pub planning_attempts: usize,
+    /// RRT-Connect requests plan whole on the GPU ([`PlanRequest::on_device`]); other planners
+    /// are not affected. Without a GPU checker such a request fails with an error naming it.
+    pub plan_on_device: bool,
 }
 
 impl Default for ServiceSettings {
@@ -72,6 +75,7 @@ impl Default for ServiceSettings {
             planning_frame: "world".into(),
             roadmap_size: 2000,
             planning_attempts: 1,
+            plan_on_device: false,
         }
     }
 }
@@ -789,6 +793,7 @@ impl PlanningService {
             });
         }
         let seed = req.seed.unwrap_or(s.seed);
+        let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
         let (attempts_name, attempts) = match req.attempts {
             Some(n) => ("num_planning_attempts", n),
             None => (
@@ -851,6 +856,7 @@ impl PlanningService {
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
         preq.attempts = attempts;
+        preq.on_device = on_device;
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),

@@ -280,6 +280,22 @@ def run_checks(node, launch):
           res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
     req.num_planning_attempts = 0
 
+    # RRT-Connect on the GPU: plans where the node has one, else a clear error naming it.
+    rc, out = ros2_param('set', NODE, 'plan_on_device', 'true')
+    check('ros2 param set plan_on_device true', rc == 0 and 'successful' in out.lower(), out)
+    saved_planner = req.planner_id
+    req.planner_id = 'rrt_connect'
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan with plan_on_device plans on a GPU or names on_device without one',
+          res is not None and (res.success or 'on_device' in res.message),
+          res and f'code={res.error_code} message={res.message!r}')
+    rc, out = ros2_param('set', NODE, 'plan_on_device', 'false')
+    check('ros2 param set plan_on_device false', rc == 0 and 'successful' in out.lower(), out)
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan with rrt_connect on the host plans', res is not None and res.success,
+          res and f'code={res.error_code} message={res.message!r}')
+    req.planner_id = saved_planner
+
     # A goal missing a joint is refused with INVALID_GOAL_CONSTRAINTS naming it.
     bad = PlanPath.Request()
     bad.start_state = joint_state(ARM, START)
