@@ -403,3 +403,20 @@ fn range_and_dd_radius_from_the_command_line() {
         assert!(err.contains(name), "{opt} {bad}: {err}");
     }
 }
+
+#[test]
+fn on_device_without_a_gpu_backend_is_a_clear_error() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let out = bundled_plan(&start, &goal, &["--on-device"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("on_device") && err.contains("GPU") && err.contains("cpu"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = bundled_plan(&start, &goal, &["--on-device", "--planner", "prm"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("only rrt_connect"), "{err}");
+}
