@@ -143,10 +143,15 @@ __device__ __forceinline__ unsigned long long gmp_globaltimer() {
 
 // check_motions_refined of the motion a -> b (f64 configurations), by one warp (BLOCK false:
 // `lane` is the lane) or by the whole block (BLOCK true: every thread calls it, `lane` is
-// threadIdx.x): true = valid. `evaluated` (lane 0's) grows by the configurations checked.
+// threadIdx.x): 1 = valid, 0 = invalid. `evaluated` (lane 0's) grows by the configurations
+// checked. Warp mode only: 2 = given up, because a solved attempt's key (`best`) is below `key`,
+// the key this attempt would get for solving in the iteration under way, so nothing it finds from
+// now on can win (key 0: never given up).
+#define GMP_RRTC_ABORTED 2
 template <bool BLOCK>
-__device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p, const double* a, const double* b,
-                                      unsigned lane, unsigned long long* evaluated) {
+__device__ int gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p, const double* a, const double* b,
+                                     unsigned lane, unsigned long long* evaluated, const volatile unsigned* best,
+                                     unsigned key) {
     const unsigned lanes = BLOCK ? blockDim.x : 32u;
     const unsigned dof = GMP_DOF(m);
     float s32[GMP_MAX_DOF], d32[GMP_MAX_DOF];
@@ -179,6 +184,14 @@ __device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p,
         const unsigned rounds = (count + lanes - 1u) / lanes;
         bool passed = true;
         for (unsigned r = 0; r < rounds; r++) {
+            if (!BLOCK && key != 0u) {
+                unsigned beaten = 0u;
+                if (lane == 0u) {
+                    const unsigned bw = *best;
+                    beaten = (bw != 0u && ~bw < key) ? 1u : 0u;
+                }
+                if (__shfl_sync(0xffffffffu, beaten, 0) != 0u) return GMP_RRTC_ABORTED;
+            }
             const unsigned s = lane * rounds + r;
             unsigned st = 0u;
             if (s < count) {
@@ -189,14 +202,14 @@ __device__ bool gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p,
             const unsigned checked = BLOCK ? (unsigned)__syncthreads_count(s < count)
                                            : __popc(__ballot_sync(0xffffffffu, s < count));
             if (lane == 0u) *evaluated += checked;
-            if (BLOCK ? __syncthreads_or(st == 1u) : __any_sync(0xffffffffu, st == 1u)) return false;
+            if (BLOCK ? __syncthreads_or(st == 1u) : __any_sync(0xffffffffu, st == 1u)) return 0;
             if (BLOCK ? __syncthreads_or(st == 2u) : __any_sync(0xffffffffu, st == 2u)) {
                 passed = false;
                 break;
             }
         }
-        if (passed) return true;
-        if (last) return false;
+        if (passed) return 1;
+        if (last) return 0;
         n *= 2u;  // refine_motions_up_to: REFINE_FACTOR
     }
 }
@@ -245,6 +258,7 @@ struct GmpRrtcShared {
     double hi[2][GMP_MAX_DOF];
     unsigned a;          // the tree extended this iteration (0: the start's)
     unsigned stop;       // 1 + status once decided
+    unsigned aborted;    // a motion check of this iteration was given up (GMP_RRTC_ABORTED)
     unsigned joined_a;   // vertex of tree a and tip of tree b of the joining chain
     unsigned joined_b;
     unsigned n_added;
@@ -368,6 +382,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
 
     if (threadIdx.x == 0u) {
         sh.stop = 0u;
+        sh.aborted = 0u;
         sh.a = 0u;
         sh.motions = 0ull;
         sh.configs = 0ull;
@@ -392,7 +407,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
     // The straight motion first (planners::rrt_connect; of parallel attempts only the first),
     // by the whole block: it is often long, and nothing else is to be done meanwhile.
     if (sh.stop == 0u && attempt == 0u) {
-        const bool ok = gmp_rrtc_motion_valid<true>(m, p, start, goal, threadIdx.x, &evaluated);
+        const bool ok = gmp_rrtc_motion_valid<true>(m, p, start, goal, threadIdx.x, &evaluated, best, 0u) == 1;
         if (threadIdx.x == 0u) {
             motions++;
             if (ok) {
@@ -417,6 +432,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         __syncthreads();
         if (sh.stop != 0u) break;
         iterations++;
+        const unsigned key = (min(iterations, 0xffffffu) << 8) | attempt;
         const unsigned ta = sh.a;
         const unsigned tb = 1u - ta;
         const GmpRrtcTree& A = trees[ta];
@@ -460,19 +476,21 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 __syncwarp();
                 go = gmp_space_distance(cont, dof, from, nq) > 0.0;
                 if (go) {
-                    const bool ok = gmp_rrtc_motion_valid<false>(m, p, from, nq, lane, &evaluated);
+                    const int r = gmp_rrtc_motion_valid<false>(m, p, from, nq, lane, &evaluated, best, key);
                     if (lane == 0u) {
                         motions++;
+                        if (r == GMP_RRTC_ABORTED) sh.aborted = 1u;
                         sh.prop_parent[warp] = ni;
-                        sh.prop_ok[warp] = ok ? 1u : 0u;
+                        sh.prop_ok[warp] = r == 1 ? 1u : 0u;
                     }
                 }
             }
         }
         __syncthreads();
-        // 2. The verdicts in warp order.
+        // 2. The verdicts in warp order (none once beaten).
         if (threadIdx.x == 0u) {
             sh.n_added = 0u;
+            if (sh.aborted) sh.stop = 1u + GMP_RRTC_BEATEN;
             for (unsigned w = 0; w < warps && sh.stop == 0u; w++) {
                 const unsigned par = sh.prop_parent[w];
                 if (par == 0xffffffffu) continue;
@@ -525,6 +543,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 const unsigned steps = sh.chain_steps[k];
                 // Uniform over the warp: one read of the shared word.
                 const unsigned known = __shfl_sync(0xffffffffu, *(volatile unsigned*)&sh.chain_valid[k], 0);
+                if (__shfl_sync(0xffffffffu, *(volatile unsigned*)&sh.aborted, 0) != 0u) break;
                 if (st > steps || st - 1u >= known) continue;
                 const double* from = B.q + (size_t)sh.chain_near[k] * dof;
                 const double* target = A.q + (size_t)sh.added[k] * dof;
@@ -537,18 +556,21 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     }
                 }
                 __syncwarp();
-                const bool ok = gmp_rrtc_motion_valid<false>(m, p, prev, next, lane, &evaluated);
+                const int r = gmp_rrtc_motion_valid<false>(m, p, prev, next, lane, &evaluated, best, key);
                 if (lane == 0u) {
                     motions++;
-                    if (!ok) atomicMin(&sh.chain_valid[k], st - 1u);
+                    if (r == GMP_RRTC_ABORTED) sh.aborted = 1u;
+                    if (r != 1) atomicMin(&sh.chain_valid[k], st - 1u);
                 }
                 __syncwarp();
             }
         }
         __syncthreads();
-        // 4. Valid prefixes into b, in warp order; a whole chain joins the trees.
+        // 4. Valid prefixes into b, in warp order; a whole chain joins the trees (none once
+        // beaten).
         if (threadIdx.x == 0u) {
             double* pt = sh.scratch[0][0];
+            if (sh.aborted) sh.stop = 1u + GMP_RRTC_BEATEN;
             for (unsigned k = 0; k < sh.n_added && sh.stop == 0u; k++) {
                 const unsigned steps = sh.chain_steps[k];
                 const unsigned valid = sh.chain_valid[k];
