@@ -11,8 +11,9 @@
 //      towards the sample and checks the motion, its configurations dealt over the lanes;
 //   2. thread 0 applies the verdicts in warp order (dynamic-domain radii, failure counts, new
 //      vertices), as planners::rrt_connect does for a batch of samples;
-//   3. every warp with a new vertex of `a` checks the chain of range-long steps from the
-//      nearest vertex of `b` towards it, motion by motion, up to the first invalid one;
+//   3. the warp of each new vertex of `a` finds the nearest vertex of `b` and the chain of
+//      range-long steps from it; the chains' motions are then dealt over all warps, each
+//      chain's motions needed up to its first invalid one;
 //   4. thread 0 adds the valid prefixes to `b` in warp order; a fully valid chain joins the
 //      trees and the path is written out;
 //   5. tree balance and turns, as on the CPU.

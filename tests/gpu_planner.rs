@@ -61,6 +61,24 @@ fn cuda_for(r: &MbmRobot, p: &Problem, shapes: RobotShapes) -> CudaChecker {
     CudaChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cuda checker")
 }
 
+/// A fresh CPU checker of problem `p`'s scene and its verdicts on the motions of `path` at the
+/// planning resolution.
+fn cpu_verdicts(
+    r: &MbmRobot,
+    p: &Problem,
+    shapes: RobotShapes,
+    path: &[Vec<f64>],
+) -> (CpuChecker, Vec<bool>) {
+    let base = r.start_full_state(p);
+    let cpu = CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cpu");
+    let mut motions = MotionBatch::new(r.group.space.dof());
+    for w in path.windows(2) {
+        motions.push(&w[0], &w[1]).expect("motion");
+    }
+    let verdicts = cpu.check_motions(&motions, RESOLUTION).expect("check");
+    (cpu, verdicts)
+}
+
 /// Problems `indices` of every scene of `robot`.
 fn problems(data: &std::path::Path, robot: &str, indices: &[usize]) -> (MbmRobot, Vec<Problem>) {
     let r = mbm::load_robot(data, robot).expect("robot loads");
@@ -102,17 +120,10 @@ fn solves_and_validates(robot: &str, shapes: RobotShapes, indices: &[usize]) {
             tree_plans += 1;
             assert!(a.stats.motions_checked > 1, "{what}: device work counted");
         }
-        let mut motions = MotionBatch::new(space.dof());
-        for w in a.raw_path.windows(2) {
-            assert!(
-                space.within_limits(&w[1]),
-                "{what}: vertex outside the limits"
-            );
-            motions.push(&w[0], &w[1]).expect("motion");
+        for q in &a.raw_path[1..] {
+            assert!(space.within_limits(q), "{what}: vertex outside the limits");
         }
-        let fresh =
-            CpuChecker::new(&r.model, &r.group, &base, &p.scene, opts(shapes)).expect("cpu");
-        let verdicts = fresh.check_motions(&motions, RESOLUTION).expect("check");
+        let (fresh, verdicts) = cpu_verdicts(&r, p, shapes, &a.raw_path);
         assert!(
             verdicts.iter().all(|&v| v),
             "{what}: the CPU rejects a motion the device accepted: {verdicts:?}"
@@ -274,20 +285,7 @@ fn device_attempts_race_is_deterministic_and_no_worse() {
         if a.attempt > 0 {
             raced += 1;
         }
-        let base = r.start_full_state(p);
-        let cpu = CpuChecker::new(
-            &r.model,
-            &r.group,
-            &base,
-            &p.scene,
-            opts(RobotShapes::Spheres),
-        )
-        .expect("cpu");
-        let mut motions = MotionBatch::new(space.dof());
-        for w in a.path.windows(2) {
-            motions.push(&w[0], &w[1]).expect("motion");
-        }
-        let verdicts = cpu.check_motions(&motions, RESOLUTION).expect("check");
+        let (_, verdicts) = cpu_verdicts(&r, p, RobotShapes::Spheres, &a.path);
         assert!(verdicts.iter().all(|&v| v), "{what}: {verdicts:?}");
     }
     assert!(

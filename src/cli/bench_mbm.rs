@@ -451,19 +451,14 @@ fn solve_problem(
     solve_with(a, r, p, planner, checker.as_ref(), setup_time)
 }
 
-/// Checks the problem's start and goal with `checker` and plans it.
-fn solve_with(
+/// The planning request of the bench's options for one problem.
+fn request_for(
     a: &BenchMbmArgs,
     r: &crate::mbm::MbmRobot,
-    p: &crate::mbm::Problem,
+    start: Vec<f64>,
+    goal: Vec<f64>,
     planner: PlannerId,
-    checker: &dyn Checker,
-    setup_time: f64,
-) -> Result<Outcome, CliError> {
-    let (start, goal) = r.start_goal(p)?;
-    let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
-    let v = checker.check_configs(&ends)?;
-    let valid = v.iter().all(|x| *x);
+) -> PlanRequest {
     let mut req = PlanRequest::new(start, goal, planner);
     req.seed = a.seed;
     req.time_limit = Duration::from_secs_f64(a.time_limit);
@@ -477,6 +472,23 @@ fn solve_with(
     req.on_device = a.on_device;
     req.attempts = a.attempts;
     req.group = r.group.name.clone();
+    req
+}
+
+/// Checks the problem's start and goal with `checker` and plans it.
+fn solve_with(
+    a: &BenchMbmArgs,
+    r: &crate::mbm::MbmRobot,
+    p: &crate::mbm::Problem,
+    planner: PlannerId,
+    checker: &dyn Checker,
+    setup_time: f64,
+) -> Result<Outcome, CliError> {
+    let (start, goal) = r.start_goal(p)?;
+    let ends = ConfigBatch::from_rows(start.len(), &[&start, &goal])?;
+    let v = checker.check_configs(&ends)?;
+    let valid = v.iter().all(|x| *x);
+    let req = request_for(a, r, start, goal, planner);
     let batch_size = req.batch_size_on(checker.backend());
     let mut rec = ProblemRecord {
         scene: p.scene_name.clone(),
@@ -756,19 +768,8 @@ fn device_batched_pass(
     );
     let t_setup = Instant::now();
     let mut exec = cuda_batch(r, selected, opts)?;
-    let mut req = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
-    req.seed = a.seed;
-    req.resolution = a.resolution;
-    req.range = a.range;
-    req.dynamic_domain = !a.no_dynamic_domain;
-    req.dd_radius = a.dd_radius;
-    req.balance_trees = !a.no_balance;
-    req.attempts = a.attempts;
-    let settings = crate::planners::device::settings_for_request(
-        &req,
-        space,
-        Duration::from_secs_f64(a.time_limit),
-    );
+    let req = request_for(a, r, Vec::new(), Vec::new(), PlannerId::RrtConnect);
+    let settings = crate::planners::device::settings_for_request(&req, space, req.time_limit);
     let pairs: Vec<(&[f64], &[f64])> = ends
         .iter()
         .map(|(s, g)| (s.as_slice(), g.as_slice()))

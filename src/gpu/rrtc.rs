@@ -2,7 +2,11 @@
 //! [`crate::planners::device`]): the kernel's parameter block, its buffers, one launch for a
 //! batch of problems (one block each) and the unpacking of the results.
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 
 use super::{backend_err, drv, ensure_dev, DeviceState, MAX_DOF};
 use crate::collision::CollisionError;
@@ -76,18 +80,20 @@ pub(super) struct RrtcBufs {
 
 impl RrtcBufs {
     fn new(dev: &DeviceState) -> Result<Self, CollisionError> {
+        fn one<T: DeviceRepr>(s: &Arc<CudaStream>) -> Result<CudaSlice<T>, CollisionError> {
+            unsafe { s.alloc::<T>(1) }.map_err(drv("device allocation"))
+        }
         let s = &dev.stream;
-        let a = |what: &'static str| drv(what);
         Ok(Self {
-            ends: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
-            bounds: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
-            tree_q: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
-            tree_parent: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
-            tree_radius: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
-            tree_fails: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
-            path: unsafe { s.alloc::<f64>(1) }.map_err(a("device allocation"))?,
-            result: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
-            scene_of: unsafe { s.alloc::<u32>(1) }.map_err(a("device allocation"))?,
+            ends: one(s)?,
+            bounds: one(s)?,
+            tree_q: one(s)?,
+            tree_parent: one(s)?,
+            tree_radius: one(s)?,
+            tree_fails: one(s)?,
+            path: one(s)?,
+            result: one(s)?,
+            scene_of: one(s)?,
         })
     }
 }
@@ -103,11 +109,9 @@ fn check_problems(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Result<(
                     got: q.len(),
                 });
             }
-            if !space.within_limits(q) {
-                return Err(backend_err(format!(
-                    "device planner: the {what} of problem {i} is not finite or outside the joint limits"
-                )));
-            }
+            space.validate(q).map_err(|e| {
+                backend_err(format!("device planner: the {what} of problem {i}: {e}"))
+            })?;
         }
     }
     Ok(())
@@ -130,7 +134,8 @@ pub(super) fn plan(
         return Ok(Vec::new());
     }
     let dof = space.dof();
-    if dof == 0 || dof > MAX_DOF || dof > 32 {
+    // (MAX_DOF is also the width of the kernel's bit mask of continuous joints.)
+    if dof == 0 || dof > MAX_DOF {
         return Err(backend_err(format!(
             "device planner: {dof} joints (1 to {MAX_DOF} supported)"
         )));

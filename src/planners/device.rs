@@ -233,10 +233,8 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         .saturating_duration_since(std::time::Instant::now());
     let settings = settings_for_request(ctx.req, &ctx.space, left);
     settings.validate().map_err(PlanError::InvalidRequest)?;
-    let start = ctx.req.start.clone();
-    let goal = ctx.req.goal.clone();
     let outcome = device
-        .rrt_connect(&[(&start, &goal)], &settings)?
+        .rrt_connect(&[(&ctx.req.start, &ctx.req.goal)], &settings)?
         .into_iter()
         .next()
         .ok_or_else(|| CollisionError::Backend {
