@@ -122,7 +122,7 @@ fn device_module(ordinal: usize) -> Result<Arc<DeviceModule>, CollisionError> {
             .compute_capability()
             .map_err(|e| format!("device {ordinal}: compute capability: {e:?}"))?;
         let arch = kernels::arch_for(major, minor);
-        let ptx = kernels::compile_collision(arch)?;
+        let ptx = kernels::compile(&with_rrtc_bounds(kernels::collision_source()), arch)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| format!("device {ordinal}: loading the collision module: {e:?}"))?;
@@ -200,8 +200,27 @@ fn specialised_source(
             let layout = cuda
                 .spec_layout
                 .unwrap_or_else(|| specialise::Layout::for_model(model));
-            specialise::generate_with(model, layout).map_err(|e| e.to_string())
+            let mut g = specialise::generate_with(model, layout).map_err(|e| e.to_string())?;
+            g.source = with_rrtc_bounds(std::mem::take(&mut g.source));
+            Ok(g)
         }
+    }
+}
+
+/// Environment variable: the blocks of the many-problem device planner kernel
+/// (`rrtc_plan_multi` in `kernels/rrtc.cu`) it is compiled to keep resident per multiprocessor,
+/// which caps its registers per thread (`GMP_RRTC_MIN_BLOCKS`, 0 to 8: 0 for no launch bounds;
+/// unset, the kernel's default, 3).
+pub const RRTC_BLOCKS_ENV: &str = "GMP_RRTC_BLOCKS";
+
+/// `source` with [`RRTC_BLOCKS_ENV`]'s choice defined in front, when set to a number 0 to 8.
+fn with_rrtc_bounds(source: String) -> String {
+    match std::env::var(RRTC_BLOCKS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+    {
+        Some(b) if b <= 8 => format!("#define GMP_RRTC_MIN_BLOCKS {b}\n{source}"),
+        _ => source,
     }
 }
 
