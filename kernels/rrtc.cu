@@ -7,12 +7,14 @@
 // on the scheduling of the warps:
 //
 //   1. every warp draws a sample (a counter-based generator keyed by seed, iteration and warp),
-//      finds the nearest vertex of tree `a` (a warp-wide scan, ties to the lowest index), steers
-//      towards the sample and checks the motion, its configurations dealt over the lanes;
+//      finds the nearest vertex of tree `a` (a warp-wide scan, ties to the lowest index) and
+//      steers towards the sample; then the block checks the warps' motions together (a motion
+//      set: every thread checks one configuration per round, the lanes dealt over the motions
+//      still undecided);
 //   2. thread 0 applies the verdicts in warp order (dynamic-domain radii, failure counts, new
 //      vertices), as planners::rrt_connect does for a batch of samples;
 //   3. the warp of each new vertex of `a` finds the nearest vertex of `b` and the chain of
-//      range-long steps from it; the chains' motions are then dealt over all warps, each
+//      range-long steps from it; the chains' motions are then checked as motion sets, each
 //      chain's motions needed up to its first invalid one;
 //   4. thread 0 adds the valid prefixes to `b` in warp order; a fully valid chain joins the
 //      trees and the path is written out;
@@ -24,6 +26,14 @@
 // any 1 (in collision) makes it invalid, all 0 valid, otherwise the next level has twice the
 // segments, up to max_refinements more levels. Joint-space arithmetic (distances, steering,
 // interpolation, wrap-around) is the f64 arithmetic of robot/space.rs, operation for operation.
+
+// Every block-wide barrier of the planner is the non-aligned barrier.sync: each thread arrives
+// on its own. __syncthreads() is the aligned bar.sync, which lets the hardware count a warp as
+// arrived whole, so it must be reached by converged warps; here warps diverge all the time (thread
+// 0's bookkeeping, lane 0's steering, the lanes of a round checking configurations of different
+// motions), and with bar.sync some lanes passed the next barrier early (measured on the H100: a
+// round's verdicts were read while part of its configurations were still being checked).
+#define GMP_RRTC_SYNC() asm volatile("barrier.sync 0;" ::: "memory")
 
 #ifndef GMP_RRTC_MAX_WARPS
 #define GMP_RRTC_MAX_WARPS 32
@@ -163,26 +173,79 @@ __device__ __forceinline__ unsigned long long gmp_globaltimer() {
     return t;
 }
 
-// check_motions_refined of the motion a -> b (f64 configurations), by one warp (BLOCK false:
-// `lane` is the lane) or by the whole block (BLOCK true: every thread calls it, `lane` is
-// threadIdx.x): 1 = valid, 0 = invalid. `evaluated` (lane 0's) grows by the configurations
-// checked. Warp mode only: 2 = given up, because a solved attempt's key (`best`) is below `key`,
-// the key this attempt would get for solving in the iteration under way, so nothing it finds from
-// now on can win (key 0: never given up).
-#define GMP_RRTC_ABORTED 2
-template <bool BLOCK>
-__device__ int gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p, const double* a, const double* b,
-                                     unsigned lane, unsigned long long* evaluated, const volatile unsigned* best,
-                                     unsigned key) {
-    const unsigned lanes = BLOCK ? blockDim.x : 32u;
-    const unsigned dof = GMP_DOF(m);
-    float s32[GMP_MAX_DOF], d32[GMP_MAX_DOF];
+// A set of motions checked by the whole block at once, each with check_motions_refined's verdict
+// (cpu.rs refine_motions_up_to): the motion is prepared as prepare_motions does (f32 start, f32
+// of the f64 wrapped difference, segments ceil(distance / resolution)) and every configuration
+// of a level is checked with GMP_STEP_STATUS. The levels are n, 2n, ... while below 2^24, at
+// most max_refinements + 1 of them. The verdict is valid exactly when some level passes its swept
+// check at every configuration (CpuChecker::motion_valid explains why), so a level is given up
+// at the first round that meets an uncertain configuration (it cannot pass; the next one may),
+// and the motion is invalid at the first configuration in collision (it lies on every finer
+// level too: step s of n and step 2s of 2n are the same f32 configuration) or at an uncertain
+// configuration of the last level. Which configurations a round checks changes the work, never
+// the verdict.
+//
+// Rounds: every thread of the block checks one configuration of one motion. The lanes are dealt
+// over the motions still undecided, evenly, then what a motion cannot use to the others; so a
+// long or refined motion gets the lanes of the motions already decided, and a round ends when
+// its slowest configuration does. Within a level, configurations are visited in the order
+// i -> (i * stride) % (n + 1), stride about (n + 1) / 32 and coprime with n + 1: the first round
+// samples the whole motion.
+#define GMP_RRTC_SET_MAX 64u
+#define GMP_RRTC_ORDER_W 32u
+// Slot states.
+#define GMP_SET_ACTIVE 0u
+#define GMP_SET_VALID 1u
+#define GMP_SET_INVALID 2u
+#define GMP_SET_DROPPED 3u  // not needed: after an invalid motion of its chain, or given up (beaten)
+#define GMP_SET_NONE 4u     // no motion in the slot
+#define GMP_SET_NO_CHAIN 0xffffffffu
+
+struct GmpRrtcSet {
+    unsigned count;                          // slots [0, count)
+    unsigned aborted;                        // given up: a solved attempt's key is below this one's
+    unsigned active;                         // undecided slots this round
+    unsigned state[GMP_RRTC_SET_MAX];
+    unsigned n[GMP_RRTC_SET_MAX];            // segments of the current level
+    unsigned level[GMP_RRTC_SET_MAX];
+    unsigned pos[GMP_RRTC_SET_MAX];          // order index of the level's next configuration
+    unsigned stride[GMP_RRTC_SET_MAX];
+    unsigned lane_lo[GMP_RRTC_SET_MAX + 1];  // this round: threads [lane_lo[k], lane_lo[k + 1]) check slot k
+    unsigned base[GMP_RRTC_SET_MAX];         // this round: order index of slot k's first thread
+    unsigned flags[GMP_RRTC_SET_MAX];        // this round: bit 0 a configuration in collision, bit 1 an uncertain one
+    unsigned chain[GMP_RRTC_SET_MAX];        // the chain the motion belongs to (GMP_SET_NO_CHAIN: none), its step
+    unsigned step[GMP_RRTC_SET_MAX];
+    float s32[GMP_RRTC_SET_MAX][GMP_MAX_DOF];
+    float d32[GMP_RRTC_SET_MAX][GMP_MAX_DOF];
+};
+
+__device__ __forceinline__ unsigned long long gmp_gcd(unsigned long long a, unsigned long long b) {
+    while (b != 0ull) {
+        const unsigned long long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+// The visiting stride of a level of `count` configurations (count >= 2): ceil(count / 32), or
+// the next number coprime with count (count - 1 is, so the search ends).
+__device__ unsigned gmp_rrtc_stride(unsigned long long count) {
+    unsigned long long s = (count + GMP_RRTC_ORDER_W - 1ull) / GMP_RRTC_ORDER_W;
+    if (s < 1ull) s = 1ull;
+    while (gmp_gcd(s, count) != 1ull) s++;
+    return (unsigned)s;
+}
+
+// Puts the motion a -> b (f64 configurations) into slot k (one thread).
+__device__ void gmp_rrtc_set_put(GmpRrtcSet& set, unsigned k, const GmpRrtcParams& p, unsigned dof, const double* a,
+                                 const double* b, unsigned chain, unsigned step) {
     double dist2 = 0.0;
     for (unsigned j = 0; j < dof; j++) {
         const double d = gmp_joint_diff(p.continuous, j, a[j], b[j]);
         dist2 += d * d;
-        s32[j] = (float)a[j];
-        d32[j] = (float)d;
+        set.s32[k][j] = (float)a[j];
+        set.d32[k][j] = (float)d;
     }
     const double dist = sqrt(dist2);
     // space.rs segments, then u32::try_from(..).unwrap_or(u32::MAX).
@@ -191,48 +254,122 @@ __device__ int gmp_rrtc_motion_valid(const GmpModel& m, const GmpRrtcParams& p, 
         const double c = ceil(dist / p.resolution);
         n = c >= 4294967295.0 ? 0xffffffffu : (c < 1.0 ? 1u : (unsigned)c);
     }
-    // The levels refine_motions_up_to visits: n, 2n, ... while below 2^24, at most
-    // max_refinements + 1 of them. The verdict is valid exactly when some level passes its swept
-    // check at every configuration (CpuChecker::motion_valid explains why), so a level is given
-    // up at its first round with an uncertain configuration (it cannot pass; the next one may),
-    // and the motion is invalid at the first configuration in collision (it lies on every finer
-    // level too: step s of n and step 2s of 2n are the same f32 configuration) or at an uncertain
-    // configuration of the last level.
-    for (unsigned level = 0;; level++) {
-        const bool last = level >= p.max_refinements || n >= (1u << 23);
-        // A level: configurations 0 ..= n; in round r lane l checks l * rounds + r, so that the
-        // first round already samples the whole motion every 1/lanes of it.
-        const unsigned count = n + 1u;
-        const unsigned rounds = (count + lanes - 1u) / lanes;
-        bool passed = true;
-        for (unsigned r = 0; r < rounds; r++) {
-            if (!BLOCK && key != 0u) {
-                unsigned beaten = 0u;
-                if (lane == 0u) {
-                    const unsigned bw = *best;
-                    beaten = (bw != 0u && ~bw < key) ? 1u : 0u;
+    set.n[k] = n;
+    set.level[k] = 0u;
+    set.pos[k] = 0u;
+    set.stride[k] = gmp_rrtc_stride((unsigned long long)n + 1ull);
+    set.flags[k] = 0u;
+    set.chain[k] = chain;
+    set.step[k] = step;
+    set.state[k] = GMP_SET_ACTIVE;
+}
+
+// Checks every ACTIVE slot of `set` to its verdict (VALID or INVALID; DROPPED when not needed
+// any more). Every thread of the block calls it, with the slots written and the block
+// synchronised. `evaluated` (the thread's own) grows by the configurations it checked. With
+// `key` != 0 the set is given up (aborted, every undecided slot DROPPED) as soon as a solved
+// attempt's key (`best`) is below `key`, the key this attempt would get for solving in the
+// iteration under way: nothing it finds from then on can win.
+__device__ void gmp_rrtc_set_check(const GmpModel& m, const GmpRrtcParams& p, GmpRrtcSet& set,
+                                   unsigned long long* evaluated, const volatile unsigned* best, unsigned key) {
+    const unsigned t = threadIdx.x;
+    const unsigned lanes = blockDim.x;
+    const unsigned dof = GMP_DOF(m);
+    for (;;) {
+        if (t == 0u) {
+            if (key != 0u) {
+                const unsigned bw = *best;
+                if (bw != 0u && ~bw < key) {
+                    set.aborted = 1u;
+                    for (unsigned k = 0; k < set.count; k++) {
+                        if (set.state[k] == GMP_SET_ACTIVE) set.state[k] = GMP_SET_DROPPED;
+                    }
                 }
-                if (__shfl_sync(0xffffffffu, beaten, 0) != 0u) return GMP_RRTC_ABORTED;
             }
-            const unsigned s = lane * rounds + r;
-            unsigned st = 0u;
-            if (s < count) {
-                float q[GMP_MAX_DOF];
-                gmp_interpolate(s32, d32, dof, s, n, q);
-                st = GMP_STEP_STATUS(m, q, d32, n);
+            // The lanes: an even share each, then the rest in slot order.
+            unsigned active = 0u;
+            for (unsigned k = 0; k < set.count; k++) active += set.state[k] == GMP_SET_ACTIVE ? 1u : 0u;
+            set.active = active;
+            unsigned left = lanes;
+            const unsigned share = active > 0u ? lanes / active : 0u;
+            for (unsigned k = 0; k < set.count; k++) {
+                unsigned g = 0u;
+                if (set.state[k] == GMP_SET_ACTIVE) {
+                    const unsigned long long rem = (unsigned long long)set.n[k] + 1ull - set.pos[k];
+                    g = (unsigned)min(rem, (unsigned long long)share);
+                    left -= g;
+                }
+                set.base[k] = g;
             }
-            const unsigned checked = BLOCK ? (unsigned)__syncthreads_count(s < count)
-                                           : __popc(__ballot_sync(0xffffffffu, s < count));
-            if (lane == 0u) *evaluated += checked;
-            if (BLOCK ? __syncthreads_or(st == 1u) : __any_sync(0xffffffffu, st == 1u)) return 0;
-            if (BLOCK ? __syncthreads_or(st == 2u) : __any_sync(0xffffffffu, st == 2u)) {
-                passed = false;
-                break;
+            for (unsigned k = 0; k < set.count && left > 0u; k++) {
+                if (set.state[k] != GMP_SET_ACTIVE) continue;
+                const unsigned long long rem = (unsigned long long)set.n[k] + 1ull - set.pos[k] - set.base[k];
+                const unsigned e = (unsigned)min(rem, (unsigned long long)left);
+                set.base[k] += e;
+                left -= e;
+            }
+            unsigned lo = 0u;
+            for (unsigned k = 0; k < set.count; k++) {
+                const unsigned g = set.base[k];
+                set.lane_lo[k] = lo;
+                set.base[k] = set.pos[k];
+                set.pos[k] += g;
+                lo += g;
+            }
+            set.lane_lo[set.count] = lo;
+        }
+        GMP_RRTC_SYNC();
+        if (set.active == 0u) break;
+        if (t < set.lane_lo[set.count]) {
+            unsigned k = 0u;
+            while (set.lane_lo[k + 1u] <= t) k++;
+            const unsigned n = set.n[k];
+            const unsigned long long count = (unsigned long long)n + 1ull;
+            const unsigned long long i = (unsigned long long)set.base[k] + (t - set.lane_lo[k]);
+            const unsigned s = (unsigned)((i * set.stride[k]) % count);
+            float q[GMP_MAX_DOF];
+            gmp_interpolate(set.s32[k], set.d32[k], dof, s, n, q);
+            const unsigned st = GMP_STEP_STATUS(m, q, set.d32[k], n);
+            *evaluated += 1ull;
+            if (st == 1u) {
+                atomicOr(&set.flags[k], 1u);
+            } else if (st == 2u) {
+                atomicOr(&set.flags[k], 2u);
             }
         }
-        if (passed) return 1;
-        if (last) return 0;
-        n *= 2u;  // refine_motions_up_to: REFINE_FACTOR
+        GMP_RRTC_SYNC();
+        if (t == 0u) {
+            for (unsigned k = 0; k < set.count; k++) {
+                if (set.state[k] != GMP_SET_ACTIVE) continue;
+                const unsigned f = set.flags[k];
+                set.flags[k] = 0u;
+                if ((f & 1u) != 0u) {
+                    set.state[k] = GMP_SET_INVALID;
+                } else if ((f & 2u) != 0u) {
+                    const bool last = set.level[k] >= p.max_refinements || set.n[k] >= (1u << 23);
+                    if (last) {
+                        set.state[k] = GMP_SET_INVALID;
+                    } else {
+                        set.level[k] += 1u;
+                        set.n[k] *= 2u;  // refine_motions_up_to: REFINE_FACTOR
+                        set.pos[k] = 0u;
+                        set.stride[k] = gmp_rrtc_stride((unsigned long long)set.n[k] + 1ull);
+                    }
+                } else if ((unsigned long long)set.pos[k] >= (unsigned long long)set.n[k] + 1ull) {
+                    set.state[k] = GMP_SET_VALID;
+                }
+                if (set.state[k] == GMP_SET_INVALID && set.chain[k] != GMP_SET_NO_CHAIN) {
+                    // The chain's later motions are not needed (its first invalid one decides).
+                    for (unsigned k2 = 0; k2 < set.count; k2++) {
+                        if (set.chain[k2] == set.chain[k] && set.step[k2] > set.step[k] &&
+                            set.state[k2] == GMP_SET_ACTIVE) {
+                            set.state[k2] = GMP_SET_DROPPED;
+                        }
+                    }
+                }
+            }
+        }
+        GMP_RRTC_SYNC();
     }
 }
 
@@ -280,14 +417,13 @@ struct GmpRrtcShared {
     double hi[2][GMP_MAX_DOF];
     unsigned a;          // the tree extended this iteration (0: the start's)
     unsigned stop;       // 1 + status once decided
-    unsigned aborted;    // a motion check of this iteration was given up (GMP_RRTC_ABORTED)
+    unsigned aborted;    // a motion set of this iteration was given up (beaten)
     unsigned joined_a;   // vertex of tree a and tip of tree b of the joining chain
     unsigned joined_b;
     unsigned n_added;
     unsigned added[GMP_RRTC_MAX_WARPS];
     // Proposals of phase 1: parent (0xffffffff: none), verdict, the new configuration.
     unsigned prop_parent[GMP_RRTC_MAX_WARPS];
-    unsigned prop_ok[GMP_RRTC_MAX_WARPS];
     double prop_q[GMP_RRTC_MAX_WARPS][GMP_MAX_DOF];
     // Chains of phase 3: nearest vertex of b, steps, valid motions.
     unsigned chain_near[GMP_RRTC_MAX_WARPS];
@@ -373,6 +509,7 @@ template <bool MULTI>
 __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
                          const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
     __shared__ GmpRrtcShared sh;
+    __shared__ GmpRrtcSet set;
     const unsigned prob = blockIdx.x / p.attempts;
     const unsigned attempt = blockIdx.x % p.attempts;
     const unsigned long long seed =
@@ -399,8 +536,8 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
     }
     unsigned* res = p.result + (size_t)blockIdx.x * GMP_RRTC_RESULT_WORDS;
     const unsigned long long t0 = gmp_globaltimer();
-    unsigned long long evaluated = 0;  // lane 0 of each warp: configurations it checked
-    unsigned long long motions = 0;    // lane 0 of each warp: motions it checked
+    unsigned long long evaluated = 0;  // configurations this thread checked
+    unsigned long long motions = 0;    // thread 0: motions checked
 
     if (threadIdx.x == 0u) {
         sh.stop = 0u;
@@ -425,24 +562,31 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         }
         if (cap == 0u) sh.stop = 1u + GMP_RRTC_FULL;
     }
-    __syncthreads();
+    GMP_RRTC_SYNC();
     // The straight motion first (planners::rrt_connect; of parallel attempts only the first),
     // by the whole block: it is often long, and nothing else is to be done meanwhile.
     if (sh.stop == 0u && attempt == 0u) {
-        const bool ok = gmp_rrtc_motion_valid<true>(m, p, start, goal, threadIdx.x, &evaluated, best, 0u) == 1;
+        if (threadIdx.x == 0u) {
+            set.count = 1u;
+            set.aborted = 0u;
+            gmp_rrtc_set_put(set, 0u, p, dof, start, goal, GMP_SET_NO_CHAIN, 0u);
+        }
+        GMP_RRTC_SYNC();
+        gmp_rrtc_set_check(m, p, set, &evaluated, best, 0u);
         if (threadIdx.x == 0u) {
             motions++;
-            if (ok) {
+            if (set.state[0] == GMP_SET_VALID) {
                 sh.stop = 1u + GMP_RRTC_SOLVED;
                 sh.joined_a = 0xffffffffu;  // the direct path
                 atomicMax((unsigned*)best, ~0u);  // key 0: iteration 0, attempt 0
             }
         }
     }
-    __syncthreads();
+    GMP_RRTC_SYNC();
     unsigned iterations = 0;
-    while (sh.stop == 0u) {
-        if (threadIdx.x == 0u) {
+    for (;;) {
+        // (sh.stop is read only after a barrier: thread 0 may set it here.)
+        if (threadIdx.x == 0u && sh.stop == 0u) {
             if (iterations >= p.max_iterations ||
                 (p.time_limit_ns > 0ull && gmp_globaltimer() - t0 > p.time_limit_ns)) {
                 sh.stop = 1u + GMP_RRTC_LIMIT;
@@ -451,7 +595,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             const unsigned b = *best;
             if (b != 0u && ~b < ((min(iterations + 1u, 0xffffffu) << 8) | attempt)) sh.stop = 1u + GMP_RRTC_BEATEN;
         }
-        __syncthreads();
+        GMP_RRTC_SYNC();
         if (sh.stop != 0u) break;
         iterations++;
         const unsigned key = (min(iterations, 0xffffffu) << 8) | attempt;
@@ -459,7 +603,11 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         const unsigned tb = 1u - ta;
         const GmpRrtcTree& A = trees[ta];
         const GmpRrtcTree& B = trees[tb];
-        // 1. One sample per warp, steered and checked.
+        // 1. One sample per warp, steered; the motions checked together.
+        if (threadIdx.x == 0u) {
+            set.count = warps;
+            set.aborted = 0u;
+        }
         if (warp < warps) {
             double* target = sh.scratch[warp][0];
             double* nq = sh.prop_q[warp];
@@ -472,6 +620,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     target[j] = p.lower[j] + (p.upper[j] - p.lower[j]) * u;
                 }
                 sh.prop_parent[warp] = 0xffffffffu;
+                set.state[warp] = GMP_SET_NONE;
             }
             __syncwarp();
             bool go = !(dd && gmp_rrtc_surely_outside(sh, ta, dof, cont, target));
@@ -481,42 +630,35 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 gmp_rrtc_nearest(A, sh.size[ta], dof, cont, target, lane, &nd, &ni);
                 go = ni != 0xffffffffu && !(dd && A.radius[ni] < nd);
             }
-            if (go) {
+            if (go && lane == 0u) {
                 const double* from = A.q + (size_t)ni * dof;
                 double step = p.range;
                 if (dd) {
                     const unsigned halvings = min(A.fails[ni] / p.step_halve_after, 16u);
                     step = fmax(ldexp(p.range, -(int)halvings), p.step_floor_factor * p.range);
                 }
-                if (lane == 0u) {
-                    // Context::steer.
-                    const double d = gmp_space_distance(cont, dof, from, target);
-                    for (unsigned j = 0; j < dof; j++) {
-                        nq[j] = d <= step ? target[j] : gmp_space_lerp(cont, j, from[j], target[j], step / d);
-                    }
+                // Context::steer.
+                const double d = gmp_space_distance(cont, dof, from, target);
+                for (unsigned j = 0; j < dof; j++) {
+                    nq[j] = d <= step ? target[j] : gmp_space_lerp(cont, j, from[j], target[j], step / d);
                 }
-                __syncwarp();
-                go = gmp_space_distance(cont, dof, from, nq) > 0.0;
-                if (go) {
-                    const int r = gmp_rrtc_motion_valid<false>(m, p, from, nq, lane, &evaluated, best, key);
-                    if (lane == 0u) {
-                        motions++;
-                        if (r == GMP_RRTC_ABORTED) sh.aborted = 1u;
-                        sh.prop_parent[warp] = ni;
-                        sh.prop_ok[warp] = r == 1 ? 1u : 0u;
-                    }
+                if (gmp_space_distance(cont, dof, from, nq) > 0.0) {
+                    sh.prop_parent[warp] = ni;
+                    gmp_rrtc_set_put(set, warp, p, dof, from, nq, GMP_SET_NO_CHAIN, 0u);
                 }
             }
         }
-        __syncthreads();
+        GMP_RRTC_SYNC();
+        gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
         // 2. The verdicts in warp order (none once beaten).
         if (threadIdx.x == 0u) {
             sh.n_added = 0u;
-            if (sh.aborted) sh.stop = 1u + GMP_RRTC_BEATEN;
+            for (unsigned w = 0; w < warps; w++) motions += set.state[w] != GMP_SET_NONE ? 1u : 0u;
+            if (set.aborted) sh.stop = 1u + GMP_RRTC_BEATEN;
             for (unsigned w = 0; w < warps && sh.stop == 0u; w++) {
                 const unsigned par = sh.prop_parent[w];
                 if (par == 0xffffffffu) continue;
-                if (!sh.prop_ok[w]) {
+                if (set.state[w] != GMP_SET_VALID) {
                     gmp_rrtc_failed(sh, A, ta, p, par);
                     continue;
                 }
@@ -529,15 +671,14 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 sh.added[sh.n_added++] = v;
             }
         }
-        __syncthreads();
+        GMP_RRTC_SYNC();
         if (sh.stop != 0u) break;
         // 3. Chains from tree b towards each new vertex of a: the nearest vertex of b and the
-        // chain's steps by the warp of each new vertex, then the chains' motions dealt over all
-        // warps, step by step. chain_valid[k] ends as the number of valid motions before the
-        // chain's first invalid one: a motion is skipped only once one before it is known to be
-        // invalid, so every motion before the first invalid one is checked, whatever the order
-        // the warps run in. (Which motions after it get checked, and so the counts of work done,
-        // may vary from run to run; the plan does not.)
+        // chain's steps by the warp of each new vertex, then the chains' motions checked together,
+        // step by step, at most GMP_RRTC_SET_MAX at a time. chain_valid[k] ends as the number of
+        // valid motions before the chain's first invalid one: a motion is left out (or dropped)
+        // only once one before it is known to be invalid, so every motion before the first
+        // invalid one is checked.
         if (warp < sh.n_added) {
             const double* target = A.q + (size_t)sh.added[warp] * dof;
             double nd;
@@ -552,42 +693,58 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 sh.chain_valid[warp] = steps;
             }
         }
-        __syncthreads();
-        if (warp < warps && sh.n_added > 0u) {
+        GMP_RRTC_SYNC();
+        if (sh.n_added > 0u) {
             unsigned longest = 0;
             for (unsigned k = 0; k < sh.n_added; k++) longest = max(longest, sh.chain_steps[k]);
             const unsigned items = sh.n_added * longest;
-            double* prev = sh.scratch[warp][0];
-            double* next = sh.scratch[warp][1];
-            for (unsigned g = warp; g < items; g += warps) {
-                const unsigned k = g % sh.n_added;
-                const unsigned st = g / sh.n_added + 1u;
-                const unsigned steps = sh.chain_steps[k];
-                // Uniform over the warp: one read of the shared word.
-                const unsigned known = __shfl_sync(0xffffffffu, *(volatile unsigned*)&sh.chain_valid[k], 0);
-                if (__shfl_sync(0xffffffffu, *(volatile unsigned*)&sh.aborted, 0) != 0u) break;
-                if (st > steps || st - 1u >= known) continue;
-                const double* from = B.q + (size_t)sh.chain_near[k] * dof;
-                const double* target = A.q + (size_t)sh.added[k] * dof;
-                if (lane == 0u) {
-                    for (unsigned j = 0; j < dof; j++) {
-                        prev[j] = st == 1u ? from[j]
-                                           : gmp_space_lerp(cont, j, from[j], target[j], (double)(st - 1u) / (double)steps);
-                        next[j] = st == steps ? target[j]
-                                              : gmp_space_lerp(cont, j, from[j], target[j], (double)st / (double)steps);
+            for (unsigned g0 = 0; g0 < items; g0 += GMP_RRTC_SET_MAX) {
+                const unsigned batch = min(items - g0, GMP_RRTC_SET_MAX);
+                if (threadIdx.x == 0u) {
+                    set.count = batch;
+                    set.aborted = 0u;
+                }
+                if (threadIdx.x < batch) {
+                    // Item g: chain g % n_added, step g / n_added + 1 (steps in order).
+                    const unsigned jslot = threadIdx.x;
+                    const unsigned g = g0 + jslot;
+                    const unsigned k = g % sh.n_added;
+                    const unsigned st = g / sh.n_added + 1u;
+                    const unsigned steps = sh.chain_steps[k];
+                    if (st > steps || st - 1u >= sh.chain_valid[k]) {
+                        set.state[jslot] = GMP_SET_NONE;
+                    } else {
+                        const double* from = B.q + (size_t)sh.chain_near[k] * dof;
+                        const double* target = A.q + (size_t)sh.added[k] * dof;
+                        double prev[GMP_MAX_DOF], next[GMP_MAX_DOF];
+                        for (unsigned j = 0; j < dof; j++) {
+                            prev[j] = st == 1u ? from[j]
+                                               : gmp_space_lerp(cont, j, from[j], target[j], (double)(st - 1u) / (double)steps);
+                            next[j] = st == steps ? target[j]
+                                                  : gmp_space_lerp(cont, j, from[j], target[j], (double)st / (double)steps);
+                        }
+                        gmp_rrtc_set_put(set, jslot, p, dof, prev, next, k, st);
                     }
                 }
-                __syncwarp();
-                const int r = gmp_rrtc_motion_valid<false>(m, p, prev, next, lane, &evaluated, best, key);
-                if (lane == 0u) {
-                    motions++;
-                    if (r == GMP_RRTC_ABORTED) sh.aborted = 1u;
-                    if (r != 1) atomicMin(&sh.chain_valid[k], st - 1u);
+                GMP_RRTC_SYNC();
+                gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
+                if (threadIdx.x == 0u) {
+                    for (unsigned jslot = 0; jslot < batch; jslot++) {
+                        const unsigned stt = set.state[jslot];
+                        if (stt == GMP_SET_NONE) continue;
+                        motions++;
+                        if (stt == GMP_SET_INVALID) {
+                            const unsigned k = set.chain[jslot];
+                            sh.chain_valid[k] = min(sh.chain_valid[k], set.step[jslot] - 1u);
+                        }
+                    }
+                    if (set.aborted) sh.aborted = 1u;
                 }
-                __syncwarp();
+                GMP_RRTC_SYNC();
+                if (sh.aborted) break;
             }
         }
-        __syncthreads();
+        GMP_RRTC_SYNC();
         // 4. Valid prefixes into b, in warp order; a whole chain joins the trees (none once
         // beaten).
         if (threadIdx.x == 0u) {
@@ -627,14 +784,12 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 if (!keep) sh.a = tb;
             }
         }
-        __syncthreads();
+        GMP_RRTC_SYNC();
     }
     // Counters, then the path (thread 0).
-    if (lane == 0u) {
-        atomicAdd(&sh.motions, motions);
-        atomicAdd(&sh.configs, evaluated);
-    }
-    __syncthreads();
+    if (motions != 0ull) atomicAdd(&sh.motions, motions);
+    if (evaluated != 0ull) atomicAdd(&sh.configs, evaluated);
+    GMP_RRTC_SYNC();
     if (threadIdx.x != 0u) return;
     unsigned status = sh.stop - 1u;
     unsigned len = 0;
