@@ -54,6 +54,14 @@
 #ifndef GMP_RRTC_MIN_BLOCKS
 #define GMP_RRTC_MIN_BLOCKS 3
 #endif
+// rrtc_plan (one scene) has no launch bounds unless GMP_RRTC_SINGLE_THREADS is defined: then
+// blocks of up to that many threads, one per multiprocessor (more warps than the 8 that 255
+// registers allow).
+#if defined(GMP_RRTC_SINGLE_THREADS) && !defined(GMP_SPEC_REGISTER_CAP)
+#define GMP_RRTC_SINGLE_BOUNDS __launch_bounds__(GMP_RRTC_SINGLE_THREADS, 1)
+#else
+#define GMP_RRTC_SINGLE_BOUNDS
+#endif
 #if defined(GMP_SPEC_REGISTER_CAP) || GMP_RRTC_MIN_BLOCKS == 0
 #define GMP_RRTC_MULTI_BOUNDS
 #else
@@ -836,7 +844,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
 }
 
 // One block per problem, every problem in the model's scene.
-extern "C" __global__ void rrtc_plan(const __grid_constant__ GmpModel m, const __grid_constant__ GmpRrtcParams p) {
+extern "C" __global__ void GMP_RRTC_SINGLE_BOUNDS rrtc_plan(const __grid_constant__ GmpModel m, const __grid_constant__ GmpRrtcParams p) {
     gmp_rrtc<false>(m, nullptr, nullptr, nullptr, p);
 }
 

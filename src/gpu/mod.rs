@@ -215,14 +215,28 @@ pub const RRTC_BLOCKS_ENV: &str = "GMP_RRTC_BLOCKS";
 
 /// `source` with [`RRTC_BLOCKS_ENV`]'s choice defined in front, when set to a number 0 to 8.
 fn with_rrtc_bounds(source: String) -> String {
-    match std::env::var(RRTC_BLOCKS_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-    {
+    let number = |var: &str| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let source = match number(RRTC_SINGLE_THREADS_ENV) {
+        Some(t) if (32..=1024).contains(&t) && t % 32 == 0 => {
+            format!("#define GMP_RRTC_SINGLE_THREADS {t}\n{source}")
+        }
+        _ => source,
+    };
+    match number(RRTC_BLOCKS_ENV) {
         Some(b) if b <= 8 => format!("#define GMP_RRTC_MIN_BLOCKS {b}\n{source}"),
         _ => source,
     }
 }
+
+/// Environment variable: launch bounds for the one-scene device planner kernel (`rrtc_plan`):
+/// blocks of up to this many threads (a multiple of 32, at most 1024), one per multiprocessor,
+/// which caps its registers so that more than 8 warps fit ([`crate::planners::device::DEVICE_WARPS_ENV`]).
+/// Unset: no bounds (255 registers, at most 8 warps).
+pub const RRTC_SINGLE_THREADS_ENV: &str = "GMP_RRTC_SINGLE_THREADS";
 
 /// Which collision kernels a [`CudaChecker`] runs. Both give the CPU's verdicts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
