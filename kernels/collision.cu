@@ -346,13 +346,19 @@ extern "C" __global__ void sort_keys(const float* __restrict__ q, unsigned n, un
 #define GMP_SORT_TILE 1024u
 #define GMP_SORT_TILES (GMP_SORT_BINS / GMP_SORT_TILE)
 #define GMP_SORT_SCAN_THREADS (GMP_SORT_TILE / 4u)
+// The non-aligned block barrier: each thread arrives on its own. __syncthreads() is the aligned
+// bar.sync, which lets the hardware count a warp as arrived whole: a warp arriving with a lane
+// still in a divergent branch (warp 0's spin on the earlier tiles below, lane 0's write) could
+// let that lane pass the next barrier early. kernels/rrtc.cu met that on an H100.
+__device__ __forceinline__ void gmp_block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
+
 extern "C" __global__ void __launch_bounds__(GMP_SORT_SCAN_THREADS) sort_scan(unsigned* __restrict__ hist) {
     __shared__ unsigned warp_sums[GMP_SORT_SCAN_THREADS / 32u];
     __shared__ unsigned tile_s, before_s;
     volatile unsigned* ctrl = hist + GMP_SORT_BINS;  // [0]: tile counter; [1 + t]: tile t's total
     const unsigned t = threadIdx.x, lane = t % 32u, warp = t / 32u;
     if (t == 0u) tile_s = atomicAdd(const_cast<unsigned*>(ctrl), 1u);
-    __syncthreads();
+    gmp_block_sync();
     const unsigned tile = tile_s;
     uint4* cells = reinterpret_cast<uint4*>(hist + tile * GMP_SORT_TILE) + t;
     const uint4 v = *cells;
@@ -364,7 +370,7 @@ extern "C" __global__ void __launch_bounds__(GMP_SORT_SCAN_THREADS) sort_scan(un
         if (lane >= d) inc += o;
     }
     if (lane == 31u) warp_sums[warp] = inc;
-    __syncthreads();
+    gmp_block_sync();
     if (warp == 0u) {
         unsigned w = lane < GMP_SORT_SCAN_THREADS / 32u ? warp_sums[lane] : 0u;
 #pragma unroll
@@ -390,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(GMP_SORT_SCAN_THREADS) sort_scan(un
         for (unsigned d = 16u; d > 0u; d >>= 1) before += __shfl_xor_sync(0xffffffffu, before, d);
         if (lane == 0u) before_s = before;
     }
-    __syncthreads();
+    gmp_block_sync();
     unsigned run = before_s + inc - s + (warp > 0u ? warp_sums[warp - 1u] : 0u);  // cells before this thread's
     uint4 o;
     o.x = run; run += v.x;

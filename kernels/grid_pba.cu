@@ -32,6 +32,21 @@ __device__ __forceinline__ int block_of(int x, int y, int side, int nbx) {
 // reinit = 1 recomputes from scratch (P-BA*: heuristics may have risen); 0 keeps the old
 // values as upper bounds (wavefront: values only fall). write_dir = 1 also writes the
 // direction of every cell of the block. changed (may be a dummy) gets 1 when a cell changed.
+// Non-aligned block barriers: each thread arrives on its own. __syncthreads() and
+// gmp_block_sync_or() are aligned (bar.sync, bar.red), which lets the hardware count a warp as
+// arrived whole; a warp reaching one with lanes still in a divergent branch could let those
+// lanes pass the next barrier early (kernels/rrtc.cu met that on an H100).
+__device__ __forceinline__ void gmp_block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
+__device__ __forceinline__ bool gmp_block_sync_or(bool v) {
+    unsigned r;
+    asm volatile(
+        "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\tbarrier.red.or.pred q, 0, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
+        : "=r"(r)
+        : "r"((unsigned)v)
+        : "memory");
+    return r != 0u;
+}
+
 extern "C" __global__ void block_field(const int* __restrict__ cost, unsigned* field,
                                        const unsigned* hsrc, const int* __restrict__ blocks,
                                        int width, int height, int side, int goal, int reinit,
@@ -72,7 +87,7 @@ extern "C" __global__ void block_field(const int* __restrict__ cost, unsigned* f
         E[t] = e;
         C[t] = c;
     }
-    __syncthreads();
+    gmp_block_sync();
     for (;;) {
         unsigned best = e;
         if (c >= 0) {
@@ -84,11 +99,11 @@ extern "C" __global__ void block_field(const int* __restrict__ cost, unsigned* f
                 best = cand < best ? cand : best;
             }
         }
-        __syncthreads();
+        gmp_block_sync();
         int moved = best < e;
         e = best;
         if (t < n) E[t] = e;
-        if (!__syncthreads_or(moved)) break;
+        if (!gmp_block_sync_or(moved)) break;
     }
     if (inside && e != old) {
         field[cell] = e;
