@@ -420,3 +420,29 @@ fn on_device_without_a_gpu_backend_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("only rrt_connect"), "{err}");
 }
+
+/// A resolution so fine that one motion would take more than 2^20 configurations per pass is
+/// refused before anything runs on a device (the launch does not look at the clock inside a
+/// motion check), with an error naming the resolution; a GPU or not makes no difference.
+#[test]
+fn on_device_with_a_resolution_too_fine_is_a_clear_error() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    // The default range for the bundled arm over a millionth of a radian: past 2^20.
+    let out = bundled_plan(&start, &goal, &["--on-device", "--resolution", "1e-7"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("resolution 0.0000001") && err.contains("too fine for the device planner"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // Within the range bound, the straight motion is checked on its own.
+    let out = bundled_plan(
+        &start,
+        &goal,
+        &["--on-device", "--resolution", "2e-6", "--range", "0.5"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the straight motion"), "{err}");
+}

@@ -100,7 +100,11 @@ impl RrtcBufs {
 
 /// Checks the problems against the space: every configuration has the space's joints and is
 /// finite and inside the limits.
-fn check_problems(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Result<(), CollisionError> {
+fn check_problems(
+    space: &JointSpace,
+    problems: &[(&[f64], &[f64])],
+    resolution: f64,
+) -> Result<(), CollisionError> {
     for (i, (s, g)) in problems.iter().enumerate() {
         for (what, q) in [("start", s), ("goal", g)] {
             if q.len() != space.dof() {
@@ -113,6 +117,8 @@ fn check_problems(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Result<(
                 backend_err(format!("device planner: the {what} of problem {i}: {e}"))
             })?;
         }
+        crate::planners::device::check_straight(space, s, g, resolution)
+            .map_err(|e| backend_err(format!("device planner: problem {i}: {e}")))?;
     }
     Ok(())
 }
@@ -145,7 +151,7 @@ pub(super) fn plan(
             return Err(backend_err("device planner: one scene per problem needed"));
         }
     }
-    check_problems(space, problems)?;
+    check_problems(space, problems, s.resolution)?;
     let max_threads = func
         .max_threads_per_block()
         .map_err(drv("reading the device planner's limits"))?;
@@ -441,12 +447,20 @@ mod tests {
         );
         let good = [0.5, 3.0];
         let outside = [2.5, 0.0];
-        assert!(check_problems(&space, &[(&good, &good)]).is_ok());
-        let e = check_problems(&space, &[(&good, &outside)]).expect_err("outside the limits");
+        assert!(check_problems(&space, &[(&good, &good)], 0.02).is_ok());
+        let e = check_problems(&space, &[(&good, &outside)], 0.02).expect_err("outside the limits");
         assert!(e.to_string().contains("goal of problem 0"), "{e}");
+        // 0.5 apart: at 1e-7, 5e6 configurations per pass.
+        let near = [1.0, 3.0];
+        assert!(check_problems(&space, &[(&good, &near)], 0.02).is_ok());
+        let e = check_problems(&space, &[(&good, &near)], 1e-7).expect_err("too fine");
+        assert!(
+            e.to_string().contains("too fine for the device planner"),
+            "{e}"
+        );
         let short = [0.5];
         assert!(matches!(
-            check_problems(&space, &[(&short, &good)]),
+            check_problems(&space, &[(&short, &good)], 0.02),
             Err(CollisionError::WrongDof {
                 expected: 2,
                 got: 1

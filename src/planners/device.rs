@@ -19,6 +19,12 @@ use super::{
 use crate::collision::{Checker, CollisionError, MAX_REFINEMENTS};
 use crate::robot::JointSpace;
 
+/// Most configurations one pass over one motion may take on the device (2^20): the device
+/// planner checks a motion to its verdict inside the launch, without looking at the clock, so a
+/// resolution far finer than the motions would keep the launch busy past any time limit. Both
+/// `range / resolution` and the straight motion's length / resolution must stay within it.
+pub const MAX_DEVICE_SEGMENTS: f64 = 1_048_576.0;
+
 /// Warps (samples per iteration) of a device RRT-Connect block unless
 /// [`DEVICE_WARPS_ENV`] says otherwise.
 pub const DEFAULT_DEVICE_WARPS: u32 = 8;
@@ -80,6 +86,15 @@ impl DeviceRrtcSettings {
             return Err(format!(
                 "resolution must be a positive number, got {}",
                 self.resolution
+            ));
+        }
+        let per_range = self.range / self.resolution;
+        if per_range.is_nan() || per_range > MAX_DEVICE_SEGMENTS {
+            return Err(format!(
+                "resolution {} is too fine for the device planner: a motion of one range ({}) \
+                 would take {per_range:.0} configurations per pass (at most {MAX_DEVICE_SEGMENTS}); \
+                 use a coarser resolution or a shorter range",
+                self.resolution, self.range
             ));
         }
         if self.dynamic_domain && !(self.dd_radius.is_finite() && self.dd_radius > 0.0) {
@@ -214,6 +229,25 @@ pub fn settings_for_request(
     }
 }
 
+/// An error when the straight motion from `start` to `goal` would take more than
+/// [`MAX_DEVICE_SEGMENTS`] configurations per pass at `resolution`.
+pub fn check_straight(
+    space: &JointSpace,
+    start: &[f64],
+    goal: &[f64],
+    resolution: f64,
+) -> Result<(), String> {
+    let straight = space.distance(start, goal) / resolution;
+    if straight.is_nan() || straight > MAX_DEVICE_SEGMENTS {
+        return Err(format!(
+            "resolution {resolution} is too fine for the device planner: the straight motion from \
+             start to goal would take {straight:.0} configurations per pass (at most \
+             {MAX_DEVICE_SEGMENTS})"
+        ));
+    }
+    Ok(())
+}
+
 /// RRT-Connect on the device of `ctx`'s checker (see the module documentation).
 pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError> {
     if ctx.req.planner != PlannerId::RrtConnect {
@@ -222,17 +256,25 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             ctx.req.planner
         )));
     }
+    // The request first: bad input is reported as such, GPU or not.
+    let left = ctx
+        .deadline
+        .saturating_duration_since(std::time::Instant::now());
+    let settings = settings_for_request(ctx.req, &ctx.space, left);
+    settings.validate().map_err(PlanError::InvalidRequest)?;
+    check_straight(
+        &ctx.space,
+        &ctx.req.start,
+        &ctx.req.goal,
+        settings.resolution,
+    )
+    .map_err(PlanError::InvalidRequest)?;
     let Some(device) = ctx.checker.device_planner() else {
         return Err(PlanError::InvalidRequest(format!(
             "on_device needs a GPU checker (backend cuda, or auto / hybrid with a GPU); this one is {}",
             format!("{:?}", ctx.checker.backend()).to_lowercase()
         )));
     };
-    let left = ctx
-        .deadline
-        .saturating_duration_since(std::time::Instant::now());
-    let settings = settings_for_request(ctx.req, &ctx.space, left);
-    settings.validate().map_err(PlanError::InvalidRequest)?;
     let outcome = device
         .rrt_connect(&[(&ctx.req.start, &ctx.req.goal)], &settings)?
         .into_iter()
