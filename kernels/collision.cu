@@ -348,8 +348,9 @@ extern "C" __global__ void sort_keys(const float* __restrict__ q, unsigned n, un
 #define GMP_SORT_SCAN_THREADS (GMP_SORT_TILE / 4u)
 // The non-aligned block barrier: each thread arrives on its own. __syncthreads() is the aligned
 // bar.sync, which lets the hardware count a warp as arrived whole: a warp arriving with a lane
-// still in a divergent branch (warp 0's spin on the earlier tiles below, lane 0's write) could
-// let that lane pass the next barrier early. kernels/rrtc.cu met that on an H100.
+// still in a divergent branch (here warp 0's spin on the earlier tiles below, lane 0's write)
+// could let that lane pass the next barrier early; kernels/rrtc.cu (appended to this unit, and
+// using it for every barrier) met that on an H100.
 __device__ __forceinline__ void gmp_block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }
 
 extern "C" __global__ void __launch_bounds__(GMP_SORT_SCAN_THREADS) sort_scan(unsigned* __restrict__ hist) {

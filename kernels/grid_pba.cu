@@ -33,7 +33,7 @@ __device__ __forceinline__ int block_of(int x, int y, int side, int nbx) {
 // values as upper bounds (wavefront: values only fall). write_dir = 1 also writes the
 // direction of every cell of the block. changed (may be a dummy) gets 1 when a cell changed.
 // Non-aligned block barriers: each thread arrives on its own. __syncthreads() and
-// gmp_block_sync_or() are aligned (bar.sync, bar.red), which lets the hardware count a warp as
+// __syncthreads_or() are aligned (bar.sync, bar.red), which lets the hardware count a warp as
 // arrived whole; a warp reaching one with lanes still in a divergent branch could let those
 // lanes pass the next barrier early (kernels/rrtc.cu met that on an H100).
 __device__ __forceinline__ void gmp_block_sync() { asm volatile("barrier.sync 0;" ::: "memory"); }

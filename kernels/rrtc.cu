@@ -27,13 +27,11 @@
 // segments, up to max_refinements more levels. Joint-space arithmetic (distances, steering,
 // interpolation, wrap-around) is the f64 arithmetic of robot/space.rs, operation for operation.
 
-// Every block-wide barrier of the planner is the non-aligned barrier.sync: each thread arrives
-// on its own. __syncthreads() is the aligned bar.sync, which lets the hardware count a warp as
-// arrived whole, so it must be reached by converged warps; here warps diverge all the time (thread
-// 0's bookkeeping, lane 0's steering, the lanes of a round checking configurations of different
-// motions), and with bar.sync some lanes passed the next barrier early (measured on the H100: a
+// Every block-wide barrier of the planner is gmp_block_sync() (kernels/collision.cu, the
+// non-aligned barrier.sync): warps here diverge all the time (thread 0's bookkeeping, lane 0's
+// steering, the lanes of a round checking configurations of different motions), and with the
+// aligned __syncthreads() some lanes passed the next barrier early (measured on the H100: a
 // round's verdicts were read while part of its configurations were still being checked).
-#define GMP_RRTC_SYNC() asm volatile("barrier.sync 0;" ::: "memory")
 
 #ifndef GMP_RRTC_MAX_WARPS
 #define GMP_RRTC_MAX_WARPS 32
@@ -326,7 +324,7 @@ __device__ void gmp_rrtc_set_check(const GmpModel& m, const GmpRrtcParams& p, Gm
             }
             set.lane_lo[set.count] = lo;
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         if (set.active == 0u) break;
         if (t < set.lane_lo[set.count]) {
             unsigned k = 0u;
@@ -345,7 +343,7 @@ __device__ void gmp_rrtc_set_check(const GmpModel& m, const GmpRrtcParams& p, Gm
                 atomicOr(&set.flags[k], 2u);
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         if (t == 0u) {
             for (unsigned k = 0; k < set.count; k++) {
                 if (set.state[k] != GMP_SET_ACTIVE) continue;
@@ -377,7 +375,7 @@ __device__ void gmp_rrtc_set_check(const GmpModel& m, const GmpRrtcParams& p, Gm
                 }
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
     }
 }
 
@@ -570,7 +568,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         }
         if (cap == 0u) sh.stop = 1u + GMP_RRTC_FULL;
     }
-    GMP_RRTC_SYNC();
+    gmp_block_sync();
     // The straight motion first (planners::rrt_connect; of parallel attempts only the first),
     // by the whole block: it is often long, and nothing else is to be done meanwhile.
     if (sh.stop == 0u && attempt == 0u) {
@@ -579,7 +577,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             set.aborted = 0u;
             gmp_rrtc_set_put(set, 0u, p, dof, start, goal, GMP_SET_NO_CHAIN, 0u);
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         gmp_rrtc_set_check(m, p, set, &evaluated, best, 0u);
         if (threadIdx.x == 0u) {
             motions++;
@@ -590,7 +588,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             }
         }
     }
-    GMP_RRTC_SYNC();
+    gmp_block_sync();
     unsigned iterations = 0;
     for (;;) {
         // (sh.stop is read only after a barrier: thread 0 may set it here.)
@@ -603,7 +601,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             const unsigned b = *best;
             if (b != 0u && ~b < ((min(iterations + 1u, 0xffffffu) << 8) | attempt)) sh.stop = 1u + GMP_RRTC_BEATEN;
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         if (sh.stop != 0u) break;
         iterations++;
         const unsigned key = (min(iterations, 0xffffffu) << 8) | attempt;
@@ -656,7 +654,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 }
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
         // 2. The verdicts in warp order (none once beaten).
         if (threadIdx.x == 0u) {
@@ -679,7 +677,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 sh.added[sh.n_added++] = v;
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         if (sh.stop != 0u) break;
         // 3. Chains from tree b towards each new vertex of a: the nearest vertex of b and the
         // chain's steps by the warp of each new vertex, then the chains' motions checked together,
@@ -701,7 +699,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 sh.chain_valid[warp] = steps;
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         if (sh.n_added > 0u) {
             unsigned longest = 0;
             for (unsigned k = 0; k < sh.n_added; k++) longest = max(longest, sh.chain_steps[k]);
@@ -734,7 +732,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                         gmp_rrtc_set_put(set, jslot, p, dof, prev, next, k, st);
                     }
                 }
-                GMP_RRTC_SYNC();
+                gmp_block_sync();
                 gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
                 if (threadIdx.x == 0u) {
                     for (unsigned jslot = 0; jslot < batch; jslot++) {
@@ -748,11 +746,11 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     }
                     if (set.aborted) sh.aborted = 1u;
                 }
-                GMP_RRTC_SYNC();
+                gmp_block_sync();
                 if (sh.aborted) break;
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
         // 4. Valid prefixes into b, in warp order; a whole chain joins the trees (none once
         // beaten).
         if (threadIdx.x == 0u) {
@@ -792,12 +790,12 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 if (!keep) sh.a = tb;
             }
         }
-        GMP_RRTC_SYNC();
+        gmp_block_sync();
     }
     // Counters, then the path (thread 0).
     if (motions != 0ull) atomicAdd(&sh.motions, motions);
     if (evaluated != 0ull) atomicAdd(&sh.configs, evaluated);
-    GMP_RRTC_SYNC();
+    gmp_block_sync();
     if (threadIdx.x != 0u) return;
     unsigned status = sh.stop - 1u;
     unsigned len = 0;
