@@ -5,7 +5,7 @@
 // byte per configuration (1 = collision free, 0 = in collision); check_motions_naive one status
 // byte per motion (0 = valid, 1 = collides, 2 = uncertain: free at every checked configuration
 // but not with the sweep margin);
-// check_motions_balanced two flag arrays the host zeroes before the launch: collided[0..n)
+// check_motions_balanced and check_motions_tiled two flag arrays the host zeroes before the launch: collided[0..n)
 // (a colliding step was found) and collided[n..2n) (an uncertain step was found).
 
 // The per-configuration tests the kernels call. A robot-specialised translation unit
@@ -227,14 +227,18 @@ __device__ __forceinline__ unsigned gmp_rank_of(const unsigned* __restrict__ ran
     return lo;
 }
 
+// Rank r of motion mi (its configuration order[order_off[n] + r]) unless the motion has collided
+// already; sets the motion's flags. The balanced and the tiled kernels differ only in how they
+// map a thread to (mi, r).
 template <bool MULTI>
-__device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
-                                                  const float* __restrict__ bases,
-                                                  const unsigned* __restrict__ scene_of, GMP_BALANCED_PARAMS) {
-    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= total_items) return;
-    const unsigned r = gmp_rank_of(rank_off, n_ranks, g);
-    unsigned mi = perm[g - rank_off[r]];
+__device__ __forceinline__ void gmp_motion_rank(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
+                                                const float* __restrict__ bases,
+                                                const unsigned* __restrict__ scene_of, unsigned mi, unsigned r,
+                                                const float* __restrict__ start, const float* __restrict__ diff,
+                                                const unsigned* __restrict__ segments,
+                                                const unsigned* __restrict__ order_off,
+                                                const unsigned* __restrict__ order, unsigned n_motions,
+                                                volatile unsigned char* collided) {
     if (collided[mi]) return;
     unsigned n = segments[mi];
     unsigned step = order[order_off[n] + r];
@@ -252,6 +256,17 @@ __device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSc
     if (st == 2u) collided[n_motions + mi] = 1;
 }
 
+template <bool MULTI>
+__device__ __forceinline__ void gmp_balanced_item(const GmpModel& m, const GmpSceneRange* __restrict__ scenes,
+                                                  const float* __restrict__ bases,
+                                                  const unsigned* __restrict__ scene_of, GMP_BALANCED_PARAMS) {
+    unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= total_items) return;
+    const unsigned r = gmp_rank_of(rank_off, n_ranks, g);
+    gmp_motion_rank<MULTI>(m, scenes, bases, scene_of, perm[g - rank_off[r]], r, start, diff, segments, order_off,
+                           order, n_motions, collided);
+}
+
 extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced(const __grid_constant__ GmpModel m,
                                                                      GMP_BALANCED_PARAMS) {
     gmp_balanced_item<false>(m, nullptr, nullptr, nullptr, GMP_BALANCED_ARGS);
@@ -264,6 +279,54 @@ extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_balanced_multi(const
                                                                            const unsigned* __restrict__ scene_of,
                                                                            GMP_BALANCED_PARAMS) {
     gmp_balanced_item<true>(m, scenes, bases, scene_of, GMP_BALANCED_ARGS);
+}
+
+// One thread per (motion, rank) item, items laid out in tiles of GMP_MOTION_TILE ranks: tile b
+// holds ranks [T b, T (b + 1)) of every motion that has more than T b configurations, motion
+// by motion, so that the lanes of a warp check neighbouring ranks of one motion (configurations
+// of one stretch of joint space: the same tests fire, little divergence) where the balanced
+// layout gives them one rank of 32 different motions. Tiles run in order, so the first ranks of
+// every motion's bisection order (ends, midpoint, ... a coarse sampling of the whole motion)
+// still come first, and the per-motion flag stops the later tiles of a colliding motion.
+// Motions are sorted longest first (perm); in tile b the first full_b sorted motions have T
+// items each, then motions full_b .. alive_b (the ones that end inside the tile) have
+// len - T b items each, starting at part_off[k] after the full ones. tiles holds the tiles'
+// first items (n_tiles + 1 offsets, each tile padded to a whole number of warps), then full_b,
+// then alive_b (n_tiles each).
+#define GMP_MOTION_TILE 32u
+extern "C" __global__ void GMP_MOTIONS_BOUNDS check_motions_tiled(
+    const __grid_constant__ GmpModel m, const float* __restrict__ start, const float* __restrict__ diff,
+    const unsigned* __restrict__ segments, const unsigned* __restrict__ perm, const unsigned* __restrict__ part_off,
+    const unsigned* __restrict__ tiles, unsigned n_tiles, unsigned total_items, const unsigned* __restrict__ order_off,
+    const unsigned* __restrict__ order, unsigned n_motions, volatile unsigned char* collided) {
+    const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= total_items) return;
+    const unsigned b = gmp_rank_of(tiles, n_tiles, g);
+    const unsigned full = tiles[n_tiles + 1u + b];
+    const unsigned alive = tiles[2u * n_tiles + 1u + b];
+    unsigned local = g - tiles[b];
+    unsigned k, r;
+    if (local < GMP_MOTION_TILE * full) {
+        k = local / GMP_MOTION_TILE;
+        r = GMP_MOTION_TILE * b + local % GMP_MOTION_TILE;
+    } else {
+        if (full >= alive) return;  // padding of a tile without partial motions
+        local -= GMP_MOTION_TILE * full;
+        unsigned lo = full, hi = alive;
+        while (hi - lo > 1) {
+            const unsigned mid = (lo + hi) >> 1;
+            if (part_off[mid] <= local) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        k = lo;
+        r = GMP_MOTION_TILE * b + (local - part_off[k]);
+        if (r > segments[perm[k]]) return;  // padding at the end of the tile
+    }
+    gmp_motion_rank<false>(m, nullptr, nullptr, nullptr, perm[k], r, start, diff, segments, order_off, order, n_motions,
+                           collided);
 }
 
 // check_motions_balanced with one warp per (motion, rank) item (small batches; see

@@ -22,7 +22,8 @@
 # GMP_GATED_MOTIONS configurations / motions, default 400000 / 40000, of which the sphere model
 # runs a quarter; GMP_GATED_ROBOTS picks the robots, GMP_GATED_FOLD=1 adds a Panda parity run of
 # the folded builds), layouts (builds of the specialised kernels side by side and parity of one:
-# see the mode's block below). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
+# see the mode's block below), motions (the motion kernels side by side: parity and the Panda
+# benchmark, see the mode's block). GMP_DRM_BENCH_ARGS adds arguments to that bench (e.g. "--voxel-cpu-edges 2000"). Results go to $OUT (logs, results/collision/*.json|md,
 # results/dynamic/*.json|md). The last line is a one-line summary. Parity and the collision
 # benchmark cover both CUDA kernel variants (generic and robot-specialised);
 # GMP_CUDA_KERNEL=generic restricts both to the generic kernels.
@@ -239,6 +240,32 @@ if [[ "$mode" = drm || "$mode" = drm-quick ]]; then
   [ "${PIPESTATUS[0]}" = 0 ] || drm_ok=0
   cat "$OUT"/results/dynamic/*.md 2>/dev/null
   if [ "$drm_ok" = 1 ]; then status_drm="ok"; else status_drm="FAILED"; fi
+fi
+if [ "$mode" = motions ]; then
+  # The motion kernels side by side: the Panda sphere-model benchmark of the balanced and tiled
+  # kernels on all seven scenes (1e6 configurations and GMP_MOTIONS_SIZES motions, default
+  # 1000,100000,1000000; the CPU runs up to 1e5), then parity of the sphere models of
+  # GMP_MOTIONS_ROBOTS (default panda ur5 fetch) at the sizes (GMP_PARITY_CONFIGS /
+  # GMP_PARITY_MOTIONS, default 1000000 / 100000) with the kernels in GMP_PARITY_MOTION_KERNEL
+  # (default balanced,tiled), generic and specialised (default layout unless
+  # GMP_PARITY_LAYOUTS says), the proximity grid read at every size.
+  "$D/gmp" bench collision --out "$OUT/results/collision" --robots panda --shapes spheres \
+    --scenes bookshelf_small,bookshelf_tall,bookshelf_thin,box,cage,table_pick,table_under_pick \
+    --backends cpu,cuda --variants specialised --config-sizes 1000000 \
+    --motion-sizes "${GMP_MOTIONS_SIZES:-1000,100000,1000000}" --motion-kernels balanced,tiled \
+    --cpu-max-motions 100000 2>&1 | tee "$OUT/bench.log"
+  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  cat "$OUT"/results/collision/*.md 2>/dev/null
+  status_parity="ok"
+  for r in ${GMP_MOTIONS_ROBOTS:-panda ur5 fetch}; do
+    GMP_PROX_MIN=1 GMP_PARITY_MOTION_KERNEL=${GMP_PARITY_MOTION_KERNEL:-balanced,tiled} \
+      GMP_PARITY_LAYOUTS="${GMP_PARITY_LAYOUTS-}" GMP_PARITY_SHAPES=spheres GMP_PARITY_SPHERE_DIVISOR=1 \
+      GMP_PARITY_CONFIGS=${GMP_PARITY_CONFIGS:-1000000} GMP_PARITY_MOTIONS=${GMP_PARITY_MOTIONS:-100000} \
+      timeout "${GMP_PARITY_TIMEOUT:-200}" "$D/gpu_parity" "gpu_parity_$r" --nocapture --test-threads=1 2>&1 \
+      | tee -a "$OUT/parity.log"
+    rc="${PIPESTATUS[0]}"
+    [ "$rc" = 0 ] || { status_parity="FAILED"; echo "device_gpu: parity $r rc $rc" | tee -a "$OUT/parity.log"; }
+  done
 fi
 status_planner="skipped"
 if [ "$mode" = planner ]; then

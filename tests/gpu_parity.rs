@@ -6,10 +6,10 @@
 //!    scenes, every verdict compared with the CPU (`GMP_PARITY_CONFIGS`, default 20000, and
 //!    `GMP_PARITY_MOTIONS`, default 2000, per robot). Skips with a message without a GPU.
 //!    `GMP_PARITY_SHAPES=polytopes|spheres` runs one model (the sphere model runs at
-//!    1/`GMP_PARITY_SPHERE_DIVISOR` of the sizes, default 4); `GMP_PARITY_MOTION_KERNEL=naive|
-//!    balanced` compares one motion kernel, `GMP_PARITY_VARIANTS=generic|specialised` one kernel
-//!    variant, and `GMP_PARITY_INDICES` (default `1,50`) picks the problem numbers whose scenes
-//!    are used (to fit long runs, such as compute-sanitizer's, into a device call).
+//!    1/`GMP_PARITY_SPHERE_DIVISOR` of the sizes, default 4); `GMP_PARITY_MOTION_KERNEL` (a
+//!    comma list of `naive`, `balanced`, `tiled`) compares those motion kernels,
+//!    `GMP_PARITY_VARIANTS=generic|specialised` one kernel variant, and `GMP_PARITY_INDICES`
+//!    (default `1,50`) picks the problem numbers whose scenes are used (to fit long runs, such as compute-sanitizer's, into a device call).
 //!    `GMP_PARITY_TIMINGS=1` prints the wall time of every CPU and CUDA run.
 //! 3. Scene updates (move, remove, add obstacles) followed by the same comparison; batches large
 //!    enough to go through the pipelined path (`GMP_PARITY_PIPELINE_CONFIGS`, default 700001).
@@ -226,13 +226,15 @@ impl Tally {
     }
 }
 
-/// The motion kernels to compare: both, or the one `GMP_PARITY_MOTION_KERNEL` names (`naive`
-/// or `balanced`, to shorten long runs; the default kernel is the balanced one).
+/// The motion kernels to compare: all, or those `GMP_PARITY_MOTION_KERNEL` names (a comma
+/// list of `naive`, `balanced`, `tiled`, to shorten long runs).
 fn motion_kernels() -> Vec<MotionKernel> {
-    let all = [MotionKernel::Naive, MotionKernel::Balanced];
     match std::env::var("GMP_PARITY_MOTION_KERNEL") {
-        Ok(k) if !k.trim().is_empty() => all.into_iter().filter(|m| m.name() == k.trim()).collect(),
-        _ => all.to_vec(),
+        Ok(k) if !k.trim().is_empty() => MotionKernel::ALL
+            .into_iter()
+            .filter(|m| k.split(',').any(|n| n.trim() == m.name()))
+            .collect(),
+        _ => MotionKernel::ALL.to_vec(),
     }
 }
 
@@ -391,7 +393,7 @@ fn compare(
         }
     }
     for c in cudas.iter_mut() {
-        c.set_motion_kernel(MotionKernel::Balanced);
+        c.set_motion_kernel(MotionKernel::DEFAULT);
     }
     t.configs += vc.len();
     t.config_free += vc.iter().filter(|&&v| v).count();

@@ -10,8 +10,8 @@
 //!
 //! The CUDA side runs each of its kernel variants on the same batch, one table line each: the
 //! generic table-driven kernels and the robot-specialised ones (`--variants`), and for motions
-//! both motion kernels (naive, balanced); `--spec-builds` adds other builds of the specialised
-//! kernels (layout, register cap). `--shapes` picks the robot model(s): the exact polytope model
+//! the motion kernels (naive, balanced, tiled: `--motion-kernels`); `--spec-builds` adds other
+//! builds of the specialised kernels (layout, register cap). `--shapes` picks the robot model(s): the exact polytope model
 //! (default) and/or the sphere model of the spherized URDF (Panda only).
 
 use std::path::{Path, PathBuf};
@@ -59,6 +59,9 @@ pub struct BenchCollisionArgs {
         default_value = "1000,10000,100000,1000000"
     )]
     pub motion_sizes: Vec<usize>,
+    /// Motion kernels to measure side by side: naive, balanced, tiled.
+    #[arg(long, value_delimiter = ',', default_value = "naive,balanced,tiled")]
+    pub motion_kernels: Vec<String>,
     /// Backends to measure: cpu, cuda.
     #[arg(long, value_delimiter = ',', default_value = "cpu,cuda")]
     pub backends: Vec<String>,
@@ -453,16 +456,16 @@ fn parse_variants(names: &[String]) -> Result<Vec<KernelVariant>, CliError> {
         .collect()
 }
 
-/// The GPU measurement of `variant` in a row (for motions, the balanced motion kernel's).
+/// The GPU measurement of `variant` in a row (for motions, the default motion kernel's).
 fn gpu_entry<'a>(row: &'a Value, variant: &str) -> Option<&'a Value> {
     row["gpu"].as_array()?.iter().find(|g| {
         g["variant"] == variant
-            && (g["motion_kernel"].is_null() || g["motion_kernel"] == "balanced")
+            && (g["motion_kernel"].is_null() || g["motion_kernel"] == MotionKernel::DEFAULT.name())
     })
 }
 
 /// Stores the GPU measurements of a row, its best GPU/CPU ratio and the specialised kernels'
-/// speedup over the generic ones (configurations; for motions, with the balanced kernel).
+/// speedup over the generic ones (configurations; for motions, with the default motion kernel).
 fn finish_row(row: &mut Value, gpu: Vec<Value>) {
     let best = gpu
         .iter()
@@ -491,6 +494,17 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
     } else {
         (a.config_sizes.clone(), a.motion_sizes.clone())
     };
+    let motion_kernels = a
+        .motion_kernels
+        .iter()
+        .map(|k| {
+            MotionKernel::from_name(k.trim()).ok_or_else(|| {
+                CliError(format!(
+                    "bench collision: unknown motion kernel '{k}' in --motion-kernels (naive, balanced, tiled)"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     if want_cuda && !crate::gpu::gpu_available() {
         return Err(CliError(
             "bench collision: --backends includes cuda but no CUDA device is available (use --backends cpu)"
@@ -647,7 +661,7 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
             for (label, ci, v) in &runs {
                 let g = &mut checkers[*ci];
                 g.set_kernel_variant(*v)?;
-                for k in [MotionKernel::Naive, MotionKernel::Balanced] {
+                for &k in &motion_kernels {
                     g.set_motion_kernel(k);
                     let (s, verdicts) =
                         timed(|| Ok(g.check_motions(&batch, MOTION_RESOLUTION)?), true)?;
@@ -665,7 +679,7 @@ pub fn run(a: &BenchCollisionArgs) -> Result<Value, CliError> {
                     j["prepared_wall_s"] = json!(sp);
                     gpu.push(j);
                 }
-                g.set_motion_kernel(MotionKernel::Balanced);
+                g.set_motion_kernel(MotionKernel::DEFAULT);
             }
             finish_row(&mut row, gpu);
             eprintln!("bench collision: {row}");
@@ -786,7 +800,7 @@ pub fn markdown(doc: &Value) -> String {
             ));
         }
     }
-    // Generic vs specialised, side by side (motions: balanced kernel).
+    // Generic vs specialised, side by side (motions: the default motion kernel).
     let both: Vec<(&Value, &Value, &Value)> = rows
         .iter()
         .filter_map(|r| Some((r, gpu_entry(r, "generic")?, gpu_entry(r, "specialised")?)))
@@ -794,7 +808,8 @@ pub fn markdown(doc: &Value) -> String {
     if !both.is_empty() {
         s.push_str(
             "\n## Generic vs specialised kernels\n\n\
-             Same batches as above (motions: balanced kernel). Speedups are specialised / generic.\n\n\
+             Same batches as above (motions: the default motion kernel). Speedups are \
+             specialised / generic.\n\n\
              | case | model | kind | n | generic kernel/s | specialised kernel/s | kernel speedup | \
              generic /s | specialised /s | end-to-end speedup |\n\
              |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -887,9 +902,9 @@ mod tests {
             &mut motions,
             vec![
                 g("generic", Some("naive"), 1.0),
-                g("generic", Some("balanced"), 2.0),
+                g("generic", Some("tiled"), 2.0),
                 g("specialised", Some("naive"), 3.0),
-                g("specialised", Some("balanced"), 8.0),
+                g("specialised", Some("tiled"), 8.0),
             ],
         );
         assert!((speedup(&motions) - 4.0).abs() < 1e-9);
@@ -899,7 +914,7 @@ mod tests {
         for line in [
             "| panda/cage | spheres | configs | generic | 1 |",
             "| panda/cage | spheres | configs | specialised | 1 |",
-            "| panda/cage | spheres | motions | specialised, balanced | 1 |",
+            "| panda/cage | spheres | motions | specialised, tiled | 1 |",
             "## Generic vs specialised kernels",
             "| panda/cage | spheres | configs | 1 | 2.000e8 | 1.000e9 | 5.0 | 1.000e8 | 5.000e8 | 5.0 |",
             "- panda/cage (spheres): {\"bodies\":59}",
@@ -967,6 +982,31 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_motion_kernel_is_named_in_the_error() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: BenchCollisionArgs,
+        }
+        let Cli { a } = <Cli as clap::Parser>::try_parse_from([
+            "bench",
+            "--robots",
+            "planar9",
+            "--backends",
+            "cpu",
+            "--motion-kernels",
+            "balanced,warped",
+        ])
+        .expect("arguments parse");
+        let e = run(&a).expect_err("warped is no motion kernel");
+        assert!(
+            e.0.contains("'warped'") && e.0.contains("--motion-kernels"),
+            "{}",
+            e.0
+        );
+    }
+
+    #[test]
     fn cpu_only_quick_bench_writes_json_and_markdown() {
         let dir = std::env::temp_dir().join(format!("gmp-bench-{}", std::process::id()));
         let a = BenchCollisionArgs {
@@ -974,6 +1014,7 @@ mod tests {
             scenes: vec![],
             config_sizes: vec![200],
             motion_sizes: vec![20],
+            motion_kernels: vec!["balanced".into(), "tiled".into()],
             backends: vec!["cpu".into()],
             variants: vec!["generic".into(), "specialised".into()],
             shapes: vec!["polytopes".into()],

@@ -458,26 +458,101 @@ pub fn prepare_motions(
             to: motions.to.len(),
         });
     }
-    let dof = space.dof();
     validate_batch(space, &motions.from)?;
     validate_batch(space, &motions.to)?;
     let n = motions.len();
+    let dof = space.dof();
     let mut p = PreparedMotions {
-        start: Vec::with_capacity(n * dof),
-        diff: Vec::with_capacity(n * dof),
-        segments: Vec::with_capacity(n),
+        start: vec![0.0; n * dof],
+        diff: vec![0.0; n * dof],
+        segments: vec![0; n],
     };
-    let mut d = vec![0.0; dof];
-    for i in 0..n {
-        let a = motions.from.row(i);
-        let b = motions.to.row(i);
-        space.difference(a, b, &mut d);
-        p.start.extend(a.iter().map(|&v| v as f32));
-        p.diff.extend(d.iter().map(|&v| v as f32));
-        let seg = space.segments(a, b, resolution);
-        p.segments.push(u32::try_from(seg).unwrap_or(u32::MAX));
-    }
+    prepare_rows(
+        space,
+        motions,
+        resolution,
+        0,
+        &mut p.start,
+        &mut p.diff,
+        &mut p.segments,
+    );
     Ok(p)
+}
+
+/// Motions per piece of [`prepare_motions_parallel`].
+const PREPARE_GRAIN: usize = 8192;
+
+/// [`prepare_motions`] with the motions cut into pieces prepared on all cores (rayon's pool):
+/// the same result, value for value. Batches of one piece or less are prepared on the calling
+/// thread. For backends whose host side is the bottleneck of a large batch (the GPU's).
+pub fn prepare_motions_parallel(
+    space: &JointSpace,
+    motions: &MotionBatch,
+    resolution: f64,
+) -> Result<PreparedMotions, CollisionError> {
+    use rayon::prelude::*;
+    let dof = space.dof();
+    if motions.len() <= PREPARE_GRAIN || dof == 0 || motions.from.len() != motions.to.len() {
+        return prepare_motions(space, motions, resolution);
+    }
+    if !(resolution.is_finite() && resolution > 0.0) {
+        return Err(CollisionError::BadResolution(resolution));
+    }
+    // Finite everywhere (checked on all cores), or the sequential check names the first
+    // offending value.
+    let finite = |b: &ConfigBatch| b.values().par_iter().all(|v| v.is_finite());
+    if motions.from.dof() != dof || !finite(&motions.from) || !finite(&motions.to) {
+        validate_batch(space, &motions.from)?;
+        validate_batch(space, &motions.to)?;
+    }
+    let n = motions.len();
+    let mut p = PreparedMotions {
+        start: vec![0.0; n * dof],
+        diff: vec![0.0; n * dof],
+        segments: vec![0; n],
+    };
+    p.start
+        .par_chunks_mut(PREPARE_GRAIN * dof)
+        .zip(p.diff.par_chunks_mut(PREPARE_GRAIN * dof))
+        .zip(p.segments.par_chunks_mut(PREPARE_GRAIN))
+        .enumerate()
+        .for_each(|(c, ((start, diff), segments))| {
+            prepare_rows(
+                space,
+                motions,
+                resolution,
+                c * PREPARE_GRAIN,
+                start,
+                diff,
+                segments,
+            );
+        });
+    Ok(p)
+}
+
+/// Prepares motions `first ..` of `motions` into `start`, `diff` (`dof` values per motion) and
+/// `segments` (one per motion, as many as it holds).
+fn prepare_rows(
+    space: &JointSpace,
+    motions: &MotionBatch,
+    resolution: f64,
+    first: usize,
+    start: &mut [f32],
+    diff: &mut [f32],
+    segments: &mut [u32],
+) {
+    let dof = space.dof();
+    let mut d = vec![0.0; dof];
+    for (k, seg) in segments.iter_mut().enumerate() {
+        let a = motions.from.row(first + k);
+        let b = motions.to.row(first + k);
+        space.difference(a, b, &mut d);
+        for j in 0..dof {
+            start[k * dof + j] = a[j] as f32;
+            diff[k * dof + j] = d[j] as f32;
+        }
+        *seg = u32::try_from(space.segments(a, b, resolution)).unwrap_or(u32::MAX);
+    }
 }
 
 /// Checks that a batch has the space's dof and only finite values.
@@ -1231,6 +1306,57 @@ mod tests {
             queue.push_back((mid, hi));
         }
         order
+    }
+
+    #[test]
+    fn parallel_preparation_equals_the_sequential_one() {
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into(), "c".into()],
+            lower: vec![-3.0, -1.0, -3.2],
+            upper: vec![3.0, 1.0, 3.2],
+            continuous: vec![false, false, true],
+            max_velocity: vec![1.0; 3],
+            max_acceleration: vec![1.0; 3],
+        };
+        let n = 3 * PREPARE_GRAIN + 17;
+        let mut motions = MotionBatch::new(3);
+        let mut x = 0.37f64;
+        let mut next = || {
+            x = (x * 7.13 + 0.291) % 1.0;
+            x * 6.0 - 3.0
+        };
+        for _ in 0..n {
+            let a = [next(), next() / 3.0, next()];
+            let b = [next(), next() / 3.0, next()];
+            motions.push(&a, &b).unwrap();
+        }
+        let seq = prepare_motions(&space, &motions, 0.01).unwrap();
+        let par = prepare_motions_parallel(&space, &motions, 0.01).unwrap();
+        assert_eq!(seq, par);
+        assert_eq!(par.segments.len(), n);
+        assert!(par.segments.iter().all(|&s| s >= 1));
+        // The errors are the sequential ones: the first non-finite value is named.
+        let mut bad = MotionBatch::new(3);
+        for i in 0..n {
+            let mut b = motions.to.row(i).to_vec();
+            if i == PREPARE_GRAIN + 5 || i == n - 1 {
+                b[1] = f64::NAN;
+            }
+            bad.push(motions.from.row(i), &b).unwrap();
+        }
+        let e = prepare_motions_parallel(&space, &bad, 0.01).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            prepare_motions(&space, &bad, 0.01).unwrap_err().to_string()
+        );
+        assert!(
+            matches!(e, CollisionError::NonFinite { index, .. } if index == PREPARE_GRAIN + 5),
+            "{e:?}"
+        );
+        assert!(matches!(
+            prepare_motions_parallel(&space, &motions, 0.0),
+            Err(CollisionError::BadResolution(_))
+        ));
     }
 
     #[test]

@@ -22,9 +22,9 @@ pub mod sweep;
 pub use backend::make_checker;
 pub use cpu::{
     bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,
-    refine_motions, refine_motions_up_to, sphere_near_obstacle, validate_batch, Bisection,
-    CheckerOptions, CpuChecker, MotionStatus, PreparedMotions, Scratch, CULL_MIN_CONFIGS,
-    MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
+    prepare_motions_parallel, refine_motions, refine_motions_up_to, sphere_near_obstacle,
+    validate_batch, Bisection, CheckerOptions, CpuChecker, MotionStatus, PreparedMotions, Scratch,
+    CULL_MIN_CONFIGS, MAX_REFINEMENTS, MOTION_PIECES, REFINE_FACTOR,
 };
 pub use fast::{
     frame_poses_fast, frames_valid_fast, motion_travel, BodyGroups, CullScratch, FastScratch,

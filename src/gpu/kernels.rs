@@ -12,7 +12,8 @@ pub const COMMON_CUH: &str = include_str!("../../kernels/common.cuh");
 /// `kernels/collision.cu`: `check_configs`, `check_motions_naive`, `check_motions_balanced`,
 /// `fk_frames`, `check_configs_multi`, `check_motions_balanced_multi` (items of several
 /// scenes in one launch, `src/gpu/hub.rs`) and `check_configs_warp`,
-/// `check_motions_balanced_warp` (one warp per item, for small batches), `sort_keys`,
+/// `check_motions_balanced_warp` (one warp per item, for small batches), `check_motions_tiled`
+/// (neighbouring ranks of one motion side by side in a warp), `sort_keys`,
 /// `sort_scan`, `sort_place` (the warp-coherent order of large batches); in
 /// a robot-specialised
 /// unit with an f16-slot pass also [`HALF_KERNEL_NAMES`]; then `kernels/rrtc.cu`
@@ -49,7 +50,7 @@ pub const DRM_KERNEL_NAMES: [&str; 4] = [
 ];
 
 /// Names of the kernels in the collision module.
-pub const KERNEL_NAMES: [&str; 11] = [
+pub const KERNEL_NAMES: [&str; 12] = [
     "check_configs",
     "check_configs_multi",
     "check_configs_warp",
@@ -57,6 +58,7 @@ pub const KERNEL_NAMES: [&str; 11] = [
     "check_motions_balanced",
     "check_motions_balanced_multi",
     "check_motions_balanced_warp",
+    "check_motions_tiled",
     "fk_frames",
     "sort_keys",
     "sort_scan",
