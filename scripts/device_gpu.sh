@@ -248,13 +248,24 @@ if [ "$mode" = motions ]; then
   # GMP_MOTIONS_ROBOTS (default panda ur5 fetch) at the sizes (GMP_PARITY_CONFIGS /
   # GMP_PARITY_MOTIONS, default 1000000 / 100000) with the kernels in GMP_PARITY_MOTION_KERNEL
   # (default balanced,tiled), generic and specialised (default layout unless
-  # GMP_PARITY_LAYOUTS says), the proximity grid read at every size.
-  "$D/gmp" bench collision --out "$OUT/results/collision" --robots panda --shapes spheres \
-    --scenes bookshelf_small,bookshelf_tall,bookshelf_thin,box,cage,table_pick,table_under_pick \
-    --backends cpu,cuda --variants specialised --config-sizes 1000000 \
-    --motion-sizes "${GMP_MOTIONS_SIZES:-1000,100000,1000000}" --motion-kernels balanced,tiled \
-    --cpu-max-motions 100000 2>&1 | tee "$OUT/bench.log"
-  if [ "${PIPESTATUS[0]}" = 0 ]; then status_bench="ok"; else status_bench="FAILED"; fi
+  # GMP_PARITY_LAYOUTS says), the proximity grid read at every size. GMP_MOTIONS_KERNELS: the
+  # benchmark's motion kernels (default balanced,tiled). GMP_MOTIONS_ONE_PIECE=1: first the same
+  # benchmark with every motion batch checked in one piece (GMP_MOTION_PIECES=1, results under
+  # $OUT/results/collision_one_piece), for the pipelined pieces side by side.
+  motion_bench() {
+    "$D/gmp" bench collision --out "$1" --robots panda --shapes spheres \
+      --scenes bookshelf_small,bookshelf_tall,bookshelf_thin,box,cage,table_pick,table_under_pick \
+      --backends cpu,cuda --variants specialised --config-sizes 1000000 \
+      --motion-sizes "${GMP_MOTIONS_SIZES:-1000,100000,1000000}" \
+      --motion-kernels "${GMP_MOTIONS_KERNELS:-balanced,tiled}" --cpu-max-motions 100000
+  }
+  status_bench="ok"
+  if [ "${GMP_MOTIONS_ONE_PIECE:-0}" = 1 ]; then
+    GMP_MOTION_PIECES=1 motion_bench "$OUT/results/collision_one_piece" 2>&1 | tee "$OUT/bench_one_piece.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status_bench="FAILED"
+  fi
+  motion_bench "$OUT/results/collision" 2>&1 | tee "$OUT/bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status_bench="FAILED"
   cat "$OUT"/results/collision/*.md 2>/dev/null
   status_parity="ok"
   for r in ${GMP_MOTIONS_ROBOTS:-panda ur5 fetch}; do

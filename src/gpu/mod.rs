@@ -365,9 +365,9 @@ impl MotionKernel {
 /// a motion check, the sum over its refinement rounds).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct GpuTimings {
-    /// Host staging of configuration values into the pinned buffers (rounding to f32 and the
-    /// finiteness check; wall time on the host, overlapping the copies and kernels of earlier
-    /// pieces).
+    /// Host staging into the pinned buffers (configurations: rounding to f32 and the finiteness
+    /// check; motions: their sorted layout and values; wall time on the host, overlapping the
+    /// copies and kernels of earlier pieces).
     pub stage_ms: f64,
     /// Host to device copies (CUDA events).
     pub htod_ms: f64,
@@ -1617,10 +1617,13 @@ impl DeviceState {
         Ok(())
     }
 
-    /// Checks motions `range` of `p`.
+    /// Checks motions `range` of `p` into `out` (one status per motion of `range`).
     ///
-    /// With `multi` (the scene of each motion of `p` and the device table of the scenes), every
-    /// chunk runs `check_motions_balanced_multi` whatever `kernel` says.
+    /// The range goes in pieces ([`motion_pieces`]) through two buffer slots on the state's
+    /// stream: the host lays out and stages piece k + 1 while the device checks piece k, and
+    /// reads piece k's flags while it checks piece k + 1. With `multi` (the scene of each motion
+    /// of `p` and the device table of the scenes), every piece runs
+    /// `check_motions_balanced_multi` whatever `kernel` says.
     #[allow(clippy::too_many_arguments)]
     fn motions(
         &mut self,
@@ -1638,185 +1641,353 @@ impl DeviceState {
         } else {
             kernel
         };
-        let warp_limit = self.warp_items;
-        let (f_naive, f_balanced, f_warp, f_tiled) = {
+        let fns = {
             let k = self.kernels(variant);
-            match multi {
-                Some(_) => (
-                    k.naive.clone(),
-                    k.balanced_multi.clone(),
-                    None,
-                    k.tiled.clone(),
-                ),
-                None => (
-                    k.naive.clone(),
-                    k.balanced.clone(),
-                    Some(k.balanced_warp.clone()),
-                    k.tiled.clone(),
-                ),
+            MotionFns {
+                naive: k.naive.clone(),
+                balanced: match multi {
+                    Some(_) => k.balanced_multi.clone(),
+                    None => k.balanced.clone(),
+                },
+                warp: multi.is_none().then(|| k.balanced_warp.clone()),
+                tiled: k.tiled.clone(),
             }
         };
         let dof = self.args.dof as usize;
-        let mut i = range.start;
-        while i < range.end {
-            // Chunk: at most MOTION_CHUNK motions and ITEM_CHUNK interpolated configurations.
-            let mut j = i;
-            let mut items = 0u64;
-            while j < range.end && j - i < MOTION_CHUNK {
-                let len = p.segments[j] as u64 + 1;
-                if j > i && items + len > ITEM_CHUNK {
-                    break;
-                }
-                items += len;
-                j += 1;
-            }
-            let cn = j - i;
-            let seg = &p.segments[i..j];
-            // Staging layout: start | diff | segments [| perm | rank_off] [| scene of each].
-            // Tiled: `perm` holds the sorted motions then their tile offsets, `rank_off` the
-            // tiles (see `tiled_layout`). Few items go to the warp-per-item kernel as balanced.
-            let kernel = match kernel {
-                MotionKernel::Tiled if items as usize <= warp_limit => MotionKernel::Balanced,
-                k => k,
-            };
-            let (perm, rank_off) = match kernel {
-                MotionKernel::Naive => (Vec::new(), Vec::new()),
-                MotionKernel::Balanced => rank_major(seg),
-                MotionKernel::Tiled => {
-                    let (mut perm, part_off, tiles) = tiled_layout(seg);
-                    perm.extend(part_off);
-                    (perm, tiles)
-                }
-            };
-            let scene_of = multi.map_or(&[][..], |(sc, _)| &sc[i..j]);
-            let words = 2 * cn * dof + cn + perm.len() + rank_off.len() + scene_of.len();
-            self.ensure_buffers(words, 2 * cn)?;
-            {
-                let stg = self.staging.as_mut_slice().map_err(drv("pinned buffer"))?;
-                let mut k = 0;
-                for v in &p.start[i * dof..j * dof] {
-                    stg[k] = v.to_bits();
-                    k += 1;
-                }
-                for v in &p.diff[i * dof..j * dof] {
-                    stg[k] = v.to_bits();
-                    k += 1;
-                }
-                stg[k..k + cn].copy_from_slice(seg);
-                k += cn;
-                stg[k..k + perm.len()].copy_from_slice(&perm);
-                k += perm.len();
-                stg[k..k + rank_off.len()].copy_from_slice(&rank_off);
-                k += rank_off.len();
-                stg[k..k + scene_of.len()].copy_from_slice(scene_of);
-            }
-            let a_diff = cn * dof;
-            let a_seg = 2 * cn * dof;
-            let a_perm = a_seg + cn;
-            let a_rank = a_perm + perm.len();
-            let a_scene = a_rank + rank_off.len();
-            self.round(words, 2 * cn, times, |s| {
-                let start_v = s.input.slice(0..a_diff);
-                let diff_v = s.input.slice(a_diff..a_seg);
-                let seg_v = s.input.slice(a_seg..a_perm);
-                let cn32 = cn as u32;
-                if kernel != MotionKernel::Naive {
-                    // The per-motion flags the item kernels set.
-                    let mut o = s.out.slice_mut(0..2 * cn);
-                    s.stream
-                        .memset_zeros(&mut o)
-                        .map_err(drv("clearing motion flags"))?;
-                }
-                match kernel {
-                    MotionKernel::Naive => {
-                        let mut b = s.stream.launch_builder(&f_naive);
-                        b.arg(&s.args)
-                            .arg(&start_v)
-                            .arg(&diff_v)
-                            .arg(&seg_v)
-                            .arg(&cn32)
-                            .arg(&s.order_off)
-                            .arg(&s.order)
-                            .arg(&mut s.out);
-                        unsafe { b.launch(launch_cfg(cn)) }
-                            .map_err(drv("launching check_motions_naive"))?;
-                    }
-                    MotionKernel::Balanced => {
-                        let perm_v = s.input.slice(a_perm..a_rank);
-                        let rank_v = s.input.slice(a_rank..a_rank + rank_off.len());
-                        let n_ranks = (rank_off.len() - 1) as u32;
-                        let total = rank_off[rank_off.len() - 1];
-                        let scene_v = s.input.slice(a_scene..a_scene + scene_of.len());
-                        // Few items: one warp each (not with several scenes).
-                        let (f, lanes) = match &f_warp {
-                            Some(w) if total as usize <= warp_limit => (w, 32),
-                            _ => (&f_balanced, 1),
-                        };
-                        let mut b = s.stream.launch_builder(f);
-                        b.arg(&s.args);
-                        if let Some((_, scenes)) = multi {
-                            b.arg(&scenes.ranges).arg(&scenes.bases).arg(&scene_v);
-                        }
-                        b.arg(&start_v)
-                            .arg(&diff_v)
-                            .arg(&seg_v)
-                            .arg(&perm_v)
-                            .arg(&rank_v)
-                            .arg(&n_ranks)
-                            .arg(&total)
-                            .arg(&s.order_off)
-                            .arg(&s.order)
-                            .arg(&cn32)
-                            .arg(&mut s.out);
-                        unsafe { b.launch(launch_cfg(total as usize * lanes)) }
-                            .map_err(drv("launching check_motions_balanced"))?;
-                    }
-                    MotionKernel::Tiled => {
-                        let perm_v = s.input.slice(a_perm..a_perm + cn);
-                        let part_v = s.input.slice(a_perm + cn..a_rank);
-                        let tiles_v = s.input.slice(a_rank..a_rank + rank_off.len());
-                        let n_tiles = ((rank_off.len() - 1) / 3) as u32;
-                        let total = rank_off[n_tiles as usize];
-                        let mut b = s.stream.launch_builder(&f_tiled);
-                        b.arg(&s.args)
-                            .arg(&start_v)
-                            .arg(&diff_v)
-                            .arg(&seg_v)
-                            .arg(&perm_v)
-                            .arg(&part_v)
-                            .arg(&tiles_v)
-                            .arg(&n_tiles)
-                            .arg(&total)
-                            .arg(&s.order_off)
-                            .arg(&s.order)
-                            .arg(&cn32)
-                            .arg(&mut s.out);
-                        unsafe { b.launch(launch_cfg(total as usize)) }
-                            .map_err(drv("launching check_motions_tiled"))?;
-                    }
-                }
-                Ok(())
-            })?;
-            let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
-            for (k, o) in out[i - range.start..j - range.start].iter_mut().enumerate() {
-                let (collides, uncertain) = match kernel {
-                    MotionKernel::Naive => (host[k] == 1, host[k] == 2),
-                    MotionKernel::Balanced | MotionKernel::Tiled => {
-                        (host[k] != 0, host[cn + k] != 0)
-                    }
+        let max_pieces = std::env::var(MOTION_PIECES_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(MOTION_PIECES);
+        let pieces = motion_pieces(&p.segments[range.clone()], max_pieces);
+        let (mut slot_words, mut slot_outs) = (0, 0);
+        for r in &pieces {
+            let seg = &p.segments[range.start + r.start..range.start + r.end];
+            slot_words = slot_words.max(motion_words_bound(seg, dof));
+            slot_outs = slot_outs.max(2 * r.len());
+        }
+        let slots = pieces.len().min(2);
+        self.ensure_buffers(slots * slot_words, slots * slot_outs)?;
+        self.ensure_pipe_events(slots)?;
+        let result = (|| {
+            let mut inflight: Option<MotionPiece> = None;
+            for (k, r) in pieces.iter().enumerate() {
+                let slot = k % 2;
+                let piece = MotionPiece {
+                    slot,
+                    first: r.start,
+                    cn: r.len(),
+                    kernel,
+                    w0: slot * slot_words,
+                    o0: slot * slot_outs,
                 };
-                *o = if collides {
-                    MotionStatus::Collides
-                } else if uncertain {
-                    MotionStatus::Uncertain
-                } else {
-                    MotionStatus::Valid
-                };
+                let piece = self.launch_motion_piece(p, range.start, piece, &fns, multi, times)?;
+                if let Some(done) = inflight.replace(piece) {
+                    self.finish_motion_piece(&done, out, times)?;
+                }
             }
-            i = j;
+            match inflight {
+                Some(done) => self.finish_motion_piece(&done, out, times),
+                None => Ok(()),
+            }
+        })();
+        if result.is_err() {
+            // Nothing may still read or write the buffers once the call returns.
+            let _ = self.stream.synchronize();
+        }
+        result
+    }
+
+    /// Lays out and stages one piece of motions (`base + piece.first ..`) into its slot and
+    /// enqueues its copy in, kernel and copy back. Returns the piece with the kernel it runs.
+    fn launch_motion_piece(
+        &mut self,
+        p: &PreparedMotions,
+        base: usize,
+        mut piece: MotionPiece,
+        fns: &MotionFns,
+        multi: Option<(&[u32], &hub::DeviceScenes)>,
+        times: &mut DevTimes,
+    ) -> Result<MotionPiece, CollisionError> {
+        let started = Instant::now();
+        let dof = self.args.dof as usize;
+        let (i, cn) = (base + piece.first, piece.cn);
+        let j = i + cn;
+        let seg = &p.segments[i..j];
+        let items: u64 = seg.iter().map(|&n| u64::from(n) + 1).sum();
+        // Staging layout: start | diff | segments [| perm | rank_off] [| scene of each].
+        // Tiled: `perm` holds the sorted motions then their tile offsets, `rank_off` the tiles
+        // (see `tiled_layout`). Few items go to the warp-per-item kernel as balanced.
+        let kernel = match piece.kernel {
+            MotionKernel::Tiled if items as usize <= self.warp_items => MotionKernel::Balanced,
+            k => k,
+        };
+        piece.kernel = kernel;
+        let (perm, rank_off) = match kernel {
+            MotionKernel::Naive => (Vec::new(), Vec::new()),
+            MotionKernel::Balanced => rank_major(seg),
+            MotionKernel::Tiled => {
+                let (mut perm, part_off, tiles) = tiled_layout(seg);
+                perm.extend(part_off);
+                (perm, tiles)
+            }
+        };
+        let scene_of = multi.map_or(&[][..], |(sc, _)| &sc[i..j]);
+        let words = 2 * cn * dof + cn + perm.len() + rank_off.len() + scene_of.len();
+        if words > motion_words_bound(seg, dof) {
+            return Err(backend_err(format!(
+                "motion staging of {words} words exceeds its slot of {} words",
+                motion_words_bound(seg, dof)
+            )));
+        }
+        let w0 = piece.w0;
+        {
+            let stg =
+                &mut self.staging.as_mut_slice().map_err(drv("pinned buffer"))?[w0..w0 + words];
+            let (st, rest) = stg.split_at_mut(cn * dof);
+            let (df, rest) = rest.split_at_mut(cn * dof);
+            for (o, v) in st.iter_mut().zip(&p.start[i * dof..j * dof]) {
+                *o = v.to_bits();
+            }
+            for (o, v) in df.iter_mut().zip(&p.diff[i * dof..j * dof]) {
+                *o = v.to_bits();
+            }
+            let (sg, rest) = rest.split_at_mut(cn);
+            sg.copy_from_slice(seg);
+            let (pm, rest) = rest.split_at_mut(perm.len());
+            pm.copy_from_slice(&perm);
+            let (ro, rest) = rest.split_at_mut(rank_off.len());
+            ro.copy_from_slice(&rank_off);
+            rest.copy_from_slice(scene_of);
+        }
+        times.stage += started.elapsed().as_secs_f64() * 1e3;
+        let a_diff = w0 + cn * dof;
+        let a_seg = w0 + 2 * cn * dof;
+        let a_perm = a_seg + cn;
+        let a_rank = a_perm + perm.len();
+        let a_scene = a_rank + rank_off.len();
+        let o0 = piece.o0;
+        let st = self.stream.clone();
+        let ev = &self.pipe_events[piece.slot * PIPE_EVENTS..(piece.slot + 1) * PIPE_EVENTS];
+        ev[0].record(&st).map_err(drv("event"))?;
+        {
+            let stg = self.staging.as_slice().map_err(drv("pinned buffer"))?;
+            let dst = dptr(&self.input, &st) + (w0 * 4) as u64;
+            // SAFETY: the pinned staging buffer outlives the copy (every call ends by waiting
+            // for its pieces, or for the stream on an error), and this slot is not written again
+            // before the copy is known to be done (`finish_motion_piece` of this piece); the
+            // device range is in bounds (`ensure_buffers` in `motions`).
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst, &stg[w0..w0 + words], st.cu_stream())
+            }
+            .map_err(drv("copy to device"))?;
+        }
+        ev[1].record(&st).map_err(drv("event"))?;
+        let start_v = self.input.slice(w0..a_diff);
+        let diff_v = self.input.slice(a_diff..a_seg);
+        let seg_v = self.input.slice(a_seg..a_perm);
+        let cn32 = cn as u32;
+        let mut out_v = self.out.slice_mut(o0..o0 + 2 * cn);
+        if kernel != MotionKernel::Naive {
+            // The per-motion flags the item kernels set.
+            st.memset_zeros(&mut out_v)
+                .map_err(drv("clearing motion flags"))?;
+        }
+        match kernel {
+            MotionKernel::Naive => {
+                let mut b = st.launch_builder(&fns.naive);
+                b.arg(&self.args)
+                    .arg(&start_v)
+                    .arg(&diff_v)
+                    .arg(&seg_v)
+                    .arg(&cn32)
+                    .arg(&self.order_off)
+                    .arg(&self.order)
+                    .arg(&mut out_v);
+                unsafe { b.launch(launch_cfg(cn)) }
+                    .map_err(drv("launching check_motions_naive"))?;
+            }
+            MotionKernel::Balanced => {
+                let perm_v = self.input.slice(a_perm..a_rank);
+                let rank_v = self.input.slice(a_rank..a_scene);
+                let n_ranks = (rank_off.len() - 1) as u32;
+                let total = rank_off[rank_off.len() - 1];
+                let scene_v = self.input.slice(a_scene..a_scene + scene_of.len());
+                // Few items: one warp each (not with several scenes).
+                let (f, lanes) = match &fns.warp {
+                    Some(w) if total as usize <= self.warp_items => (w, 32),
+                    _ => (&fns.balanced, 1),
+                };
+                let mut b = st.launch_builder(f);
+                b.arg(&self.args);
+                if let Some((_, scenes)) = multi {
+                    b.arg(&scenes.ranges).arg(&scenes.bases).arg(&scene_v);
+                }
+                b.arg(&start_v)
+                    .arg(&diff_v)
+                    .arg(&seg_v)
+                    .arg(&perm_v)
+                    .arg(&rank_v)
+                    .arg(&n_ranks)
+                    .arg(&total)
+                    .arg(&self.order_off)
+                    .arg(&self.order)
+                    .arg(&cn32)
+                    .arg(&mut out_v);
+                unsafe { b.launch(launch_cfg(total as usize * lanes)) }
+                    .map_err(drv("launching check_motions_balanced"))?;
+            }
+            MotionKernel::Tiled => {
+                let perm_v = self.input.slice(a_perm..a_perm + cn);
+                let part_v = self.input.slice(a_perm + cn..a_rank);
+                let tiles_v = self.input.slice(a_rank..a_scene);
+                let n_tiles = ((rank_off.len() - 1) / 3) as u32;
+                let total = rank_off[n_tiles as usize];
+                let mut b = st.launch_builder(&fns.tiled);
+                b.arg(&self.args)
+                    .arg(&start_v)
+                    .arg(&diff_v)
+                    .arg(&seg_v)
+                    .arg(&perm_v)
+                    .arg(&part_v)
+                    .arg(&tiles_v)
+                    .arg(&n_tiles)
+                    .arg(&total)
+                    .arg(&self.order_off)
+                    .arg(&self.order)
+                    .arg(&cn32)
+                    .arg(&mut out_v);
+                unsafe { b.launch(launch_cfg(total as usize)) }
+                    .map_err(drv("launching check_motions_tiled"))?;
+            }
+        }
+        ev[2].record(&st).map_err(drv("event"))?;
+        {
+            let host = self.out_host.as_mut_slice().map_err(drv("pinned buffer"))?;
+            let src = {
+                let (p, _sync) = self.out.device_ptr(&st);
+                p + o0 as u64
+            };
+            // SAFETY: as above; the host range is read only after this piece's last event
+            // completed, and not copied into again before (the slots alternate).
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(
+                    &mut host[o0..o0 + 2 * cn],
+                    src,
+                    st.cu_stream(),
+                )
+            }
+            .map_err(drv("copy to host"))?;
+        }
+        ev[3].record(&st).map_err(drv("event"))?;
+        Ok(piece)
+    }
+
+    /// Waits for one piece of [`Self::motions`], adds its times and turns its flags into
+    /// statuses (`out` indexed from the start of the call's range).
+    fn finish_motion_piece(
+        &mut self,
+        piece: &MotionPiece,
+        out: &mut [MotionStatus],
+        times: &mut DevTimes,
+    ) -> Result<(), CollisionError> {
+        let ev = &self.pipe_events[piece.slot * PIPE_EVENTS..(piece.slot + 1) * PIPE_EVENTS];
+        ev[3].synchronize().map_err(drv("kernel execution"))?;
+        let el = |a: usize, b: usize| -> Result<f64, CollisionError> {
+            Ok(ev[a].elapsed_ms(&ev[b]).map_err(drv("event timing"))? as f64)
+        };
+        times.htod += el(0, 1)?;
+        times.kernel += el(1, 2)?;
+        times.dtoh += el(2, 3)?;
+        times.launches += 1;
+        let (cn, o0) = (piece.cn, piece.o0);
+        let host = self.out_host.as_slice().map_err(drv("pinned buffer"))?;
+        let flags = &host[o0..o0 + 2 * cn];
+        for (k, o) in out[piece.first..piece.first + cn].iter_mut().enumerate() {
+            let (collides, uncertain) = match piece.kernel {
+                MotionKernel::Naive => (flags[k] == 1, flags[k] == 2),
+                MotionKernel::Balanced | MotionKernel::Tiled => (flags[k] != 0, flags[cn + k] != 0),
+            };
+            *o = if collides {
+                MotionStatus::Collides
+            } else if uncertain {
+                MotionStatus::Uncertain
+            } else {
+                MotionStatus::Valid
+            };
         }
         Ok(())
     }
+}
+
+/// The motion kernels one call of `DeviceState::motions` may launch.
+struct MotionFns {
+    naive: CudaFunction,
+    balanced: CudaFunction,
+    warp: Option<CudaFunction>,
+    tiled: CudaFunction,
+}
+
+/// One piece of motions in flight through a buffer slot (see `DeviceState::motions`).
+struct MotionPiece {
+    /// Buffer slot (0 or 1).
+    slot: usize,
+    /// First motion, counted from the start of the call's range.
+    first: usize,
+    /// Motions in the piece.
+    cn: usize,
+    /// The kernel the piece runs.
+    kernel: MotionKernel,
+    /// First staging / input word of the slot.
+    w0: usize,
+    /// First output word of the slot.
+    o0: usize,
+}
+
+/// Motions per piece below which a motion batch is not cut for pipelining.
+const MOTION_PIECE_MIN: usize = 1 << 15;
+
+/// Most pieces a motion batch is cut into for pipelining (more when [`MOTION_CHUNK`] or
+/// [`ITEM_CHUNK`] require it), unless [`MOTION_PIECES_ENV`] says otherwise.
+const MOTION_PIECES: usize = 8;
+
+/// Environment variable: the most pieces a motion batch is cut into for pipelining (default
+/// [`MOTION_PIECES`]; `1` checks a batch in one piece, for side-by-side measurements).
+pub const MOTION_PIECES_ENV: &str = "GMP_MOTION_PIECES";
+
+/// Cuts motions with `segments` into the consecutive pieces `DeviceState::motions` checks:
+/// about equal counts, at least [`MOTION_PIECE_MIN`] motions each (one piece below twice that),
+/// at most `max_pieces` pieces unless a piece would exceed [`MOTION_CHUNK`] motions or
+/// [`ITEM_CHUNK`] interpolated configurations (a single motion longer than that is one piece).
+fn motion_pieces(segments: &[u32], max_pieces: usize) -> Vec<std::ops::Range<usize>> {
+    let n = segments.len();
+    let count = (n / MOTION_PIECE_MIN).clamp(1, max_pieces.max(1));
+    let target = n.div_ceil(count).clamp(1, MOTION_CHUNK);
+    let mut pieces = Vec::with_capacity(count);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        let mut items = 0u64;
+        while j < n && j - i < target {
+            let len = u64::from(segments[j]) + 1;
+            if j > i && items + len > ITEM_CHUNK {
+                break;
+            }
+            items += len;
+            j += 1;
+        }
+        pieces.push(i..j);
+        i = j;
+    }
+    pieces
+}
+
+/// An upper bound on the staging words of a piece of motions with `segments` (`dof` joints):
+/// start, diff, segments, the sorted order and tile offsets, the rank or tile table, a scene
+/// per motion.
+fn motion_words_bound(segments: &[u32], dof: usize) -> usize {
+    let cn = segments.len();
+    let max_len = segments.iter().max().map_or(0, |&s| s as usize + 1);
+    2 * cn * dof + 4 * cn + max_len + 3 * max_len.div_ceil(MOTION_TILE as usize) + 4
 }
 
 /// Environment variable: `0` turns off the rounding of pipelined configuration pieces to whole
@@ -2948,6 +3119,65 @@ mod tests {
         }
         // The H100 case: 1e6 configurations in whole waves of 168,960 (two per piece).
         assert_eq!(pipeline_shape(1_000_000, 168_960), (337_920, 3));
+    }
+
+    #[test]
+    fn motion_pieces_cover_the_batch_in_order() {
+        let lens = |n: usize, f: &dyn Fn(usize) -> u32| (0..n).map(f).collect::<Vec<u32>>();
+        for (seg, want) in [
+            (Vec::new(), 0),
+            (lens(1, &|_| 5), 1),
+            (lens(2 * MOTION_PIECE_MIN - 1, &|i| (i % 7) as u32), 1),
+            (lens(2 * MOTION_PIECE_MIN, &|i| (i % 7) as u32), 2),
+            (lens(100_000, &|i| 60 + (i % 80) as u32), 3),
+            (lens(1_000_000, &|i| 60 + (i % 80) as u32), MOTION_PIECES),
+        ] {
+            let pieces = motion_pieces(&seg, MOTION_PIECES);
+            assert_eq!(pieces.len(), want, "{} motions", seg.len());
+            let mut next = 0;
+            for r in &pieces {
+                assert_eq!(r.start, next);
+                assert!(!r.is_empty() && r.len() <= MOTION_CHUNK);
+                let items: u64 = seg[r.clone()].iter().map(|&s| u64::from(s) + 1).sum();
+                assert!(items <= ITEM_CHUNK || r.len() == 1);
+                if pieces.len() > 1 {
+                    assert!(r.len() >= MOTION_PIECE_MIN, "{r:?}");
+                }
+                next = r.end;
+            }
+            assert_eq!(next, seg.len());
+        }
+        // Long motions: the item cap cuts the pieces, a motion longer than it is one piece.
+        let seg = vec![(ITEM_CHUNK / 3) as u32; 7];
+        let pieces = motion_pieces(&seg, MOTION_PIECES);
+        assert_eq!(pieces.len(), 4);
+        assert!(pieces.iter().all(|r| r.len() <= 2));
+        let seg = vec![ITEM_CHUNK as u32 + 5, 1];
+        assert_eq!(motion_pieces(&seg, MOTION_PIECES), vec![0..1, 1..2]);
+        // One piece when asked for, unless the caps require more.
+        let seg = vec![100u32; 1_000_000];
+        assert_eq!(motion_pieces(&seg, 1), vec![0..1_000_000]);
+        assert_eq!(motion_pieces(&seg, 0), vec![0..1_000_000]);
+    }
+
+    #[test]
+    fn motion_slots_hold_every_layout() {
+        for seg in [
+            vec![0u32],
+            vec![1, 0, 31, 32, 33],
+            (0..5000).map(|i| (i * 37 % 301) as u32).collect::<Vec<_>>(),
+            vec![6400; 3],
+        ] {
+            for dof in [1, 7, 9] {
+                let cn = seg.len();
+                let bound = motion_words_bound(&seg, dof);
+                let (perm, rank_off) = rank_major(&seg);
+                // Balanced with a scene per motion (the hub's launches).
+                assert!(2 * cn * dof + cn + perm.len() + rank_off.len() + cn <= bound);
+                let (perm, part_off, tiles) = tiled_layout(&seg);
+                assert!(2 * cn * dof + cn + perm.len() + part_off.len() + tiles.len() <= bound);
+            }
+        }
     }
 
     #[test]
