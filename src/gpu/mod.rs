@@ -824,17 +824,19 @@ impl KernelSet {
         })
     }
 
-    /// Registers and local memory (bytes) per thread of the configuration and balanced motion
-    /// kernels, as the driver reports them (for the log line of the specialised kernels).
+    /// Registers and local memory (bytes) per thread of the configuration kernel and the
+    /// balanced and tiled motion kernels, as the driver reports them (for the log line of the
+    /// specialised kernels).
     fn resources(&self) -> String {
         let of = |f: &CudaFunction| match (f.num_regs(), f.local_size_bytes()) {
             (Ok(r), Ok(l)) => format!("{r} registers, {l} B local"),
             _ => "unknown".to_string(),
         };
         format!(
-            "check_configs {}; check_motions_balanced {}",
+            "check_configs {}; check_motions_balanced {}; check_motions_tiled {}",
             of(&self.configs),
-            of(&self.balanced)
+            of(&self.balanced),
+            of(&self.tiled)
         )
     }
 }
