@@ -28,7 +28,7 @@ use gpu_motion_planner::collision::{
     RobotShapes, SceneModel, Sweep, DEFAULT_MARGIN, NO_SWEEP,
 };
 use gpu_motion_planner::gpu::kernels::{self, host_twin};
-use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource};
+use gpu_motion_planner::gpu::specialise::{generate_with, Layout, SpecialisedSource, PROX_EH_MAX};
 use gpu_motion_planner::gpu::upload;
 use gpu_motion_planner::gpu::PROX_CELL;
 use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
@@ -481,9 +481,14 @@ fn write_case(
         let b = sample(r, rng);
         motions.push(&a, &b).expect("motion");
     }
-    let p = prepare_motions(&r.group.space, &motions, 0.03).expect("prepared motions");
+    // Every other motion at a fine resolution: growths of a few millimetres, within which the
+    // sweep checks of the f16-pass builds read the proximity grid (PROX_EH_MAX).
+    let coarse = prepare_motions(&r.group.space, &motions, 0.03).expect("prepared motions");
+    let fine = prepare_motions(&r.group.space, &motions, 0.002).expect("prepared motions");
     let (mut sq, mut sd, mut sn) = (Vec::new(), Vec::new(), Vec::new());
-    'motions: for i in 0..p.segments.len() {
+    let mut small_growth = 0usize;
+    'motions: for i in 0..coarse.segments.len() {
+        let p = if i % 2 == 0 { &coarse } else { &fine };
         let n = p.segments[i];
         let start = &p.start[i * dof..(i + 1) * dof];
         let diff = &p.diff[i * dof..(i + 1) * dof];
@@ -504,11 +509,21 @@ fn write_case(
                 2
             };
             exp.steps.push(status);
+            let widest = (0..model.bodies.len())
+                .map(|b| sweep.body(b))
+                .fold(0.0f32, f32::max);
+            small_growth += usize::from(widest <= 0.5 * PROX_EH_MAX);
             sq.extend_from_slice(&c);
             sd.extend_from_slice(diff);
             sn.push(n);
         }
     }
+    assert!(
+        small_growth * 4 >= sn.len(),
+        "{}: only {small_growth} of {} motion steps grow every body by at most half of PROX_EH_MAX",
+        r.name,
+        sn.len()
+    );
     write_words(dir, "configs", &f32_words(&q));
     write_words(dir, "step_q", &f32_words(&sq));
     write_words(dir, "step_diff", &f32_words(&sd));

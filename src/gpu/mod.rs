@@ -1638,6 +1638,15 @@ impl DeviceState {
         times: &mut DevTimes,
     ) -> Result<(), CollisionError> {
         self.ensure_order(table)?;
+        if multi.is_none() {
+            // The sweep checks read the proximity grid too, from as many configurations as
+            // the configuration checks (the grid describes this state's own scene only).
+            let items: usize = p.segments[range.clone()]
+                .iter()
+                .map(|&s| s as usize + 1)
+                .sum();
+            self.ensure_prox(variant, items)?;
+        }
         let kernel = if multi.is_some() {
             MotionKernel::Balanced
         } else {
@@ -2026,8 +2035,10 @@ fn half_min(wave: usize) -> usize {
 
 /// Environment variable: the smallest configuration batch for which a checker builds the
 /// scene's proximity grid ([`crate::collision::prox::ProxGrid`]) for the specialised kernels,
-/// when it has none for the current scene (`off`: never; default [`PROX_MIN_DEFAULT`]). Once
-/// built, every configuration batch reads it until the scene changes.
+/// when it has none for the current scene (`off`: never; default [`PROX_MIN_DEFAULT`]); a
+/// motion batch counts the configurations of its motions. Once built, every configuration and
+/// motion batch reads it until the scene changes (the motion checks of an f16-pass build while
+/// the growths of the loop's first tests are at most `specialise::PROX_EH_MAX`).
 pub const PROX_MIN_ENV: &str = "GMP_PROX_MIN";
 
 /// Default of [`PROX_MIN_ENV`]. Building takes a few milliseconds of host time once per scene
@@ -2703,8 +2714,8 @@ impl CudaChecker {
         self.spec_unavailable.as_deref()
     }
 
-    /// The proximity grid the first device's configuration kernels read now, when they read
-    /// one ([`PROX_MIN_ENV`]): without its cells, which are on the device.
+    /// The proximity grid the first device's configuration and motion kernels read now, when
+    /// they read one ([`PROX_MIN_ENV`]): without its cells, which are on the device.
     pub fn proximity_grid(&self) -> Option<ProxGrid> {
         let st = lock(self.devices.first()?);
         match (&st.scene.prox, st.scene.prox_stale) {

@@ -2737,11 +2737,22 @@ fn emit_looped(
             o.line("// The obstacles within reach of some first test of the obstacle loop, from the scene's");
             o.line("// proximity grid (src/collision/prox.rs): an obstacle whose bit is clear is farther from");
             o.line("// every such bound than its test reaches, so none of its tests would fire. Every obstacle");
-            o.line("// without a grid, in the sweep kernels and, in the f16 pass, past a rounding bound of");
-            o.line("// PROX_EH_MAX (the grid's reach includes it).");
+            o.line("// without a grid, in the f16 pass past a rounding bound of PROX_EH_MAX, and in the sweep");
+            if half {
+                o.line("// checks once a first test's growth exceeds PROX_EH_MAX (the grid's reach includes it).");
+            } else {
+                o.line("// checks (the grid's reach has no room for a growth in this build).");
+            }
             o.line("unsigned pm = 0xffffffffu;");
             let cond = if half {
-                format!("!SWEEP && m.prox != nullptr && (!HALF || eh <= {eh_max})")
+                let grown: Vec<String> = covers
+                    .iter()
+                    .map(|(s, _)| format!("gmp_lp_e(S[{s}]) <= {eh_max}"))
+                    .collect();
+                format!(
+                    "m.prox != nullptr && (SWEEP ? ({}) : (!HALF || eh <= {eh_max}))",
+                    grown.join(" && ")
+                )
             } else {
                 "!SWEEP && m.prox != nullptr".to_string()
             };
