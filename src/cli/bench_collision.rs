@@ -358,6 +358,8 @@ fn gpu_json(secs: f64, n: usize, t: &GpuTimings) -> Value {
         "htod_ms": t.htod_ms,
         "dtoh_ms": t.dtoh_ms,
         "launches": t.launches,
+        "prepare_ms": t.prepare_ms,
+        "first_round_ms": t.first_round_ms,
         "kernel_per_s": if kernel_s > 0.0 { n as f64 / kernel_s } else { 0.0 },
     })
 }

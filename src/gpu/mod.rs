@@ -377,6 +377,12 @@ pub struct GpuTimings {
     pub dtoh_ms: f64,
     /// Wall time of the whole query on the host, preparation included.
     pub wall_ms: f64,
+    /// Motion checks: the host's preparation of the batch before its first round (f32 starts
+    /// and differences, segment counts), wall time; 0 for other queries.
+    pub prepare_ms: f64,
+    /// Motion checks: wall time of the first round (every motion once, before refinements);
+    /// 0 for other queries.
+    pub first_round_ms: f64,
     /// Kernel launches (all devices).
     pub launches: u32,
 }
@@ -389,6 +395,8 @@ impl GpuTimings {
         self.kernel_ms += o.kernel_ms;
         self.dtoh_ms += o.dtoh_ms;
         self.wall_ms += o.wall_ms;
+        self.prepare_ms += o.prepare_ms;
+        self.first_round_ms += o.first_round_ms;
         self.launches += o.launches;
     }
 }
@@ -3009,14 +3017,20 @@ impl Checker for CudaChecker {
     ) -> Result<Vec<bool>, CollisionError> {
         let t0 = Instant::now();
         let p = prepare_motions_parallel(&self.space, motions, resolution)?;
+        let prepare_ms = t0.elapsed().as_secs_f64() * 1e3;
         // Every refinement round is a query of its own: report their sum.
         let mut sum = GpuTimings::default();
+        let mut first_round_ms = None;
         let verdicts = refine_motions_up_to(&p, max_refinements, |q| {
+            let r0 = Instant::now();
             let statuses = self.prepared_combined(q)?;
             sum.add(&self.last_timings());
+            first_round_ms.get_or_insert(r0.elapsed().as_secs_f64() * 1e3);
             Ok(statuses)
         })?;
         sum.wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+        sum.prepare_ms = prepare_ms;
+        sum.first_round_ms = first_round_ms.unwrap_or(0.0);
         *lock(&self.timings) = sum;
         Ok(verdicts)
     }
