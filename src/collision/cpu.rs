@@ -151,34 +151,43 @@ where
     let mut status = eval(p)?;
     let n = p.segments.len();
     let dof = p.start.len().checked_div(n).unwrap_or(0);
-    let mut segments = p.segments.clone();
+    // The motions still uncertain (only they can be again) and their current segment counts.
+    let mut pending: Vec<(usize, u32)> = (0..n)
+        .filter(|&i| status[i] == MotionStatus::Uncertain)
+        .map(|i| (i, p.segments[i]))
+        .collect();
     for _ in 0..max_refinements.min(MAX_REFINEMENTS) {
         let mut sub = PreparedMotions::default();
-        let mut kept = Vec::new();
-        for i in 0..n {
-            if status[i] != MotionStatus::Uncertain {
-                continue;
-            }
-            let Some(seg) = segments[i]
-                .checked_mul(REFINE_FACTOR)
-                .filter(|&s| s < (1 << 24))
-            else {
-                continue;
+        pending.retain_mut(|(i, seg)| {
+            let Some(finer) = seg.checked_mul(REFINE_FACTOR).filter(|&s| s < (1 << 24)) else {
+                return false;
             };
-            segments[i] = seg;
+            *seg = finer;
+            let i = *i;
             sub.start
                 .extend_from_slice(&p.start[i * dof..(i + 1) * dof]);
             sub.diff.extend_from_slice(&p.diff[i * dof..(i + 1) * dof]);
-            sub.segments.push(seg);
-            kept.push(i);
-        }
-        if kept.is_empty() {
+            sub.segments.push(finer);
+            true
+        });
+        if pending.is_empty() {
             break;
         }
         let refined = eval(&sub)?;
-        for (k, &i) in kept.iter().enumerate() {
-            status[i] = refined[k];
+        if refined.len() != pending.len() {
+            return Err(CollisionError::Backend {
+                backend: "refinement".into(),
+                message: format!(
+                    "{} statuses for {} refined motions",
+                    refined.len(),
+                    pending.len()
+                ),
+            });
         }
+        for (&(i, _), &r) in pending.iter().zip(&refined) {
+            status[i] = r;
+        }
+        pending.retain(|&(i, _)| status[i] == MotionStatus::Uncertain);
     }
     Ok(status.iter().map(|&s| s == MotionStatus::Valid).collect())
 }
@@ -1287,6 +1296,64 @@ impl Checker for CpuChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refinement_rechecks_only_uncertain_motions_and_caps_them() {
+        // Motion i (start value i, one joint) is uncertain below `need[i]` segments, then valid;
+        // motion 3 collides at once; motion 4 never gets certain.
+        let need = [4u32, 1, 64, 0, u32::MAX, 16];
+        let p = PreparedMotions {
+            start: (0..need.len()).map(|i| i as f32).collect(),
+            diff: vec![0.5; need.len()],
+            segments: vec![1; need.len()],
+        };
+        for cap in 0..=MAX_REFINEMENTS {
+            let mut rounds: Vec<Vec<(usize, u32)>> = Vec::new();
+            let verdicts = refine_motions_up_to(&p, cap, |q| {
+                let items: Vec<(usize, u32)> = q
+                    .start
+                    .iter()
+                    .zip(&q.segments)
+                    .map(|(&s, &n)| (s as usize, n))
+                    .collect();
+                let statuses = items
+                    .iter()
+                    .map(|&(i, n)| match i {
+                        3 => MotionStatus::Collides,
+                        _ if n >= need[i] => MotionStatus::Valid,
+                        _ => MotionStatus::Uncertain,
+                    })
+                    .collect();
+                rounds.push(items);
+                Ok(statuses)
+            })
+            .unwrap();
+            let levels = REFINE_FACTOR.pow(cap);
+            let want: Vec<bool> = (0..need.len())
+                .map(|i| i != 3 && need[i] <= levels)
+                .collect();
+            assert_eq!(verdicts, want, "cap {cap}");
+            // Round k checks exactly the motions still uncertain, at REFINE_FACTOR^k segments.
+            for (k, round) in rounds.iter().enumerate().skip(1) {
+                let seg = REFINE_FACTOR.pow(k as u32);
+                let expect: Vec<(usize, u32)> = [0usize, 2, 4, 5]
+                    .into_iter()
+                    .filter(|&i| need[i] > seg / REFINE_FACTOR)
+                    .map(|i| (i, seg))
+                    .collect();
+                assert_eq!(round, &expect, "cap {cap}, round {k}");
+            }
+            assert_eq!(rounds.len(), cap as usize + 1, "motion 4 stays uncertain");
+        }
+        // A backend answering the wrong number of statuses is an error, not a panic.
+        let mut first = true;
+        let err = refine_motions_up_to(&p, 2, |q| {
+            let n = q.segments.len() + usize::from(!first);
+            first = false;
+            Ok(vec![MotionStatus::Uncertain; n])
+        });
+        assert!(matches!(err, Err(CollisionError::Backend { .. })));
+    }
 
     /// The order as first written: a queue of every half, split breadth first.
     fn bisection_order_queued(segments: u32) -> Vec<u32> {
