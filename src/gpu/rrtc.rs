@@ -123,9 +123,79 @@ fn check_problems(
     Ok(())
 }
 
+/// Environment variable: `given` launches the problems of a device planner call in the order
+/// given instead of [`launch_order`]'s (for side-by-side measurements).
+pub const RRTC_ORDER_ENV: &str = "GMP_RRTC_ORDER";
+
+/// The order in which the blocks of a launch take the problems: the longest straight distance
+/// from start to goal first (ties: the order given), unless [`RRTC_ORDER_ENV`] is `given`.
+///
+/// The blocks of a launch start in their order as multiprocessors free up, and a launch of many
+/// problems lasts at least as long as its slowest problem from the moment that problem starts:
+/// the problems that need many iterations should start first. Which problems those are is not
+/// known before planning; on the MotionBenchMaker problems the start-goal distance is a weak
+/// but cheap sign of it (`results/mbm/device_order_H100_2026-11-27/`). A problem's plan does
+/// not depend on the order (nor on the other problems of the launch), only the launch's time.
+pub fn launch_order(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..problems.len()).collect();
+    if std::env::var(RRTC_ORDER_ENV).is_ok_and(|v| v.trim() == "given") {
+        return order;
+    }
+    let far: Vec<f64> = problems
+        .iter()
+        .map(|(s, g)| {
+            if s.len() == space.dof() && g.len() == space.dof() {
+                space.distance(s, g)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    order.sort_by(|&a, &b| far[b].total_cmp(&far[a]).then(a.cmp(&b)));
+    order
+}
+
 /// Plans `problems` in one launch of `func` (`rrtc_plan`, or `rrtc_plan_multi` with
-/// `multi`: the scene table and each problem's scene) on `dev`.
+/// `multi`: the scene table and each problem's scene) on `dev`, the blocks taking them in
+/// [`launch_order`]; the outcomes are in the order of `problems`.
 pub(super) fn plan(
+    dev: &mut DeviceState,
+    func: &CudaFunction,
+    multi: Option<(&super::hub::DeviceScenes, &[u32])>,
+    space: &JointSpace,
+    problems: &[(&[f64], &[f64])],
+    s: &DeviceRrtcSettings,
+) -> Result<Vec<DeviceOutcome>, CollisionError> {
+    if let Some((_, scene_of)) = multi {
+        if scene_of.len() != problems.len() {
+            return Err(backend_err("device planner: one scene per problem needed"));
+        }
+    }
+    let order = launch_order(space, problems);
+    let ordered: Vec<(&[f64], &[f64])> = order.iter().map(|&i| problems[i]).collect();
+    let scenes: Option<Vec<u32>> = multi.map(|(_, so)| order.iter().map(|&i| so[i]).collect());
+    let launched = plan_in_order(
+        dev,
+        func,
+        multi.zip(scenes.as_deref()).map(|((t, _), so)| (t, so)),
+        space,
+        &ordered,
+        s,
+    )?;
+    let mut out: Vec<Option<DeviceOutcome>> = vec![None; problems.len()];
+    for (o, &i) in launched.into_iter().zip(&order) {
+        out[i] = Some(o);
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, o)| {
+            o.ok_or_else(|| backend_err(format!("device planner: no result for problem {i}")))
+        })
+        .collect()
+}
+
+/// [`plan`] with the blocks taking the problems in the order given.
+fn plan_in_order(
     dev: &mut DeviceState,
     func: &CudaFunction,
     multi: Option<(&super::hub::DeviceScenes, &[u32])>,
@@ -428,6 +498,33 @@ mod tests {
         // 12 pointers, 6 doubles, 2 u64, 10 u32: 96 + 48 + 16 + 40 bytes, no padding.
         assert_eq!(std::mem::size_of::<RrtcParams>(), 200);
         assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
+    }
+
+    #[test]
+    fn launch_order_puts_the_farthest_problems_first() {
+        let space = JointSpace {
+            names: vec!["a".into(), "b".into()],
+            lower: vec![-3.0, -10.0],
+            upper: vec![3.0, 10.0],
+            continuous: vec![false, true],
+            max_velocity: vec![1.0, 1.0],
+            max_acceleration: vec![1.0, 1.0],
+        };
+        let o = [0.0, 0.0];
+        let near = [0.5, 0.0];
+        let far = [2.0, 0.0];
+        // 6 rad on the continuous joint is 0.28 rad around the circle.
+        let wrapped = [0.0, 6.0];
+        let tie = [0.0, 0.5];
+        let problems: Vec<(&[f64], &[f64])> = vec![
+            (&o, &near),
+            (&o, &far),
+            (&o, &wrapped),
+            (&o, &tie),
+            (&far, &o),
+        ];
+        assert_eq!(launch_order(&space, &problems), vec![1, 4, 0, 3, 2]);
+        assert!(launch_order(&space, &[]).is_empty());
     }
 
     #[test]
