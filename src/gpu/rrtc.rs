@@ -500,16 +500,21 @@ mod tests {
         assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
     }
 
-    #[test]
-    fn launch_order_puts_the_farthest_problems_first() {
-        let space = JointSpace {
+    /// Joint `a` in `[lo, hi]`, joint `b` continuous.
+    fn two_joints(lo: f64, hi: f64) -> JointSpace {
+        JointSpace {
             names: vec!["a".into(), "b".into()],
-            lower: vec![-3.0, -10.0],
-            upper: vec![3.0, 10.0],
+            lower: vec![lo, -10.0],
+            upper: vec![hi, 10.0],
             continuous: vec![false, true],
             max_velocity: vec![1.0, 1.0],
             max_acceleration: vec![1.0, 1.0],
-        };
+        }
+    }
+
+    #[test]
+    fn launch_order_puts_the_farthest_problems_first() {
+        let space = two_joints(-3.0, 3.0);
         let o = [0.0, 0.0];
         let near = [0.5, 0.0];
         let far = [2.0, 0.0];
@@ -529,14 +534,7 @@ mod tests {
 
     #[test]
     fn sampling_bounds_wrap_continuous_joints() {
-        let space = JointSpace {
-            names: vec!["a".into(), "b".into()],
-            lower: vec![-1.0, -10.0],
-            upper: vec![2.0, 10.0],
-            continuous: vec![false, true],
-            max_velocity: vec![1.0, 1.0],
-            max_acceleration: vec![1.0, 1.0],
-        };
+        let space = two_joints(-1.0, 2.0);
         assert_eq!(crate::planners::bounds(&space, 0), (-1.0, 2.0));
         assert_eq!(
             crate::planners::bounds(&space, 1),
