@@ -182,19 +182,21 @@ pub(super) fn plan(
         &ordered,
         s,
     )?;
-    let mut out: Vec<Option<DeviceOutcome>> = vec![None; problems.len()];
-    for (o, &i) in launched.into_iter().zip(&order) {
-        out[i] = Some(o);
+    if launched.len() != order.len() {
+        return Err(backend_err(format!(
+            "device planner: {} results for {} problems",
+            launched.len(),
+            order.len()
+        )));
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(i, o)| {
-            o.ok_or_else(|| backend_err(format!("device planner: no result for problem {i}")))
-        })
-        .collect()
+    // Back to the order of `problems`.
+    let mut placed: Vec<(usize, DeviceOutcome)> = order.into_iter().zip(launched).collect();
+    placed.sort_by_key(|&(i, _)| i);
+    Ok(placed.into_iter().map(|(_, o)| o).collect())
 }
 
-/// [`plan`] with the blocks taking the problems in the order given.
+/// [`plan`] with the blocks taking the problems in the order given (`multi`'s scenes already
+/// checked to be one per problem).
 fn plan_in_order(
     dev: &mut DeviceState,
     func: &CudaFunction,
@@ -215,11 +217,6 @@ fn plan_in_order(
         return Err(backend_err(format!(
             "device planner: {dof} joints (1 to {MAX_DOF} supported)"
         )));
-    }
-    if let Some((_, scene_of)) = multi {
-        if scene_of.len() != n {
-            return Err(backend_err("device planner: one scene per problem needed"));
-        }
     }
     check_problems(space, problems, s.resolution)?;
     let max_threads = func
