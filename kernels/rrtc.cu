@@ -2,8 +2,9 @@
 // Appended to collision.cu in the collision translation unit (generic and robot-specialised),
 // so its motion checks run GMP_STEP_STATUS, the per-configuration test of the motion kernels.
 //
-// One block plans one problem from start to finish: no host round trip per extension. The
-// block works bulk-synchronously, so the result depends only on the inputs and the seed, never
+// One block plans one attempt at a problem from start to finish: no host round trip per
+// extension (the blocks take their attempts from a queue, "Scheduling" below). The block works
+// bulk-synchronously, so the result depends only on the inputs and the seed, never
 // on the scheduling of the warps:
 //
 //   1. every warp draws a sample (a counter-based generator keyed by seed, iteration and warp),
@@ -80,7 +81,7 @@ struct GmpRrtcParams {
     double* path;               // path_pool x dof: every problem's path, each where path_used said
     unsigned* result;           // problems x GMP_RRTC_RESULT_WORDS
     unsigned* path_used;        // vertices of the pool taken (the host zeroes it)
-    unsigned* best;             // per problem: ~key of the best solved attempt (0: none yet)
+    unsigned* best;             // GMP_RRTC_BEST_WORDS per problem, then GMP_RRTC_QUEUE_WORDS (the host zeroes them)
     double range;
     double resolution;
     double dd_radius;           // radius of a vertex's domain at its first failure, x range
@@ -97,8 +98,10 @@ struct GmpRrtcParams {
     unsigned stuck_after;       // failures in a row after which a tree yields a turn
     unsigned step_halve_after;  // failures from a vertex per halving of its step
     unsigned path_pool;         // vertices the path pool holds
-    unsigned attempts;          // blocks (independent attempts) per problem, 1 to 256
-    unsigned pad;
+    unsigned attempts;          // main attempts per problem
+    unsigned problems;
+    unsigned extra;             // extra attempts per problem (0: none), attempts + extra <= 256
+    unsigned escalate_after;    // iterations after which a problem's extra attempts are queued
 };
 
 // result words: status (0 solved, 1 iteration or time limit, 2 a tree is full, 3 the path pool
@@ -111,12 +114,38 @@ struct GmpRrtcParams {
 #define GMP_RRTC_POOL_FULL 3u
 #define GMP_RRTC_BEATEN 4u
 
-// Parallel attempts (planners::attempt_seed and the race of planners::race, on the device):
-// block b plans problem b / attempts with attempt b % attempts, seeded like the CPU's attempts.
-// An attempt that solves the problem at iteration i has the key (i << 8) | attempt; the
-// smallest key wins. An attempt stops (GMP_RRTC_BEATEN) as soon as a key smaller than any it
-// could still reach is known, so the winner is the attempt with the smallest key over full
-// runs, whatever the timing of the blocks: the result is deterministic.
+// Parallel attempts (planners::attempt_seed and the race of planners::race, on the device),
+// seeded like the CPU's attempts. An attempt that solves the problem at iteration i has the key
+// (i << 8) | attempt; the smallest key wins. An attempt stops (GMP_RRTC_BEATEN) as soon as a
+// key smaller than any it could still reach is known, so the winner is the attempt with the
+// smallest key over full runs, whatever the timing of the blocks: the result is deterministic.
+//
+// Escalation (extra > 0): the `attempts` main attempts of a problem run first; a problem that
+// none of them solves within escalate_after iterations gets `extra` more attempts (numbers
+// attempts .. attempts + extra - 1), whose keys count their iterations from escalate_after
+// (gmp_rrtc_key: as if they had started then, so a late one need not run longer than the main
+// attempts to be beaten). The winner is the smallest main key if its iteration is at most
+// escalate_after, else the smallest key of all the attempts. Stopping rules that keep this
+// independent of the timing (gmp_rrtc_beaten): a main attempt stops when a smaller main key is
+// known, or, past escalate_after iterations, when a smaller key of any attempt is; an extra
+// attempt stops when a main attempt solved within escalate_after iterations or a smaller key of
+// any attempt is known. The extra attempts are queued when a main attempt starts iteration
+// escalate_after + 1 or ends without a path (unless a main attempt has solved within
+// escalate_after iterations), so whenever the rule needs them they run.
+//
+// Scheduling: the grid holds about as many blocks as can be resident; each block takes work
+// items (problem, attempt) until none is left: the queued extra attempts first, then the main
+// attempts in order (problem by problem). A block's trees are its own, reused item after item.
+// Words per problem after the launch's counters: the best main key (~key, 0: none), the best key
+// of any attempt, the escalation flag, and the extra-attempt queue's slot (problem + 1, 0: not
+// written yet); then the queue words: next main item, slots reserved, next extra item, items
+// run (GMP_RRTC_QUEUE_GAP words further on).
+#define GMP_RRTC_BEST_WORDS 4u
+// Words between the per-problem words and the queue's: the queue words that idle blocks poll
+// sit on a cache line of their own, away from the best keys that working blocks read.
+#define GMP_RRTC_QUEUE_GAP 32u
+#define GMP_RRTC_EXIT 0xffffffffu
+#define GMP_RRTC_QUEUE_WORDS 4u
 
 #define GMP_RRTC_PI 3.141592653589793
 #define GMP_RRTC_TAU 6.283185307179586
@@ -270,22 +299,49 @@ __device__ void gmp_rrtc_set_put(GmpRrtcSet& set, unsigned k, const GmpRrtcParam
     set.state[k] = GMP_SET_ACTIVE;
 }
 
+// One attempt's view of the race of its problem's attempts (see "Escalation" above).
+struct GmpRrtcRace {
+    volatile unsigned* main_best;  // ~ smallest key of a main attempt (0: none yet)
+    volatile unsigned* all_best;   // ~ smallest key of any attempt
+    unsigned main;                 // 1: a main attempt, 0: an extra one
+    unsigned after;                // escalate_after when the problem may get extra attempts, else 0
+};
+
+// The key of solving at iteration `it`: an extra attempt counts its iterations from
+// escalate_after, as if it had started when the main attempts had run that many.
+__device__ __forceinline__ unsigned gmp_rrtc_key(const GmpRrtcRace& r, unsigned it, unsigned attempt) {
+    const unsigned long long i = (unsigned long long)it + (r.main ? 0u : r.after);
+    return ((unsigned)min(i, 0xffffffull) << 8) | attempt;
+}
+
+// True when the attempt cannot win any more: `key` is the least key it could still get.
+__device__ __forceinline__ bool gmp_rrtc_beaten(const GmpRrtcRace& r, unsigned key) {
+    const unsigned bm = *r.main_best;
+    if (r.main) {
+        if (bm != 0u && ~bm < key) return true;
+        if (r.after == 0u || (key >> 8) <= r.after) return false;
+    } else if (bm != 0u && (~bm >> 8) <= r.after) {
+        return true;
+    }
+    const unsigned ba = *r.all_best;
+    return ba != 0u && ~ba < key;
+}
+
 // Checks every ACTIVE slot of `set` to its verdict (VALID or INVALID; DROPPED when not needed
 // any more). Every thread of the block calls it, with the slots written and the block
 // synchronised. `evaluated` (the thread's own) grows by the configurations it checked. With
-// `key` != 0 the set is given up (aborted, every undecided slot DROPPED) as soon as a solved
-// attempt's key (`best`) is below `key`, the key this attempt would get for solving in the
-// iteration under way: nothing it finds from then on can win.
+// `key` != 0 the set is given up (aborted, every undecided slot DROPPED) as soon as the attempt
+// is beaten (gmp_rrtc_beaten) for `key`, the key it would get for solving in the iteration
+// under way: nothing it finds from then on can win.
 __device__ void gmp_rrtc_set_check(const GmpModel& m, const GmpRrtcParams& p, GmpRrtcSet& set,
-                                   unsigned long long* evaluated, const volatile unsigned* best, unsigned key) {
+                                   unsigned long long* evaluated, const GmpRrtcRace& race, unsigned key) {
     const unsigned t = threadIdx.x;
     const unsigned lanes = blockDim.x;
     const unsigned dof = GMP_DOF(m);
     for (;;) {
         if (t == 0u) {
             if (key != 0u) {
-                const unsigned bw = *best;
-                if (bw != 0u && ~bw < key) {
+                if (gmp_rrtc_beaten(race, key)) {
                     set.aborted = 1u;
                     for (unsigned k = 0; k < set.count; k++) {
                         if (set.state[k] == GMP_SET_ACTIVE) set.state[k] = GMP_SET_DROPPED;
@@ -511,20 +567,34 @@ __device__ unsigned gmp_rrtc_chain_len(const GmpRrtcTree& t, unsigned v) {
     return n;
 }
 
-template <bool MULTI>
-__device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
-                         const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
+// Queues the extra attempts of problem `prob` (thread 0; see "Escalation" above), unless they
+// are queued already, there are none, or a main attempt has won.
+__device__ void gmp_rrtc_escalate(const GmpRrtcParams& p, unsigned prob) {
+    if (p.extra == 0u) return;
+    const unsigned n = p.problems;
+    const unsigned bm = *(volatile unsigned*)(p.best + prob);
+    if (bm != 0u && (~bm >> 8) <= p.escalate_after) return;
+    if (atomicCAS(p.best + 2u * n + prob, 0u, 1u) != 0u) return;
+    unsigned* q = p.best + GMP_RRTC_BEST_WORDS * n + GMP_RRTC_QUEUE_GAP;
+    const unsigned slot = atomicAdd(&q[1], 1u);
+    atomicExch(p.best + 3u * n + slot, prob + 1u);
+}
+
+// Attempt `attempt` at problem `prob` by the whole block, its trees the block's own.
+__device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsigned prob, unsigned attempt) {
     __shared__ GmpRrtcShared sh;
     __shared__ GmpRrtcSet set;
-    const unsigned prob = blockIdx.x / p.attempts;
-    const unsigned attempt = blockIdx.x % p.attempts;
     const unsigned long long seed =
         attempt == 0u ? p.seed : p.seed ^ ((unsigned long long)attempt * 0x9E3779B97F4A7C15ull);
-    volatile unsigned* best = p.best + prob;
+    GmpRrtcRace race;
+    race.main_best = p.best + prob;
+    race.all_best = p.best + p.problems + prob;
+    race.main = attempt < p.attempts ? 1u : 0u;
+    race.after = p.extra > 0u ? p.escalate_after : 0u;
+    bool queued = false;  // thread 0: this main attempt has asked for the extra attempts
     const unsigned lane = threadIdx.x % 32u;
     const unsigned warp = threadIdx.x / 32u;
     const unsigned warps = min(blockDim.x / 32u, (unsigned)GMP_RRTC_MAX_WARPS);
-    const GmpModel m = MULTI ? gmp_scene_model(m0, scenes, bases, scene_of[prob]) : m0;
     const unsigned dof = GMP_DOF(m);
     const unsigned cont = p.continuous;
     const unsigned cap = p.cap;
@@ -540,7 +610,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
         trees[t].radius = p.tree_radius + base;
         trees[t].fails = p.tree_fails + base;
     }
-    unsigned* res = p.result + (size_t)blockIdx.x * GMP_RRTC_RESULT_WORDS;
+    unsigned* res = p.result + ((size_t)prob * (p.attempts + p.extra) + attempt) * GMP_RRTC_RESULT_WORDS;
     const unsigned long long t0 = gmp_globaltimer();
     unsigned long long evaluated = 0;  // configurations this thread checked
     unsigned long long motions = 0;    // thread 0: motions checked
@@ -578,13 +648,15 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             gmp_rrtc_set_put(set, 0u, p, dof, start, goal, GMP_SET_NO_CHAIN, 0u);
         }
         gmp_block_sync();
-        gmp_rrtc_set_check(m, p, set, &evaluated, best, 0u);
+        gmp_rrtc_set_check(m, p, set, &evaluated, race, 0u);
         if (threadIdx.x == 0u) {
             motions++;
             if (set.state[0] == GMP_SET_VALID) {
                 sh.stop = 1u + GMP_RRTC_SOLVED;
                 sh.joined_a = 0xffffffffu;  // the direct path
-                atomicMax((unsigned*)best, ~0u);  // key 0: iteration 0, attempt 0
+                // Key 0: iteration 0, attempt 0 (a main attempt).
+                atomicMax((unsigned*)race.main_best, ~0u);
+                atomicMax((unsigned*)race.all_best, ~0u);
             }
         }
     }
@@ -597,14 +669,18 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 (p.time_limit_ns > 0ull && gmp_globaltimer() - t0 > p.time_limit_ns)) {
                 sh.stop = 1u + GMP_RRTC_LIMIT;
             }
+            // A main attempt past escalate_after iterations asks for the extra attempts.
+            if (race.main && race.after != 0u && iterations >= race.after && !queued) {
+                gmp_rrtc_escalate(p, prob);
+                queued = true;
+            }
             // Beaten: a solved attempt's key is below the least this one could still reach.
-            const unsigned b = *best;
-            if (b != 0u && ~b < ((min(iterations + 1u, 0xffffffu) << 8) | attempt)) sh.stop = 1u + GMP_RRTC_BEATEN;
+            if (gmp_rrtc_beaten(race, gmp_rrtc_key(race, iterations + 1u, attempt))) sh.stop = 1u + GMP_RRTC_BEATEN;
         }
         gmp_block_sync();
         if (sh.stop != 0u) break;
         iterations++;
-        const unsigned key = (min(iterations, 0xffffffu) << 8) | attempt;
+        const unsigned key = gmp_rrtc_key(race, iterations, attempt);
         const unsigned ta = sh.a;
         const unsigned tb = 1u - ta;
         const GmpRrtcTree& A = trees[ta];
@@ -655,7 +731,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
             }
         }
         gmp_block_sync();
-        gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
+        gmp_rrtc_set_check(m, p, set, &evaluated, race, key);
         // 2. The verdicts in warp order (none once beaten).
         if (threadIdx.x == 0u) {
             sh.n_added = 0u;
@@ -733,7 +809,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     }
                 }
                 gmp_block_sync();
-                gmp_rrtc_set_check(m, p, set, &evaluated, best, key);
+                gmp_rrtc_set_check(m, p, set, &evaluated, race, key);
                 if (threadIdx.x == 0u) {
                     for (unsigned jslot = 0; jslot < batch; jslot++) {
                         const unsigned stt = set.state[jslot];
@@ -777,7 +853,9 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 }
                 if (sh.stop == 0u && valid == steps) {
                     sh.stop = 1u + GMP_RRTC_SOLVED;
-                    atomicMax((unsigned*)best, ~((min(iterations, 0xffffffu) << 8) | attempt));
+                    const unsigned won = ~gmp_rrtc_key(race, iterations, attempt);
+                    if (race.main) atomicMax((unsigned*)race.main_best, won);
+                    atomicMax((unsigned*)race.all_best, won);
                     sh.joined_a = sh.added[k];
                     sh.joined_b = tip;
                 }
@@ -838,15 +916,78 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
     res[6] = (unsigned)(sh.configs >> 32);
     res[7] = (unsigned)(((gmp_globaltimer() - t0) / 1000ull) & 0xffffffffull);
     res[8] = offset;
-    res[9] = 0u;
+    res[9] = 1u;  // the attempt ran
+    // A main attempt that ends without a path asks for the extra attempts.
+    if (race.main && (status == GMP_RRTC_LIMIT || status == GMP_RRTC_FULL)) gmp_rrtc_escalate(p, prob);
 }
 
-// One block per problem, every problem in the model's scene.
+// The block takes work items (problem, attempt) until none is left (see "Scheduling" above).
+template <bool MULTI>
+__device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
+                         const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
+    __shared__ unsigned item[2];  // problem (GMP_RRTC_EXIT: nothing left), attempt
+    const unsigned n = p.problems;
+    unsigned* q = p.best + GMP_RRTC_BEST_WORDS * n + GMP_RRTC_QUEUE_GAP;
+    volatile unsigned* vq = q;
+    const volatile unsigned* slots = p.best + 3u * n;
+    const unsigned mains = n * p.attempts;
+    for (;;) {
+        if (threadIdx.x == 0u) {
+            unsigned prob = GMP_RRTC_EXIT;
+            unsigned attempt = 0u;
+            for (;;) {
+                // Done when every item queued has been run: an item queues extra attempts only
+                // while it runs, before it counts as run (so `done` is read first).
+                const unsigned done = vq[3];
+                const unsigned long long queued = (unsigned long long)vq[1] * p.extra;
+                if ((unsigned long long)done >= (unsigned long long)mains + queued) break;
+                // Queued extra attempts first.
+                const unsigned h = vq[2];
+                if ((unsigned long long)h < queued) {
+                    if (atomicCAS(&q[2], h, h + 1u) == h) {
+                        unsigned v;
+                        while ((v = slots[h / p.extra]) == 0u) {
+                        }
+                        prob = v - 1u;
+                        attempt = p.attempts + h % p.extra;
+                        break;
+                    }
+                    continue;
+                }
+                if (vq[0] < mains) {
+                    const unsigned m = atomicAdd(&q[0], 1u);
+                    if (m < mains) {
+                        prob = m / p.attempts;
+                        attempt = m % p.attempts;
+                        break;
+                    }
+                }
+                // Nothing to take yet: a running item may still queue extra attempts.
+                __nanosleep(1000u);
+            }
+            item[0] = prob;
+            item[1] = attempt;
+        }
+        gmp_block_sync();
+        const unsigned prob = item[0];
+        const unsigned attempt = item[1];
+        gmp_block_sync();
+        if (prob == GMP_RRTC_EXIT) return;
+        const GmpModel m = MULTI ? gmp_scene_model(m0, scenes, bases, scene_of[prob]) : m0;
+        gmp_rrtc_attempt(m, p, prob, attempt);
+        if (threadIdx.x == 0u) {
+            __threadfence();
+            atomicAdd(&q[3], 1u);
+        }
+    }
+}
+
+// Every problem in the model's scene.
 extern "C" __global__ void GMP_RRTC_SINGLE_BOUNDS rrtc_plan(const __grid_constant__ GmpModel m, const __grid_constant__ GmpRrtcParams p) {
     gmp_rrtc<false>(m, nullptr, nullptr, nullptr, p);
 }
 
-// One block per problem, problem i in scene scene_of[i] (src/gpu/hub.rs).
+// Problem i in scene scene_of[i] (src/gpu/hub.rs).
 extern "C" __global__ void GMP_RRTC_MULTI_BOUNDS rrtc_plan_multi(const __grid_constant__ GmpModel m, const GmpSceneRange* __restrict__ scenes,
                                            const float* __restrict__ bases, const unsigned* __restrict__ scene_of,
                                            const __grid_constant__ GmpRrtcParams p) {

@@ -173,6 +173,8 @@ fn settings(space: &gpu_motion_planner::robot::JointSpace, seed: u64) -> DeviceR
         tree_capacity: 4096,
         max_refinements: 6,
         attempts: 1,
+        extra_attempts: 0,
+        escalate_after: 0,
     }
 }
 
@@ -229,6 +231,23 @@ fn device_rrt_connect_batch_equals_one_at_a_time() {
     );
 }
 
+/// Runs `f` on each Panda problem of indices 1 to 3 of every scene whose start and goal are
+/// valid (sphere model): robot, problem, its CUDA checker, start, goal and a name.
+fn for_valid_panda_problems(
+    mut f: impl FnMut(&MbmRobot, &Problem, &CudaChecker, &[f64], &[f64], &str),
+) {
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, "panda", &[1, 2, 3]);
+    for p in &picked {
+        let what = format!("panda {}#{}", p.scene_name, p.index);
+        let cuda = cuda_for(&r, p, RobotShapes::Spheres);
+        let (start, goal) = r.start_goal(p).expect("ends");
+        if cuda.check_config(&start).expect("check") && cuda.check_config(&goal).expect("check") {
+            f(&r, p, &cuda, &start, &goal, &what);
+        }
+    }
+}
+
 /// Parallel attempts (one block each): the same winner on every run and whether the problem
 /// is planned alone or beside others, never more iterations than attempt 0 alone needs, and a
 /// path the CPU accepts.
@@ -237,27 +256,16 @@ fn device_attempts_race_is_deterministic_and_no_worse() {
     if !gpu_or_skip("device_attempts_race_is_deterministic_and_no_worse") {
         return;
     }
-    let data = common::mbm_or_skip("device planner").expect("MBM data");
-    let (r, picked) = problems(&data, "panda", &[1, 2, 3]);
-    let space = &r.group.space;
     let mut raced = 0;
-    for p in &picked {
-        let what = format!("panda {}#{}", p.scene_name, p.index);
-        let cuda = cuda_for(&r, p, RobotShapes::Spheres);
-        let (start, goal) = r.start_goal(p).expect("ends");
-        if !cuda.check_config(&start).expect("check") || !cuda.check_config(&goal).expect("check") {
-            continue;
-        }
+    for_valid_panda_problems(|r, p, cuda, start, goal, what| {
+        let space = &r.group.space;
         let one = settings(space, 11);
         let mut four = one.clone();
         four.attempts = 4;
-        let alone = &cuda.rrt_connect(&[(&start, &goal)], &one).expect("runs")[0];
-        let a = &cuda.rrt_connect(&[(&start, &goal)], &four).expect("runs")[0];
-        let b = &cuda.rrt_connect(&[(&start, &goal)], &four).expect("runs")[0];
-        let pair = [
-            (start.as_slice(), goal.as_slice()),
-            (goal.as_slice(), start.as_slice()),
-        ];
+        let alone = &cuda.rrt_connect(&[(start, goal)], &one).expect("runs")[0];
+        let a = &cuda.rrt_connect(&[(start, goal)], &four).expect("runs")[0];
+        let b = &cuda.rrt_connect(&[(start, goal)], &four).expect("runs")[0];
+        let pair = [(start, goal), (goal, start)];
         let c = &cuda.rrt_connect(&pair, &four).expect("runs")[0];
         assert_eq!(a.status, DeviceStatus::Solved, "{what}");
         for other in [b, c] {
@@ -285,12 +293,76 @@ fn device_attempts_race_is_deterministic_and_no_worse() {
         if a.attempt > 0 {
             raced += 1;
         }
-        let (_, verdicts) = cpu_verdicts(&r, p, RobotShapes::Spheres, &a.path);
+        let (_, verdicts) = cpu_verdicts(r, p, RobotShapes::Spheres, &a.path);
         assert!(verdicts.iter().all(|&v| v), "{what}: {verdicts:?}");
-    }
+    });
     assert!(
         raced > 0,
         "attempt 0 won every problem: the race was not exercised"
+    );
+}
+
+/// Escalation (extra attempts for a problem no main attempt solves within a few iterations):
+/// the winner follows the rule (the main attempts' race if one solved within the bound; else
+/// the main attempts' winner unless an extra attempt solved in fewer iterations counted from
+/// the bound), the same on every run, alone or beside another problem; and a path the CPU
+/// accepts.
+#[test]
+fn device_escalation_follows_its_rule() {
+    if !gpu_or_skip("device_escalation_follows_its_rule") {
+        return;
+    }
+    let (mut escalated, mut kept) = (0, 0);
+    for_valid_panda_problems(|r, p, cuda, start, goal, what| {
+        let space = &r.group.space;
+        let mut two = settings(space, 5);
+        two.attempts = 2;
+        let mut esc = two.clone();
+        esc.extra_attempts = 6;
+        esc.escalate_after = 4;
+        let one = [(start, goal)];
+        let plain2 = &cuda.rrt_connect(&one, &two).expect("runs")[0];
+        let a = &cuda.rrt_connect(&one, &esc).expect("runs")[0];
+        let b = &cuda.rrt_connect(&one, &esc).expect("runs")[0];
+        let pair = [one[0], (goal, start)];
+        let c = &cuda.rrt_connect(&pair, &esc).expect("runs")[0];
+        assert_eq!(a.status, DeviceStatus::Solved, "{what}");
+        assert_eq!(plain2.status, DeviceStatus::Solved, "{what}");
+        if a.attempt < 2 {
+            // The main attempts' winner: what they find without extra attempts.
+            assert_eq!(
+                (a.attempt, a.iterations, &a.path),
+                (plain2.attempt, plain2.iterations, &plain2.path),
+                "{what}"
+            );
+            kept += 1;
+        } else {
+            // An extra attempt wins only past the bound, with fewer iterations counted from it.
+            assert!(plain2.iterations > 4, "{what}: {plain2:?}");
+            assert!(a.attempt < 8, "{what}: attempt {}", a.attempt);
+            assert!(
+                a.iterations + 4 < plain2.iterations,
+                "{what}: extra attempt {} at {} + 4 iterations against {}",
+                a.attempt,
+                a.iterations,
+                plain2.iterations
+            );
+            escalated += 1;
+        }
+        for (got, run) in [(b, "second run"), (c, "beside another")] {
+            assert_eq!(
+                (got.attempt, got.iterations, &got.path),
+                (a.attempt, a.iterations, &a.path),
+                "{what}, {run}"
+            );
+        }
+        let (_, verdicts) = cpu_verdicts(r, p, RobotShapes::Spheres, &a.path);
+        assert!(verdicts.iter().all(|&v| v), "{what}: {verdicts:?}");
+    });
+    eprintln!("escalation: an extra attempt won {escalated} problems, a main one {kept}");
+    assert!(
+        escalated > 0,
+        "no extra attempt won: the rule was not exercised"
     );
 }
 

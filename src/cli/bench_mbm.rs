@@ -366,7 +366,7 @@ fn markdown(report: &Value) -> String {
             }
             if b["mode"] == "device" {
                 s.push_str(&format!(
-                    "\n- {robot}: one device launch for {} valid problems: {} s (their planning times one after another: {} s, {}x); solved {}, re-validated on the CPU {}, raw paths identical to the sequential pass {}; per-problem device time median {} ms, max {} ms; {} warps per attempt, {} attempts per problem ({}); set-up {} s, CPU re-validation {} s\n",
+                    "\n- {robot}: one device launch for {} valid problems: {} s (their planning times one after another: {} s, {}x); solved {}, re-validated on the CPU {}, raw paths identical to the sequential pass {}; per-problem device time median {} ms, max {} ms; {} warps per attempt, {} attempts per problem (+{} after {} iterations without a path) ({}); set-up {} s, CPU re-validation {} s\n",
                     b["problems"],
                     num(&b["wall_s"], 4),
                     num(&b["sequential_planning_s"], 3),
@@ -378,6 +378,8 @@ fn markdown(report: &Value) -> String {
                     num(&(b["device_us_max"].as_f64().unwrap_or(0.0) / 1000.0).into(), 3),
                     b["warps"],
                     b["attempts"],
+                    b["extra_attempts"],
+                    b["escalate_after"],
                     b["kernel"].as_str().unwrap_or("-"),
                     num(&b["setup_s"], 3),
                     num(&b["cpu_revalidation_s"], 3),
@@ -857,9 +859,11 @@ fn device_batched_pass(
         "device_us_max": max_us,
         "warps": settings.warps,
         "attempts": settings.attempts,
+        "extra_attempts": settings.extra_attempts,
+        "escalate_after": settings.escalate_after,
         "tree_capacity": settings.tree_capacity,
         "kernel": exec.rrt_connect_resources(settings.warps),
-        "note": "Every valid problem planned by the device RRT-Connect in one launch (one block per problem, each in its own scene); wall_s is that launch with its copies; each returned raw path is then re-validated on the CPU (cpu_revalidation_s, not in wall_s). Shortcutting is not part of this pass.",
+        "note": "Every valid problem planned by the device RRT-Connect in one launch (each problem in its own scene, its attempts one block each); wall_s is that launch with its copies; each returned raw path is then re-validated on the CPU (cpu_revalidation_s, not in wall_s). Shortcutting is not part of this pass.",
         "per_problem": per_problem,
     }))
 }

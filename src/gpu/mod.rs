@@ -852,6 +852,8 @@ impl KernelSet {
 /// Everything one checker keeps on one device.
 struct DeviceState {
     ctx: Arc<CudaContext>,
+    /// Multiprocessors of the device (0 when the driver did not say).
+    sms: usize,
     stream: Arc<CudaStream>,
     generic: KernelSet,
     /// The robot-specialised kernels, when they compiled.
@@ -982,6 +984,7 @@ impl DeviceState {
         };
         let events = [ev()?, ev()?, ev()?, ev()?];
         let mut st = DeviceState {
+            sms,
             generic,
             spec,
             order_off: upload(&stream, &[])?,

@@ -16,9 +16,15 @@ use crate::planners::rrt_connect::{
 };
 use crate::robot::JointSpace;
 
-/// Words of a problem's result (`GMP_RRTC_RESULT_WORDS`).
+/// Words of an attempt's result (`GMP_RRTC_RESULT_WORDS`).
 const RESULT_WORDS: usize = 10;
-/// Path vertices reserved per block (problem and attempt) in the launch's path pool. Only
+/// Words per problem after the launch's counters (`GMP_RRTC_BEST_WORDS`).
+const BEST_WORDS: usize = 4;
+/// Words between those and the work queue's (`GMP_RRTC_QUEUE_GAP`).
+const QUEUE_GAP: usize = 32;
+/// The work queue's words (`GMP_RRTC_QUEUE_WORDS`).
+const QUEUE_WORDS: usize = 4;
+/// Path vertices reserved per main attempt (of every problem) in the launch's path pool. Only
 /// attempts that solve their problem write their path, so the pool is full only when those
 /// paths average more than this; the launch then fails with an error (RRT-Connect paths on the
 /// MBM problems have tens of vertices).
@@ -58,7 +64,9 @@ pub(super) struct RrtcParams {
     step_halve_after: u32,
     path_pool: u32,
     attempts: u32,
-    pad: u32,
+    problems: u32,
+    extra: u32,
+    escalate_after: u32,
 }
 
 // SAFETY: plain old data, laid out as the kernel's struct (repr(C), no padding between the
@@ -233,11 +241,33 @@ fn plan_in_order(
     }
     let cap = s.tree_capacity as usize;
     let k = s.attempts as usize;
-    let blocks = n
+    let extra = if s.escalate_after > 0 {
+        s.extra_attempts as usize
+    } else {
+        0
+    };
+    let too_many = || backend_err("device planner: too many problems in one launch");
+    let mains = n
         .checked_mul(k)
         .filter(|&b| b <= u32::MAX as usize)
-        .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
-    let pool = blocks
+        .ok_or_else(too_many)?;
+    // Work items: every attempt of every problem (extra ones only when queued).
+    let items = n
+        .checked_mul(k + extra)
+        .filter(|&b| b <= u32::MAX as usize)
+        .ok_or_else(too_many)?;
+    // About as many blocks as can be resident: they take the items from the kernel's queue
+    // (more would only start as the first ones end, when nothing is left).
+    let per_sm = func
+        .occupancy_max_active_blocks_per_multiprocessor(32 * s.warps, 0, None)
+        .map_or(0, |b| b as usize);
+    let resident = per_sm * dev.sms;
+    let blocks = if resident == 0 {
+        items
+    } else {
+        items.min(resident)
+    };
+    let pool = mains
         .checked_mul(POOL_PER_PROBLEM)
         .filter(|&p| p <= u32::MAX as usize)
         .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
@@ -259,10 +289,11 @@ fn plan_in_order(
     ensure_dev(&stream, &mut b.tree_radius, tree_slots)?;
     ensure_dev(&stream, &mut b.tree_fails, tree_slots)?;
     ensure_dev(&stream, &mut b.path, pool * dof)?;
-    // Results: RESULT_WORDS per block, the pool's vertices taken, then per problem the best
-    // key so far (both zeroed before the launch).
-    let counters = blocks * RESULT_WORDS;
-    ensure_dev(&stream, &mut b.result, counters + 1 + n)?;
+    // Results: RESULT_WORDS per item (an attempt that never ran keeps zeros), the pool's
+    // vertices taken, BEST_WORDS per problem and the queue (all zeroed before the launch).
+    let counters = items * RESULT_WORDS;
+    let words_len = counters + 1 + BEST_WORDS * n + QUEUE_GAP + QUEUE_WORDS;
+    ensure_dev(&stream, &mut b.result, words_len)?;
     // Inputs: starts, then goals; lower bounds, then upper bounds.
     let mut ends = Vec::with_capacity(2 * n * dof);
     for (st, _) in problems {
@@ -288,10 +319,10 @@ fn plan_in_order(
     stream
         .memcpy_htod(&bounds, &mut b.bounds.slice_mut(0..bounds.len()))
         .map_err(&copy_in)?;
-    let mut used = b.result.slice_mut(counters..counters + 1 + n);
+    let mut zeroed = b.result.slice_mut(0..words_len);
     stream
-        .memset_zeros(&mut used)
-        .map_err(drv("clearing the path pool"))?;
+        .memset_zeros(&mut zeroed)
+        .map_err(drv("clearing the results"))?;
     if let Some((_, scene_of)) = multi {
         ensure_dev(&stream, &mut b.scene_of, n)?;
         stream
@@ -339,7 +370,9 @@ fn plan_in_order(
         step_halve_after: STEP_HALVE_AFTER,
         path_pool: pool as u32,
         attempts: s.attempts,
-        pad: 0,
+        problems: n as u32,
+        extra: extra as u32,
+        escalate_after: s.escalate_after,
     };
     let cfg = LaunchConfig {
         grid_dim: (blocks as u32, 1, 1),
@@ -374,28 +407,72 @@ fn plan_in_order(
             .map_err(drv("copy to host"))?;
         stream.synchronize().map_err(drv("copying the paths"))?;
     }
+    let race = Race {
+        mains: k,
+        escalate_after: (extra > 0).then_some(s.escalate_after),
+    };
+    let per = (k + extra) * RESULT_WORDS;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         out.push(problem_outcome(
             i,
-            &words[i * k * RESULT_WORDS..(i + 1) * k * RESULT_WORDS],
+            &words[i * per..(i + 1) * per],
             &path_words,
             dof,
+            race,
         )?);
     }
     Ok(out)
 }
 
+/// How a problem's attempts race (`kernels/rrtc.cu`, "Escalation").
+#[derive(Clone, Copy, Debug)]
+struct Race {
+    /// Main attempts per problem.
+    mains: usize,
+    /// With extra attempts: the iterations after which they join.
+    escalate_after: Option<u32>,
+}
+
+impl Race {
+    /// The key of attempt `a` solving at iteration `it` (`gmp_rrtc_key`): (iterations << 8) |
+    /// attempt, an extra attempt's iterations counted from the escalation's.
+    fn key(self, it: u32, a: usize) -> u64 {
+        let offset = match self.escalate_after {
+            Some(after) if a >= self.mains => after,
+            _ => 0,
+        };
+        ((u64::from(it) + u64::from(offset)).min(0xff_ffff) << 8) | a as u64
+    }
+
+    /// The winner among `solved` (key (iterations << 8) | attempt, attempt): the smallest main
+    /// key if it is within the escalation's iterations (or there is no escalation), else the
+    /// smallest of all.
+    fn winner(self, solved: &[(u64, usize)]) -> Option<(u64, usize)> {
+        let main = solved
+            .iter()
+            .filter(|&&(_, a)| a < self.mains)
+            .min()
+            .copied();
+        match (main, self.escalate_after) {
+            (Some(m), Some(after)) if m.0 >> 8 <= u64::from(after) => Some(m),
+            (Some(m), None) => Some(m),
+            _ => solved.iter().min().copied(),
+        }
+    }
+}
+
 /// The outcome of problem `i` from the result words of its attempts (`RESULT_WORDS` each, in
-/// attempt order) and the path pool: the solved attempt with the smallest key (iterations,
-/// then attempt) wins; the work is summed over the attempts and the device time is the longest.
+/// attempt order; an attempt that never ran is all zeros) and the path pool: the winner of
+/// [`Race::winner`]; the work is summed over the attempts and the device time is the longest.
 fn problem_outcome(
     i: usize,
     words: &[u32],
     pool: &[f64],
     dof: usize,
+    race: Race,
 ) -> Result<DeviceOutcome, CollisionError> {
-    let mut winner: Option<(u64, usize)> = None;
+    let mut solved: Vec<(u64, usize)> = Vec::new();
     let mut limit = false;
     let mut full = false;
     let mut motions = 0u64;
@@ -404,6 +481,9 @@ fn problem_outcome(
     let mut iterations = 0u32;
     let mut vertices = 0u32;
     for (a, w) in words.chunks_exact(RESULT_WORDS).enumerate() {
+        if w[9] == 0 {
+            continue; // never ran (an extra attempt not needed)
+        }
         let status = DeviceStatus::from_word(w[0]).ok_or_else(|| {
             backend_err(format!(
                 "device planner: unknown status {} of problem {i} attempt {a}",
@@ -414,12 +494,7 @@ fn problem_outcome(
         configs += u64::from(w[5]) | (u64::from(w[6]) << 32);
         device_us = device_us.max(w[7]);
         match status {
-            DeviceStatus::Solved => {
-                let key = (u64::from(w[2]) << 8) | a as u64;
-                if winner.is_none_or(|(best, _)| key < best) {
-                    winner = Some((key, a));
-                }
-            }
+            DeviceStatus::Solved => solved.push((race.key(w[2], a), a)),
             DeviceStatus::PathPoolFull => {
                 return Err(backend_err(format!(
                     "device planner: the path pool of the launch is full (problem {i}); plan fewer problems at once"
@@ -429,13 +504,11 @@ fn problem_outcome(
             DeviceStatus::TreeFull => full = true,
             DeviceStatus::Beaten => {}
         }
-        if winner.is_none() {
-            iterations = iterations.max(w[2]);
-            vertices = vertices.max(w[3]);
-        }
+        iterations = iterations.max(w[2]);
+        vertices = vertices.max(w[3]);
     }
     let motions = u32::try_from(motions).unwrap_or(u32::MAX);
-    let Some((_, a)) = winner else {
+    let Some((_, a)) = race.winner(&solved) else {
         let status = if limit || !full {
             DeviceStatus::Limit
         } else {
@@ -492,9 +565,60 @@ mod tests {
 
     #[test]
     fn params_are_laid_out_as_the_kernel_struct() {
-        // 12 pointers, 6 doubles, 2 u64, 10 u32: 96 + 48 + 16 + 40 bytes, no padding.
-        assert_eq!(std::mem::size_of::<RrtcParams>(), 200);
+        // 12 pointers, 6 doubles, 2 u64, 12 u32: 96 + 48 + 16 + 48 bytes, no padding.
+        assert_eq!(std::mem::size_of::<RrtcParams>(), 208);
         assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
+    }
+
+    #[test]
+    fn race_winner_follows_the_escalation_rule() {
+        let plain = Race {
+            mains: 8,
+            escalate_after: None,
+        };
+        let k = |r: Race, it: u32, a: usize| (r.key(it, a), a);
+        assert_eq!(plain.winner(&[]), None);
+        let (p9_3, p7_5, p7_2) = (k(plain, 9, 3), k(plain, 7, 5), k(plain, 7, 2));
+        assert_eq!(plain.winner(&[p9_3, p7_5]), Some(p7_5));
+        assert_eq!(plain.winner(&[p7_5, p7_2]), Some(p7_2));
+        // Without escalation the attempt number adds no iterations.
+        assert_eq!(plain.key(10, 9), (10 << 8) | 9);
+        let esc = Race {
+            mains: 8,
+            escalate_after: Some(32),
+        };
+        // Keys: an extra attempt (8 and up) counts from the escalation's 32 iterations.
+        assert_eq!(esc.key(10, 4), (10 << 8) | 4);
+        assert_eq!(esc.key(10, 9), (42 << 8) | 9);
+        assert_eq!(esc.key(u32::MAX, 9), (0xff_ffff << 8) | 9);
+        // A main attempt within 32 iterations wins.
+        assert_eq!(
+            esc.winner(&[k(esc, 30, 4), k(esc, 1, 9)]),
+            Some(k(esc, 30, 4))
+        );
+        assert_eq!(
+            esc.winner(&[k(esc, 32, 4), k(esc, 1, 9)]),
+            Some(k(esc, 32, 4))
+        );
+        // Past 32 iterations the smallest key of all wins.
+        assert_eq!(
+            esc.winner(&[k(esc, 40, 4), k(esc, 9, 9)]),
+            Some(k(esc, 40, 4))
+        );
+        assert_eq!(
+            esc.winner(&[k(esc, 42, 4), k(esc, 9, 9)]),
+            Some(k(esc, 9, 9))
+        );
+        assert_eq!(
+            esc.winner(&[k(esc, 50, 4), k(esc, 9, 9)]),
+            Some(k(esc, 9, 9))
+        );
+        assert_eq!(
+            esc.winner(&[k(esc, 9, 20), k(esc, 9, 9)]),
+            Some(k(esc, 9, 9))
+        );
+        // Only extra attempts solved.
+        assert_eq!(esc.winner(&[k(esc, 3, 9)]), Some(k(esc, 3, 9)));
     }
 
     /// Joint `a` in `[lo, hi]`, joint `b` continuous.

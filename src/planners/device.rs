@@ -39,6 +39,16 @@ pub const MAX_DEVICE_ATTEMPTS: u32 = 256;
 pub const DEVICE_WARPS_ENV: &str = "GMP_RRTC_WARPS";
 /// Environment variable: vertices per tree of the device planner (at least 2).
 pub const DEVICE_CAPACITY_ENV: &str = "GMP_RRTC_CAPACITY";
+/// Extra attempts per main attempt of a hard problem unless [`DEVICE_EXTRA_ENV`] says
+/// otherwise ([`DeviceRrtcSettings::extra_attempts`]).
+pub const DEFAULT_EXTRA_PER_ATTEMPT: u32 = 3;
+/// Iterations without a path after which a problem gets its extra attempts unless
+/// [`DEVICE_ESCALATE_ENV`] says otherwise ([`DeviceRrtcSettings::escalate_after`]).
+pub const DEFAULT_ESCALATE_AFTER: u32 = 32;
+/// Environment variable: extra attempts per problem of the device planner (0: none).
+pub const DEVICE_EXTRA_ENV: &str = "GMP_RRTC_EXTRA";
+/// Environment variable: iterations after which a problem gets its extra attempts (at least 1).
+pub const DEVICE_ESCALATE_ENV: &str = "GMP_RRTC_ESCALATE";
 
 /// The options of a device RRT-Connect run (see [`super::PlanRequest`] for their meaning).
 #[derive(Clone, Debug, PartialEq)]
@@ -71,6 +81,18 @@ pub struct DeviceRrtcSettings {
     /// (ties: the lowest attempt); the others stop as soon as they cannot win. The result does
     /// not depend on the timing of the blocks.
     pub attempts: u32,
+    /// Extra attempts for a problem that proves hard (0: none; `attempts + extra_attempts` at
+    /// most [`MAX_DEVICE_ATTEMPTS`]): when no main attempt has solved the problem within
+    /// [`escalate_after`](Self::escalate_after) iterations, attempts `attempts ..
+    /// attempts + extra_attempts` join the race, on blocks that free up, their iterations
+    /// counted from `escalate_after` (as if they had started then). The winner is the smallest
+    /// (iterations, attempt) of the main attempts if its iterations are at most
+    /// `escalate_after`, else the smallest of all the attempts: still independent of the timing.
+    /// [`DeviceOutcome::iterations`] is the winner's own count.
+    pub extra_attempts: u32,
+    /// Iterations without a path after which a problem gets its extra attempts (at least 1
+    /// when there are extra attempts).
+    pub escalate_after: u32,
 }
 
 impl DeviceRrtcSettings {
@@ -114,6 +136,15 @@ impl DeviceRrtcSettings {
                 "attempts must be 1 to {MAX_DEVICE_ATTEMPTS}, got {}",
                 self.attempts
             ));
+        }
+        if self.attempts.saturating_add(self.extra_attempts) > MAX_DEVICE_ATTEMPTS {
+            return Err(format!(
+                "attempts plus extra attempts must be at most {MAX_DEVICE_ATTEMPTS}, got {} + {}",
+                self.attempts, self.extra_attempts
+            ));
+        }
+        if self.extra_attempts > 0 && self.escalate_after == 0 {
+            return Err("escalate_after must be at least 1 with extra attempts".into());
         }
         if self.tree_capacity < 2 {
             return Err(format!(
@@ -198,13 +229,17 @@ fn env_u32(var: &str, default: u32) -> u32 {
 }
 
 /// The device settings of `req` in `space` with `time_limit` left (range, domains, balance,
-/// seed, iterations; warps and tree capacity from [`DEVICE_WARPS_ENV`] and
-/// [`DEVICE_CAPACITY_ENV`] or their defaults).
+/// seed, iterations, attempts; warps, tree capacity, extra attempts and when they start from
+/// [`DEVICE_WARPS_ENV`], [`DEVICE_CAPACITY_ENV`], [`DEVICE_EXTRA_ENV`] and
+/// [`DEVICE_ESCALATE_ENV`] or their defaults).
 pub fn settings_for_request(
     req: &PlanRequest,
     space: &JointSpace,
     time_limit: Duration,
 ) -> DeviceRrtcSettings {
+    let attempts = u32::try_from(req.attempts)
+        .unwrap_or(MAX_DEVICE_ATTEMPTS)
+        .clamp(1, MAX_DEVICE_ATTEMPTS);
     DeviceRrtcSettings {
         range: req
             .range
@@ -223,9 +258,13 @@ pub fn settings_for_request(
         warps: env_u32(DEVICE_WARPS_ENV, DEFAULT_DEVICE_WARPS).min(MAX_DEVICE_WARPS),
         tree_capacity: env_u32(DEVICE_CAPACITY_ENV, DEFAULT_TREE_CAPACITY).max(2),
         max_refinements: MAX_REFINEMENTS,
-        attempts: u32::try_from(req.attempts)
-            .unwrap_or(MAX_DEVICE_ATTEMPTS)
-            .clamp(1, MAX_DEVICE_ATTEMPTS),
+        attempts,
+        extra_attempts: std::env::var(DEVICE_EXTRA_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or(DEFAULT_EXTRA_PER_ATTEMPT.saturating_mul(attempts))
+            .min(MAX_DEVICE_ATTEMPTS - attempts),
+        escalate_after: env_u32(DEVICE_ESCALATE_ENV, DEFAULT_ESCALATE_AFTER),
     }
 }
 
