@@ -134,8 +134,8 @@ struct GmpRrtcParams {
 // escalate_after iterations), so whenever the rule needs them they run.
 //
 // Scheduling: the grid holds about as many blocks as can be resident; each block takes work
-// items (problem, attempt) until none is left: the queued extra attempts first, then the main
-// attempts in order (problem by problem). A block's trees are its own, reused item after item.
+// items (problem, attempt) until none is left: the main attempts in order (problem by
+// problem), then the queued extra attempts. A block's trees are its own, reused item after item.
 // Words per problem after the launch's counters: the best main key (~key, 0: none), the best key
 // of any attempt, the escalation flag, and the extra-attempt queue's slot (problem + 1, 0: not
 // written yet); then the queue words: next main item, slots reserved, next extra item, items
@@ -941,7 +941,18 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 const unsigned done = vq[3];
                 const unsigned long long queued = (unsigned long long)vq[1] * p.extra;
                 if ((unsigned long long)done >= (unsigned long long)mains + queued) break;
-                // Queued extra attempts first.
+                // The main attempts first, in order: extra attempts fill the blocks that the
+                // main ones leave idle (taking them first made launches of many problems, most
+                // of them escalated, slower: results/mbm/device_escalation_H100_2026-11-27/).
+                if (vq[0] < mains) {
+                    const unsigned m = atomicAdd(&q[0], 1u);
+                    if (m < mains) {
+                        prob = m / p.attempts;
+                        attempt = m % p.attempts;
+                        break;
+                    }
+                    continue;
+                }
                 const unsigned h = vq[2];
                 if ((unsigned long long)h < queued) {
                     if (atomicCAS(&q[2], h, h + 1u) == h) {
@@ -953,14 +964,6 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                         break;
                     }
                     continue;
-                }
-                if (vq[0] < mains) {
-                    const unsigned m = atomicAdd(&q[0], 1u);
-                    if (m < mains) {
-                        prob = m / p.attempts;
-                        attempt = m % p.attempts;
-                        break;
-                    }
                 }
                 // Nothing to take yet: a running item may still queue extra attempts.
                 __nanosleep(1000u);
