@@ -139,7 +139,8 @@ struct GmpRrtcParams {
 // Words per problem after the launch's counters: the best main key (~key, 0: none), the best key
 // of any attempt, the escalation flag, and the extra-attempt queue's slot (problem + 1, 0: not
 // written yet); then the queue words: next main item, slots reserved, next extra item, items
-// run (GMP_RRTC_QUEUE_GAP words further on).
+// run (GMP_RRTC_QUEUE_GAP words further on); then, 8-byte aligned, each problem's start on the
+// device clock (gmp_rrtc_origins).
 #define GMP_RRTC_BEST_WORDS 4u
 // Words between the per-problem words and the queue's: the queue words that idle blocks poll
 // sit on a cache line of their own, away from the best keys that working blocks read.
@@ -567,6 +568,13 @@ __device__ unsigned gmp_rrtc_chain_len(const GmpRrtcTree& t, unsigned v) {
     return n;
 }
 
+// Per problem: the device time its first attempt started (0: none yet), 8-byte aligned after
+// the queue words.
+__device__ __forceinline__ unsigned long long* gmp_rrtc_origins(const GmpRrtcParams& p) {
+    const unsigned* after = p.best + GMP_RRTC_BEST_WORDS * p.problems + GMP_RRTC_QUEUE_GAP + GMP_RRTC_QUEUE_WORDS;
+    return (unsigned long long*)(((unsigned long long)after + 7ull) & ~7ull);
+}
+
 // Queues the extra attempts of problem `prob` (thread 0; see "Escalation" above), unless they
 // are queued already, there are none, or a main attempt has won.
 __device__ void gmp_rrtc_escalate(const GmpRrtcParams& p, unsigned prob) {
@@ -612,6 +620,13 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
     }
     unsigned* res = p.result + ((size_t)prob * (p.attempts + p.extra) + attempt) * GMP_RRTC_RESULT_WORDS;
     const unsigned long long t0 = gmp_globaltimer();
+    // The time limit counts from the problem's first attempt (thread 0): an extra attempt
+    // queued late gets only what is left.
+    unsigned long long since = t0;
+    if (threadIdx.x == 0u) {
+        const unsigned long long o = atomicCAS(gmp_rrtc_origins(p) + prob, 0ull, t0);
+        if (o != 0ull && o < t0) since = o;
+    }
     unsigned long long evaluated = 0;  // configurations this thread checked
     unsigned long long motions = 0;    // thread 0: motions checked
 
@@ -666,7 +681,7 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
         // (sh.stop is read only after a barrier: thread 0 may set it here.)
         if (threadIdx.x == 0u && sh.stop == 0u) {
             if (iterations >= p.max_iterations ||
-                (p.time_limit_ns > 0ull && gmp_globaltimer() - t0 > p.time_limit_ns)) {
+                (p.time_limit_ns > 0ull && gmp_globaltimer() - since > p.time_limit_ns)) {
                 sh.stop = 1u + GMP_RRTC_LIMIT;
             }
             // A main attempt past escalate_after iterations asks for the extra attempts.

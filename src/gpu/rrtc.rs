@@ -292,7 +292,9 @@ fn plan_in_order(
     // Results: RESULT_WORDS per item (an attempt that never ran keeps zeros), the pool's
     // vertices taken, BEST_WORDS per problem and the queue (all zeroed before the launch).
     let counters = items * RESULT_WORDS;
-    let words_len = counters + 1 + BEST_WORDS * n + QUEUE_GAP + QUEUE_WORDS;
+    // Then each problem's start on the device clock: 2 words each, after at most one word
+    // of alignment.
+    let words_len = counters + 1 + BEST_WORDS * n + QUEUE_GAP + QUEUE_WORDS + 2 * n + 1;
     ensure_dev(&stream, &mut b.result, words_len)?;
     // Inputs: starts, then goals; lower bounds, then upper bounds.
     let mut ends = Vec::with_capacity(2 * n * dof);

@@ -67,7 +67,8 @@ pub struct DeviceRrtcSettings {
     pub seed: u64,
     /// Iterations at most.
     pub max_iterations: u32,
-    /// Time on the device at most (measured by the device's clock from the launch).
+    /// Time on the device at most per problem (measured by the device's clock from the start
+    /// of the problem's first attempt; extra attempts get what is left).
     pub time_limit: Duration,
     /// Samples per iteration: one per warp of the block (1 to [`MAX_DEVICE_WARPS`]).
     pub warps: u32,
