@@ -735,7 +735,7 @@ fn run_robot(
 }
 
 /// `--on-device --batched`: every valid problem of `selected` planned by the device
-/// RRT-Connect in one launch (one block per problem, each in its own scene; `gpu::hub::CudaBatch`),
+/// RRT-Connect in one launch (each problem in its own scene; `gpu::hub::CudaBatch`),
 /// each raw path then re-validated on the CPU (its motions at the resolution, with a CPU
 /// checker of its scene) and compared with the raw path of the sequential pass (the same seed
 /// gives the same plan).
@@ -1200,7 +1200,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             Some(_) if a.on_device => json!({
                 "supported": true,
                 "mode": "device",
-                "note": "with --on-device: every valid problem of a robot planned by the device RRT-Connect in one launch (one block per problem, each in its own scene), each raw path re-validated on the CPU afterwards.",
+                "note": "with --on-device: every valid problem of a robot planned by the device RRT-Connect in one launch (each problem in its own scene), each raw path re-validated on the CPU afterwards.",
             }),
             Some(n) => json!({
                 "supported": true,

@@ -162,7 +162,7 @@ impl CudaBatch {
     }
 
     /// Plans problem `i` of `problems` in scene `scene_of[i]`, every problem in one launch of
-    /// the device RRT-Connect (one block each; [`crate::planners::device`]): the plans are
+    /// the device RRT-Connect ([`crate::planners::device`]): the plans are
     /// those a [`CudaChecker`](super::CudaChecker) holding that scene alone makes.
     pub fn rrt_connect(
         &mut self,

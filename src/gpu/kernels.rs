@@ -26,7 +26,7 @@ pub const COLLISION_CU: &str = concat!(
 );
 
 /// The device-resident RRT-Connect kernels of the collision module (`kernels/rrtc.cu`,
-/// `src/gpu/rrtc.rs`): one block per problem, every problem in the checker's scene or each in
+/// `src/gpu/rrtc.rs`): every problem in the checker's scene or each in
 /// its own scene of a shared-launch executor.
 pub const RRTC_KERNEL_NAMES: [&str; 2] = ["rrtc_plan", "rrtc_plan_multi"];
 

@@ -1,6 +1,6 @@
 //! The host side of RRT-Connect resident on the GPU (`kernels/rrtc.cu`,
 //! [`crate::planners::device`]): the kernel's parameter block, its buffers, one launch for a
-//! batch of problems (one block each) and the unpacking of the results.
+//! batch of problems (the blocks taking their attempts from a queue) and the unpacking of the results.
 
 use std::sync::Arc;
 

@@ -211,7 +211,7 @@ pub struct DeviceOutcome {
 
 /// A checker that can plan on its device.
 pub trait DevicePlanner: Send + Sync {
-    /// Plans every `(start, goal)` of `problems` (one block each, all in one launch) in the
+    /// Plans every `(start, goal)` of `problems` (all in one launch, each attempt a block) in the
     /// checker's scene. The configurations must be valid ones of the checker's joint space.
     fn rrt_connect(
         &self,
