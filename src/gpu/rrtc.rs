@@ -241,11 +241,8 @@ fn plan_in_order(
     }
     let cap = s.tree_capacity as usize;
     let k = s.attempts as usize;
-    let extra = if s.escalate_after > 0 {
-        s.extra_attempts as usize
-    } else {
-        0
-    };
+    // (validate: extra attempts come with escalate_after >= 1.)
+    let extra = s.extra_attempts as usize;
     let too_many = || backend_err("device planner: too many problems in one launch");
     let mains = n
         .checked_mul(k)
@@ -270,7 +267,7 @@ fn plan_in_order(
     let pool = mains
         .checked_mul(POOL_PER_PROBLEM)
         .filter(|&p| p <= u32::MAX as usize)
-        .ok_or_else(|| backend_err("device planner: too many problems in one launch"))?;
+        .ok_or_else(too_many)?;
     let tree_slots = blocks
         .checked_mul(2 * cap)
         .filter(|&t| t.checked_mul(dof).is_some_and(|w| w < (1usize << 40)))
@@ -593,32 +590,21 @@ mod tests {
         assert_eq!(esc.key(10, 4), (10 << 8) | 4);
         assert_eq!(esc.key(10, 9), (42 << 8) | 9);
         assert_eq!(esc.key(u32::MAX, 9), (0xff_ffff << 8) | 9);
-        // A main attempt within 32 iterations wins.
-        assert_eq!(
-            esc.winner(&[k(esc, 30, 4), k(esc, 1, 9)]),
-            Some(k(esc, 30, 4))
-        );
-        assert_eq!(
-            esc.winner(&[k(esc, 32, 4), k(esc, 1, 9)]),
-            Some(k(esc, 32, 4))
-        );
-        // Past 32 iterations the smallest key of all wins.
-        assert_eq!(
-            esc.winner(&[k(esc, 40, 4), k(esc, 9, 9)]),
-            Some(k(esc, 40, 4))
-        );
-        assert_eq!(
-            esc.winner(&[k(esc, 42, 4), k(esc, 9, 9)]),
-            Some(k(esc, 9, 9))
-        );
-        assert_eq!(
-            esc.winner(&[k(esc, 50, 4), k(esc, 9, 9)]),
-            Some(k(esc, 9, 9))
-        );
-        assert_eq!(
-            esc.winner(&[k(esc, 9, 20), k(esc, 9, 9)]),
-            Some(k(esc, 9, 9))
-        );
+        // An attempt solving at (iterations, attempt). Cases (the solved, the winner): a main
+        // attempt within 32 iterations wins; past them the smallest key of all.
+        type Solve = (u32, usize);
+        let cases: [(&[Solve], Solve); 6] = [
+            (&[(30, 4), (1, 9)], (30, 4)),
+            (&[(32, 4), (1, 9)], (32, 4)),
+            (&[(40, 4), (9, 9)], (40, 4)),
+            (&[(42, 4), (9, 9)], (9, 9)),
+            (&[(50, 4), (9, 9)], (9, 9)),
+            (&[(9, 20), (9, 9)], (9, 9)),
+        ];
+        for (solved, (it, a)) in cases {
+            let keys: Vec<(u64, usize)> = solved.iter().map(|&(i, at)| k(esc, i, at)).collect();
+            assert_eq!(esc.winner(&keys), Some(k(esc, it, a)), "{solved:?}");
+        }
         // Only extra attempts solved.
         assert_eq!(esc.winner(&[k(esc, 3, 9)]), Some(k(esc, 3, 9)));
     }

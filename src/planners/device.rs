@@ -222,11 +222,14 @@ pub trait DevicePlanner: Send + Sync {
 
 /// A positive integer from environment variable `var`, else `default`.
 fn env_u32(var: &str, default: u32) -> u32 {
+    env_count(var).filter(|&v| v > 0).unwrap_or(default)
+}
+
+/// A count (0 included) from environment variable `var`, if it holds one.
+fn env_count(var: &str) -> Option<u32> {
     std::env::var(var)
         .ok()
         .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(default)
 }
 
 /// The device settings of `req` in `space` with `time_limit` left (range, domains, balance,
@@ -260,9 +263,7 @@ pub fn settings_for_request(
         tree_capacity: env_u32(DEVICE_CAPACITY_ENV, DEFAULT_TREE_CAPACITY).max(2),
         max_refinements: MAX_REFINEMENTS,
         attempts,
-        extra_attempts: std::env::var(DEVICE_EXTRA_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
+        extra_attempts: env_count(DEVICE_EXTRA_ENV)
             .unwrap_or(DEFAULT_EXTRA_PER_ATTEMPT.saturating_mul(attempts))
             .min(MAX_DEVICE_ATTEMPTS - attempts),
         escalate_after: env_u32(DEVICE_ESCALATE_ENV, DEFAULT_ESCALATE_AFTER),
