@@ -568,10 +568,16 @@ __device__ unsigned gmp_rrtc_chain_len(const GmpRrtcTree& t, unsigned v) {
     return n;
 }
 
+// The queue words (see "Scheduling" above): next main item, slots reserved, next extra item,
+// items run; GMP_RRTC_QUEUE_GAP words after the per-problem words.
+__device__ __forceinline__ unsigned* gmp_rrtc_queue(const GmpRrtcParams& p) {
+    return p.best + GMP_RRTC_BEST_WORDS * p.problems + GMP_RRTC_QUEUE_GAP;
+}
+
 // Per problem: the device time its first attempt started (0: none yet), 8-byte aligned after
 // the queue words.
 __device__ __forceinline__ unsigned long long* gmp_rrtc_origins(const GmpRrtcParams& p) {
-    const unsigned* after = p.best + GMP_RRTC_BEST_WORDS * p.problems + GMP_RRTC_QUEUE_GAP + GMP_RRTC_QUEUE_WORDS;
+    const unsigned* after = gmp_rrtc_queue(p) + GMP_RRTC_QUEUE_WORDS;
     return (unsigned long long*)(((unsigned long long)after + 7ull) & ~7ull);
 }
 
@@ -583,8 +589,7 @@ __device__ void gmp_rrtc_escalate(const GmpRrtcParams& p, unsigned prob) {
     const unsigned bm = *(volatile unsigned*)(p.best + prob);
     if (bm != 0u && (~bm >> 8) <= p.escalate_after) return;
     if (atomicCAS(p.best + 2u * n + prob, 0u, 1u) != 0u) return;
-    unsigned* q = p.best + GMP_RRTC_BEST_WORDS * n + GMP_RRTC_QUEUE_GAP;
-    const unsigned slot = atomicAdd(&q[1], 1u);
+    const unsigned slot = atomicAdd(&gmp_rrtc_queue(p)[1], 1u);
     atomicExch(p.best + 3u * n + slot, prob + 1u);
 }
 
@@ -942,7 +947,7 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                          const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
     __shared__ unsigned item[2];  // problem (GMP_RRTC_EXIT: nothing left), attempt
     const unsigned n = p.problems;
-    unsigned* q = p.best + GMP_RRTC_BEST_WORDS * n + GMP_RRTC_QUEUE_GAP;
+    unsigned* q = gmp_rrtc_queue(p);
     volatile unsigned* vq = q;
     const volatile unsigned* slots = p.best + 3u * n;
     const unsigned mains = n * p.attempts;

@@ -120,6 +120,15 @@ fn solves_and_validates(robot: &str, shapes: RobotShapes, indices: &[usize]) {
             tree_plans += 1;
             assert!(a.stats.motions_checked > 1, "{what}: device work counted");
         }
+        let on_device = a
+            .stats
+            .device_time
+            .unwrap_or_else(|| panic!("{what}: no device time reported"));
+        assert!(
+            on_device > std::time::Duration::ZERO && on_device <= a.stats.planning_time,
+            "{what}: device time {on_device:?} outside the planning time {:?}",
+            a.stats.planning_time
+        );
         for q in &a.raw_path[1..] {
             assert!(space.within_limits(q), "{what}: vertex outside the limits");
         }

@@ -354,6 +354,10 @@ fn batch_size_defaults_to_the_suited_one_and_can_be_set() {
     let v = stdout_json(&bundled_plan(&start, &goal, &["--seed", "3"]));
     assert_trajectory(&v, &ARM_JOINTS, &start);
     assert_eq!(v["stats"]["batch_size"], 1);
+    assert!(
+        v["stats"]["device_time_s"].is_null(),
+        "a CPU plan has no device time"
+    );
     let v = stdout_json(&bundled_plan(
         &start,
         &goal,

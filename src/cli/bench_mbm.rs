@@ -159,6 +159,11 @@ pub struct ProblemRecord {
     pub batch_size: usize,
     /// With parallel attempts (`--attempts`): the attempt whose path was returned.
     pub winning_attempt: usize,
+    /// Planner iterations of the returned path (batches; on the device, the winning attempt's).
+    pub iterations: usize,
+    /// With `--on-device`: the launch's time on the device's clock, seconds (the rest of
+    /// `planning_time` is the host's).
+    pub device_time: Option<f64>,
     /// Why planning failed, when it did.
     pub error: Option<String>,
 }
@@ -250,6 +255,13 @@ fn group_summary(records: &[&ProblemRecord]) -> Value {
                 .filter_map(|r| r.configs_evaluated.map(|v| v as f64))
                 .collect::<Vec<_>>()
         ),
+        "iterations": summary(&col(&|r| r.iterations as f64)),
+        "device_time_s": summary(
+            &solved
+                .iter()
+                .filter_map(|r| r.device_time)
+                .collect::<Vec<_>>()
+        ),
     })
 }
 
@@ -329,6 +341,21 @@ fn markdown(report: &Value) -> String {
                 r["all"]["valid"],
                 num(&r["sequential_total_with_setup_s"], 3),
                 num(&r["sequential_wall_s"], 3),
+            ));
+        }
+        for (robot, r) in robots {
+            let d = &r["all"]["device_time_s"];
+            if d["median"].is_null() {
+                continue;
+            }
+            s.push_str(&format!(
+                "\nOn the device, one problem per launch ({robot}): device time median {} ms, mean {} ms, p95 {} ms, max {} ms; the winner's iterations median {}, p95 {}. The rest of the planning time is the host's (start and goal checks, copies, the launch).\n",
+                ms(&d["median"]),
+                ms(&d["mean"]),
+                ms(&d["p95"]),
+                ms(&d["max"]),
+                num(&r["all"]["iterations"]["median"], 1),
+                num(&r["all"]["iterations"]["p95"], 1),
             ));
         }
         if let Some(n) = report["concurrent"]["in_flight"].as_u64() {
@@ -507,6 +534,8 @@ fn solve_with(
         configs_evaluated: None,
         batch_size,
         winning_attempt: 0,
+        iterations: 0,
+        device_time: None,
         error: None,
     };
     let mut plan_time = 0.0;
@@ -537,6 +566,8 @@ fn solve_with(
                 rec.path_length_after = res.stats.path_length_after;
                 rec.collision_checks = res.stats.collision_checks;
                 rec.winning_attempt = res.stats.winning_attempt;
+                rec.iterations = res.stats.iterations;
+                rec.device_time = res.stats.device_time.map(|d| d.as_secs_f64());
                 rec.configs_evaluated = checker
                     .configs_evaluated()
                     .zip(evaluated_before)
@@ -1102,8 +1133,16 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             "sequential_total_with_setup_s": run.with_setup,
             "sequential_wall_s": run.sequential_wall,
         });
+        let on_device = match summary["all"]["device_time_s"]["median"].as_f64() {
+            Some(_) => format!(
+                " (device time median {} ms, iterations median {})",
+                ms(&summary["all"]["device_time_s"]["median"]),
+                num(&summary["all"]["iterations"]["median"], 1)
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "bench mbm: {name}: solved {}/{} valid of {}, median {} ms",
+            "bench mbm: {name}: solved {}/{} valid of {}, median {} ms{on_device}",
             summary["all"]["solved"],
             summary["all"]["valid"],
             summary["all"]["total"],

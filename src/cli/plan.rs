@@ -263,6 +263,7 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
             "attempts": st.attempts,
             "winning_attempt": st.winning_attempt,
             "batch_size": st.batch_size,
+            "device_time_s": st.device_time.map(|d| d.as_secs_f64()),
         },
     })
 }

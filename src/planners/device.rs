@@ -325,6 +325,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             message: "the device planner returned no result".into(),
         })?;
     ctx.device_work = (u64::from(outcome.motions), outcome.configs);
+    ctx.device_time = Some(Duration::from_micros(u64::from(outcome.device_us)));
     ctx.attempts_run = (settings.attempts as usize, outcome.attempt as usize);
     match outcome.status {
         DeviceStatus::Solved => {

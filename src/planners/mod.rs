@@ -296,6 +296,10 @@ pub struct PlanStats {
     pub winning_attempt: usize,
     /// Samples per planner iteration ([`PlanRequest::batch_size`]).
     pub batch_size: usize,
+    /// Planning on the device ([`PlanRequest::on_device`]): the launch's time on the device's
+    /// clock (the longest attempt's, from its block's start to its end); the rest of
+    /// `planning_time` is the host's (checks of start and goal, copies, the launch itself).
+    pub device_time: Option<Duration>,
 }
 
 /// A successful plan.
@@ -472,6 +476,8 @@ pub(crate) struct Context<'c, 'r> {
     pub attempts_run: (usize, usize),
     /// Work done on the device by a device planner ([`device`]): (motions, configurations).
     pub device_work: (u64, u64),
+    /// A device planner's time on the device's clock ([`device::DeviceOutcome::device_us`]).
+    pub device_time: Option<Duration>,
 }
 
 impl Context<'_, '_> {
@@ -679,6 +685,7 @@ pub(crate) fn race(
             race: Some((&shared, a)),
             solo,
             device_work: (0, 0),
+            device_time: None,
             attempts_run: (1, 0),
         };
         let r = solve(&mut actx);
@@ -1013,6 +1020,7 @@ pub(crate) fn run(
         solo: None,
         attempts_run: (1, 0),
         device_work: (0, 0),
+        device_time: None,
     };
     let raw = if space.distance(&req.start, &req.goal) == 0.0 {
         RawSolution {
@@ -1080,6 +1088,7 @@ pub(crate) fn run(
         attempts: ctx.attempts_run.0,
         winning_attempt: ctx.attempts_run.1,
         batch_size: req.batch(),
+        device_time: ctx.device_time,
         ..PlanStats::default()
     };
     counting.fill(&mut stats);
