@@ -8,8 +8,9 @@
 # rebuilds only what changed. Runs scripts/setup_ros.sh first unless its env file exists.
 #
 # The node is built with --release (planning speed); GMP_ROS_CLIPPY=1 also runs
-# `cargo clippy --features ros` in the same environment (the lint of the node's code that
-# scripts/test.sh's plain clippy run cannot do without ROS).
+# `cargo clippy --features ros` and the `ros` module's unit tests in the same environment
+# (the lint and tests of the node's code that scripts/test.sh's plain cargo runs cannot do
+# without ROS).
 #
 # Usage: scripts/build_ros.sh [extra colcon build arguments]
 set -euo pipefail
@@ -63,4 +64,12 @@ if [[ "${GMP_ROS_CLIPPY:-0}" == 1 ]]; then
     set +u; . "$WS/install/setup.bash"; set -u
     (cd "$ROOT" && cargo clippy --release --features ros --all-targets -- -D warnings)
     echo "build_ros: cargo clippy --features ros clean"
+    # The unit tests of the node's own modules (parameters, messages), which the plain
+    # `cargo test` of scripts/test.sh cannot build without ROS.
+    if ! (cd "$ROOT" && cargo test --release --features ros --lib ros:: >"$WS/ros_unit_tests.log" 2>&1); then
+        tail -40 "$WS/ros_unit_tests.log"
+        echo "build_ros: the ros module's unit tests failed; full log: $WS/ros_unit_tests.log" >&2
+        exit 1
+    fi
+    grep -E "^test result" "$WS/ros_unit_tests.log" | sed 's/^/build_ros: ros unit tests: /' || true
 fi

@@ -450,3 +450,39 @@ fn on_device_with_a_resolution_too_fine_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the straight motion"), "{err}");
 }
+
+/// The device planner's escalation options are checked with the request, before anything
+/// runs on a device: too many extra attempts, or extra attempts that would never start, are
+/// refused naming the setting, GPU or not; valid ones reach the GPU check (none here).
+#[test]
+fn on_device_escalation_options_are_validated_by_name() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--attempts", "8", "--device-extra-attempts", "250"],
+            "attempts plus extra attempts must be at most 256, got 8 + 250",
+        ),
+        (
+            &["--device-escalate-after", "0"],
+            "escalate_after must be at least 1",
+        ),
+        (
+            &[
+                "--device-extra-attempts",
+                "0",
+                "--device-escalate-after",
+                "8",
+            ],
+            "on_device needs a GPU checker",
+        ),
+    ];
+    for (opts, expected) in cases {
+        let mut args = vec!["--on-device"];
+        args.extend_from_slice(opts);
+        let out = bundled_plan(&start, &goal, &args);
+        assert_eq!(out.status.code(), Some(2), "{opts:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expected), "{opts:?}: {err}");
+        assert!(out.stdout.is_empty(), "{opts:?}");
+    }
+}

@@ -78,6 +78,14 @@ pub struct PlanArgs {
     /// GPU backend: cuda, hybrid, or auto on a machine with a GPU).
     #[arg(long = "on-device")]
     pub on_device: bool,
+    /// With --on-device: extra attempts for a problem that no attempt solves within
+    /// --device-escalate-after iterations (0: none; default 3 per attempt, or GMP_RRTC_EXTRA).
+    #[arg(long = "device-extra-attempts")]
+    pub device_extra_attempts: Option<u32>,
+    /// With --on-device: iterations without a path after which the extra attempts join
+    /// (default 32, or GMP_RRTC_ESCALATE).
+    #[arg(long = "device-escalate-after")]
+    pub device_escalate_after: Option<u32>,
     /// Samples per planner iteration; default: suited to the planner and backend
     /// (`planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise). The path
     /// depends on it.
@@ -229,6 +237,8 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.max_iterations = a.max_iterations;
     req.attempts = a.attempts;
     req.on_device = a.on_device;
+    req.device_extra_attempts = a.device_extra_attempts;
+    req.device_escalate_after = a.device_escalate_after;
     req.range = a.range;
     req.dd_radius = a.dd_radius;
     req.shortcut_refinements = a.shortcut_refinements;

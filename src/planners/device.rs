@@ -233,9 +233,11 @@ fn env_count(var: &str) -> Option<u32> {
 }
 
 /// The device settings of `req` in `space` with `time_limit` left (range, domains, balance,
-/// seed, iterations, attempts; warps, tree capacity, extra attempts and when they start from
-/// [`DEVICE_WARPS_ENV`], [`DEVICE_CAPACITY_ENV`], [`DEVICE_EXTRA_ENV`] and
-/// [`DEVICE_ESCALATE_ENV`] or their defaults).
+/// seed, iterations, attempts, and the extra attempts and when they start where the request
+/// sets them; warps and tree capacity, and the extra attempts and when they start where it does
+/// not, from [`DEVICE_WARPS_ENV`], [`DEVICE_CAPACITY_ENV`], [`DEVICE_EXTRA_ENV`] and
+/// [`DEVICE_ESCALATE_ENV`] or their defaults). A request's own extra attempts are taken as
+/// given ([`DeviceRrtcSettings::validate`] refuses too many); the default is capped to fit.
 pub fn settings_for_request(
     req: &PlanRequest,
     space: &JointSpace,
@@ -263,10 +265,14 @@ pub fn settings_for_request(
         tree_capacity: env_u32(DEVICE_CAPACITY_ENV, DEFAULT_TREE_CAPACITY).max(2),
         max_refinements: MAX_REFINEMENTS,
         attempts,
-        extra_attempts: env_count(DEVICE_EXTRA_ENV)
-            .unwrap_or(DEFAULT_EXTRA_PER_ATTEMPT.saturating_mul(attempts))
-            .min(MAX_DEVICE_ATTEMPTS - attempts),
-        escalate_after: env_u32(DEVICE_ESCALATE_ENV, DEFAULT_ESCALATE_AFTER),
+        extra_attempts: req.device_extra_attempts.unwrap_or_else(|| {
+            env_count(DEVICE_EXTRA_ENV)
+                .unwrap_or(DEFAULT_EXTRA_PER_ATTEMPT.saturating_mul(attempts))
+                .min(MAX_DEVICE_ATTEMPTS - attempts)
+        }),
+        escalate_after: req
+            .device_escalate_after
+            .unwrap_or_else(|| env_u32(DEVICE_ESCALATE_ENV, DEFAULT_ESCALATE_AFTER)),
     }
 }
 
@@ -339,5 +345,73 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             })
         }
         _ => Err(ctx.no_path(outcome.iterations as usize, outcome.vertices as usize)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm() -> JointSpace {
+        JointSpace {
+            names: (0..7).map(|j| format!("j{j}")).collect(),
+            lower: vec![-2.9; 7],
+            upper: vec![2.9; 7],
+            continuous: vec![false; 7],
+            max_velocity: vec![1.0; 7],
+            max_acceleration: vec![1.0; 7],
+        }
+    }
+
+    #[test]
+    fn a_request_sets_the_extra_attempts_and_when_they_start() {
+        let space = arm();
+        let mut req = PlanRequest::new(vec![0.0; 7], vec![1.0; 7], PlannerId::RrtConnect);
+        req.attempts = 8;
+        req.device_extra_attempts = Some(5);
+        req.device_escalate_after = Some(64);
+        let s = settings_for_request(&req, &space, Duration::from_secs(1));
+        assert_eq!((s.attempts, s.extra_attempts, s.escalate_after), (8, 5, 64));
+        assert_eq!(s.validate(), Ok(()));
+        // None at all: valid with the main attempts only.
+        req.device_extra_attempts = Some(0);
+        let s = settings_for_request(&req, &space, Duration::from_secs(1));
+        assert_eq!(s.extra_attempts, 0);
+        assert_eq!(s.validate(), Ok(()));
+        // Too many for the kernel's keys: refused by name, not cut silently.
+        req.device_extra_attempts = Some(250);
+        let e = settings_for_request(&req, &space, Duration::from_secs(1))
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("extra attempts"), "{e}");
+        // Extra attempts that would never start.
+        req.device_extra_attempts = Some(3);
+        req.device_escalate_after = Some(0);
+        let e = settings_for_request(&req, &space, Duration::from_secs(1))
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("escalate_after"), "{e}");
+    }
+
+    #[test]
+    fn without_a_request_value_the_default_is_three_per_attempt() {
+        if std::env::var_os(DEVICE_EXTRA_ENV).is_some()
+            || std::env::var_os(DEVICE_ESCALATE_ENV).is_some()
+        {
+            eprintln!("skipped: {DEVICE_EXTRA_ENV} or {DEVICE_ESCALATE_ENV} is set");
+            return;
+        }
+        let mut req = PlanRequest::new(vec![0.0; 7], vec![1.0; 7], PlannerId::RrtConnect);
+        req.attempts = 8;
+        let s = settings_for_request(&req, &arm(), Duration::from_secs(1));
+        assert_eq!(
+            (s.extra_attempts, s.escalate_after),
+            (3 * 8, DEFAULT_ESCALATE_AFTER)
+        );
+        // The default is capped so that attempts and extra attempts fit the keys.
+        req.attempts = 200;
+        let s = settings_for_request(&req, &arm(), Duration::from_secs(1));
+        assert_eq!(s.extra_attempts, MAX_DEVICE_ATTEMPTS - 200);
+        assert_eq!(s.validate(), Ok(()));
     }
 }

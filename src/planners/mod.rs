@@ -180,6 +180,15 @@ pub struct PlanRequest {
     /// GPU ([`Checker::device_planner`]); off by default. The path is shortcut, timed and
     /// re-validated on the host as any other.
     pub on_device: bool,
+    /// On the device: extra attempts for a problem that no attempt has solved within
+    /// [`Self::device_escalate_after`] iterations ([`device::DeviceRrtcSettings::extra_attempts`];
+    /// 0: none). `None`: [`device::DEVICE_EXTRA_ENV`] if set, else
+    /// [`device::DEFAULT_EXTRA_PER_ATTEMPT`] per attempt.
+    pub device_extra_attempts: Option<u32>,
+    /// On the device: iterations without a path after which the extra attempts join
+    /// ([`device::DeviceRrtcSettings::escalate_after`]). `None`: [`device::DEVICE_ESCALATE_ENV`]
+    /// if set, else [`device::DEFAULT_ESCALATE_AFTER`].
+    pub device_escalate_after: Option<u32>,
 }
 
 impl PlanRequest {
@@ -213,6 +222,8 @@ impl PlanRequest {
             acc_scale: 1.0,
             sample_dt: 0.02,
             on_device: false,
+            device_extra_attempts: None,
+            device_escalate_after: None,
         }
     }
 

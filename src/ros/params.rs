@@ -9,6 +9,7 @@ use std::path::Path;
 
 use r2r::{Parameter, ParameterValue};
 
+use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
 use crate::robot::{LoadOptions, RobotModel};
 use crate::scene::Scene;
@@ -39,6 +40,11 @@ pub struct NodeParams {
     pub planning_attempts: i64,
     /// RRT-Connect requests plan whole on the GPU (`PlanRequest::on_device`).
     pub plan_on_device: bool,
+    /// On the device: extra attempts for a request no attempt solves within
+    /// `device_escalate_after` iterations; -1: 3 per attempt, 0: none, else at most 255.
+    pub device_extra_attempts: i64,
+    /// On the device: iterations without a path before the extra attempts join; >= 1.
+    pub device_escalate_after: i64,
     /// Default velocity scaling in (0, 1].
     pub velocity_scaling: f64,
     /// Default acceleration scaling in (0, 1].
@@ -68,6 +74,8 @@ impl Default for NodeParams {
             roadmap_size: i64::try_from(s.roadmap_size).unwrap_or(i64::MAX),
             planning_attempts: i64::try_from(s.planning_attempts).unwrap_or(1),
             plan_on_device: s.plan_on_device,
+            device_extra_attempts: s.device_extra_attempts.map_or(-1, i64::from),
+            device_escalate_after: i64::from(s.device_escalate_after),
             velocity_scaling: s.velocity_scaling,
             acceleration_scaling: s.acceleration_scaling,
             planning_group: s.planning_group,
@@ -174,6 +182,10 @@ impl NodeParams {
                 .unwrap_or(1)
                 .clamp(1, MAX_ATTEMPTS),
             plan_on_device: self.plan_on_device,
+            device_extra_attempts: u32::try_from(self.device_extra_attempts).ok(),
+            device_escalate_after: u32::try_from(self.device_escalate_after)
+                .unwrap_or(DEFAULT_ESCALATE_AFTER)
+                .max(1),
         }
     }
 
@@ -207,7 +219,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 17] = [
         "planner",
         "backend",
         "resolution",
@@ -216,6 +228,8 @@ impl NodeParams {
         "roadmap_size",
         "planning_attempts",
         "plan_on_device",
+        "device_extra_attempts",
+        "device_escalate_after",
         "velocity_scaling",
         "acceleration_scaling",
         "planning_group",
@@ -240,6 +254,12 @@ impl NodeParams {
             "plan_on_device" => {
                 "rrt_connect plans whole on the GPU, one launch per request (needs backend cuda, hybrid or auto with a GPU)"
             }
+            "device_extra_attempts" => {
+                "with plan_on_device: extra attempts for a request no attempt solves within device_escalate_after iterations (-1: 3 per attempt, 0: none, at most 255)"
+            }
+            "device_escalate_after" => {
+                "with plan_on_device: iterations without a path before the extra attempts join (>= 1)"
+            }
             "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
             "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
@@ -263,6 +283,8 @@ impl NodeParams {
             "roadmap_size" => V::Integer(self.roadmap_size),
             "planning_attempts" => V::Integer(self.planning_attempts),
             "plan_on_device" => V::Bool(self.plan_on_device),
+            "device_extra_attempts" => V::Integer(self.device_extra_attempts),
+            "device_escalate_after" => V::Integer(self.device_escalate_after),
             "velocity_scaling" => V::Double(self.velocity_scaling),
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "planning_group" => V::String(self.planning_group.clone()),
@@ -303,6 +325,24 @@ impl NodeParams {
                 self.planning_attempts = n;
             }
             "plan_on_device" => self.plan_on_device = as_bool(name, value)?,
+            "device_extra_attempts" => {
+                let n = as_i64(name, value)?;
+                let most = i64::from(MAX_DEVICE_ATTEMPTS) - 1;
+                if !(-1..=most).contains(&n) {
+                    return Err(err(
+                        name,
+                        format!("{n} must be -1 (3 per attempt), 0 (none) or up to {most}"),
+                    ));
+                }
+                self.device_extra_attempts = n;
+            }
+            "device_escalate_after" => {
+                let n = as_i64(name, value)?;
+                if !(1..=i64::from(u32::MAX)).contains(&n) {
+                    return Err(err(name, format!("{n} must be >= 1")));
+                }
+                self.device_escalate_after = n;
+            }
             "velocity_scaling" => self.velocity_scaling = fraction(name, as_f64(name, value)?)?,
             "acceleration_scaling" => {
                 self.acceleration_scaling = fraction(name, as_f64(name, value)?)?
@@ -381,6 +421,45 @@ mod tests {
             .set("plan_on_device", &ParameterValue::Integer(1))
             .is_err());
         assert!(p.plan_on_device);
+    }
+
+    #[test]
+    fn device_escalation_parameters_reach_the_service_settings() {
+        let mut p = NodeParams::default();
+        // The defaults: 3 extra attempts per attempt (None), after 32 iterations.
+        assert_eq!(p.device_extra_attempts, -1);
+        assert_eq!(p.service_settings().device_extra_attempts, None);
+        assert_eq!(p.service_settings().device_escalate_after, 32);
+        p.set("device_extra_attempts", &ParameterValue::Integer(0))
+            .unwrap();
+        assert_eq!(p.service_settings().device_extra_attempts, Some(0));
+        p.set("device_extra_attempts", &ParameterValue::Integer(24))
+            .unwrap();
+        p.set("device_escalate_after", &ParameterValue::Integer(64))
+            .unwrap();
+        let s = p.service_settings();
+        assert_eq!(
+            (s.device_extra_attempts, s.device_escalate_after),
+            (Some(24), 64)
+        );
+        for bad in [-2, 256] {
+            let e = p
+                .set("device_extra_attempts", &ParameterValue::Integer(bad))
+                .unwrap_err();
+            assert_eq!(e.name, "device_extra_attempts");
+        }
+        assert!(p
+            .set("device_escalate_after", &ParameterValue::Integer(0))
+            .is_err());
+        assert!(p
+            .set("device_escalate_after", &ParameterValue::Double(3.0))
+            .is_err());
+        // Refused values leave the last good ones.
+        assert_eq!((p.device_extra_attempts, p.device_escalate_after), (24, 64));
+        assert_eq!(
+            p.value("device_extra_attempts"),
+            ParameterValue::Integer(24)
+        );
     }
 
     #[test]

@@ -59,6 +59,12 @@ pub struct ServiceSettings {
     /// RRT-Connect requests plan whole on the GPU ([`PlanRequest::on_device`]); other planners
     /// are not affected. Without a GPU checker such a request fails with an error naming it.
     pub plan_on_device: bool,
+    /// On the device: extra attempts for a request that proves hard
+    /// ([`PlanRequest::device_extra_attempts`]); `None`: 3 per attempt.
+    pub device_extra_attempts: Option<u32>,
+    /// On the device: iterations without a path before the extra attempts join
+    /// ([`PlanRequest::device_escalate_after`]); at least 1.
+    pub device_escalate_after: u32,
 }
 
 impl Default for ServiceSettings {
@@ -76,6 +82,8 @@ impl Default for ServiceSettings {
             roadmap_size: 2000,
             planning_attempts: 1,
             plan_on_device: false,
+            device_extra_attempts: None,
+            device_escalate_after: crate::planners::device::DEFAULT_ESCALATE_AFTER,
         }
     }
 }
@@ -794,6 +802,7 @@ impl PlanningService {
         }
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
+        let device_escalation = (s.device_extra_attempts, s.device_escalate_after);
         let (attempts_name, attempts) = match req.attempts {
             Some(n) => ("num_planning_attempts", n),
             None => (
@@ -857,6 +866,8 @@ impl PlanningService {
         preq.acc_scale = acc_scale;
         preq.attempts = attempts;
         preq.on_device = on_device;
+        preq.device_extra_attempts = device_escalation.0;
+        preq.device_escalate_after = Some(device_escalation.1);
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),

@@ -62,6 +62,17 @@ def ros2(*args, timeout=30):
         return -1, f'timed out after {timeout}s: {e.stdout or ""}{e.stderr or ""}'
 
 
+def set_then_refuse(name, good, bad):
+    """Sets integer parameter `name` to `good` (accepted), then to `bad`, which the node
+    refuses after the fact: `ros2 param get` must still show `good`."""
+    rc, out = ros2_param('set', NODE, name, good)
+    check(f'ros2 param set {name} {good}', rc == 0 and 'successful' in out.lower(), out)
+    ros2_param('set', NODE, name, bad)
+    time.sleep(0.5)  # the node validates asynchronously, then restores the old value
+    rc, out = ros2_param('get', NODE, name)
+    check(f'{name} {bad} is refused (value stays {good})', rc == 0 and out.endswith(' ' + good), out)
+
+
 def ros2_param(*args):
     """`ros2 param ...` without the daemon, retried while discovery has not yet found
     the node (the CLI creates a fresh node each time)."""
@@ -255,13 +266,15 @@ def run_checks(node, launch):
     if res is not None and res.success:
         check_trajectory(res.trajectory, SCENE, 'rrt plan')
 
+    # The device planner's escalation parameters: read from config/planner.yaml, settable,
+    # an out-of-range value refused (the value stays).
+    rc, out = ros2_param('get', NODE, 'device_escalate_after')
+    check('ros2 param get device_escalate_after == 32 (from config/planner.yaml)',
+          rc == 0 and out.endswith('32'), out)
+    set_then_refuse('device_extra_attempts', '0', '-5')
+
     # Parallel attempts: 4 at once; an out-of-range count is refused.
-    rc, out = ros2_param('set', NODE, 'planning_attempts', '4')
-    check('ros2 param set planning_attempts 4', rc == 0 and 'successful' in out.lower(), out)
-    rc, out = ros2_param('set', NODE, 'planning_attempts', '0')
-    time.sleep(0.5)
-    rc, out = ros2_param('get', NODE, 'planning_attempts')
-    check('planning_attempts 0 is refused (value stays 4)', rc == 0 and out.endswith('4'), out)
+    set_then_refuse('planning_attempts', '4', '0')
     res = call(node, plan, req, timeout=30.0)
     check('~/plan with 4 parallel attempts plans',
           res is not None and res.success and res.error_code == PlanPath.Response.SUCCESS,
