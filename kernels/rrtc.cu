@@ -135,7 +135,9 @@ struct GmpRrtcParams {
 //
 // Scheduling: the grid holds about as many blocks as can be resident; each block takes work
 // items (problem, attempt) until none is left: the main attempts in order (problem by
-// problem), then the queued extra attempts. A block's trees are its own, reused item after item.
+// problem), then the queued extra attempts (an extra attempt whose problem has used a quarter
+// of its time limit before the main ones: gmp_rrtc_urgent). A block's trees are its own,
+// reused item after item.
 // Words per problem after the launch's counters: the best main key (~key, 0: none), the best key
 // of any attempt, the escalation flag, and the extra-attempt queue's slot (problem + 1, 0: not
 // written yet); then the queue words: next main item, slots reserved, next extra item, items
@@ -941,6 +943,17 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
     if (race.main && (status == GMP_RRTC_LIMIT || status == GMP_RRTC_FULL)) gmp_rrtc_escalate(p, prob);
 }
 
+// True when extra item `h` (of `queued`) is written and its problem started more than a
+// quarter of the time limit ago (thread 0, while taking items).
+__device__ bool gmp_rrtc_urgent(const GmpRrtcParams& p, const volatile unsigned* slots, unsigned h,
+                                unsigned long long queued) {
+    if (p.time_limit_ns == 0ull || (unsigned long long)h >= queued) return false;
+    const unsigned v = slots[h / p.extra];
+    if (v == 0u) return false;
+    const unsigned long long o = ((volatile unsigned long long*)gmp_rrtc_origins(p))[v - 1u];
+    return o != 0ull && gmp_globaltimer() - o > p.time_limit_ns / 4ull;
+}
+
 // The block takes work items (problem, attempt) until none is left (see "Scheduling" above).
 template <bool MULTI>
 __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
@@ -963,8 +976,11 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 if ((unsigned long long)done >= (unsigned long long)mains + queued) break;
                 // The main attempts first, in order: extra attempts fill the blocks that the
                 // main ones leave idle (taking them first made launches of many problems, most
-                // of them escalated, slower: results/mbm/device_escalation_H100_2026-11-27/).
-                if (vq[0] < mains) {
+                // of them escalated, slower: results/mbm/device_escalation_H100_2026-11-27/),
+                // unless the next one's problem has used a quarter of its time limit: in a
+                // long launch it would otherwise start past the limit and never run
+                // (gmp_rrtc_urgent).
+                if (vq[0] < mains && !gmp_rrtc_urgent(p, slots, vq[2], queued)) {
                     const unsigned m = atomicAdd(&q[0], 1u);
                     if (m < mains) {
                         prob = m / p.attempts;
