@@ -129,6 +129,7 @@ fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStat
         backend: backend.to_string(),
         planner_id: planner_id.to_string(),
         iterations: stats.iterations as u64,
+        device_time: stats.device_time.map_or(0.0, |d| d.as_secs_f64()),
     }
 }
 
@@ -256,6 +257,8 @@ mod tests {
         let res = response(&outcome, &sreq, &service);
         assert!(res.success, "{}", res.message);
         assert_eq!(res.error_code, SUCCESS);
+        assert!(res.stats.planning_time > 0.0);
+        assert_eq!(res.stats.device_time, 0.0, "planned on the CPU");
         assert_eq!(res.trajectory.joint_names.len(), 6);
         let mut bad = req.clone();
         bad.goal_state.name[0] = "nope".into();

@@ -256,9 +256,11 @@ def run_checks(node, launch):
               all(abs(a - b) < 1e-6 for a, b in zip(last.positions, GOAL))
               and (last.time_from_start.sec > 0 or last.time_from_start.nanosec > 0),
               f'{list(last.positions)} at {last.time_from_start}')
-        check('~/plan stats name the planner set at run time and the backend',
-              res.stats.planner_id == 'rrt' and res.stats.backend == 'cpu',
-              f'planner_id={res.stats.planner_id!r} backend={res.stats.backend!r}')
+        check('~/plan stats name the planner set at run time and the backend, no device time',
+              res.stats.planner_id == 'rrt' and res.stats.backend == 'cpu'
+              and res.stats.device_time == 0.0,
+              f'planner_id={res.stats.planner_id!r} backend={res.stats.backend!r} '
+              f'device_time={res.stats.device_time!r}')
     deadline = time.time() + 5.0
     while not trajectories and time.time() < deadline:
         rclpy.spin_once(node, timeout_sec=0.2)
