@@ -570,6 +570,15 @@ __device__ unsigned gmp_rrtc_chain_len(const GmpRrtcTree& t, unsigned v) {
     return n;
 }
 
+// The per-problem words (see "Scheduling" above), one array of `problems` words each.
+#define GMP_RRTC_MAIN_BEST 0u  // ~ smallest key of a main attempt (0: none yet)
+#define GMP_RRTC_ALL_BEST 1u   // ~ smallest key of any attempt
+#define GMP_RRTC_ESCALATED 2u  // 1: the extra attempts are queued
+#define GMP_RRTC_SLOTS 3u      // the extra-attempt queue's slots: problem + 1 (0: not written yet)
+__device__ __forceinline__ unsigned* gmp_rrtc_words(const GmpRrtcParams& p, unsigned which) {
+    return p.best + which * p.problems;
+}
+
 // The queue words (see "Scheduling" above): next main item, slots reserved, next extra item,
 // items run; GMP_RRTC_QUEUE_GAP words after the per-problem words.
 __device__ __forceinline__ unsigned* gmp_rrtc_queue(const GmpRrtcParams& p) {
@@ -583,16 +592,16 @@ __device__ __forceinline__ unsigned long long* gmp_rrtc_origins(const GmpRrtcPar
     return (unsigned long long*)(((unsigned long long)after + 7ull) & ~7ull);
 }
 
-// Queues the extra attempts of problem `prob` (thread 0; see "Escalation" above), unless they
-// are queued already, there are none, or a main attempt has won.
-__device__ void gmp_rrtc_escalate(const GmpRrtcParams& p, unsigned prob) {
+// Queues the extra attempts of problem `prob` (thread 0 of a main attempt, `race` its view;
+// see "Escalation" above), unless they are queued already, there are none, or a main attempt
+// has won.
+__device__ void gmp_rrtc_escalate(const GmpRrtcParams& p, const GmpRrtcRace& race, unsigned prob) {
     if (p.extra == 0u) return;
-    const unsigned n = p.problems;
-    const unsigned bm = *(volatile unsigned*)(p.best + prob);
+    const unsigned bm = *race.main_best;
     if (bm != 0u && (~bm >> 8) <= p.escalate_after) return;
-    if (atomicCAS(p.best + 2u * n + prob, 0u, 1u) != 0u) return;
+    if (atomicCAS(gmp_rrtc_words(p, GMP_RRTC_ESCALATED) + prob, 0u, 1u) != 0u) return;
     const unsigned slot = atomicAdd(&gmp_rrtc_queue(p)[1], 1u);
-    atomicExch(p.best + 3u * n + slot, prob + 1u);
+    atomicExch(gmp_rrtc_words(p, GMP_RRTC_SLOTS) + slot, prob + 1u);
 }
 
 // Attempt `attempt` at problem `prob` by the whole block, its trees the block's own.
@@ -602,8 +611,8 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
     const unsigned long long seed =
         attempt == 0u ? p.seed : p.seed ^ ((unsigned long long)attempt * 0x9E3779B97F4A7C15ull);
     GmpRrtcRace race;
-    race.main_best = p.best + prob;
-    race.all_best = p.best + p.problems + prob;
+    race.main_best = gmp_rrtc_words(p, GMP_RRTC_MAIN_BEST) + prob;
+    race.all_best = gmp_rrtc_words(p, GMP_RRTC_ALL_BEST) + prob;
     race.main = attempt < p.attempts ? 1u : 0u;
     race.after = p.extra > 0u ? p.escalate_after : 0u;
     bool queued = false;  // thread 0: this main attempt has asked for the extra attempts
@@ -693,7 +702,7 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
             }
             // A main attempt past escalate_after iterations asks for the extra attempts.
             if (race.main && race.after != 0u && iterations >= race.after && !queued) {
-                gmp_rrtc_escalate(p, prob);
+                gmp_rrtc_escalate(p, race, prob);
                 queued = true;
             }
             // Beaten: a solved attempt's key is below the least this one could still reach.
@@ -940,7 +949,7 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
     res[8] = offset;
     res[9] = 1u;  // the attempt ran
     // A main attempt that ends without a path asks for the extra attempts.
-    if (race.main && (status == GMP_RRTC_LIMIT || status == GMP_RRTC_FULL)) gmp_rrtc_escalate(p, prob);
+    if (race.main && (status == GMP_RRTC_LIMIT || status == GMP_RRTC_FULL)) gmp_rrtc_escalate(p, race, prob);
 }
 
 // True when extra item `h` (of `queued`) is written and its problem started more than a
@@ -959,11 +968,10 @@ template <bool MULTI>
 __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ scenes, const float* __restrict__ bases,
                          const unsigned* __restrict__ scene_of, const GmpRrtcParams& p) {
     __shared__ unsigned item[2];  // problem (GMP_RRTC_EXIT: nothing left), attempt
-    const unsigned n = p.problems;
     unsigned* q = gmp_rrtc_queue(p);
     volatile unsigned* vq = q;
-    const volatile unsigned* slots = p.best + 3u * n;
-    const unsigned mains = n * p.attempts;
+    const volatile unsigned* slots = gmp_rrtc_words(p, GMP_RRTC_SLOTS);
+    const unsigned mains = p.problems * p.attempts;
     for (;;) {
         if (threadIdx.x == 0u) {
             unsigned prob = GMP_RRTC_EXIT;
@@ -974,13 +982,14 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                 const unsigned done = vq[3];
                 const unsigned long long queued = (unsigned long long)vq[1] * p.extra;
                 if ((unsigned long long)done >= (unsigned long long)mains + queued) break;
+                const unsigned h = vq[2];  // the next extra item
                 // The main attempts first, in order: extra attempts fill the blocks that the
                 // main ones leave idle (taking them first made launches of many problems, most
                 // of them escalated, slower: results/mbm/device_escalation_H100_2026-11-27/),
                 // unless the next one's problem has used a quarter of its time limit: in a
                 // long launch it would otherwise start past the limit and never run
                 // (gmp_rrtc_urgent).
-                if (vq[0] < mains && !gmp_rrtc_urgent(p, slots, vq[2], queued)) {
+                if (vq[0] < mains && !gmp_rrtc_urgent(p, slots, h, queued)) {
                     const unsigned m = atomicAdd(&q[0], 1u);
                     if (m < mains) {
                         prob = m / p.attempts;
@@ -989,7 +998,6 @@ __device__ void gmp_rrtc(const GmpModel& m0, const GmpSceneRange* __restrict__ s
                     }
                     continue;
                 }
-                const unsigned h = vq[2];
                 if ((unsigned long long)h < queued) {
                     if (atomicCAS(&q[2], h, h + 1u) == h) {
                         unsigned v;

@@ -802,7 +802,8 @@ impl PlanningService {
         }
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
-        let device_escalation = (s.device_extra_attempts, s.device_escalate_after);
+        let (device_extra_attempts, device_escalate_after) =
+            (s.device_extra_attempts, s.device_escalate_after);
         let (attempts_name, attempts) = match req.attempts {
             Some(n) => ("num_planning_attempts", n),
             None => (
@@ -866,8 +867,8 @@ impl PlanningService {
         preq.acc_scale = acc_scale;
         preq.attempts = attempts;
         preq.on_device = on_device;
-        preq.device_extra_attempts = device_escalation.0;
-        preq.device_escalate_after = Some(device_escalation.1);
+        preq.device_extra_attempts = device_extra_attempts;
+        preq.device_escalate_after = Some(device_escalate_after);
         let backend = format!("{:?}", checker.backend()).to_lowercase();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),
