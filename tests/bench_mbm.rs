@@ -175,7 +175,14 @@ fn indices_select_problems_by_number() {
     let out = Command::new(env!("CARGO_BIN_EXE_gmp"))
         .args(["bench", "mbm", "--robots", "panda", "--backend", "cpu"])
         .args(["--scenes", "box,table_pick", "--indices", "5,3"])
-        .args(["--time-limit", "120", "--no-balance", "--out"])
+        .args([
+            "--time-limit",
+            "120",
+            "--no-balance",
+            "--device-escalate-after",
+            "5",
+        ])
+        .args(["--out"])
         .arg(dir.path())
         .output()
         .expect("gmp runs");
@@ -205,6 +212,10 @@ fn indices_select_problems_by_number() {
     assert_eq!(report["indices"], serde_json::json!([5, 3]));
     assert_eq!(report["dynamic_domain"], true);
     assert_eq!(report["balance_trees"], false);
+    // The device options are recorded as given (they act only with --on-device).
+    assert_eq!(report["device_escalate_after"], 5);
+    assert_eq!(report["device_extra_attempts"], Value::Null);
+    assert_eq!(report["on_device"], false);
 }
 
 /// Several processes unpacking the problems into the same empty cache at once all succeed:

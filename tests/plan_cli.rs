@@ -118,6 +118,27 @@ fn plan_on_the_bundled_robot_prints_a_trajectory() {
     }
 }
 
+/// `--no-dynamic-domain` and `--no-balance` (shared with `gmp bench mbm`) plan plain
+/// RRT-Connect: a valid trajectory, the same on every run for a seed.
+#[test]
+fn plan_without_dynamic_domains_or_balance() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let opts = ["--seed", "4", "--no-dynamic-domain", "--no-balance"];
+    let runs: Vec<Value> = (0..2)
+        .map(|_| {
+            let out = bundled_plan(&start, &goal, &opts);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            stdout_json(&out)
+        })
+        .collect();
+    assert_trajectory(&runs[0], &ARM_JOINTS, &start);
+    assert_eq!(runs[0]["path"], runs[1]["path"]);
+}
+
 #[test]
 fn plan_is_deterministic_for_a_seed() {
     let (_, start, goal) = DEMO_QUERIES[0];

@@ -22,6 +22,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::tuning::PlannerTuning;
 use super::{parse_shapes, CliError};
 use crate::collision::hub::{BatchExecutor, HubOptions, HubStats, LaunchHub};
 use crate::collision::{Checker, CheckerOptions, ConfigBatch};
@@ -65,41 +66,9 @@ pub struct BenchMbmArgs {
     /// Checker worker threads (1 = one core, as the published single-core figures).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Samples per planner iteration (default: suited to the backend, see
-    /// `planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise).
-    #[arg(long = "batch-size")]
-    pub batch_size: Option<usize>,
-    /// Longest RRT-family extension (joint-space distance); default: the planner's
-    /// (`PlanRequest::range` = `None`: 0.2 times the joint-space diagonal, for RRT-Connect at
-    /// most 1, `planners::default_range`).
-    #[arg(long)]
-    pub range: Option<f64>,
-    /// RRT-Connect dynamic domains: a vertex's radius at its first failed extension, in units
-    /// of the range (`PlanRequest::dd_radius`); default by the joint count,
-    /// `planners::default_dd_radius` (3 up to 7 joints, 2 above).
-    #[arg(long = "dd-radius")]
-    pub dd_radius: Option<f64>,
-    /// Refinements of a shortcut's uncertain motions before it is given up
-    /// (`PlanRequest::shortcut_refinements`, at most 6).
-    #[arg(long = "shortcut-refinements", default_value_t = crate::planners::SHORTCUT_REFINEMENTS)]
-    pub shortcut_refinements: u32,
-    /// RRT-Connect without dynamic domain sampling and its shorter steps from failing vertices (`PlanRequest::dynamic_domain`).
-    #[arg(long = "no-dynamic-domain")]
-    pub no_dynamic_domain: bool,
-    /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).
-    #[arg(long = "no-balance")]
-    pub no_balance: bool,
-    /// RRT-Connect planned whole on the GPU, one launch per problem
-    /// (`PlanRequest::on_device`, `planners::device`; needs `--backend cuda`, `hybrid` or
-    /// `auto` with a GPU).
-    #[arg(long = "on-device")]
-    pub on_device: bool,
-    /// Parallel attempts per problem (RRT and RRT-Connect, `PlanRequest::attempts`): that many
-    /// seeded attempts plan at once on CPU threads sharing the checker; the one that finds a
-    /// path with the least work wins. 1 = one attempt on one core, as the published
-    /// single-core figures.
-    #[arg(long, default_value_t = 1)]
-    pub attempts: usize,
+    /// Planner tuning (shared with `gmp plan`).
+    #[command(flatten)]
+    pub tuning: PlannerTuning,
     /// Also plan the selected problems with this many in flight at once (one checker per
     /// problem; on the CUDA backend each checker has its own stream) and report the wall time
     /// next to the sequential pass.
@@ -471,7 +440,7 @@ fn solve_problem(
             ..Default::default()
         },
     )?;
-    if a.on_device {
+    if a.tuning.on_device {
         // The hybrid backend starts its GPU side at its first large call: start it here, with
         // the checker's other set-up, rather than inside the planning time.
         let _ = checker.device_planner();
@@ -492,14 +461,7 @@ fn request_for(
     req.seed = a.seed;
     req.time_limit = Duration::from_secs_f64(a.time_limit);
     req.resolution = a.resolution;
-    req.batch_size = a.batch_size;
-    req.range = a.range;
-    req.dynamic_domain = !a.no_dynamic_domain;
-    req.dd_radius = a.dd_radius;
-    req.shortcut_refinements = a.shortcut_refinements;
-    req.balance_trees = !a.no_balance;
-    req.on_device = a.on_device;
-    req.attempts = a.attempts;
+    a.tuning.apply(&mut req);
     req.group = r.group.name.clone();
     req
 }
@@ -539,7 +501,7 @@ fn solve_with(
         error: None,
     };
     let mut plan_time = 0.0;
-    if valid && a.on_device {
+    if valid && a.tuning.on_device {
         // The device planner's buffers, allocated before timing as a long-lived checker (the
         // node's) has them: a run from the start to itself.
         if let Some(d) = checker.device_planner() {
@@ -737,7 +699,7 @@ fn run_robot(
         run.concurrent = Some(v);
         run.concurrent_records = Some(concurrent);
     }
-    if let (Some(_), true) = (a.batched, a.on_device) {
+    if let (Some(_), true) = (a.batched, a.tuning.on_device) {
         let v = device_batched_pass(a, &r, &selected, &run.records, shapes, sequential_wall)?;
         run.batched = Some(v);
     } else if let Some(n) = a.batched {
@@ -1046,28 +1008,28 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
             a.time_limit
         )));
     }
-    if a.batch_size == Some(0) {
+    if a.tuning.batch_size == Some(0) {
         return Err(CliError("--batch-size must be at least 1".into()));
     }
-    if let Some(r) = a.range {
+    if let Some(r) = a.tuning.range {
         if !(r.is_finite() && r > 0.0) {
             return Err(CliError(format!(
                 "--range must be a positive joint-space distance, got {r}"
             )));
         }
     }
-    if let Some(r) = a.dd_radius {
+    if let Some(r) = a.tuning.dd_radius {
         if !(r.is_finite() && r > 0.0) {
             return Err(CliError(format!(
                 "--dd-radius must be a positive factor of the range, got {r}"
             )));
         }
     }
-    if a.shortcut_refinements > crate::collision::MAX_REFINEMENTS {
+    if a.tuning.shortcut_refinements > crate::collision::MAX_REFINEMENTS {
         return Err(CliError(format!(
             "--shortcut-refinements must be at most {}, got {}",
             crate::collision::MAX_REFINEMENTS,
-            a.shortcut_refinements
+            a.tuning.shortcut_refinements
         )));
     }
     if a.concurrent == Some(0) {
@@ -1200,7 +1162,10 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
     }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let batch_size: Value = match batch_sizes.len() {
-        0 => a.batch_size.map_or(Value::Null, |b| Value::from(b as u64)),
+        0 => a
+            .tuning
+            .batch_size
+            .map_or(Value::Null, |b| Value::from(b as u64)),
         1 => batch_sizes
             .iter()
             .next()
@@ -1225,18 +1190,11 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "seed": a.seed,
         "threads": a.threads,
         "batch_size": batch_size,
-        "range": a.range,
-        "dynamic_domain": !a.no_dynamic_domain,
-        "dd_radius": a.dd_radius,
-        "shortcut_refinements": a.shortcut_refinements,
-        "balance_trees": !a.no_balance,
-        "on_device": a.on_device,
-        "attempts": a.attempts,
         "problems_per_scene": a.problems,
         "indices": a.indices,
         "robots": robots,
         "batched": match a.batched {
-            Some(_) if a.on_device => json!({
+            Some(_) if a.tuning.on_device => json!({
                 "supported": true,
                 "mode": "device",
                 "note": "with --on-device: every valid problem of a robot planned by the device RRT-Connect in one launch (each problem in its own scene), each raw path re-validated on the CPU afterwards.",
@@ -1261,6 +1219,10 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         },
         "anchor": "Panda 699/699 solved, median 35 us, mean 76 us, p95 343 us, all 700 in 99 ms; UR5 608/608, median 39 us; Fetch 668/679, median 828 us (Ryzen 9 7950X). On this project's machine kind: Panda median 60 us, UR5 52 us, Fetch 776 us.",
     });
+    // The planner options (attempts, device escalation, range, ...), as given.
+    if let (Some(fields), Value::Object(tuning)) = (report.as_object_mut(), a.tuning.report()) {
+        fields.extend(tuning);
+    }
     if let Some(n) = a.concurrent {
         report["concurrent"] = json!({
             "in_flight": n,

@@ -19,6 +19,7 @@ pub mod bench_mbm;
 pub mod demo;
 pub mod picture;
 pub mod plan;
+pub mod tuning;
 
 /// Errors reported by the CLI (printed as `error: ...`).
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{json, Value};
 
+use super::tuning::PlannerTuning;
 use super::{load_robot, parse_shapes, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions};
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
@@ -70,40 +71,9 @@ pub struct PlanArgs {
     /// Stop RRT* after this many iterations (makes its result reproducible).
     #[arg(long = "max-iterations")]
     pub max_iterations: Option<usize>,
-    /// RRT / RRT-Connect attempts planned at once on CPU threads (1-256); the one that finds a
-    /// path with the least work wins, so the result is the same for a seed.
-    #[arg(long, default_value_t = 1)]
-    pub attempts: usize,
-    /// RRT-Connect planned whole on the GPU in one launch (`PlanRequest::on_device`; needs a
-    /// GPU backend: cuda, hybrid, or auto on a machine with a GPU).
-    #[arg(long = "on-device")]
-    pub on_device: bool,
-    /// With --on-device: extra attempts for a problem that no attempt solves within
-    /// --device-escalate-after iterations (0: none; default 3 per attempt, or GMP_RRTC_EXTRA).
-    #[arg(long = "device-extra-attempts")]
-    pub device_extra_attempts: Option<u32>,
-    /// With --on-device: iterations without a path after which the extra attempts join
-    /// (default 32, or GMP_RRTC_ESCALATE).
-    #[arg(long = "device-escalate-after")]
-    pub device_escalate_after: Option<u32>,
-    /// Samples per planner iteration; default: suited to the planner and backend
-    /// (`planners::suited_batch_size`: 1 for RRT-Connect on the CPU, 64 otherwise). The path
-    /// depends on it.
-    #[arg(long = "batch-size")]
-    pub batch_size: Option<usize>,
-    /// Longest RRT-family extension (joint-space distance); default 0.2 times the joint-space
-    /// diagonal, for RRT-Connect at most 1 (`planners::default_range`).
-    #[arg(long)]
-    pub range: Option<f64>,
-    /// RRT-Connect: a vertex's dynamic-domain radius at its first failed extension, in units
-    /// of the range; default 3 for groups of up to 7 joints, 2 above
-    /// (`planners::default_dd_radius`).
-    #[arg(long = "dd-radius")]
-    pub dd_radius: Option<f64>,
-    /// Refinements of a shortcut's uncertain motions before it is given up (at most 6, which
-    /// checks them as the planner's own motions are; `PlanRequest::shortcut_refinements`).
-    #[arg(long = "shortcut-refinements", default_value_t = crate::planners::SHORTCUT_REFINEMENTS)]
-    pub shortcut_refinements: u32,
+    /// Planner tuning (shared with `gmp bench mbm`).
+    #[command(flatten)]
+    pub tuning: PlannerTuning,
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -235,13 +205,7 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.vel_scale = a.velocity_scaling;
     req.acc_scale = a.acceleration_scaling;
     req.max_iterations = a.max_iterations;
-    req.attempts = a.attempts;
-    req.on_device = a.on_device;
-    req.device_extra_attempts = a.device_extra_attempts;
-    req.device_escalate_after = a.device_escalate_after;
-    req.range = a.range;
-    req.dd_radius = a.dd_radius;
-    req.shortcut_refinements = a.shortcut_refinements;
+    a.tuning.apply(&mut req);
     Ok(req)
 }
 
@@ -289,7 +253,6 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
     let mut req = request(a, p.start, p.goal)?;
     req.group = p.group.name.clone();
-    req.batch_size = a.batch_size;
     match plan(checker.as_ref(), &req) {
         Ok(res) => Ok(result_json(&res, checker.as_ref(), &p.group.name)),
         Err(e @ PlanError::NoPath { .. }) => Ok(json!({
