@@ -56,6 +56,16 @@ fn bundled_plan(start: &[f64], goal: &[f64], extra: &[&str]) -> Output {
     gmp(&args)
 }
 
+/// `gmp plan` on the bundled robot with `extra`, which must be refused as bad input: exit
+/// status 2, nothing on stdout. Returns the error text (stderr).
+fn refused(start: &[f64], goal: &[f64], extra: &[&str]) -> String {
+    let out = bundled_plan(start, goal, extra);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+    assert!(out.stdout.is_empty(), "{extra:?}: output on stdout");
+    err
+}
+
 fn stdout_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -173,18 +183,13 @@ fn velocity_scaling_slows_the_trajectory() {
 fn a_goal_in_collision_is_a_clear_error() {
     let (_, start, _) = DEMO_QUERIES[0];
     // Shoulder lifted 2 rad: the upper arm goes down through the table.
-    let out = bundled_plan(&start, &[0.0, 2.0, 0.0, 0.0, 0.0, 0.0], &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&start, &[0.0, 2.0, 0.0, 0.0, 0.0, 0.0], &[]);
     assert!(err.contains("goal") && err.contains("collision"), "{err}");
-    assert!(out.stdout.is_empty());
 }
 
 #[test]
 fn bad_start_text_names_the_option() {
-    let out = bundled_plan(&[0.0; 5], &[0.0; 6], &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&[0.0; 5], &[0.0; 6], &[]);
     assert!(err.contains("--start") && err.contains("6 joints"), "{err}");
 }
 
@@ -362,9 +367,7 @@ fn parallel_attempts_from_the_command_line() {
         runs[0]["stats"]["winning_attempt"],
         runs[1]["stats"]["winning_attempt"]
     );
-    let bad = bundled_plan(&start, &goal, &["--attempts", "0"]);
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused(&start, &goal, &["--attempts", "0"]);
     assert!(err.contains("attempts"), "{err}");
 }
 
@@ -386,9 +389,7 @@ fn batch_size_defaults_to_the_suited_one_and_can_be_set() {
     ));
     assert_trajectory(&v, &ARM_JOINTS, &start);
     assert_eq!(v["stats"]["batch_size"], 16);
-    let bad = bundled_plan(&start, &goal, &["--batch-size", "0"]);
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = refused(&start, &goal, &["--batch-size", "0"]);
     assert!(err.contains("batch_size"), "{err}");
 }
 
@@ -422,9 +423,7 @@ fn range_and_dd_radius_from_the_command_line() {
         ("--dd-radius", "inf", "dd_radius"),
     ] {
         let arg = format!("{opt}={bad}");
-        let out = bundled_plan(&start, &goal, &[&arg]);
-        assert_eq!(out.status.code(), Some(2), "{opt} {bad}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = refused(&start, &goal, &[&arg]);
         assert!(err.contains(name), "{opt} {bad}: {err}");
     }
 }
@@ -432,17 +431,12 @@ fn range_and_dd_radius_from_the_command_line() {
 #[test]
 fn on_device_without_a_gpu_backend_is_a_clear_error() {
     let (_, start, goal) = DEMO_QUERIES[0];
-    let out = bundled_plan(&start, &goal, &["--on-device"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&start, &goal, &["--on-device"]);
     assert!(
         err.contains("on_device") && err.contains("GPU") && err.contains("cpu"),
         "{err}"
     );
-    assert!(out.stdout.is_empty());
-    let out = bundled_plan(&start, &goal, &["--on-device", "--planner", "prm"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&start, &goal, &["--on-device", "--planner", "prm"]);
     assert!(err.contains("only rrt_connect"), "{err}");
 }
 
@@ -453,22 +447,17 @@ fn on_device_without_a_gpu_backend_is_a_clear_error() {
 fn on_device_with_a_resolution_too_fine_is_a_clear_error() {
     let (_, start, goal) = DEMO_QUERIES[0];
     // The default range for the bundled arm over a millionth of a radian: past 2^20.
-    let out = bundled_plan(&start, &goal, &["--on-device", "--resolution", "1e-7"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&start, &goal, &["--on-device", "--resolution", "1e-7"]);
     assert!(
         err.contains("resolution 0.0000001") && err.contains("too fine for the device planner"),
         "{err}"
     );
-    assert!(out.stdout.is_empty());
     // Within the range bound, the straight motion is checked on its own.
-    let out = bundled_plan(
+    let err = refused(
         &start,
         &goal,
         &["--on-device", "--resolution", "2e-6", "--range", "0.5"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("the straight motion"), "{err}");
 }
 
@@ -500,10 +489,7 @@ fn on_device_escalation_options_are_validated_by_name() {
     for (opts, expected) in cases {
         let mut args = vec!["--on-device"];
         args.extend_from_slice(opts);
-        let out = bundled_plan(&start, &goal, &args);
-        assert_eq!(out.status.code(), Some(2), "{opts:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = refused(&start, &goal, &args);
         assert!(err.contains(expected), "{opts:?}: {err}");
-        assert!(out.stdout.is_empty(), "{opts:?}");
     }
 }
