@@ -203,10 +203,19 @@ fn specialised_source(
                 .unwrap_or_else(|| specialise::Layout::for_model(model));
             let mut g = specialise::generate_with(model, layout).map_err(|e| e.to_string())?;
             g.source = with_rrtc_bounds(std::mem::take(&mut g.source));
+            if std::env::var(SPEC_TRI_ENV).is_ok_and(|v| v.trim() == "0") {
+                g.source = format!("#define GMP_SPEC_TRI 0\n{}", g.source);
+            }
             Ok(g)
         }
     }
 }
+
+/// Environment variable: `0` makes the specialised motion-step test of the sphere models' looped
+/// layouts run as two passes (with the sweep, then, where that fails, without it) instead of
+/// the one three-way pass (`TRI` in [`specialise`]); the verdicts are the same. For measuring
+/// the two side by side.
+pub const SPEC_TRI_ENV: &str = "GMP_SPEC_TRI";
 
 /// Environment variable: the blocks of the many-problem device planner kernel
 /// (`rrtc_plan_multi` in `kernels/rrtc.cu`) it is compiled to keep resident per multiprocessor,

@@ -1171,6 +1171,7 @@ pub fn generate_with(
     o.line("// Twin of cpu.rs frames_valid after frame_poses (see the module documentation of");
     o.line("// specialise.rs): SWEEP grows every body by its sweep for the motion (diff, n).");
     let mut half = false;
+    let mut tri = false;
     let mut prox_reach = None;
     if layout.base() == Layout::Looped {
         let order = match layout {
@@ -1179,7 +1180,7 @@ pub fn generate_with(
             _ => LoopOrder::Plain,
         };
         let compact = layout.compact();
-        half = emit_looped(
+        (half, tri) = emit_looped(
             &mut o,
             &gen,
             &groups,
@@ -1292,9 +1293,23 @@ pub fn generate_with(
     o.line(
         "                                                         const float* diff, unsigned n) {",
     );
+    if tri {
+        o.line("#ifndef GMP_SPEC_TRI");
+        o.line("#define GMP_SPEC_TRI 1");
+        o.line("#endif");
+        o.line("#if GMP_SPEC_TRI");
+        o.line("    // One pass (see the TRI build of gmp_spec_valid).");
+        o.line("    bool und = false;");
+        o.line("    if (gmp_spec_valid<true, false, true>(m, q, diff, n, &und)) return 0u;");
+        o.line("    return und ? 2u : 1u;");
+        o.line("#else");
+    }
     o.line("    if (gmp_spec_valid<true>(m, q, diff, n)) return 0u;");
     o.line("    if (!gmp_spec_valid<false>(m, q, nullptr, 0u)) return 1u;");
     o.line("    return 2u;");
+    if tri {
+        o.line("#endif");
+    }
     o.line("}");
     o.line("");
     o.line("#define GMP_CONFIG_VALID(m, q) gmp_spec_config_valid(m, q)");
@@ -1952,6 +1967,14 @@ fn add_unbounded(blocks: &mut Vec<LoopBlock>, pairs: &[(usize, usize, usize)], f
 /// bounds of [`Cull`] (the group bounds: a body's own sphere against a padded bound of the
 /// others, the same triangle inequality).
 ///
+/// Where every test is a sphere test (no frames stored), the swept code also has a three-way
+/// build (`TRI`, used by `gmp_spec_step_status`): a swept test that fires is made again without
+/// the sweep, so that one pass tells a collision (1) from a step free only without the sweep
+/// (2) instead of a second whole pass. Every test the unswept pass would fire on is reached:
+/// a smaller reach fires only where the larger does, and the culling bounds and the proximity
+/// filter grow with the sweep. Returns whether the f16 pass and the three-way build were
+/// emitted.
+///
 /// `order` [`LoopOrder::Gated`] adds the side-by-side masks of [`Layout::LoopedGated`];
 /// [`LoopOrder::Streamed`] runs step 2 and 3 per frame group, right after its centres are
 /// stored (the obstacle loop over the group's culling node, the blocks of the pairs whose later
@@ -1967,7 +1990,7 @@ fn emit_looped(
     half: bool,
     stats: &mut SpecialiseStats,
     prox_reach: &mut Option<f64>,
-) -> Result<bool, SpecialiseError> {
+) -> Result<(bool, bool), SpecialiseError> {
     let gated = order == LoopOrder::Gated;
     let streamed = order == LoopOrder::Streamed;
     let m = gen.m;
@@ -2287,8 +2310,14 @@ fn emit_looped(
     // Its shrunk tests need a reach that stays >= 0 when the radius does: a margin >= 0.
     let half = half && compact && !store_frames && order == LoopOrder::Plain && m.margin >= 0.0;
     // The undecided flag of the f16 pass, in the signatures and calls that carry it.
+    // The three-way motion-step test (TRI, gmp_spec_step_status): where every test is a sphere
+    // test, the swept pass also tests again without the sweep where a test fires, so that one
+    // pass tells a collision from an uncertain step.
+    let tri = !store_frames;
     let (und_param, und_arg) = if half {
         (", bool& und, float eh", ", und, eh")
+    } else if tri {
+        (", bool& und", ", und")
     } else {
         ("", "")
     };
@@ -2508,6 +2537,19 @@ fn emit_looped(
         o.line("    gmp_fk(m, q, frs);");
         o.line("    return gmp_frames_valid(m, frs, SWEEP ? diff : nullptr, n);");
         o.line("}");
+        if tri {
+            o.line("");
+            o.line("// The three-way status of the twin (gmp_motion_step_status) as gmp_spec_valid<true, false,");
+            o.line("// true> returns it: true = free with the sweep; false, *undp set = free only without it.");
+            o.line("__device__ __noinline__ bool gmp_lp_twin_tri(const GmpModel& m, const float* q, const float* diff, unsigned n,");
+            o.line("                                             bool* undp) {");
+            o.line("    Xf frs[GMP_MAX_FRAMES];");
+            o.line("    gmp_fk(m, q, frs);");
+            o.line("    if (gmp_frames_valid(m, frs, diff, n)) return true;");
+            o.line("    if (gmp_frames_valid(m, frs, nullptr, 0u)) *undp = true;");
+            o.line("    return false;");
+            o.line("}");
+        }
     }
     o.line("");
     o.line("// The bounding test of kind K (GMP_SPHERE stands for spheres and meshes).");
@@ -2572,7 +2614,7 @@ fn emit_looped(
         o.line("// The f16 pass (HALF) sets und for a body whose grown test fires and shrunk test does not, and");
         o.line("// goes on.");
     }
-    o.line("template <unsigned K, bool SWEEP, bool HALF>");
+    o.line("template <unsigned K, bool SWEEP, bool HALF, bool TRI>");
     if gated {
         o.open("__device__ __forceinline__ unsigned gmp_lp_env(const typename GmpLpSlotOf<SWEEP, HALF>::T* S, const GmpObstacle& o, unsigned long long mask,");
         o.line(format!("                                              unsigned& t, unsigned& p, unsigned& k, bool resume{und_param}) {{"));
@@ -2637,6 +2679,15 @@ fn emit_looped(
         o.line("und = true;");
         o.line("continue;");
         o.close("}");
+        o.close("}");
+    }
+    if tri {
+        o.open("if (TRI && (b.w >> 31) != 0u && o.kind != GMP_MESH) {");
+        o.line("// The three-way test: the same test without the sweep (the SWEEP = false code's) tells a");
+        o.line("// collision from an uncertain step; an uncertain one goes on to the next body.");
+        o.line("if (gmp_lp_near<K>(gmp_lp_c(s), b.r, o)) return 1u;");
+        o.line("und = true;");
+        o.line("continue;");
         o.close("}");
     }
     o.line("return (b.w >> 31) != 0u && o.kind != GMP_MESH ? 1u : 2u;");
@@ -2706,12 +2757,21 @@ fn emit_looped(
         o.close("}");
         o.line("");
     }
-    o.line("template <bool SWEEP, bool HALF = false>");
+    o.line("template <bool SWEEP, bool HALF = false, bool TRI = false>");
     if half {
         o.line("// HALF: the f16 pass; false with *undp set: undecided (the exact code decides), false with");
         o.line("// *undp untouched: in collision.");
     }
-    let undp_param = if half { ", bool* undp = nullptr" } else { "" };
+    if tri {
+        o.line("// TRI (with SWEEP): the motion-step status in one pass (gmp_motion_step_status): true = free");
+        o.line("// with the sweep (0), false with *undp set = free only without it (2), false with *undp");
+        o.line("// untouched = in collision (1).");
+    }
+    let undp_param = if half || tri {
+        ", bool* undp = nullptr"
+    } else {
+        ""
+    };
     o.open(format!(
         "__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n{undp_param}) {{"
     ));
@@ -2732,6 +2792,40 @@ fn emit_looped(
         stats.prox_covers = covers.len();
     }
     // Steps 2 and 3: the obstacle loop from top node t_lo to t_hi, the blocks [b_lo, b_hi).
+    // Row j of group U: its pair P, the other body's slot b, the centres' difference d and dd.
+    let emit_row = |o: &mut Out| {
+        o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
+        o.line("const auto b = S[P.w & 0x3fffffffu];");
+        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
+        o.line("const float dd = gmp_dot(d, d);");
+    };
+    // TRI, where a group's swept pair tests fired: the rows again without the sweep (opens an
+    // `else {` that the caller closes after its own code for the other builds).
+    let emit_tri_rows = |o: &mut Out| {
+        if !tri {
+            return;
+        }
+        o.open("if (TRI) {");
+        o.line("// The three-way test: the rows again without the sweep (the SWEEP = false code's test); a");
+        o.line("// row that fires is a collision, else the step is uncertain (a row that does not fire with");
+        o.line("// the sweep does not without it; padding rows never fire).");
+        o.line("#pragma unroll 1");
+        o.open(format!(
+            "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
+        ));
+        emit_row(o);
+        o.line("const float rr2 = gmp_lp_f32(P.rr2);");
+        o.line("if ((P.w >> 31) != 0u ? !(dd > rr2) : dd <= rr2) return false;");
+        o.close("}");
+        o.line("und = true;");
+        o.mid("} else {");
+    };
+    // Closes what emit_tri_rows opened.
+    let close_tri_rows = |o: &mut Out| {
+        if tri {
+            o.close("}");
+        }
+    };
     let emit_tests = |o: &mut Out, (t_lo, t_hi): (usize, usize), (b_lo, b_hi): (usize, usize)| {
         if prox {
             o.line("// The obstacles within reach of some first test of the obstacle loop, from the scene's");
@@ -2792,7 +2886,7 @@ fn emit_looped(
                     "if (!resume) mask = gmp_lp_top_mask<{kind}, SWEEP, HALF>(S, o);"
                 ));
                 o.line(format!(
-                    "r = gmp_lp_env<{kind}, SWEEP, HALF>(S, o, mask, t, p, k, resume{und_arg});"
+                    "r = gmp_lp_env<{kind}, SWEEP, HALF, TRI>(S, o, mask, t, p, k, resume{und_arg});"
                 ));
                 o.close("}");
             }
@@ -2806,19 +2900,19 @@ fn emit_looped(
                 // Rotations about z: the same branch for every thread (one obstacle at a time).
                 o.line("const bool zr = gmp_obstacle_zrot(o);");
                 o.line(format!(
-                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
+                    "if (o.kind == GMP_BOX && zr) r = gmp_lp_env<GMP_LP_BOX_Z, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
                 o.line(format!(
-                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
+                    "else if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
-                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
+                o.line(format!("else if (o.kind == GMP_CYLINDER && zr) r = gmp_lp_env<GMP_LP_CYLINDER_Z, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"));
             } else {
                 o.line(format!(
-                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"
+                    "if (o.kind == GMP_BOX) r = gmp_lp_env<GMP_BOX, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"
                 ));
             }
-            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
-            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP, HALF>(S, o, {end}t, p, k, resume{und_arg});"));
+            o.line(format!("else if (o.kind == GMP_CYLINDER) r = gmp_lp_env<GMP_CYLINDER, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"));
+            o.line(format!("else if (o.kind == GMP_SPHERE || o.kind == GMP_MESH) r = gmp_lp_env<GMP_SPHERE, SWEEP, HALF, TRI>(S, o, {end}t, p, k, resume{und_arg});"));
         }
         o.line("if (r == 0u) break;");
         o.line("if (r == 1u) return false;");
@@ -2831,6 +2925,9 @@ fn emit_looped(
             o.line("k++;");
             o.line("resume = true;");
         } else {
+            if tri {
+                o.line("if (TRI) return gmp_lp_twin_tri(m, q, diff, n, undp);");
+            }
             o.line("return gmp_lp_twin<SWEEP>(m, q, diff, n);");
         }
         o.close("}");
@@ -2911,10 +3008,7 @@ fn emit_looped(
         o.open(format!(
             "for (unsigned j = 0; j < {LOOPED_PAIR_GROUP}u; j++) {{"
         ));
-        o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
-        o.line("const auto b = S[P.w & 0x3fffffffu];");
-        o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-        o.line("const float dd = gmp_dot(d, d);");
+        emit_row(o);
         o.line("float rr2 = gmp_lp_f32(P.rr2);");
         if half {
             o.open("if (HALF) {");
@@ -2971,6 +3065,7 @@ fn emit_looped(
             o.close("}");
         } else if half {
             o.open(format!("if ({}) {{", any.join(" | ")));
+            emit_tri_rows(o);
             o.line("// Sphere pairs only: any pair within reach is a collision. The f16 pass: where the reach");
             o.line("// shrunk by both rounding bounds holds the pair too (see emit_half_slot); else undecided.");
             o.line("if (!HALF) return false;");
@@ -2980,10 +3075,7 @@ fn emit_looped(
             ));
             o.line("// Every row again (t[] is not kept: indexing it here would put it in local memory), grown by");
             o.line("// its centres' own bounds (a row that fires so fired above; padding rows never fire).");
-            o.line("const GmpLpPair P = gmp_lp_pair[U.row + j];");
-            o.line("const auto b = S[P.w & 0x3fffffffu];");
-            o.line("const V3 d = gmp_sub(gmp_lp_c(a), gmp_lp_c(b));");
-            o.line("const float dd = gmp_dot(d, d);");
+            emit_row(o);
             o.line("const float rab = gmp_lp_f32(P.rab);");
             o.line("const float rg = rab + gmp_lp_e(a) + gmp_lp_e(b);");
             o.line("if (!(dd <= rg * rg)) continue;");
@@ -2991,17 +3083,32 @@ fn emit_looped(
             o.line("if (rs >= 0.0f && dd <= rs * rs) return false;");
             o.line("und = true;");
             o.close("}");
+            close_tri_rows(o);
             o.close("}");
         } else {
             o.line("// Sphere pairs only: any pair within reach is a collision.");
-            o.line(format!("if ({}) return false;", any.join(" | ")));
+            o.open(format!("if ({}) {{", any.join(" | ")));
+            emit_tri_rows(o);
+            o.line("return false;");
+            close_tri_rows(o);
+            o.close("}");
         }
         o.close("}");
         o.close("}");
         Ok::<(), SpecialiseError>(())
     };
     if gen.fold {
-        gen.emit_fold_guard(o, &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"])?;
+        if tri {
+            gen.emit_fold_guard(
+                o,
+                &[
+                    "if (TRI) return gmp_lp_twin_tri(m, q, diff, n, undp);",
+                    "return gmp_lp_twin<SWEEP>(m, q, diff, n);",
+                ],
+            )?;
+        } else {
+            gen.emit_fold_guard(o, &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"])?;
+        }
     }
     o.line(format!(
         "typename GmpLpSlotOf<SWEEP, HALF>::T S[{}];",
@@ -3009,8 +3116,10 @@ fn emit_looped(
     ));
     o.line("bool hok = true; // every centre fits an f16 (the f16 pass only)");
     o.line("float hmx = 0.0f; // the largest |coordinate| of the centres (the f16 pass only)");
-    if half {
-        o.line("bool und = false; // a test of the f16 pass between its grown and shrunk reach");
+    if half || tri {
+        o.line("// A test of the f16 pass between its grown and shrunk reach, or (TRI) a swept test that fired");
+        o.line("// where the same test without the sweep did not.");
+        o.line("bool und = false;");
     }
     if store_frames {
         o.line(format!("Xf fr[{}];", nf.max(1)));
@@ -3088,15 +3197,19 @@ fn emit_looped(
     if !streamed {
         emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
     }
-    if half {
-        o.open("if (HALF && und) {");
+    if half || tri {
+        o.open(if half {
+            "if ((HALF || TRI) && und) {"
+        } else {
+            "if (TRI && und) {"
+        });
         o.line("*undp = true;");
         o.line("return false;");
         o.close("}");
     }
     o.line("return true;");
     o.close("}");
-    Ok(half)
+    Ok((half, tri))
 }
 
 #[cfg(test)]
