@@ -2312,8 +2312,18 @@ fn emit_looped(
     // The undecided flag of the f16 pass, in the signatures and calls that carry it.
     // The three-way motion-step test (TRI, gmp_spec_step_status): where every test is a sphere
     // test, the swept pass also tests again without the sweep where a test fires, so that one
-    // pass tells a collision from an uncertain step.
+    // pass tells a collision from an uncertain step. (Every f16 build is one of these.)
     let tri = !store_frames;
+    // How the code hands a configuration to the table-driven twin (an out-of-line test, or
+    // outside the folded code's range).
+    let to_twin: &[&str] = if tri {
+        &[
+            "if (TRI) return gmp_lp_twin_tri(m, q, diff, n, undp);",
+            "return gmp_lp_twin<SWEEP>(m, q, diff, n);",
+        ]
+    } else {
+        &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"]
+    };
     let (und_param, und_arg) = if half {
         (", bool& und, float eh", ", und, eh")
     } else if tri {
@@ -2539,15 +2549,13 @@ fn emit_looped(
         o.line("}");
         if tri {
             o.line("");
-            o.line("// The three-way status of the twin (gmp_motion_step_status) as gmp_spec_valid<true, false,");
-            o.line("// true> returns it: true = free with the sweep; false, *undp set = free only without it.");
+            o.line("// The twin's three-way status (gmp_motion_step_status) as gmp_spec_valid<true, false, true>");
+            o.line("// returns it: true = free with the sweep; false, *undp set = free only without it.");
             o.line("__device__ __noinline__ bool gmp_lp_twin_tri(const GmpModel& m, const float* q, const float* diff, unsigned n,");
             o.line("                                             bool* undp) {");
-            o.line("    Xf frs[GMP_MAX_FRAMES];");
-            o.line("    gmp_fk(m, q, frs);");
-            o.line("    if (gmp_frames_valid(m, frs, diff, n)) return true;");
-            o.line("    if (gmp_frames_valid(m, frs, nullptr, 0u)) *undp = true;");
-            o.line("    return false;");
+            o.line("    const unsigned st = gmp_motion_step_status(m, q, diff, n);");
+            o.line("    if (st == 2u) *undp = true;");
+            o.line("    return st == 0u;");
             o.line("}");
         }
     }
@@ -2767,11 +2775,7 @@ fn emit_looped(
         o.line("// with the sweep (0), false with *undp set = free only without it (2), false with *undp");
         o.line("// untouched = in collision (1).");
     }
-    let undp_param = if half || tri {
-        ", bool* undp = nullptr"
-    } else {
-        ""
-    };
+    let undp_param = if tri { ", bool* undp = nullptr" } else { "" };
     o.open(format!(
         "__device__ __noinline__ bool gmp_spec_valid(const GmpModel& m, const float* q, const float* diff, unsigned n{undp_param}) {{"
     ));
@@ -2925,10 +2929,9 @@ fn emit_looped(
             o.line("k++;");
             o.line("resume = true;");
         } else {
-            if tri {
-                o.line("if (TRI) return gmp_lp_twin_tri(m, q, diff, n, undp);");
+            for l in to_twin {
+                o.line(*l);
             }
-            o.line("return gmp_lp_twin<SWEEP>(m, q, diff, n);");
         }
         o.close("}");
         o.close("}");
@@ -3098,17 +3101,7 @@ fn emit_looped(
         Ok::<(), SpecialiseError>(())
     };
     if gen.fold {
-        if tri {
-            gen.emit_fold_guard(
-                o,
-                &[
-                    "if (TRI) return gmp_lp_twin_tri(m, q, diff, n, undp);",
-                    "return gmp_lp_twin<SWEEP>(m, q, diff, n);",
-                ],
-            )?;
-        } else {
-            gen.emit_fold_guard(o, &["return gmp_lp_twin<SWEEP>(m, q, diff, n);"])?;
-        }
+        gen.emit_fold_guard(o, to_twin)?;
     }
     o.line(format!(
         "typename GmpLpSlotOf<SWEEP, HALF>::T S[{}];",
@@ -3116,7 +3109,7 @@ fn emit_looped(
     ));
     o.line("bool hok = true; // every centre fits an f16 (the f16 pass only)");
     o.line("float hmx = 0.0f; // the largest |coordinate| of the centres (the f16 pass only)");
-    if half || tri {
+    if tri {
         o.line("// A test of the f16 pass between its grown and shrunk reach, or (TRI) a swept test that fired");
         o.line("// where the same test without the sweep did not.");
         o.line("bool und = false;");
@@ -3197,12 +3190,8 @@ fn emit_looped(
     if !streamed {
         emit_tests(o, (0, tops.len()), (0, block_rows.len()))?;
     }
-    if half || tri {
-        o.open(if half {
-            "if ((HALF || TRI) && und) {"
-        } else {
-            "if (TRI && und) {"
-        });
+    if tri {
+        o.open("if ((HALF || TRI) && und) {");
         o.line("*undp = true;");
         o.line("return false;");
         o.close("}");
