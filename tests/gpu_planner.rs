@@ -240,6 +240,65 @@ fn device_rrt_connect_batch_equals_one_at_a_time() {
     );
 }
 
+/// `plan_many` with the device RRT-Connect: every admitted problem in one launch, each result
+/// the one `plan` gives it alone (raw path, shortcut path), errors in their own slots, and
+/// every returned path valid on a fresh CPU checker.
+#[test]
+fn device_plan_many_equals_one_plan_at_a_time() {
+    if !gpu_or_skip("device_plan_many_equals_one_plan_at_a_time") {
+        return;
+    }
+    let data = common::mbm_or_skip("device planner").expect("MBM data");
+    let (r, picked) = problems(&data, "panda", &[1, 2, 3, 4]);
+    let p = picked
+        .iter()
+        .find(|p| p.scene_name == "table_pick")
+        .expect("a table_pick problem");
+    let cuda = cuda_for(&r, p, RobotShapes::Spheres);
+    // The table_pick problems' ends, in this one scene (some may be in collision here: they
+    // must get their own error), and a start that is its goal.
+    let mut ends: Vec<(Vec<f64>, Vec<f64>)> = picked
+        .iter()
+        .filter(|q| q.scene_name == "table_pick")
+        .map(|q| r.start_goal(q).expect("ends"))
+        .collect();
+    let (s0, _) = r.start_goal(p).expect("ends");
+    ends.push((s0.clone(), s0));
+    let mut template = request(&r, p, 5);
+    template.attempts = 4;
+    let results = gpu_motion_planner::planners::plan_many(&cuda, &template, &ends);
+    assert_eq!(results.len(), ends.len());
+    let mut solved = 0;
+    for (i, ((start, goal), got)) in ends.iter().zip(&results).enumerate() {
+        let alone = plan(
+            &cuda,
+            &PlanRequest {
+                start: start.clone(),
+                goal: goal.clone(),
+                ..template.clone()
+            },
+        );
+        match (got, &alone) {
+            (Ok(got), Ok(alone)) => {
+                solved += 1;
+                assert_eq!(got.raw_path, alone.raw_path, "problem {i}: raw path");
+                assert_eq!(got.path, alone.path, "problem {i}: path");
+                assert_eq!(got.stats.iterations, alone.stats.iterations, "problem {i}");
+                let (_, verdicts) = cpu_verdicts(&r, p, RobotShapes::Spheres, &got.path);
+                let bad = verdicts.iter().filter(|&&v| !v).count();
+                assert_eq!(bad, 0, "problem {i}: invalid motions on the CPU");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "problem {i}"),
+            (a, b) => panic!(
+                "problem {i}: batch {:?} against alone {:?}",
+                a.as_ref().err(),
+                b.as_ref().err()
+            ),
+        }
+    }
+    assert!(solved >= 2, "only {solved} of {} solved", ends.len());
+}
+
 /// Runs `f` on each Panda problem of indices 1 to 3 of every scene whose start and goal are
 /// valid (sphere model): robot, problem, its CUDA checker, start, goal and a name.
 fn for_valid_panda_problems(

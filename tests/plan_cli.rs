@@ -32,12 +32,12 @@ fn json_list(q: &[f64]) -> String {
     serde_json::to_string(q).unwrap()
 }
 
-fn bundled_plan(start: &[f64], goal: &[f64], extra: &[&str]) -> Output {
+/// `gmp plan` on the bundled robot and scene with the CPU backend, then `args`.
+fn bundled(args: &[&str]) -> Output {
     let urdf = root().join("urdf/gmp_arm.urdf");
     let srdf = root().join("urdf/gmp_arm.srdf");
     let scene = root().join("config/default_scene.yaml");
-    let (s, g) = (json_list(start), json_list(goal));
-    let mut args = vec![
+    let mut all = vec![
         "plan",
         "--urdf",
         urdf.to_str().unwrap(),
@@ -45,15 +45,18 @@ fn bundled_plan(start: &[f64], goal: &[f64], extra: &[&str]) -> Output {
         srdf.to_str().unwrap(),
         "--scene",
         scene.to_str().unwrap(),
-        "--start",
-        &s,
-        "--goal",
-        &g,
         "--backend",
         "cpu",
     ];
+    all.extend_from_slice(args);
+    gmp(&all)
+}
+
+fn bundled_plan(start: &[f64], goal: &[f64], extra: &[&str]) -> Output {
+    let (s, g) = (json_list(start), json_list(goal));
+    let mut args = vec!["--start", &s, "--goal", &g];
     args.extend_from_slice(extra);
-    gmp(&args)
+    bundled(&args)
 }
 
 /// `gmp plan` on the bundled robot with `extra`, which must be refused as bad input: exit
@@ -492,4 +495,92 @@ fn on_device_escalation_options_are_validated_by_name() {
         let err = refused(&start, &goal, &args);
         assert!(err.contains(expected), "{opts:?}: {err}");
     }
+}
+
+/// `gmp plan --batch FILE` on the bundled robot with `extra`, the file holding `yaml`.
+fn bundled_batch(yaml: &str, extra: &[&str]) -> Output {
+    let dir = std::env::temp_dir().join(format!("gmp_batch_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("batch_{:x}.yaml", yaml.len() * 31 + extra.len()));
+    std::fs::write(&file, yaml).unwrap();
+    let mut args = vec!["--batch", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = bundled(&args);
+    let _ = std::fs::remove_file(&file);
+    out
+}
+
+#[test]
+fn a_batch_plans_every_problem_and_reports_each() {
+    let (_, s0, g0) = DEMO_QUERIES[0];
+    let (_, s1, g1) = DEMO_QUERIES[1];
+    // Shoulder lifted 2 rad: the upper arm goes down through the table.
+    let bad = [0.0, 2.0, 0.0, 0.0, 0.0, 0.0];
+    let yaml = format!(
+        "- name: first\n  start: {}\n  goal: {}\n- start: {}\n  goal: {}\n- name: third\n  start: {}\n  goal: {}\n",
+        json_list(&s0),
+        json_list(&g0),
+        json_list(&bad),
+        json_list(&g1),
+        json_list(&s1),
+        json_list(&g1)
+    );
+    let out = bundled_batch(&yaml, &["--seed", "2"]);
+    // One problem could not be planned: exit 1, the others' trajectories still reported.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    assert_eq!(
+        (v["problems"].as_u64(), v["solved"].as_u64()),
+        (Some(3), Some(2))
+    );
+    assert_eq!(v["one_device_launch"], false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 of 3 problems"), "{err}");
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(r[0]["name"], "first");
+    assert_eq!(r[1]["name"], "1");
+    assert_eq!(r[2]["name"], "third");
+    assert_trajectory(&r[0], &ARM_JOINTS, &s0);
+    assert_trajectory(&r[2], &ARM_JOINTS, &s1);
+    assert_eq!(r[1]["success"], false);
+    let e = r[1]["error"].as_str().unwrap();
+    assert!(e.contains("start") && e.contains("collision"), "{e}");
+    // Each solved problem is the plan `gmp plan` makes of it alone.
+    let alone = stdout_json(&bundled_plan(&s1, &g1, &["--seed", "2"]));
+    assert_eq!(r[2]["path"], alone["path"]);
+}
+
+#[test]
+fn a_bad_batch_file_is_refused_by_name() {
+    let (_, s0, g0) = DEMO_QUERIES[0];
+    let cases = [
+        (
+            format!("- start: {}\n  goal: [0.0, 1.0]\n", json_list(&s0)),
+            vec!["problem 0", "goal has 2 values"],
+        ),
+        ("[]".to_string(), vec!["empty"]),
+        (
+            format!("- start: {}\n  goals: {}\n", json_list(&s0), json_list(&g0)),
+            vec!["expected a list"],
+        ),
+    ];
+    for (yaml, needles) in cases {
+        let out = bundled_batch(&yaml, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{yaml}: {err}");
+        assert!(out.stdout.is_empty(), "{yaml}");
+        assert!(err.contains("--batch"), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{yaml}: {err}");
+        }
+    }
+    // --batch with --start: refused by the argument parser.
+    let out = bundled_batch("[]", &["--start", "[0,0,0,0,0,0]"]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -407,6 +407,14 @@ fn dh(a: &DhArgs) -> Result<Value, CliError> {
     }))
 }
 
+/// The scene of a `--scene` file, or an empty world without one.
+pub fn scene_or_empty(path: Option<&Path>) -> Result<Scene, CliError> {
+    match path {
+        Some(p) => Ok(crate::scene::load_scene(p)?),
+        None => Ok(Scene::new("world")),
+    }
+}
+
 pub(crate) fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
     match s {
         "polytopes" => Ok(RobotShapes::Polytopes),
@@ -455,10 +463,7 @@ fn build_checker(
             .collect::<Result<_, _>>()?;
         full_state_from_names(&robot, &fnames, &fvalues, &mut base)?;
     }
-    let scene = match &c.scene {
-        Some(p) => crate::scene::load_scene(p)?,
-        None => Scene::new("world"),
-    };
+    let scene = scene_or_empty(c.scene.as_deref())?;
     let opts = CheckerOptions {
         shapes: parse_shapes(&c.shapes)?,
         ..Default::default()

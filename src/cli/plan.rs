@@ -1,10 +1,14 @@
 //! `gmp plan`: one planning query from files and the command line, answered with the timed
-//! trajectory as JSON.
+//! trajectory as JSON; or, with `--batch FILE`, many queries in the same scene (one report with
+//! a result per problem; see [`run_batch`]).
 //!
 //! Exit status: 0 with `"success": true` when a trajectory was found; 1 with
 //! `"success": false` on stdout (and the reason on stderr) when the planner found no path
 //! within its limits; 2 with `error: ...` on stderr for unusable input (a missing file, a
-//! start or goal in collision or outside the joint limits, an unknown planner).
+//! start or goal in collision or outside the joint limits, an unknown planner). With
+//! `--batch`, 0 when every problem was solved, 1 when some were not (each problem's error is
+//! in its entry: no path, or a start or goal in collision or outside the limits), 2 for an
+//! unusable batch file or option.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +17,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{load_robot, parse_shapes, CliError, RobotArgs};
+use super::{load_robot, parse_shapes, scene_or_empty, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions};
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::{PlanningGroup, RobotModel};
@@ -74,6 +78,64 @@ pub struct PlanArgs {
     /// Planner tuning (shared with `gmp bench mbm`).
     #[command(flatten)]
     pub tuning: PlannerTuning,
+    /// Many problems for the same robot, scene and options: a YAML (or JSON) list of
+    /// `{start: [...], goal: [...]}` (optional `name`), configurations in planning-group joint
+    /// order. Prints one report with a result per problem. With `--on-device` and a GPU every
+    /// problem is planned in one device launch.
+    #[arg(long, conflicts_with_all = ["start", "goal", "request"])]
+    pub batch: Option<PathBuf>,
+}
+
+/// One problem of a `--batch` file.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchItem {
+    /// A name for the report (default: the problem's index).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Start configuration (planning-group joint order).
+    pub start: Vec<f64>,
+    /// Goal configuration (planning-group joint order).
+    pub goal: Vec<f64>,
+}
+
+/// Reads a `--batch` file: a non-empty list of [`BatchItem`]s whose configurations have the
+/// group's joint count; errors name the file and the problem.
+pub fn read_batch(
+    path: &std::path::Path,
+    group: &PlanningGroup,
+) -> Result<Vec<BatchItem>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError(format!("--batch {}: {e}", path.display())))?;
+    let items: Vec<BatchItem> = serde_yaml::from_str(&text).map_err(|e| {
+        CliError(format!(
+            "--batch {}: expected a list of {{start: [...], goal: [...]}}: {e}",
+            path.display()
+        ))
+    })?;
+    if items.is_empty() {
+        return Err(CliError(format!(
+            "--batch {}: the list of problems is empty",
+            path.display()
+        )));
+    }
+    let dof = group.space.dof();
+    for (i, it) in items.iter().enumerate() {
+        for (what, q) in [("start", &it.start), ("goal", &it.goal)] {
+            if q.len() != dof {
+                return Err(CliError(format!(
+                    "--batch {}: problem {i}{}: {what} has {} values but group '{}' has {} joints {:?}",
+                    path.display(),
+                    it.name.as_ref().map(|n| format!(" ({n})")).unwrap_or_default(),
+                    q.len(),
+                    group.name,
+                    dof,
+                    group.space.names
+                )));
+            }
+        }
+    }
+    Ok(items)
 }
 
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
@@ -175,10 +237,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
     let goal = goal.ok_or_else(|| CliError("no goal: give --goal or --request".into()))?;
-    let scene = match &a.scene {
-        Some(p) => crate::scene::load_scene(p)?,
-        None => Scene::new("world"),
-    };
+    let scene = scene_or_empty(a.scene.as_deref())?;
     Ok(Problem {
         robot,
         group,
@@ -244,6 +303,9 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
 
 /// Runs `gmp plan`. Input errors are `Err`; "no path" is `Ok` with `"success": false`.
 pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
+    if let Some(path) = &a.batch {
+        return run_batch(a, path);
+    }
     let p = problem(a)?;
     let opts = CheckerOptions {
         shapes: parse_shapes(&a.shapes)?,
@@ -264,4 +326,73 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         })),
         Err(e) => Err(CliError(e.to_string())),
     }
+}
+
+/// `gmp plan --batch FILE`: every problem of the file with the options of `a`
+/// ([`crate::planners::plan_many`]), one report: `"success"` when every problem was solved,
+/// the counts, the wall time of the whole call, and per problem its name and either the report
+/// of a single plan or `"success": false` with the error.
+pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError> {
+    let robot = load_robot(&a.robot, false)?;
+    let group = match &a.group {
+        Some(g) => robot.group(g)?,
+        None => robot.default_group(),
+    };
+    let items = read_batch(path, &group)?;
+    let base = robot.tree.neutral_state();
+    let scene = scene_or_empty(a.scene.as_deref())?;
+    let opts = CheckerOptions {
+        shapes: parse_shapes(&a.shapes)?,
+        ..Default::default()
+    };
+    let checker = crate::collision::make_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
+    let mut template = request(a, Vec::new(), Vec::new())?;
+    template.group = group.name.clone();
+    // The options are checked once, before any problem runs (one error rather than one per
+    // problem).
+    crate::planners::check_request(&template).map_err(|e| CliError(e.to_string()))?;
+    let ends: Vec<(Vec<f64>, Vec<f64>)> = items
+        .iter()
+        .map(|it| (it.start.clone(), it.goal.clone()))
+        .collect();
+    let device_launch = template.on_device
+        && template.planner == PlannerId::RrtConnect
+        && checker.device_planner().is_some();
+    let t = std::time::Instant::now();
+    let results = crate::planners::plan_many(checker.as_ref(), &template, &ends);
+    let wall = t.elapsed().as_secs_f64();
+    let solved = results.iter().filter(|r| r.is_ok()).count();
+    let entries: Vec<Value> = items
+        .iter()
+        .zip(&results)
+        .enumerate()
+        .map(|(i, (it, r))| {
+            let mut v = match r {
+                Ok(res) => result_json(res, checker.as_ref(), &group.name),
+                Err(e) => json!({"success": false, "error": e.to_string()}),
+            };
+            v["name"] = json!(it.name.clone().unwrap_or_else(|| i.to_string()));
+            v
+        })
+        .collect();
+    let mut out = json!({
+        "success": solved == results.len(),
+        "planner": template.planner.as_str(),
+        "backend": format!("{:?}", checker.backend()).to_lowercase(),
+        "group": group.name,
+        "joint_names": group.space.names,
+        "problems": results.len(),
+        "solved": solved,
+        "one_device_launch": device_launch,
+        "wall_time_s": wall,
+        "results": entries,
+    });
+    if solved < results.len() {
+        out["error"] = json!(format!(
+            "{} of {} problems were not solved (see each result's error)",
+            results.len() - solved,
+            results.len()
+        ));
+    }
+    Ok(out)
 }

@@ -333,18 +333,29 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     ctx.device_work = (u64::from(outcome.motions), outcome.configs);
     ctx.device_time = Some(Duration::from_micros(u64::from(outcome.device_us)));
     ctx.attempts_run = (settings.attempts as usize, outcome.attempt as usize);
+    raw_solution(outcome, ctx.req)
+}
+
+/// The raw path of a device run of `req`, or its "no path" error.
+pub(crate) fn raw_solution(
+    outcome: DeviceOutcome,
+    req: &PlanRequest,
+) -> Result<RawSolution, PlanError> {
+    let vertices = outcome.vertices as usize;
     match outcome.status {
-        DeviceStatus::Solved => {
-            let vertices = outcome.vertices as usize;
-            Ok(RawSolution {
-                path: outcome.path,
-                iterations: outcome.iterations as usize,
-                vertices,
-                edges: vertices.saturating_sub(2),
-                cost_over_time: Vec::new(),
-            })
-        }
-        _ => Err(ctx.no_path(outcome.iterations as usize, outcome.vertices as usize)),
+        DeviceStatus::Solved => Ok(RawSolution {
+            path: outcome.path,
+            iterations: outcome.iterations as usize,
+            vertices,
+            edges: vertices.saturating_sub(2),
+            cost_over_time: Vec::new(),
+        }),
+        _ => Err(PlanError::NoPath {
+            planner: req.planner,
+            time_limit: req.time_limit,
+            iterations: outcome.iterations as usize,
+            vertices,
+        }),
     }
 }
 

@@ -12,6 +12,8 @@
 //! first solution for PRM, lazy PRM, RRT and RRT-Connect; `max_iterations` for RRT*) gives
 //! the same path for the same seed, request, checker verdicts and (for PRM) roadmap.
 
+pub mod batch;
+pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;
 pub mod prm;
@@ -882,7 +884,9 @@ fn check_space(space: &JointSpace) -> Result<(), PlanError> {
     Ok(())
 }
 
-fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
+/// Checks a request's options (not its start and goal): the error every plan of it would
+/// give, for callers that want it once before many plans ([`plan_many`]).
+pub fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
     let bad = |m: String| Err(PlanError::InvalidRequest(m));
     if !(req.resolution > 0.0 && req.resolution.is_finite()) {
         return bad(format!(
@@ -992,32 +996,10 @@ pub(crate) fn run(
     planner: impl FnOnce(&mut Context<'_, '_>) -> Result<RawSolution, PlanError>,
 ) -> Result<PlanResult, PlanError> {
     let started = Instant::now();
-    let space = checker.space().clone();
-    check_space(&space)?;
-    check_request(req)?;
-    // The batch size, resolved once for the planner and the shortcutting after it.
-    let resolved = PlanRequest {
-        batch_size: Some(req.batch_size_on(checker.backend())),
-        ..req.clone()
-    };
-    let req = &resolved;
-    space
-        .validate(&req.start)
-        .map_err(PlanError::InvalidStart)?;
-    space.validate(&req.goal).map_err(PlanError::InvalidGoal)?;
     let counting = CountingChecker::new(checker);
-    let ends = ConfigBatch::from_rows(space.dof(), &[&req.start, &req.goal])?;
-    let verdicts = counting.check_configs(&ends)?;
-    if !verdicts.first().copied().unwrap_or(false) {
-        return Err(PlanError::InvalidStart(
-            "the start configuration is in collision".into(),
-        ));
-    }
-    if !verdicts.get(1).copied().unwrap_or(false) {
-        return Err(PlanError::InvalidGoal(
-            "the goal configuration is in collision".into(),
-        ));
-    }
+    let resolved = admit(&counting, req)?;
+    let req = &resolved;
+    let space = counting.space().clone();
     let mut ctx = Context {
         checker: &counting,
         space: space.clone(),
@@ -1033,18 +1015,88 @@ pub(crate) fn run(
         device_work: (0, 0),
         device_time: None,
     };
-    let raw = if space.distance(&req.start, &req.goal) == 0.0 {
-        RawSolution {
-            path: vec![req.start.clone(), req.goal.clone()],
-            iterations: 0,
-            vertices: 0,
-            edges: 0,
-            cost_over_time: Vec::new(),
-        }
-    } else {
-        planner(&mut ctx)?
+    let raw = match trivial_solution(&space, req) {
+        Some(raw) => raw,
+        None => planner(&mut ctx)?,
     };
-    let planning_time = started.elapsed();
+    let planning = Planning {
+        time: started.elapsed(),
+        attempts_run: ctx.attempts_run,
+        device_work: ctx.device_work,
+        device_time: ctx.device_time,
+    };
+    complete(&counting, req, raw, planning)
+}
+
+/// What a planner left besides its raw path, for [`complete`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Planning {
+    /// Planning time (request checks included).
+    pub time: Duration,
+    /// Attempts run and the winner ([`Context::attempts_run`]).
+    pub attempts_run: (usize, usize),
+    /// Motions and configurations a device planner checked ([`Context::device_work`]).
+    pub device_work: (u64, u64),
+    /// The device's time on the plan ([`Context::device_time`]).
+    pub device_time: Option<Duration>,
+}
+
+/// The checks every plan starts with: the joint space and the request's options, its start and
+/// goal inside the joint limits and collision free (one call of `counting`). Returns the
+/// request with its batch size resolved for the checker's backend.
+pub(crate) fn admit(
+    counting: &CountingChecker<'_>,
+    req: &PlanRequest,
+) -> Result<PlanRequest, PlanError> {
+    let space = counting.space();
+    check_space(space)?;
+    check_request(req)?;
+    // The batch size, resolved once for the planner and the shortcutting after it.
+    let resolved = PlanRequest {
+        batch_size: Some(req.batch_size_on(counting.backend())),
+        ..req.clone()
+    };
+    space
+        .validate(&resolved.start)
+        .map_err(PlanError::InvalidStart)?;
+    space
+        .validate(&resolved.goal)
+        .map_err(PlanError::InvalidGoal)?;
+    let ends = ConfigBatch::from_rows(space.dof(), &[&resolved.start, &resolved.goal])?;
+    let verdicts = counting.check_configs(&ends)?;
+    if !verdicts.first().copied().unwrap_or(false) {
+        return Err(PlanError::InvalidStart(
+            "the start configuration is in collision".into(),
+        ));
+    }
+    if !verdicts.get(1).copied().unwrap_or(false) {
+        return Err(PlanError::InvalidGoal(
+            "the goal configuration is in collision".into(),
+        ));
+    }
+    Ok(resolved)
+}
+
+/// The raw path of a request whose start is its goal (no planning needed), else `None`.
+pub(crate) fn trivial_solution(space: &JointSpace, req: &PlanRequest) -> Option<RawSolution> {
+    (space.distance(&req.start, &req.goal) == 0.0).then(|| RawSolution {
+        path: vec![req.start.clone(), req.goal.clone()],
+        iterations: 0,
+        vertices: 0,
+        edges: 0,
+        cost_over_time: Vec::new(),
+    })
+}
+
+/// Shortcuts, times and re-validates the raw path of an admitted request (see [`admit`]),
+/// the checks through `counting`, whose counts go into the result's statistics.
+pub(crate) fn complete(
+    counting: &CountingChecker<'_>,
+    req: &PlanRequest,
+    raw: RawSolution,
+    planning: Planning,
+) -> Result<PlanResult, PlanError> {
+    let space = counting.space().clone();
     let simplify_start = Instant::now();
     let mut raw_path = raw.path;
     // The endpoints are exactly the requested configurations.
@@ -1056,7 +1108,7 @@ pub(crate) fn run(
     }
     let simplified = if req.shortcut_rounds > 0 {
         trajectory::shortcut_refined(
-            &counting,
+            counting,
             &raw_path,
             req.resolution,
             // A generator of its own, so the shortcut depends only on the raw path and the
@@ -1073,7 +1125,7 @@ pub(crate) fn run(
     let mut last_error = None;
     let mut chosen = None;
     for candidate in [simplified, raw_path.clone()] {
-        match finish(&counting, req, &candidate) {
+        match finish(counting, req, &candidate) {
             Ok(traj) => {
                 chosen = Some((candidate, traj));
                 break;
@@ -1088,7 +1140,7 @@ pub(crate) fn run(
         ));
     };
     let mut stats = PlanStats {
-        planning_time,
+        planning_time: planning.time,
         simplification_time: simplify_start.elapsed(),
         path_length_before: trajectory::path_length(&space, &raw_path),
         path_length_after: trajectory::path_length(&space, &path),
@@ -1096,15 +1148,15 @@ pub(crate) fn run(
         roadmap_edges: raw.edges,
         iterations: raw.iterations,
         cost_over_time: raw.cost_over_time,
-        attempts: ctx.attempts_run.0,
-        winning_attempt: ctx.attempts_run.1,
+        attempts: planning.attempts_run.0,
+        winning_attempt: planning.attempts_run.1,
         batch_size: req.batch(),
-        device_time: ctx.device_time,
+        device_time: planning.device_time,
         ..PlanStats::default()
     };
     counting.fill(&mut stats);
     // Work a device planner did without the host's checker.
-    let (device_motions, device_configs) = ctx.device_work;
+    let (device_motions, device_configs) = planning.device_work;
     stats.motions_checked += device_motions;
     stats.collision_checks += device_configs;
     Ok(PlanResult {

@@ -1,0 +1,446 @@
+//! Many planning problems in one call: the same robot, scene and planner options, each problem
+//! its own start and goal ([`plan_many`]).
+//!
+//! With the device RRT-Connect (`on_device`) and a GPU checker, every admitted problem is
+//! planned in **one** device launch (each attempt of each problem a block; see
+//! [`super::device`]), then each raw path is shortcut, timed and re-validated on the host like
+//! a single plan's, the problems spread over the host's cores. A problem's result is the one
+//! [`super::plan`] gives it alone: the device plans of a launch do not depend on the other
+//! problems in it (`tests/gpu_planner.rs` checks this) and the rest depends only on the raw
+//! path and the seed. Its timing differs: every problem of the launch reports the launch's
+//! planning time (its own device time is in [`PlanStats::device_time`](super::PlanStats)).
+//!
+//! Otherwise (another planner, or no device) the problems are planned one after another with
+//! [`super::plan`], so a caller can use one code path whatever the machine has.
+//!
+//! A problem that cannot be planned (a start in collision, no path within the limits) gets its
+//! error in its own slot; the others are planned as usual.
+
+use std::time::{Duration, Instant};
+
+use super::device::{check_straight, raw_solution, settings_for_request};
+use super::{
+    admit, complete, plan, trivial_solution, CountingChecker, PlanError, PlanRequest, PlanResult,
+    PlannerId, Planning, RawSolution,
+};
+use crate::collision::Checker;
+
+/// Plans from `ends[i].0` to `ends[i].1` for every `i` with the options of `template` (its own
+/// start and goal are ignored), in the order given. See the module documentation for how the
+/// work is shared.
+pub fn plan_many(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    ends: &[(Vec<f64>, Vec<f64>)],
+) -> Vec<Result<PlanResult, PlanError>> {
+    let request = |(start, goal): &(Vec<f64>, Vec<f64>)| PlanRequest {
+        start: start.clone(),
+        goal: goal.clone(),
+        ..template.clone()
+    };
+    let device = template.on_device && template.planner == PlannerId::RrtConnect;
+    if !device || checker.device_planner().is_none() || ends.is_empty() {
+        // One after another; `plan` gives the clear error of an on-device request without a
+        // device.
+        return ends.iter().map(|e| plan(checker, &request(e))).collect();
+    }
+    plan_on_device(
+        checker,
+        template,
+        &ends.iter().map(request).collect::<Vec<_>>(),
+    )
+}
+
+/// A problem on its way through [`plan_on_device`].
+enum Stage {
+    /// Refused or finished (with an error or a result).
+    Done(Result<PlanResult, PlanError>),
+    /// Admitted, its raw path known without planning.
+    Raw(PlanRequest, RawSolution),
+    /// Admitted, waiting for the launch.
+    Launch(PlanRequest),
+    /// Planned by the launch.
+    Planned(PlanRequest, RawSolution, Planning),
+}
+
+/// [`plan_many`] with the device RRT-Connect: admission, one launch, then the host's part of
+/// every plan on the host's cores.
+fn plan_on_device(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    reqs: &[PlanRequest],
+) -> Vec<Result<PlanResult, PlanError>> {
+    let started = Instant::now();
+    let space = checker.space().clone();
+    let counters: Vec<CountingChecker<'_>> =
+        reqs.iter().map(|_| CountingChecker::new(checker)).collect();
+    let mut stages: Vec<Stage> = reqs
+        .iter()
+        .zip(&counters)
+        .map(|(req, counting)| match admit(counting, req) {
+            Err(e) => Stage::Done(Err(e)),
+            Ok(req) => match trivial_solution(&space, &req) {
+                Some(raw) => Stage::Raw(req, raw),
+                None => match check_straight(&space, &req.start, &req.goal, req.resolution) {
+                    Err(e) => Stage::Done(Err(PlanError::InvalidRequest(e))),
+                    Ok(()) => Stage::Launch(req),
+                },
+            },
+        })
+        .collect();
+    // One launch for every problem waiting for it, with the template's settings (the options
+    // are the same for all; only the ends differ).
+    let waiting: Vec<usize> = (0..stages.len())
+        .filter(|&i| matches!(stages[i], Stage::Launch(_)))
+        .collect();
+    if !waiting.is_empty() {
+        let settings = settings_for_request(template, &space, template.time_limit);
+        let pairs: Vec<(&[f64], &[f64])> = waiting
+            .iter()
+            .filter_map(|&i| match &stages[i] {
+                Stage::Launch(r) => Some((r.start.as_slice(), r.goal.as_slice())),
+                _ => None,
+            })
+            .collect();
+        let launched = settings
+            .validate()
+            .map_err(PlanError::InvalidRequest)
+            .and_then(|()| match checker.device_planner() {
+                Some(d) => d.rrt_connect(&pairs, &settings).map_err(PlanError::Checker),
+                None => Err(PlanError::InvalidRequest(
+                    "on_device needs a GPU checker".into(),
+                )),
+            });
+        let time = started.elapsed();
+        match launched {
+            Ok(outcomes) if outcomes.len() == waiting.len() => {
+                for (&i, o) in waiting.iter().zip(outcomes) {
+                    let stage = std::mem::replace(&mut stages[i], Stage::Done(Err(left_out())));
+                    let Stage::Launch(req) = stage else {
+                        stages[i] = stage;
+                        continue;
+                    };
+                    let planning = Planning {
+                        time,
+                        attempts_run: (settings.attempts as usize, o.attempt as usize),
+                        device_work: (u64::from(o.motions), o.configs),
+                        device_time: Some(Duration::from_micros(u64::from(o.device_us))),
+                    };
+                    stages[i] = match raw_solution(o, &req) {
+                        Ok(raw) => Stage::Planned(req, raw, planning),
+                        Err(e) => Stage::Done(Err(e)),
+                    };
+                }
+            }
+            Ok(outcomes) => {
+                let e = format!(
+                    "the device planner returned {} results for {} problems",
+                    outcomes.len(),
+                    waiting.len()
+                );
+                for &i in &waiting {
+                    stages[i] = Stage::Done(Err(PlanError::Checker(
+                        crate::collision::CollisionError::Backend {
+                            backend: "cuda".into(),
+                            message: e.clone(),
+                        },
+                    )));
+                }
+            }
+            Err(e) => {
+                let text = e.to_string();
+                for &i in &waiting {
+                    stages[i] = Stage::Done(Err(match &e {
+                        PlanError::Checker(c) => PlanError::Checker(c.clone()),
+                        _ => PlanError::InvalidRequest(text.clone()),
+                    }));
+                }
+            }
+        }
+    }
+    // The host's part of each plan (shortcut, timing, re-validation), the problems dealt over
+    // the host's cores; each problem's checks go through its own counter.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, stages.len().max(1));
+    let finish_one = |i: usize, stage: Stage| {
+        let counting = &counters[i];
+        match stage {
+            Stage::Done(r) => r,
+            Stage::Raw(req, raw) => {
+                let planning = Planning {
+                    time: started.elapsed(),
+                    ..Planning::default()
+                };
+                complete(counting, &req, raw, planning)
+            }
+            Stage::Planned(req, raw, planning) => complete(counting, &req, raw, planning),
+            Stage::Launch(_) => Err(left_out()),
+        }
+    };
+    if threads <= 1 {
+        return stages
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| finish_one(i, s))
+            .collect();
+    }
+    let mut chunks: Vec<Vec<(usize, Stage)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (i, stage) in stages.into_iter().enumerate() {
+        chunks[i % threads].push((i, stage));
+    }
+    let mut out: Vec<Option<Result<PlanResult, PlanError>>> =
+        (0..reqs.len()).map(|_| None).collect();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let finish_one = &finish_one;
+                sc.spawn(move || {
+                    chunk
+                        .into_iter()
+                        .map(|(i, stage)| (i, finish_one(i, stage)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        out[i] = Some(r);
+                    }
+                }
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+    });
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(left_out())))
+        .collect()
+}
+
+/// The error of a problem the launch returned no result for (not expected: the launch returns
+/// one per problem or fails as a whole).
+fn left_out() -> PlanError {
+    PlanError::InvalidRequest("the device planner returned no result for this problem".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::cli::demo::{bundled, DEMO_QUERIES};
+    use crate::collision::{
+        Backend, CheckerOptions, CollisionError, ConfigBatch, CpuChecker, MotionBatch,
+    };
+    use crate::planners::device::{DeviceOutcome, DevicePlanner, DeviceRrtcSettings, DeviceStatus};
+    use crate::robot::JointSpace;
+
+    /// The bundled arm's CPU checker with a stand-in device planner (no GPU in CI): a "launch"
+    /// plans each of its problems with the host RRT-Connect from the launch's seed, so a
+    /// problem's raw path does not depend on the others, as on the device. It records the
+    /// problems of every launch, and reports "no path" for the goal `unreachable`.
+    struct StandIn {
+        cpu: CpuChecker,
+        launches: Mutex<Vec<usize>>,
+        unreachable: Vec<f64>,
+    }
+
+    impl DevicePlanner for StandIn {
+        fn rrt_connect(
+            &self,
+            problems: &[(&[f64], &[f64])],
+            settings: &DeviceRrtcSettings,
+        ) -> Result<Vec<DeviceOutcome>, CollisionError> {
+            if let Ok(mut l) = self.launches.lock() {
+                l.push(problems.len());
+            }
+            Ok(problems
+                .iter()
+                .map(|(s, g)| {
+                    let mut req = PlanRequest::new(s.to_vec(), g.to_vec(), PlannerId::RrtConnect);
+                    req.seed = settings.seed;
+                    req.shortcut_rounds = 0;
+                    let plan = (*g != self.unreachable.as_slice())
+                        .then(|| plan(&self.cpu, &req).ok())
+                        .flatten();
+                    DeviceOutcome {
+                        status: if plan.is_some() {
+                            DeviceStatus::Solved
+                        } else {
+                            DeviceStatus::Limit
+                        },
+                        iterations: plan.as_ref().map_or(7, |p| p.stats.iterations as u32),
+                        vertices: 2,
+                        motions: 1,
+                        configs: 1,
+                        device_us: 1,
+                        attempt: 0,
+                        path: plan.map(|p| p.raw_path).unwrap_or_default(),
+                    }
+                })
+                .collect())
+        }
+    }
+
+    impl Checker for StandIn {
+        fn space(&self) -> &JointSpace {
+            self.cpu.space()
+        }
+        fn check_configs(&self, c: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+            self.cpu.check_configs(c)
+        }
+        fn check_motions_refined(
+            &self,
+            m: &MotionBatch,
+            resolution: f64,
+            max_refinements: u32,
+        ) -> Result<Vec<bool>, CollisionError> {
+            self.cpu
+                .check_motions_refined(m, resolution, max_refinements)
+        }
+        fn backend(&self) -> Backend {
+            self.cpu.backend()
+        }
+        fn device_planner(&self) -> Option<&dyn DevicePlanner> {
+            Some(self)
+        }
+    }
+
+    fn stand_in() -> StandIn {
+        let (robot, scene) = bundled().expect("bundled robot");
+        let group = robot.default_group();
+        let base = robot.tree.neutral_state();
+        let cpu = CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default())
+            .expect("checker");
+        StandIn {
+            cpu,
+            launches: Mutex::new(Vec::new()),
+            unreachable: vec![0.3, -0.5, 1.0, -1.0, 0.7, 0.2],
+        }
+    }
+
+    /// A configuration of the bundled arm in collision (seeded search).
+    fn in_collision(c: &StandIn) -> Vec<f64> {
+        let space = c.space().clone();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        loop {
+            let q: Vec<f64> = (0..space.dof())
+                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+                .collect();
+            if !c.check_config(&q).expect("check") {
+                return q;
+            }
+        }
+    }
+
+    fn ends(c: &StandIn) -> Vec<(Vec<f64>, Vec<f64>)> {
+        let (_, s0, g0) = DEMO_QUERIES[0];
+        let (_, s1, g1) = DEMO_QUERIES[1];
+        assert!(c.check_config(&c.unreachable).expect("check"));
+        vec![
+            (s0.to_vec(), g0.to_vec()),
+            (in_collision(c), g1.to_vec()),
+            (s1.to_vec(), g1.to_vec()),
+            (s0.to_vec(), c.unreachable.clone()),
+            (s1.to_vec(), s1.to_vec()),
+        ]
+    }
+
+    /// `plan` of `template` from `ends.0` to `ends.1`, which must succeed.
+    fn alone(c: &StandIn, template: &PlanRequest, ends: &(Vec<f64>, Vec<f64>)) -> PlanResult {
+        let req = PlanRequest {
+            start: ends.0.clone(),
+            goal: ends.1.clone(),
+            ..template.clone()
+        };
+        plan(c, &req).expect("solved alone")
+    }
+
+    /// Each problem's result is the one `plan` gives it alone (path, raw path, trajectory),
+    /// errors stay in their own slots, and the device plans every admitted problem in one
+    /// launch.
+    #[test]
+    fn a_batch_on_the_device_gives_each_problem_its_single_plan_in_one_launch() {
+        let c = stand_in();
+        let ends = ends(&c);
+        let mut template = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
+        template.on_device = true;
+        template.seed = 11;
+        let results = plan_many(&c, &template, &ends);
+        // The problem in collision is refused before the launch, the trivial one needs none.
+        assert_eq!(*c.launches.lock().unwrap(), vec![3]);
+        assert_eq!(results.len(), ends.len());
+        assert!(
+            matches!(results[1], Err(PlanError::InvalidStart(_))),
+            "{:?}",
+            results[1].as_ref().err()
+        );
+        assert!(
+            matches!(results[3], Err(PlanError::NoPath { iterations: 7, .. })),
+            "{:?}",
+            results[3].as_ref().err()
+        );
+        for i in [0, 2, 4] {
+            let got = results[i].as_ref().expect("solved");
+            let alone = alone(&c, &template, &ends[i]);
+            assert_eq!(got.raw_path, alone.raw_path, "problem {i}");
+            assert_eq!(got.path, alone.path, "problem {i}");
+            assert_eq!(got.trajectory.points.len(), alone.trajectory.points.len());
+            assert_eq!(got.path.first(), Some(&ends[i].0));
+            assert_eq!(got.path.last(), Some(&ends[i].1));
+            // Re-validated: every motion of the returned path is free at the resolution.
+            let mut m = MotionBatch::new(c.space().dof());
+            for w in got.path.windows(2) {
+                m.push(&w[0], &w[1]).unwrap();
+            }
+            assert!(c
+                .check_motions(&m, template.resolution)
+                .unwrap()
+                .iter()
+                .all(|&v| v));
+        }
+        // The launch's problems report the device's work and time.
+        let solved = results[0].as_ref().unwrap();
+        assert_eq!(solved.stats.device_time, Some(Duration::from_micros(1)));
+    }
+
+    /// Without `on_device` the problems are planned one after another: the same results as
+    /// `plan`, and no launch.
+    #[test]
+    fn a_batch_on_the_host_is_the_single_plans() {
+        let c = stand_in();
+        let ends = ends(&c);
+        let mut template = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
+        template.seed = 4;
+        template.time_limit = Duration::from_millis(300);
+        let results = plan_many(&c, &template, &ends[..3]);
+        assert!(c.launches.lock().unwrap().is_empty());
+        assert!(matches!(results[1], Err(PlanError::InvalidStart(_))));
+        for i in [0, 2] {
+            let alone = alone(&c, &template, &ends[i]);
+            assert_eq!(results[i].as_ref().expect("solved").path, alone.path);
+        }
+        assert!(plan_many(&c, &template, &[]).is_empty());
+    }
+
+    /// Bad options are every problem's error, and nothing is launched.
+    #[test]
+    fn bad_options_are_each_problems_error() {
+        let c = stand_in();
+        let ends = ends(&c);
+        let mut template = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
+        template.on_device = true;
+        template.resolution = -1.0;
+        let results = plan_many(&c, &template, &ends);
+        assert!(results
+            .iter()
+            .all(|r| matches!(r, Err(PlanError::InvalidRequest(m)) if m.contains("resolution"))));
+        assert!(c.launches.lock().unwrap().is_empty());
+    }
+}
