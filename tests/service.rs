@@ -514,3 +514,43 @@ fn backend_auto_plans_like_the_cpu() {
     assert_eq!(d.stats.roadmap_vertices, 250);
     assert_valid(&auto, &d.path, &d.trajectory);
 }
+
+/// `plan_batch`: every request answered in its slot, each as `plan` answers it alone (the
+/// same path); a bad request fails alone; a request with other options is planned on its own;
+/// the checker is built once for the requests sharing it.
+#[test]
+fn a_batch_answers_each_request_as_plan_does() {
+    let mut s = service();
+    let (_, d0, g0) = gpu_motion_planner::cli::demo::DEMO_QUERIES[0];
+    let (_, d1, g1) = gpu_motion_planner::cli::demo::DEMO_QUERIES[1];
+    let mut bad = request(&s, &START, &GOAL);
+    bad.goal.0[0] = "no_such_joint".into();
+    let mut other_seed = request(&s, &d1, &g1);
+    other_seed.seed = Some(99);
+    let reqs = vec![
+        request(&s, &START, &GOAL),
+        bad,
+        request(&s, &d0, &g0),
+        other_seed,
+        request(&s, &d1, &g1),
+    ];
+    let builds = s.checker_builds();
+    let answers = s.plan_batch(&reqs);
+    assert_eq!(answers.len(), reqs.len());
+    assert!(
+        s.checker_builds() <= builds + 1,
+        "one checker for the batch"
+    );
+    match &answers[1] {
+        Err(e) => assert!(e.to_string().contains("no_such_joint"), "{e}"),
+        Ok(_) => panic!("a goal with an unknown joint was planned"),
+    }
+    for i in [0, 2, 3, 4] {
+        let got = answers[i].as_ref().expect("planned");
+        assert_valid(&s, &got.path, &got.trajectory);
+        let alone = s.plan(reqs[i].clone()).expect("planned alone");
+        assert_eq!(got.path, alone.path, "request {i}");
+        assert_eq!(got.planner, "rrt_connect");
+    }
+    assert!(s.plan_batch(&[]).is_empty());
+}

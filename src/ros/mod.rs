@@ -16,6 +16,7 @@
 //! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
+//! | service      | `~/plan_batch`      | `gpu_motion_planner_interfaces/PlanBatch` (many problems, one launch on the GPU) |
 //! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
 //! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
@@ -39,7 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
-use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanPath};
+use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanBatch, PlanPath};
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_srvs::srv::Trigger;
@@ -144,30 +145,64 @@ fn serve_plan(
     outputs: &PlanOutputs,
     request: &PlanPath::Request,
 ) -> PlanPath::Response {
-    let current = lock(&shared.joint_state).clone();
-    let (response, published) = tokio::task::block_in_place(|| {
-        let mut guard = lock(&shared.service);
-        let service = match guard.as_mut() {
-            Ok(s) => s,
-            Err(reason) => return (plan::no_robot(reason), None),
-        };
-        if let Some(js) = &current {
-            if let Err(e) = service.set_joint_state(&js.name, &js.position) {
-                r2r::log_warn!(logger, "joint_states: {e}; message ignored");
-            }
-        }
-        let request = plan::service_request(request);
-        let outcome = service.plan(request.clone());
-        let response = plan::response(&outcome, &request, service);
-        let published = response.success.then(|| response.trajectory.clone());
-        (response, published)
-    });
+    let (response, published) = with_service(
+        shared,
+        logger,
+        |reason| (plan::no_robot(reason), None),
+        |service| {
+            let request = plan::service_request(request);
+            let outcome = service.plan(request.clone());
+            let response = plan::response(&outcome, &request, service);
+            let published = response.success.then(|| response.trajectory.clone());
+            (response, published)
+        },
+    );
     if let Some(trajectory) = published {
         publish(&outputs.trajectory, &trajectory, logger, "~/trajectory");
         let view = roadmap_message(shared, logger);
         publish(&outputs.roadmap, &view, logger, "~/roadmap");
     }
     response
+}
+
+/// Runs `f` on the service (blocking this worker thread) after giving it the latest joint
+/// state; `refused` answers when no robot is loaded (with the reason).
+fn with_service<T>(
+    shared: &Shared,
+    logger: &str,
+    refused: impl FnOnce(&str) -> T,
+    f: impl FnOnce(&mut PlanningService) -> T,
+) -> T {
+    let current = lock(&shared.joint_state).clone();
+    tokio::task::block_in_place(|| {
+        let mut guard = lock(&shared.service);
+        let service = match guard.as_mut() {
+            Ok(s) => s,
+            Err(reason) => return refused(reason),
+        };
+        if let Some(js) = &current {
+            if let Err(e) = service.set_joint_state(&js.name, &js.position) {
+                r2r::log_warn!(logger, "joint_states: {e}; message ignored");
+            }
+        }
+        f(service)
+    })
+}
+
+/// Answers a `~/plan_batch` request (nothing is published).
+fn serve_batch(shared: &Shared, logger: &str, request: &PlanBatch::Request) -> PlanBatch::Response {
+    with_service(
+        shared,
+        logger,
+        |reason| plan::batch_refused(format!("no robot loaded: {reason}")),
+        |service| match plan::batch_requests(request) {
+            Err(message) => plan::batch_refused(message),
+            Ok(requests) => {
+                let outcomes = service.plan_batch(&requests);
+                plan::batch_response(&outcomes, &requests, service)
+            }
+        },
+    )
 }
 
 /// The `~/scene` message of the current obstacles (empty when no robot is loaded).
@@ -237,6 +272,8 @@ async fn run_async() -> Result<(), NodeError> {
     let joint_states = node.subscribe::<JointState>("joint_states", QosProfile::sensor_data())?;
     let plan_requests =
         node.create_service::<PlanPath::Service>("~/plan", QosProfile::services_default())?;
+    let batch_requests =
+        node.create_service::<PlanBatch::Service>("~/plan_batch", QosProfile::services_default())?;
     let clear_requests =
         node.create_service::<Trigger::Service>("~/clear_roadmap", QosProfile::services_default())?;
     let rebuild_requests = node
@@ -383,6 +420,25 @@ async fn run_async() -> Result<(), NodeError> {
                 );
                 if let Err(e) = req.respond(response) {
                     r2r::log_error!(&logger, "~/plan: could not send the response: {e}");
+                }
+            }
+        }
+    }));
+
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let mut requests = batch_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                let response = serve_batch(&shared, &logger, &req.message);
+                r2r::log_info!(
+                    &logger,
+                    "~/plan_batch: success={} message='{}'",
+                    response.success,
+                    response.message
+                );
+                if let Err(e) = req.respond(response) {
+                    r2r::log_error!(&logger, "~/plan_batch: could not send the response: {e}");
                 }
             }
         }

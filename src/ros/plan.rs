@@ -1,12 +1,13 @@
 //! `~/plan` (PlanPath): request → [`ServicePlanRequest`], [`PlanningService::plan`], and the
-//! answer (trajectory, statistics, error code and message).
+//! answer (trajectory, statistics, error code and message); `~/plan_batch` (PlanBatch): the
+//! same per problem through [`PlanningService::plan_batch`].
 //!
 //! A zero/empty/negative request field means "the node's parameter", which the service's
 //! settings hold; every value is checked by the service, whose errors name the input.
 
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
 use r2r::gpu_motion_planner_interfaces::msg::PlanningStats;
-use r2r::gpu_motion_planner_interfaces::srv::PlanPath;
+use r2r::gpu_motion_planner_interfaces::srv::{PlanBatch, PlanPath};
 use r2r::std_msgs::msg::Header;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 
@@ -183,6 +184,70 @@ pub fn no_robot(reason: &str) -> PlanPath::Response {
     }
 }
 
+/// The service requests of a PlanBatch request (each problem read as a PlanPath request with
+/// the shared options), or what is wrong with the request as a whole.
+pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest>, String> {
+    if req.goal_states.is_empty() {
+        return Err("goal_states is empty: give at least one goal".into());
+    }
+    if !req.start_states.is_empty() && req.start_states.len() != req.goal_states.len() {
+        return Err(format!(
+            "start_states has {} entries but goal_states {}: give none (every problem starts \
+             from joint_states) or one per goal",
+            req.start_states.len(),
+            req.goal_states.len()
+        ));
+    }
+    Ok(req
+        .goal_states
+        .iter()
+        .enumerate()
+        .map(|(i, goal)| {
+            service_request(&PlanPath::Request {
+                start_state: req.start_states.get(i).cloned().unwrap_or_default(),
+                goal_state: goal.clone(),
+                planner_id: req.planner_id.clone(),
+                allowed_planning_time: req.allowed_planning_time,
+                seed: req.seed,
+                max_velocity_scaling_factor: req.max_velocity_scaling_factor,
+                max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
+                num_planning_attempts: req.num_planning_attempts,
+            })
+        })
+        .collect())
+}
+
+/// The PlanBatch response of the outcomes of `requests`: each problem's entries as its
+/// PlanPath response would hold them.
+pub fn batch_response(
+    outcomes: &[Result<ServicePlanResponse, ServiceError>],
+    requests: &[ServicePlanRequest],
+    service: &PlanningService,
+) -> PlanBatch::Response {
+    let mut out = PlanBatch::Response::default();
+    for (outcome, request) in outcomes.iter().zip(requests) {
+        let one = response(outcome, request, service);
+        out.error_codes.push(one.error_code);
+        out.messages.push(one.message);
+        out.trajectories.push(one.trajectory);
+        out.stats.push(one.stats);
+    }
+    let solved = out.error_codes.iter().filter(|&&c| c == SUCCESS).count();
+    out.solved = i32::try_from(solved).unwrap_or(i32::MAX);
+    out.success = solved == outcomes.len() && !outcomes.is_empty();
+    out.message = format!("{solved} of {} problems planned", outcomes.len());
+    out
+}
+
+/// The PlanBatch answer to a request refused as a whole (`message` says why).
+pub fn batch_refused(message: String) -> PlanBatch::Response {
+    PlanBatch::Response {
+        success: false,
+        message,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +333,59 @@ mod tests {
         assert!(!res.success);
         assert_eq!(res.error_code, INVALID_GOAL_CONSTRAINTS);
         assert!(res.message.contains("nope"));
+    }
+
+    #[test]
+    fn a_batch_answers_each_problem_and_refuses_bad_lists() {
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled");
+        let mut service =
+            PlanningService::new(robot, scene, crate::service::ServiceSettings::default());
+        let names = service.group().expect("group").space.names.clone();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let start = js(&names, &[-2.8, 0.3, 0.8, 0.0, 0.0, 0.0]);
+        let req = PlanBatch::Request {
+            start_states: vec![start.clone(), start.clone()],
+            goal_states: vec![
+                js(&names, &[-1.2, 0.3, 0.8, 0.0, 0.0, 0.0]),
+                // Shoulder lifted 2 rad: the upper arm goes down through the table.
+                js(&names, &[0.0, 2.0, 0.0, 0.0, 0.0, 0.0]),
+            ],
+            seed: -1,
+            ..Default::default()
+        };
+        let requests = batch_requests(&req).expect("requests");
+        assert_eq!(requests.len(), 2);
+        let outcomes = service.plan_batch(&requests);
+        let res = batch_response(&outcomes, &requests, &service);
+        assert!(!res.success);
+        assert_eq!(res.solved, 1);
+        assert_eq!(res.error_codes, vec![SUCCESS, GOAL_IN_COLLISION]);
+        assert_eq!(res.trajectories[0].joint_names.len(), 6);
+        assert!(res.trajectories[1].points.is_empty());
+        assert!(res.messages[1].contains("collision"), "{}", res.messages[1]);
+        assert_eq!(res.stats.len(), 2);
+        // The same trajectory as ~/plan for the first problem.
+        let one = PlanPath::Request {
+            start_state: start.clone(),
+            goal_state: req.goal_states[0].clone(),
+            seed: -1,
+            ..Default::default()
+        };
+        let sreq = service_request(&one);
+        let alone = response(&service.plan(sreq.clone()), &sreq, &service);
+        assert_eq!(alone.trajectory, res.trajectories[0]);
+        // Lists that do not fit.
+        let e = batch_requests(&PlanBatch::Request {
+            start_states: vec![start],
+            goal_states: req.goal_states.clone(),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            e.contains("start_states") && e.contains("goal_states"),
+            "{e}"
+        );
+        let e = batch_requests(&PlanBatch::Request::default()).unwrap_err();
+        assert!(e.contains("goal_states"), "{e}");
     }
 }

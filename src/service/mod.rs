@@ -564,6 +564,37 @@ fn finite_size(marker: &str, what: &str, v: f64) -> Result<f64, ServiceError> {
     }
 }
 
+/// A request checked and converted by [`PlanningService::prepare`].
+struct Prepared {
+    /// The planner's request (start and goal in group order).
+    request: PlanRequest,
+    /// The full start state (the joints outside the group included).
+    start_state: Vec<f64>,
+    /// Whether the `drm` planner answers it from the persistent roadmap.
+    use_roadmap: bool,
+}
+
+/// The checker of `cached` (borrowing only that field of the service).
+fn cached_checker(cached: &Option<CachedChecker>) -> Result<&dyn Checker, ServiceError> {
+    match cached {
+        Some(c) => Ok(c.checker.as_ref()),
+        None => Err(ServiceError::BadOption {
+            name: "backend",
+            reason: "no checker".into(),
+        }),
+    }
+}
+
+/// Whether two requests differ only in their start and goal.
+fn same_options(a: &PlanRequest, b: &PlanRequest) -> bool {
+    let strip = |r: &PlanRequest| PlanRequest {
+        start: Vec::new(),
+        goal: Vec::new(),
+        ..r.clone()
+    };
+    strip(a) == strip(b)
+}
+
 impl PlanningService {
     /// A service for `robot` in `scene`. The scene's frame is set to the planning frame of
     /// `settings` (obstacles already in it are kept as they are).
@@ -769,6 +800,146 @@ impl PlanningService {
     /// Plans from the request's start (or the current state) to its goal in the current
     /// scene. Joints outside the planning group hold their start values.
     pub fn plan(&mut self, req: ServicePlanRequest) -> Result<ServicePlanResponse, ServiceError> {
+        let prepared = self.prepare(&req)?;
+        let group = self.group()?;
+        if prepared.use_roadmap {
+            self.ensure_roadmap(&group, &prepared.start_state)?;
+        }
+        self.ensure_checker(&group, &prepared.start_state)?;
+        let checker = cached_checker(&self.cached)?;
+        let preq = &prepared.request;
+        let backend = format!("{:?}", checker.backend()).to_lowercase();
+        let (result, planner) = match self.roadmap.as_mut().filter(|_| prepared.use_roadmap) {
+            Some(p) => (p.drm_mut().plan(checker, preq)?, DRM_PLANNER.to_string()),
+            None => {
+                let r = planners::plan(checker, preq)?;
+                let name = r.planner.as_str().to_string();
+                (r, name)
+            }
+        };
+        self.last_path = Some(result.path.clone());
+        Ok(ServicePlanResponse {
+            trajectory: result.trajectory,
+            path: result.path,
+            stats: result.stats,
+            planner,
+            backend,
+        })
+    }
+
+    /// Plans every request of `reqs` in the current scene, each answer in its request's slot
+    /// (a bad request fails alone). The requests share one checker where they can: those
+    /// whose joints outside the planning group start as the first valid request's do go
+    /// through [`planners::plan_many`] together (one device launch with the node's
+    /// `plan_on_device` and a GPU), with the first one's options; the others (and every
+    /// request of the `drm` planner, which answers from the persistent roadmap) are planned one
+    /// by one as [`Self::plan`] plans them.
+    pub fn plan_batch(
+        &mut self,
+        reqs: &[ServicePlanRequest],
+    ) -> Vec<Result<ServicePlanResponse, ServiceError>> {
+        let mut out: Vec<Option<Result<ServicePlanResponse, ServiceError>>> =
+            (0..reqs.len()).map(|_| None).collect();
+        let group = match self.group() {
+            Ok(g) => g,
+            Err(e) => {
+                let text = e.to_string();
+                return reqs
+                    .iter()
+                    .map(|_| {
+                        Err(ServiceError::BadOption {
+                            name: "group",
+                            reason: text.clone(),
+                        })
+                    })
+                    .collect();
+            }
+        };
+        // The shared batch: the first admitted request's options and base state.
+        let mut shared: Vec<(usize, Prepared)> = Vec::new();
+        let mut alone: Vec<usize> = Vec::new();
+        for (i, req) in reqs.iter().enumerate() {
+            match self.prepare(req) {
+                Err(e) => out[i] = Some(Err(e)),
+                Ok(p) if p.use_roadmap => alone.push(i),
+                Ok(p) => {
+                    let fits = shared.first().is_none_or(|(_, first)| {
+                        Self::masked_base(&group, &first.start_state)
+                            == Self::masked_base(&group, &p.start_state)
+                            && same_options(&first.request, &p.request)
+                    });
+                    if fits {
+                        shared.push((i, p));
+                    } else {
+                        alone.push(i);
+                    }
+                }
+            }
+        }
+        if let Some((_, first)) = shared.first() {
+            let (template, base) = (first.request.clone(), first.start_state.clone());
+            let result = self
+                .ensure_checker(&group, &base)
+                .and_then(|()| self.checker());
+            match result {
+                Err(e) => {
+                    let text = e.to_string();
+                    for (i, _) in &shared {
+                        out[*i] = Some(Err(ServiceError::Checker {
+                            backend: self.settings.backend.clone(),
+                            source: crate::collision::CollisionError::Backend {
+                                backend: self.settings.backend.clone(),
+                                message: text.clone(),
+                            },
+                        }));
+                    }
+                }
+                Ok(checker) => {
+                    let backend = format!("{:?}", checker.backend()).to_lowercase();
+                    let ends: Vec<(Vec<f64>, Vec<f64>)> = shared
+                        .iter()
+                        .map(|(_, p)| (p.request.start.clone(), p.request.goal.clone()))
+                        .collect();
+                    let results = planners::plan_many(checker, &template, &ends);
+                    for ((i, _), r) in shared.iter().zip(results) {
+                        out[*i] =
+                            Some(r.map_err(ServiceError::from).map(|r| ServicePlanResponse {
+                                planner: r.planner.as_str().to_string(),
+                                trajectory: r.trajectory,
+                                path: r.path,
+                                stats: r.stats,
+                                backend: backend.clone(),
+                            }));
+                    }
+                }
+            }
+        }
+        for i in alone {
+            out[i] = Some(self.plan(reqs[i].clone()));
+        }
+        if let Some(Ok(last)) = out.iter().rev().flatten().find(|r| r.is_ok()) {
+            self.last_path = Some(last.path.clone());
+        }
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(ServiceError::BadOption {
+                        name: "batch",
+                        reason: "request left unanswered".into(),
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// The cached checker ([`Self::ensure_checker`] first).
+    fn checker(&self) -> Result<&dyn Checker, ServiceError> {
+        cached_checker(&self.cached)
+    }
+
+    /// The checks and conversions of a request before planning: its options against the
+    /// settings, its start (over the current state) and goal as group configurations.
+    fn prepare(&self, req: &ServicePlanRequest) -> Result<Prepared, ServiceError> {
         let s = &self.settings;
         let planner_name = req.planner.as_deref().unwrap_or(&s.planner);
         // `drm` answers with the persistent roadmap, searched lazily (lazy PRM).
@@ -845,19 +1016,6 @@ impl PlanningService {
         let (goal_state, goal_given) = self.apply_named("goal", &start_state, names, positions)?;
         let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
 
-        if use_roadmap {
-            self.ensure_roadmap(&group, &start_state)?;
-        }
-        self.ensure_checker(&group, &start_state)?;
-        let checker = match &self.cached {
-            Some(c) => c.checker.as_ref(),
-            None => {
-                return Err(ServiceError::BadOption {
-                    name: "backend",
-                    reason: "no checker".into(),
-                })
-            }
-        };
         let mut preq = PlanRequest::new(start, goal, planner);
         preq.group = group.name.clone();
         preq.time_limit = Duration::from_secs_f64(time_limit);
@@ -869,22 +1027,10 @@ impl PlanningService {
         preq.on_device = on_device;
         preq.device_extra_attempts = device_extra_attempts;
         preq.device_escalate_after = Some(device_escalate_after);
-        let backend = format!("{:?}", checker.backend()).to_lowercase();
-        let (result, planner) = match self.roadmap.as_mut().filter(|_| use_roadmap) {
-            Some(p) => (p.drm_mut().plan(checker, &preq)?, DRM_PLANNER.to_string()),
-            None => {
-                let r = planners::plan(checker, &preq)?;
-                let name = r.planner.as_str().to_string();
-                (r, name)
-            }
-        };
-        self.last_path = Some(result.path.clone());
-        Ok(ServicePlanResponse {
-            trajectory: result.trajectory,
-            path: result.path,
-            stats: result.stats,
-            planner,
-            backend,
+        Ok(Prepared {
+            request: preq,
+            start_state,
+            use_roadmap,
         })
     }
 

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
 from geometry_msgs.msg import Point
-from gpu_motion_planner_interfaces.srv import PlanAgents, PlanPath
+from gpu_motion_planner_interfaces.srv import PlanAgents, PlanBatch, PlanPath
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -363,6 +363,7 @@ def run_checks(node, launch):
 
     obstacle_checks(node, plan, obstacles, scenes)
     bad_input_checks(node, plan, obstacles)
+    batch_checks(node, plan)
     agents_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
@@ -556,6 +557,61 @@ def bad_input_checks(node, plan, obstacles):
     res = ask(GOAL)
     check('after all the bad input the node still plans', res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
+
+
+def batch_checks(node, plan):
+    """~/plan_batch: each problem answered as ~/plan answers it, a bad one failing alone;
+    lists that do not fit refused as a whole."""
+    batch = node.create_client(PlanBatch, f'/{NODE}/plan_batch')
+    if not check('~/plan_batch service appears', batch.wait_for_service(timeout_sec=10.0)):
+        return
+    in_collision = [0.0, 1.9, 0.0, 0.0, 0.0, 0.0]
+    req = PlanBatch.Request()
+    req.start_states = [joint_state(ARM, START) for _ in range(3)]
+    req.goal_states = [joint_state(ARM, GOAL), joint_state(ARM, in_collision),
+                       joint_state(ARM, mid_config())]
+    req.seed = 5
+    res = call(node, batch, req, timeout=60.0)
+    codes = PlanBatch.Response
+    check('~/plan_batch plans two of three problems, the goal in collision failing alone',
+          res is not None and not res.success and res.solved == 2
+          and list(res.error_codes) == [codes.SUCCESS, codes.GOAL_IN_COLLISION, codes.SUCCESS]
+          and len(res.trajectories) == 3 and len(res.trajectories[1].points) == 0
+          and 'collision' in res.messages[1],
+          res and f'success={res.success} solved={res.solved} codes={list(res.error_codes)} '
+                  f'message={res.message!r}')
+    if res is None or len(res.trajectories) != 3:
+        return
+    for k, goal in ((0, GOAL), (2, mid_config())):
+        traj = res.trajectories[k]
+        check(f'~/plan_batch problem {k} ends at its goal',
+              len(traj.points) >= 2
+              and all(abs(a - b) < 1e-6 for a, b in zip(traj.points[-1].positions, goal)),
+              f'{len(traj.points)} points')
+        if len(traj.points) >= 2:
+            check_trajectory(traj, SCENE, f'plan_batch problem {k}')
+    one = PlanPath.Request()
+    one.start_state = joint_state(ARM, START)
+    one.goal_state = joint_state(ARM, GOAL)
+    one.seed = 5
+    alone = call(node, plan, one, timeout=60.0)
+    check('~/plan_batch gives problem 0 the trajectory ~/plan gives it alone',
+          alone is not None and alone.success
+          and [list(p.positions) for p in alone.trajectory.points]
+          == [list(p.positions) for p in res.trajectories[0].points],
+          alone and f'{len(alone.trajectory.points)} against {len(res.trajectories[0].points)} points')
+    bad = PlanBatch.Request()
+    bad.start_states = [joint_state(ARM, START)]
+    bad.goal_states = [joint_state(ARM, GOAL), joint_state(ARM, GOAL)]
+    res = call(node, batch, bad, timeout=30.0)
+    check('~/plan_batch refuses start_states that do not fit goal_states, naming them',
+          res is not None and not res.success and len(res.error_codes) == 0
+          and 'start_states' in res.message,
+          res and f'message={res.message!r}')
+
+
+def mid_config():
+    return [(a + b) / 2.0 for a, b in zip(START, GOAL)]
 
 
 def agents_checks(node):
