@@ -10,8 +10,9 @@
 //! path and the seed. Its timing differs: every problem of the launch reports the launch's
 //! planning time (its own device time is in [`PlanStats::device_time`](super::PlanStats)).
 //!
-//! Otherwise (another planner, or no device) the problems are planned one after another with
-//! [`super::plan`], so a caller can use one code path whatever the machine has.
+//! Otherwise (another planner, or no device) each problem is planned by [`super::plan`], the
+//! problems spread over the host's cores (the results do not depend on how), so a caller can
+//! use one code path whatever the machine has.
 //!
 //! A problem that cannot be planned (a start in collision, no path within the limits) gets its
 //! error in its own slot; the others are planned as usual.
@@ -40,9 +41,9 @@ pub fn plan_many(
     };
     let device = template.on_device && template.planner == PlannerId::RrtConnect;
     if !device || checker.device_planner().is_none() || ends.is_empty() {
-        // One after another; `plan` gives the clear error of an on-device request without a
-        // device.
-        return ends.iter().map(|e| plan(checker, &request(e))).collect();
+        // Each problem planned by `plan` (which gives the clear error of an on-device request
+        // without a device), the problems spread over the host's cores.
+        return parallel_map(ends.len(), |i| plan(checker, &request(&ends[i])));
     }
     plan_on_device(
         checker,
@@ -158,66 +159,67 @@ fn plan_on_device(
             }
         }
     }
-    // The host's part of each plan (shortcut, timing, re-validation), the problems dealt over
-    // the host's cores; each problem's checks go through its own counter.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, stages.len().max(1));
-    let finish_one = |i: usize, stage: Stage| {
+    // The host's part of each plan (shortcut, timing, re-validation), the problems spread
+    // over the host's cores; each problem's checks go through its own counter.
+    let stages: Vec<std::sync::Mutex<Option<Stage>>> = stages
+        .into_iter()
+        .map(|s| std::sync::Mutex::new(Some(s)))
+        .collect();
+    parallel_map(stages.len(), |i| {
+        let stage = stages[i].lock().ok().and_then(|mut s| s.take());
         let counting = &counters[i];
         match stage {
-            Stage::Done(r) => r,
-            Stage::Raw(req, raw) => {
+            Some(Stage::Done(r)) => r,
+            Some(Stage::Raw(req, raw)) => {
                 let planning = Planning {
                     time: started.elapsed(),
                     ..Planning::default()
                 };
                 complete(counting, &req, raw, planning)
             }
-            Stage::Planned(req, raw, planning) => complete(counting, &req, raw, planning),
-            Stage::Launch(_) => Err(left_out()),
+            Some(Stage::Planned(req, raw, planning)) => complete(counting, &req, raw, planning),
+            Some(Stage::Launch(_)) | None => Err(left_out()),
         }
-    };
+    })
+}
+
+/// `f(0..n)` in order, computed on up to as many threads as the host has cores, each thread
+/// taking the next index when it is done with one (problems differ widely in cost). The
+/// results do not depend on which thread computes what.
+fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .clamp(1, n.max(1));
     if threads <= 1 {
-        return stages
-            .into_iter()
-            .enumerate()
-            .map(|(i, s)| finish_one(i, s))
-            .collect();
+        return (0..n).map(f).collect();
     }
-    let mut chunks: Vec<Vec<(usize, Stage)>> = (0..threads).map(|_| Vec::new()).collect();
-    for (i, stage) in stages.into_iter().enumerate() {
-        chunks[i % threads].push((i, stage));
-    }
-    let mut out: Vec<Option<Result<PlanResult, PlanError>>> =
-        (0..reqs.len()).map(|_| None).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = Vec::with_capacity(n);
     std::thread::scope(|sc| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                let finish_one = &finish_one;
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let (f, next) = (&f, &next);
                 sc.spawn(move || {
-                    chunk
-                        .into_iter()
-                        .map(|(i, stage)| (i, finish_one(i, stage)))
-                        .collect::<Vec<_>>()
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        mine.push((i, f(i)));
+                    }
                 })
             })
             .collect();
         for h in handles {
             match h.join() {
-                Ok(done) => {
-                    for (i, r) in done {
-                        out[i] = Some(r);
-                    }
-                }
+                Ok(mine) => done.extend(mine),
                 Err(p) => std::panic::resume_unwind(p),
             }
         }
     });
-    out.into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(left_out())))
-        .collect()
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The error of a problem the launch returned no result for (not expected: the launch returns
@@ -410,8 +412,8 @@ mod tests {
         assert_eq!(solved.stats.device_time, Some(Duration::from_micros(1)));
     }
 
-    /// Without `on_device` the problems are planned one after another: the same results as
-    /// `plan`, and no launch.
+    /// Without `on_device` each problem is planned by `plan` (on the host's cores): the same
+    /// results as `plan`, and no launch.
     #[test]
     fn a_batch_on_the_host_is_the_single_plans() {
         let c = stand_in();
@@ -427,6 +429,24 @@ mod tests {
             assert_eq!(results[i].as_ref().expect("solved").path, alone.path);
         }
         assert!(plan_many(&c, &template, &[]).is_empty());
+    }
+
+    /// `parallel_map` keeps the order and computes every index once, whatever the threads.
+    #[test]
+    fn parallel_map_is_the_sequential_map() {
+        // Uneven work, so that threads overtake each other.
+        let work = |i: usize| {
+            (0..(i % 7) * 1000).fold(i as u64, |a, k| a.wrapping_mul(31).wrapping_add(k as u64))
+        };
+        for n in [0, 1, 2, 37] {
+            let calls = std::sync::atomic::AtomicUsize::new(0);
+            let got = parallel_map(n, |i| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                work(i)
+            });
+            assert_eq!(got, (0..n).map(work).collect::<Vec<_>>());
+            assert_eq!(calls.into_inner(), n);
+        }
     }
 
     /// Bad options are every problem's error, and nothing is launched.
