@@ -186,7 +186,7 @@ fn plan_on_device(
 /// `f(0..n)` in order, computed on up to as many threads as the host has cores, each thread
 /// taking the next index when it is done with one (problems differ widely in cost). The
 /// results do not depend on which thread computes what.
-fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(crate) fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |t| t.get())
         .clamp(1, n.max(1));
