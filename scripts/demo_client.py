@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Demo client of planner_node: asks ~/plan for a few motions of the bundled arm
-(urdf/gmp_arm.urdf) around the bundled scene and prints what comes back.
+(urdf/gmp_arm.urdf) around the bundled scene, then ~/plan_batch for the RRT-Connect ones
+in one call, and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -9,7 +10,7 @@ sourced ROS 2 environment with the workspace's install/setup.bash.
 import sys
 
 import rclpy
-from gpu_motion_planner_interfaces.srv import PlanPath
+from gpu_motion_planner_interfaces.srv import PlanBatch, PlanPath
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -74,9 +75,32 @@ def main():
                   f'backend {s.backend}')
         else:
             failures += 1
+    failures += plan_batch(node)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
+
+
+def plan_batch(node):
+    """The RRT-Connect requests again, in one ~/plan_batch call. Returns the failures."""
+    batch = node.create_client(PlanBatch, f'/{NODE}/plan_batch')
+    if not batch.wait_for_service(timeout_sec=10.0):
+        print('~/plan_batch: service not available')
+        return 1
+    req = PlanBatch.Request()
+    pairs = [(start, goal) for planner, start, goal in REQUESTS if planner == 'rrt_connect']
+    req.planner_id = 'rrt_connect'
+    req.start_states = [state(start) for start, _ in pairs]
+    req.goal_states = [state(goal) for _, goal in pairs]
+    req.seed = -1
+    res = call(node, batch, req, 120.0)
+    if res is None:
+        print('~/plan_batch: no answer within 120 s')
+        return 1
+    print(f'~/plan_batch: success={res.success} -- {res.message}')
+    for k, (code, message) in enumerate(zip(res.error_codes, res.messages)):
+        print(f'    problem {k}: code={code} -- {message}')
+    return 0 if res.success else 1
 
 
 if __name__ == '__main__':
