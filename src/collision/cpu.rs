@@ -1216,16 +1216,19 @@ impl CpuChecker {
             }
             return out;
         }
+        // `threads` chunks on rayon's pool (threads started once per process: spawning them
+        // per call cost more than the work of batches of a few hundred), each chunk with a
+        // scratch from the pool.
+        use rayon::prelude::*;
         let chunk = n.div_ceil(threads);
-        std::thread::scope(|sc| {
-            for (c, part) in out.chunks_mut(chunk).enumerate() {
-                let f = &f;
-                sc.spawn(move || {
-                    let mut s = Scratch::default();
-                    for (k, o) in part.iter_mut().enumerate() {
-                        *o = f(c * chunk + k, &mut s);
-                    }
-                });
+        out.par_chunks_mut(chunk).enumerate().for_each(|(c, part)| {
+            let take = self.scratch.lock().ok().and_then(|mut pool| pool.pop());
+            let mut s = take.unwrap_or_default();
+            for (k, o) in part.iter_mut().enumerate() {
+                *o = f(c * chunk + k, &mut s);
+            }
+            if let Ok(mut pool) = self.scratch.lock() {
+                pool.push(s);
             }
         });
         out
@@ -1373,6 +1376,48 @@ mod tests {
             queue.push_back((mid, hi));
         }
         order
+    }
+
+    /// The checks split over threads (rayon's pool, scratches from the checker's pool) give
+    /// the one-thread verdicts, call after call.
+    #[test]
+    fn threaded_checks_equal_the_one_thread_checks() {
+        use rand::{Rng, SeedableRng};
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled robot");
+        let group = robot.default_group();
+        let base = robot.tree.neutral_state();
+        let make = |threads| {
+            let opts = CheckerOptions {
+                threads,
+                ..CheckerOptions::default()
+            };
+            CpuChecker::new(&robot, &group, &base, &scene, opts).expect("checker")
+        };
+        let (one, four) = (make(1), make(4));
+        let space = one.space().clone();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut draw = || -> Vec<f64> {
+            (0..space.dof())
+                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+                .collect()
+        };
+        let rows: Vec<Vec<f64>> = (0..1000).map(|_| draw()).collect();
+        let refs: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
+        let configs = ConfigBatch::from_rows(space.dof(), &refs).expect("batch");
+        let mut motions = MotionBatch::new(space.dof());
+        for w in rows.chunks(2).take(300) {
+            motions.push(&w[0], &w[1]).expect("motion");
+        }
+        let want = (
+            one.check_configs(&configs).expect("configs"),
+            one.check_motions(&motions, 0.05).expect("motions"),
+        );
+        assert!(want.0.iter().any(|&v| v) && want.0.iter().any(|&v| !v));
+        assert!(want.1.iter().any(|&v| v) && want.1.iter().any(|&v| !v));
+        for _ in 0..3 {
+            assert_eq!(four.check_configs(&configs).expect("configs"), want.0);
+            assert_eq!(four.check_motions(&motions, 0.05).expect("motions"), want.1);
+        }
     }
 
     #[test]
