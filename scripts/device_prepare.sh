@@ -35,3 +35,10 @@ done
 cp -a "$data"/README.md "$data"/LICENSE* .device/data/mbm/ 2>/dev/null || true
 du -sh .device
 find .device -maxdepth 1 -type f -exec ls -la {} +
+# The device tool carries at most 64 MiB: the tracked files plus .device. Warn when that is
+# near (gzip the binaries, `gzip -9 .device/gmp ...`, and ship fewer at a time).
+tracked=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+staged=$(du -sb .device | cut -f1)
+total=$(( (tracked + staged) / 1048576 ))
+echo "device_prepare: tracked files $(( tracked / 1048576 )) MiB + .device $(( staged / 1048576 )) MiB = ${total} MiB (the device tool carries at most 64)"
+[ "$total" -lt 60 ] || echo "device_prepare: WARNING: over 60 MiB; gzip the binaries in .device or leave some out" >&2
