@@ -584,3 +584,24 @@ fn a_bad_batch_file_is_refused_by_name() {
     let out = bundled_batch("[]", &["--start", "[0,0,0,0,0,0]"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The bundled batch file (config/demo_batch.yaml): the demo queries, every one planned, in
+/// the file's order and names, each starting at its start.
+#[test]
+fn the_bundled_batch_file_plans_every_problem() {
+    let file = root().join("config/demo_batch.yaml");
+    let out = bundled(&["--batch", file.to_str().unwrap(), "--seed", "1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], true);
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(r.len(), DEMO_QUERIES.len() + 1);
+    for (entry, (name, start, _)) in r.iter().zip(DEMO_QUERIES) {
+        assert_eq!(entry["name"], name);
+        assert_trajectory(entry, &ARM_JOINTS, &start);
+    }
+}
