@@ -355,9 +355,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         .iter()
         .map(|it| (it.start.clone(), it.goal.clone()))
         .collect();
-    let device_launch = template.on_device
-        && template.planner == PlannerId::RrtConnect
-        && checker.device_planner().is_some();
+    let device_launch = crate::planners::batch::one_launch(checker.as_ref(), &template);
     let t = std::time::Instant::now();
     let results = crate::planners::plan_many(checker.as_ref(), &template, &ends);
     let wall = t.elapsed().as_secs_f64();

@@ -39,8 +39,7 @@ pub fn plan_many(
         goal: goal.clone(),
         ..template.clone()
     };
-    let device = template.on_device && template.planner == PlannerId::RrtConnect;
-    if !device || checker.device_planner().is_none() || ends.is_empty() {
+    if !one_launch(checker, template) || ends.is_empty() {
         // Each problem planned by `plan` (which gives the clear error of an on-device request
         // without a device), the problems spread over the host's cores.
         return parallel_map(ends.len(), |i| plan(checker, &request(&ends[i])));
@@ -50,6 +49,14 @@ pub fn plan_many(
         template,
         &ends.iter().map(request).collect::<Vec<_>>(),
     )
+}
+
+/// Whether [`plan_many`] plans the problems of `template` on `checker` in one device launch
+/// (the device RRT-Connect asked for, and a checker with a device planner).
+pub fn one_launch(checker: &dyn Checker, template: &PlanRequest) -> bool {
+    template.on_device
+        && template.planner == PlannerId::RrtConnect
+        && checker.device_planner().is_some()
 }
 
 /// A problem on its way through [`plan_on_device`].
@@ -113,8 +120,24 @@ fn plan_on_device(
                 )),
             });
         let time = started.elapsed();
+        let launched = launched.and_then(|outcomes| {
+            if outcomes.len() == waiting.len() {
+                Ok(outcomes)
+            } else {
+                Err(PlanError::Checker(
+                    crate::collision::CollisionError::Backend {
+                        backend: "cuda".into(),
+                        message: format!(
+                            "the device planner returned {} results for {} problems",
+                            outcomes.len(),
+                            waiting.len()
+                        ),
+                    },
+                ))
+            }
+        });
         match launched {
-            Ok(outcomes) if outcomes.len() == waiting.len() => {
+            Ok(outcomes) => {
                 for (&i, o) in waiting.iter().zip(outcomes) {
                     let stage = std::mem::replace(&mut stages[i], Stage::Done(Err(left_out())));
                     let Stage::Launch(req) = stage else {
@@ -133,27 +156,13 @@ fn plan_on_device(
                     };
                 }
             }
-            Ok(outcomes) => {
-                let e = format!(
-                    "the device planner returned {} results for {} problems",
-                    outcomes.len(),
-                    waiting.len()
-                );
-                for &i in &waiting {
-                    stages[i] = Stage::Done(Err(PlanError::Checker(
-                        crate::collision::CollisionError::Backend {
-                            backend: "cuda".into(),
-                            message: e.clone(),
-                        },
-                    )));
-                }
-            }
+            // The launch's error is every waiting problem's (a refused setting or the device).
             Err(e) => {
-                let text = e.to_string();
                 for &i in &waiting {
                     stages[i] = Stage::Done(Err(match &e {
                         PlanError::Checker(c) => PlanError::Checker(c.clone()),
-                        _ => PlanError::InvalidRequest(text.clone()),
+                        PlanError::InvalidRequest(m) => PlanError::InvalidRequest(m.clone()),
+                        other => PlanError::InvalidRequest(other.to_string()),
                     }));
                 }
             }
@@ -185,7 +194,9 @@ fn plan_on_device(
 
 /// `f(0..n)` in order, computed on up to as many threads as the host has cores, each thread
 /// taking the next index when it is done with one (problems differ widely in cost). The
-/// results do not depend on which thread computes what.
+/// results do not depend on which thread computes what. Plain scoped threads, not rayon's
+/// pool: a plan may hold a checker's lock (the GPU's) while its checks use rayon, and a rayon
+/// worker waiting there could pick up another plan that needs the same lock.
 pub(crate) fn parallel_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |t| t.get())

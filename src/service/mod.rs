@@ -570,6 +570,9 @@ struct Prepared {
     request: PlanRequest,
     /// The full start state (the joints outside the group included).
     start_state: Vec<f64>,
+    /// The start state with the group's joints zeroed: what a checker for it depends on
+    /// ([`PlanningService::masked_base`]).
+    base: Vec<f64>,
     /// Whether the `drm` planner answers it from the persistent roadmap.
     use_roadmap: bool,
 }
@@ -840,21 +843,6 @@ impl PlanningService {
     ) -> Vec<Result<ServicePlanResponse, ServiceError>> {
         let mut out: Vec<Option<Result<ServicePlanResponse, ServiceError>>> =
             (0..reqs.len()).map(|_| None).collect();
-        let group = match self.group() {
-            Ok(g) => g,
-            Err(e) => {
-                let text = e.to_string();
-                return reqs
-                    .iter()
-                    .map(|_| {
-                        Err(ServiceError::BadOption {
-                            name: "group",
-                            reason: text.clone(),
-                        })
-                    })
-                    .collect();
-            }
-        };
         // The shared batch: the first admitted request's options and base state.
         let mut shared: Vec<(usize, Prepared)> = Vec::new();
         let mut alone: Vec<usize> = Vec::new();
@@ -864,9 +852,7 @@ impl PlanningService {
                 Ok(p) if p.use_roadmap => alone.push(i),
                 Ok(p) => {
                     let fits = shared.first().is_none_or(|(_, first)| {
-                        Self::masked_base(&group, &first.start_state)
-                            == Self::masked_base(&group, &p.start_state)
-                            && same_options(&first.request, &p.request)
+                        first.base == p.base && same_options(&first.request, &p.request)
                     });
                     if fits {
                         shared.push((i, p));
@@ -878,22 +864,12 @@ impl PlanningService {
         }
         if let Some((_, first)) = shared.first() {
             let (template, base) = (first.request.clone(), first.start_state.clone());
-            let result = self
-                .ensure_checker(&group, &base)
-                .and_then(|()| self.checker());
-            match result {
-                Err(e) => {
-                    let text = e.to_string();
-                    for (i, _) in &shared {
-                        out[*i] = Some(Err(ServiceError::Checker {
-                            backend: self.settings.backend.clone(),
-                            source: crate::collision::CollisionError::Backend {
-                                backend: self.settings.backend.clone(),
-                                message: text.clone(),
-                            },
-                        }));
-                    }
-                }
+            let ready = self
+                .group()
+                .and_then(|group| self.ensure_checker(&group, &base));
+            match ready.and_then(|()| cached_checker(&self.cached)) {
+                // Planned one by one instead, each with the error `plan` gives it.
+                Err(_) => alone.extend(shared.iter().map(|(i, _)| *i)),
                 Ok(checker) => {
                     let backend = format!("{:?}", checker.backend()).to_lowercase();
                     let ends: Vec<(Vec<f64>, Vec<f64>)> = shared
@@ -930,11 +906,6 @@ impl PlanningService {
                 })
             })
             .collect()
-    }
-
-    /// The cached checker ([`Self::ensure_checker`] first).
-    fn checker(&self) -> Result<&dyn Checker, ServiceError> {
-        cached_checker(&self.cached)
     }
 
     /// The checks and conversions of a request before planning: its options against the
@@ -1029,6 +1000,7 @@ impl PlanningService {
         preq.device_escalate_after = Some(device_escalate_after);
         Ok(Prepared {
             request: preq,
+            base: Self::masked_base(&group, &start_state),
             start_state,
             use_roadmap,
         })
