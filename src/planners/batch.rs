@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use super::device::{check_straight, raw_solution, settings_for_request};
 use super::{
-    admit, complete, plan, trivial_solution, CountingChecker, PlanError, PlanRequest, PlanResult,
-    PlannerId, Planning, RawSolution,
+    admit_limits, admit_verdicts, complete, plan, trivial_solution, CountingChecker, PlanError,
+    PlanRequest, PlanResult, PlannerId, Planning, RawSolution,
 };
-use crate::collision::Checker;
+use crate::collision::{Checker, CollisionError, ConfigBatch};
 
 /// Plans from `ends[i].0` to `ends[i].1` for every `i` with the options of `template` (its own
 /// start and goal are ignored), in the order given. See the module documentation for how the
@@ -82,10 +82,48 @@ fn plan_on_device(
     let space = checker.space().clone();
     let counters: Vec<CountingChecker<'_>> =
         reqs.iter().map(|_| CountingChecker::new(checker)).collect();
-    let mut stages: Vec<Stage> = reqs
+    // Admission as `plan` does it, with the starts and goals of every problem within its
+    // limits checked in one call (one launch on a GPU rather than one per problem), each
+    // problem's counter counting its own two configurations as one call, as alone.
+    let limits: Vec<Result<PlanRequest, PlanError>> =
+        reqs.iter().map(|req| admit_limits(checker, req)).collect();
+    let rows: Vec<&[f64]> = limits
         .iter()
+        .flatten()
+        .flat_map(|r| [r.start.as_slice(), r.goal.as_slice()])
+        .collect();
+    let verdicts = if rows.is_empty() {
+        Ok(Vec::new())
+    } else {
+        ConfigBatch::from_rows(space.dof(), &rows).and_then(|b| checker.check_configs(&b))
+    }
+    .and_then(|v| {
+        if v.len() == rows.len() {
+            Ok(v)
+        } else {
+            Err(CollisionError::Backend {
+                backend: format!("{:?}", checker.backend()).to_lowercase(),
+                message: format!("{} verdicts for {} configurations", v.len(), rows.len()),
+            })
+        }
+    });
+    let mut next = 0;
+    let admitted: Vec<Result<PlanRequest, PlanError>> = limits
+        .into_iter()
         .zip(&counters)
-        .map(|(req, counting)| match admit(counting, req) {
+        .map(|(r, counting)| {
+            let resolved = r?;
+            counting.count_configs(2);
+            let v = verdicts
+                .as_ref()
+                .map_err(|e| PlanError::Checker(e.clone()))?;
+            next += 2;
+            admit_verdicts(resolved, &v[next - 2..next])
+        })
+        .collect();
+    let mut stages: Vec<Stage> = admitted
+        .into_iter()
+        .map(|admitted| match admitted {
             Err(e) => Stage::Done(Err(e)),
             Ok(req) => match trivial_solution(&space, &req) {
                 Some(raw) => Stage::Raw(req, raw),
@@ -261,6 +299,8 @@ mod tests {
     struct StandIn {
         cpu: CpuChecker,
         launches: Mutex<Vec<usize>>,
+        /// Configuration calls (the device planner's own plans excluded).
+        config_calls: std::sync::atomic::AtomicUsize,
         unreachable: Vec<f64>,
     }
 
@@ -306,6 +346,8 @@ mod tests {
             self.cpu.space()
         }
         fn check_configs(&self, c: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
+            self.config_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.cpu.check_configs(c)
         }
         fn check_motions_refined(
@@ -334,6 +376,7 @@ mod tests {
         StandIn {
             cpu,
             launches: Mutex::new(Vec::new()),
+            config_calls: std::sync::atomic::AtomicUsize::new(0),
             unreachable: vec![0.3, -0.5, 1.0, -1.0, 0.7, 0.2],
         }
     }
@@ -385,6 +428,13 @@ mod tests {
         let mut template = PlanRequest::new(Vec::new(), Vec::new(), PlannerId::RrtConnect);
         template.on_device = true;
         template.seed = 11;
+        // Every start and goal is checked in one call (here the only one: no problem but the
+        // trivial one, left out, validates a single configuration afterwards).
+        c.config_calls
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        let _ = plan_many(&c, &template, &ends[..4]);
+        assert_eq!(c.config_calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        c.launches.lock().unwrap().clear();
         let results = plan_many(&c, &template, &ends);
         // The problem in collision is refused before the launch, the trivial one needs none.
         assert_eq!(*c.launches.lock().unwrap(), vec![3]);
@@ -404,6 +454,12 @@ mod tests {
             let alone = alone(&c, &template, &ends[i]);
             assert_eq!(got.raw_path, alone.raw_path, "problem {i}");
             assert_eq!(got.path, alone.path, "problem {i}");
+            // The shared admission is counted as each problem's own call of two.
+            assert_eq!(
+                (got.stats.configs_checked, got.stats.config_batches),
+                (alone.stats.configs_checked, alone.stats.config_batches),
+                "problem {i}"
+            );
             assert_eq!(got.trajectory.points.len(), alone.trajectory.points.len());
             assert_eq!(got.path.first(), Some(&ends[i].0));
             assert_eq!(got.path.last(), Some(&ends[i].1));

@@ -410,6 +410,13 @@ impl<'a> CountingChecker<'a> {
         self.configs.load(Ordering::Relaxed) + self.motion_steps.load(Ordering::Relaxed)
     }
 
+    /// Counts a configuration call of `configs` made for this checker's plan through another
+    /// checker (one call shared by several plans, see [`batch::plan_many`]).
+    pub(crate) fn count_configs(&self, configs: u64) {
+        self.config_calls.fetch_add(1, Ordering::Relaxed);
+        self.configs.fetch_add(configs, Ordering::Relaxed);
+    }
+
     /// Writes the counters into `stats`.
     pub fn fill(&self, stats: &mut PlanStats) {
         stats.configs_checked = self.configs.load(Ordering::Relaxed);
@@ -1048,12 +1055,25 @@ pub(crate) fn admit(
     counting: &CountingChecker<'_>,
     req: &PlanRequest,
 ) -> Result<PlanRequest, PlanError> {
-    let space = counting.space();
+    let resolved = admit_limits(counting, req)?;
+    let ends = ConfigBatch::from_rows(counting.space().dof(), &[&resolved.start, &resolved.goal])?;
+    let verdicts = counting.check_configs(&ends)?;
+    admit_verdicts(resolved, &verdicts)
+}
+
+/// [`admit`] up to the collision check of the start and goal: the joint space, the request's
+/// options, the start and goal inside the joint limits. Returns the request with its batch
+/// size resolved for `checker`'s backend.
+pub(crate) fn admit_limits(
+    checker: &dyn Checker,
+    req: &PlanRequest,
+) -> Result<PlanRequest, PlanError> {
+    let space = checker.space();
     check_space(space)?;
     check_request(req)?;
     // The batch size, resolved once for the planner and the shortcutting after it.
     let resolved = PlanRequest {
-        batch_size: Some(req.batch_size_on(counting.backend())),
+        batch_size: Some(req.batch_size_on(checker.backend())),
         ..req.clone()
     };
     space
@@ -1062,8 +1082,15 @@ pub(crate) fn admit(
     space
         .validate(&resolved.goal)
         .map_err(PlanError::InvalidGoal)?;
-    let ends = ConfigBatch::from_rows(space.dof(), &[&resolved.start, &resolved.goal])?;
-    let verdicts = counting.check_configs(&ends)?;
+    Ok(resolved)
+}
+
+/// The end of [`admit`]: `resolved` (from [`admit_limits`]) if the verdicts of its start and
+/// goal, in that order, are both free, else the error naming the one in collision.
+pub(crate) fn admit_verdicts(
+    resolved: PlanRequest,
+    verdicts: &[bool],
+) -> Result<PlanRequest, PlanError> {
     if !verdicts.first().copied().unwrap_or(false) {
         return Err(PlanError::InvalidStart(
             "the start configuration is in collision".into(),
