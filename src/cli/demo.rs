@@ -150,7 +150,7 @@ pub fn run(a: &DemoArgs) -> Result<Value, CliError> {
         "group": group.name,
         "joints": space.names,
         "obstacles": scene.iter().map(|o| o.id.clone()).collect::<Vec<_>>(),
-        "backend": format!("{:?}", checker.backend()).to_lowercase(),
+        "backend": checker.backend().name(),
         "configurations": {"checked": configs.len(), "collision_free": n_valid, "seconds": t_configs, "per_second": configs.len() as f64 / t_configs.max(1e-9)},
         "motions": {"checked": motions.len(), "collision_free": m_valid, "resolution": resolution, "seconds": t_motions, "per_second": motions.len() as f64 / t_motions.max(1e-9)},
         "planning": planning.report,

@@ -274,7 +274,7 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
     json!({
         "success": true,
         "planner": res.planner.as_str(),
-        "backend": format!("{:?}", checker.backend()).to_lowercase(),
+        "backend": checker.backend().name(),
         "group": group,
         "joint_names": res.trajectory.joint_names,
         "points": res.trajectory.points,
@@ -376,7 +376,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     let mut out = json!({
         "success": solved == results.len(),
         "planner": template.planner.as_str(),
-        "backend": format!("{:?}", checker.backend()).to_lowercase(),
+        "backend": checker.backend().name(),
         "group": group.name,
         "joint_names": group.space.names,
         "problems": results.len(),

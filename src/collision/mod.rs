@@ -215,6 +215,15 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The backend's name as reports and messages give it: `cpu`, `cuda` or `hybrid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Hybrid => "hybrid",
+        }
+    }
+
     /// Whether callers should gather their checks into large batches: on the CUDA backend
     /// every call pays a round trip, so planners check many samples and motions per call; on
     /// the CPU (and the hybrid backend, whose small calls go to the CPU) a check costs in

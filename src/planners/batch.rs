@@ -102,7 +102,7 @@ fn plan_on_device(
             Ok(v)
         } else {
             Err(CollisionError::Backend {
-                backend: format!("{:?}", checker.backend()).to_lowercase(),
+                backend: checker.backend().name().to_string(),
                 message: format!("{} verdicts for {} configurations", v.len(), rows.len()),
             })
         }

@@ -319,7 +319,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let Some(device) = ctx.checker.device_planner() else {
         return Err(PlanError::InvalidRequest(format!(
             "on_device needs a GPU checker (backend cuda, or auto / hybrid with a GPU); this one is {}",
-            format!("{:?}", ctx.checker.backend()).to_lowercase()
+            ctx.checker.backend().name()
         )));
     };
     let outcome = device

@@ -811,7 +811,7 @@ impl PlanningService {
         self.ensure_checker(&group, &prepared.start_state)?;
         let checker = cached_checker(&self.cached)?;
         let preq = &prepared.request;
-        let backend = format!("{:?}", checker.backend()).to_lowercase();
+        let backend = checker.backend().name().to_string();
         let (result, planner) = match self.roadmap.as_mut().filter(|_| prepared.use_roadmap) {
             Some(p) => (p.drm_mut().plan(checker, preq)?, DRM_PLANNER.to_string()),
             None => {
@@ -871,7 +871,7 @@ impl PlanningService {
                 // Planned one by one instead, each with the error `plan` gives it.
                 Err(_) => alone.extend(shared.iter().map(|(i, _)| *i)),
                 Ok(checker) => {
-                    let backend = format!("{:?}", checker.backend()).to_lowercase();
+                    let backend = checker.backend().name().to_string();
                     let ends: Vec<(Vec<f64>, Vec<f64>)> = shared
                         .iter()
                         .map(|(_, p)| (p.request.start.clone(), p.request.goal.clone()))
