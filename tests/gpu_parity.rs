@@ -45,6 +45,7 @@ use gpu_motion_planner::planners::dynamic_roadmap::{
     sample_roadmap, DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine, VoxelEngine,
 };
 use gpu_motion_planner::roadmap::EdgeLabel;
+use gpu_motion_planner::robot::spherize::{fit_robot, SphereFit};
 use gpu_motion_planner::scene::{Obstacle, Scene};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -403,8 +404,23 @@ fn compare(
 
 /// Parity on one MBM robot over problems spread across all seven scenes.
 fn parity_robot(robot: &str, shapes: RobotShapes, n_cfg: usize, n_mot: usize) -> Tally {
+    parity_robot_with(robot, shapes, None, n_cfg, n_mot)
+}
+
+/// [`parity_robot`], with the sphere model fitted by `fit` (`gmp spherize`) in place of the
+/// spherized URDF where `fit` is given.
+fn parity_robot_with(
+    robot: &str,
+    shapes: RobotShapes,
+    fit: Option<SphereFit>,
+    n_cfg: usize,
+    n_mot: usize,
+) -> Tally {
     let data = common::mbm_or_skip("gpu parity").expect("MBM data");
-    let r = gpu_motion_planner::mbm::load_robot(&data, robot).expect("robot loads");
+    let mut r = gpu_motion_planner::mbm::load_robot(&data, robot).expect("robot loads");
+    if let Some(fit) = &fit {
+        r.model.spherized = Some(fit_robot(&r.model, fit));
+    }
     let problems = gpu_motion_planner::mbm::load_problems(&data, robot).expect("problems load");
     // Two problems of each scene kind (`GMP_PARITY_INDICES`, comma-separated problem numbers,
     // default "1,50", picks others: a run under compute-sanitizer does one index per device call).
@@ -525,6 +541,41 @@ fn gpu_parity_ur5() {
 #[test]
 fn gpu_parity_fetch() {
     assert_parity("fetch");
+}
+
+/// Sphere models fitted to the collision meshes (`gmp spherize`, hundreds of spheres where the
+/// spherized URDFs have 40-112): the kernels generated for them give the CPU's verdicts.
+#[test]
+fn gpu_parity_fitted_spheres() {
+    if gpu_or_skip("gpu_parity_fitted_spheres").is_none()
+        || common::mbm_or_skip("gpu parity").is_none()
+    {
+        return;
+    }
+    let divisor = common::env_usize("GMP_PARITY_SPHERE_DIVISOR", 4).max(1);
+    let n_cfg = common::env_usize("GMP_PARITY_CONFIGS", 20_000) / divisor;
+    let n_mot = common::env_usize("GMP_PARITY_MOTIONS", 2_000) / divisor;
+    let mut bad = 0;
+    let mut examples = Vec::new();
+    for (robot, fit) in [
+        ("panda", SphereFit::default()),
+        (
+            "panda",
+            SphereFit {
+                tolerance: 0.005,
+                max_per_body: 64,
+            },
+        ),
+        ("fetch", SphereFit::default()),
+    ] {
+        let t = parity_robot_with(robot, RobotShapes::Spheres, Some(fit), n_cfg, n_mot);
+        bad += t.total_diff();
+        examples.extend(t.examples);
+    }
+    assert_eq!(
+        bad, 0,
+        "fitted spheres: CUDA verdicts differ from the CPU: {examples:#?}"
+    );
 }
 
 /// The MBM Panda, the first problem of `scene` and its base state, with a sampler of

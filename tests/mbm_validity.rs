@@ -13,6 +13,8 @@ fn counts(shapes: &str) -> Option<serde_json::Value> {
     let v = mbm_validity(&MbmValidityArgs {
         robots: vec!["panda".into(), "ur5".into(), "fetch".into()],
         shapes: shapes.into(),
+        sphere_tolerance: 0.01,
+        max_spheres: 16,
         margin: gpu_motion_planner::collision::DEFAULT_MARGIN,
     })
     .expect("all problems load and check");

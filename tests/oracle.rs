@@ -1,10 +1,14 @@
-//! The polytope checker against an exact oracle: parry3d triangle-mesh queries on the
-//! original meshes. No configuration that the oracle finds in collision may be reported free.
+//! The polytope checker and the fitted sphere model against an exact oracle: parry3d
+//! triangle-mesh queries on the original meshes. No configuration that the oracle finds in
+//! collision may be reported free.
 
 mod common;
 
 use common::exact::ExactRobot;
-use gpu_motion_planner::collision::{Checker, CheckerOptions, ConfigBatch, CpuChecker};
+use gpu_motion_planner::collision::{
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, RobotShapes,
+};
+use gpu_motion_planner::robot::spherize::{fit_robot, SphereFit};
 use gpu_motion_planner::robot::RobotModel;
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
 use nalgebra::{Isometry3, UnitQuaternion, Vector3};
@@ -56,6 +60,7 @@ fn random_scene(rng: &mut ChaCha8Rng, n: usize) -> Scene {
 
 fn run_oracle(
     robot: &RobotModel,
+    shapes: RobotShapes,
     group_name: &str,
     seed: u64,
     scenes: usize,
@@ -69,8 +74,11 @@ fn run_oracle(
         let scene = random_scene(&mut rng, 6);
         let obstacles = ExactRobot::scene(&scene);
         let base = robot.tree.neutral_state();
-        let checker =
-            CpuChecker::new(robot, &group, &base, &scene, CheckerOptions::default()).unwrap();
+        let opts = CheckerOptions {
+            shapes,
+            ..Default::default()
+        };
+        let checker = CpuChecker::new(robot, &group, &base, &scene, opts).unwrap();
         let space = &group.space;
         let mut batch = ConfigBatch::new(space.dof());
         for _ in 0..configs_per_scene {
@@ -86,7 +94,7 @@ fn run_oracle(
             total += 1;
             if let Some(pair) = oracle {
                 oracle_hits += 1;
-                assert!(!ours[i], "configuration {q:?}: {pair} collide under the exact meshes but the polytope checker says free");
+                assert!(!ours[i], "configuration {q:?}: {pair} collide under the exact meshes but the {shapes:?} checker says free");
             }
             if !ours[i] {
                 ours_hits += 1;
@@ -96,8 +104,10 @@ fn run_oracle(
     (oracle_hits, ours_hits, total)
 }
 
-/// Loads a robot from its URDF and SRDF and runs [`run_oracle`] on it; the random scenes must
-/// put more than `min_oracle` configurations in collision for the run to mean anything.
+/// Loads a robot from its URDF and SRDF and runs [`run_oracle`] on it with its polytopes and
+/// with a sphere model fitted to them; the random scenes must put more than `min_oracle`
+/// configurations in collision for the run to mean anything.
+#[allow(clippy::too_many_arguments)]
 fn assert_conservative(
     urdf: &std::path::Path,
     srdf: &std::path::Path,
@@ -106,19 +116,30 @@ fn assert_conservative(
     scenes: usize,
     configs_per_scene: usize,
     min_oracle: usize,
+    fitted_has_free: bool,
 ) {
-    let robot = RobotModel::from_urdf_file(urdf, Some(srdf), &Default::default()).unwrap();
-    let (oracle, ours, total) = run_oracle(&robot, group, seed, scenes, configs_per_scene);
-    eprintln!(
-        "{}: oracle collisions {oracle}, polytope collisions {ours}, of {total}",
-        urdf.display()
-    );
-    assert!(
-        oracle > min_oracle,
-        "the random scenes must produce collisions to make the test meaningful"
-    );
-    // Each oracle collision was also ours (asserted per configuration in run_oracle).
-    assert!(ours >= oracle);
+    let mut robot = RobotModel::from_urdf_file(urdf, Some(srdf), &Default::default()).unwrap();
+    robot.spherized = Some(fit_robot(&robot, &SphereFit::default()));
+    for shapes in [RobotShapes::Polytopes, RobotShapes::Spheres] {
+        let (oracle, ours, total) =
+            run_oracle(&robot, shapes, group, seed, scenes, configs_per_scene);
+        eprintln!(
+            "{} ({shapes:?}): oracle collisions {oracle}, ours {ours}, of {total}",
+            urdf.display()
+        );
+        assert!(
+            oracle > min_oracle,
+            "the random scenes must produce collisions to make the test meaningful"
+        );
+        // Each oracle collision was also ours (asserted per configuration in run_oracle).
+        assert!(ours >= oracle);
+        // Some configurations must be free, or the model would pass by covering everything.
+        // Not asked of the fitted spheres of robots whose links nearly touch (UR5: base_link
+        // and upper_arm_link always, `results/spheres/`).
+        if shapes == RobotShapes::Polytopes || fitted_has_free {
+            assert!(ours < total, "{shapes:?}: {ours} of {total} in collision");
+        }
+    }
 }
 
 #[test]
@@ -132,6 +153,7 @@ fn polytope_checker_is_conservative_on_bundled_arm() {
         20,
         100,
         100,
+        true,
     );
 }
 
@@ -140,10 +162,10 @@ fn polytope_checker_is_conservative_on_mbm_meshes() {
     let Some(data) = common::mbm_or_skip("polytope_checker_is_conservative_on_mbm_meshes") else {
         return;
     };
-    for (name, group, seed, scenes, n, min_oracle) in [
-        ("panda", "panda_arm", 12, 10, 100, 50),
-        ("ur5", "manipulator", 13, 5, 60, 20),
-        ("fetch", "arm_with_torso", 13, 5, 60, 20),
+    for (name, group, seed, scenes, n, min_oracle, fitted_has_free) in [
+        ("panda", "panda_arm", 12, 10, 100, 50, true),
+        ("ur5", "manipulator", 13, 5, 60, 20, false),
+        ("fetch", "arm_with_torso", 13, 5, 60, 20, false),
     ] {
         assert_conservative(
             &data.join(format!("{name}/{name}.urdf")),
@@ -153,6 +175,7 @@ fn polytope_checker_is_conservative_on_mbm_meshes() {
             scenes,
             n,
             min_oracle,
+            fitted_has_free,
         );
     }
 }

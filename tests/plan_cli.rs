@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use gpu_motion_planner::cli::demo::DEMO_QUERIES;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const ARM_JOINTS: [&str; 6] = [
     "shoulder_pan_joint",
@@ -604,4 +604,120 @@ fn the_bundled_batch_file_plans_every_problem() {
         assert_eq!(entry["name"], name);
         assert_trajectory(entry, &ARM_JOINTS, &start);
     }
+}
+
+/// `gmp spherize` writes the fitted sphere model as a `_spherized` URDF; checking with that
+/// file (`--shapes spheres --spherized`) gives the verdicts of `--shapes fitted`, never calls
+/// free what the polytopes find in collision, and bad options are refused naming them.
+#[test]
+fn spherize_writes_a_sphere_model_that_checks_like_fitted() {
+    let dir = std::env::temp_dir().join(format!("gmp_spherize_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("gmp_arm_spherized.urdf");
+    let urdf = root().join("urdf/gmp_arm.urdf");
+    let srdf = root().join("urdf/gmp_arm.srdf");
+    // The demo scene without its table: the base stands 5 mm above it, and its fitted
+    // spheres, covering the cylinder's flat underside from outside, reach into it.
+    let scene = dir.join("scene.yaml");
+    std::fs::write(
+        &scene,
+        "obstacles:\n  - id: shelf\n    box: {size: [0.04, 0.9, 0.8]}\n    pose: {position: [0.6, 0.0, 0.4]}\n  - id: ball\n    sphere: {radius: 0.15}\n    pose: {position: [-0.45, -0.3, 0.6]}\n",
+    )
+    .unwrap();
+    let (urdf, srdf, scene) = (
+        urdf.to_str().unwrap(),
+        srdf.to_str().unwrap(),
+        scene.to_str().unwrap(),
+    );
+    let o = gmp(&[
+        "spherize",
+        "--urdf",
+        urdf,
+        "--srdf",
+        srdf,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary = stdout_json(&o);
+    let spheres = summary["spheres"].as_u64().unwrap_or(0);
+    assert!(
+        spheres >= summary["bodies"].as_u64().unwrap_or(u64::MAX),
+        "{summary}"
+    );
+    assert!(out.is_file());
+
+    let names = ARM_JOINTS;
+    let configs: Vec<Vec<f64>> = (0..60)
+        .map(|i| {
+            let t = i as f64;
+            vec![
+                (t * 0.37).sin() * 3.0,
+                (t * 0.53).cos() * 1.5,
+                (t * 0.71).sin() * 2.0,
+                (t * 0.29).cos(),
+                (t * 0.43).sin(),
+                0.0,
+            ]
+        })
+        .collect();
+    let cfg = dir.join("configs.json");
+    std::fs::write(
+        &cfg,
+        json!({"joint_names": names, "configs": configs}).to_string(),
+    )
+    .unwrap();
+    let check = |shapes: &[&str]| -> Vec<bool> {
+        let mut args = vec![
+            "check",
+            "--urdf",
+            urdf,
+            "--srdf",
+            srdf,
+            "--scene",
+            scene,
+            "--backend",
+            "cpu",
+            "--configs",
+            cfg.to_str().unwrap(),
+        ];
+        args.extend_from_slice(shapes);
+        let o = gmp(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_value(stdout_json(&o)["valid"].clone()).unwrap()
+    };
+    let from_file = check(&["--shapes", "spheres", "--spherized", out.to_str().unwrap()]);
+    let fitted = check(&["--shapes", "fitted"]);
+    let polytopes = check(&["--shapes", "polytopes"]);
+    assert_eq!(from_file, fitted);
+    for (i, (s, p)) in fitted.iter().zip(&polytopes).enumerate() {
+        assert!(
+            !s || *p,
+            "config {i}: free with the spheres, in collision with the polytopes"
+        );
+    }
+    let free = |v: &[bool]| v.iter().filter(|&&x| x).count();
+    assert!(
+        free(&fitted) > 0 && free(&fitted) < fitted.len(),
+        "fitted {} / polytopes {} free of {}",
+        free(&fitted),
+        free(&polytopes),
+        fitted.len()
+    );
+
+    let bad = gmp(&["spherize", "--urdf", urdf, "--sphere-tolerance=0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--sphere-tolerance"));
+    let o = gmp(&[
+        "check",
+        "--urdf",
+        urdf,
+        "--configs",
+        cfg.to_str().unwrap(),
+        "--shapes",
+        "spheres",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--shapes fitted"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

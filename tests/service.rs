@@ -554,3 +554,54 @@ fn a_batch_answers_each_request_as_plan_does() {
     }
     assert!(s.plan_batch(&[]).is_empty());
 }
+
+/// With `shapes: Spheres` the service plans with the robot's sphere model, here one fitted to
+/// its collision geometry (`gmp spherize`, the node's `collision_shapes: fitted`): the plan is
+/// valid when re-checked with the polytopes the spheres cover. Without a sphere model the
+/// request is an error, and the service keeps planning with the polytopes.
+#[test]
+fn plans_with_a_fitted_sphere_model() {
+    use gpu_motion_planner::collision::RobotShapes;
+    use gpu_motion_planner::robot::spherize::{fit_robot, SphereFit};
+    let (mut robot, scene) = bundled().expect("bundled robot");
+    let bare = robot.clone();
+    robot.spherized = Some(fit_robot(&robot, &SphereFit::default()));
+    let settings = ServiceSettings {
+        time_limit: 10.0,
+        seed: 7,
+        shapes: RobotShapes::Spheres,
+        ..ServiceSettings::default()
+    };
+    // The base stands 5 mm above the table; its fitted spheres, covering the flat underside
+    // of its cylinder from outside, reach into the table in every configuration: the service
+    // checks the spheres, not the polytopes, which plan this request.
+    let mut s = PlanningService::new(robot.clone(), scene.clone(), settings.clone());
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert!(e.to_string().contains("start"), "{e}");
+    s.set_settings(ServiceSettings {
+        shapes: RobotShapes::Polytopes,
+        ..settings.clone()
+    });
+    s.plan(request(&s, &START, &GOAL))
+        .expect("the polytopes clear the table");
+
+    let mut no_table = scene.clone();
+    no_table
+        .remove("table")
+        .expect("the demo scene has a table");
+    let mut s = PlanningService::new(robot, no_table, settings.clone());
+    let res = s
+        .plan(request(&s, &START, &GOAL))
+        .expect("plan with fitted spheres");
+    assert_valid(&s, &res.path, &res.trajectory);
+
+    let mut none = PlanningService::new(bare, scene, settings);
+    let e = none.plan(request(&none, &START, &GOAL)).unwrap_err();
+    assert!(e.to_string().contains("sphere model"), "{e}");
+    none.set_settings(ServiceSettings {
+        shapes: RobotShapes::Polytopes,
+        ..none.settings().clone()
+    });
+    none.plan(request(&none, &START, &GOAL))
+        .expect("plan with polytopes");
+}

@@ -23,10 +23,11 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{parse_shapes, CliError};
+use super::{parse_shapes, shapes_for, CliError};
 use crate::collision::hub::{BatchExecutor, HubOptions, HubStats, LaunchHub};
 use crate::collision::{Checker, CheckerOptions, ConfigBatch};
 use crate::planners::{plan, PlanRequest, PlannerId};
+use crate::robot::spherize::SphereFit;
 
 /// `gmp bench mbm` arguments.
 #[derive(Args, Debug, Clone)]
@@ -50,10 +51,16 @@ pub struct BenchMbmArgs {
     /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
-    /// Robot geometry: polytopes (URDF collision meshes) or spheres (the spherized URDF, as
-    /// VAMP uses).
+    /// Robot geometry: polytopes (URDF collision meshes), spheres (the spherized URDF, as
+    /// VAMP uses) or fitted (a sphere model fitted to the collision meshes, `gmp spherize`).
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
+    /// `--shapes fitted`: how far (m) a fitted sphere may stick out of its collision body.
+    #[arg(long, default_value_t = SphereFit::default().tolerance)]
+    pub sphere_tolerance: f64,
+    /// `--shapes fitted`: most spheres per collision body.
+    #[arg(long, default_value_t = SphereFit::default().max_per_body)]
+    pub max_spheres: usize,
     /// Planning time limit per problem, seconds.
     #[arg(long = "time-limit", default_value_t = 2.0)]
     pub time_limit: f64,
@@ -651,8 +658,9 @@ fn run_robot(
     name: &str,
     planner: PlannerId,
 ) -> Result<RobotRun, CliError> {
-    let shapes = parse_shapes(&a.shapes)?;
-    let r = crate::mbm::load_robot(data, name)?;
+    let mut r = crate::mbm::load_robot(data, name)?;
+    let fit = super::sphere_fit(a.sphere_tolerance, a.max_spheres)?;
+    let shapes = shapes_for(&mut r.model, &a.shapes, &fit)?;
     let loaded = load_selected(a, data, name)?;
     let selected: Vec<&crate::mbm::Problem> = loaded.iter().collect();
     let mut records = Vec::new();
@@ -1075,6 +1083,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         }
     }
     parse_shapes(&a.shapes)?;
+    super::sphere_fit(a.sphere_tolerance, a.max_spheres)?;
     let data = crate::mbm::data_dir()?;
     let started = std::time::SystemTime::now();
     let date = utc_date(
@@ -1196,6 +1205,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
         "planner": planner.as_str(),
         "backend": backend_name,
         "shapes": a.shapes,
+        "sphere_fit": (a.shapes == "fitted").then(|| json!({"tolerance": a.sphere_tolerance, "max_per_body": a.max_spheres})),
         "date": date,
         "machine": machine_info(),
         "command": command,
@@ -1269,9 +1279,7 @@ pub fn run(a: &BenchMbmArgs) -> Result<Value, CliError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
+    crate::report::write_atomically(path, bytes)
         .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
 }
 

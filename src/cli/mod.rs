@@ -10,6 +10,7 @@ use crate::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
 use crate::robot::dh::DhChain;
+use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
 use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
@@ -73,6 +74,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Classifies the start and goal of every MotionBenchMaker problem.
     MbmValidity(MbmValidityArgs),
+    /// Fits a sphere model to a robot's collision geometry (every point of every collision
+    /// body inside a sphere of its link) and writes it as a `_spherized` URDF.
+    Spherize(SpherizeArgs),
     /// Plans one query and prints the timed trajectory (exit 1 with "success": false when
     /// no path is found).
     Plan(plan::PlanArgs),
@@ -119,6 +123,53 @@ pub struct RobotArgs {
     /// Extra folders to search for `package://` resources.
     #[arg(long = "package-path")]
     pub package_paths: Vec<PathBuf>,
+    /// `--shapes fitted` and `gmp spherize`: how far (m) a fitted sphere may stick out of its
+    /// collision body before the body gets more spheres.
+    #[arg(long, default_value_t = SphereFit::default().tolerance)]
+    pub sphere_tolerance: f64,
+    /// `--shapes fitted` and `gmp spherize`: most spheres fitted to one collision body.
+    #[arg(long, default_value_t = SphereFit::default().max_per_body)]
+    pub max_spheres: usize,
+}
+
+impl RobotArgs {
+    /// The sphere fit these arguments ask for; errors name the bad option.
+    pub fn sphere_fit(&self) -> Result<SphereFit, CliError> {
+        sphere_fit(self.sphere_tolerance, self.max_spheres)
+    }
+}
+
+/// The sphere fit of `--sphere-tolerance` and `--max-spheres`; errors name the bad option.
+pub fn sphere_fit(tolerance: f64, max_spheres: usize) -> Result<SphereFit, CliError> {
+    if !(tolerance.is_finite() && tolerance > 0.0) {
+        return Err(CliError(format!(
+            "--sphere-tolerance must be a positive number of metres, got {tolerance}"
+        )));
+    }
+    if !(1..=MAX_FITTED_SPHERES).contains(&max_spheres) {
+        return Err(CliError(format!(
+            "--max-spheres must be in 1..={MAX_FITTED_SPHERES}, got {max_spheres}"
+        )));
+    }
+    Ok(SphereFit {
+        tolerance,
+        max_per_body: max_spheres,
+    })
+}
+
+/// Most spheres `--max-spheres` accepts per collision body.
+pub const MAX_FITTED_SPHERES: usize = 256;
+
+/// `gmp spherize` arguments.
+#[derive(Args, Debug)]
+pub struct SpherizeArgs {
+    /// Robot description (its collision geometry is what gets covered).
+    #[command(flatten)]
+    pub robot: RobotArgs,
+    /// Where to write the `_spherized` URDF (the robot's URDF with every link's collision
+    /// elements replaced by its spheres); without it only the summary is printed.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// `gmp fk` arguments.
@@ -158,7 +209,9 @@ pub struct CheckCommon {
     /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).
+    /// Robot geometry: polytopes (URDF collision geometry), spheres (the sphere model of
+    /// --spherized) or fitted (a sphere model fitted to the collision geometry, see
+    /// `gmp spherize`).
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
     /// Planning group from the SRDF (default: the joints named in the input file).
@@ -197,9 +250,16 @@ pub struct MbmValidityArgs {
     /// Robots to classify.
     #[arg(long, value_delimiter = ',', default_value = "panda,ur5,fetch")]
     pub robots: Vec<String>,
-    /// Robot geometry: polytopes or spheres.
+    /// Robot geometry: polytopes, spheres (the spherized URDFs) or fitted (sphere models
+    /// fitted to the collision meshes, `gmp spherize`).
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
+    /// `--shapes fitted`: how far (m) a fitted sphere may stick out of its collision body.
+    #[arg(long, default_value_t = SphereFit::default().tolerance)]
+    pub sphere_tolerance: f64,
+    /// `--shapes fitted`: most spheres per collision body.
+    #[arg(long, default_value_t = SphereFit::default().max_per_body)]
+    pub max_spheres: usize,
     /// Safety margin in metres (closer counts as touching).
     #[arg(long, default_value_t = crate::collision::DEFAULT_MARGIN)]
     pub margin: f32,
@@ -215,6 +275,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::CheckMotions(a) => check_motions(&a),
         Command::Demo(a) => demo::run(&a),
         Command::MbmValidity(a) => mbm_validity(&a),
+        Command::Spherize(a) => spherize(&a),
         Command::Plan(a) => plan::run(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
@@ -326,6 +387,8 @@ fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
             srdf: None,
             spherized: None,
             package_paths: vec![],
+            sphere_tolerance: SphereFit::default().tolerance,
+            max_spheres: SphereFit::default().max_per_body,
         },
         true,
     )
@@ -418,11 +481,77 @@ pub fn scene_or_empty(path: Option<&Path>) -> Result<Scene, CliError> {
 pub(crate) fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
     match s {
         "polytopes" => Ok(RobotShapes::Polytopes),
-        "spheres" => Ok(RobotShapes::Spheres),
+        "spheres" | "fitted" => Ok(RobotShapes::Spheres),
         other => Err(CliError(format!(
-            "--shapes must be 'polytopes' or 'spheres', got '{other}'"
+            "--shapes must be 'polytopes', 'spheres' or 'fitted', got '{other}'"
         ))),
     }
+}
+
+/// The robot geometry `--shapes` names for `robot`: `polytopes`, `spheres` (the sphere model of
+/// `--spherized`) or `fitted` (a sphere model fitted to the collision geometry with `fit`,
+/// which replaces any `--spherized` one in `robot`).
+pub(crate) fn shapes_for(
+    robot: &mut RobotModel,
+    shapes: &str,
+    fit: &SphereFit,
+) -> Result<RobotShapes, CliError> {
+    let parsed = parse_shapes(shapes)?;
+    if shapes == "fitted" {
+        robot.spherized = Some(fit_robot(robot, fit));
+    } else if parsed == RobotShapes::Spheres && robot.spherized.is_none() {
+        return Err(CliError(
+            "--shapes spheres needs a sphere model: give --spherized FILE, or use --shapes fitted"
+                .into(),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// `gmp spherize`: fits the sphere model, writes it (whole or not at all) and summarises it.
+fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
+    let fit = a.robot.sphere_fit()?;
+    let robot = load_robot(&a.robot, false)?;
+    let spheres = fit_robot(&robot, &fit);
+    let mut per_link: BTreeMap<String, usize> = BTreeMap::new();
+    for (link, _) in &spheres {
+        if let Some(l) = robot.tree.links.get(*link) {
+            *per_link.entry(l.name.clone()).or_default() += 1;
+        }
+    }
+    if let Some(out) = &a.out {
+        let text = std::fs::read_to_string(&a.robot.urdf)
+            .map_err(|e| CliError(format!("cannot read {}: {e}", a.robot.urdf.display())))?;
+        let urdf = spherized_urdf(&text, &robot, &spheres)
+            .map_err(|e| CliError(format!("{}: {e}", a.robot.urdf.display())))?;
+        crate::report::write_atomically(out, urdf.as_bytes())
+            .map_err(|e| CliError(format!("cannot write {}: {e}", out.display())))?;
+    }
+    let neutral = robot.tree.neutral_state();
+    let contacts: Vec<Value> = self_contacts(&robot, &spheres, &neutral)
+        .into_iter()
+        .map(|(a, b, d)| {
+            let name = |l: usize| robot.tree.links.get(l).map(|x| x.name.clone());
+            json!({"links": [name(a), name(b)], "overlap_m": d})
+        })
+        .collect();
+    if !contacts.is_empty() {
+        eprintln!(
+            "gmp spherize: {} checked link pair(s) overlap at the neutral state with these spheres \
+             (see \"self_contacts_at_neutral\"); a smaller --sphere-tolerance or more --max-spheres \
+             may separate them",
+            contacts.len()
+        );
+    }
+    Ok(json!({
+        "spheres": spheres.len(),
+        "bodies": robot.bodies.len(),
+        "self_contacts_at_neutral": contacts,
+        "tolerance": fit.tolerance,
+        "max_spheres": fit.max_per_body,
+        "per_link": per_link,
+        "out": a.out.as_ref().map(|p| p.display().to_string()),
+    }))
 }
 
 /// Builds the checker for `check`/`check-motions`: robot, group (from --group or the joint
@@ -433,7 +562,8 @@ fn build_checker(
     fixed: &Value,
     file: &Path,
 ) -> Result<(Box<dyn Checker>, PlanningGroup), CliError> {
-    let robot = load_robot(&c.robot, false)?;
+    let mut robot = load_robot(&c.robot, false)?;
+    let shapes = shapes_for(&mut robot, &c.shapes, &c.robot.sphere_fit()?)?;
     let group = match &c.group {
         Some(g) => robot.group(g)?,
         None => robot.group_from_joints(names)?,
@@ -465,7 +595,7 @@ fn build_checker(
     }
     let scene = scene_or_empty(c.scene.as_deref())?;
     let opts = CheckerOptions {
-        shapes: parse_shapes(&c.shapes)?,
+        shapes,
         ..Default::default()
     };
     let checker = crate::collision::make_checker(&c.backend, &robot, &group, &base, &scene, opts)?;
@@ -556,10 +686,11 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
 /// Start/goal validity of every MBM problem, per robot and scene.
 pub fn mbm_validity(a: &MbmValidityArgs) -> Result<Value, CliError> {
     let data = crate::mbm::data_dir()?;
-    let shapes = parse_shapes(&a.shapes)?;
+    let fit = sphere_fit(a.sphere_tolerance, a.max_spheres)?;
     let mut out = serde_json::Map::new();
     for name in &a.robots {
-        let r = crate::mbm::load_robot(&data, name)?;
+        let mut r = crate::mbm::load_robot(&data, name)?;
+        let shapes = shapes_for(&mut r.model, &a.shapes, &fit)?;
         let problems = crate::mbm::load_problems(&data, name)?;
         let mut per_scene: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let mut invalid = Vec::new();

@@ -17,8 +17,8 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{load_robot, parse_shapes, scene_or_empty, CliError, RobotArgs};
-use crate::collision::{Checker, CheckerOptions};
+use super::{load_robot, scene_or_empty, shapes_for, CliError, RobotArgs};
+use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -60,7 +60,9 @@ pub struct PlanArgs {
     /// Backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid (small calls on the CPU, large ones on the GPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// Robot geometry: polytopes (URDF collision geometry) or spheres (needs --spherized).
+    /// Robot geometry: polytopes (URDF collision geometry), spheres (the sphere model of
+    /// --spherized) or fitted (a sphere model fitted to the collision geometry, see
+    /// `gmp spherize`).
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
     /// Joint-space distance between checked configurations along a motion.
@@ -141,8 +143,10 @@ pub fn read_batch(
 /// A planning problem ready to run: the robot, its group, the base state of the joints the
 /// group does not move, the scene and the start and goal configurations.
 pub struct Problem {
-    /// The robot.
+    /// The robot (with the fitted sphere model for `--shapes fitted`).
     pub robot: RobotModel,
+    /// The robot geometry `--shapes` names.
+    pub shapes: RobotShapes,
     /// The planning group.
     pub group: PlanningGroup,
     /// Full robot state holding the values of the joints outside the group.
@@ -176,7 +180,8 @@ pub fn parse_config(text: &str, what: &str, group: &PlanningGroup) -> Result<Vec
 
 /// Builds the problem from the arguments (robot, group, base state, scene, start, goal).
 pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
-    let robot = load_robot(&a.robot, false)?;
+    let mut robot = load_robot(&a.robot, false)?;
+    let shapes = shapes_for(&mut robot, &a.shapes, &a.robot.sphere_fit()?)?;
     let request = match &a.request {
         Some(p) => Some(crate::mbm::read_request(p)?),
         None => None,
@@ -240,6 +245,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     let scene = scene_or_empty(a.scene.as_deref())?;
     Ok(Problem {
         robot,
+        shapes,
         group,
         base,
         scene,
@@ -308,7 +314,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     }
     let p = problem(a)?;
     let opts = CheckerOptions {
-        shapes: parse_shapes(&a.shapes)?,
+        shapes: p.shapes,
         ..Default::default()
     };
     let checker =
@@ -333,7 +339,8 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
 /// the counts, the wall time of the whole call, and per problem its name and either the report
 /// of a single plan or `"success": false` with the error.
 pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError> {
-    let robot = load_robot(&a.robot, false)?;
+    let mut robot = load_robot(&a.robot, false)?;
+    let shapes = shapes_for(&mut robot, &a.shapes, &a.robot.sphere_fit()?)?;
     let group = match &a.group {
         Some(g) => robot.group(g)?,
         None => robot.default_group(),
@@ -342,7 +349,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     let base = robot.tree.neutral_state();
     let scene = scene_or_empty(a.scene.as_deref())?;
     let opts = CheckerOptions {
-        shapes: parse_shapes(&a.shapes)?,
+        shapes,
         ..Default::default()
     };
     let checker = crate::collision::make_checker(&a.backend, &robot, &group, &base, &scene, opts)?;

@@ -10,6 +10,7 @@ pub mod mesh;
 mod model;
 mod space;
 pub mod spheres;
+pub mod spherize;
 mod srdf;
 
 pub use acm::{AllowedPairs, AllowedReason};

@@ -9,9 +9,12 @@ use std::path::Path;
 
 use r2r::{Parameter, ParameterValue};
 
+use crate::cli::MAX_FITTED_SPHERES;
+use crate::collision::RobotShapes;
 use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
-use crate::robot::{LoadOptions, RobotModel};
+use crate::robot::spherize::{fit_robot, SphereFit};
+use crate::robot::{load_spherized, LoadOptions, RobotModel};
 use crate::scene::Scene;
 use crate::service::ServiceSettings;
 
@@ -20,6 +23,9 @@ pub const PLANNERS: &[&str] = &["prm", "lazy_prm", "rrt", "rrt_star", "rrt_conne
 
 /// Collision backends the node accepts in the `backend` parameter.
 pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "hybrid"];
+
+/// Robot geometries the node accepts in the `collision_shapes` parameter.
+pub const SHAPES: &[&str] = &["polytopes", "spheres", "fitted"];
 
 /// Typed copy of the node's parameters (see `config/planner.yaml` for their meaning).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +65,15 @@ pub struct NodeParams {
     pub srdf_path: String,
     /// URDF text of the robot; wins over `urdf_path` when not empty.
     pub robot_description: String,
+    /// Robot geometry, one of [`SHAPES`]: the collision polytopes, the sphere model of
+    /// `spherized_urdf_path`, or a sphere model fitted to the polytopes at load.
+    pub collision_shapes: String,
+    /// A `_spherized` URDF with the sphere model (`collision_shapes: spheres`).
+    pub spherized_urdf_path: String,
+    /// `collision_shapes: fitted`: how far (m) a sphere may stick out of its body; > 0.
+    pub sphere_tolerance: f64,
+    /// `collision_shapes: fitted`: most spheres per collision body; 1 ..= 256.
+    pub max_spheres_per_body: i64,
 }
 
 impl Default for NodeParams {
@@ -83,6 +98,10 @@ impl Default for NodeParams {
             urdf_path: String::new(),
             srdf_path: String::new(),
             robot_description: String::new(),
+            collision_shapes: "polytopes".into(),
+            spherized_urdf_path: String::new(),
+            sphere_tolerance: SphereFit::default().tolerance,
+            max_spheres_per_body: i64::try_from(SphereFit::default().max_per_body).unwrap_or(16),
         }
     }
 }
@@ -163,13 +182,26 @@ fn fraction(name: &str, x: f64) -> Result<f64, ParamError> {
 
 impl NodeParams {
     /// Parameters that choose the robot: changing one reloads it.
-    pub const ROBOT: [&'static str; 3] = ["urdf_path", "srdf_path", "robot_description"];
+    pub const ROBOT: [&'static str; 7] = [
+        "urdf_path",
+        "srdf_path",
+        "robot_description",
+        "collision_shapes",
+        "spherized_urdf_path",
+        "sphere_tolerance",
+        "max_spheres_per_body",
+    ];
 
     /// The planning service's settings from these parameters.
     pub fn service_settings(&self) -> ServiceSettings {
         ServiceSettings {
             planner: self.planner.clone(),
             backend: self.backend.clone(),
+            shapes: if self.collision_shapes == "polytopes" {
+                RobotShapes::Polytopes
+            } else {
+                RobotShapes::Spheres
+            },
             resolution: self.resolution,
             time_limit: self.time_limit,
             seed: u64::try_from(self.seed).unwrap_or(0),
@@ -191,9 +223,36 @@ impl NodeParams {
 
     /// Loads the robot named by `robot_description` (URDF text, with the SRDF file
     /// `srdf_path` if set) or `urdf_path` (+ `srdf_path`); with neither, the bundled robot
-    /// and its demo scene. Another robot starts with an empty scene. Errors name the file or
-    /// parameter.
+    /// and its demo scene. Another robot starts with an empty scene. With `collision_shapes`
+    /// `spheres` the robot gets the sphere model of `spherized_urdf_path`, with `fitted` one
+    /// fitted to its collision geometry. Errors name the file or parameter.
     pub fn load_robot(&self) -> Result<(RobotModel, Scene), String> {
+        let (mut robot, scene) = self.load_geometry()?;
+        match self.collision_shapes.as_str() {
+            "spheres" => {
+                if self.spherized_urdf_path.is_empty() {
+                    return Err("collision_shapes 'spheres' needs spherized_urdf_path (a _spherized URDF); 'fitted' fits spheres to the collision geometry instead".into());
+                }
+                let path = Path::new(&self.spherized_urdf_path);
+                robot.spherized = Some(
+                    load_spherized(path, &robot.tree)
+                        .map_err(|e| format!("spherized_urdf_path '{}': {e}", path.display()))?,
+                );
+            }
+            "fitted" => {
+                let fit = SphereFit {
+                    tolerance: self.sphere_tolerance,
+                    max_per_body: usize::try_from(self.max_spheres_per_body).unwrap_or(1),
+                };
+                robot.spherized = Some(fit_robot(&robot, &fit));
+            }
+            _ => {}
+        }
+        Ok((robot, scene))
+    }
+
+    /// The robot and scene of [`Self::load_robot`] before the sphere model.
+    fn load_geometry(&self) -> Result<(RobotModel, Scene), String> {
         let opts = LoadOptions::default();
         let srdf_path = (!self.srdf_path.is_empty()).then(|| Path::new(&self.srdf_path));
         let empty = || Scene::new(self.planning_frame.clone());
@@ -219,7 +278,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order.
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 21] = [
         "planner",
         "backend",
         "resolution",
@@ -237,13 +296,17 @@ impl NodeParams {
         "urdf_path",
         "srdf_path",
         "robot_description",
+        "collision_shapes",
+        "spherized_urdf_path",
+        "sphere_tolerance",
+        "max_spheres_per_body",
     ];
 
     /// One-line description of a parameter, shown by `ros2 param describe`.
     pub fn description(name: &str) -> &'static str {
         match name {
             "planner" => "default planner: prm, lazy_prm, rrt, rrt_star, rrt_connect or drm",
-            "backend" => "collision backend: cpu or cuda",
+            "backend" => "collision backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid",
             "resolution" => "joint-space step (rad) at which motions are collision checked",
             "time_limit" => "default planning time budget in seconds",
             "seed" => "default random seed (same seed, same path)",
@@ -267,6 +330,14 @@ impl NodeParams {
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "robot_description" => "URDF text; wins over urdf_path when not empty",
+            "collision_shapes" => {
+                "robot geometry: polytopes (the URDF collision geometry, exact), spheres (the sphere model of spherized_urdf_path) or fitted (spheres fitted around the polytopes at load, conservative); drm keeps the polytopes"
+            }
+            "spherized_urdf_path" => "_spherized URDF with the sphere model (collision_shapes: spheres)",
+            "sphere_tolerance" => {
+                "collision_shapes fitted: how far (m) a fitted sphere may stick out of its collision body"
+            }
+            "max_spheres_per_body" => "collision_shapes fitted: most spheres per collision body (1-256)",
             _ => "",
         }
     }
@@ -292,6 +363,10 @@ impl NodeParams {
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "robot_description" => V::String(self.robot_description.clone()),
+            "collision_shapes" => V::String(self.collision_shapes.clone()),
+            "spherized_urdf_path" => V::String(self.spherized_urdf_path.clone()),
+            "sphere_tolerance" => V::Double(self.sphere_tolerance),
+            "max_spheres_per_body" => V::Integer(self.max_spheres_per_body),
             _ => V::NotSet,
         }
     }
@@ -352,6 +427,21 @@ impl NodeParams {
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "robot_description" => self.robot_description = as_string(name, value)?,
+            "collision_shapes" => {
+                self.collision_shapes = one_of(name, as_string(name, value)?, SHAPES)?
+            }
+            "spherized_urdf_path" => self.spherized_urdf_path = as_string(name, value)?,
+            "sphere_tolerance" => self.sphere_tolerance = positive(name, as_f64(name, value)?)?,
+            "max_spheres_per_body" => {
+                let n = as_i64(name, value)?;
+                if !(1..=MAX_FITTED_SPHERES as i64).contains(&n) {
+                    return Err(err(
+                        name,
+                        format!("{n} must be in 1..={MAX_FITTED_SPHERES}"),
+                    ));
+                }
+                self.max_spheres_per_body = n;
+            }
             _ => return Err(err(name, "unknown parameter")),
         }
         Ok(())
@@ -460,6 +550,43 @@ mod tests {
             p.value("device_extra_attempts"),
             ParameterValue::Integer(24)
         );
+    }
+
+    #[test]
+    fn collision_shapes_parameters_choose_the_robot_geometry() {
+        let mut p = NodeParams::default();
+        assert_eq!(p.service_settings().shapes, RobotShapes::Polytopes);
+        let (robot, _) = p.load_robot().expect("bundled robot");
+        assert!(robot.spherized.is_none());
+        p.set("collision_shapes", &ParameterValue::String("fitted".into()))
+            .unwrap();
+        assert_eq!(p.service_settings().shapes, RobotShapes::Spheres);
+        let (robot, _) = p.load_robot().expect("bundled robot with fitted spheres");
+        let fitted = robot.spherized.map(|s| s.len()).unwrap_or(0);
+        assert!(fitted >= robot.bodies.len(), "{fitted}");
+        p.set(
+            "collision_shapes",
+            &ParameterValue::String("spheres".into()),
+        )
+        .unwrap();
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("spherized_urdf_path"), "{e}");
+        p.set(
+            "spherized_urdf_path",
+            &ParameterValue::String("/no/such.urdf".into()),
+        )
+        .unwrap();
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("/no/such.urdf"), "{e}");
+        for (name, bad) in [
+            ("collision_shapes", ParameterValue::String("boxes".into())),
+            ("sphere_tolerance", ParameterValue::Double(0.0)),
+            ("max_spheres_per_body", ParameterValue::Integer(0)),
+            ("max_spheres_per_body", ParameterValue::Integer(1000)),
+        ] {
+            assert_eq!(p.set(name, &bad).unwrap_err().name, name);
+        }
+        assert_eq!(p.collision_shapes, "spheres");
     }
 
     #[test]

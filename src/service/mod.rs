@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
-use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError};
+use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::dynamic_roadmap::DynamicError;
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
@@ -37,6 +37,9 @@ pub struct ServiceSettings {
     pub planner: String,
     /// Collision backend (`auto`, `cpu`, `cuda` or `hybrid`, see [`make_checker`]).
     pub backend: String,
+    /// The robot geometry the planners check ([`RobotShapes::Spheres`] needs the robot's
+    /// sphere model, [`RobotModel::spherized`]); the `drm` planner keeps the polytopes.
+    pub shapes: RobotShapes,
     /// Joint-space step at which motions are collision checked; > 0.
     pub resolution: f64,
     /// Default planning time budget, seconds; > 0.
@@ -72,6 +75,7 @@ impl Default for ServiceSettings {
         Self {
             planner: "rrt_connect".into(),
             backend: "cpu".into(),
+            shapes: RobotShapes::Polytopes,
             resolution: 0.01,
             time_limit: 5.0,
             seed: 0,
@@ -469,6 +473,7 @@ struct CachedChecker {
     revision: u64,
     base: Vec<f64>,
     backend: String,
+    shapes: RobotShapes,
     group: String,
     checker: Box<dyn Checker>,
 }
@@ -1011,6 +1016,7 @@ impl PlanningService {
     fn ensure_checker(&mut self, group: &PlanningGroup, base: &[f64]) -> Result<(), ServiceError> {
         let revision = self.scene.revision();
         let backend = self.settings.backend.clone();
+        let shapes = self.settings.shapes;
         // Group joints are overwritten by every checked configuration, so only the values
         // of the other joints make a base state different.
         let base = Self::masked_base(group, base);
@@ -1019,6 +1025,7 @@ impl PlanningService {
             c.revision == revision
                 && c.base == base
                 && c.backend == backend
+                && c.shapes == shapes
                 && c.group == group.name
         });
         if !fresh {
@@ -1029,7 +1036,10 @@ impl PlanningService {
                 group,
                 base,
                 &self.scene,
-                CheckerOptions::default(),
+                CheckerOptions {
+                    shapes,
+                    ..CheckerOptions::default()
+                },
             )
             .map_err(|source| ServiceError::Checker {
                 backend: backend.clone(),
@@ -1040,6 +1050,7 @@ impl PlanningService {
                 revision,
                 base: base.to_vec(),
                 backend,
+                shapes,
                 group: group.name.clone(),
                 checker,
             });
