@@ -557,15 +557,11 @@ fn gpu_parity_fitted_spheres() {
     let n_mot = common::env_usize("GMP_PARITY_MOTIONS", 2_000) / divisor;
     let mut bad = 0;
     let mut examples = Vec::new();
+    // The default fit only: NVRTC takes about 100 s for Panda's (150 spheres, 580 KiB of
+    // generated code, H100 machine, 2026-11-27); run with GMP_PARITY_LAYOUTS= (empty) to
+    // compile only the layout the model picks.
     for (robot, fit) in [
         ("panda", SphereFit::default()),
-        (
-            "panda",
-            SphereFit {
-                tolerance: 0.005,
-                max_per_body: 64,
-            },
-        ),
         ("fetch", SphereFit::default()),
     ] {
         let t = parity_robot_with(robot, RobotShapes::Spheres, Some(fit), n_cfg, n_mot);
