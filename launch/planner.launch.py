@@ -5,6 +5,8 @@ Arguments (name:=value):
   robot_description  URDF text; overrides the params file when not empty
   urdf_path          URDF file; overrides the params file when not empty
   srdf_path          SRDF file; overrides the params file when not empty
+  collision_shapes   polytopes | spheres | fitted; overrides the params file when not empty
+  spherized_urdf_path  _spherized URDF (collision_shapes:=spheres); likewise
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
                      Fixed Frame set to the params file's planning_frame
   log_level          node log level (default: info)
@@ -22,7 +24,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'gpu_motion_planner'
-OVERRIDES = ('robot_description', 'urdf_path', 'srdf_path')
+OVERRIDES = ('robot_description', 'urdf_path', 'srdf_path', 'collision_shapes',
+             'spherized_urdf_path')
 
 
 def _planner_node(context):
@@ -89,6 +92,12 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'srdf_path', default_value='',
             description='SRDF file (overrides the params file when not empty)'),
+        DeclareLaunchArgument(
+            'collision_shapes', default_value='',
+            description='polytopes, spheres or fitted (overrides the params file when not empty)'),
+        DeclareLaunchArgument(
+            'spherized_urdf_path', default_value='',
+            description='_spherized URDF for collision_shapes spheres (overrides the params file when not empty)'),
         DeclareLaunchArgument(
             'rviz', default_value='false', description='also start rviz2'),
         DeclareLaunchArgument(
