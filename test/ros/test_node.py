@@ -295,6 +295,43 @@ def run_checks(node, launch):
           res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
     req.num_planning_attempts = 0
 
+    # The robot geometry. Fitted spheres cover the bundled base from outside and reach into
+    # the table 5 mm below it, so the start is refused as in collision; 'spheres' without a
+    # _spherized URDF cannot load, and the node keeps the robot it has; back on the polytopes
+    # it plans.
+    def plan_until(predicate, timeout=30.0):
+        deadline = time.time() + timeout
+        res = None
+        while time.time() < deadline:
+            res = call(node, plan, req, timeout=30.0)
+            if res is not None and predicate(res):
+                break
+            time.sleep(0.5)
+        return res
+
+    rc, out = ros2_param('set', NODE, 'collision_shapes', 'fitted')
+    check('ros2 param set collision_shapes fitted', rc == 0 and 'successful' in out.lower(), out)
+    res = plan_until(lambda r: r.error_code == PlanPath.Response.START_STATE_IN_COLLISION)
+    check('~/plan with fitted spheres: the padded base touches the table (START_STATE_IN_COLLISION)',
+          res is not None and not res.success
+          and res.error_code == PlanPath.Response.START_STATE_IN_COLLISION,
+          res and f'code={res.error_code} message={res.message!r}')
+    rc, out = ros2_param('set', NODE, 'collision_shapes', 'spheres')
+    time.sleep(1.0)
+    res = call(node, plan, req, timeout=30.0)
+    check('collision_shapes spheres without a file keeps the robot loaded before (fitted)',
+          res is not None and res.error_code == PlanPath.Response.START_STATE_IN_COLLISION,
+          res and f'code={res.error_code} message={res.message!r}')
+    rc, out = ros2_param('set', NODE, 'collision_shapes', 'boxes')
+    time.sleep(0.5)
+    rc, out = ros2_param('get', NODE, 'collision_shapes')
+    check('an unknown collision_shapes is refused (value stays spheres)',
+          rc == 0 and out.endswith('spheres'), out)
+    rc, out = ros2_param('set', NODE, 'collision_shapes', 'polytopes')
+    res = plan_until(lambda r: r.success)
+    check('~/plan plans again with collision_shapes polytopes',
+          res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
+
     # RRT-Connect on the GPU: plans where the node has one, else a clear error naming it.
     rc, out = ros2_param('set', NODE, 'plan_on_device', 'true')
     check('ros2 param set plan_on_device true', rc == 0 and 'successful' in out.lower(), out)
