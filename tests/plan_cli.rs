@@ -646,6 +646,13 @@ fn spherize_writes_a_sphere_model_that_checks_like_fitted() {
         "{summary}"
     );
     assert!(out.is_file());
+    // The self check: random configurations free of self collision with the polytopes, and
+    // with the spheres, which cover them (the bundled arm loses some to the padding).
+    let check = &summary["self_check"];
+    assert_eq!(check["configurations"], 1000, "{summary}");
+    let free_polytopes = check["free_with_polytopes"].as_u64().unwrap_or(0);
+    let free_spheres = check["free_with_spheres"].as_u64().unwrap_or(u64::MAX);
+    assert!(free_spheres < free_polytopes, "{summary}");
 
     let names = ARM_JOINTS;
     let configs: Vec<Vec<f64>> = (0..60)

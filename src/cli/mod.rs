@@ -527,31 +527,96 @@ fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
         crate::report::write_atomically(out, urdf.as_bytes())
             .map_err(|e| CliError(format!("cannot write {}: {e}", out.display())))?;
     }
-    let neutral = robot.tree.neutral_state();
-    let contacts: Vec<Value> = self_contacts(&robot, &spheres, &neutral)
-        .into_iter()
-        .map(|(a, b, d)| {
-            let name = |l: usize| robot.tree.links.get(l).map(|x| x.name.clone());
-            json!({"links": [name(a), name(b)], "overlap_m": d})
-        })
-        .collect();
-    if !contacts.is_empty() {
+    let self_check = self_collision_loss(&robot, &spheres)?;
+    if self_check.1 < self_check.0 * 9 / 10 {
         eprintln!(
-            "gmp spherize: {} checked link pair(s) overlap at the neutral state with these spheres \
-             (see \"self_contacts_at_neutral\"); a smaller --sphere-tolerance or more --max-spheres \
-             may separate them",
-            contacts.len()
+            "gmp spherize: of {SELF_CHECK_SAMPLES} random configurations, {} are free of self \
+             collision with the polytopes and only {} with these spheres (see \
+             \"self_check\"); a smaller --sphere-tolerance or more --max-spheres may help",
+            self_check.0, self_check.1
         );
     }
+    let pairs: Vec<Value> = self_check
+        .2
+        .iter()
+        .map(|((a, b), n)| {
+            let name = |l: usize| robot.tree.links.get(l).map(|x| x.name.clone());
+            json!({"links": [name(*a), name(*b)], "configurations": n})
+        })
+        .collect();
     Ok(json!({
         "spheres": spheres.len(),
         "bodies": robot.bodies.len(),
-        "self_contacts_at_neutral": contacts,
+        "self_check": {
+            "configurations": SELF_CHECK_SAMPLES,
+            "free_with_polytopes": self_check.0,
+            "free_with_spheres": self_check.1,
+            "pairs_touching_only_with_spheres": pairs,
+        },
         "tolerance": fit.tolerance,
         "max_spheres": fit.max_per_body,
         "per_link": per_link,
         "out": a.out.as_ref().map(|p| p.display().to_string()),
     }))
+}
+
+/// Random configurations `gmp spherize` checks for self collision.
+const SELF_CHECK_SAMPLES: usize = 1000;
+
+/// What fitting `spheres` costs in self-collision-free space: of [`SELF_CHECK_SAMPLES`]
+/// configurations of the default group drawn uniformly within its limits (seeded), how many are
+/// free of self collision with the polytopes and with the spheres, and per checked link pair
+/// (by index) in how many of those free with the polytopes its spheres overlap, most first.
+#[allow(clippy::type_complexity)]
+fn self_collision_loss(
+    robot: &RobotModel,
+    spheres: &[(usize, crate::robot::spheres::Sphere)],
+) -> Result<(usize, usize, Vec<((usize, usize), usize)>), CliError> {
+    use rand::{Rng, SeedableRng};
+    let group = robot.default_group();
+    let base = robot.tree.neutral_state();
+    let scene = Scene::new("world");
+    let mut fitted = robot.clone();
+    fitted.spherized = Some(spheres.to_vec());
+    let one = CheckerOptions {
+        threads: 1,
+        ..Default::default()
+    };
+    let polytopes = CpuChecker::new(robot, &group, &base, &scene, one)?;
+    let balls = CpuChecker::new(
+        &fitted,
+        &group,
+        &base,
+        &scene,
+        CheckerOptions {
+            shapes: RobotShapes::Spheres,
+            ..one
+        },
+    )?;
+    let space = &group.space;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let mut batch = ConfigBatch::new(space.dof());
+    for _ in 0..SELF_CHECK_SAMPLES {
+        let q: Vec<f64> = (0..space.dof())
+            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+            .collect();
+        batch.push(&q)?;
+    }
+    let free_p = polytopes.check_configs(&batch)?;
+    let free_s = balls.check_configs(&batch)?;
+    let mut pairs: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for (i, q) in batch.rows().enumerate() {
+        if free_p[i] && !free_s[i] {
+            let state = group.full_state(&base, q);
+            for (a, b, _) in self_contacts(robot, spheres, &state) {
+                *pairs.entry((a, b)).or_default() += 1;
+            }
+        }
+    }
+    let mut pairs: Vec<((usize, usize), usize)> = pairs.into_iter().collect();
+    pairs.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    let count = |v: &[bool]| v.iter().filter(|&&x| x).count();
+    Ok((count(&free_p), count(&free_s), pairs))
 }
 
 /// Builds the checker for `check`/`check-motions`: robot, group (from --group or the joint

@@ -365,8 +365,8 @@ pub fn fit_robot(robot: &RobotModel, fit: &SphereFit) -> Vec<(usize, Sphere)> {
 
 /// Link pairs whose spheres of `spheres` overlap at the full joint state `state` although
 /// the pair is checked (not allowed): `(link a, link b, deepest overlap in m)`, by link
-/// index. A fit that inflates two nearly touching links into each other shows up here at
-/// the robot's neutral state (the pair would then be in collision in most configurations).
+/// index. Where the polytopes of the same state are free of self collision, these are the
+/// pairs a fit inflated into each other (`gmp spherize` counts them over random states).
 pub fn self_contacts(
     robot: &RobotModel,
     spheres: &[(usize, Sphere)],
