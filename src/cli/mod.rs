@@ -166,8 +166,9 @@ pub struct SpherizeArgs {
     /// Robot description (its collision geometry is what gets covered).
     #[command(flatten)]
     pub robot: RobotArgs,
-    /// Where to write the `_spherized` URDF (the robot's URDF with every link's collision
-    /// elements replaced by its spheres); without it only the summary is printed.
+    /// Where to write the `_spherized` URDF (the robot's links, joints and materials with every
+    /// link's collision elements replaced by its spheres); without it only the summary is
+    /// printed.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

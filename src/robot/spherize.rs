@@ -397,7 +397,9 @@ pub fn self_contacts(
 
 /// `urdf_text` with every link's collision elements replaced by its spheres of `spheres`
 /// (`(link index of robot, sphere in the link frame)`): the `_spherized` URDF that
-/// [`super::load_spherized`] reads back. Visual elements, joints and everything else stay.
+/// [`super::load_spherized`] reads back. Links (their visual and inertial elements), joints and
+/// materials are written as urdf-rs reads them; elements it does not model (transmissions,
+/// Gazebo tags) are left out.
 /// Errors name the link of `spheres` that the URDF does not have.
 pub fn spherized_urdf(
     urdf_text: &str,
