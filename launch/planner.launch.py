@@ -24,8 +24,14 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'gpu_motion_planner'
-OVERRIDES = ('robot_description', 'urdf_path', 'srdf_path', 'collision_shapes',
-             'spherized_urdf_path')
+# Arguments that override the params file when not empty, with what they are.
+OVERRIDES = {
+    'robot_description': 'URDF text',
+    'urdf_path': 'URDF file',
+    'srdf_path': 'SRDF file',
+    'collision_shapes': 'polytopes, spheres or fitted',
+    'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',
+}
 
 
 def _planner_node(context):
@@ -83,21 +89,10 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'params_file', default_value=os.path.join(share, 'config', 'planner.yaml'),
             description='ROS params file for planner_node'),
-        DeclareLaunchArgument(
-            'robot_description', default_value='',
-            description='URDF text (overrides the params file when not empty)'),
-        DeclareLaunchArgument(
-            'urdf_path', default_value='',
-            description='URDF file (overrides the params file when not empty)'),
-        DeclareLaunchArgument(
-            'srdf_path', default_value='',
-            description='SRDF file (overrides the params file when not empty)'),
-        DeclareLaunchArgument(
-            'collision_shapes', default_value='',
-            description='polytopes, spheres or fitted (overrides the params file when not empty)'),
-        DeclareLaunchArgument(
-            'spherized_urdf_path', default_value='',
-            description='_spherized URDF for collision_shapes spheres (overrides the params file when not empty)'),
+        *[DeclareLaunchArgument(
+            name, default_value='',
+            description=f'{what} (overrides the params file when not empty)')
+          for name, what in OVERRIDES.items()],
         DeclareLaunchArgument(
             'rviz', default_value='false', description='also start rviz2'),
         DeclareLaunchArgument(

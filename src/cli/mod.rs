@@ -512,7 +512,7 @@ pub(crate) fn shapes_for(
 /// `gmp spherize`: fits the sphere model, writes it (whole or not at all) and summarises it.
 fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
     let fit = a.robot.sphere_fit()?;
-    let robot = load_robot(&a.robot, false)?;
+    let mut robot = load_robot(&a.robot, false)?;
     let spheres = fit_robot(&robot, &fit);
     let mut per_link: BTreeMap<String, usize> = BTreeMap::new();
     for (link, _) in &spheres {
@@ -528,7 +528,9 @@ fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
         crate::report::write_atomically(out, urdf.as_bytes())
             .map_err(|e| CliError(format!("cannot write {}: {e}", out.display())))?;
     }
-    let self_check = self_collision_loss(&robot, &spheres)?;
+    robot.spherized = Some(spheres);
+    let self_check = self_collision_loss(&robot)?;
+    let spheres = robot.spherized.as_deref().unwrap_or_default();
     if self_check.1 < self_check.0 * 9 / 10 {
         eprintln!(
             "gmp spherize: of {SELF_CHECK_SAMPLES} random configurations, {} are free of self \
@@ -564,28 +566,26 @@ fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
 /// Random configurations `gmp spherize` checks for self collision.
 const SELF_CHECK_SAMPLES: usize = 1000;
 
-/// What fitting `spheres` costs in self-collision-free space: of [`SELF_CHECK_SAMPLES`]
+/// What `robot`'s sphere model costs in self-collision-free space: of [`SELF_CHECK_SAMPLES`]
 /// configurations of the default group drawn uniformly within its limits (seeded), how many are
 /// free of self collision with the polytopes and with the spheres, and per checked link pair
 /// (by index) in how many of those free with the polytopes its spheres overlap, most first.
 #[allow(clippy::type_complexity)]
 fn self_collision_loss(
     robot: &RobotModel,
-    spheres: &[(usize, crate::robot::spheres::Sphere)],
 ) -> Result<(usize, usize, Vec<((usize, usize), usize)>), CliError> {
+    let spheres = robot.spherized.as_deref().unwrap_or_default();
     use rand::{Rng, SeedableRng};
     let group = robot.default_group();
     let base = robot.tree.neutral_state();
     let scene = Scene::new("world");
-    let mut fitted = robot.clone();
-    fitted.spherized = Some(spheres.to_vec());
     let one = CheckerOptions {
         threads: 1,
         ..Default::default()
     };
     let polytopes = CpuChecker::new(robot, &group, &base, &scene, one)?;
     let balls = CpuChecker::new(
-        &fitted,
+        robot,
         &group,
         &base,
         &scene,

@@ -19,7 +19,7 @@
 
 use nalgebra::{Matrix3, Point3, Vector3};
 
-use super::geometry::Polytope;
+use super::geometry::{bounding_sphere_of, Polytope};
 use super::load::{BodySource, RobotModel};
 use super::spheres::{Sphere, SphereSet};
 
@@ -171,27 +171,23 @@ fn convex_polygon(pts: &[Point3<f64>], n: &Vector3<f64>, eps: f64) -> Option<Vec
 /// A ball around `pts`: the better of the bounding box's centre and a Badoiu-Clarkson walk
 /// towards the smallest enclosing ball, with the radius to the farthest point.
 fn ball_around(pts: &[Point3<f64>], scale: f64) -> Sphere {
-    let radius_from = |c: &Point3<f64>| pts.iter().map(|p| (p - c).norm()).fold(0.0, f64::max);
-    let (mut lo, mut hi) = (pts[0], pts[0]);
-    for p in pts {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
-    let mut best = nalgebra::center(&lo, &hi);
-    let mut best_r = radius_from(&best);
+    let (mut best, mut best_r) = bounding_sphere_of(pts);
     let mut c = best;
-    for i in 1..=64 {
-        let far = pts
+    for i in 0..=64 {
+        // The farthest point from `c`; its distance is the radius of a ball around `c`.
+        let (far, r) = pts
             .iter()
-            .max_by(|a, b| (*a - c).norm().total_cmp(&(*b - c).norm()))
-            .copied()
-            .unwrap_or(c);
-        c += (far - c) / (i as f64 + 1.0);
-        let r = radius_from(&c);
+            .map(|p| (*p, (p - c).norm()))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((c, 0.0));
         if r < best_r {
             best = c;
             best_r = r;
         }
+        if i == 64 {
+            break;
+        }
+        c += (far - c) / (i as f64 + 2.0);
     }
     Sphere {
         center: best,

@@ -181,16 +181,9 @@ fn fraction(name: &str, x: f64) -> Result<f64, ParamError> {
 }
 
 impl NodeParams {
-    /// Parameters that choose the robot: changing one reloads it.
-    pub const ROBOT: [&'static str; 7] = [
-        "urdf_path",
-        "srdf_path",
-        "robot_description",
-        "collision_shapes",
-        "spherized_urdf_path",
-        "sphere_tolerance",
-        "max_spheres_per_body",
-    ];
+    /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
+    /// changing one reloads it.
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(14).1;
 
     /// The planning service's settings from these parameters.
     pub fn service_settings(&self) -> ServiceSettings {
@@ -277,7 +270,7 @@ impl NodeParams {
         }
     }
 
-    /// Parameter names, in declaration order.
+    /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
     pub const NAMES: [&'static str; 21] = [
         "planner",
         "backend",
@@ -550,6 +543,13 @@ mod tests {
             p.value("device_extra_attempts"),
             ParameterValue::Integer(24)
         );
+    }
+
+    #[test]
+    fn the_robot_parameters_are_the_tail_of_the_names() {
+        assert_eq!(NodeParams::ROBOT.first(), Some(&"urdf_path"));
+        assert_eq!(NodeParams::ROBOT.last(), Some(&"max_spheres_per_body"));
+        assert_eq!(NodeParams::ROBOT.len(), 7);
     }
 
     #[test]
