@@ -728,3 +728,170 @@ fn spherize_writes_a_sphere_model_that_checks_like_fitted() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--shapes fitted"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The bundled robot, its default group and the tool's pose at group configuration `q`.
+fn tool_pose(q: &[f64]) -> nalgebra::Isometry3<f64> {
+    use gpu_motion_planner::robot::{ik::default_tip_link, LoadOptions, RobotModel};
+    let robot = RobotModel::from_urdf_file(
+        &root().join("urdf/gmp_arm.urdf"),
+        Some(&root().join("urdf/gmp_arm.srdf")),
+        &LoadOptions::default(),
+    )
+    .expect("bundled robot");
+    let group = robot.default_group();
+    let tip = default_tip_link(&robot, &group).expect("tip");
+    let state = group.full_state(&robot.tree.neutral_state(), q);
+    robot.tree.forward_kinematics(&state)[tip]
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("a list")
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
+#[test]
+fn plan_to_a_pose_goal_ends_at_the_pose() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let target = tool_pose(&goal);
+    let (t, r) = (target.translation.vector, target.rotation.coords);
+    let pose = json_list(&[t.x, t.y, t.z, r.x, r.y, r.z, r.w]);
+    let s = json_list(&start);
+    let out = bundled(&["--start", &s, "--goal-pose", &pose, "--seed", "2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_trajectory(&v, &ARM_JOINTS, &start);
+    let g = &v["goal_pose"];
+    assert_eq!(g["target"]["link"], "tool0");
+    assert!(g["position_error"].as_f64().unwrap() <= 1e-4);
+    assert!(g["orientation_error"].as_f64().unwrap() <= 1e-3);
+    // The last point, put through forward kinematics here, is at the pose.
+    let points = v["points"].as_array().unwrap();
+    let last = numbers(&points[points.len() - 1]["positions"]);
+    let reached = tool_pose(&last);
+    assert!((reached.translation.vector - t).norm() <= 1e-4);
+    assert!(reached.rotation.angle_to(&target.rotation) <= 1e-3);
+    // The same answer for the same seed.
+    let again = stdout_json(&bundled(&[
+        "--start",
+        &s,
+        "--goal-pose",
+        &pose,
+        "--seed",
+        "2",
+    ]));
+    assert_eq!(again["path"], v["path"]);
+}
+
+#[test]
+fn bad_pose_goals_are_refused_by_name() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let s = json_list(&start);
+    for (extra, needle) in [
+        (
+            vec!["--goal-pose", "[0.4, 0.1]"],
+            "--goal-pose needs 3 values",
+        ),
+        (
+            vec!["--goal-pose", "[0.4, 0.1, 0.5, 0, 0, 0, 0]"],
+            "quaternion",
+        ),
+        (
+            vec!["--goal-pose", "nope"],
+            "--goal-pose must be a JSON list",
+        ),
+        (
+            vec![
+                "--goal-pose",
+                "[0.4, 0.1, 0.5]",
+                "--goal-link",
+                "no_such_link",
+            ],
+            "--goal-link",
+        ),
+        (
+            vec![
+                "--goal-pose",
+                "[0.4, 0.1, 0.5]",
+                "--position-tolerance",
+                "0",
+            ],
+            "--position-tolerance",
+        ),
+        (
+            vec![
+                "--goal-pose",
+                "[0.4, 0.1, 0.5]",
+                "--goal",
+                &json_list(&goal),
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let mut args = vec!["--start", s.as_str()];
+        args.extend(extra.iter().copied());
+        let out = bundled(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    // Out of reach: no inverse kinematics solution, exit 1 with success false.
+    let out = bundled(&["--start", &s, "--goal-pose", "[3.0, 0.0, 0.5]"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    assert!(v["error"].as_str().unwrap().contains("inverse kinematics"));
+}
+
+#[test]
+fn ik_lists_collision_free_solutions_nearest_first() {
+    let (_, start, goal) = DEMO_QUERIES[1];
+    let target = tool_pose(&goal).translation.vector;
+    let pose = json_list(&[target.x, target.y, target.z]);
+    let urdf = root().join("urdf/gmp_arm.urdf");
+    let srdf = root().join("urdf/gmp_arm.srdf");
+    let scene = root().join("config/default_scene.yaml");
+    let s = json_list(&start);
+    let out = gmp(&[
+        "ik",
+        "--urdf",
+        urdf.to_str().unwrap(),
+        "--srdf",
+        srdf.to_str().unwrap(),
+        "--scene",
+        scene.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--goal-pose",
+        &pose,
+        "--start",
+        &s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let sols = v["solutions"].as_array().unwrap();
+    assert!(!sols.is_empty());
+    assert_eq!(v["target"]["orientation"], Value::Null);
+    let mut last = 0.0;
+    for sol in sols {
+        let q = numbers(&sol["config"]);
+        assert!((tool_pose(&q).translation.vector - target).norm() <= 1e-4);
+        let d = sol["distance_from_start"].as_f64().unwrap();
+        assert!(d >= last, "not sorted by distance");
+        last = d;
+    }
+    assert_eq!(
+        sols.len() + v["in_collision"].as_u64().unwrap() as usize,
+        v["found"].as_u64().unwrap() as usize
+    );
+}

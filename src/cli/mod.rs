@@ -20,6 +20,7 @@ pub mod bench_mbm;
 pub mod demo;
 pub mod picture;
 pub mod plan;
+pub mod pose;
 pub mod tuning;
 
 /// Errors reported by the CLI (printed as `error: ...`).
@@ -80,6 +81,9 @@ pub enum Command {
     /// Plans one query and prints the timed trajectory (exit 1 with "success": false when
     /// no path is found).
     Plan(plan::PlanArgs),
+    /// Inverse kinematics: collision-free configurations that put a link at a pose (exit 1
+    /// with "success": false when there are none).
+    Ik(pose::IkArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
     /// Benchmarks (results as JSON and markdown under `results/`).
@@ -278,6 +282,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::MbmValidity(a) => mbm_validity(&a),
         Command::Spherize(a) => spherize(&a),
         Command::Plan(a) => plan::run(&a),
+        Command::Ik(a) => pose::run_ik(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),

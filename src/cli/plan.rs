@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 use super::tuning::PlannerTuning;
 use super::{load_robot, scene_or_empty, shapes_for, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
+use crate::planners::pose::plan_to_pose;
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
@@ -43,8 +45,11 @@ pub struct PlanArgs {
     pub start: Option<String>,
     /// Goal configuration as a JSON list in planning-group joint order (overrides the
     /// request's).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "goal_pose")]
     pub goal: Option<String>,
+    /// A pose goal instead of a goal configuration (see `gmp ik`).
+    #[command(flatten)]
+    pub pose: super::pose::PoseGoalArgs,
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
     #[arg(long, default_value = "rrt_connect")]
     pub planner: String,
@@ -84,7 +89,7 @@ pub struct PlanArgs {
     /// `{start: [...], goal: [...]}` (optional `name`), configurations in planning-group joint
     /// order. Prints one report with a result per problem. With `--on-device` and a GPU every
     /// problem is planned in one device launch.
-    #[arg(long, conflicts_with_all = ["start", "goal", "request"])]
+    #[arg(long, conflicts_with_all = ["start", "goal", "request", "goal_pose"])]
     pub batch: Option<PathBuf>,
 }
 
@@ -155,8 +160,10 @@ pub struct Problem {
     pub scene: Scene,
     /// Start configuration (group order).
     pub start: Vec<f64>,
-    /// Goal configuration (group order).
+    /// Goal configuration (group order); empty when `pose` is set.
     pub goal: Vec<f64>,
+    /// The pose goal of `--goal-pose`, which replaces the goal configuration.
+    pub pose: Option<PoseTarget>,
 }
 
 /// Parses a configuration given on the command line as a JSON list of numbers.
@@ -212,7 +219,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 Some((_, v)) => g.push(*v),
                 None => {
                     // A joint the goal leaves unconstrained has no single target value.
-                    if a.goal.is_none() {
+                    if a.goal.is_none() && a.pose.goal_pose.is_none() {
                         return Err(CliError(format!(
                             "{}: the goal constraints lack joint '{n}' of group '{}'; give --goal",
                             path.display(),
@@ -241,7 +248,16 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         goal = Some(parse_config(g, "goal", &group)?);
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
-    let goal = goal.ok_or_else(|| CliError("no goal: give --goal or --request".into()))?;
+    let pose = a.pose.target(&robot, &group)?;
+    let goal = match (goal, &pose) {
+        (_, Some(_)) => Vec::new(),
+        (Some(g), None) => g,
+        (None, None) => {
+            return Err(CliError(
+                "no goal: give --goal, --goal-pose or --request".into(),
+            ))
+        }
+    };
     let scene = scene_or_empty(a.scene.as_deref())?;
     Ok(Problem {
         robot,
@@ -251,6 +267,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         scene,
         start,
         goal,
+        pose,
     })
 }
 
@@ -321,9 +338,35 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
     let mut req = request(a, p.start, p.goal)?;
     req.group = p.group.name.clone();
-    match plan(checker.as_ref(), &req) {
-        Ok(res) => Ok(result_json(&res, checker.as_ref(), &p.group.name)),
-        Err(e @ PlanError::NoPath { .. }) => Ok(json!({
+    let outcome = match &p.pose {
+        None => plan(checker.as_ref(), &req).map(|r| (r, None)),
+        Some(target) => {
+            let solver = IkSolver::new(&p.robot, &p.group, &p.base, target.clone())
+                .map_err(|e| CliError(e.to_string()))?;
+            let opts = a.pose.ik_options(a.seed)?;
+            plan_to_pose(checker.as_ref(), &req, &solver, &opts).map(|pp| {
+                let (dp, dr) = (pp.goal.position_error, pp.goal.orientation_error);
+                let goal = json!({
+                    "target": super::pose::target_json(&p.robot, target),
+                    "position_error": dp,
+                    "orientation_error": dr,
+                    "configurations_found": pp.goals.found,
+                    "in_collision": pp.goals.in_collision,
+                    "ik_time_s": pp.ik_time.as_secs_f64(),
+                });
+                (pp.result, Some(goal))
+            })
+        }
+    };
+    match outcome {
+        Ok((res, goal)) => {
+            let mut v = result_json(&res, checker.as_ref(), &p.group.name);
+            if let Some(g) = goal {
+                v["goal_pose"] = g;
+            }
+            Ok(v)
+        }
+        Err(e @ (PlanError::NoPath { .. } | PlanError::NoIkSolution(_))) => Ok(json!({
             "success": false,
             "planner": req.planner.as_str(),
             "group": p.group.name,

@@ -16,6 +16,7 @@ pub mod batch;
 pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;
+pub mod pose;
 pub mod prm;
 mod rrt;
 pub mod rrt_connect;
@@ -339,6 +340,10 @@ pub enum PlanError {
     /// The goal configuration is unusable.
     #[error("invalid goal: {0}")]
     InvalidGoal(String),
+    /// No configuration reaches a pose goal (inverse kinematics found none within the joint
+    /// limits and the goal's tolerances).
+    #[error("no inverse kinematics solution: {0}")]
+    NoIkSolution(String),
     /// A request option is unusable.
     #[error("invalid request: {0}")]
     InvalidRequest(String),

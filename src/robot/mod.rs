@@ -5,6 +5,7 @@ mod acm;
 pub mod dh;
 pub mod geometry;
 mod group;
+pub mod ik;
 mod load;
 pub mod mesh;
 mod model;

@@ -1,0 +1,268 @@
+//! Pose goals: inverse kinematics on the MBM Panda and planning to a pose on the bundled
+//! robot and on MBM problems (their joint goals turned into the pose of the hand).
+
+mod common;
+
+use std::time::Duration;
+
+use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
+use gpu_motion_planner::mbm;
+use gpu_motion_planner::planners::pose::{free_goals, plan_to_pose};
+use gpu_motion_planner::planners::{PlanError, PlanRequest, PlannerId};
+use gpu_motion_planner::robot::ik::{
+    default_tip_link, IkOptions, IkSolver, PoseTarget, DEFAULT_ORIENTATION_TOLERANCE,
+    DEFAULT_POSITION_TOLERANCE,
+};
+use gpu_motion_planner::robot::{JointSpace, LoadOptions, PlanningGroup, RobotModel};
+use gpu_motion_planner::scene::{load_scene, Scene};
+use gpu_motion_planner::trajectory::Trajectory;
+use nalgebra::{Isometry3, Vector3};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The bundled arm in the bundled scene, its default group, neutral state and tool link.
+struct Bundled {
+    robot: RobotModel,
+    scene: Scene,
+    group: PlanningGroup,
+    base: Vec<f64>,
+    tip: usize,
+}
+
+fn bundled() -> Bundled {
+    let root = common::root();
+    let robot = RobotModel::from_urdf_file(
+        &root.join("urdf/gmp_arm.urdf"),
+        Some(&root.join("urdf/gmp_arm.srdf")),
+        &LoadOptions::default(),
+    )
+    .expect("bundled robot loads");
+    let scene = load_scene(&root.join("config/default_scene.yaml")).expect("scene loads");
+    let group = robot.default_group();
+    let base = robot.tree.neutral_state();
+    let tip = default_tip_link(&robot, &group).expect("tip");
+    Bundled {
+        robot,
+        scene,
+        group,
+        base,
+        tip,
+    }
+}
+
+impl Bundled {
+    /// A CPU checker of the scene and the neutral configuration.
+    fn checker_and_start(&self) -> (CpuChecker, Vec<f64>) {
+        let checker = CpuChecker::new(
+            &self.robot,
+            &self.group,
+            &self.base,
+            &self.scene,
+            CheckerOptions::default(),
+        )
+        .expect("checker");
+        (checker, self.group.config_of(&self.base))
+    }
+}
+
+fn random_config(rng: &mut ChaCha8Rng, s: &JointSpace) -> Vec<f64> {
+    (0..s.dof())
+        .map(|k| rng.random_range(s.lower[k]..=s.upper[k]))
+        .collect()
+}
+
+fn link_pose(
+    robot: &RobotModel,
+    group: &PlanningGroup,
+    base: &[f64],
+    q: &[f64],
+    link: usize,
+) -> Isometry3<f64> {
+    robot.tree.forward_kinematics(&group.full_state(base, q))[link]
+}
+
+/// Every consecutive pair of trajectory points passes a fresh CPU checker at a quarter of the
+/// planner's resolution; the first point is the start and the last reaches the target.
+fn assert_reaches(
+    checker: &dyn Checker,
+    robot: &RobotModel,
+    group: &PlanningGroup,
+    base: &[f64],
+    target: &PoseTarget,
+    start: &[f64],
+    traj: &Trajectory,
+) {
+    let positions: Vec<Vec<f64>> = traj.points.iter().map(|p| p.positions.clone()).collect();
+    let first = positions.first().expect("a trajectory");
+    assert!(
+        group.space.distance(first, start) < 1e-9,
+        "starts elsewhere"
+    );
+    let last = positions.last().expect("a trajectory");
+    let reached = link_pose(robot, group, base, last, target.link);
+    let dp = (reached.translation.vector - target.pose.translation.vector).norm();
+    assert!(dp <= target.position_tolerance, "position off by {dp}");
+    if let Some(tol) = target.orientation_tolerance {
+        let dr = reached.rotation.angle_to(&target.pose.rotation);
+        assert!(dr <= tol, "orientation off by {dr}");
+    }
+    assert!(group.space.within_limits(last));
+    let mut motions = MotionBatch::new(group.space.dof());
+    for w in positions.windows(2) {
+        motions.push(&w[0], &w[1]).expect("motion");
+    }
+    let ok = checker.check_motions(&motions, 0.005).expect("check");
+    assert!(ok.iter().all(|&v| v), "a trajectory segment collides");
+}
+
+#[test]
+fn plans_the_bundled_arm_to_poses_around_the_shelf() {
+    let b = bundled();
+    let (robot, group, base, tip) = (&b.robot, &b.group, &b.base, b.tip);
+    let (checker, start) = b.checker_and_start();
+    // Targets: the tool poses of random collision-free configurations (reachable and free by
+    // construction), with the full pose and with the position only.
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let s = &group.space;
+    let mut planned = 0;
+    let mut tried = 0;
+    while tried < 6 {
+        let q = random_config(&mut rng, s);
+        if !checker.check_config(&q).expect("check") {
+            continue;
+        }
+        let pose = link_pose(robot, group, base, &q, tip);
+        let target = if tried % 2 == 0 {
+            PoseTarget::pose(tip, pose)
+        } else {
+            PoseTarget::position(tip, pose.translation.vector)
+        };
+        tried += 1;
+        let solver = IkSolver::new(robot, group, base, target.clone()).expect("solver");
+        let mut req = PlanRequest::new(start.clone(), Vec::new(), PlannerId::RrtConnect);
+        req.seed = 3;
+        req.time_limit = Duration::from_secs(20);
+        let opts = IkOptions::default();
+        match plan_to_pose(&checker, &req, &solver, &opts) {
+            Ok(pp) => {
+                planned += 1;
+                let traj = &pp.result.trajectory;
+                assert_reaches(&checker, robot, group, base, &target, &start, traj);
+                assert_eq!(pp.result.path.last(), Some(&pp.goal.config));
+                // Deterministic for the seed.
+                let again = plan_to_pose(&checker, &req, &solver, &opts).expect("plans again");
+                assert_eq!(again.result.path, pp.result.path);
+            }
+            Err(e) => panic!("pose {tried} not planned: {e}"),
+        }
+    }
+    assert_eq!(planned, 6);
+}
+
+#[test]
+fn pose_goal_errors_say_why() {
+    let b = bundled();
+    let (robot, group, base, tip) = (&b.robot, &b.group, &b.base, b.tip);
+    let (checker, start) = b.checker_and_start();
+    let mut req = PlanRequest::new(start, Vec::new(), PlannerId::RrtConnect);
+    req.time_limit = Duration::from_secs(5);
+    let opts = IkOptions {
+        starts: 48,
+        ..IkOptions::default()
+    };
+    // Out of reach.
+    let far = PoseTarget::position(tip, Vector3::new(3.0, 0.0, 0.5));
+    let solver = IkSolver::new(robot, group, base, far).expect("solver");
+    match plan_to_pose(&checker, &req, &solver, &opts) {
+        Err(PlanError::NoIkSolution(m)) => assert!(m.contains("48 starting"), "{m}"),
+        other => panic!("expected no IK solution, got {other:?}"),
+    }
+    // Inside an obstacle: reachable, every solution in collision.
+    let o = b
+        .scene
+        .iter()
+        .find(|o| o.id == "shelf_board")
+        .expect("the bundled scene has a shelf board");
+    let inside = PoseTarget::position(tip, o.pose.translation.vector);
+    let solver = IkSolver::new(robot, group, base, inside.clone()).expect("solver");
+    let goals = free_goals(&checker, &solver, &req.start, &opts).expect("search");
+    if goals.found > 0 {
+        assert!(
+            goals.free.is_empty(),
+            "a tool inside '{}' called free",
+            o.id
+        );
+        match plan_to_pose(&checker, &req, &solver, &opts) {
+            Err(PlanError::InvalidGoal(m)) => assert!(m.contains("in collision"), "{m}"),
+            other => panic!("expected a goal in collision, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn panda_ik_and_plans_to_the_hand_poses_of_mbm_goals() {
+    let Some(data) = common::mbm_or_skip("panda_ik_and_plans_to_the_hand_poses_of_mbm_goals")
+    else {
+        return;
+    };
+    let panda = mbm::load_robot(&data, "panda").expect("panda loads");
+    let (robot, group) = (&panda.model, &panda.group);
+    let tip = default_tip_link(robot, group).expect("tip");
+    assert_eq!(robot.tree.links[tip].name, "panda_link8");
+
+    // Inverse kinematics of random full poses (7 joints, one redundant): nearly all solved.
+    let base = robot.tree.neutral_state();
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let s = &group.space;
+    let mut solved = 0;
+    for _ in 0..30 {
+        let q = random_config(&mut rng, s);
+        let pose = link_pose(robot, group, &base, &q, tip);
+        let solver =
+            IkSolver::new(robot, group, &base, PoseTarget::pose(tip, pose)).expect("solver");
+        let sols = solver.solve(None, &IkOptions::default()).expect("solve");
+        if let Some(sol) = sols.first() {
+            let reached = link_pose(robot, group, &base, &sol.config, tip);
+            assert!(
+                (reached.translation.vector - pose.translation.vector).norm()
+                    <= DEFAULT_POSITION_TOLERANCE
+            );
+            assert!(reached.rotation.angle_to(&pose.rotation) <= DEFAULT_ORIENTATION_TOLERANCE);
+            assert!(s.within_limits(&sol.config));
+            solved += 1;
+        }
+    }
+    eprintln!("Panda: {solved} of 30 reachable poses solved");
+    assert!(solved >= 27, "{solved} of 30 reachable Panda poses solved");
+
+    // MBM problems: the hand pose of the goal configuration as a pose goal.
+    let problems = mbm::load_problems_where(&data, "panda", |scene, index| {
+        (scene == "table_pick" || scene == "bookshelf_small") && index <= 3
+    })
+    .expect("problems load");
+    assert_eq!(problems.len(), 6);
+    let mut planned = 0;
+    for prob in &problems {
+        let base = panda.start_full_state(prob);
+        let Ok((start, goal)) = panda.start_goal(prob) else {
+            continue;
+        };
+        let checker = CpuChecker::new(robot, group, &base, &prob.scene, CheckerOptions::default())
+            .expect("checker");
+        if !(checker.check_config(&start).expect("check")
+            && checker.check_config(&goal).expect("check"))
+        {
+            continue;
+        }
+        let target = PoseTarget::pose(tip, link_pose(robot, group, &base, &goal, tip));
+        let solver = IkSolver::new(robot, group, &base, target.clone()).expect("solver");
+        let mut req = PlanRequest::new(start.clone(), Vec::new(), PlannerId::RrtConnect);
+        req.time_limit = Duration::from_secs(30);
+        let pp = plan_to_pose(&checker, &req, &solver, &IkOptions::default())
+            .unwrap_or_else(|e| panic!("{} {}: {e}", prob.scene_name, prob.index));
+        let traj = &pp.result.trajectory;
+        assert_reaches(&checker, robot, group, &base, &target, &start, traj);
+        planned += 1;
+    }
+    assert!(planned >= 5, "only {planned} MBM pose goals planned");
+}
