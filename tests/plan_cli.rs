@@ -34,11 +34,16 @@ fn json_list(q: &[f64]) -> String {
 
 /// `gmp plan` on the bundled robot and scene with the CPU backend, then `args`.
 fn bundled(args: &[&str]) -> Output {
+    bundled_command("plan", args)
+}
+
+/// `gmp COMMAND` on the bundled robot and scene with the CPU backend, then `args`.
+fn bundled_command(command: &str, args: &[&str]) -> Output {
     let urdf = root().join("urdf/gmp_arm.urdf");
     let srdf = root().join("urdf/gmp_arm.srdf");
     let scene = root().join("config/default_scene.yaml");
     let mut all = vec![
-        "plan",
+        command,
         "--urdf",
         urdf.to_str().unwrap(),
         "--srdf",
@@ -854,25 +859,8 @@ fn ik_lists_collision_free_solutions_nearest_first() {
     let (_, start, goal) = DEMO_QUERIES[1];
     let target = tool_pose(&goal).translation.vector;
     let pose = json_list(&[target.x, target.y, target.z]);
-    let urdf = root().join("urdf/gmp_arm.urdf");
-    let srdf = root().join("urdf/gmp_arm.srdf");
-    let scene = root().join("config/default_scene.yaml");
     let s = json_list(&start);
-    let out = gmp(&[
-        "ik",
-        "--urdf",
-        urdf.to_str().unwrap(),
-        "--srdf",
-        srdf.to_str().unwrap(),
-        "--scene",
-        scene.to_str().unwrap(),
-        "--backend",
-        "cpu",
-        "--goal-pose",
-        &pose,
-        "--start",
-        &s,
-    ]);
+    let out = bundled_command("ik", &["--goal-pose", &pose, "--start", &s]);
     assert!(
         out.status.success(),
         "{}",
