@@ -4,8 +4,8 @@ use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::service::{
-    MarkerAction, MarkerKind, MarkerUpdate, PlanningService, ServiceError, ServicePlanRequest,
-    ServiceSettings,
+    ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService, ServiceError,
+    ServicePlanRequest, ServicePoseGoal, ServiceSettings,
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
@@ -37,13 +37,7 @@ fn request(s: &PlanningService, start: &[f64], goal: &[f64]) -> ServicePlanReque
 
 /// Position of the tool at group configuration `q` (other joints neutral).
 fn tool_at(s: &PlanningService, q: &[f64]) -> Vector3<f64> {
-    let robot = s.robot();
-    let group = s.group().expect("group");
-    let state = group.full_state(&robot.tree.neutral_state(), q);
-    let tool = robot.tree.link("tool0").expect("tool0");
-    robot.tree.forward_kinematics(&state)[tool]
-        .translation
-        .vector
+    tool_pose_at(s, q).translation.vector
 }
 
 fn cube(ns: &str, id: i32, at: Vector3<f64>, size: f64) -> MarkerUpdate {
@@ -604,4 +598,133 @@ fn plans_with_a_fitted_sphere_model() {
     });
     none.plan(request(&none, &START, &GOAL))
         .expect("plan with polytopes");
+}
+
+/// The tool's pose at `q` (other joints neutral).
+fn tool_pose_at(s: &PlanningService, q: &[f64]) -> Isometry3<f64> {
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let state = group.full_state(&robot.tree.neutral_state(), q);
+    let tool = robot.tree.link("tool0").expect("tool0");
+    robot.tree.forward_kinematics(&state)[tool]
+}
+
+fn pose_request(s: &PlanningService, frame: &str, pose: &Isometry3<f64>) -> ServicePlanRequest {
+    let (t, r) = (pose.translation.vector, pose.rotation.coords);
+    ServicePlanRequest {
+        start: Some((names(s), START.to_vec())),
+        goal_pose: Some(ServicePoseGoal {
+            frame: frame.into(),
+            link: None,
+            position: [t.x, t.y, t.z],
+            orientation: Some([r.x, r.y, r.z, r.w]),
+            position_tolerance: None,
+            orientation_tolerance: None,
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn plans_to_a_pose_goal_in_the_planning_frame_or_a_link_frame() {
+    let mut s = service();
+    let target = tool_pose_at(&s, &GOAL);
+    let plan = s
+        .plan(pose_request(&s, "world", &target))
+        .expect("plans to the pose");
+    assert_valid(&s, &plan.path, &plan.trajectory);
+    let last = &plan.trajectory.points.last().expect("points").positions;
+    let reached = tool_pose_at(&s, last);
+    assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4);
+    assert!(reached.rotation.angle_to(&target.rotation) <= 1e-3);
+    let (link, dp, dr) = plan.pose_error.clone().expect("pose errors reported");
+    assert_eq!(link, "tool0");
+    assert!(dp <= 1e-4 && dr <= 1e-3);
+    // An empty frame is the planning frame: the same plan for the same seed.
+    let same = s.plan(pose_request(&s, "", &target)).expect("plans");
+    assert_eq!(same.path, plan.path);
+
+    // The same target given in the frame of a link (where the start state puts it).
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let state = group.full_state(&robot.tree.neutral_state(), &START);
+    let frame_link = "upper_arm_link";
+    let f = robot.tree.link(frame_link).expect("link");
+    let in_link = robot.tree.forward_kinematics(&state)[f].inverse() * target;
+    let plan = s
+        .plan(pose_request(&s, frame_link, &in_link))
+        .expect("plans from a link frame");
+    let last = &plan.trajectory.points.last().expect("points").positions;
+    let reached = tool_pose_at(&s, last);
+    assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4);
+
+    // The persistent roadmap answers a pose goal too.
+    let mut req = pose_request(&s, "world", &target);
+    req.planner = Some("drm".into());
+    let plan = s.plan(req).expect("drm plans to the pose");
+    assert_eq!(plan.planner, "drm");
+    assert_valid(&s, &plan.path, &plan.trajectory);
+    let last = &plan.trajectory.points.last().expect("points").positions;
+    assert!((tool_pose_at(&s, last).translation.vector - target.translation.vector).norm() <= 1e-4);
+
+    // In a batch, a pose request is answered as plan answers it.
+    let batch = s.plan_batch(&[
+        request(&s, &START, &GOAL),
+        pose_request(&s, "world", &target),
+    ]);
+    assert!(batch.iter().all(|r| r.is_ok()), "{batch:?}");
+}
+
+#[test]
+fn bad_pose_goals_are_errors_naming_the_input() {
+    let mut s = service();
+    let target = tool_pose_at(&s, &GOAL);
+    let category = |s: &mut PlanningService, req: ServicePlanRequest| {
+        let e = s.plan(req).expect_err("refused");
+        (e.category(), e.to_string())
+    };
+    let req = pose_request(&s, "camera", &target);
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("frame 'camera'"), "{m}");
+
+    let mut req = pose_request(&s, "world", &target);
+    req.goal = (names(&s), GOAL.to_vec());
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("not both"), "{m}");
+
+    let mut req = pose_request(&s, "world", &target);
+    if let Some(g) = req.goal_pose.as_mut() {
+        g.orientation = Some([0.0; 4]);
+    }
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("quaternion"), "{m}");
+
+    let mut req = pose_request(&s, "world", &target);
+    if let Some(g) = req.goal_pose.as_mut() {
+        g.link = Some("gripper".into());
+    }
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("no link 'gripper'"), "{m}");
+
+    let mut req = pose_request(&s, "world", &target);
+    if let Some(g) = req.goal_pose.as_mut() {
+        g.position_tolerance = Some(-1.0);
+    }
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("position tolerance"), "{m}");
+
+    // Out of reach: no inverse kinematics solution.
+    let far = Isometry3::translation(3.0, 0.0, 0.5);
+    let req = pose_request(&s, "world", &far);
+    let (c, m) = category(&mut s, req);
+    assert_eq!(c, ErrorCategory::NoIkSolution);
+    assert!(m.contains("inverse kinematics"), "{m}");
+
+    // The service keeps planning.
+    assert!(s.plan(request(&s, &START, &GOAL)).is_ok());
 }

@@ -184,6 +184,115 @@ pub fn compile_with(src: &str, arch: &'static str, maxrreg: Option<usize>) -> Re
     }
 }
 
+/// Environment variable naming the folder of the compiled-kernel cache (`off` or `0`: no
+/// cache). Default: `$XDG_CACHE_HOME/gpu_motion_planner/kernels`, else
+/// `$HOME/.cache/gpu_motion_planner/kernels`.
+pub const KERNEL_CACHE_ENV: &str = "GMP_KERNEL_CACHE";
+
+/// The folder of the compiled-kernel cache ([`KERNEL_CACHE_ENV`]), `None` when it is off or
+/// no home folder is known.
+pub fn kernel_cache_dir() -> Option<std::path::PathBuf> {
+    match std::env::var(KERNEL_CACHE_ENV) {
+        Ok(v) if v == "off" || v == "0" => None,
+        Ok(v) if !v.is_empty() => Some(v.into()),
+        _ => {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .filter(|v| !v.is_empty())
+                        .map(|h| std::path::PathBuf::from(h).join(".cache"))
+                })?;
+            Some(base.join("gpu_motion_planner").join("kernels"))
+        }
+    }
+}
+
+/// NVRTC's version, `(0, 0)` when it cannot be asked.
+fn nvrtc_version() -> (i32, i32) {
+    if !nvrtc_available() {
+        return (0, 0);
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present (checked above); the call only writes the two ints.
+    let r = std::panic::catch_unwind(move || {
+        let status = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+        (status, major, minor)
+    });
+    match r {
+        Ok((cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS, major, minor)) => (major, minor),
+        _ => (0, 0),
+    }
+}
+
+/// Everything the PTX of a compilation depends on: the cache's format, NVRTC's version, the
+/// options and the source text. A cache entry is used only when its stored key equals this
+/// one byte for byte, so a hash collision cannot hand out the wrong kernels.
+pub fn cache_key(src: &str, arch: &'static str, maxrreg: Option<usize>) -> String {
+    let opts = CompileOptions {
+        maxrregcount: maxrreg,
+        ..exact_options(arch)
+    };
+    let (major, minor) = nvrtc_version();
+    format!("gmp kernel cache 1\nnvrtc {major}.{minor}\noptions {opts:?}\n{src}")
+}
+
+/// The cache file of `key` in `dir`: named by a 64-bit FNV-1a hash of the key; it holds the
+/// key's length in bytes on the first line, the key, then the PTX.
+pub fn cache_file(dir: &std::path::Path, key: &str) -> std::path::PathBuf {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    dir.join(format!("{h:016x}.ptx"))
+}
+
+/// The PTX stored for `key` in `dir`, if an entry with exactly that key is there.
+pub fn cached_ptx(dir: &std::path::Path, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(cache_file(dir, key)).ok()?;
+    let (len, rest) = text.split_once('\n')?;
+    let len: usize = len.trim().parse().ok()?;
+    let (stored, ptx) = (rest.get(..len)?, rest.get(len..)?);
+    (stored == key && !ptx.trim().is_empty()).then(|| ptx.to_string())
+}
+
+/// Stores `ptx` for `key` in `dir` (written whole or not at all; errors are returned, the
+/// caller may ignore them: the cache only saves time).
+pub fn store_ptx(dir: &std::path::Path, key: &str, ptx: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let text = format!("{}\n{key}{ptx}", key.len());
+    crate::report::write_atomically(&cache_file(dir, key), text.as_bytes())
+}
+
+/// [`compile_with`] through the on-disk cache of [`kernel_cache_dir`]: NVRTC runs only for a
+/// source, option set and NVRTC version not compiled before on this machine (the largest
+/// robot-specialised modules take NVRTC a minute or more). Returns the PTX and whether it came
+/// from the cache.
+pub fn compile_cached(
+    src: &str,
+    arch: &'static str,
+    maxrreg: Option<usize>,
+) -> Result<(Ptx, bool), String> {
+    let Some(dir) = kernel_cache_dir() else {
+        return compile_with(src, arch, maxrreg).map(|p| (p, false));
+    };
+    let key = cache_key(src, arch, maxrreg);
+    if let Some(ptx) = cached_ptx(&dir, &key) {
+        return Ok((Ptx::from_src(ptx), true));
+    }
+    let ptx = compile_with(src, arch, maxrreg)?;
+    if let Err(e) = store_ptx(&dir, &key, &ptx.to_src()) {
+        eprintln!(
+            "gmp: could not write the kernel cache in {} ({e}); kernels will be compiled again \
+             next time",
+            dir.display()
+        );
+    }
+    Ok((ptx, false))
+}
+
 /// Compiles the collision module for `arch`.
 pub fn compile_collision(arch: &'static str) -> Result<Ptx, String> {
     compile(&collision_source(), arch)

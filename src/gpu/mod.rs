@@ -123,7 +123,8 @@ fn device_module(ordinal: usize) -> Result<Arc<DeviceModule>, CollisionError> {
             .compute_capability()
             .map_err(|e| format!("device {ordinal}: compute capability: {e:?}"))?;
         let arch = kernels::arch_for(major, minor);
-        let ptx = kernels::compile(&with_rrtc_bounds(kernels::collision_source()), arch)?;
+        let (ptx, _) =
+            kernels::compile_cached(&with_rrtc_bounds(kernels::collision_source()), arch, None)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| format!("device {ordinal}: loading the collision module: {e:?}"))?;
@@ -162,7 +163,7 @@ fn specialised_module(
                 }
                 None => source,
             };
-            let ptx = kernels::compile_with(source, dm.arch, maxrreg)?;
+            let (ptx, _) = kernels::compile_cached(source, dm.arch, maxrreg)?;
             dm.ctx.load_module(ptx).map_err(|e| {
                 format!("device {ordinal}: loading the specialised collision module: {e:?}")
             })

@@ -89,6 +89,18 @@ pub fn plan_to_pose(
     solver: &IkSolver,
     opts: &IkOptions,
 ) -> Result<PosePlan, PlanError> {
+    plan_to_pose_with(checker, template, solver, opts, |req| plan(checker, req))
+}
+
+/// [`plan_to_pose`] with the planning of one goal configuration left to `plan_one` (the
+/// node's persistent roadmap answers there for the `drm` planner).
+pub fn plan_to_pose_with(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    solver: &IkSolver,
+    opts: &IkOptions,
+    mut plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
+) -> Result<PosePlan, PlanError> {
     let t0 = Instant::now();
     let goals = free_goals(checker, solver, &template.start, opts)?;
     let ik_time = t0.elapsed();
@@ -115,7 +127,7 @@ pub fn plan_to_pose(
         let mut req = template.clone();
         req.goal = goal.config.clone();
         req.time_limit = left.max(Duration::from_millis(1));
-        match plan(checker, &req) {
+        match plan_one(&req) {
             Ok(result) => {
                 return Ok(PosePlan {
                     result,

@@ -12,6 +12,7 @@
 //! | subscription | `joint_states`      | `sensor_msgs/JointState`               |
 //! | subscription | `~/obstacles`       | `visualization_msgs/MarkerArray`       |
 //! | subscription | `~/goal`            | `sensor_msgs/JointState` (plan from the current state, publish) |
+//! | subscription | `~/goal_pose`       | `geometry_msgs/PoseStamped` (plan the group's tip link there from the current state, publish) |
 //! | publisher    | `~/trajectory`      | `trajectory_msgs/JointTrajectory`      |
 //! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
@@ -40,6 +41,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use futures::StreamExt;
+use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanBatch, PlanPath};
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
@@ -280,6 +282,7 @@ async fn run_async() -> Result<(), NodeError> {
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
     let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
+    let goal_poses = node.subscribe::<PoseStamped>("~/goal_pose", QosProfile::default())?;
     // Maps are usually latched (transient local); this QoS also receives volatile ones.
     let grids = node.subscribe::<OccupancyGrid>(
         "~/occupancy_grid",
@@ -444,24 +447,36 @@ async fn run_async() -> Result<(), NodeError> {
         }
     }));
 
-    // Goals: plan from the current joint state with the node's settings and publish.
+    // Goals (joint states on ~/goal, poses of the group's tip link on ~/goal_pose): plan from
+    // the current joint state with the node's settings and publish.
     tasks.push(tokio::spawn({
         let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
-        let mut goals = goals;
+        let joint_goals = goals.map(|goal| {
+            let request = PlanPath::Request {
+                goal_state: goal,
+                seed: -1,
+                ..Default::default()
+            };
+            ("~/goal", request)
+        });
+        let pose_goals = goal_poses.map(|pose| {
+            let request = PlanPath::Request {
+                goal_pose: pose,
+                seed: -1,
+                ..Default::default()
+            };
+            ("~/goal_pose", request)
+        });
+        let mut requests = futures::stream::select(joint_goals, pose_goals);
         async move {
-            while let Some(goal) = goals.next().await {
-                let request = PlanPath::Request {
-                    goal_state: goal,
-                    seed: -1,
-                    ..Default::default()
-                };
+            while let Some((topic, request)) = requests.next().await {
                 let response = serve_plan(&shared, &logger, &outputs, &request);
                 if response.success {
-                    r2r::log_info!(&logger, "~/goal: {}", response.message);
+                    r2r::log_info!(&logger, "{topic}: {}", response.message);
                 } else {
                     r2r::log_warn!(
                         &logger,
-                        "~/goal: no plan (error_code {}): {}",
+                        "{topic}: no plan (error_code {}): {}",
                         response.error_code,
                         response.message
                     );

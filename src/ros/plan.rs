@@ -14,6 +14,7 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 use crate::planners::PlanStats;
 use crate::service::{
     ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
+    ServicePoseGoal,
 };
 use crate::trajectory::Trajectory;
 
@@ -29,6 +30,7 @@ const INVALID_GOAL_CONSTRAINTS: i32 = PlanPath::Response::INVALID_GOAL_CONSTRAIN
 const INVALID_ROBOT_STATE: i32 = PlanPath::Response::INVALID_ROBOT_STATE as i32;
 const INVALID_OBJECT_NAME: i32 = PlanPath::Response::INVALID_OBJECT_NAME as i32;
 const ROBOT_STATE_STALE: i32 = PlanPath::Response::ROBOT_STATE_STALE as i32;
+const NO_IK_SOLUTION: i32 = PlanPath::Response::NO_IK_SOLUTION as i32;
 
 /// The service request of a PlanPath request. Empty `start_state.name` means the current
 /// joint state; empty `planner_id`, zero `allowed_planning_time`, negative `seed` and zero
@@ -56,7 +58,31 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         vel_scale: nonzero(req.max_velocity_scaling_factor),
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
         attempts: (req.num_planning_attempts != 0).then_some(i64::from(req.num_planning_attempts)),
+        goal_pose: pose_goal(req),
     }
+}
+
+/// The pose goal of a PlanPath request, `None` when it gives none: a pose goal counts as
+/// given when `goal_pose.header.frame_id` or `goal_link` is set or the position is not all
+/// zero (the message's default). Zero tolerances mean the defaults.
+pub fn pose_goal(req: &PlanPath::Request) -> Option<ServicePoseGoal> {
+    let ps = &req.goal_pose;
+    let (p, o) = (&ps.pose.position, &ps.pose.orientation);
+    let pose_given = !ps.header.frame_id.is_empty()
+        || !req.goal_link.is_empty()
+        || [p.x, p.y, p.z].iter().any(|v| *v != 0.0);
+    if !pose_given {
+        return None;
+    }
+    let nonzero = |x: f64| if x == 0.0 { None } else { Some(x) };
+    Some(ServicePoseGoal {
+        frame: ps.header.frame_id.clone(),
+        link: (!req.goal_link.is_empty()).then(|| req.goal_link.clone()),
+        position: [p.x, p.y, p.z],
+        orientation: (!req.goal_position_only).then_some([o.x, o.y, o.z, o.w]),
+        position_tolerance: nonzero(req.goal_position_tolerance),
+        orientation_tolerance: nonzero(req.goal_orientation_tolerance),
+    })
 }
 
 /// The PlanPath error code of an error category (MoveIt error code values).
@@ -71,6 +97,7 @@ pub fn error_code(category: ErrorCategory) -> i32 {
         ErrorCategory::PlanningFailed => PLANNING_FAILED,
         ErrorCategory::InvalidMotionPlan => INVALID_MOTION_PLAN,
         ErrorCategory::InvalidObject => INVALID_OBJECT_NAME,
+        ErrorCategory::NoIkSolution => NO_IK_SOLUTION,
         ErrorCategory::Failure => FAILURE,
     }
 }
@@ -147,12 +174,18 @@ pub fn response(
             success: true,
             error_code: SUCCESS,
             message: format!(
-                "{} waypoints, {} trajectory points, {:.3} s long, planned by {} in {:.3} s",
+                "{} waypoints, {} trajectory points, {:.3} s long, planned by {} in {:.3} s{}",
                 plan.path.len(),
                 plan.trajectory.points.len(),
                 plan.trajectory.duration(),
                 plan.planner,
-                plan.stats.planning_time.as_secs_f64()
+                plan.stats.planning_time.as_secs_f64(),
+                plan.pose_error
+                    .as_ref()
+                    .map(|(link, dp, dr)| format!(
+                        "; '{link}' within {dp:.2e} m and {dr:.2e} rad of the goal pose"
+                    ))
+                    .unwrap_or_default()
             ),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
             stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
@@ -212,6 +245,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 max_velocity_scaling_factor: req.max_velocity_scaling_factor,
                 max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
                 num_planning_attempts: req.num_planning_attempts,
+                ..Default::default()
             })
         })
         .collect())

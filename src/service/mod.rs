@@ -16,9 +16,11 @@ use nalgebra::{Isometry3, Point3, Vector3};
 
 use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::dynamic_roadmap::DynamicError;
+use crate::planners::pose::plan_to_pose_with;
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
+use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::trajectory::Trajectory;
@@ -112,6 +114,29 @@ pub struct ServicePlanRequest {
     pub acc_scale: Option<f64>,
     /// Parallel attempts override (RRT / RRT-Connect), 1 ..= 256.
     pub attempts: Option<i64>,
+    /// A pose goal for a link instead of goal joint positions (`goal` must then be empty).
+    pub goal_pose: Option<ServicePoseGoal>,
+}
+
+/// A pose goal: where a link of the robot should end up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServicePoseGoal {
+    /// The frame the pose is given in: the planning frame (also when empty), or any link of
+    /// the robot, taken where the start state puts it.
+    pub frame: String,
+    /// The link to place; `None` = the planning group's tip link
+    /// ([`crate::robot::ik::default_tip_link`]).
+    pub link: Option<String>,
+    /// Target position of the link frame's origin (m).
+    pub position: [f64; 3],
+    /// Target orientation as a quaternion `[x, y, z, w]` (normalised here); `None` = any
+    /// orientation (a position goal).
+    pub orientation: Option<[f64; 4]>,
+    /// Largest position error (m); `None` = [`crate::robot::ik::DEFAULT_POSITION_TOLERANCE`].
+    pub position_tolerance: Option<f64>,
+    /// Largest orientation error (rad); `None` =
+    /// [`crate::robot::ik::DEFAULT_ORIENTATION_TOLERANCE`].
+    pub orientation_tolerance: Option<f64>,
 }
 
 /// A successful plan.
@@ -127,6 +152,9 @@ pub struct ServicePlanResponse {
     pub planner: String,
     /// The backend that checked collisions (`cpu`, `cuda` or `hybrid`).
     pub backend: String,
+    /// For a pose goal: the link, and the position (m) and orientation (rad) errors of the
+    /// trajectory's last point.
+    pub pose_error: Option<(String, f64, f64)>,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -273,6 +301,10 @@ pub enum ServiceError {
     /// The persistent roadmap could not be built or updated.
     #[error("roadmap: {0}")]
     Roadmap(#[from] DynamicError),
+    /// A pose goal that cannot be used (frame, link, quaternion, tolerances, or given with
+    /// goal joint positions).
+    #[error("goal_pose: {0}")]
+    BadPoseGoal(String),
     /// A marker is in another frame than the planning frame.
     #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
     WrongFrame {
@@ -329,6 +361,8 @@ pub enum ErrorCategory {
     InvalidMotionPlan,
     /// A marker could not be applied.
     InvalidObject,
+    /// No configuration puts the link at the pose goal.
+    NoIkSolution,
     /// Anything else (bad options, unknown planner, checker failure).
     Failure,
 }
@@ -350,6 +384,8 @@ impl ServiceError {
             | ServiceError::NotFinite { which, .. }
             | ServiceError::OutOfLimits { which, .. }
             | ServiceError::BadJointList { which, .. } => by_side(which),
+            ServiceError::BadPoseGoal(_) => C::InvalidGoal,
+            ServiceError::Plan(PlanError::NoIkSolution(_)) => C::NoIkSolution,
             ServiceError::NoCurrentState => C::StaleState,
             ServiceError::Group { .. } => C::InvalidGroup,
             ServiceError::Plan(PlanError::InvalidStart(_)) => C::StartInCollision,
@@ -580,6 +616,8 @@ struct Prepared {
     base: Vec<f64>,
     /// Whether the `drm` planner answers it from the persistent roadmap.
     use_roadmap: bool,
+    /// A pose goal, solved for once the checker is ready (`request.goal` is empty then).
+    pose: Option<PoseTarget>,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -817,12 +855,29 @@ impl PlanningService {
         let checker = cached_checker(&self.cached)?;
         let preq = &prepared.request;
         let backend = checker.backend().name().to_string();
-        let (result, planner) = match self.roadmap.as_mut().filter(|_| prepared.use_roadmap) {
-            Some(p) => (p.drm_mut().plan(checker, preq)?, DRM_PLANNER.to_string()),
-            None => {
-                let r = planners::plan(checker, preq)?;
-                let name = r.planner.as_str().to_string();
-                (r, name)
+        let mut roadmap = self.roadmap.as_mut().filter(|_| prepared.use_roadmap);
+        let planner = match &roadmap {
+            Some(_) => DRM_PLANNER.to_string(),
+            None => preq.planner.as_str().to_string(),
+        };
+        let mut plan_one = |r: &PlanRequest| match roadmap.as_mut() {
+            Some(p) => p.drm_mut().plan(checker, r),
+            None => planners::plan(checker, r),
+        };
+        let (result, pose_error) = match &prepared.pose {
+            None => (plan_one(preq)?, None),
+            Some(target) => {
+                let solver =
+                    IkSolver::new(&self.robot, &group, &prepared.start_state, target.clone())
+                        .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+                let opts = IkOptions {
+                    seed: preq.seed,
+                    ..IkOptions::default()
+                };
+                let pp = plan_to_pose_with(checker, preq, &solver, &opts, plan_one)?;
+                let link = self.robot.tree.links[target.link].name.clone();
+                let errors = (link, pp.goal.position_error, pp.goal.orientation_error);
+                (pp.result, Some(errors))
             }
         };
         self.last_path = Some(result.path.clone());
@@ -832,6 +887,7 @@ impl PlanningService {
             stats: result.stats,
             planner,
             backend,
+            pose_error,
         })
     }
 
@@ -854,7 +910,8 @@ impl PlanningService {
         for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req) {
                 Err(e) => out[i] = Some(Err(e)),
-                Ok(p) if p.use_roadmap => alone.push(i),
+                // Pose goals are solved for one by one (each needs its inverse kinematics).
+                Ok(p) if p.use_roadmap || p.pose.is_some() => alone.push(i),
                 Ok(p) => {
                     let fits = shared.first().is_none_or(|(_, first)| {
                         first.base == p.base && same_options(&first.request, &p.request)
@@ -890,6 +947,7 @@ impl PlanningService {
                                 path: r.path,
                                 stats: r.stats,
                                 backend: backend.clone(),
+                                pose_error: None,
                             }));
                     }
                 }
@@ -989,8 +1047,25 @@ impl PlanningService {
         // Goal: every group joint given; goal values of joints outside the group are
         // ignored (they hold their start values), as PlanPath documents.
         let (names, positions) = &req.goal;
-        let (goal_state, goal_given) = self.apply_named("goal", &start_state, names, positions)?;
-        let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
+        let (goal, pose) = match &req.goal_pose {
+            Some(pg) => {
+                if !(names.is_empty() && positions.is_empty()) {
+                    return Err(ServiceError::BadPoseGoal(
+                        "give either goal joint positions or a goal pose, not both".into(),
+                    ));
+                }
+                (
+                    Vec::new(),
+                    Some(self.pose_target(pg, &group, &start_state)?),
+                )
+            }
+            None => {
+                let (goal_state, goal_given) =
+                    self.apply_named("goal", &start_state, names, positions)?;
+                let goal = Self::group_config("goal", &group, &goal_state, &goal_given)?;
+                (goal, None)
+            }
+        };
 
         let mut preq = PlanRequest::new(start, goal, planner);
         preq.group = group.name.clone();
@@ -1008,6 +1083,64 @@ impl PlanningService {
             base: Self::masked_base(&group, &start_state),
             start_state,
             use_roadmap,
+            pose,
+        })
+    }
+
+    /// The target of a pose goal for `group`, its pose in the planning frame (a link frame
+    /// is taken at `start_state`); errors name what is wrong.
+    fn pose_target(
+        &self,
+        pg: &ServicePoseGoal,
+        group: &PlanningGroup,
+        start_state: &[f64],
+    ) -> Result<PoseTarget, ServiceError> {
+        let bad = |m: String| ServiceError::BadPoseGoal(m);
+        let tree = &self.robot.tree;
+        let link = match &pg.link {
+            Some(name) => tree
+                .link(name)
+                .map_err(|_| bad(format!("the robot has no link '{name}'")))?,
+            None => ik::default_tip_link(&self.robot, group).ok_or_else(|| {
+                bad(format!(
+                    "group '{}' has no tip link; name the link",
+                    group.name
+                ))
+            })?,
+        };
+        let pose = ik::pose_from_parts(pg.position, pg.orientation, "pose")
+            .map_err(|e| bad(e.to_string()))?;
+        let frame = pg.frame.as_str();
+        let pose = if frame.is_empty() || frame == self.settings.planning_frame {
+            pose
+        } else {
+            let f = tree.link(frame).map_err(|_| {
+                bad(format!(
+                    "frame '{frame}' is neither the planning frame '{}' nor a link of the robot",
+                    self.settings.planning_frame
+                ))
+            })?;
+            tree.forward_kinematics(start_state)[f] * pose
+        };
+        let position_tolerance = pg
+            .position_tolerance
+            .unwrap_or(ik::DEFAULT_POSITION_TOLERANCE);
+        let orientation_tolerance = pg
+            .orientation_tolerance
+            .unwrap_or(ik::DEFAULT_ORIENTATION_TOLERANCE);
+        for (name, v) in [
+            ("position tolerance", position_tolerance),
+            ("orientation tolerance", orientation_tolerance),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(bad(format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        Ok(PoseTarget {
+            link,
+            pose,
+            position_tolerance,
+            orientation_tolerance: pg.orientation.map(|_| orientation_tolerance),
         })
     }
 

@@ -14,6 +14,7 @@ command to use; default: ros2 on PATH).
 """
 
 import glob
+import math
 import os
 import re
 import signal
@@ -28,7 +29,7 @@ from rclpy.node import Node
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, PoseStamped
 from gpu_motion_planner_interfaces.srv import PlanAgents, PlanBatch, PlanPath
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -401,6 +402,7 @@ def run_checks(node, launch):
     obstacle_checks(node, plan, obstacles, scenes)
     bad_input_checks(node, plan, obstacles)
     batch_checks(node, plan)
+    pose_checks(node, plan)
     agents_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
@@ -645,6 +647,129 @@ def batch_checks(node, plan):
           res is not None and not res.success and len(res.error_codes) == 0
           and 'start_states' in res.message,
           res and f'message={res.message!r}')
+
+
+def quaternion_of(r):
+    """The unit quaternion (x, y, z, w) of a rotation matrix (rows)."""
+    tr = r[0][0] + r[1][1] + r[2][2]
+    if tr > 0:
+        s = 2.0 * (tr + 1.0) ** 0.5
+        return ((r[2][1] - r[1][2]) / s, (r[0][2] - r[2][0]) / s,
+                (r[1][0] - r[0][1]) / s, 0.25 * s)
+    i = max(range(3), key=lambda k: r[k][k])
+    j, k = (i + 1) % 3, (i + 2) % 3
+    s = 2.0 * (1.0 + r[i][i] - r[j][j] - r[k][k]) ** 0.5
+    q = [0.0, 0.0, 0.0, 0.0]
+    q[i] = 0.25 * s
+    q[j] = (r[j][i] + r[i][j]) / s
+    q[k] = (r[k][i] + r[i][k]) / s
+    q[3] = (r[k][j] - r[j][k]) / s
+    return tuple(q)
+
+
+def rotation_angle(a, b):
+    """The angle (rad) of the rotation between rotation matrices a and b."""
+    c = (sum(a[i][k] * b[i][k] for i in range(3) for k in range(3)) - 1.0) / 2.0
+    return math.acos(max(-1.0, min(1.0, c)))
+
+
+def pose_checks(node, plan):
+    """~/plan with goal_pose: the tool reaches the pose (by the independent forward
+    kinematics), position-only goals, a link frame, and the errors of bad pose goals."""
+    r_goal, t_goal = ROBOT.link_poses(ARM, GOAL)['tool0']
+
+    def pose_request(position, quaternion, frame='world', position_only=False):
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, START)
+        req.goal_pose.header.frame_id = frame
+        p = req.goal_pose.pose
+        p.position.x, p.position.y, p.position.z = position
+        (p.orientation.x, p.orientation.y, p.orientation.z,
+         p.orientation.w) = quaternion
+        req.goal_position_only = position_only
+        req.seed = 5
+        return req
+
+    def tool_at_end(res):
+        last = res.trajectory.points[-1]
+        return ROBOT.link_poses(list(res.trajectory.joint_names), list(last.positions))['tool0']
+
+    codes = PlanPath.Response
+    res = call(node, plan, pose_request(t_goal, quaternion_of(r_goal)), timeout=60.0)
+    ok = res is not None and res.success and res.error_code == codes.SUCCESS
+    check('~/plan to a goal pose plans, saying how close the tool came',
+          ok and "'tool0' within" in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    if ok:
+        r, t = tool_at_end(res)
+        dp = math.dist(t, t_goal)
+        check('the pose-goal trajectory ends with the tool at the pose (independent kinematics)',
+              dp <= 1e-4 and rotation_angle(r, r_goal) <= 1e-3,
+              f'{dp:.2e} m, {rotation_angle(r, r_goal):.2e} rad')
+        check_trajectory(res.trajectory, SCENE, 'pose-goal plan')
+
+    def plans_to(req, where, what):
+        """~/plan answers req with a trajectory whose tool ends at position `where`."""
+        res = call(node, plan, req, timeout=60.0)
+        ok = res is not None and res.success
+        check(f'~/plan to {what} plans', ok,
+              res and f'code={res.error_code} message={res.message!r}')
+        if ok:
+            dp = math.dist(tool_at_end(res)[1], where)
+            check(f'the trajectory to {what} ends with the tool there', dp <= 1e-4,
+                  f'{dp:.2e} m')
+
+    t_mid = ROBOT.link_poses(ARM, mid_config())['tool0'][1]
+    plans_to(pose_request(t_mid, (0.0, 0.0, 0.0, 1.0), position_only=True), t_mid,
+             'a position-only goal')
+
+    # The same pose given in the frame of the base link (which sits at the world's origin).
+    base_r, base_t = ROBOT.link_poses(ARM, START)['base_link']
+    rel_t = [sum(base_r[k][i] * (t_goal[k] - base_t[k]) for k in range(3)) for i in range(3)]
+    rel_r = [[sum(base_r[k][i] * r_goal[k][j] for k in range(3)) for j in range(3)]
+             for i in range(3)]
+    plans_to(pose_request(rel_t, quaternion_of(rel_r), frame='base_link'), t_goal,
+             'a goal pose in a link frame')
+
+    res = call(node, plan, pose_request(t_goal, quaternion_of(r_goal), frame='camera_link'))
+    check('a goal pose in an unknown frame: INVALID_GOAL_CONSTRAINTS naming the frame',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and "frame 'camera_link'" in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, plan, pose_request((3.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0)), timeout=60.0)
+    check('a goal pose out of reach: NO_IK_SOLUTION',
+          res is not None and not res.success and res.error_code == codes.NO_IK_SOLUTION,
+          res and f'code={res.error_code} message={res.message!r}')
+    # ~/goal_pose: the tool's pose, planned from the current joint state and published.
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    pose_pub = node.create_publisher(PoseStamped, f'/{NODE}/goal_pose', 10)
+    wait_for(node, lambda: pose_pub.get_subscription_count() > 0, 5.0)
+    msg = PoseStamped()
+    msg.header.frame_id = 'world'
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = t_goal
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = quaternion_of(r_goal)
+    pose_pub.publish(msg)
+
+    def ends_at_goal(traj):
+        if not traj.points:
+            return False
+        end = ROBOT.link_poses(list(traj.joint_names), list(traj.points[-1].positions))['tool0']
+        return math.dist(end[1], t_goal) <= 1e-4 and rotation_angle(end[0], r_goal) <= 1e-3
+
+    got = wait_for(node, lambda: any(ends_at_goal(t) for t in trajectories), 60.0)
+    check('a PoseStamped on ~/goal_pose is planned from the current state and published', got,
+          f'{len(trajectories)} trajectories received')
+
+    both = pose_request(t_goal, quaternion_of(r_goal))
+    both.goal_state = joint_state(ARM, GOAL)
+    res = call(node, plan, both)
+    check('goal_state and goal_pose together: INVALID_GOAL_CONSTRAINTS',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'not both' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
 
 
 def mid_config():
