@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Demo client of planner_node: asks ~/plan for a few motions of the bundled arm
-(urdf/gmp_arm.urdf) around the bundled scene, then ~/plan_batch for the RRT-Connect ones
-in one call, and prints what comes back.
+(urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool, then
+~/plan_batch for the RRT-Connect ones in one call, and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -75,10 +75,29 @@ def main():
                   f'backend {s.backend}')
         else:
             failures += 1
+    failures += plan_pose(node, plan)
     failures += plan_batch(node)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
+
+
+def plan_pose(node, plan):
+    """A pose goal: the tool 0.35 m above the table in front of the shelf, pointing down."""
+    req = PlanPath.Request()
+    req.start_state = state(REQUESTS[1][1])
+    req.goal_pose.header.frame_id = 'world'
+    p = req.goal_pose.pose
+    p.position.x, p.position.y, p.position.z = 0.3, -0.45, 0.35
+    p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = 1.0, 0.0, 0.0, 0.0
+    req.seed = -1
+    res = call(node, plan, req, 120.0)
+    if res is None:
+        print('goal pose: no answer within 120 s')
+        return 1
+    print(f'goal pose (tool0 at [0.3, -0.45, 0.35], pointing down): success={res.success} '
+          f'code={res.error_code} -- {res.message}')
+    return 0 if res.success else 1
 
 
 def plan_batch(node):

@@ -8,7 +8,8 @@
 #    in ~/.cache/gpu_motion_planner/ros; a sourced ROS 2 install is used instead), builds the
 #    ROS packages with colcon (scripts/build_ros.sh), brings up planner_node with
 #    launch/planner.launch.py, runs scripts/demo_client.py (asks ~/plan for motions with
-#    RRT-Connect and with the persistent dynamic roadmap, then ~/plan_batch for the RRT-Connect
+#    RRT-Connect and with the persistent dynamic roadmap and for one to a pose of the tool,
+#    then ~/plan_batch for the RRT-Connect
 #    ones in one call, prints the answers) and stops the node. The first run downloads and builds for tens of minutes on 2 cores.
 #
 # GMP_DEMO_NO_ROS=1 runs only step 1. Extra arguments go to `gmp demo`.

@@ -212,8 +212,108 @@ pub struct Request {
     pub start: BTreeMap<String, f64>,
     /// Planning group name.
     pub group: String,
-    /// Joint-space goal (name, value) in request order.
+    /// Joint-space goal (name, value) in request order; empty for a pose goal.
     pub goal: Vec<(String, f64)>,
+    /// The pose goal of the first goal constraint's position (and orientation) constraint,
+    /// when it has no joint constraints.
+    pub pose_goal: Option<RequestPose>,
+}
+
+/// A pose goal read from a MoveIt request's position and orientation constraints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestPose {
+    /// The constrained link.
+    pub link: String,
+    /// The frame of the constraint (`header.frame_id`; may be empty).
+    pub frame: String,
+    /// Centre of the constraint region.
+    pub position: [f64; 3],
+    /// The largest distance from the centre the region allows in every direction: a sphere's
+    /// radius, half the smallest side of a box (m).
+    pub position_tolerance: f64,
+    /// The orientation constraint's quaternion `[x, y, z, w]`, if there is one.
+    pub orientation: Option<[f64; 4]>,
+    /// The smallest of its three axis tolerances (rad): a rotation by at most that angle stays
+    /// within each of them.
+    pub orientation_tolerance: Option<f64>,
+}
+
+/// Reads `v` as three numbers `{x, y, z}` (missing entries 0).
+fn xyz(v: &serde_yaml::Value) -> [f64; 3] {
+    ["x", "y", "z"].map(|k| v[k].as_f64().unwrap_or(0.0))
+}
+
+/// The pose goal of a MoveIt goal constraint `c` (its first position constraint and first
+/// orientation constraint), `Ok(None)` when it has no position constraint.
+fn pose_constraint(c: &serde_yaml::Value) -> Result<Option<RequestPose>, String> {
+    let Some(pc) = c["position_constraints"]
+        .as_sequence()
+        .and_then(|s| s.first())
+    else {
+        return Ok(None);
+    };
+    let link = pc["link_name"]
+        .as_str()
+        .ok_or("position constraint without link_name")?
+        .to_string();
+    if xyz(&pc["target_point_offset"]) != [0.0; 3] {
+        return Err(
+            "position constraint: a target_point_offset other than 0 is not supported".into(),
+        );
+    }
+    let region = &pc["constraint_region"];
+    let centre = region["primitive_poses"]
+        .as_sequence()
+        .and_then(|s| s.first())
+        .ok_or("position constraint without constraint_region.primitive_poses")?;
+    let primitive = region["primitives"]
+        .as_sequence()
+        .and_then(|s| s.first())
+        .ok_or("position constraint without constraint_region.primitives")?;
+    let dims: Vec<f64> = primitive["dimensions"]
+        .as_sequence()
+        .map(|d| d.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    // shape_msgs/SolidPrimitive: BOX = 1 (sides), SPHERE = 2 (radius).
+    let position_tolerance =
+        match (primitive["type"].as_i64(), dims.as_slice()) {
+            (Some(1), [x, y, z]) => 0.5 * x.min(*y).min(*z),
+            (Some(2), [r, ..]) => *r,
+            _ => return Err(
+                "position constraint: the region must be a BOX (type 1, three sides) or a SPHERE \
+                 (type 2, a radius)"
+                    .into(),
+            ),
+        };
+    let frame = pc["header"]["frame_id"].as_str().unwrap_or("").to_string();
+    let (mut orientation, mut orientation_tolerance) = (None, None);
+    if let Some(oc) = c["orientation_constraints"]
+        .as_sequence()
+        .and_then(|s| s.first())
+    {
+        if oc["link_name"].as_str() != Some(link.as_str()) {
+            return Err(format!(
+                "orientation constraint: link_name must be the position constraint's '{link}'"
+            ));
+        }
+        let q = &oc["orientation"];
+        orientation = Some(["x", "y", "z", "w"].map(|k| q[k].as_f64().unwrap_or(0.0)));
+        let tol = [
+            "absolute_x_axis_tolerance",
+            "absolute_y_axis_tolerance",
+            "absolute_z_axis_tolerance",
+        ]
+        .map(|k| oc[k].as_f64().unwrap_or(f64::NAN));
+        orientation_tolerance = Some(tol.iter().copied().fold(f64::INFINITY, f64::min));
+    }
+    Ok(Some(RequestPose {
+        link,
+        frame,
+        position: xyz(&centre["position"]),
+        position_tolerance,
+        orientation,
+        orientation_tolerance,
+    }))
 }
 
 /// Reads a MoveIt `MotionPlanRequest` YAML: start joint state, group and joint goal.
@@ -249,9 +349,18 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
         start.insert(n.to_string(), p);
     }
     let group = doc["group_name"].as_str().unwrap_or("").to_string();
-    let jc = doc["goal_constraints"][0]["joint_constraints"]
-        .as_sequence()
-        .ok_or_else(|| err("goal_constraints[0].joint_constraints missing".into()))?;
+    let constraint = &doc["goal_constraints"][0];
+    let pose_goal =
+        pose_constraint(constraint).map_err(|m| err(format!("goal_constraints[0]: {m}")))?;
+    let jc = match constraint["joint_constraints"].as_sequence() {
+        Some(jc) => jc.as_slice(),
+        None if pose_goal.is_some() => &[],
+        None => {
+            return Err(err(
+                "goal_constraints[0] has neither joint_constraints nor position_constraints".into(),
+            ))
+        }
+    };
     let mut goal = Vec::new();
     for c in jc {
         let n = c["joint_name"]
@@ -262,7 +371,14 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
             .ok_or_else(|| err(format!("joint constraint '{n}' without position")))?;
         goal.push((n.to_string(), p));
     }
-    Ok(Request { start, group, goal })
+    // Joint constraints, when given, are the goal; a pose constraint beside them is not used.
+    let pose_goal = pose_goal.filter(|_| goal.is_empty());
+    Ok(Request {
+        start,
+        group,
+        goal,
+        pose_goal,
+    })
 }
 
 /// Loads every problem of one robot (7 scenes x 100), in scene then index order.
@@ -293,6 +409,7 @@ pub fn load_problems_where(
                 start: start_state,
                 group: group_name,
                 goal,
+                pose_goal: _,
             } = read_request(&req)?;
             let scene = crate::scene::load_scene(&scn).map_err(|e| MbmError::Scene {
                 path: scn.display().to_string(),

@@ -757,6 +757,30 @@ fn numbers(v: &Value) -> Vec<f64> {
         .collect()
 }
 
+/// `gmp plan` on the bundled robot with `args`, which must plan a trajectory from `start` to a
+/// pose of tool0; the report.
+fn pose_plan(args: &[&str], start: &[f64]) -> Value {
+    let out = bundled(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_trajectory(&v, &ARM_JOINTS, start);
+    assert_eq!(v["goal_pose"]["target"]["link"], "tool0");
+    v
+}
+
+/// The last point of the report's trajectory, put through forward kinematics here, puts tool0
+/// within the tolerances of `target`.
+fn assert_ends_at(v: &Value, target: &nalgebra::Isometry3<f64>, dp: f64, dr: f64) {
+    let points = v["points"].as_array().unwrap();
+    let reached = tool_pose(&numbers(&points[points.len() - 1]["positions"]));
+    assert!((reached.translation.vector - target.translation.vector).norm() <= dp);
+    assert!(reached.rotation.angle_to(&target.rotation) <= dr);
+}
+
 #[test]
 fn plan_to_a_pose_goal_ends_at_the_pose() {
     let (_, start, goal) = DEMO_QUERIES[0];
@@ -764,24 +788,14 @@ fn plan_to_a_pose_goal_ends_at_the_pose() {
     let (t, r) = (target.translation.vector, target.rotation.coords);
     let pose = json_list(&[t.x, t.y, t.z, r.x, r.y, r.z, r.w]);
     let s = json_list(&start);
-    let out = bundled(&["--start", &s, "--goal-pose", &pose, "--seed", "2"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = pose_plan(
+        &["--start", &s, "--goal-pose", &pose, "--seed", "2"],
+        &start,
     );
-    let v = stdout_json(&out);
-    assert_trajectory(&v, &ARM_JOINTS, &start);
     let g = &v["goal_pose"];
-    assert_eq!(g["target"]["link"], "tool0");
     assert!(g["position_error"].as_f64().unwrap() <= 1e-4);
     assert!(g["orientation_error"].as_f64().unwrap() <= 1e-3);
-    // The last point, put through forward kinematics here, is at the pose.
-    let points = v["points"].as_array().unwrap();
-    let last = numbers(&points[points.len() - 1]["positions"]);
-    let reached = tool_pose(&last);
-    assert!((reached.translation.vector - t).norm() <= 1e-4);
-    assert!(reached.rotation.angle_to(&target.rotation) <= 1e-3);
+    assert_ends_at(&v, &target, 1e-4, 1e-3);
     // The same answer for the same seed.
     let again = stdout_json(&bundled(&[
         "--start",
@@ -881,5 +895,73 @@ fn ik_lists_collision_free_solutions_nearest_first() {
     assert_eq!(
         sols.len() + v["in_collision"].as_u64().unwrap() as usize,
         v["found"].as_u64().unwrap() as usize
+    );
+}
+
+/// A MoveIt MotionPlanRequest for the bundled arm from `start` to a pose constraint of tool0
+/// (`region`: the YAML of its constraint_region.primitives entry).
+fn pose_request_yaml(start: &[f64], target: &nalgebra::Isometry3<f64>, region: &str) -> String {
+    let (t, q) = (target.translation.vector, target.rotation.coords);
+    format!(
+        "group_name: arm
+start_state:
+  joint_state:
+    name: {names:?}
+    position: {start:?}
+goal_constraints:
+  - position_constraints:
+      - header: {{frame_id: world}}
+        link_name: tool0
+        target_point_offset: {{x: 0, y: 0, z: 0}}
+        constraint_region:
+          primitives:
+            - {region}
+          primitive_poses:
+            - position: {{x: {}, y: {}, z: {}}}
+              orientation: {{x: 0, y: 0, z: 0, w: 1}}
+        weight: 1.0
+    orientation_constraints:
+      - header: {{frame_id: world}}
+        link_name: tool0
+        orientation: {{x: {}, y: {}, z: {}, w: {}}}
+        absolute_x_axis_tolerance: 0.01
+        absolute_y_axis_tolerance: 0.02
+        absolute_z_axis_tolerance: 0.01
+        weight: 1.0
+",
+        t[0],
+        t[1],
+        t[2],
+        q[0],
+        q[1],
+        q[2],
+        q[3],
+        names = ARM_JOINTS,
+    )
+}
+
+#[test]
+fn plan_from_a_moveit_request_with_a_pose_constraint() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let target = tool_pose(&goal);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pose_request.yaml");
+    let yaml = pose_request_yaml(&start, &target, "{type: 2, dimensions: [0.002]}");
+    std::fs::write(&path, yaml).unwrap();
+    let v = pose_plan(&["--request", path.to_str().unwrap()], &start);
+    // The sphere's radius and the smallest axis tolerance are the tolerances.
+    assert_eq!(v["goal_pose"]["target"]["position_tolerance"], 0.002);
+    assert_eq!(v["goal_pose"]["target"]["orientation_tolerance"], 0.01);
+    assert_ends_at(&v, &target, 0.002, 0.01);
+
+    // A region that is neither a box nor a sphere is refused, naming the constraint.
+    let bad = pose_request_yaml(&start, &target, "{type: 3, dimensions: [0.1, 0.02]}");
+    std::fs::write(&path, bad).unwrap();
+    let out = bundled(&["--request", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("goal_constraints[0]") && err.contains("BOX"),
+        "{err}"
     );
 }

@@ -35,8 +35,11 @@ pub struct PlanArgs {
     /// an empty world.
     #[arg(long)]
     pub scene: Option<PathBuf>,
-    /// A MoveIt MotionPlanRequest YAML giving the start state, group and joint goal. Joints
-    /// outside the planning group keep the request's start values.
+    /// A MoveIt MotionPlanRequest YAML giving the start state, group and goal: the joint
+    /// constraints of its first goal constraint, or else its first position constraint (a box
+    /// or sphere region; the tolerance is the sphere's radius or half the box's smallest side)
+    /// with its first orientation constraint (the tolerance is the smallest axis tolerance) as
+    /// a pose goal. Joints outside the planning group keep the request's start values.
     #[arg(long)]
     pub request: Option<PathBuf>,
     /// Start configuration as a JSON list in planning-group joint order (overrides the
@@ -185,6 +188,38 @@ pub fn parse_config(text: &str, what: &str, group: &PlanningGroup) -> Result<Vec
     Ok(values)
 }
 
+/// The target of a MoveIt request's pose constraint: its frame is empty, the scene's frame,
+/// the robot's root link or another link of the robot (taken at the full state `base`).
+fn request_target(
+    robot: &RobotModel,
+    base: &[f64],
+    scene_frame: &str,
+    rp: &crate::mbm::RequestPose,
+) -> Result<PoseTarget, String> {
+    let tree = &robot.tree;
+    let link = tree.link(&rp.link).map_err(|e| e.to_string())?;
+    let pose = crate::robot::ik::pose_from_parts(rp.position, rp.orientation, "pose constraint")
+        .map_err(|e| e.to_string())?;
+    let root = &tree.links[tree.root].name;
+    let pose = if rp.frame.is_empty() || rp.frame == scene_frame || &rp.frame == root {
+        pose
+    } else {
+        let f = tree.link(&rp.frame).map_err(|_| {
+            format!(
+                "frame '{}' is neither the scene's frame '{scene_frame}' nor a link of the robot",
+                rp.frame
+            )
+        })?;
+        tree.forward_kinematics(base)[f] * pose
+    };
+    Ok(PoseTarget {
+        link,
+        pose,
+        position_tolerance: rp.position_tolerance,
+        orientation_tolerance: rp.orientation_tolerance,
+    })
+}
+
 /// Builds the problem from the arguments (robot, group, base state, scene, start, goal).
 pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     let mut robot = load_robot(&a.robot, false)?;
@@ -219,7 +254,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 Some((_, v)) => g.push(*v),
                 None => {
                     // A joint the goal leaves unconstrained has no single target value.
-                    if a.goal.is_none() && a.pose.goal_pose.is_none() {
+                    if a.goal.is_none() && a.pose.goal_pose.is_none() && req.pose_goal.is_none() {
                         return Err(CliError(format!(
                             "{}: the goal constraints lack joint '{n}' of group '{}'; give --goal",
                             path.display(),
@@ -248,7 +283,17 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         goal = Some(parse_config(g, "goal", &group)?);
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
-    let pose = a.pose.target(&robot, &group)?;
+    let scene = scene_or_empty(a.scene.as_deref())?;
+    let mut pose = a.pose.target(&robot, &group)?;
+    if let (None, None, Some(req), Some(path)) = (&pose, &goal, &request, &a.request) {
+        if let Some(rp) = &req.pose_goal {
+            pose = Some(
+                request_target(&robot, &base, scene.frame(), rp).map_err(|e| {
+                    CliError(format!("{}: goal_constraints[0]: {e}", path.display()))
+                })?,
+            );
+        }
+    }
     let goal = match (goal, &pose) {
         (_, Some(_)) => Vec::new(),
         (Some(g), None) => g,
@@ -258,7 +303,6 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
             ))
         }
     };
-    let scene = scene_or_empty(a.scene.as_deref())?;
     Ok(Problem {
         robot,
         shapes,
