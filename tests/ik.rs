@@ -266,3 +266,50 @@ fn panda_ik_and_plans_to_the_hand_poses_of_mbm_goals() {
     }
     assert!(planned >= 5, "only {planned} MBM pose goals planned");
 }
+
+#[test]
+fn bench_ik_reports_every_robot_and_goal_kind() {
+    let Some(data) = common::mbm_or_skip("bench_ik_reports_every_robot_and_goal_kind") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gmp"))
+        .args([
+            "bench",
+            "ik",
+            "--robots",
+            "panda,ur5",
+            "--poses",
+            "6",
+            "--out",
+        ])
+        .arg(dir.path())
+        .env("GMP_DATA", &data)
+        .output()
+        .expect("gmp runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = v["results"].as_array().expect("results");
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert_eq!(r["poses"], 6);
+        // Reachable by construction: a miss or two is possible, most must be solved.
+        assert!(r["solved"].as_u64().expect("count") >= 5, "{r}");
+        assert!(r["worst_position_error"].as_f64().expect("error") <= 1e-4);
+    }
+    let written: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("out dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(written
+        .iter()
+        .any(|n| n.starts_with("ik_") && n.ends_with(".json")));
+    assert!(written
+        .iter()
+        .any(|n| n.starts_with("ik_") && n.ends_with(".md")));
+}

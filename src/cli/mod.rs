@@ -16,6 +16,7 @@ use crate::scene::Scene;
 
 pub mod bench_collision;
 pub mod bench_dynamic;
+pub mod bench_ik;
 pub mod bench_mbm;
 pub mod demo;
 pub mod picture;
@@ -110,6 +111,8 @@ pub enum BenchCommand {
     Dynamic(bench_dynamic::BenchDynamicArgs),
     /// Reproduces the planning-block A* paper (Table I, scaling) against A*.
     Grid(crate::grid::cli::BenchGridArgs),
+    /// Inverse kinematics of pose goals: solved share and time on reachable MBM robot poses.
+    Ik(bench_ik::BenchIkArgs),
 }
 
 /// Robot description arguments.
@@ -289,6 +292,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
             BenchCommand::Mbm(a) => bench_mbm::run(&a),
             BenchCommand::Dynamic(a) => bench_dynamic::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
+            BenchCommand::Ik(a) => bench_ik::run(&a),
         },
     }
 }
