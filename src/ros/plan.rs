@@ -220,32 +220,40 @@ pub fn no_robot(reason: &str) -> PlanPath::Response {
 /// The service requests of a PlanBatch request (each problem read as a PlanPath request with
 /// the shared options), or what is wrong with the request as a whole.
 pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest>, String> {
-    if req.goal_states.is_empty() {
-        return Err("goal_states is empty: give at least one goal".into());
-    }
-    if !req.start_states.is_empty() && req.start_states.len() != req.goal_states.len() {
+    let goals = req.goal_states.len().max(req.goal_poses.len());
+    if !req.goal_states.is_empty() && !req.goal_poses.is_empty() {
         return Err(format!(
-            "start_states has {} entries but goal_states {}: give none (every problem starts \
-             from joint_states) or one per goal",
-            req.start_states.len(),
-            req.goal_states.len()
+            "goal_states has {} entries and goal_poses {}: give one of them",
+            req.goal_states.len(),
+            req.goal_poses.len()
         ));
     }
-    Ok(req
-        .goal_states
-        .iter()
-        .enumerate()
-        .map(|(i, goal)| {
+    if goals == 0 {
+        return Err("goal_states and goal_poses are empty: give at least one goal".into());
+    }
+    if !req.start_states.is_empty() && req.start_states.len() != goals {
+        return Err(format!(
+            "start_states has {} entries but the goals (goal_states or goal_poses) {goals}: give \
+             none (every problem starts from joint_states) or one per goal",
+            req.start_states.len(),
+        ));
+    }
+    Ok((0..goals)
+        .map(|i| {
             service_request(&PlanPath::Request {
                 start_state: req.start_states.get(i).cloned().unwrap_or_default(),
-                goal_state: goal.clone(),
+                goal_state: req.goal_states.get(i).cloned().unwrap_or_default(),
+                goal_pose: req.goal_poses.get(i).cloned().unwrap_or_default(),
+                goal_link: req.goal_link.clone(),
+                goal_position_only: req.goal_position_only,
+                goal_position_tolerance: req.goal_position_tolerance,
+                goal_orientation_tolerance: req.goal_orientation_tolerance,
                 planner_id: req.planner_id.clone(),
                 allowed_planning_time: req.allowed_planning_time,
                 seed: req.seed,
                 max_velocity_scaling_factor: req.max_velocity_scaling_factor,
                 max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
                 num_planning_attempts: req.num_planning_attempts,
-                ..Default::default()
             })
         })
         .collect())
@@ -421,5 +429,47 @@ mod tests {
         );
         let e = batch_requests(&PlanBatch::Request::default()).unwrap_err();
         assert!(e.contains("goal_states"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_of_goal_poses_plans_each_to_its_pose() {
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled");
+        let mut service =
+            PlanningService::new(robot, scene, crate::service::ServiceSettings::default());
+        let names = service.group().expect("group").space.names.clone();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let pose = |x: f64, y: f64, z: f64| {
+            let mut p = r2r::geometry_msgs::msg::PoseStamped::default();
+            p.header.frame_id = "world".into();
+            p.pose.position.x = x;
+            p.pose.position.y = y;
+            p.pose.position.z = z;
+            p.pose.orientation.x = 1.0;
+            p.pose.orientation.w = 0.0;
+            p
+        };
+        let req = PlanBatch::Request {
+            start_states: vec![js(&names, &[-0.2, 0.3, 2.3, 0.0, -0.5, 0.0]); 2],
+            goal_poses: vec![pose(0.3, -0.45, 0.35), pose(5.0, 0.0, 0.5)],
+            seed: -1,
+            ..Default::default()
+        };
+        let requests = batch_requests(&req).expect("requests");
+        assert!(requests.iter().all(|r| r.goal_pose.is_some()));
+        let outcomes = service.plan_batch(&requests);
+        let res = batch_response(&outcomes, &requests, &service);
+        assert_eq!(res.error_codes, vec![SUCCESS, NO_IK_SOLUTION]);
+        assert!(
+            res.messages[0].contains("'tool0' within"),
+            "{}",
+            res.messages[0]
+        );
+        // Goal states and goal poses together are refused.
+        let e = batch_requests(&PlanBatch::Request {
+            goal_states: vec![js(&names, &[0.0; 6])],
+            ..req
+        })
+        .unwrap_err();
+        assert!(e.contains("give one of them"), "{e}");
     }
 }

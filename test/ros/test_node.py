@@ -763,6 +763,23 @@ def pose_checks(node, plan):
     check('a PoseStamped on ~/goal_pose is planned from the current state and published', got,
           f'{len(trajectories)} trajectories received')
 
+    # ~/plan_batch with goal poses: each problem planned to its pose, one out of reach.
+    batch = node.create_client(PlanBatch, f'/{NODE}/plan_batch')
+    breq = PlanBatch.Request()
+    breq.start_states = [joint_state(ARM, START), joint_state(ARM, START)]
+    far = PoseStamped()
+    far.header.frame_id = 'world'
+    far.pose.position.x, far.pose.position.z = 5.0, 0.5
+    breq.goal_poses = [msg, far]
+    breq.seed = 5
+    bres = call(node, batch, breq, timeout=60.0)
+    ok = (bres is not None and bres.solved == 1
+          and list(bres.error_codes) == [codes.SUCCESS, codes.NO_IK_SOLUTION]
+          and len(bres.trajectories) == 2 and ends_at_goal(bres.trajectories[0]))
+    check('~/plan_batch with goal_poses: the reachable pose planned, the far one NO_IK_SOLUTION',
+          ok, bres and f'solved={bres.solved} codes={list(bres.error_codes)} '
+                       f'messages={list(bres.messages)}')
+
     both = pose_request(t_goal, quaternion_of(r_goal))
     both.goal_state = joint_state(ARM, GOAL)
     res = call(node, plan, both)
