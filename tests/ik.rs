@@ -13,11 +13,11 @@ use gpu_motion_planner::robot::ik::{
     default_tip_link, IkOptions, IkSolver, PoseTarget, DEFAULT_ORIENTATION_TOLERANCE,
     DEFAULT_POSITION_TOLERANCE,
 };
-use gpu_motion_planner::robot::{JointSpace, LoadOptions, PlanningGroup, RobotModel};
+use gpu_motion_planner::robot::{LoadOptions, PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{load_scene, Scene};
 use gpu_motion_planner::trajectory::Trajectory;
 use nalgebra::{Isometry3, Vector3};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// The bundled arm in the bundled scene, its default group, neutral state and tool link.
@@ -63,12 +63,6 @@ impl Bundled {
         .expect("checker");
         (checker, self.group.config_of(&self.base))
     }
-}
-
-fn random_config(rng: &mut ChaCha8Rng, s: &JointSpace) -> Vec<f64> {
-    (0..s.dof())
-        .map(|k| rng.random_range(s.lower[k]..=s.upper[k]))
-        .collect()
 }
 
 fn link_pose(
@@ -127,7 +121,7 @@ fn plans_the_bundled_arm_to_poses_around_the_shelf() {
     let mut planned = 0;
     let mut tried = 0;
     while tried < 6 {
-        let q = random_config(&mut rng, s);
+        let q = s.sample_uniform(&mut rng);
         if !checker.check_config(&q).expect("check") {
             continue;
         }
@@ -216,7 +210,7 @@ fn panda_ik_and_plans_to_the_hand_poses_of_mbm_goals() {
     let s = &group.space;
     let mut solved = 0;
     for _ in 0..30 {
-        let q = random_config(&mut rng, s);
+        let q = s.sample_uniform(&mut rng);
         let pose = link_pose(robot, group, &base, &q, tip);
         let solver =
             IkSolver::new(robot, group, &base, PoseTarget::pose(tip, pose)).expect("solver");

@@ -195,16 +195,10 @@ fn robot_cases(a: &BenchCollisionArgs) -> Result<Vec<Case>, CliError> {
     Ok(out)
 }
 
-fn uniform(space: &JointSpace, rng: &mut ChaCha8Rng) -> Vec<f64> {
-    (0..space.dof())
-        .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
-        .collect()
-}
-
 fn random_configs(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> ConfigBatch {
     let mut b = ConfigBatch::with_capacity(space.dof(), n);
     for _ in 0..n {
-        let _ = b.push(&uniform(space, rng));
+        let _ = b.push(&space.sample_uniform(rng));
     }
     b
 }
@@ -213,7 +207,7 @@ fn random_motions(space: &JointSpace, n: usize, rng: &mut ChaCha8Rng) -> MotionB
     let dof = space.dof();
     let mut m = MotionBatch::new(dof);
     for _ in 0..n {
-        let a = uniform(space, rng);
+        let a = space.sample_uniform(rng);
         let d: Vec<f64> = (0..dof).map(|_| rng.random_range(-1.0..1.0)).collect();
         let norm = d.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-9);
         let b: Vec<f64> = (0..dof)

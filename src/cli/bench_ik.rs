@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
@@ -74,9 +74,7 @@ pub fn run(a: &BenchIkArgs) -> Result<Value, CliError> {
             let (mut solved, mut times) = (0usize, Vec::with_capacity(a.poses));
             let (mut worst_p, mut worst_r) = (0.0f64, 0.0f64);
             for i in 0..a.poses {
-                let q: Vec<f64> = (0..space.dof())
-                    .map(|k| rng.random_range(space.lower[k]..=space.upper[k]))
-                    .collect();
+                let q = space.sample_uniform(&mut rng);
                 let pose = model.tree.forward_kinematics(&group.full_state(&base, &q))[tip];
                 let target = match kind {
                     "pose" => PoseTarget::pose(tip, pose),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
@@ -105,11 +105,7 @@ pub fn run(a: &DemoArgs) -> Result<Value, CliError> {
     )?;
     let space = &group.space;
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
-    let sample = |rng: &mut ChaCha8Rng| -> Vec<f64> {
-        (0..space.dof())
-            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
-            .collect()
-    };
+    let sample = |rng: &mut ChaCha8Rng| space.sample_uniform(rng);
     let mut configs = ConfigBatch::with_capacity(space.dof(), a.configs);
     for _ in 0..a.configs {
         configs.push(&sample(&mut rng))?;

@@ -584,7 +584,7 @@ fn self_collision_loss(
     robot: &RobotModel,
 ) -> Result<(usize, usize, Vec<((usize, usize), usize)>), CliError> {
     let spheres = robot.spherized.as_deref().unwrap_or_default();
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     let group = robot.default_group();
     let base = robot.tree.neutral_state();
     let scene = Scene::new("world");
@@ -607,10 +607,7 @@ fn self_collision_loss(
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
     let mut batch = ConfigBatch::new(space.dof());
     for _ in 0..SELF_CHECK_SAMPLES {
-        let q: Vec<f64> = (0..space.dof())
-            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
-            .collect();
-        batch.push(&q)?;
+        batch.push(&space.sample_uniform(&mut rng))?;
     }
     let free_p = polytopes.check_configs(&batch)?;
     let free_s = balls.check_configs(&batch)?;

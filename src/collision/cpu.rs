@@ -1382,7 +1382,7 @@ mod tests {
     /// the one-thread verdicts, call after call.
     #[test]
     fn threaded_checks_equal_the_one_thread_checks() {
-        use rand::{Rng, SeedableRng};
+        use rand::SeedableRng;
         let (robot, scene) = crate::cli::demo::bundled().expect("bundled robot");
         let group = robot.default_group();
         let base = robot.tree.neutral_state();
@@ -1396,11 +1396,7 @@ mod tests {
         let (one, four) = (make(1), make(4));
         let space = one.space().clone();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-        let mut draw = || -> Vec<f64> {
-            (0..space.dof())
-                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
-                .collect()
-        };
+        let mut draw = || space.sample_uniform(&mut rng);
         let rows: Vec<Vec<f64>> = (0..1000).map(|_| draw()).collect();
         let refs: Vec<&[f64]> = rows.iter().map(Vec::as_slice).collect();
         let configs = ConfigBatch::from_rows(space.dof(), &refs).expect("batch");

@@ -281,7 +281,7 @@ fn left_out() -> PlanError {
 mod tests {
     use std::sync::Mutex;
 
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
@@ -386,9 +386,7 @@ mod tests {
         let space = c.space().clone();
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         loop {
-            let q: Vec<f64> = (0..space.dof())
-                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
-                .collect();
+            let q = space.sample_uniform(&mut rng);
             if !c.check_config(&q).expect("check") {
                 return q;
             }

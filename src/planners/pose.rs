@@ -119,20 +119,20 @@ pub fn plan_to_pose_with(
     }
     let deadline = t0 + template.time_limit;
     let mut last_err = None;
-    for goal in goals.free.iter().take(MAX_GOALS_TRIED) {
+    for i in 0..goals.free.len().min(MAX_GOALS_TRIED) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() && last_err.is_some() {
             break;
         }
         let mut req = template.clone();
-        req.goal = goal.config.clone();
+        req.goal = goals.free[i].config.clone();
         req.time_limit = left.max(Duration::from_millis(1));
         match plan_one(&req) {
             Ok(result) => {
                 return Ok(PosePlan {
                     result,
-                    goal: goal.clone(),
-                    goals: goals.clone(),
+                    goal: goals.free[i].clone(),
+                    goals,
                     ik_time,
                 })
             }

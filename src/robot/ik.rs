@@ -18,7 +18,7 @@
 //! knows the kinematics only.
 
 use nalgebra::{Isometry3, Matrix6, UnitQuaternion, Vector3, Vector6};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
@@ -246,11 +246,6 @@ impl<'a> IkSolver<'a> {
         })
     }
 
-    /// The target this solver reaches for.
-    pub fn target(&self) -> &PoseTarget {
-        &self.target
-    }
-
     fn check_len(&self, q: &[f64]) -> Result<(), IkError> {
         let want = self.group.space.dof();
         if q.len() == want {
@@ -262,22 +257,6 @@ impl<'a> IkSolver<'a> {
                 want,
             })
         }
-    }
-
-    /// Pose of the target link (root frame) at group configuration `q`.
-    pub fn link_pose(&self, q: &[f64]) -> Result<Isometry3<f64>, IkError> {
-        self.check_len(q)?;
-        let mut poses = Vec::new();
-        self.poses(q, &mut poses);
-        Ok(poses[self.target.link])
-    }
-
-    /// Position and orientation errors of `q` (m, rad; the orientation error is 0 for a
-    /// position goal).
-    pub fn errors(&self, q: &[f64]) -> Result<(f64, f64), IkError> {
-        let pose = self.link_pose(q)?;
-        let (p, r) = self.error_vectors(&pose);
-        Ok((p.norm(), r.norm()))
     }
 
     fn poses(&self, q: &[f64], out: &mut Vec<Isometry3<f64>>) {
@@ -365,7 +344,8 @@ impl<'a> IkSolver<'a> {
         if q.iter().any(|v| !v.is_finite()) {
             return None;
         }
-        let mut poses = Vec::new();
+        // The link poses of `q` and of the step being tried, swapped when the step is taken.
+        let (mut poses, mut trial_poses) = (Vec::new(), Vec::new());
         let mut cols = vec![Vector6::zeros(); n];
         let mut trial = vec![0.0; n];
         self.poses(&q, &mut poses);
@@ -400,20 +380,16 @@ impl<'a> IkSolver<'a> {
                     trial[k] = q[k] + dx[k];
                 }
                 self.clamp(&mut trial);
-                let mut trial_poses = std::mem::take(&mut poses);
                 self.poses(&trial, &mut trial_poses);
                 let (tp, tr) = self.error_vectors(&trial_poses[self.target.link]);
                 if self.weighted(&tp, &tr).norm_squared() < cost {
                     q.copy_from_slice(&trial);
-                    poses = trial_poses;
+                    std::mem::swap(&mut poses, &mut trial_poses);
                     (p, r) = (tp, tr);
                     lambda = (lambda * 0.3).max(1e-6);
                     improved = true;
                     break;
                 }
-                // Restore the poses of `q` for the next damping.
-                self.poses(&q, &mut trial_poses);
-                poses = trial_poses;
                 lambda *= 5.0;
             }
             if !improved {
@@ -448,9 +424,7 @@ impl<'a> IkSolver<'a> {
             let starts: Vec<Vec<f64>> = (next..next + count)
                 .map(|i| match (i, first) {
                     (0, Some(f)) => f.to_vec(),
-                    _ => (0..space.dof())
-                        .map(|k| rng.random_range(space.lower[k]..=space.upper[k]))
-                        .collect(),
+                    _ => space.sample_uniform(&mut rng),
                 })
                 .collect();
             let solved: Vec<Option<IkSolution>> = starts
@@ -573,13 +547,8 @@ mod tests {
 
     fn random_configs(group: &PlanningGroup, n: usize, seed: u64) -> Vec<Vec<f64>> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let s = &group.space;
         (0..n)
-            .map(|_| {
-                (0..s.dof())
-                    .map(|k| rng.random_range(s.lower[k]..=s.upper[k]))
-                    .collect()
-            })
+            .map(|_| group.space.sample_uniform(&mut rng))
             .collect()
     }
 

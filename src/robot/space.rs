@@ -100,6 +100,14 @@ impl JointSpace {
         }
     }
 
+    /// A configuration drawn uniformly within the limits, one `random_range(lower..=upper)`
+    /// per joint in order.
+    pub fn sample_uniform<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Vec<f64> {
+        (0..self.dof())
+            .map(|j| rng.random_range(self.lower[j]..=self.upper[j]))
+            .collect()
+    }
+
     /// True when every value is finite and inside the limits (continuous joints: any finite value).
     pub fn within_limits(&self, q: &[f64]) -> bool {
         q.len() == self.dof()
