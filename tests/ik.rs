@@ -13,55 +13,18 @@ use gpu_motion_planner::robot::ik::{
     default_tip_link, IkOptions, IkSolver, PoseTarget, DEFAULT_ORIENTATION_TOLERANCE,
     DEFAULT_POSITION_TOLERANCE,
 };
-use gpu_motion_planner::robot::{LoadOptions, PlanningGroup, RobotModel};
-use gpu_motion_planner::scene::{load_scene, Scene};
+use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
 use gpu_motion_planner::trajectory::Trajectory;
 use nalgebra::{Isometry3, Vector3};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-/// The bundled arm in the bundled scene, its default group, neutral state and tool link.
-struct Bundled {
-    robot: RobotModel,
-    scene: Scene,
-    group: PlanningGroup,
-    base: Vec<f64>,
-    tip: usize,
-}
-
-fn bundled() -> Bundled {
-    let root = common::root();
-    let robot = RobotModel::from_urdf_file(
-        &root.join("urdf/gmp_arm.urdf"),
-        Some(&root.join("urdf/gmp_arm.srdf")),
-        &LoadOptions::default(),
-    )
-    .expect("bundled robot loads");
-    let scene = load_scene(&root.join("config/default_scene.yaml")).expect("scene loads");
-    let group = robot.default_group();
-    let base = robot.tree.neutral_state();
-    let tip = default_tip_link(&robot, &group).expect("tip");
-    Bundled {
-        robot,
-        scene,
-        group,
-        base,
-        tip,
-    }
-}
+use common::bundled::{bundled, Bundled};
 
 impl Bundled {
     /// A CPU checker of the scene and the neutral configuration.
     fn checker_and_start(&self) -> (CpuChecker, Vec<f64>) {
-        let checker = CpuChecker::new(
-            &self.robot,
-            &self.group,
-            &self.base,
-            &self.scene,
-            CheckerOptions::default(),
-        )
-        .expect("checker");
-        (checker, self.group.config_of(&self.base))
+        (self.checker(), self.neutral())
     }
 }
 

@@ -13,6 +13,7 @@
 //! the same path for the same seed, request, checker verdicts and (for PRM) roadmap.
 
 pub mod batch;
+pub mod cartesian;
 pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;

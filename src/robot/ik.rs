@@ -246,6 +246,26 @@ impl<'a> IkSolver<'a> {
         })
     }
 
+    /// Moves the target to `pose` (same link and tolerances), for a sequence of nearby
+    /// targets solved one from the other. Errors when the pose is not finite.
+    pub fn set_target_pose(&mut self, pose: Isometry3<f64>) -> Result<(), IkError> {
+        let t = pose.translation.vector;
+        let r = pose.rotation.coords;
+        if !(t.iter().all(|v| v.is_finite()) && r.iter().all(|v| v.is_finite())) {
+            return Err(IkError::BadTarget("target pose is not finite".into()));
+        }
+        self.target.pose = pose;
+        Ok(())
+    }
+
+    /// The pose of the target's link at group configuration `q`.
+    pub fn link_pose(&self, q: &[f64]) -> Result<Isometry3<f64>, IkError> {
+        self.check_len(q)?;
+        let mut poses = Vec::new();
+        self.poses(q, &mut poses);
+        Ok(poses[self.target.link])
+    }
+
     fn check_len(&self, q: &[f64]) -> Result<(), IkError> {
         let want = self.group.space.dof();
         if q.len() == want {

@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch, MAX_REFINEMENTS};
 use crate::robot::JointSpace;
 
+mod through;
+pub use through::{time_parameterize_through, ThroughTiming};
+
 /// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
 pub const SHORTCUTS_PER_ROUND: usize = 64;
 
@@ -702,14 +705,13 @@ pub fn time_parameterize_steps(
     )
 }
 
-fn parameterize(
+/// Each joint's velocity and acceleration limit times `vel_scale` and `acc_scale`; errors name
+/// a scale outside `(0, 1]` or a joint whose limit is not positive and finite.
+fn scaled_limits(
     space: &JointSpace,
-    path: &[Vec<f64>],
     vel_scale: f64,
     acc_scale: f64,
-    sampling: Sampling,
-) -> Result<Trajectory, TrajectoryError> {
-    check_waypoints(space, path)?;
+) -> Result<(Vec<f64>, Vec<f64>), TrajectoryError> {
     for (name, value) in [("vel_scale", vel_scale), ("acc_scale", acc_scale)] {
         if !(value > 0.0 && value <= 1.0) {
             return Err(TrajectoryError::BadScale { name, value });
@@ -739,6 +741,19 @@ fn parameterize(
         vmax.push(v * vel_scale);
         amax.push(a * acc_scale);
     }
+    Ok((vmax, amax))
+}
+
+fn parameterize(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    sampling: Sampling,
+) -> Result<Trajectory, TrajectoryError> {
+    check_waypoints(space, path)?;
+    let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
+    let dof = space.dof();
     let mut points = vec![TrajectoryPoint {
         positions: path[0].clone(),
         velocities: vec![0.0; dof],

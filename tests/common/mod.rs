@@ -3,6 +3,7 @@
 //! an exact test for an independent dense re-check.
 #![allow(dead_code)]
 
+pub mod bundled;
 pub mod exact;
 
 use std::f64::consts::PI;
