@@ -4,8 +4,8 @@ use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::service::{
-    ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService, ServiceError,
-    ServicePlanRequest, ServicePoseGoal, ServiceSettings,
+    ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
+    ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePoseGoal, ServiceSettings,
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
@@ -727,4 +727,135 @@ fn bad_pose_goals_are_errors_naming_the_input() {
 
     // The service keeps planning.
     assert!(s.plan(request(&s, &START, &GOAL)).is_ok());
+}
+
+fn cartesian_request(
+    s: &PlanningService,
+    frame: &str,
+    waypoints: &[Isometry3<f64>],
+) -> ServiceCartesianRequest {
+    ServiceCartesianRequest {
+        start: Some((names(s), START.to_vec())),
+        frame: frame.into(),
+        waypoints: waypoints
+            .iter()
+            .map(|p| {
+                let (t, r) = (p.translation.vector, p.rotation.coords);
+                ([t.x, t.y, t.z], [r.x, r.y, r.z, r.w])
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn cartesian_paths_follow_lines_in_the_planning_frame_or_a_link_frame() {
+    let mut s = service();
+    let from = tool_pose_at(&s, &START);
+    let down = nalgebra::Translation3::new(0.0, 0.0, -0.1) * from;
+    let out = s
+        .plan_cartesian(cartesian_request(&s, "world", &[down]))
+        .expect("computed");
+    assert_eq!(out.fraction, 1.0, "{:?}", out.stop);
+    assert_eq!(out.stop, None);
+    assert_eq!(out.link, "tool0");
+    assert_eq!(out.steps, (10, 10));
+    assert_eq!(out.backend, "cpu");
+    assert_valid(&s, &out.path, &out.trajectory);
+    for q in &out.path {
+        let p = tool_pose_at(&s, q).translation.vector;
+        // On the vertical line through the start.
+        let off = ((p.x - from.translation.x).powi(2) + (p.y - from.translation.y).powi(2)).sqrt();
+        assert!(off <= 1e-4, "{off} m off the line");
+    }
+    let last = tool_pose_at(&s, &out.path[out.path.len() - 1]);
+    assert!((last.translation.vector - down.translation.vector).norm() <= 1e-4);
+    assert!(s.last_plan().is_some_and(|p| p == out.path.as_slice()));
+
+    // 5 cm along the tool's own z axis, given in the tool frame.
+    let along = Isometry3::translation(0.0, 0.0, 0.05);
+    let out = s
+        .plan_cartesian(cartesian_request(&s, "tool0", &[along]))
+        .expect("computed");
+    assert_eq!(out.fraction, 1.0, "{:?}", out.stop);
+    let last = tool_pose_at(&s, &out.path[out.path.len() - 1]);
+    assert!(((from * along).translation.vector - last.translation.vector).norm() <= 1e-4);
+
+    // From the current joint state when no start is given.
+    s.set_joint_state(&names(&s), &START).expect("joint state");
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.start = None;
+    let again = s.plan_cartesian(req).expect("computed");
+    assert_eq!(again.fraction, 1.0);
+    assert_eq!(again.steps, (10, 10));
+}
+
+#[test]
+fn a_cartesian_path_into_an_obstacle_ends_before_it() {
+    let mut s = service();
+    let from = tool_pose_at(&s, &START);
+    let down = nalgebra::Translation3::new(0.0, 0.0, -0.25) * from;
+    // A 4 cm cube 20 cm below the tool frame.
+    let below = from.translation.vector - Vector3::new(0.0, 0.0, 0.2);
+    s.apply_marker(cube("blocks", 1, below, 0.04))
+        .expect("marker");
+    let out = s
+        .plan_cartesian(cartesian_request(&s, "world", &[down]))
+        .expect("computed");
+    assert!(out.fraction < 1.0 && out.fraction > 0.0, "{}", out.fraction);
+    let stop = out.stop.clone().expect("a reason");
+    assert!(stop.contains("collision"), "{stop}");
+    assert_valid(&s, &out.path, &out.trajectory);
+    // The tool frame stops above the cube's top.
+    let last = tool_pose_at(&s, &out.path[out.path.len() - 1]);
+    assert!(
+        last.translation.z > below.z + 0.02,
+        "{}",
+        last.translation.z
+    );
+}
+
+#[test]
+fn bad_cartesian_requests_are_errors_naming_the_input() {
+    let mut s = service();
+    let from = tool_pose_at(&s, &START);
+    let down = nalgebra::Translation3::new(0.0, 0.0, -0.1) * from;
+    let refused = |s: &mut PlanningService, req: ServiceCartesianRequest| {
+        let e = s.plan_cartesian(req).expect_err("refused");
+        (e.category(), e.to_string())
+    };
+    let req = cartesian_request(&s, "world", &[]);
+    let (c, m) = refused(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("waypoints") && m.contains("at least one"), "{m}");
+    let req = cartesian_request(&s, "camera", &[down]);
+    let (c, m) = refused(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("frame 'camera'"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down, down]);
+    req.waypoints[1].1 = [0.0; 4];
+    let (c, m) = refused(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGoal);
+    assert!(m.contains("waypoint 1") && m.contains("quaternion"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.link = Some("gripper".into());
+    let (_, m) = refused(&mut s, req);
+    assert!(m.contains("no link 'gripper'"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.max_step = Some(-0.01);
+    let (_, m) = refused(&mut s, req);
+    assert!(m.contains("max_step"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.vel_scale = Some(2.0);
+    let (_, m) = refused(&mut s, req);
+    assert!(m.contains("velocity_scaling"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.start = Some((names(&s), vec![0.0; 2]));
+    let (c, _) = refused(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidStart);
+    // Still serving.
+    let out = s
+        .plan_cartesian(cartesian_request(&s, "world", &[down]))
+        .expect("computed");
+    assert_eq!(out.fraction, 1.0);
 }

@@ -18,6 +18,7 @@
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
 //! | service      | `~/plan_batch`      | `gpu_motion_planner_interfaces/PlanBatch` (many problems, one launch on the GPU) |
+//! | service      | `~/plan_cartesian`  | `gpu_motion_planner_interfaces/PlanCartesian` (straight lines of a link through poses) |
 //! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
 //! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
@@ -32,6 +33,7 @@
 //! robot parameter is set to something loadable.
 
 pub mod agents;
+pub mod cartesian;
 pub mod markers;
 pub mod params;
 pub mod plan;
@@ -42,7 +44,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use r2r::geometry_msgs::msg::PoseStamped;
-use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanBatch, PlanPath};
+use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanBatch, PlanCartesian, PlanPath};
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_srvs::srv::Trigger;
@@ -207,6 +209,31 @@ fn serve_batch(shared: &Shared, logger: &str, request: &PlanBatch::Request) -> P
     )
 }
 
+/// Answers a `~/plan_cartesian` request; a whole path (fraction 1) is published on
+/// `~/trajectory` with the roadmap view, as `~/plan` publishes its plans.
+fn serve_cartesian(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    request: &PlanCartesian::Request,
+) -> PlanCartesian::Response {
+    let response = with_service(shared, logger, cartesian::cartesian_no_robot, |service| {
+        let outcome = service.plan_cartesian(cartesian::cartesian_request(request));
+        cartesian::cartesian_response(&outcome, service)
+    });
+    if response.success && response.fraction >= 1.0 {
+        publish(
+            &outputs.trajectory,
+            &response.trajectory,
+            logger,
+            "~/trajectory",
+        );
+        let view = roadmap_message(shared, logger);
+        publish(&outputs.roadmap, &view, logger, "~/roadmap");
+    }
+    response
+}
+
 /// The `~/scene` message of the current obstacles (empty when no robot is loaded).
 fn scene_message(shared: &Shared) -> MarkerArray {
     let params = lock(&shared.params).clone();
@@ -276,6 +303,10 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<PlanPath::Service>("~/plan", QosProfile::services_default())?;
     let batch_requests =
         node.create_service::<PlanBatch::Service>("~/plan_batch", QosProfile::services_default())?;
+    let cartesian_requests = node.create_service::<PlanCartesian::Service>(
+        "~/plan_cartesian",
+        QosProfile::services_default(),
+    )?;
     let clear_requests =
         node.create_service::<Trigger::Service>("~/clear_roadmap", QosProfile::services_default())?;
     let rebuild_requests = node
@@ -442,6 +473,29 @@ async fn run_async() -> Result<(), NodeError> {
                 );
                 if let Err(e) = req.respond(response) {
                     r2r::log_error!(&logger, "~/plan_batch: could not send the response: {e}");
+                }
+            }
+        }
+    }));
+
+    tasks.push(tokio::spawn({
+        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+        let mut requests = cartesian_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                let response = serve_cartesian(&shared, &logger, &outputs, &req.message);
+                r2r::log_info!(
+                    &logger,
+                    "~/plan_cartesian: success={} error_code={} message='{}'",
+                    response.success,
+                    response.error_code,
+                    response.message
+                );
+                if let Err(e) = req.respond(response) {
+                    r2r::log_error!(
+                        &logger,
+                        "~/plan_cartesian: could not send the response: {e}"
+                    );
                 }
             }
         }

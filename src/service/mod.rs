@@ -8,7 +8,10 @@
 //! messages to and from these types, so all of this is tested without ROS.
 
 pub mod agents;
+pub mod cartesian;
 pub mod roadmap;
+
+pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 
 use std::time::Duration;
 
@@ -305,6 +308,9 @@ pub enum ServiceError {
     /// goal joint positions).
     #[error("goal_pose: {0}")]
     BadPoseGoal(String),
+    /// Cartesian path waypoints that cannot be used (frame, link, quaternion, none given).
+    #[error("waypoints: {0}")]
+    BadWaypoints(String),
     /// A marker is in another frame than the planning frame.
     #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
     WrongFrame {
@@ -384,7 +390,7 @@ impl ServiceError {
             | ServiceError::NotFinite { which, .. }
             | ServiceError::OutOfLimits { which, .. }
             | ServiceError::BadJointList { which, .. } => by_side(which),
-            ServiceError::BadPoseGoal(_) => C::InvalidGoal,
+            ServiceError::BadPoseGoal(_) | ServiceError::BadWaypoints(_) => C::InvalidGoal,
             ServiceError::Plan(PlanError::NoIkSolution(_)) => C::NoIkSolution,
             ServiceError::NoCurrentState => C::StaleState,
             ServiceError::Group { .. } => C::InvalidGroup,
@@ -1025,24 +1031,7 @@ impl PlanningService {
             })?;
         let group = self.group()?;
 
-        // Start: the current state overridden by the request's start joints.
-        let (start_state, start_given) = match &req.start {
-            Some((names, positions)) => {
-                let (state, mut given) =
-                    self.apply_named("start", &self.current, names, positions)?;
-                if self.has_current {
-                    given.iter_mut().for_each(|g| *g = true);
-                }
-                (state, given)
-            }
-            None => {
-                if !self.has_current {
-                    return Err(ServiceError::NoCurrentState);
-                }
-                (self.current.clone(), vec![true; self.current.len()])
-            }
-        };
-        let start = Self::group_config("start", &group, &start_state, &start_given)?;
+        let (start_state, start) = self.start_of(&req.start, &group)?;
 
         // Goal: every group joint given; goal values of joints outside the group are
         // ignored (they hold their start values), as PlanPath documents.
@@ -1087,6 +1076,67 @@ impl PlanningService {
         })
     }
 
+    /// The full start state (the current state overridden by `start`'s joints, or the current
+    /// state when `start` is `None`) and its group configuration.
+    fn start_of(
+        &self,
+        start: &Option<(Vec<String>, Vec<f64>)>,
+        group: &PlanningGroup,
+    ) -> Result<(Vec<f64>, Vec<f64>), ServiceError> {
+        let (start_state, start_given) = match start {
+            Some((names, positions)) => {
+                let (state, mut given) =
+                    self.apply_named("start", &self.current, names, positions)?;
+                if self.has_current {
+                    given.iter_mut().for_each(|g| *g = true);
+                }
+                (state, given)
+            }
+            None => {
+                if !self.has_current {
+                    return Err(ServiceError::NoCurrentState);
+                }
+                (self.current.clone(), vec![true; self.current.len()])
+            }
+        };
+        let start = Self::group_config("start", group, &start_state, &start_given)?;
+        Ok((start_state, start))
+    }
+
+    /// The link named `link`, or `group`'s tip link when `None`; the error says why not.
+    fn link_or_tip(&self, link: Option<&str>, group: &PlanningGroup) -> Result<usize, String> {
+        match link {
+            Some(name) => self
+                .robot
+                .tree
+                .link(name)
+                .map_err(|_| format!("the robot has no link '{name}'")),
+            None => ik::default_tip_link(&self.robot, group)
+                .ok_or_else(|| format!("group '{}' has no tip link; name the link", group.name)),
+        }
+    }
+
+    /// `pose`, given in `frame` (the planning frame, also when empty, or a robot link taken
+    /// where `start_state` puts it), in the planning frame; the error says why not.
+    fn in_planning_frame(
+        &self,
+        frame: &str,
+        pose: Isometry3<f64>,
+        start_state: &[f64],
+    ) -> Result<Isometry3<f64>, String> {
+        if frame.is_empty() || frame == self.settings.planning_frame {
+            return Ok(pose);
+        }
+        let tree = &self.robot.tree;
+        let f = tree.link(frame).map_err(|_| {
+            format!(
+                "frame '{frame}' is neither the planning frame '{}' nor a link of the robot",
+                self.settings.planning_frame
+            )
+        })?;
+        Ok(tree.forward_kinematics(start_state)[f] * pose)
+    }
+
     /// The target of a pose goal for `group`, its pose in the planning frame (a link frame
     /// is taken at `start_state`); errors name what is wrong.
     fn pose_target(
@@ -1096,32 +1146,12 @@ impl PlanningService {
         start_state: &[f64],
     ) -> Result<PoseTarget, ServiceError> {
         let bad = |m: String| ServiceError::BadPoseGoal(m);
-        let tree = &self.robot.tree;
-        let link = match &pg.link {
-            Some(name) => tree
-                .link(name)
-                .map_err(|_| bad(format!("the robot has no link '{name}'")))?,
-            None => ik::default_tip_link(&self.robot, group).ok_or_else(|| {
-                bad(format!(
-                    "group '{}' has no tip link; name the link",
-                    group.name
-                ))
-            })?,
-        };
+        let link = self.link_or_tip(pg.link.as_deref(), group).map_err(bad)?;
         let pose = ik::pose_from_parts(pg.position, pg.orientation, "pose")
             .map_err(|e| bad(e.to_string()))?;
-        let frame = pg.frame.as_str();
-        let pose = if frame.is_empty() || frame == self.settings.planning_frame {
-            pose
-        } else {
-            let f = tree.link(frame).map_err(|_| {
-                bad(format!(
-                    "frame '{frame}' is neither the planning frame '{}' nor a link of the robot",
-                    self.settings.planning_frame
-                ))
-            })?;
-            tree.forward_kinematics(start_state)[f] * pose
-        };
+        let pose = self
+            .in_planning_frame(&pg.frame, pose, start_state)
+            .map_err(bad)?;
         let position_tolerance = pg
             .position_tolerance
             .unwrap_or(ik::DEFAULT_POSITION_TOLERANCE);

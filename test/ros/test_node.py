@@ -29,8 +29,8 @@ from rclpy.node import Node
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
-from geometry_msgs.msg import Point, PoseStamped
-from gpu_motion_planner_interfaces.srv import PlanAgents, PlanBatch, PlanPath
+from geometry_msgs.msg import Point, Pose, PoseStamped
+from gpu_motion_planner_interfaces.srv import PlanAgents, PlanBatch, PlanCartesian, PlanPath
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -403,6 +403,7 @@ def run_checks(node, launch):
     bad_input_checks(node, plan, obstacles)
     batch_checks(node, plan)
     pose_checks(node, plan)
+    cartesian_checks(node, obstacles, scenes)
     agents_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
@@ -786,6 +787,94 @@ def pose_checks(node, plan):
     check('goal_state and goal_pose together: INVALID_GOAL_CONSTRAINTS',
           res is not None and not res.success
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'not both' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
+
+def cartesian_checks(node, obstacles, scenes):
+    """~/plan_cartesian: a vertical line of the tool followed whole (every point on the line
+    by the independent forward kinematics) and published, a line into a cube ending above it,
+    and bad requests refused by name."""
+    client = node.create_client(PlanCartesian, f'/{NODE}/plan_cartesian')
+    if not check('~/plan_cartesian service appears', client.wait_for_service(timeout_sec=10.0)):
+        return
+    codes = PlanCartesian.Response
+    r0, t0 = ROBOT.link_poses(ARM, START)['tool0']
+    q0 = quaternion_of(r0)
+
+    def line_request(depth, frame='world'):
+        req = PlanCartesian.Request()
+        req.header.frame_id = frame
+        req.start_state = joint_state(ARM, START)
+        w = Pose()
+        w.position.x, w.position.y, w.position.z = t0[0], t0[1], t0[2] - depth
+        w.orientation.x, w.orientation.y, w.orientation.z, w.orientation.w = q0
+        req.waypoints = [w]
+        return req
+
+    def tool_poses(traj):
+        names = list(traj.joint_names)
+        return [ROBOT.link_poses(names, list(p.positions))['tool0'] for p in traj.points]
+
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    res = call(node, client, line_request(0.1), timeout=60.0)
+    ok = res is not None and res.success and res.error_code == codes.SUCCESS
+    check('~/plan_cartesian follows a 10 cm vertical line of the tool whole',
+          ok and res.fraction == 1.0 and res.stop_reason == '',
+          res and f'code={res.error_code} fraction={res.fraction} message={res.message!r}')
+    if ok and res.trajectory.points:
+        poses = tool_poses(res.trajectory)
+        off = max(math.hypot(t[0] - t0[0], t[1] - t0[1]) for _, t in poses)
+        turn = max(rotation_angle(r, r0) for r, _ in poses)
+        drop = t0[2] - poses[-1][1][2]
+        check('every Cartesian trajectory point has the tool on the line, orientation kept '
+              '(independent kinematics)', off <= 1e-4 and turn <= 1e-3 and abs(drop - 0.1) <= 1e-4,
+              f'{len(poses)} points, {off:.2e} m off, {turn:.2e} rad, dropped {drop:.5f} m')
+        moving = sum(1 for p in res.trajectory.points[1:-1]
+                     if any(abs(v) > 1e-6 for v in p.velocities))
+        check('the Cartesian trajectory moves through its points without stopping',
+              moving == len(res.trajectory.points) - 2,
+              f'{moving} of {len(res.trajectory.points) - 2} inner points moving')
+        check_trajectory(res.trajectory, SCENE, 'Cartesian path')
+        end = list(res.trajectory.points[-1].positions)
+        got = wait_for(node, lambda: any(
+            t.points and all(abs(a - b) < 1e-9 for a, b in zip(t.points[-1].positions, end))
+            for t in trajectories), 10.0)
+        check('a whole Cartesian path is published on ~/trajectory', got)
+
+    # A 4 cm cube 20 cm below the tool: a 25 cm line ends above it.
+    below = (t0[0], t0[1], t0[2] - 0.2)
+    marker = cube_marker('cartesian_block', 1, below, 0.04)
+    cube = ic.Obstacle('cartesian_block/1', 'box', [0.02] * 3, below)
+    obstacles.publish(MarkerArray(markers=[marker]))
+    wait_for(node, lambda: any(m.ns == 'cartesian_block/1' for s in scenes[-1:]
+                               for m in s.markers), 10.0)
+    res = call(node, client, line_request(0.25), timeout=60.0)
+    ok = res is not None and res.success and 0.0 < res.fraction < 1.0
+    check('a Cartesian line into a cube: part of it, stopped at a collision',
+          ok and 'collision' in res.stop_reason,
+          res and f'fraction={res.fraction} stop={res.stop_reason!r} message={res.message!r}')
+    if ok:
+        z_end = tool_poses(res.trajectory)[-1][1][2]
+        check('the partial Cartesian path ends above the cube', z_end > below[2] + 0.02,
+              f'tool z {z_end:.3f}, cube top {below[2] + 0.02:.3f}')
+        check_trajectory(res.trajectory, SCENE + [cube], 'partial Cartesian path')
+    marker.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[marker]))
+    wait_for(node, lambda: not any(m.ns == 'cartesian_block/1' for s in scenes[-1:]
+                                   for m in s.markers), 10.0)
+
+    empty = line_request(0.1)
+    empty.waypoints = []
+    res = call(node, client, empty)
+    check('~/plan_cartesian without waypoints: INVALID_GOAL_CONSTRAINTS',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'waypoint' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, client, line_request(0.1, frame='camera_link'))
+    check('~/plan_cartesian in an unknown frame: INVALID_GOAL_CONSTRAINTS naming it',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'camera_link' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
 
 
