@@ -965,3 +965,94 @@ fn plan_from_a_moveit_request_with_a_pose_constraint() {
         "{err}"
     );
 }
+
+#[test]
+fn cartesian_moves_the_tool_along_a_line_and_reports_a_partial_path() {
+    let start = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let s = json_list(&start);
+    let from = tool_pose(&start);
+    let t = from.translation.vector;
+    // 10 cm down, the orientation kept (a position-only waypoint).
+    let down = json_list(&[t.x, t.y, t.z - 0.1]);
+    let out = bundled_command(
+        "cartesian",
+        &["--start", &s, "--waypoints", &format!("[{down}]")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["fraction"], 1.0);
+    assert_eq!(v["steps"], 10);
+    assert_eq!(v["link"], "tool0");
+    assert_eq!(v["stop"], Value::Null);
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 11);
+    for p in points {
+        let q = numbers(&p["positions"]);
+        let at = tool_pose(&q);
+        let off = ((at.translation.x - t.x).powi(2) + (at.translation.y - t.y).powi(2)).sqrt();
+        assert!(off <= 1e-4, "{off} m off the line");
+        assert!(at.rotation.angle_to(&from.rotation) <= 1e-3);
+    }
+    let last = numbers(&points[points.len() - 1]["positions"]);
+    assert!((tool_pose(&last).translation.z - (t.z - 0.1)).abs() <= 1e-4);
+
+    // Far out of reach: the part achieved, exit 1 with success false and the reason.
+    let far = json_list(&[t.x, t.y - 2.0, t.z]);
+    let out = bundled_command(
+        "cartesian",
+        &["--start", &s, "--waypoints", &format!("[{far}]")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    let fraction = v["fraction"].as_f64().unwrap();
+    assert!(fraction < 1.0, "{fraction}");
+    assert!(v["stop"]["reason"].is_string(), "{}", v["stop"]);
+    assert!(v["error"].as_str().unwrap().contains("the path ends at"));
+}
+
+#[test]
+fn cartesian_refuses_bad_input_by_name() {
+    let s = json_list(&[-2.8, 0.3, 0.8, 0.0, 0.0, 0.0]);
+    for (extra, needle) in [
+        (vec!["--waypoints", "[]"], "at least one waypoint"),
+        (vec!["--waypoints", "[[0.1, 0.2]]"], "--waypoints[0]"),
+        (
+            vec!["--waypoints", "not json"],
+            "--waypoints must be a JSON list",
+        ),
+        (
+            vec!["--waypoints", "[[0.3, 0.0, 0.3, 0, 0, 0, 0]]"],
+            "quaternion",
+        ),
+        (
+            vec!["--waypoints", "[[0.3, 0.0, 0.3]]", "--link", "gripper"],
+            "--link",
+        ),
+        (
+            vec!["--waypoints", "[[0.3, 0.0, 0.3]]", "--max-step", "0"],
+            "--max-step",
+        ),
+        (
+            vec![
+                "--waypoints",
+                "[[0.3, 0.0, 0.3]]",
+                "--velocity-scaling",
+                "2",
+            ],
+            "--velocity-scaling",
+        ),
+    ] {
+        let mut args = vec!["--start", s.as_str()];
+        args.extend(extra.iter().copied());
+        let out = bundled_command("cartesian", &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+}

@@ -18,6 +18,7 @@ pub mod bench_collision;
 pub mod bench_dynamic;
 pub mod bench_ik;
 pub mod bench_mbm;
+pub mod cartesian;
 pub mod demo;
 pub mod picture;
 pub mod plan;
@@ -85,6 +86,9 @@ pub enum Command {
     /// Inverse kinematics: collision-free configurations that put a link at a pose (exit 1
     /// with "success": false when there are none).
     Ik(pose::IkArgs),
+    /// A link moved along straight lines through poses (exit 1 with "success": false and the
+    /// part achieved when the path ends early).
+    Cartesian(cartesian::CartesianArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
     /// Benchmarks (results as JSON and markdown under `results/`).
@@ -286,6 +290,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::Spherize(a) => spherize(&a),
         Command::Plan(a) => plan::run(&a),
         Command::Ik(a) => pose::run_ik(&a),
+        Command::Cartesian(a) => cartesian::run(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),
