@@ -413,3 +413,82 @@ fn bad_input_is_named() {
     ));
     assert!(e.contains("in collision"), "{e}");
 }
+
+#[test]
+fn panda_retreats_straight_up_from_mbm_grasps() {
+    let Some(data) = common::mbm_or_skip("panda_retreats_straight_up_from_mbm_grasps") else {
+        return;
+    };
+    let panda = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda loads");
+    let (robot, group) = (&panda.model, &panda.group);
+    let tip = gpu_motion_planner::robot::ik::default_tip_link(robot, group).expect("tip");
+    let problems = gpu_motion_planner::mbm::load_problems_where(&data, "panda", |scene, index| {
+        scene == "table_pick" && index <= 8
+    })
+    .expect("problems load");
+    let (mut tried, mut whole) = (0, 0);
+    for prob in &problems {
+        let base = panda.start_full_state(prob);
+        let Ok((_, grasp)) = panda.start_goal(prob) else {
+            continue;
+        };
+        let checker = CpuChecker::new(
+            robot,
+            group,
+            &base,
+            &prob.scene,
+            gpu_motion_planner::collision::CheckerOptions::default(),
+        )
+        .expect("checker");
+        if !checker.check_config(&grasp).expect("check") {
+            continue;
+        }
+        tried += 1;
+        let hand = |q: &[f64]| robot.tree.forward_kinematics(&group.full_state(&base, q))[tip];
+        let from = hand(&grasp);
+        let up = Translation3::new(0.0, 0.0, 0.1) * from;
+        let mut solver =
+            IkSolver::new(robot, group, &base, PoseTarget::pose(tip, up)).expect("solver");
+        let opts = CartesianOptions::default();
+        let out = plan_cartesian(&checker, &mut solver, &grasp, &[up], &opts)
+            .unwrap_or_else(|e| panic!("table_pick {}: {e}", prob.index));
+        // Every point on the vertical line through the grasp, the hand's orientation kept,
+        // and every motion free on a fresh check at a finer resolution.
+        let pts: Vec<Vec<f64>> = out
+            .trajectory
+            .points
+            .iter()
+            .map(|p| p.positions.clone())
+            .collect();
+        for q in &pts {
+            let p = hand(q);
+            let off = ((p.translation.x - from.translation.x).powi(2)
+                + (p.translation.y - from.translation.y).powi(2))
+            .sqrt();
+            assert!(off <= 1e-4, "table_pick {}: {off} m off", prob.index);
+            assert!(p.rotation.angle_to(&from.rotation) <= 1e-3);
+            assert!(group.space.within_limits(q));
+        }
+        let mut motions = MotionBatch::new(group.space.dof());
+        for w in pts.windows(2) {
+            motions.push(&w[0], &w[1]).expect("motion");
+        }
+        if !motions.from.is_empty() {
+            let ok = checker.check_motions(&motions, 0.005).expect("check");
+            assert!(
+                ok.iter().all(|&v| v),
+                "table_pick {}: a motion collides",
+                prob.index
+            );
+        }
+        eprintln!(
+            "table_pick {}: fraction {:.2} ({:?})",
+            prob.index, out.fraction, out.stop
+        );
+        if out.fraction == 1.0 {
+            whole += 1;
+        }
+    }
+    assert!(tried >= 6, "only {tried} valid grasps");
+    assert!(whole * 2 >= tried, "{whole} of {tried} retreats whole");
+}

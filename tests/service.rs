@@ -859,3 +859,46 @@ fn bad_cartesian_requests_are_errors_naming_the_input() {
         .expect("computed");
     assert_eq!(out.fraction, 1.0);
 }
+
+#[test]
+fn the_gpu_warm_up_builds_the_cuda_side_where_the_backend_uses_a_gpu() {
+    let (robot, scene) = bundled().expect("bundled robot");
+    let cpu = PlanningService::new(robot.clone(), scene.clone(), ServiceSettings::default());
+    assert!(
+        cpu.gpu_warm_up().expect("settings").is_none(),
+        "cpu: nothing to warm"
+    );
+    let auto = PlanningService::new(
+        robot.clone(),
+        scene.clone(),
+        ServiceSettings {
+            backend: "auto".into(),
+            ..ServiceSettings::default()
+        },
+    );
+    let job = auto
+        .gpu_warm_up()
+        .expect("settings")
+        .expect("a job for auto");
+    let cuda = PlanningService::new(
+        robot,
+        scene,
+        ServiceSettings {
+            backend: "cuda".into(),
+            ..ServiceSettings::default()
+        },
+    );
+    let cuda_job = cuda
+        .gpu_warm_up()
+        .expect("settings")
+        .expect("a job for cuda");
+    if gpu_motion_planner::gpu::device_count() == 0 {
+        eprintln!("SKIP GPU part of the warm-up test: no CUDA device");
+        assert_eq!(job.run().expect("auto without a GPU"), None);
+        let e = cuda_job.run().expect_err("cuda without a GPU");
+        assert!(e.to_string().contains("cuda"), "{e}");
+    } else {
+        assert!(job.run().expect("auto builds").is_some());
+        assert!(cuda_job.run().expect("cuda builds").is_some());
+    }
+}

@@ -91,3 +91,34 @@ pub fn make_checker(
         }),
     }
 }
+
+/// Builds the CUDA checker that `backend` would start for `robot` (in an empty scene) and
+/// drops it, so that a later one starts quickly: the robot-specialised kernels' PTX goes to
+/// the kernel cache ([`crate::gpu::kernels::compile_cached`]) and the driver keeps its
+/// translation to machine code (its own cache), which on a fresh machine takes tens of seconds
+/// (`results/spheres/kernel_cache_H100_2026-11-28/`). The time it took, or `None` where
+/// `backend` would not use the GPU (`cpu`, or `auto` without a GPU). Fails as
+/// [`make_checker`] fails (`cuda` or `hybrid` without a GPU, an unknown backend).
+pub fn warm_up(
+    backend: &str,
+    robot: &RobotModel,
+    group: &PlanningGroup,
+    base_state: &[f64],
+    opts: CheckerOptions,
+) -> Result<Option<std::time::Duration>, CollisionError> {
+    match backend {
+        "cpu" => return Ok(None),
+        "auto" if crate::gpu::device_count() == 0 => return Ok(None),
+        "auto" | "cuda" | "hybrid" => {}
+        other => {
+            return Err(CollisionError::Backend {
+                backend: other.into(),
+                message: "unknown backend (expected auto, cpu, cuda or hybrid)".into(),
+            })
+        }
+    }
+    let t = std::time::Instant::now();
+    let checker = crate::gpu::CudaChecker::new(robot, group, base_state, &Scene::default(), opts)?;
+    drop(checker);
+    Ok(Some(t.elapsed()))
+}

@@ -19,7 +19,7 @@ pub mod model;
 pub mod prox;
 pub mod sweep;
 
-pub use backend::make_checker;
+pub use backend::{make_checker, warm_up};
 pub use cpu::{
     bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,
     prepare_motions_parallel, refine_motions, refine_motions_up_to, sphere_near_obstacle,

@@ -243,6 +243,35 @@ fn scene_message(shared: &Shared) -> MarkerArray {
     }
 }
 
+/// Builds the CUDA side of the service's backend on a thread of its own
+/// ([`PlanningService::gpu_warm_up`]), logging when it is ready, so that the first request
+/// that needs the GPU does not wait for the kernels (tens of seconds on a fresh machine).
+fn warm_up_gpu(service: &PlanningService, logger: &str) {
+    let job = match service.gpu_warm_up() {
+        Ok(Some(job)) => job,
+        Ok(None) => return,
+        Err(e) => {
+            r2r::log_warn!(logger, "GPU warm-up: {e}");
+            return;
+        }
+    };
+    let logger = logger.to_string();
+    let spawned = std::thread::Builder::new()
+        .name("gpu-warm-up".into())
+        .spawn(move || match job.run() {
+            Ok(Some(t)) => r2r::log_info!(
+                &logger,
+                "GPU warm-up: CUDA kernels for the robot ready in {:.2} s",
+                t.as_secs_f64()
+            ),
+            Ok(None) => {}
+            Err(e) => r2r::log_warn!(&logger, "GPU warm-up: {e}"),
+        });
+    if let Err(e) = spawned {
+        r2r::log_warn!(logger, "GPU warm-up: could not start its thread: {e}");
+    }
+}
+
 /// Locks a mutex, recovering the data if a task panicked while holding it (the data
 /// here stays valid across a panic: every write is a single assignment).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -275,12 +304,15 @@ async fn run_async() -> Result<(), NodeError> {
     r2r::log_info!(&logger, "parameters: {typed:?}");
     let service = make_service(&typed, None);
     match &service {
-        Ok(s) => r2r::log_info!(
-            &logger,
-            "robot '{}' loaded, {} obstacles",
-            s.robot().tree.name,
-            s.scene().len()
-        ),
+        Ok(s) => {
+            r2r::log_info!(
+                &logger,
+                "robot '{}' loaded, {} obstacles",
+                s.robot().tree.name,
+                s.scene().len()
+            );
+            warm_up_gpu(s, &logger);
+        }
         Err(e) => r2r::log_error!(
             &logger,
             "{e}; ~/plan will refuse requests until a robot parameter is fixed"
@@ -388,6 +420,7 @@ async fn run_async() -> Result<(), NodeError> {
                                             "robot '{}' loaded",
                                             s.robot().tree.name
                                         );
+                                        warm_up_gpu(&s, &logger);
                                         *service = Ok(s);
                                     }
                                     Err(e) => r2r::log_error!(

@@ -510,6 +510,36 @@ pub fn obstacle_marker(obstacle: &Obstacle, frame_id: &str) -> MarkerUpdate {
     }
 }
 
+/// The CUDA side of a service's backend, to be built away from the service
+/// ([`PlanningService::gpu_warm_up`]): the node builds it on a thread of its own when it loads
+/// a robot, so that the first request does not pay the kernels' compilation and the driver's
+/// translation (tens of seconds on a fresh machine).
+#[derive(Debug, Clone)]
+pub struct GpuWarmUp {
+    robot: RobotModel,
+    group: PlanningGroup,
+    base: Vec<f64>,
+    backend: String,
+    shapes: RobotShapes,
+}
+
+impl GpuWarmUp {
+    /// Builds and drops the CUDA checker ([`crate::collision::warm_up`]): the time it took,
+    /// or `None` where the backend does not use the GPU here.
+    pub fn run(self) -> Result<Option<Duration>, CollisionError> {
+        crate::collision::warm_up(
+            &self.backend,
+            &self.robot,
+            &self.group,
+            &self.base,
+            CheckerOptions {
+                shapes: self.shapes,
+                ..CheckerOptions::default()
+            },
+        )
+    }
+}
+
 /// The checker built for one scene revision, base state, backend and group.
 struct CachedChecker {
     revision: u64,
@@ -1172,6 +1202,23 @@ impl PlanningService {
             position_tolerance,
             orientation_tolerance: pg.orientation.map(|_| orientation_tolerance),
         })
+    }
+
+    /// What [`GpuWarmUp::run`] needs to build the CUDA side of this service's backend for its
+    /// robot, group and current (or neutral) state on another thread; `None` for the `cpu`
+    /// backend.
+    pub fn gpu_warm_up(&self) -> Result<Option<GpuWarmUp>, ServiceError> {
+        if self.settings.backend == "cpu" {
+            return Ok(None);
+        }
+        let group = self.group()?;
+        Ok(Some(GpuWarmUp {
+            robot: self.robot.clone(),
+            base: self.current.clone(),
+            group,
+            backend: self.settings.backend.clone(),
+            shapes: self.settings.shapes,
+        }))
     }
 
     /// Makes `self.cached` the checker for the current scene, `group` and base state,
