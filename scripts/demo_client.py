@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Demo client of planner_node: asks ~/plan for a few motions of the bundled arm
-(urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool, then
-~/plan_batch for the RRT-Connect ones in one call, and prints what comes back.
+(urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool,
+~/plan_cartesian to lower the tool 15 cm straight down from there, then ~/plan_batch for the
+RRT-Connect ones in one call, and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -10,7 +11,8 @@ sourced ROS 2 environment with the workspace's install/setup.bash.
 import sys
 
 import rclpy
-from gpu_motion_planner_interfaces.srv import PlanBatch, PlanPath
+from gpu_motion_planner_interfaces.srv import PlanBatch, PlanCartesian, PlanPath
+from geometry_msgs.msg import Pose
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -75,7 +77,9 @@ def main():
                   f'backend {s.backend}')
         else:
             failures += 1
-    failures += plan_pose(node, plan)
+    pose = plan_pose(node, plan)
+    failures += 0 if pose else 1
+    failures += plan_cartesian(node, pose)
     failures += plan_batch(node)
     node.destroy_node()
     rclpy.shutdown()
@@ -83,7 +87,8 @@ def main():
 
 
 def plan_pose(node, plan):
-    """A pose goal: the tool 0.35 m above the table in front of the shelf, pointing down."""
+    """A pose goal: the tool 0.35 m above the table in front of the shelf, pointing down.
+    Returns the response when it succeeded, else None."""
     req = PlanPath.Request()
     req.start_state = state(REQUESTS[1][1])
     req.goal_pose.header.frame_id = 'world'
@@ -94,10 +99,37 @@ def plan_pose(node, plan):
     res = call(node, plan, req, 120.0)
     if res is None:
         print('goal pose: no answer within 120 s')
-        return 1
+        return None
     print(f'goal pose (tool0 at [0.3, -0.45, 0.35], pointing down): success={res.success} '
           f'code={res.error_code} -- {res.message}')
-    return 0 if res.success else 1
+    return res if res.success else None
+
+
+def plan_cartesian(node, pose):
+    """From the end of the pose-goal plan, the tool lowered 15 cm straight down (still
+    pointing down) with ~/plan_cartesian. Returns the failures."""
+    if pose is None or not pose.trajectory.points:
+        print('~/plan_cartesian: skipped (the pose goal was not planned)')
+        return 1
+    client = node.create_client(PlanCartesian, f'/{NODE}/plan_cartesian')
+    if not client.wait_for_service(timeout_sec=10.0):
+        print('~/plan_cartesian: service not available')
+        return 1
+    req = PlanCartesian.Request()
+    req.header.frame_id = 'world'
+    req.start_state = state(list(pose.trajectory.points[-1].positions))
+    req.start_state.name = list(pose.trajectory.joint_names)
+    w = Pose()
+    w.position.x, w.position.y, w.position.z = 0.3, -0.45, 0.2
+    w.orientation.x, w.orientation.y, w.orientation.z, w.orientation.w = 1.0, 0.0, 0.0, 0.0
+    req.waypoints = [w]
+    res = call(node, client, req, 120.0)
+    if res is None:
+        print('~/plan_cartesian: no answer within 120 s')
+        return 1
+    print(f'~/plan_cartesian (tool0 down to z 0.2): success={res.success} '
+          f'fraction={res.fraction:.2f} code={res.error_code} -- {res.message}')
+    return 0 if res.success and res.fraction == 1.0 else 1
 
 
 def plan_batch(node):

@@ -414,46 +414,51 @@ fn bad_input_is_named() {
     assert!(e.contains("in collision"), "{e}");
 }
 
-#[test]
-fn panda_retreats_straight_up_from_mbm_grasps() {
-    let Some(data) = common::mbm_or_skip("panda_retreats_straight_up_from_mbm_grasps") else {
-        return;
-    };
-    let panda = gpu_motion_planner::mbm::load_robot(&data, "panda").expect("panda loads");
+/// One retreat: the problem index, the path, the fraction and the stop.
+type Retreat = (usize, Vec<Vec<f64>>, f64, Option<CartesianStop>);
+
+/// The retreats of [`panda_retreats_straight_up_from_mbm_grasps`] with the checker
+/// `backend` builds: per valid table_pick grasp (problems 1 to 8), the problem index, the
+/// path and the result; each path checked on the line and free on a fresh CPU check.
+fn panda_retreats(data: &std::path::Path, backend: &str) -> Vec<Retreat> {
+    use gpu_motion_planner::collision::{make_checker, CheckerOptions};
+    let panda = gpu_motion_planner::mbm::load_robot(data, "panda").expect("panda loads");
     let (robot, group) = (&panda.model, &panda.group);
     let tip = gpu_motion_planner::robot::ik::default_tip_link(robot, group).expect("tip");
-    let problems = gpu_motion_planner::mbm::load_problems_where(&data, "panda", |scene, index| {
+    let problems = gpu_motion_planner::mbm::load_problems_where(data, "panda", |scene, index| {
         scene == "table_pick" && index <= 8
     })
     .expect("problems load");
-    let (mut tried, mut whole) = (0, 0);
+    let mut results = Vec::new();
     for prob in &problems {
         let base = panda.start_full_state(prob);
         let Ok((_, grasp)) = panda.start_goal(prob) else {
             continue;
         };
-        let checker = CpuChecker::new(
+        let cpu = CpuChecker::new(robot, group, &base, &prob.scene, CheckerOptions::default())
+            .expect("checker");
+        if !cpu.check_config(&grasp).expect("check") {
+            continue;
+        }
+        let checker = make_checker(
+            backend,
             robot,
             group,
             &base,
             &prob.scene,
-            gpu_motion_planner::collision::CheckerOptions::default(),
+            CheckerOptions::default(),
         )
         .expect("checker");
-        if !checker.check_config(&grasp).expect("check") {
-            continue;
-        }
-        tried += 1;
         let hand = |q: &[f64]| robot.tree.forward_kinematics(&group.full_state(&base, q))[tip];
         let from = hand(&grasp);
         let up = Translation3::new(0.0, 0.0, 0.1) * from;
         let mut solver =
             IkSolver::new(robot, group, &base, PoseTarget::pose(tip, up)).expect("solver");
         let opts = CartesianOptions::default();
-        let out = plan_cartesian(&checker, &mut solver, &grasp, &[up], &opts)
+        let out = plan_cartesian(checker.as_ref(), &mut solver, &grasp, &[up], &opts)
             .unwrap_or_else(|e| panic!("table_pick {}: {e}", prob.index));
         // Every point on the vertical line through the grasp, the hand's orientation kept,
-        // and every motion free on a fresh check at a finer resolution.
+        // and every motion free on a fresh CPU check at a finer resolution.
         let pts: Vec<Vec<f64>> = out
             .trajectory
             .points
@@ -474,7 +479,7 @@ fn panda_retreats_straight_up_from_mbm_grasps() {
             motions.push(&w[0], &w[1]).expect("motion");
         }
         if !motions.from.is_empty() {
-            let ok = checker.check_motions(&motions, 0.005).expect("check");
+            let ok = cpu.check_motions(&motions, 0.005).expect("check");
             assert!(
                 ok.iter().all(|&v| v),
                 "table_pick {}: a motion collides",
@@ -482,13 +487,42 @@ fn panda_retreats_straight_up_from_mbm_grasps() {
             );
         }
         eprintln!(
-            "table_pick {}: fraction {:.2} ({:?})",
+            "{backend} table_pick {}: fraction {:.2} ({:?})",
             prob.index, out.fraction, out.stop
         );
-        if out.fraction == 1.0 {
-            whole += 1;
-        }
+        results.push((prob.index, out.path, out.fraction, out.stop));
     }
-    assert!(tried >= 6, "only {tried} valid grasps");
-    assert!(whole * 2 >= tried, "{whole} of {tried} retreats whole");
+    results
+}
+
+#[test]
+fn panda_retreats_straight_up_from_mbm_grasps() {
+    let Some(data) = common::mbm_or_skip("panda_retreats_straight_up_from_mbm_grasps") else {
+        return;
+    };
+    let results = panda_retreats(&data, "cpu");
+    let whole = results.iter().filter(|r| r.2 == 1.0).count();
+    assert!(results.len() >= 6, "only {} valid grasps", results.len());
+    assert!(
+        whole * 2 >= results.len(),
+        "{whole} of {} retreats whole",
+        results.len()
+    );
+}
+
+#[test]
+fn gpu_panda_retreats_match_the_cpu() {
+    let Some(data) = common::mbm_or_skip("gpu_panda_retreats_match_the_cpu") else {
+        return;
+    };
+    if gpu_motion_planner::gpu::device_count() == 0 {
+        eprintln!("SKIP gpu_panda_retreats_match_the_cpu: no CUDA device");
+        return;
+    }
+    let cpu = panda_retreats(&data, "cpu");
+    let cuda = panda_retreats(&data, "cuda");
+    assert_eq!(cpu.len(), cuda.len());
+    for (a, b) in cpu.iter().zip(&cuda) {
+        assert_eq!(a, b, "table_pick {}: the backends differ", a.0);
+    }
 }

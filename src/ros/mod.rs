@@ -255,17 +255,17 @@ fn warm_up_gpu(service: &PlanningService, logger: &str) {
             return;
         }
     };
-    let logger = logger.to_string();
+    let name = logger.to_string();
     let spawned = std::thread::Builder::new()
         .name("gpu-warm-up".into())
         .spawn(move || match job.run() {
             Ok(Some(t)) => r2r::log_info!(
-                &logger,
+                &name,
                 "GPU warm-up: CUDA kernels for the robot ready in {:.2} s",
                 t.as_secs_f64()
             ),
             Ok(None) => {}
-            Err(e) => r2r::log_warn!(&logger, "GPU warm-up: {e}"),
+            Err(e) => r2r::log_warn!(&name, "GPU warm-up: {e}"),
         });
     if let Err(e) = spawned {
         r2r::log_warn!(logger, "GPU warm-up: could not start its thread: {e}");
