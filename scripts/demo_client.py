@@ -107,9 +107,13 @@ def plan_pose(node, plan):
 
 def plan_cartesian(node, pose):
     """From the end of the pose-goal plan, the tool lowered 15 cm straight down (still
-    pointing down) with ~/plan_cartesian. Returns the failures."""
-    if pose is None or not pose.trajectory.points:
+    pointing down) with ~/plan_cartesian. Returns the failures; a skip counts none, the pose
+    goal's failure is counted already."""
+    if pose is None:
         print('~/plan_cartesian: skipped (the pose goal was not planned)')
+        return 0
+    if not pose.trajectory.points:
+        print('~/plan_cartesian: skipped (the pose goal answered with no trajectory points)')
         return 1
     client = node.create_client(PlanCartesian, f'/{NODE}/plan_cartesian')
     if not client.wait_for_service(timeout_sec=10.0):
