@@ -12,7 +12,7 @@ use clap::Args;
 use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
-use super::{load_robot, scene_or_empty, shapes_for, CliError, RobotArgs};
+use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
 use crate::collision::{make_checker, CheckerOptions};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions};
 use crate::robot::ik::{default_tip_link, pose_from_parts, IkSolver, PoseTarget};
@@ -142,6 +142,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
     check_flags(a)?;
     let mut robot = load_robot(&a.robot, false)?;
     let shapes = shapes_for(&mut robot, &a.shapes, &a.robot.sphere_fit()?)?;
+    let scene = scene_attached(&mut robot, a.scene.as_deref())?;
     let group = match &a.group {
         Some(g) => robot.group(g)?,
         None => robot.default_group(),
@@ -174,7 +175,6 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         .link_pose(&start)
         .map_err(|e| CliError(format!("--start: {e}")))?;
     let waypoints = parse_waypoints(&a.waypoints, &start_pose)?;
-    let scene = scene_or_empty(a.scene.as_deref())?;
     let checker_opts = CheckerOptions {
         shapes,
         ..Default::default()

@@ -493,6 +493,18 @@ pub fn scene_or_empty(path: Option<&Path>) -> Result<Scene, CliError> {
     }
 }
 
+/// The scene of a `--scene` file (or an empty world), with the objects of its `attached:`
+/// list attached to `robot` (the errors name the object).
+pub fn scene_attached(robot: &mut RobotModel, path: Option<&Path>) -> Result<Scene, CliError> {
+    let scene = scene_or_empty(path)?;
+    for o in scene.attached() {
+        robot
+            .attach(o)
+            .map_err(|e| CliError(format!("attached object '{}': {e}", o.id)))?;
+    }
+    Ok(scene)
+}
+
 pub(crate) fn parse_shapes(s: &str) -> Result<RobotShapes, CliError> {
     match s {
         "polytopes" => Ok(RobotShapes::Polytopes),
@@ -670,7 +682,7 @@ fn build_checker(
             .collect::<Result<_, _>>()?;
         full_state_from_names(&robot, &fnames, &fvalues, &mut base)?;
     }
-    let scene = scene_or_empty(c.scene.as_deref())?;
+    let scene = scene_attached(&mut robot, c.scene.as_deref())?;
     let opts = CheckerOptions {
         shapes,
         ..Default::default()

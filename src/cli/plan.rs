@@ -17,7 +17,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{load_robot, scene_or_empty, shapes_for, CliError, RobotArgs};
+use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::pose::plan_to_pose;
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
@@ -283,7 +283,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         goal = Some(parse_config(g, "goal", &group)?);
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
-    let scene = scene_or_empty(a.scene.as_deref())?;
+    let scene = scene_attached(&mut robot, a.scene.as_deref())?;
     let mut pose = a.pose.target(&robot, &group)?;
     if let (None, None, Some(req), Some(path)) = (&pose, &goal, &request, &a.request) {
         if let Some(rp) = &req.pose_goal {
@@ -434,7 +434,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     };
     let items = read_batch(path, &group)?;
     let base = robot.tree.neutral_state();
-    let scene = scene_or_empty(a.scene.as_deref())?;
+    let scene = scene_attached(&mut robot, a.scene.as_deref())?;
     let opts = CheckerOptions {
         shapes,
         ..Default::default()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::{load_robot, scene_or_empty, shapes_for, CliError, RobotArgs};
+use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
 use crate::collision::{make_checker, CheckerOptions};
 use crate::planners::pose::{free_goals, PoseGoals};
 use crate::robot::ik::{
@@ -190,7 +190,7 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
         Some(s) => super::plan::parse_config(s, "start", &group)?,
         None => group.config_of(&base),
     };
-    let scene = scene_or_empty(a.scene.as_deref())?;
+    let scene = scene_attached(&mut robot, a.scene.as_deref())?;
     let checker_opts = CheckerOptions {
         shapes,
         ..Default::default()

@@ -15,6 +15,8 @@ pub enum AllowedReason {
     Rigid,
     /// Listed in the SRDF's `disable_collisions`.
     Srdf,
+    /// An attached object and the link holding it or one of its touch links.
+    Attached,
 }
 
 /// A symmetric set of allowed link pairs, stored with the smaller index first.

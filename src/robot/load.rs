@@ -46,6 +46,12 @@ pub enum BodySource {
         /// Scale factors.
         scale: Vector3<f64>,
     },
+    /// A convex polytope given by its vertices in the body frame (an attached object's
+    /// convex mesh).
+    Convex {
+        /// The hull's vertices.
+        points: Vec<Point3<f64>>,
+    },
 }
 
 /// One collision element of a link, as a convex polytope in the link frame.
@@ -90,6 +96,8 @@ pub struct RobotModel {
     pub srdf: Option<Srdf>,
     /// Folder the URDF came from (relative resources resolve against it).
     pub base_dir: Option<PathBuf>,
+    /// Objects carried by the robot ([`RobotModel::attach`]), each a link of its own.
+    pub(crate) attached: Vec<super::attach::AttachedObject>,
 }
 
 fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
@@ -350,6 +358,7 @@ impl RobotModel {
             allowed: AllowedPairs::default(),
             srdf,
             base_dir: base_dir.map(Path::to_path_buf),
+            attached: Vec::new(),
         };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)

@@ -2,6 +2,7 @@
 //! (convex polytopes, sphere sets), allowed collision pairs and planning groups.
 
 mod acm;
+mod attach;
 pub mod dh;
 pub mod geometry;
 mod group;
@@ -15,6 +16,7 @@ pub mod spherize;
 mod srdf;
 
 pub use acm::{AllowedPairs, AllowedReason};
+pub use attach::{attach_joint_name, AttachedObject};
 pub use group::{PlanningGroup, DEFAULT_ACCELERATION_FACTOR};
 pub use load::{
     load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel,

@@ -455,6 +455,59 @@ impl KinematicTree {
             .collect()
     }
 
+    /// Adds a link `name` below link `parent`, joined by a fixed joint `joint_name` whose
+    /// origin is `origin` (the new link's frame in the parent's). The new joint goes last, which
+    /// keeps the topological order; no variable is added. Fails, changing nothing, when either
+    /// name is taken or `parent` is not a link.
+    pub fn add_fixed_link(
+        &mut self,
+        parent: usize,
+        name: &str,
+        joint_name: &str,
+        origin: Isometry3<f64>,
+    ) -> Result<usize, RobotError> {
+        if parent >= self.links.len() {
+            return Err(RobotError::Model(format!(
+                "no link with index {parent} to attach '{name}' to"
+            )));
+        }
+        if self.link_index.contains_key(name) {
+            return Err(RobotError::Model(format!("link '{name}' already exists")));
+        }
+        if self.joint_index.contains_key(joint_name) {
+            return Err(RobotError::Model(format!(
+                "joint '{joint_name}' already exists"
+            )));
+        }
+        let link = self.links.len();
+        let joint = self.joints.len();
+        self.links.push(Link {
+            name: name.to_string(),
+            parent_joint: Some(joint),
+            child_joints: Vec::new(),
+        });
+        self.links[parent].child_joints.push(joint);
+        self.joints.push(Joint {
+            name: joint_name.to_string(),
+            kind: JointKind::Fixed,
+            parent,
+            child: link,
+            origin,
+            axis: Vector3::z(),
+            limits: JointLimits {
+                lower: 0.0,
+                upper: 0.0,
+                velocity: 0.0,
+                effort: 0.0,
+            },
+            mimic: None,
+            variable: None,
+        });
+        self.link_index.insert(name.to_string(), link);
+        self.joint_index.insert(joint_name.to_string(), joint);
+        Ok(link)
+    }
+
     /// Joints on the path from `base` link down to `tip` link, in order from base to tip.
     pub fn chain(&self, base: usize, tip: usize) -> Result<Vec<usize>, RobotError> {
         let mut path = Vec::new();

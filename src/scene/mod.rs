@@ -14,6 +14,7 @@ use nalgebra::{Isometry3, Point3, Vector3};
 use thiserror::Error;
 
 use crate::robot::geometry::{GeometryError, Polytope};
+use crate::robot::AttachedObject;
 
 /// Number of changes the scene remembers for [`Scene::changes_since`].
 pub const CHANGE_LOG_CAPACITY: usize = 4096;
@@ -328,6 +329,8 @@ pub struct Scene {
     by_id: HashMap<String, usize>,
     revision: u64,
     log: Vec<(u64, SceneChange)>,
+    /// Objects the robot carries (read from a scene file's `attached:` list).
+    attached: Vec<AttachedObject>,
 }
 
 impl Default for Scene {
@@ -346,6 +349,7 @@ impl Scene {
             by_id: HashMap::new(),
             revision: 0,
             log: Vec::new(),
+            attached: Vec::new(),
         }
     }
 
@@ -470,6 +474,34 @@ impl Scene {
     /// Whether the scene has no obstacles.
     pub fn is_empty(&self) -> bool {
         self.by_id.is_empty()
+    }
+
+    /// Records an object the robot carries (applied to the robot with
+    /// [`RobotModel::with_attached`](crate::robot::RobotModel::with_attached) by whoever plans
+    /// in this scene). Errors: an id already used by an obstacle or another attached object,
+    /// or an invalid shape or pose (the pose is in the holding link's frame).
+    pub fn attach(&mut self, object: AttachedObject) -> Result<(), SceneError> {
+        Obstacle {
+            id: object.id.clone(),
+            shape: object.shape.clone(),
+            pose: object.pose,
+        }
+        .validate()?;
+        if self.by_id.contains_key(&object.id) || self.attached.iter().any(|a| a.id == object.id) {
+            return Err(SceneError::DuplicateId { id: object.id });
+        }
+        self.attached.push(object);
+        Ok(())
+    }
+
+    /// The objects the robot carries, in the order they were attached.
+    pub fn attached(&self) -> &[AttachedObject] {
+        &self.attached
+    }
+
+    /// Takes the attached objects out of the scene (leaving none).
+    pub fn take_attached(&mut self) -> Vec<AttachedObject> {
+        std::mem::take(&mut self.attached)
     }
 
     /// Counter bumped by every change (starts at 0).

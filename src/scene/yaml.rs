@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use super::{Obstacle, Scene, SceneError, Shape};
 use crate::robot::geometry::Polytope;
 use crate::robot::mesh::load_mesh_points;
+use crate::robot::AttachedObject;
 
 /// Name used in error messages for scenes given as text.
 const STRING_SOURCE: &str = "<string>";
@@ -43,6 +44,17 @@ struct RawDoc {
     frame: String,
     #[serde(default)]
     obstacles: Vec<RawObstacle>,
+    #[serde(default)]
+    attached: Vec<RawAttached>,
+}
+
+#[derive(Deserialize)]
+struct RawAttached {
+    link: Option<String>,
+    #[serde(default)]
+    touch_links: Vec<String>,
+    #[serde(flatten)]
+    body: RawObstacle,
 }
 
 fn default_frame() -> String {
@@ -107,6 +119,17 @@ struct RawPose {
 struct OutDoc {
     frame: String,
     obstacles: Vec<OutObstacle>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    attached: Vec<OutAttached>,
+}
+
+#[derive(Serialize)]
+struct OutAttached {
+    link: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    touch_links: Vec<String>,
+    #[serde(flatten)]
+    body: OutObstacle,
 }
 
 #[derive(Serialize)]
@@ -173,6 +196,93 @@ fn spec<T: serde::de::DeserializeOwned>(key: &str, value: serde_yaml::Value) -> 
     serde_yaml::from_value(value).map_err(|e| format!("{key}: {e}"))
 }
 
+/// One obstacle (or attached object) of a scene file: its id, shape and pose. `label` names
+/// it in errors.
+fn parse_item(
+    raw: RawObstacle,
+    label: &str,
+    base_dir: &Path,
+    source: &Path,
+) -> Result<Obstacle, SceneError> {
+    let format_err = |reason: String| SceneError::Format {
+        path: source.to_path_buf(),
+        obstacle: label.to_string(),
+        reason,
+    };
+    let id = match raw.id {
+        Some(id) if !id.is_empty() => id,
+        _ => return Err(format_err("missing or empty id".to_string())),
+    };
+    let pose = match raw.pose {
+        Some(v) => parse_pose(v).map_err(format_err)?,
+        None => Isometry3::identity(),
+    };
+    let mut entries = raw.shape.into_iter();
+    let (key, value) = entries.next().ok_or_else(|| {
+        format_err("no shape (expected one of box, sphere, cylinder, mesh, convex)".into())
+    })?;
+    if let Some((second, _)) = entries.next() {
+        return Err(format_err(format!(
+            "more than one shape key ('{key}' and '{second}')"
+        )));
+    }
+    let shape = match key.as_str() {
+        "box" => {
+            let s: BoxSpec = spec(&key, value).map_err(format_err)?;
+            Shape::Box {
+                half_extents: finite3("box size", s.size).map_err(format_err)? / 2.0,
+            }
+        }
+        "sphere" => {
+            let s: SphereSpec = spec(&key, value).map_err(format_err)?;
+            Shape::Sphere { radius: s.radius }
+        }
+        "cylinder" => {
+            let s: CylinderSpec = spec(&key, value).map_err(format_err)?;
+            Shape::Cylinder {
+                radius: s.radius,
+                half_length: s.length / 2.0,
+            }
+        }
+        "mesh" => {
+            let s: MeshSpec = spec(&key, value).map_err(format_err)?;
+            let file = base_dir.join(&s.file);
+            let scale = finite3("mesh scale", s.scale).map_err(format_err)?;
+            let geometry_err = |e| SceneError::Geometry {
+                path: source.to_path_buf(),
+                obstacle: label.to_string(),
+                source: e,
+            };
+            let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
+            Shape::ConvexMesh {
+                polytope: Polytope::from_points(&points).map_err(geometry_err)?,
+            }
+        }
+        "convex" => {
+            let s: ConvexSpec = spec(&key, value).map_err(format_err)?;
+            let points: Vec<Point3<f64>> = s
+                .points
+                .iter()
+                .map(|p| Point3::new(p[0], p[1], p[2]))
+                .collect();
+            Shape::ConvexMesh {
+                polytope: Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
+                    path: source.to_path_buf(),
+                    obstacle: label.to_string(),
+                    source: e,
+                })?,
+            }
+        }
+        other => {
+            return Err(format_err(format!(
+                "unknown key '{other}' (expected pose and one of box, sphere, cylinder, \
+                 mesh, convex)"
+            )))
+        }
+    };
+    Ok(Obstacle { id, shape, pose })
+}
+
 /// Parses the project's scene format. `base_dir` resolves relative mesh paths; `source`
 /// names the text in error messages.
 pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene, SceneError> {
@@ -181,92 +291,87 @@ pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene,
         source: e,
     })?;
     let mut scene = Scene::new(doc.frame);
+    let label = |index: usize, id: &Option<String>, what: &str| match id {
+        Some(id) => format!("{what}#{index} '{id}'"),
+        None => format!("{what}#{index}"),
+    };
     for (index, raw) in doc.obstacles.into_iter().enumerate() {
-        let label = match &raw.id {
-            Some(id) => format!("#{index} '{id}'"),
-            None => format!("#{index}"),
-        };
+        let label = label(index, &raw.id, "");
+        let obstacle = parse_item(raw, &label, base_dir, source)?;
+        scene.add(obstacle).map_err(|e| SceneError::Format {
+            path: source.to_path_buf(),
+            obstacle: label.clone(),
+            reason: e.to_string(),
+        })?;
+    }
+    for (index, raw) in doc.attached.into_iter().enumerate() {
+        let label = label(index, &raw.body.id, "attached ");
         let format_err = |reason: String| SceneError::Format {
             path: source.to_path_buf(),
             obstacle: label.clone(),
             reason,
         };
-        let id = match raw.id {
-            Some(id) if !id.is_empty() => id,
-            _ => return Err(format_err("missing or empty id".to_string())),
-        };
-        let pose = match raw.pose {
-            Some(v) => parse_pose(v).map_err(format_err)?,
-            None => Isometry3::identity(),
-        };
-        let mut entries = raw.shape.into_iter();
-        let (key, value) = entries.next().ok_or_else(|| {
-            format_err("no shape (expected one of box, sphere, cylinder, mesh, convex)".into())
-        })?;
-        if let Some((second, _)) = entries.next() {
-            return Err(format_err(format!(
-                "more than one shape key ('{key}' and '{second}')"
-            )));
-        }
-        let shape = match key.as_str() {
-            "box" => {
-                let s: BoxSpec = spec(&key, value).map_err(format_err)?;
-                Shape::Box {
-                    half_extents: finite3("box size", s.size).map_err(format_err)? / 2.0,
-                }
-            }
-            "sphere" => {
-                let s: SphereSpec = spec(&key, value).map_err(format_err)?;
-                Shape::Sphere { radius: s.radius }
-            }
-            "cylinder" => {
-                let s: CylinderSpec = spec(&key, value).map_err(format_err)?;
-                Shape::Cylinder {
-                    radius: s.radius,
-                    half_length: s.length / 2.0,
-                }
-            }
-            "mesh" => {
-                let s: MeshSpec = spec(&key, value).map_err(format_err)?;
-                let file = base_dir.join(&s.file);
-                let scale = finite3("mesh scale", s.scale).map_err(format_err)?;
-                let geometry_err = |e| SceneError::Geometry {
-                    path: source.to_path_buf(),
-                    obstacle: label.clone(),
-                    source: e,
-                };
-                let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
-                Shape::ConvexMesh {
-                    polytope: Polytope::from_points(&points).map_err(geometry_err)?,
-                }
-            }
-            "convex" => {
-                let s: ConvexSpec = spec(&key, value).map_err(format_err)?;
-                let points: Vec<Point3<f64>> = s
-                    .points
-                    .iter()
-                    .map(|p| Point3::new(p[0], p[1], p[2]))
-                    .collect();
-                Shape::ConvexMesh {
-                    polytope: Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
-                        path: source.to_path_buf(),
-                        obstacle: label.clone(),
-                        source: e,
-                    })?,
-                }
-            }
-            other => {
-                return Err(format_err(format!(
-                    "unknown key '{other}' (expected pose and one of box, sphere, cylinder, \
-                     mesh, convex)"
-                )))
+        let link = match raw.link {
+            Some(l) if !l.is_empty() => l,
+            _ => {
+                return Err(format_err(
+                    "missing or empty link (the link that holds it)".into(),
+                ))
             }
         };
+        let o = parse_item(raw.body, &label, base_dir, source)?;
         scene
-            .add(Obstacle { id, shape, pose })
+            .attach(AttachedObject {
+                id: o.id,
+                link,
+                shape: o.shape,
+                pose: o.pose,
+                touch_links: raw.touch_links,
+            })
             .map_err(|e| format_err(e.to_string()))?;
     }
     Ok(scene)
+}
+
+/// The serialised form of one obstacle (or attached object body).
+fn out_obstacle(o: &Obstacle) -> OutObstacle {
+    let mut out = OutObstacle {
+        id: o.id.clone(),
+        box_: None,
+        sphere: None,
+        cylinder: None,
+        convex: None,
+        pose: OutPose {
+            position: o.pose.translation.vector.into(),
+            orientation: {
+                let q = o.pose.rotation.quaternion();
+                [q.i, q.j, q.k, q.w]
+            },
+        },
+    };
+    match &o.shape {
+        Shape::Box { half_extents } => {
+            out.box_ = Some(BoxSpec {
+                size: (half_extents * 2.0).into(),
+            })
+        }
+        Shape::Sphere { radius } => out.sphere = Some(SphereSpec { radius: *radius }),
+        Shape::Cylinder {
+            radius,
+            half_length,
+        } => {
+            out.cylinder = Some(CylinderSpec {
+                radius: *radius,
+                length: half_length * 2.0,
+            })
+        }
+        Shape::ConvexMesh { polytope } => {
+            out.convex = Some(ConvexSpec {
+                points: polytope.vertices.iter().map(|v| v.coords.into()).collect(),
+            })
+        }
+    }
+    out
 }
 
 impl Scene {
@@ -288,51 +393,24 @@ impl Scene {
     /// Writes the scene in the project's format, obstacles in slot order. Convex meshes are
     /// written as `convex` point lists. Numbers are written so that they read back exactly.
     pub fn to_yaml_string(&self) -> String {
-        let obstacles = self
+        let obstacles = self.iter().map(out_obstacle).collect();
+        let attached = self
+            .attached()
             .iter()
-            .map(|o| {
-                let mut out = OutObstacle {
-                    id: o.id.clone(),
-                    box_: None,
-                    sphere: None,
-                    cylinder: None,
-                    convex: None,
-                    pose: OutPose {
-                        position: o.pose.translation.vector.into(),
-                        orientation: {
-                            let q = o.pose.rotation.quaternion();
-                            [q.i, q.j, q.k, q.w]
-                        },
-                    },
-                };
-                match &o.shape {
-                    Shape::Box { half_extents } => {
-                        out.box_ = Some(BoxSpec {
-                            size: (half_extents * 2.0).into(),
-                        })
-                    }
-                    Shape::Sphere { radius } => out.sphere = Some(SphereSpec { radius: *radius }),
-                    Shape::Cylinder {
-                        radius,
-                        half_length,
-                    } => {
-                        out.cylinder = Some(CylinderSpec {
-                            radius: *radius,
-                            length: half_length * 2.0,
-                        })
-                    }
-                    Shape::ConvexMesh { polytope } => {
-                        out.convex = Some(ConvexSpec {
-                            points: polytope.vertices.iter().map(|v| v.coords.into()).collect(),
-                        })
-                    }
-                }
-                out
+            .map(|a| OutAttached {
+                link: a.link.clone(),
+                touch_links: a.touch_links.clone(),
+                body: out_obstacle(&Obstacle {
+                    id: a.id.clone(),
+                    shape: a.shape.clone(),
+                    pose: a.pose,
+                }),
             })
             .collect();
         let doc = OutDoc {
             frame: self.frame().to_string(),
             obstacles,
+            attached,
         };
         // Plain data structs of strings and floats always serialise.
         serde_yaml::to_string(&doc).unwrap_or_default()
@@ -490,5 +568,67 @@ obstacles:
         assert!(e.contains("<string>") && e.contains("line"), "{e}");
         let e = err("frame: world\ncolour: red\n");
         assert!(e.contains("colour") && e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn attached_objects_read_and_write_back() {
+        let text = "
+frame: world
+obstacles:
+  - id: table
+    box: {size: [1, 1, 0.1]}
+attached:
+  - id: part
+    link: panda_hand
+    touch_links: [panda_leftfinger, panda_rightfinger]
+    cylinder: {radius: 0.02, length: 0.2}
+    pose: {position: [0, 0, 0.1]}
+  - id: tag
+    link: panda_link7
+    sphere: {radius: 0.01}
+";
+        let s = Scene::from_yaml_str(text, Path::new(".")).unwrap();
+        assert_eq!(s.len(), 1);
+        let a = s.attached();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].id, "part");
+        assert_eq!(a[0].link, "panda_hand");
+        assert_eq!(a[0].touch_links, ["panda_leftfinger", "panda_rightfinger"]);
+        assert_eq!(
+            a[0].shape,
+            Shape::Cylinder {
+                radius: 0.02,
+                half_length: 0.1
+            }
+        );
+        assert_eq!(a[0].pose.translation.vector.z, 0.1);
+        assert!(a[1].touch_links.is_empty());
+        let back = Scene::from_yaml_str(&s.to_yaml_string(), Path::new(".")).unwrap();
+        assert_eq!(back.attached(), s.attached());
+        // Without attached objects the written file has no `attached` key.
+        let plain = Scene::from_yaml_str("obstacles: []\n", Path::new(".")).unwrap();
+        assert!(!plain.to_yaml_string().contains("attached"));
+    }
+
+    #[test]
+    fn bad_attached_objects_are_named() {
+        let err = |t: &str| {
+            Scene::from_yaml_str(t, Path::new("."))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("attached:\n  - id: part\n    sphere: {radius: 0.1}\n");
+        assert!(
+            e.contains("attached #0 'part'") && e.contains("link"),
+            "{e}"
+        );
+        let e = err("obstacles:\n  - id: part\n    sphere: {radius: 1}\nattached:\n  - id: part\n    link: l\n    sphere: {radius: 0.1}\n");
+        assert!(e.contains("'part'") && e.contains("already exists"), "{e}");
+        let e = err("attached:\n  - id: part\n    link: l\n    sphere: {radius: -0.1}\n");
+        assert!(e.contains("'part'") && e.contains("radius"), "{e}");
+        let e = err(
+            "attached:\n  - id: part\n    link: l\n    touch: [a]\n    sphere: {radius: 0.1}\n",
+        );
+        assert!(e.contains("touch"), "{e}");
     }
 }

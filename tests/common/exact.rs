@@ -102,6 +102,11 @@ pub fn exact_bodies(robot: &RobotModel) -> Vec<(usize, Isometry3<f64>, SharedSha
                     let (v, t) = load_triangles(path, scale);
                     (b.origin, SharedShape::new(TriMesh::new(v, t).unwrap()))
                 }
+                BodySource::Convex { points } => {
+                    let pts: Vec<Vector> =
+                        points.iter().map(|p| Vector::new(p.x, p.y, p.z)).collect();
+                    (b.origin, SharedShape::convex_hull(&pts).unwrap())
+                }
             };
             (b.link, pose, shape)
         })
