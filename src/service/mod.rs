@@ -8,9 +8,11 @@
 //! messages to and from these types, so all of this is tested without ROS.
 
 pub mod agents;
+pub mod attach;
 pub mod cartesian;
 pub mod roadmap;
 
+pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 
 use std::time::Duration;
@@ -337,6 +339,14 @@ pub enum ServiceError {
         /// What is wrong.
         reason: String,
     },
+    /// An object could not be attached or detached.
+    #[error("attached object '{object}': {reason}")]
+    Attach {
+        /// The object id.
+        object: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A DELETE for a marker that is not in the scene.
     #[error("marker '{marker}': not in the scene")]
     UnknownMarker {
@@ -401,7 +411,8 @@ impl ServiceError {
             ServiceError::WrongFrame { .. }
             | ServiceError::UnsupportedMarker { .. }
             | ServiceError::BadMarker { .. }
-            | ServiceError::UnknownMarker { .. } => C::InvalidObject,
+            | ServiceError::UnknownMarker { .. }
+            | ServiceError::Attach { .. } => C::InvalidObject,
             _ => C::Failure,
         }
     }
@@ -553,6 +564,9 @@ struct CachedChecker {
 /// The planning node's engine state: robot, scene, current joint state, settings, the cached
 /// collision checker and the last planned path.
 pub struct PlanningService {
+    /// The robot as loaded, without attached objects.
+    base_robot: RobotModel,
+    /// The robot with the attached objects: what is planned for.
     robot: RobotModel,
     scene: Scene,
     settings: ServiceSettings,
@@ -564,6 +578,8 @@ pub struct PlanningService {
     last_path: Option<Vec<Vec<f64>>>,
     /// The persistent roadmap of the `drm` planner.
     roadmap: Option<roadmap::Persistent>,
+    /// Attached objects of the initial scene that could not be attached.
+    attach_errors: Vec<String>,
 }
 
 impl std::fmt::Debug for PlanningService {
@@ -680,10 +696,24 @@ fn same_options(a: &PlanRequest, b: &PlanRequest) -> bool {
 impl PlanningService {
     /// A service for `robot` in `scene`. The scene's frame is set to the planning frame of
     /// `settings` (obstacles already in it are kept as they are).
-    pub fn new(robot: RobotModel, scene: Scene, settings: ServiceSettings) -> Self {
+    ///
+    /// The scene's attached objects (a scene file's `attached:` list) are attached to the
+    /// robot; one that cannot be (an unknown link) is left out and named in
+    /// [`PlanningService::attach_errors`].
+    pub fn new(robot: RobotModel, mut scene: Scene, settings: ServiceSettings) -> Self {
         let current = robot.tree.neutral_state();
+        let base_robot = robot.clone();
+        let mut robot = robot;
+        let mut attach_errors = Vec::new();
+        for o in scene.take_attached() {
+            if let Err(e) = robot.attach(&o) {
+                attach_errors.push(format!("attached object '{}': {e}", o.id));
+            }
+        }
         let scene = reframed(scene, &settings.planning_frame);
         Self {
+            base_robot,
+            attach_errors,
             robot,
             scene,
             settings,
@@ -696,9 +726,14 @@ impl PlanningService {
         }
     }
 
-    /// The robot.
+    /// The robot, with its attached objects.
     pub fn robot(&self) -> &RobotModel {
         &self.robot
+    }
+
+    /// Why attached objects of the scene given to [`PlanningService::new`] were left out.
+    pub fn attach_errors(&self) -> &[String] {
+        &self.attach_errors
     }
 
     /// The current settings.
