@@ -183,10 +183,37 @@ fn a_new_object_in_a_link_frame_and_dropping_it() {
         } => assert_eq!((*radius, *half_length), (0.015, 0.15)),
         other => panic!("{other:?}"),
     }
+    // The bundled scene's start-goal pair is still solvable carrying the bar (the node's
+    // end-to-end test plans it).
+    let res = s
+        .plan(request(&s, &START, &GOAL))
+        .expect("plan with the bar");
+    assert!(res.trajectory.points.len() >= 2);
     // Dropped, not placed: the scene is unchanged and no joint state was needed.
     s.detach_object("bar", true).expect("drop");
     assert!(s.attached_objects().is_empty());
     assert_eq!(s.scene().len(), obstacles);
+    // Placed where the tool holds it, the bar touches the flange it was allowed to touch:
+    // the start is in collision from then on.
+    s.attach_object(AttachRequest {
+        id: "bar".into(),
+        link: Some("tool0".into()),
+        touch_links: vec!["flange_link".into()],
+        object: Some(NewObject {
+            kind: MarkerKind::Cube,
+            scale: [0.04, 0.04, 0.3],
+            frame_id: "tool0".into(),
+            pose: Isometry3::translation(0.0, 0.0, 0.15),
+        }),
+    })
+    .expect("attach again");
+    assert!(free(&s, &START));
+    set_state(&mut s, &START);
+    s.detach_object("bar", false).expect("place");
+    assert_eq!(s.scene().len(), obstacles + 1);
+    assert!(!free(&s, &START));
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::StartInCollision, "{e}");
 }
 
 #[test]
