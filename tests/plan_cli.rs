@@ -1056,3 +1056,64 @@ fn cartesian_refuses_bad_input_by_name() {
         assert!(err.contains(needle), "{extra:?}: {err}");
     }
 }
+
+/// `gmp plan` carries the `attached:` objects of the scene file: a bar held by the tool plans
+/// when the flange it starts on is a touch link, is in collision at the start when it is not,
+/// and an unknown holding link is refused naming the object and the link.
+#[test]
+fn plan_carries_the_scene_file_s_attached_objects() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = std::fs::read_to_string(root().join("config/default_scene.yaml")).expect("scene");
+    let scene_with = |extra: &str| -> PathBuf {
+        let path = dir.path().join(format!("scene_{}.yaml", extra.len()));
+        std::fs::write(&path, format!("{base}\nattached:\n{extra}")).expect("write");
+        path
+    };
+    let bar = |link: &str, touch: &str| {
+        format!(
+            "  - id: bar\n    link: {link}\n    touch_links: [{touch}]\n    \
+             box: {{size: [0.04, 0.04, 0.3]}}\n    pose: {{position: [0, 0, 0.15]}}\n"
+        )
+    };
+    // The start and goal of the service tests, solvable carrying the bar.
+    let (start, goal) = (
+        [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0],
+        [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0],
+    );
+    let run = |scene: &Path| {
+        let urdf = root().join("urdf/gmp_arm.urdf");
+        let srdf = root().join("urdf/gmp_arm.srdf");
+        gmp(&[
+            "plan",
+            "--urdf",
+            urdf.to_str().unwrap(),
+            "--srdf",
+            srdf.to_str().unwrap(),
+            "--scene",
+            scene.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--start",
+            &json_list(&start),
+            "--goal",
+            &json_list(&goal),
+            "--seed",
+            "3",
+        ])
+    };
+    let out = run(&scene_with(&bar("tool0", "flange_link")));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_trajectory(&stdout_json(&out), &ARM_JOINTS, &start);
+    let out = run(&scene_with(&bar("tool0", "")));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("start") && err.contains("collision"), "{err}");
+    let out = run(&scene_with(&bar("gripper", "flange_link")));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'bar'") && err.contains("gripper"), "{err}");
+}
