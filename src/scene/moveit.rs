@@ -12,7 +12,12 @@
 //! An object with several shapes becomes obstacles `id`, `id/1`, `id/2`, ... (primitives
 //! first, then meshes). All objects must share one header frame (no TF here), which becomes
 //! the scene frame (`world` when none is given). `planes` and any `operation` other than
-//! ADD are rejected; the robot state and allowed collision matrix are ignored.
+//! ADD are rejected.
+//!
+//! `robot_state.attached_collision_objects[]` (`link_name`, `object`, `touch_links`) become the
+//! scene's attached objects; their poses must be in the frame of `link_name` (as MoveIt writes
+//! them; an empty frame counts as that link). The rest of the robot state and the allowed
+//! collision matrix are ignored.
 
 use std::path::Path;
 
@@ -22,11 +27,29 @@ use serde::Deserialize;
 use super::yaml::quaternion_xyzw;
 use super::{Obstacle, Scene, SceneError, Shape};
 use crate::robot::geometry::Polytope;
+use crate::robot::AttachedObject;
 
 #[derive(Deserialize)]
 struct Doc {
     #[serde(default)]
     world: Option<World>,
+    #[serde(default)]
+    robot_state: Option<RobotState>,
+}
+
+#[derive(Deserialize, Default)]
+struct RobotState {
+    #[serde(default)]
+    attached_collision_objects: Vec<AttachedCollisionObject>,
+}
+
+#[derive(Deserialize)]
+struct AttachedCollisionObject {
+    #[serde(default)]
+    link_name: String,
+    object: CollisionObject,
+    #[serde(default)]
+    touch_links: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -197,6 +220,90 @@ fn primitive_shape(p: &Primitive) -> Result<Shape, String> {
     }
 }
 
+/// The shapes of one collision object, each with its pose (in the object's header frame),
+/// named `id`, `id/1`, ... Errors name the object by `label`.
+fn object_shapes(
+    object: &CollisionObject,
+    label: &str,
+    source: &Path,
+) -> Result<Vec<Obstacle>, SceneError> {
+    let err = |reason: String| SceneError::Format {
+        path: source.to_path_buf(),
+        obstacle: label.to_string(),
+        reason,
+    };
+    if object.id.is_empty() {
+        return Err(err("missing or empty id".to_string()));
+    }
+    if let Some(op) = &object.operation {
+        let add =
+            op.as_u64() == Some(0) || op.as_str().is_some_and(|s| s.eq_ignore_ascii_case("add"));
+        if !add {
+            return Err(err(format!("operation {op:?} is unsupported (only ADD)")));
+        }
+    }
+    if !object.planes.is_empty() {
+        return Err(err("plane shapes are unsupported".to_string()));
+    }
+    if object.primitive_poses.len() < object.primitives.len() {
+        return Err(err(format!(
+            "{} primitives but {} primitive_poses",
+            object.primitives.len(),
+            object.primitive_poses.len()
+        )));
+    }
+    if object.mesh_poses.len() < object.meshes.len() {
+        return Err(err(format!(
+            "{} meshes but {} mesh_poses",
+            object.meshes.len(),
+            object.mesh_poses.len()
+        )));
+    }
+    let base = match &object.pose {
+        Some(p) => pose_to_isometry(p).map_err(|r| err(format!("pose: {r}")))?,
+        None => Isometry3::identity(),
+    };
+    let mut shapes: Vec<(Shape, Isometry3<f64>)> = Vec::new();
+    for (k, (prim, pose)) in object
+        .primitives
+        .iter()
+        .zip(&object.primitive_poses)
+        .enumerate()
+    {
+        let shape = primitive_shape(prim).map_err(|r| err(format!("primitive {k}: {r}")))?;
+        let local =
+            pose_to_isometry(pose).map_err(|r| err(format!("primitive_poses[{k}]: {r}")))?;
+        shapes.push((shape, base * local));
+    }
+    for (k, (mesh, pose)) in object.meshes.iter().zip(&object.mesh_poses).enumerate() {
+        let points: Vec<Point3<f64>> = mesh
+            .vertices
+            .iter()
+            .map(|v| Point3::from(v.array()))
+            .collect();
+        let polytope = Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
+            path: source.to_path_buf(),
+            obstacle: format!("{label} mesh {k}"),
+            source: e,
+        })?;
+        let local = pose_to_isometry(pose).map_err(|r| err(format!("mesh_poses[{k}]: {r}")))?;
+        shapes.push((Shape::ConvexMesh { polytope }, base * local));
+    }
+    Ok(shapes
+        .into_iter()
+        .enumerate()
+        .map(|(k, (shape, pose))| Obstacle {
+            id: if k == 0 {
+                object.id.clone()
+            } else {
+                format!("{}/{k}", object.id)
+            },
+            shape,
+            pose,
+        })
+        .collect())
+}
+
 /// Parses a MoveIt planning scene; `source` names the text in error messages.
 pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
     let doc: Doc = serde_yaml::from_str(text).map_err(|e| SceneError::Yaml {
@@ -219,9 +326,6 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
             obstacle: label.clone(),
             reason,
         };
-        if object.id.is_empty() {
-            return Err(err("missing or empty id".to_string()));
-        }
         if let Some(h) = &object.header {
             if !h.frame_id.is_empty() && h.frame_id != frame {
                 return Err(err(format!(
@@ -230,68 +334,44 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
                 )));
             }
         }
-        if let Some(op) = &object.operation {
-            let add = op.as_u64() == Some(0)
-                || op.as_str().is_some_and(|s| s.eq_ignore_ascii_case("add"));
-            if !add {
-                return Err(err(format!("operation {op:?} is unsupported (only ADD)")));
+        for o in object_shapes(object, &label, source)? {
+            scene.add(o).map_err(|e| err(e.to_string()))?;
+        }
+    }
+    let attached = doc
+        .robot_state
+        .unwrap_or_default()
+        .attached_collision_objects;
+    for (index, a) in attached.iter().enumerate() {
+        let label = format!("attached #{index} '{}'", a.object.id);
+        let err = |reason: String| SceneError::Format {
+            path: source.to_path_buf(),
+            obstacle: label.clone(),
+            reason,
+        };
+        if a.link_name.is_empty() {
+            return Err(err("missing or empty link_name".to_string()));
+        }
+        // MoveIt writes an attached object's poses in the frame of the link holding it; a
+        // pose in another frame would need the robot state's kinematics.
+        if let Some(h) = &a.object.header {
+            if !h.frame_id.is_empty() && h.frame_id != a.link_name {
+                return Err(err(format!(
+                    "frame '{}' is not its link '{}' (attached objects are read in the frame \
+                     of the link that holds them)",
+                    h.frame_id, a.link_name
+                )));
             }
         }
-        if !object.planes.is_empty() {
-            return Err(err("plane shapes are unsupported".to_string()));
-        }
-        if object.primitive_poses.len() < object.primitives.len() {
-            return Err(err(format!(
-                "{} primitives but {} primitive_poses",
-                object.primitives.len(),
-                object.primitive_poses.len()
-            )));
-        }
-        if object.mesh_poses.len() < object.meshes.len() {
-            return Err(err(format!(
-                "{} meshes but {} mesh_poses",
-                object.meshes.len(),
-                object.mesh_poses.len()
-            )));
-        }
-        let base = match &object.pose {
-            Some(p) => pose_to_isometry(p).map_err(|r| err(format!("pose: {r}")))?,
-            None => Isometry3::identity(),
-        };
-        let mut shapes: Vec<(Shape, Isometry3<f64>)> = Vec::new();
-        for (k, (prim, pose)) in object
-            .primitives
-            .iter()
-            .zip(&object.primitive_poses)
-            .enumerate()
-        {
-            let shape = primitive_shape(prim).map_err(|r| err(format!("primitive {k}: {r}")))?;
-            let local =
-                pose_to_isometry(pose).map_err(|r| err(format!("primitive_poses[{k}]: {r}")))?;
-            shapes.push((shape, base * local));
-        }
-        for (k, (mesh, pose)) in object.meshes.iter().zip(&object.mesh_poses).enumerate() {
-            let points: Vec<Point3<f64>> = mesh
-                .vertices
-                .iter()
-                .map(|v| Point3::from(v.array()))
-                .collect();
-            let polytope = Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
-                path: source.to_path_buf(),
-                obstacle: format!("{label} mesh {k}"),
-                source: e,
-            })?;
-            let local = pose_to_isometry(pose).map_err(|r| err(format!("mesh_poses[{k}]: {r}")))?;
-            shapes.push((Shape::ConvexMesh { polytope }, base * local));
-        }
-        for (k, (shape, pose)) in shapes.into_iter().enumerate() {
-            let id = if k == 0 {
-                object.id.clone()
-            } else {
-                format!("{}/{k}", object.id)
-            };
+        for o in object_shapes(&a.object, &label, source)? {
             scene
-                .add(Obstacle { id, shape, pose })
+                .attach(AttachedObject {
+                    id: o.id,
+                    link: a.link_name.clone(),
+                    shape: o.shape,
+                    pose: o.pose,
+                    touch_links: a.touch_links.clone(),
+                })
                 .map_err(|e| err(e.to_string()))?;
         }
     }
@@ -462,5 +542,59 @@ world:
         let neg = "world:\n  collision_objects:\n    - id: n\n      primitives: [{type: 2, dimensions: [-1]}]\n      primitive_poses: [{position: [0, 0, 0]}]\n";
         let e = Scene::from_moveit_yaml_str(neg).unwrap_err().to_string();
         assert!(e.contains("'n'") && e.contains("radius"), "{e}");
+    }
+
+    #[test]
+    fn attached_collision_objects_are_read_in_their_link_frame() {
+        let text = "
+world:
+  collision_objects:
+    - id: table
+      primitives: [{type: box, dimensions: [1, 1, 0.1]}]
+      primitive_poses: [{position: [0, 0, 0]}]
+robot_state:
+  attached_collision_objects:
+    - link_name: panda_hand
+      touch_links: [panda_leftfinger, panda_rightfinger]
+      object:
+        id: can
+        header: {frame_id: panda_hand}
+        pose: {position: [0, 0, 0.1], orientation: [0, 0, 0, 1]}
+        primitives: [{type: cylinder, dimensions: [0.12, 0.03]}, {type: sphere, dimensions: [0.02]}]
+        primitive_poses: [{position: [0, 0, 0]}, {position: [0, 0, 0.08]}]
+";
+        let scene = Scene::from_moveit_yaml_str(text).unwrap();
+        assert_eq!(scene.len(), 1);
+        let a = scene.attached();
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].id.as_str(), a[1].id.as_str()), ("can", "can/1"));
+        assert!(a
+            .iter()
+            .all(|o| o.link == "panda_hand" && o.touch_links.len() == 2));
+        assert_eq!(
+            a[0].shape,
+            Shape::Cylinder {
+                radius: 0.03,
+                half_length: 0.06
+            }
+        );
+        // Shape poses compose with the object pose, in the hand's frame.
+        assert!((a[1].pose.translation.vector - Vector3::new(0.0, 0.0, 0.18)).norm() < 1e-12);
+        let world_frame = text.replace(
+            "header: {frame_id: panda_hand}",
+            "header: {frame_id: world}",
+        );
+        let e = Scene::from_moveit_yaml_str(&world_frame)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'can'") && e.contains("'world'") && e.contains("panda_hand"),
+            "{e}"
+        );
+        let no_link = text.replace("link_name: panda_hand", "link_name: ''");
+        let e = Scene::from_moveit_yaml_str(&no_link)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("link_name"), "{e}");
     }
 }
