@@ -322,3 +322,46 @@ attached:
     assert_eq!(s.attach_errors().len(), 1);
     assert!(s.attach_errors()[0].contains("lost") && s.attach_errors()[0].contains("no_such_link"));
 }
+
+/// The persistent roadmap belongs to the robot it was built for: attaching drops it, and the
+/// next `drm` plan builds one for the robot carrying the bar, whose path is free with it.
+#[test]
+fn the_drm_roadmap_is_rebuilt_for_the_carrying_robot() {
+    let mut s = service();
+    let mut settings = s.settings().clone();
+    settings.roadmap_size = 250;
+    s.set_settings(settings);
+    let drm = |s: &PlanningService| ServicePlanRequest {
+        planner: Some("drm".into()),
+        ..request(s, &START, &GOAL)
+    };
+    s.plan(drm(&s)).expect("drm plan");
+    assert!(s.has_roadmap());
+    s.attach_object(AttachRequest {
+        id: "bar".into(),
+        link: Some("tool0".into()),
+        touch_links: vec!["flange_link".into()],
+        object: Some(NewObject {
+            kind: MarkerKind::Cube,
+            scale: [0.04, 0.04, 0.3],
+            frame_id: "tool0".into(),
+            pose: Isometry3::translation(0.0, 0.0, 0.15),
+        }),
+    })
+    .expect("attach");
+    assert!(!s.has_roadmap());
+    let res = s.plan(drm(&s)).expect("drm plan carrying the bar");
+    assert!(s.has_roadmap());
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let checker = CpuChecker::new(
+        robot,
+        &group,
+        &robot.tree.neutral_state(),
+        s.scene(),
+        CheckerOptions::default(),
+    )
+    .expect("checker");
+    trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01)
+        .expect("drm trajectory free with the bar");
+}
