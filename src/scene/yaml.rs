@@ -16,6 +16,12 @@
 //!     mesh: {file: meshes/rock.stl, scale: [1, 1, 1]}  # relative to the scene file's folder
 //!   - id: wedge
 //!     convex: {points: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]}
+//! attached:                     # objects the robot carries (see `robot::AttachedObject`)
+//!   - id: part                  # unique among obstacles and attached objects
+//!     link: tool0               # the link that holds it, required
+//!     touch_links: [flange_link]  # links it may touch besides `link` (default none)
+//!     box: {size: [0.04, 0.04, 0.3]}
+//!     pose: {position: [0, 0, 0.15]}  # in the frame of `link`
 //! ```
 //!
 //! Each obstacle has exactly one shape key (`box`, `sphere`, `cylinder`, `mesh`, `convex`);
