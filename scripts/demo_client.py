@@ -2,7 +2,8 @@
 """Demo client of planner_node: asks ~/plan for a few motions of the bundled arm
 (urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool,
 ~/plan_cartesian to lower the tool 15 cm straight down from there, then ~/plan_batch for the
-RRT-Connect ones in one call, and prints what comes back.
+RRT-Connect ones in one call, then carries a 30 cm bar on the tool (~/attach_object) through
+the first motion and drops it (~/detach_object), and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -11,9 +12,11 @@ sourced ROS 2 environment with the workspace's install/setup.bash.
 import sys
 
 import rclpy
-from gpu_motion_planner_interfaces.srv import PlanBatch, PlanCartesian, PlanPath
+from gpu_motion_planner_interfaces.srv import (AttachObject, DetachObject, PlanBatch,
+                                              PlanCartesian, PlanPath)
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
+from visualization_msgs.msg import Marker
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
@@ -81,9 +84,45 @@ def main():
     failures += 0 if pose else 1
     failures += plan_cartesian(node, pose)
     failures += plan_batch(node)
+    failures += carry_bar(node, plan)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
+
+
+def carry_bar(node, plan):
+    """Attaches a 30 cm bar to the tool, plans the first motion carrying it, and drops it.
+    Returns the failures."""
+    attach = node.create_client(AttachObject, f'/{NODE}/attach_object')
+    detach = node.create_client(DetachObject, f'/{NODE}/detach_object')
+    if not (attach.wait_for_service(timeout_sec=10.0) and detach.wait_for_service(timeout_sec=10.0)):
+        print('~/attach_object: service not available')
+        return 1
+    req = AttachObject.Request()
+    req.object_id, req.link_name, req.touch_links = 'bar', 'tool0', ['flange_link']
+    req.shape_type = Marker.CUBE
+    req.scale.x, req.scale.y, req.scale.z = 0.04, 0.04, 0.3
+    req.header.frame_id = 'tool0'
+    req.pose.position.z = 0.15
+    req.pose.orientation.w = 1.0
+    res = call(node, attach, req, 30.0)
+    print(f'~/attach_object: {res.message if res else "no answer within 30 s"}')
+    if res is None or not res.success:
+        return 1
+    planner, start, goal = REQUESTS[0]
+    preq = PlanPath.Request()
+    preq.planner_id = planner
+    preq.start_state = state(start)
+    preq.goal_state = state(goal)
+    preq.seed = -1
+    pres = call(node, plan, preq, 120.0)
+    print(f'{planner} carrying the bar: '
+          f'{"no answer within 120 s" if pres is None else f"success={pres.success} -- {pres.message}"}')
+    dreq = DetachObject.Request()
+    dreq.object_id, dreq.remove = 'bar', True
+    dres = call(node, detach, dreq, 30.0)
+    print(f'~/detach_object: {dres.message if dres else "no answer within 30 s"}')
+    return int(pres is None or not pres.success) + int(dres is None or not dres.success)
 
 
 def plan_pose(node, plan):

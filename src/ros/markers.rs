@@ -17,7 +17,7 @@ const DELETEALL: i32 = 3;
 
 /// The pose of a marker: a finite position and a quaternion, normalized. An all-zero
 /// quaternion is read as the identity, as RViz does.
-fn pose_of(name: &str, p: &Pose) -> Result<Isometry3<f64>, String> {
+pub(crate) fn pose_of(name: &str, p: &Pose) -> Result<Isometry3<f64>, String> {
     let t = &p.position;
     if !(t.x.is_finite() && t.y.is_finite() && t.z.is_finite()) {
         return Err(format!(
@@ -148,6 +148,21 @@ pub fn marker_msg(u: &MarkerUpdate) -> Marker {
         },
         points,
         ..Default::default()
+    }
+}
+
+/// The marker message drawing an attached object: in the holding link's frame and locked to
+/// it (a viewer moves it with the link's transform), orange.
+pub fn attached_msg(u: &MarkerUpdate) -> Marker {
+    Marker {
+        frame_locked: true,
+        color: ColorRGBA {
+            r: 0.95,
+            g: 0.55,
+            b: 0.1,
+            a: 0.8,
+        },
+        ..marker_msg(u)
     }
 }
 

@@ -19,6 +19,8 @@
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
 //! | service      | `~/plan_batch`      | `gpu_motion_planner_interfaces/PlanBatch` (many problems, one launch on the GPU) |
 //! | service      | `~/plan_cartesian`  | `gpu_motion_planner_interfaces/PlanCartesian` (straight lines of a link through poses) |
+//! | service      | `~/attach_object`   | `gpu_motion_planner_interfaces/AttachObject` (an obstacle or a new shape moves with a link) |
+//! | service      | `~/detach_object`   | `gpu_motion_planner_interfaces/DetachObject` (put it down, or drop it) |
 //! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
 //! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
@@ -33,6 +35,7 @@
 //! robot parameter is set to something loadable.
 
 pub mod agents;
+pub mod attach;
 pub mod cartesian;
 pub mod markers;
 pub mod params;
@@ -44,7 +47,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use r2r::geometry_msgs::msg::PoseStamped;
-use r2r::gpu_motion_planner_interfaces::srv::{PlanAgents, PlanBatch, PlanCartesian, PlanPath};
+use r2r::gpu_motion_planner_interfaces::srv::{
+    AttachObject, DetachObject, PlanAgents, PlanBatch, PlanCartesian, PlanPath,
+};
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_srvs::srv::Trigger;
@@ -98,7 +103,16 @@ fn make_service(
 ) -> Result<PlanningService, String> {
     let (robot, scene) = params.load_robot()?;
     let scene = match old {
-        Some(s) => s.scene().clone(),
+        Some(s) => {
+            // The obstacles and the carried objects stay (attached again to the new robot).
+            let mut scene = s.scene().clone();
+            for o in s.attached_objects() {
+                scene
+                    .attach(o.clone())
+                    .map_err(|e| format!("attached object '{}': {e}", o.id))?;
+            }
+            scene
+        }
         None => scene,
     };
     Ok(PlanningService::new(
@@ -238,8 +252,20 @@ fn serve_cartesian(
 fn scene_message(shared: &Shared) -> MarkerArray {
     let params = lock(&shared.params).clone();
     match &*lock(&shared.service) {
-        Ok(service) => markers::scene_array(&service.scene_markers(), &params.planning_frame),
+        Ok(service) => {
+            let mut msg = markers::scene_array(&service.scene_markers(), &params.planning_frame);
+            msg.markers
+                .extend(service.attached_markers().iter().map(markers::attached_msg));
+            msg
+        }
         Err(_) => markers::scene_array(&[], &params.planning_frame),
+    }
+}
+
+/// Logs the attached objects of the scene that could not be attached to the robot.
+fn log_attach_errors(service: &PlanningService, logger: &str) {
+    for e in service.attach_errors() {
+        r2r::log_error!(logger, "{e}; left out");
     }
 }
 
@@ -307,10 +333,12 @@ async fn run_async() -> Result<(), NodeError> {
         Ok(s) => {
             r2r::log_info!(
                 &logger,
-                "robot '{}' loaded, {} obstacles",
+                "robot '{}' loaded, {} obstacles, {} attached objects",
                 s.robot().tree.name,
-                s.scene().len()
+                s.scene().len(),
+                s.attached_objects().len()
             );
+            log_attach_errors(s, &logger);
             warm_up_gpu(s, &logger);
         }
         Err(e) => r2r::log_error!(
@@ -337,6 +365,14 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<PlanBatch::Service>("~/plan_batch", QosProfile::services_default())?;
     let cartesian_requests = node.create_service::<PlanCartesian::Service>(
         "~/plan_cartesian",
+        QosProfile::services_default(),
+    )?;
+    let attach_requests = node.create_service::<AttachObject::Service>(
+        "~/attach_object",
+        QosProfile::services_default(),
+    )?;
+    let detach_requests = node.create_service::<DetachObject::Service>(
+        "~/detach_object",
         QosProfile::services_default(),
     )?;
     let clear_requests =
@@ -420,6 +456,7 @@ async fn run_async() -> Result<(), NodeError> {
                                             "robot '{}' loaded",
                                             s.robot().tree.name
                                         );
+                                        log_attach_errors(&s, &logger);
                                         warm_up_gpu(&s, &logger);
                                         *service = Ok(s);
                                     }
@@ -626,6 +663,7 @@ async fn run_async() -> Result<(), NodeError> {
         let shared = shared.clone();
         let logger = logger.clone();
         let roadmap_pub = roadmap_pub.clone();
+        let scene_pub = scene_pub.clone();
         let mut obstacles = obstacles;
         async move {
             while let Some(array) = obstacles.next().await {
@@ -674,6 +712,76 @@ async fn run_async() -> Result<(), NodeError> {
                     publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
                 }
                 if relabelled {
+                    publish(
+                        &roadmap_pub,
+                        &roadmap_message(&shared, &logger),
+                        &logger,
+                        "~/roadmap",
+                    );
+                }
+            }
+        }
+    }));
+
+    // Attached objects: the scene (obstacles and carried objects) is republished after
+    // every change, and the roadmap view (the persistent roadmap is dropped with the robot
+    // it was built for).
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
+        enum Request {
+            Attach(r2r::ServiceRequest<AttachObject::Service>),
+            Detach(r2r::ServiceRequest<DetachObject::Service>),
+        }
+        let mut requests = futures::stream::select(
+            attach_requests.map(Request::Attach),
+            detach_requests.map(Request::Detach),
+        );
+        async move {
+            while let Some(request) = requests.next().await {
+                let (name, success, message) = match request {
+                    Request::Attach(req) => {
+                        let response = with_service(
+                            &shared,
+                            &logger,
+                            |reason| {
+                                let (success, message) = attach::no_robot(reason);
+                                AttachObject::Response { success, message }
+                            },
+                            |service| attach::attach(service, &req.message),
+                        );
+                        let (success, message) = (response.success, response.message.clone());
+                        if let Err(e) = req.respond(response) {
+                            r2r::log_error!(
+                                &logger,
+                                "~/attach_object: could not send the response: {e}"
+                            );
+                        }
+                        ("~/attach_object", success, message)
+                    }
+                    Request::Detach(req) => {
+                        let response = with_service(
+                            &shared,
+                            &logger,
+                            |reason| {
+                                let (success, message) = attach::no_robot(reason);
+                                DetachObject::Response { success, message }
+                            },
+                            |service| attach::detach(service, &req.message),
+                        );
+                        let (success, message) = (response.success, response.message.clone());
+                        if let Err(e) = req.respond(response) {
+                            r2r::log_error!(
+                                &logger,
+                                "~/detach_object: could not send the response: {e}"
+                            );
+                        }
+                        ("~/detach_object", success, message)
+                    }
+                };
+                r2r::log_info!(&logger, "{name}: success={success} message='{message}'");
+                if success {
+                    publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
                     publish(
                         &roadmap_pub,
                         &roadmap_message(&shared, &logger),

@@ -9,6 +9,7 @@ its spacing, so this is a check that catches real penetrations, not a proof of c
 the test uses it to confirm that what the planner returns does not run through obstacles.
 """
 
+import copy
 import math
 import xml.etree.ElementTree as ET
 
@@ -127,6 +128,17 @@ class Robot:
                     q = _mat_vec(rot, p)
                     pts.append((q[0] + t[0], q[1] + t[1], q[2] + t[2]))
             self.points[link.get('name')] = pts
+
+    def carrying(self, link, size, offset):
+        """A copy of this robot whose `link` also carries a box of full extents `size` whose
+        centre is at `offset` in the link frame (an attached object)."""
+        out = copy.copy(self)
+        out.points = dict(self.points)
+        sx, sy, sz = size
+        out.points[link] = list(self.points.get(link, [])) + [
+            (x + offset[0], y + offset[1], z + offset[2])
+            for x in _steps(sx) for y in _steps(sy) for z in _steps(sz)]
+        return out
 
     def link_poses(self, names, positions):
         """Pose (R, t) of every link for joint values given by name (others 0)."""

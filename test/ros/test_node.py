@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
 from geometry_msgs.msg import Point, Pose, PoseStamped
-from gpu_motion_planner_interfaces.srv import PlanAgents, PlanBatch, PlanCartesian, PlanPath
+from gpu_motion_planner_interfaces.srv import (AttachObject, DetachObject, PlanAgents, PlanBatch,
+                                              PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -404,6 +405,7 @@ def run_checks(node, launch):
     batch_checks(node, plan)
     pose_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
+    attach_checks(node, plan, obstacles, scenes)
     agents_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
@@ -876,6 +878,131 @@ def cartesian_checks(node, obstacles, scenes):
           res is not None and not res.success
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'camera_link' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
+
+
+def attach_checks(node, plan, obstacles, scenes):
+    """~/attach_object and ~/detach_object: a bar held by the tool is carried by every plan
+    (independently re-checked with the bar), shown on ~/scene locked to the tool, keeps a
+    goal out where only the bar would hit; an obstacle of the scene picked up and dropped;
+    a bar put back into the scene; bad requests refused by name."""
+    attach = node.create_client(AttachObject, f'/{NODE}/attach_object')
+    detach = node.create_client(DetachObject, f'/{NODE}/detach_object')
+    if not check('~/attach_object and ~/detach_object appear',
+                 attach.wait_for_service(timeout_sec=10.0)
+                 and detach.wait_for_service(timeout_sec=10.0)):
+        return
+    # The latest joint state (START, published earlier) holds the objects.
+    bar_size, bar_offset = (0.04, 0.04, 0.3), (0.0, 0.0, 0.15)
+
+    def attach_request(object_id, link='tool0', frame='tool0', touch=('flange_link',)):
+        req = AttachObject.Request()
+        req.object_id, req.link_name = object_id, link
+        req.touch_links = list(touch)
+        req.shape_type = Marker.CUBE
+        req.scale.x, req.scale.y, req.scale.z = bar_size
+        req.header.frame_id = frame
+        req.pose.position.z = bar_offset[2]
+        req.pose.orientation.w = 1.0
+        return req
+
+    res = call(node, attach, attach_request('carried/1'))
+    check('~/attach_object attaches a new 30 cm bar to the tool',
+          res is not None and res.success and 'carried/1' in res.message
+          and 'tool0' in res.message, res and f'{res.success} {res.message!r}')
+    shown = wait_for(node, lambda: any(
+        m.ns == 'attached' and m.header.frame_id == 'tool0' and m.frame_locked
+        for s in scenes[-1:] for m in s.markers), 10.0)
+    check('~/scene shows the carried bar locked to the tool frame', shown)
+
+    carrying = ROBOT.carrying('tool0', bar_size, bar_offset)
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
+    req.seed = 3
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan carrying the bar plans',
+          res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
+    if res is not None and res.success:
+        hit = ic.first_collision(carrying, SCENE, res.trajectory)
+        check('the plan is collision free with the bar (independent re-check)', hit is None,
+              f'first hit {hit}' if hit else f'{len(res.trajectory.points)} points')
+
+    # A ball where only the bar is at the goal: the goal is in collision while it is carried.
+    r, t = ROBOT.link_poses(ARM, GOAL)['tool0']
+    tip = [t[i] + r[i][2] * 0.25 for i in range(3)]
+    ball = cube_marker('bar_blocker', 1, tip, 0.06)
+    ball.type = Marker.SPHERE
+    obstacles.publish(MarkerArray(markers=[ball]))
+    wait_for(node, lambda: any(m.ns == 'bar_blocker/1' for s in scenes[-1:]
+                               for m in s.markers), 10.0)
+    blocked = [ic.Obstacle('bar_blocker/1', 'sphere', [0.03], tip)]
+    check('the ball touches the carried bar at the goal but not the arm (independent check)',
+          ic.collision(carrying, blocked, ARM, GOAL) is not None
+          and ic.collision(ROBOT, blocked, ARM, GOAL) is None)
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan to a goal where only the carried bar hits: GOAL_IN_COLLISION',
+          res is not None and not res.success
+          and res.error_code == PlanPath.Response.GOAL_IN_COLLISION,
+          res and f'code={res.error_code} message={res.message!r}')
+
+    # Put the bar down at the start (the latest joint state): it joins the scene there.
+    dreq = DetachObject.Request()
+    dreq.object_id = 'carried/1'
+    res = call(node, detach, dreq)
+    check('~/detach_object puts the bar back into the scene',
+          res is not None and res.success and 'back in the scene' in res.message,
+          res and f'{res.success} {res.message!r}')
+    check('~/scene shows the bar as an obstacle, nothing attached',
+          wait_for(node, lambda: any(m.ns == 'carried/1' for s in scenes[-1:] for m in s.markers)
+                   and not any(m.ns == 'attached' for s in scenes[-1:] for m in s.markers), 10.0))
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan with the bar in the scene where the tool holds it: START_STATE_IN_COLLISION',
+          res is not None and res.error_code == PlanPath.Response.START_STATE_IN_COLLISION,
+          res and f'code={res.error_code} message={res.message!r}')
+    placed = cube_marker('carried', 1, (0, 0, 0), 0.1)
+    for marker in (ball, placed):
+        marker.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[ball, placed]))
+    wait_for(node, lambda: not any(m.ns in ('carried/1', 'bar_blocker/1')
+                                   for s in scenes[-1:] for m in s.markers), 10.0)
+
+    # An obstacle of the scene picked up, then dropped.
+    r, t = ROBOT.link_poses(ARM, START)['tool0']
+    front = [t[i] + r[i][2] * 0.06 for i in range(3)]
+    obstacles.publish(MarkerArray(markers=[cube_marker('pick', 1, front, 0.05)]))
+    wait_for(node, lambda: any(m.ns == 'pick/1' for s in scenes[-1:] for m in s.markers), 10.0)
+    res = call(node, attach, attach_request('pick/1', link='', frame=''))
+    check('~/attach_object picks an obstacle of the scene up with the group tip',
+          res is not None and res.success and 'taken from the scene' in res.message
+          and 'tool0' in res.message, res and f'{res.success} {res.message!r}')
+    check('the picked obstacle leaves ~/scene and is shown attached',
+          wait_for(node, lambda: not any(m.ns == 'pick/1' for s in scenes[-1:] for m in s.markers)
+                   and any(m.ns == 'attached' for s in scenes[-1:] for m in s.markers), 10.0))
+    dreq.object_id, dreq.remove = 'pick/1', True
+    res = call(node, detach, dreq)
+    check('~/detach_object with remove drops it',
+          res is not None and res.success and 'removed' in res.message
+          and 'carries nothing' in res.message, res and f'{res.success} {res.message!r}')
+    check('nothing attached and no pick/1 on ~/scene after the drop',
+          wait_for(node, lambda: not any(m.ns in ('attached', 'pick/1')
+                                         for s in scenes[-1:] for m in s.markers), 10.0))
+
+    res = call(node, attach, attach_request('x/1', link='gripper_link'))
+    check('~/attach_object to an unknown link is refused naming it',
+          res is not None and not res.success and 'gripper_link' in res.message,
+          res and f'{res.success} {res.message!r}')
+    res = call(node, attach, attach_request('y/1', touch=('finger_link',)))
+    check('~/attach_object with an unknown touch link is refused naming it',
+          res is not None and not res.success and 'finger_link' in res.message,
+          res and f'{res.success} {res.message!r}')
+    dreq.object_id, dreq.remove = 'ghost/1', False
+    res = call(node, detach, dreq)
+    check('~/detach_object of an object not attached is refused naming it',
+          res is not None and not res.success and 'ghost/1' in res.message
+          and 'not attached' in res.message, res and f'{res.success} {res.message!r}')
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan plans again after the attach requests',
+          res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
 
 
 def mid_config():
