@@ -365,3 +365,47 @@ fn the_drm_roadmap_is_rebuilt_for_the_carrying_robot() {
     trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01)
         .expect("drm trajectory free with the bar");
 }
+
+/// The carried object's link has the object's frame: a pose goal for it places the object.
+#[test]
+fn a_pose_goal_for_the_carried_object_places_it() {
+    use gpu_motion_planner::service::ServicePoseGoal;
+    let mut s = service();
+    s.attach_object(AttachRequest {
+        id: "part".into(),
+        link: Some("tool0".into()),
+        touch_links: vec!["flange_link".into()],
+        object: Some(NewObject {
+            kind: MarkerKind::Cube,
+            scale: [0.06; 3],
+            frame_id: "tool0".into(),
+            pose: Isometry3::translation(0.0, 0.0, HOLD),
+        }),
+    })
+    .expect("attach");
+    // Where the part is when the arm is at GOAL: reachable by construction.
+    let target = tool_pose_at(&s, &GOAL) * Isometry3::translation(0.0, 0.0, HOLD);
+    let (t, r) = (target.translation.vector, target.rotation.coords);
+    let res = s
+        .plan(ServicePlanRequest {
+            start: Some((names(&s), START.to_vec())),
+            goal_pose: Some(ServicePoseGoal {
+                frame: String::new(),
+                link: Some("part".into()),
+                position: [t.x, t.y, t.z],
+                orientation: Some([r.x, r.y, r.z, r.w]),
+                position_tolerance: None,
+                orientation_tolerance: None,
+            }),
+            ..Default::default()
+        })
+        .expect("plan the part to the pose");
+    let end = &res.trajectory.points.last().expect("points").positions;
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let state = group.full_state(&robot.tree.neutral_state(), end);
+    let poses = robot.attached_poses(&state).expect("poses");
+    let placed = poses[0].1;
+    assert!((placed.translation.vector - t).norm() < 1e-3, "{placed:?}");
+    assert!(placed.rotation.angle_to(&target.rotation) < 1e-2);
+}

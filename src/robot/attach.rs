@@ -1,5 +1,5 @@
-//! Objects carried by the robot (a grasped part, a tool): each becomes a link of its own,
-//! fixed to the link that holds it, so that every collision backend checks it like any other
+//! Objects carried by the robot (a grasped part, a tool): each becomes a link of its own (its
+//! frame the object's frame), fixed to the link that holds it, so that every collision backend checks it like any other
 //! body — against the obstacles and against the robot's other links.
 //!
 //! Allowed pairs follow MoveIt's attached collision objects: an object may touch the link
@@ -39,8 +39,9 @@ pub fn attach_joint_name(id: &str) -> String {
     format!("{id}/attach")
 }
 
-/// The object's geometry as a collision body of link `link` (polytope and covering spheres in
-/// the link frame), with the source an exact oracle can rebuild.
+/// The object's geometry as a collision body of its own link `link`, whose frame is the
+/// object's frame (polytope and covering spheres in it), with the source an exact oracle can
+/// rebuild.
 fn object_body(link: usize, obj: &AttachedObject) -> Result<CollisionBody, RobotError> {
     let geo = |e: super::geometry::GeometryError| RobotError::Geometry {
         link: obj.id.clone(),
@@ -74,11 +75,11 @@ fn object_body(link: usize, obj: &AttachedObject) -> Result<CollisionBody, Robot
             polytope.clone(),
         ),
     };
-    let polytope = local.transformed(&obj.pose);
+    let polytope = local;
     let covering = SphereSet::covering(&polytope, COVERING_SPHERES);
     Ok(CollisionBody {
         link,
-        origin: obj.pose,
+        origin: Isometry3::identity(),
         source,
         polytope,
         covering,
@@ -120,19 +121,14 @@ impl RobotModel {
         let spheres: Vec<Sphere> = match (&self.spherized, &obj.shape) {
             (None, _) => Vec::new(),
             (Some(_), Shape::Sphere { radius }) => vec![Sphere {
-                center: obj.pose * Point3::origin(),
+                center: Point3::origin(),
                 radius: *radius,
             }],
             (Some(_), _) => fit_polytope(&body.polytope, &SphereFit::default()).spheres,
         };
         // Everything that can fail has been checked; the link is added last.
         let mut tree = self.tree.clone();
-        let link = tree.add_fixed_link(
-            parent,
-            &obj.id,
-            &attach_joint_name(&obj.id),
-            Isometry3::identity(),
-        )?;
+        let link = tree.add_fixed_link(parent, &obj.id, &attach_joint_name(&obj.id), obj.pose)?;
         debug_assert_eq!(link, body_link);
         self.tree = tree;
         self.bodies.push(body);
@@ -162,7 +158,8 @@ impl RobotModel {
     }
 
     /// Where each attached object is in the root frame for a full state: `(object, pose of
-    /// its frame)`.
+    /// its frame)`. The object's link has the object's frame, so a pose goal or a Cartesian
+    /// path for link `id` moves the object itself.
     pub fn attached_poses(
         &self,
         state: &[f64],
@@ -177,7 +174,7 @@ impl RobotModel {
         let fk = self.tree.forward_kinematics(state);
         self.attached
             .iter()
-            .map(|o| Ok((o, fk[self.tree.link(&o.id)?] * o.pose)))
+            .map(|o| Ok((o, fk[self.tree.link(&o.id)?])))
             .collect()
     }
 }

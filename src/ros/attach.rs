@@ -110,3 +110,74 @@ pub fn detach(
 pub fn no_robot(reason: &str) -> (bool, String) {
     (false, format!("no robot loaded: {reason}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bar(id: &str) -> AttachObject::Request {
+        let mut req = AttachObject::Request {
+            object_id: id.into(),
+            link_name: "tool0".into(),
+            touch_links: vec!["flange_link".into()],
+            shape_type: crate::service::marker_type::CUBE,
+            ..Default::default()
+        };
+        (req.scale.x, req.scale.y, req.scale.z) = (0.04, 0.04, 0.3);
+        req.header.frame_id = "tool0".into();
+        req.pose.position.z = 0.15;
+        req
+    }
+
+    #[test]
+    fn a_bar_is_attached_and_dropped_and_bad_requests_are_named() {
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled");
+        let mut service =
+            PlanningService::new(robot, scene, crate::service::ServiceSettings::default());
+        // An all-zero orientation (an unset message field) is the identity.
+        let r = attach_request(&bar("bar")).expect("request");
+        assert_eq!(r.link.as_deref(), Some("tool0"));
+        let res = attach(&mut service, &bar("bar"));
+        assert!(res.success, "{}", res.message);
+        assert!(res.message.contains("a new object") && res.message.contains("carries bar"));
+        assert_eq!(service.attached_objects().len(), 1);
+        let res = attach(&mut service, &bar("bar"));
+        assert!(
+            !res.success && res.message.contains("already attached"),
+            "{}",
+            res.message
+        );
+        let mut nan = bar("nan");
+        nan.pose.position.x = f64::NAN;
+        let res = attach(&mut service, &nan);
+        assert!(
+            !res.success && res.message.contains("'nan'"),
+            "{}",
+            res.message
+        );
+        let res = detach(
+            &mut service,
+            &DetachObject::Request {
+                object_id: "bar".into(),
+                remove: true,
+            },
+        );
+        assert!(
+            res.success && res.message.contains("carries nothing"),
+            "{}",
+            res.message
+        );
+        let res = detach(
+            &mut service,
+            &DetachObject::Request {
+                object_id: "bar".into(),
+                remove: true,
+            },
+        );
+        assert!(
+            !res.success && res.message.contains("not attached"),
+            "{}",
+            res.message
+        );
+    }
+}

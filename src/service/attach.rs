@@ -93,7 +93,9 @@ impl PlanningService {
                 .map_err(bad)?;
             if !self.has_current {
                 return Err(bad(format!(
-                    "its pose in '{}' is held by link '{link_name}' where the current joint                      state puts it, and no joint state has been received yet",
+                    "a pose in '{}' is made relative to link '{link_name}' at the current joint \
+                     state, and no joint state has been received yet (give the pose in \
+                     '{link_name}' instead)",
                     if frame.is_empty() {
                         self.settings.planning_frame.as_str()
                     } else {
