@@ -1112,6 +1112,8 @@ fn plan_carries_the_scene_file_s_attached_objects() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("start") && err.contains("collision"), "{err}");
+    // The error names the pair: the bar against the flange it starts on.
+    assert!(err.contains("'flange_link' with 'bar'"), "{err}");
     let out = run(&scene_with(&bar("gripper", "flange_link")));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -138,6 +138,11 @@ fn pick_carry_and_place_an_obstacle() {
     assert!(!free(&s, &GOAL));
     let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
     assert_eq!(e.category(), ErrorCategory::GoalInCollision, "{e}");
+    // The message names what collides.
+    assert!(
+        e.to_string().contains("'part/0' with obstacle 'ball/0'"),
+        "{e}"
+    );
     s.apply_marker(MarkerUpdate {
         action: MarkerAction::Delete,
         ..cube("ball", ball_pose, 0.08)
@@ -214,6 +219,10 @@ fn a_new_object_in_a_link_frame_and_dropping_it() {
     assert!(!free(&s, &START));
     let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
     assert_eq!(e.category(), ErrorCategory::StartInCollision, "{e}");
+    assert!(
+        e.to_string().contains("'flange_link' with obstacle 'bar'"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -298,12 +298,58 @@ pub fn frames_valid(
     frames: &[Xf],
     sweep: &Sweep,
 ) -> bool {
+    visit_hits(model, scene, frames, sweep, |_| true)
+}
+
+/// A pair in collision found by [`frames_hits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hit {
+    /// Body `body` (an index into [`CollisionModel::bodies`]) and the obstacle in slot
+    /// `obstacle` of the scene.
+    Obstacle {
+        /// The body.
+        body: usize,
+        /// The obstacle's slot.
+        obstacle: usize,
+    },
+    /// Two bodies of a self pair.
+    SelfPair {
+        /// The first body.
+        a: usize,
+        /// The second body.
+        b: usize,
+    },
+}
+
+/// Every pair that [`frames_valid`] (without sweep) finds in collision, bodies against
+/// obstacles first: what makes a configuration invalid, for error messages. Empty exactly when
+/// the configuration is free.
+pub fn frames_hits(model: &CollisionModel, scene: &SceneModel, frames: &[Xf]) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    visit_hits(model, scene, frames, &NO_SWEEP, |h| {
+        hits.push(h);
+        false
+    });
+    hits
+}
+
+/// The tests of [`frames_valid`], calling `hit` for each pair in collision; stops, returning
+/// `false`, at the first for which `hit` returns `true`. Returns `true` when nothing collides.
+#[inline(always)]
+fn visit_hits(
+    model: &CollisionModel,
+    scene: &SceneModel,
+    frames: &[Xf],
+    sweep: &Sweep,
+    mut hit: impl FnMut(Hit) -> bool,
+) -> bool {
+    let mut free = true;
     let m = model.margin;
     for (bi, b) in model.bodies.iter().enumerate() {
         let e = sweep.body(bi);
         let xf = frame_of(frames, b.frame);
         let bc = xf.apply(&b.center);
-        for o in &scene.obstacles {
+        for (oi, o) in scene.obstacles.iter().enumerate() {
             if o.kind == obstacle_kind::NONE || !sphere_near_obstacle(&bc, b.radius + e, o, m) {
                 continue;
             }
@@ -323,7 +369,13 @@ pub fn frames_valid(
                 }
             }
             if !body_obstacle_narrow(model, scene, b, xf, &bc, e, o) {
-                return false;
+                free = false;
+                if hit(Hit::Obstacle {
+                    body: bi,
+                    obstacle: oi,
+                }) {
+                    return false;
+                }
             }
         }
     }
@@ -361,10 +413,16 @@ pub fn frames_valid(
             continue;
         }
         if !self_pair_narrow(model, ba, bb, xa, xb, d, (ea, eb)) {
-            return false;
+            free = false;
+            if hit(Hit::SelfPair {
+                a: p[0] as usize,
+                b: p[1] as usize,
+            }) {
+                return false;
+            }
         }
     }
-    true
+    free
 }
 
 /// A body posed by `xf` (bounding centre `bc`, grown by `e`) against an obstacle that passed
@@ -681,6 +739,10 @@ pub struct CpuChecker {
     /// every one is in use by another thread, such as parallel planning attempts sharing the
     /// checker) and puts it back when done.
     scratch: Mutex<Vec<Scratch>>,
+    /// The link name of each body (for [`Checker::contacts`]).
+    body_links: Vec<String>,
+    /// The obstacle id of each scene slot, `None` where free (for [`Checker::contacts`]).
+    obstacle_ids: Vec<Option<String>>,
 }
 
 impl Clone for CpuChecker {
@@ -696,8 +758,19 @@ impl Clone for CpuChecker {
             all_pairs: self.all_pairs.clone(),
             lanes: self.lanes,
             scratch: Mutex::new(Vec::new()),
+            body_links: self.body_links.clone(),
+            obstacle_ids: self.obstacle_ids.clone(),
         }
     }
+}
+
+/// The obstacle id of each slot of `scene`.
+fn slot_ids(scene: &Scene) -> Vec<Option<String>> {
+    scene
+        .slots()
+        .iter()
+        .map(|o| o.as_ref().map(|o| o.id.clone()))
+        .collect()
 }
 
 impl CpuChecker {
@@ -722,6 +795,18 @@ impl CpuChecker {
         } else {
             opts.threads
         };
+        let body_links = model
+            .bodies
+            .iter()
+            .map(|b| {
+                robot
+                    .tree
+                    .links
+                    .get(b.link as usize)
+                    .map_or_else(|| format!("link {}", b.link), |l| l.name.clone())
+            })
+            .collect();
+        let obstacle_ids = slot_ids(scene);
         let scene = SceneModel::build(scene);
         let groups = BodyGroups::new(&model);
         let mut rest_growth = Vec::new();
@@ -737,6 +822,8 @@ impl CpuChecker {
             threads,
             evaluated: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
+            body_links,
+            obstacle_ids,
         })
     }
 
@@ -753,6 +840,7 @@ impl CpuChecker {
     /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
         let changed = self.scene.sync(scene);
+        self.obstacle_ids = slot_ids(scene);
         self.all_pairs = PairList::all(&self.model, &self.scene, &self.groups);
         self.lanes = lanes::best_for(&self.model, &self.scene);
         changed
@@ -1240,6 +1328,39 @@ impl Checker for CpuChecker {
         &self.space
     }
 
+    fn contacts(&self, q: &[f64]) -> Option<Vec<String>> {
+        if q.len() != self.space.dof() {
+            return None;
+        }
+        let mut state = self.model.base_state.clone();
+        for (k, &v) in q.iter().enumerate() {
+            if let Some(slot) = state.get_mut(self.model.group_vars[k] as usize) {
+                *slot = v as f32;
+            }
+        }
+        let mut frames = Vec::new();
+        frame_poses(&self.model, &state, &mut frames);
+        let link = |b: usize| self.body_links.get(b).map_or("?", String::as_str);
+        let mut out: Vec<String> = Vec::new();
+        for h in frames_hits(&self.model, &self.scene, &frames) {
+            let line = match h {
+                Hit::Obstacle { body, obstacle } => format!(
+                    "'{}' with obstacle '{}'",
+                    link(body),
+                    self.obstacle_ids
+                        .get(obstacle)
+                        .and_then(Option::as_deref)
+                        .unwrap_or("?")
+                ),
+                Hit::SelfPair { a, b } => format!("'{}' with '{}'", link(a), link(b)),
+            };
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+        Some(out)
+    }
+
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
         validate_batch(&self.space, configs)?;
         let dof = self.space.dof();
@@ -1376,6 +1497,46 @@ mod tests {
             queue.push_back((mid, hi));
         }
         order
+    }
+
+    /// `contacts` names pairs exactly for the configurations in collision (checked on random
+    /// configurations of the bundled arm and scene), and names the right ones for a known case.
+    #[test]
+    fn contacts_name_the_pairs_of_configurations_in_collision() {
+        use rand::{Rng, SeedableRng};
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled robot");
+        let group = robot.default_group();
+        let base = robot.tree.neutral_state();
+        let checker =
+            CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).expect("cpu");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let space = &group.space;
+        let (mut hit, mut free) = (0, 0);
+        for _ in 0..400 {
+            let q: Vec<f64> = (0..space.dof())
+                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+                .collect();
+            let valid = checker.check_config(&q).expect("check");
+            let pairs = checker.contacts(&q).expect("the CPU names pairs");
+            assert_eq!(valid, pairs.is_empty(), "{q:?}: {pairs:?}");
+            if valid {
+                free += 1;
+            } else {
+                hit += 1;
+                assert!(pairs.iter().all(|p| p.starts_with('\'')), "{pairs:?}");
+            }
+        }
+        assert!(hit > 20 && free > 20, "{hit} in collision, {free} free");
+        // The upper arm folded down into the table and the base: named by link and obstacle.
+        let q = [0.0, 2.0, 0.0, 0.0, 0.0, 0.0];
+        let pairs = checker.contacts(&q).expect("pairs");
+        assert!(!checker.check_config(&q).expect("check"));
+        assert!(
+            pairs.iter().any(|p| p.contains("with obstacle '")),
+            "{pairs:?}"
+        );
+        // A configuration of the wrong length has no answer rather than a panic.
+        assert_eq!(checker.contacts(&[0.0]), None);
     }
 
     /// The checks split over threads (rayon's pool, scratches from the checker's pool) give

@@ -216,6 +216,10 @@ impl Checker for HybridChecker {
         self.small.space()
     }
 
+    fn contacts(&self, q: &[f64]) -> Option<Vec<String>> {
+        self.small.contacts(q)
+    }
+
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
         self.pick(configs.len() as u64).check_configs(configs)
     }

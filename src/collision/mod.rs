@@ -281,6 +281,14 @@ pub trait Checker: Send + Sync {
         None
     }
 
+    /// What collides at group configuration `q`, one line per pair of names ("'link' with
+    /// obstacle 'id'", "'link' with 'link'"), for error messages; empty when `q` is free.
+    /// `None` where the backend cannot name the pairs (the CPU reference can; the hybrid
+    /// backend asks its CPU side).
+    fn contacts(&self, _q: &[f64]) -> Option<Vec<String>> {
+        None
+    }
+
     /// Convenience: one configuration.
     fn check_config(&self, q: &[f64]) -> Result<bool, CollisionError> {
         let b = ConfigBatch::from_rows(self.space().dof(), &[q])?;

@@ -118,7 +118,7 @@ fn plan_on_device(
                 .as_ref()
                 .map_err(|e| PlanError::Checker(e.clone()))?;
             next += 2;
-            admit_verdicts(resolved, &v[next - 2..next])
+            admit_verdicts(resolved, &v[next - 2..next], counting)
         })
         .collect();
     let mut stages: Vec<Stage> = admitted

@@ -392,9 +392,9 @@ pub fn plan_cartesian(
         .copied()
         .unwrap_or(false)
     {
-        return Err(PlanError::InvalidStart(
-            "the start configuration is in collision".into(),
-        ));
+        return Err(PlanError::InvalidStart(super::in_collision(
+            "start", checker, start,
+        )));
     }
     let t0 = Instant::now();
     let start_pose = solver

@@ -438,6 +438,10 @@ impl Checker for CountingChecker<'_> {
         self.inner.space()
     }
 
+    fn contacts(&self, q: &[f64]) -> Option<Vec<String>> {
+        self.inner.contacts(q)
+    }
+
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
         self.config_calls.fetch_add(1, Ordering::Relaxed);
         self.configs
@@ -1064,7 +1068,7 @@ pub(crate) fn admit(
     let resolved = admit_limits(counting, req)?;
     let ends = ConfigBatch::from_rows(counting.space().dof(), &[&resolved.start, &resolved.goal])?;
     let verdicts = counting.check_configs(&ends)?;
-    admit_verdicts(resolved, &verdicts)
+    admit_verdicts(resolved, &verdicts, counting)
 }
 
 /// [`admit`] up to the collision check of the start and goal: the joint space, the request's
@@ -1096,18 +1100,40 @@ pub(crate) fn admit_limits(
 pub(crate) fn admit_verdicts(
     resolved: PlanRequest,
     verdicts: &[bool],
+    checker: &dyn Checker,
 ) -> Result<PlanRequest, PlanError> {
     if !verdicts.first().copied().unwrap_or(false) {
-        return Err(PlanError::InvalidStart(
-            "the start configuration is in collision".into(),
-        ));
+        return Err(PlanError::InvalidStart(in_collision(
+            "start",
+            checker,
+            &resolved.start,
+        )));
     }
     if !verdicts.get(1).copied().unwrap_or(false) {
-        return Err(PlanError::InvalidGoal(
-            "the goal configuration is in collision".into(),
-        ));
+        return Err(PlanError::InvalidGoal(in_collision(
+            "goal",
+            checker,
+            &resolved.goal,
+        )));
     }
     Ok(resolved)
+}
+
+/// Most colliding pairs named in an error message.
+const CONTACTS_NAMED: usize = 4;
+
+/// "the `which` configuration is in collision", with the pairs that collide where the checker
+/// can name them ([`Checker::contacts`]).
+pub(crate) fn in_collision(which: &str, checker: &dyn Checker, q: &[f64]) -> String {
+    let mut msg = format!("the {which} configuration is in collision");
+    if let Some(pairs) = checker.contacts(q).filter(|p| !p.is_empty()) {
+        msg += ": ";
+        msg += &pairs[..pairs.len().min(CONTACTS_NAMED)].join("; ");
+        if pairs.len() > CONTACTS_NAMED {
+            msg += &format!(" and {} more", pairs.len() - CONTACTS_NAMED);
+        }
+    }
+    msg
 }
 
 /// The raw path of a request whose start is its goal (no planning needed), else `None`.
