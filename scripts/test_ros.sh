@@ -40,7 +40,7 @@ set +u
 . "$GMP_ROS_CACHE/env.sh"
 . "$GMP_ROS_CACHE/ws/install/setup.bash"
 set -u
-exec timeout 240 python3 "$GMP_ROOT/test/ros/test_node.py"
+exec timeout 480 python3 "$GMP_ROOT/test/ros/test_node.py"
 EOS
 
 OUT=$LOG_DIR/test_node.out
