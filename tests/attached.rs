@@ -82,51 +82,6 @@ fn lump() -> AttachedObject {
     }
 }
 
-/// Random obstacles as in `tests/oracle.rs` (boxes, spheres and cylinders of 2-40 cm in
-/// a 1.6 x 1.6 x 1.2 m box around the arm).
-fn random_scene(rng: &mut ChaCha8Rng, n: usize) -> Scene {
-    let mut scene = Scene::new("world");
-    for i in 0..n {
-        let pose = Isometry3::from_parts(
-            Vector3::new(
-                rng.random_range(-0.8..0.8),
-                rng.random_range(-0.8..0.8),
-                rng.random_range(0.0..1.2),
-            )
-            .into(),
-            UnitQuaternion::from_euler_angles(
-                rng.random_range(-3.0..3.0),
-                rng.random_range(-3.0..3.0),
-                rng.random_range(-3.0..3.0),
-            ),
-        );
-        let shape = match i % 3 {
-            0 => Shape::Box {
-                half_extents: Vector3::new(
-                    rng.random_range(0.02..0.2),
-                    rng.random_range(0.02..0.2),
-                    rng.random_range(0.02..0.2),
-                ),
-            },
-            1 => Shape::Sphere {
-                radius: rng.random_range(0.02..0.15),
-            },
-            _ => Shape::Cylinder {
-                radius: rng.random_range(0.02..0.1),
-                half_length: rng.random_range(0.05..0.3),
-            },
-        };
-        scene
-            .add(Obstacle {
-                id: format!("o{i}"),
-                shape,
-                pose,
-            })
-            .expect("obstacle");
-    }
-    scene
-}
-
 fn checker(
     robot: &RobotModel,
     group: &PlanningGroup,
@@ -248,7 +203,7 @@ fn attached_objects_are_checked_conservatively() {
         let mut rng = ChaCha8Rng::seed_from_u64(0xa77a_c4ed);
         let (mut c, mut near) = (Counts::default(), Counts::default());
         for _ in 0..scenes {
-            let scene = random_scene(&mut rng, 6);
+            let scene = common::random_scene(&mut rng, 6);
             let obstacles = ExactRobot::scene(&scene);
             let ours = checker(&held, &group, &scene, shapes);
             // "Free for the arm alone" is the polytope model's verdict in both runs: the fitted

@@ -11,52 +11,9 @@ use gpu_motion_planner::collision::{
 use gpu_motion_planner::robot::spherize::{fit_robot, SphereFit};
 use gpu_motion_planner::robot::RobotModel;
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
-use nalgebra::{Isometry3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn random_scene(rng: &mut ChaCha8Rng, n: usize) -> Scene {
-    let mut scene = Scene::new("world");
-    for i in 0..n {
-        let pose = Isometry3::from_parts(
-            Vector3::new(
-                rng.random_range(-0.8..0.8),
-                rng.random_range(-0.8..0.8),
-                rng.random_range(0.0..1.2),
-            )
-            .into(),
-            UnitQuaternion::from_euler_angles(
-                rng.random_range(-3.0..3.0),
-                rng.random_range(-3.0..3.0),
-                rng.random_range(-3.0..3.0),
-            ),
-        );
-        let shape = match i % 3 {
-            0 => Shape::Box {
-                half_extents: Vector3::new(
-                    rng.random_range(0.02..0.2),
-                    rng.random_range(0.02..0.2),
-                    rng.random_range(0.02..0.2),
-                ),
-            },
-            1 => Shape::Sphere {
-                radius: rng.random_range(0.02..0.15),
-            },
-            _ => Shape::Cylinder {
-                radius: rng.random_range(0.02..0.1),
-                half_length: rng.random_range(0.05..0.3),
-            },
-        };
-        scene
-            .add(Obstacle {
-                id: format!("o{i}"),
-                shape,
-                pose,
-            })
-            .unwrap();
-    }
-    scene
-}
 
 fn run_oracle(
     robot: &RobotModel,
@@ -71,7 +28,7 @@ fn run_oracle(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut oracle_hits, mut ours_hits, mut total) = (0, 0, 0);
     for _ in 0..scenes {
-        let scene = random_scene(&mut rng, 6);
+        let scene = common::random_scene(&mut rng, 6);
         let obstacles = ExactRobot::scene(&scene);
         let base = robot.tree.neutral_state();
         let opts = CheckerOptions {

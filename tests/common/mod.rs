@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use gpu_motion_planner::collision::{Backend, Checker, CollisionError, ConfigBatch, MotionBatch};
 use gpu_motion_planner::robot::{wrap_angle, JointSpace};
-use gpu_motion_planner::scene::Shape;
+use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
 use gpu_motion_planner::trajectory::Trajectory;
 
 /// Resolution used by the planner tests.
@@ -561,4 +561,49 @@ pub fn one_thread_checker(
         },
     )
     .expect("checker builds")
+}
+
+/// `n` random obstacles (boxes, spheres, cylinders in turn) around the origin, for the
+/// exact-oracle tests.
+pub fn random_scene(rng: &mut ChaCha8Rng, n: usize) -> Scene {
+    let mut scene = Scene::new("world");
+    for i in 0..n {
+        let pose = Isometry3::from_parts(
+            Vector3::new(
+                rng.random_range(-0.8..0.8),
+                rng.random_range(-0.8..0.8),
+                rng.random_range(0.0..1.2),
+            )
+            .into(),
+            UnitQuaternion::from_euler_angles(
+                rng.random_range(-3.0..3.0),
+                rng.random_range(-3.0..3.0),
+                rng.random_range(-3.0..3.0),
+            ),
+        );
+        let shape = match i % 3 {
+            0 => Shape::Box {
+                half_extents: Vector3::new(
+                    rng.random_range(0.02..0.2),
+                    rng.random_range(0.02..0.2),
+                    rng.random_range(0.02..0.2),
+                ),
+            },
+            1 => Shape::Sphere {
+                radius: rng.random_range(0.02..0.15),
+            },
+            _ => Shape::Cylinder {
+                radius: rng.random_range(0.02..0.1),
+                half_length: rng.random_range(0.05..0.3),
+            },
+        };
+        scene
+            .add(Obstacle {
+                id: format!("o{i}"),
+                shape,
+                pose,
+            })
+            .unwrap();
+    }
+    scene
 }
