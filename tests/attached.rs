@@ -447,16 +447,6 @@ fn planners_carry_the_object_around_obstacles() {
     }
 }
 
-/// `None` (with a printed skip message) when no GPU is usable.
-fn gpu_or_skip(test: &str) -> Option<()> {
-    if gpu_motion_planner::gpu::gpu_available() {
-        Some(())
-    } else {
-        eprintln!("SKIP {test}: no CUDA device (libcuda missing or no GPU visible)");
-        None
-    }
-}
-
 /// Random configurations: uniform in the limits (40 %) or perturbations of the anchors (the
 /// problem's start and goal) at a few scales, clamped into the limits, so that many land near
 /// contact.
@@ -497,7 +487,7 @@ impl Sampler<'_> {
 fn gpu_matches_cpu_with_attached_objects() {
     use gpu_motion_planner::gpu::{self, CudaChecker, KernelVariant, MotionKernel};
     let test = "gpu_matches_cpu_with_attached_objects";
-    if gpu_or_skip(test).is_none() {
+    if !common::gpu_or_skip(test) {
         return;
     }
     let Some(data) = common::mbm_or_skip(test) else {

@@ -1,7 +1,9 @@
 //! `PlanningService`: planning, marker obstacles and bad inputs on the bundled robot, no ROS.
 
+mod common;
+
+use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
-use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
@@ -9,31 +11,6 @@ use gpu_motion_planner::service::{
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
-
-const START: [f64; 6] = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
-const GOAL: [f64; 6] = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
-
-fn service() -> PlanningService {
-    let (robot, scene) = bundled().expect("bundled robot");
-    let settings = ServiceSettings {
-        time_limit: 10.0,
-        seed: 7,
-        ..ServiceSettings::default()
-    };
-    PlanningService::new(robot, scene, settings)
-}
-
-fn names(s: &PlanningService) -> Vec<String> {
-    s.group().expect("group").space.names.clone()
-}
-
-fn request(s: &PlanningService, start: &[f64], goal: &[f64]) -> ServicePlanRequest {
-    ServicePlanRequest {
-        start: Some((names(s), start.to_vec())),
-        goal: (names(s), goal.to_vec()),
-        ..Default::default()
-    }
-}
 
 /// Position of the tool at group configuration `q` (other joints neutral).
 fn tool_at(s: &PlanningService, q: &[f64]) -> Vector3<f64> {
@@ -54,11 +31,8 @@ fn cube(ns: &str, id: i32, at: Vector3<f64>, size: f64) -> MarkerUpdate {
 
 /// Re-checks a plan on a fresh CPU checker of the service's current scene.
 fn assert_valid(s: &PlanningService, path: &[Vec<f64>], traj: &trajectory::Trajectory) {
-    let robot = s.robot();
     let group = s.group().expect("group");
-    let base = robot.tree.neutral_state();
-    let checker = CpuChecker::new(robot, &group, &base, s.scene(), CheckerOptions::default())
-        .expect("checker");
+    let checker = cpu_checker(s);
     trajectory::validate_along(&checker, path, traj, 0.01).expect("trajectory collision free");
     for p in &traj.points {
         assert!(group.space.within_limits(&p.positions), "{:?}", p.positions);
@@ -598,15 +572,6 @@ fn plans_with_a_fitted_sphere_model() {
     });
     none.plan(request(&none, &START, &GOAL))
         .expect("plan with polytopes");
-}
-
-/// The tool's pose at `q` (other joints neutral).
-fn tool_pose_at(s: &PlanningService, q: &[f64]) -> Isometry3<f64> {
-    let robot = s.robot();
-    let group = s.group().expect("group");
-    let state = group.full_state(&robot.tree.neutral_state(), q);
-    let tool = robot.tree.link("tool0").expect("tool0");
-    robot.tree.forward_kinematics(&state)[tool]
 }
 
 fn pose_request(s: &PlanningService, frame: &str, pose: &Isometry3<f64>) -> ServicePlanRequest {

@@ -1,8 +1,11 @@
 //! Attached objects through `PlanningService`: pick an obstacle up, carry it (every plan and
 //! re-check includes it), put it down elsewhere; bad requests change nothing.
 
+mod common;
+
+use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
-use gpu_motion_planner::collision::{Checker, CheckerOptions, ConfigBatch, CpuChecker};
+use gpu_motion_planner::collision::{Checker, ConfigBatch};
 use gpu_motion_planner::robot::AttachedObject;
 use gpu_motion_planner::scene::{Scene, Shape};
 use gpu_motion_planner::service::{
@@ -12,40 +15,8 @@ use gpu_motion_planner::service::{
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Vector3};
 
-const START: [f64; 6] = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
-const GOAL: [f64; 6] = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
 /// How far along the tool's z axis the carried part sits (its centre).
 const HOLD: f64 = 0.06;
-
-fn service() -> PlanningService {
-    let (robot, scene) = bundled().expect("bundled robot");
-    let settings = ServiceSettings {
-        time_limit: 10.0,
-        seed: 7,
-        ..ServiceSettings::default()
-    };
-    PlanningService::new(robot, scene, settings)
-}
-
-fn names(s: &PlanningService) -> Vec<String> {
-    s.group().expect("group").space.names.clone()
-}
-
-fn request(s: &PlanningService, start: &[f64], goal: &[f64]) -> ServicePlanRequest {
-    ServicePlanRequest {
-        start: Some((names(s), start.to_vec())),
-        goal: (names(s), goal.to_vec()),
-        ..Default::default()
-    }
-}
-
-fn tool_pose_at(s: &PlanningService, q: &[f64]) -> Isometry3<f64> {
-    let robot = s.robot();
-    let group = s.group().expect("group");
-    let state = group.full_state(&robot.tree.neutral_state(), q);
-    let tool = robot.tree.link("tool0").expect("tool0");
-    robot.tree.forward_kinematics(&state)[tool]
-}
 
 fn cube(ns: &str, pose: Isometry3<f64>, size: f64) -> MarkerUpdate {
     MarkerUpdate {
@@ -62,11 +33,7 @@ fn cube(ns: &str, pose: Isometry3<f64>, size: f64) -> MarkerUpdate {
 /// Whether group configuration `q` is free for the service's robot (attached objects
 /// included) in its scene, on a fresh CPU checker.
 fn free(s: &PlanningService, q: &[f64]) -> bool {
-    let robot = s.robot();
-    let group = s.group().expect("group");
-    let base = robot.tree.neutral_state();
-    let checker = CpuChecker::new(robot, &group, &base, s.scene(), CheckerOptions::default())
-        .expect("checker");
+    let checker = cpu_checker(s);
     let batch = ConfigBatch::from_rows(q.len(), &[q]).expect("batch");
     checker.check_configs(&batch).expect("check")[0]
 }
@@ -112,20 +79,8 @@ fn pick_carry_and_place_an_obstacle() {
         .plan(request(&s, &START, &GOAL))
         .expect("plan with the part");
     let path = s.last_plan().expect("path").to_vec();
-    {
-        let robot = s.robot();
-        let group = s.group().expect("group");
-        let checker = CpuChecker::new(
-            robot,
-            &group,
-            &robot.tree.neutral_state(),
-            s.scene(),
-            CheckerOptions::default(),
-        )
-        .expect("checker");
-        trajectory::validate_along(&checker, &path, &res.trajectory, 0.01)
-            .expect("trajectory free with the part");
-    }
+    trajectory::validate_along(&cpu_checker(&s), &path, &res.trajectory, 0.01)
+        .expect("trajectory free with the part");
 
     // A ball where only the carried part is at the goal: the goal is in collision now.
     let ball_pose = tool_pose_at(&s, &GOAL) * Isometry3::translation(0.0, 0.0, HOLD + 0.06);
@@ -361,17 +316,7 @@ fn the_drm_roadmap_is_rebuilt_for_the_carrying_robot() {
     assert!(!s.has_roadmap());
     let res = s.plan(drm(&s)).expect("drm plan carrying the bar");
     assert!(s.has_roadmap());
-    let robot = s.robot();
-    let group = s.group().expect("group");
-    let checker = CpuChecker::new(
-        robot,
-        &group,
-        &robot.tree.neutral_state(),
-        s.scene(),
-        CheckerOptions::default(),
-    )
-    .expect("checker");
-    trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01)
+    trajectory::validate_along(&cpu_checker(&s), &res.path, &res.trajectory, 0.01)
         .expect("drm trajectory free with the bar");
 }
 

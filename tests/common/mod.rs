@@ -5,6 +5,7 @@
 
 pub mod bundled;
 pub mod exact;
+pub mod service;
 
 use std::f64::consts::PI;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -373,6 +374,16 @@ pub fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// True when a CUDA device is usable; otherwise prints why `test` is skipped (the GPU tests
+/// run on the GPU machine).
+pub fn gpu_or_skip(test: &str) -> bool {
+    if gpu_motion_planner::gpu::gpu_available() {
+        return true;
+    }
+    eprintln!("SKIP {test}: no CUDA device (libcuda missing or no GPU visible)");
+    false
 }
 
 /// True when libnvrtc can be loaded; otherwise prints why `test` is skipped.
