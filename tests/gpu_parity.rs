@@ -106,16 +106,6 @@ fn nvrtc_compiles_every_kernel() {
     eprintln!("nvrtc: every kernel compiles for compute_75/80/90");
 }
 
-/// `None` (with a printed skip message) when no GPU is usable.
-fn gpu_or_skip(test: &str) -> Option<()> {
-    if gpu::gpu_available() {
-        Some(())
-    } else {
-        eprintln!("SKIP {test}: no CUDA device (libcuda missing or no GPU visible); the parity tests run on the GPU machine via scripts/device_gpu.sh");
-        None
-    }
-}
-
 /// Random configurations for a planning group: uniform in the joint limits, or perturbations
 /// (of a few scales) of given anchor configurations (problem starts and goals), clamped into
 /// the limits, so that many land near contact.
@@ -496,7 +486,7 @@ fn parity_robot_with(
 }
 
 fn assert_parity(robot: &str) {
-    if gpu_or_skip(&format!("gpu_parity_{robot}")).is_none()
+    if !common::gpu_or_skip(&format!("gpu_parity_{robot}"))
         || common::mbm_or_skip("gpu parity").is_none()
     {
         return;
@@ -547,7 +537,7 @@ fn gpu_parity_fetch() {
 /// spherized URDFs have 40-112): the kernels generated for them give the CPU's verdicts.
 #[test]
 fn gpu_parity_fitted_spheres() {
-    if gpu_or_skip("gpu_parity_fitted_spheres").is_none()
+    if !common::gpu_or_skip("gpu_parity_fitted_spheres")
         || common::mbm_or_skip("gpu parity").is_none()
     {
         return;
@@ -614,7 +604,7 @@ fn sampler_for<'a>(
 /// same verdicts as the CPU, in the same order.
 #[test]
 fn gpu_parity_pipelined_batches() {
-    if gpu_or_skip("gpu_parity_pipelined_batches").is_none() {
+    if !common::gpu_or_skip("gpu_parity_pipelined_batches") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_pipelined_batches") else {
@@ -670,7 +660,7 @@ fn gpu_parity_pipelined_batches() {
 
 #[test]
 fn gpu_parity_after_scene_updates() {
-    if gpu_or_skip("gpu_parity_after_scene_updates").is_none() {
+    if !common::gpu_or_skip("gpu_parity_after_scene_updates") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_after_scene_updates") else {
@@ -793,7 +783,7 @@ fn scene_updates_with(
 
 #[test]
 fn gpu_parity_drm_rgg_labels() {
-    if gpu_or_skip("gpu_parity_drm_rgg_labels").is_none() {
+    if !common::gpu_or_skip("gpu_parity_drm_rgg_labels") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_drm_rgg_labels") else {
@@ -904,7 +894,7 @@ fn gpu_parity_drm_rgg_labels() {
 
 #[test]
 fn gpu_parity_drm_fk_frames_panda() {
-    if gpu_or_skip("gpu_parity_drm_fk_frames_panda").is_none() {
+    if !common::gpu_or_skip("gpu_parity_drm_fk_frames_panda") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_drm_fk_frames_panda") else {
@@ -1091,7 +1081,7 @@ fn voxel_map_parity(
 
 #[test]
 fn gpu_parity_drm_voxel_map_panda() {
-    if gpu_or_skip("gpu_parity_drm_voxel_map_panda").is_none() {
+    if !common::gpu_or_skip("gpu_parity_drm_voxel_map_panda") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_drm_voxel_map_panda") else {
@@ -1175,7 +1165,7 @@ fn cuda_backend_without_gpu_is_a_clean_error() {
 fn gpu_parity_shared_launches() {
     use gpu_motion_planner::collision::hub::BatchExecutor;
     use gpu_motion_planner::gpu::hub::CudaBatch;
-    if gpu_or_skip("gpu_parity_shared_launches").is_none() {
+    if !common::gpu_or_skip("gpu_parity_shared_launches") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_shared_launches") else {
@@ -1260,7 +1250,7 @@ fn gpu_parity_shared_launches() {
 /// of planner size (`GMP_PARITY_COMBINE_ROUNDS`, default 40 per thread).
 #[test]
 fn gpu_parity_concurrent_callers() {
-    if gpu_or_skip("gpu_parity_concurrent_callers").is_none() {
+    if !common::gpu_or_skip("gpu_parity_concurrent_callers") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_concurrent_callers") else {
@@ -1344,7 +1334,7 @@ fn gpu_hybrid_plans_like_the_cpu() {
         HybridChecker, HYBRID_MIN_WORK_POLYTOPES, HYBRID_MIN_WORK_SPHERES,
     };
     use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
-    if gpu_or_skip("gpu_hybrid_plans_like_the_cpu").is_none() {
+    if !common::gpu_or_skip("gpu_hybrid_plans_like_the_cpu") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_hybrid_plans_like_the_cpu") else {
@@ -1398,7 +1388,7 @@ fn gpu_hybrid_plans_like_the_cpu() {
 /// around MBM Panda problems, both models.
 #[test]
 fn gpu_parity_refinement_caps() {
-    if gpu_or_skip("gpu_parity_refinement_caps").is_none() {
+    if !common::gpu_or_skip("gpu_parity_refinement_caps") {
         return;
     }
     let Some(data) = common::mbm_or_skip("gpu_parity_refinement_caps") else {
@@ -1438,4 +1428,53 @@ fn gpu_parity_refinement_caps() {
             assert!(valid.windows(2).all(|w| w[0] <= w[1]), "{valid:?}");
         }
     }
+}
+
+/// The CUDA backend names the pairs in contact as the CPU reference does (the same names from
+/// the reference's tests), and exactly where its own verdict is "in collision", also after a
+/// scene update renames the obstacles.
+#[test]
+fn gpu_contacts_match_the_cpu() {
+    if !common::gpu_or_skip("gpu_contacts_match_the_cpu") {
+        return;
+    }
+    let Some(data) = common::mbm_or_skip("gpu_contacts_match_the_cpu") else {
+        return;
+    };
+    let (r, p, base) = panda_problem(&data, "bookshelf_small");
+    let opts = CheckerOptions::default();
+    let mut scene = p.scene.clone();
+    let mut s = sampler_for(&r, &p, 21);
+    let mut compared = (0, 0);
+    let mut cuda = CudaChecker::new(&r.model, &r.group, &base, &scene, opts).expect("cuda");
+    for round in 0..2 {
+        let cpu = CpuChecker::new(&r.model, &r.group, &base, &scene, opts).expect("cpu");
+        for _ in 0..2000 {
+            let q = s.config();
+            let named = cuda.contacts(&q).expect("the CUDA backend names contacts");
+            assert_eq!(Some(named.clone()), cpu.contacts(&q), "{q:?}");
+            let free = cuda.check_config(&q).expect("verdict");
+            assert_eq!(named.is_empty(), free, "{q:?}: {named:?}");
+            compared.0 += 1;
+            compared.1 += usize::from(!free);
+        }
+        if round == 0 {
+            // Rename every obstacle (same shapes and poses): the names follow the update.
+            let ids: Vec<String> = scene.iter().map(|o| o.id.clone()).collect();
+            for id in ids {
+                let mut o = scene.remove(&id).expect("remove");
+                o.id = format!("renamed_{id}");
+                scene.add(o).expect("add");
+            }
+            cuda.sync_scene(&scene).expect("sync");
+        }
+    }
+    eprintln!(
+        "contacts: {} configurations, {} in collision, CUDA names = CPU names",
+        compared.0, compared.1
+    );
+    assert!(
+        compared.1 > 100,
+        "too few collisions to compare: {compared:?}"
+    );
 }

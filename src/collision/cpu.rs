@@ -739,10 +739,8 @@ pub struct CpuChecker {
     /// every one is in use by another thread, such as parallel planning attempts sharing the
     /// checker) and puts it back when done.
     scratch: Mutex<Vec<Scratch>>,
-    /// The link name of each body (for [`Checker::contacts`]).
-    body_links: Vec<String>,
-    /// The obstacle id of each scene slot, `None` where free (for [`Checker::contacts`]).
-    obstacle_ids: Vec<Option<String>>,
+    /// Link and obstacle names (for [`Checker::contacts`]).
+    names: ContactNames,
 }
 
 impl Clone for CpuChecker {
@@ -758,19 +756,92 @@ impl Clone for CpuChecker {
             all_pairs: self.all_pairs.clone(),
             lanes: self.lanes,
             scratch: Mutex::new(Vec::new()),
-            body_links: self.body_links.clone(),
-            obstacle_ids: self.obstacle_ids.clone(),
+            names: self.names.clone(),
         }
     }
 }
 
-/// The obstacle id of each slot of `scene`.
-fn slot_ids(scene: &Scene) -> Vec<Option<String>> {
-    scene
-        .slots()
-        .iter()
-        .map(|o| o.as_ref().map(|o| o.id.clone()))
-        .collect()
+/// What [`Checker::contacts`] names: the link of each body of a model and the obstacle of
+/// each scene slot. Shared by the CPU reference and the CUDA backend, whose verdicts are the
+/// reference's, so that both name the pairs from the reference's own tests.
+#[derive(Debug, Clone)]
+pub(crate) struct ContactNames {
+    /// The link name of each body.
+    body_links: Vec<String>,
+    /// The obstacle id of each scene slot, `None` where free.
+    obstacle_ids: Vec<Option<String>>,
+}
+
+impl ContactNames {
+    /// The names for `model` (built from `robot`) in `scene`.
+    pub(crate) fn new(robot: &RobotModel, model: &CollisionModel, scene: &Scene) -> Self {
+        let body_links = model
+            .bodies
+            .iter()
+            .map(|b| {
+                robot
+                    .tree
+                    .links
+                    .get(b.link as usize)
+                    .map_or_else(|| format!("link {}", b.link), |l| l.name.clone())
+            })
+            .collect();
+        let mut names = Self {
+            body_links,
+            obstacle_ids: Vec::new(),
+        };
+        names.sync(scene);
+        names
+    }
+
+    /// Follows the obstacles of `scene` (after a scene update of the checker).
+    pub(crate) fn sync(&mut self, scene: &Scene) {
+        self.obstacle_ids = scene
+            .slots()
+            .iter()
+            .map(|o| o.as_ref().map(|o| o.id.clone()))
+            .collect();
+    }
+
+    /// The pairs in contact at group configuration `q` of `model` in `scene` (see
+    /// [`Checker::contacts`]); `None` when `q` has the wrong length.
+    pub(crate) fn contacts(
+        &self,
+        model: &CollisionModel,
+        scene: &SceneModel,
+        q: &[f64],
+    ) -> Option<Vec<String>> {
+        if q.len() != model.group_vars.len() {
+            return None;
+        }
+        let mut state = model.base_state.clone();
+        for (k, &v) in q.iter().enumerate() {
+            if let Some(slot) = state.get_mut(model.group_vars[k] as usize) {
+                *slot = v as f32;
+            }
+        }
+        let mut frames = Vec::new();
+        frame_poses(model, &state, &mut frames);
+        let link = |b: usize| self.body_links.get(b).map_or("?", String::as_str);
+        let mut out: Vec<String> = Vec::new();
+        for h in frames_hits(model, scene, &frames) {
+            let line = match h {
+                Hit::Obstacle { body, obstacle } => format!(
+                    "'{}' with obstacle '{}'",
+                    link(body),
+                    self.obstacle_ids
+                        .get(obstacle)
+                        .and_then(Option::as_deref)
+                        .unwrap_or("?")
+                ),
+                Hit::SelfPair { a, b } => format!("'{}' with '{}'", link(a), link(b)),
+            };
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+        Some(out)
+    }
 }
 
 impl CpuChecker {
@@ -795,18 +866,7 @@ impl CpuChecker {
         } else {
             opts.threads
         };
-        let body_links = model
-            .bodies
-            .iter()
-            .map(|b| {
-                robot
-                    .tree
-                    .links
-                    .get(b.link as usize)
-                    .map_or_else(|| format!("link {}", b.link), |l| l.name.clone())
-            })
-            .collect();
-        let obstacle_ids = slot_ids(scene);
+        let names = ContactNames::new(robot, &model, scene);
         let scene = SceneModel::build(scene);
         let groups = BodyGroups::new(&model);
         let mut rest_growth = Vec::new();
@@ -822,8 +882,7 @@ impl CpuChecker {
             threads,
             evaluated: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
-            body_links,
-            obstacle_ids,
+            names,
         })
     }
 
@@ -840,7 +899,7 @@ impl CpuChecker {
     /// Brings the obstacles up to date with `scene` (only changed slots are recompiled).
     pub fn sync_scene(&mut self, scene: &Scene) -> Vec<usize> {
         let changed = self.scene.sync(scene);
-        self.obstacle_ids = slot_ids(scene);
+        self.names.sync(scene);
         self.all_pairs = PairList::all(&self.model, &self.scene, &self.groups);
         self.lanes = lanes::best_for(&self.model, &self.scene);
         changed
@@ -1329,36 +1388,7 @@ impl Checker for CpuChecker {
     }
 
     fn contacts(&self, q: &[f64]) -> Option<Vec<String>> {
-        if q.len() != self.space.dof() {
-            return None;
-        }
-        let mut state = self.model.base_state.clone();
-        for (k, &v) in q.iter().enumerate() {
-            if let Some(slot) = state.get_mut(self.model.group_vars[k] as usize) {
-                *slot = v as f32;
-            }
-        }
-        let mut frames = Vec::new();
-        frame_poses(&self.model, &state, &mut frames);
-        let link = |b: usize| self.body_links.get(b).map_or("?", String::as_str);
-        let mut out: Vec<String> = Vec::new();
-        for h in frames_hits(&self.model, &self.scene, &frames) {
-            let line = match h {
-                Hit::Obstacle { body, obstacle } => format!(
-                    "'{}' with obstacle '{}'",
-                    link(body),
-                    self.obstacle_ids
-                        .get(obstacle)
-                        .and_then(Option::as_deref)
-                        .unwrap_or("?")
-                ),
-                Hit::SelfPair { a, b } => format!("'{}' with '{}'", link(a), link(b)),
-            };
-            if !out.contains(&line) {
-                out.push(line);
-            }
-        }
-        Some(out)
+        self.names.contacts(&self.model, &self.scene, q)
     }
 
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {

@@ -20,6 +20,7 @@ pub mod prox;
 pub mod sweep;
 
 pub use backend::{make_checker, warm_up};
+pub(crate) use cpu::ContactNames;
 pub use cpu::{
     bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,
     prepare_motions_parallel, refine_motions, refine_motions_up_to, sphere_near_obstacle,
@@ -283,8 +284,8 @@ pub trait Checker: Send + Sync {
 
     /// What collides at group configuration `q`, one line per pair of names ("'link' with
     /// obstacle 'id'", "'link' with 'link'"), for error messages; empty when `q` is free.
-    /// `None` where the backend cannot name the pairs (the CPU reference can; the hybrid
-    /// backend asks its CPU side).
+    /// `None` where the backend cannot name the pairs (the CPU reference and the CUDA backend
+    /// name them from the reference's tests; the hybrid backend asks its CPU side).
     fn contacts(&self, _q: &[f64]) -> Option<Vec<String>> {
         None
     }

@@ -35,7 +35,7 @@ use crate::collision::model::{CollisionModel, ObstacleModel, SceneModel};
 use crate::collision::prox::ProxGrid;
 use crate::collision::{
     bisection_order, prepare_motions_parallel, refine_motions_up_to, validate_batch, Backend,
-    Checker, CheckerOptions, CollisionError, ConfigBatch, MotionBatch, MotionStatus,
+    Checker, CheckerOptions, CollisionError, ConfigBatch, ContactNames, MotionBatch, MotionStatus,
     PreparedMotions,
 };
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
@@ -2507,6 +2507,9 @@ pub struct CudaChecker {
     motion_combiner: Combiner<PreparedMotions, Vec<MotionStatus>>,
     /// [`COMBINE_ENV`] was not `0` when the checker was built.
     combine: bool,
+    /// Link and obstacle names for [`Checker::contacts`] (computed on the host by the CPU
+    /// reference's tests, whose verdicts the kernels reproduce).
+    contact_names: ContactNames,
 }
 
 /// Batches of at most this many configurations or motions from callers on several threads
@@ -2594,6 +2597,7 @@ impl CudaChecker {
         let model = CollisionModel::build(robot, group, base_state, opts.shapes, opts.margin)
             .map_err(backend_err)?;
         within_kernel_limits(&model)?;
+        let contact_names = ContactNames::new(robot, &model, scene);
         let scene_model = SceneModel::build(scene);
         let t0 = Instant::now();
         let maxrreg = cuda.spec_maxrreg;
@@ -2663,6 +2667,7 @@ impl CudaChecker {
             config_combiner: Combiner::new(),
             motion_combiner: Combiner::new(),
             combine: std::env::var(COMBINE_ENV).map_or(true, |v| v.trim() != "0"),
+            contact_names,
         })
     }
 
@@ -2779,6 +2784,7 @@ impl CudaChecker {
     /// mesh pool only when it changed. Returns the rewritten slots.
     pub fn sync_scene(&mut self, scene: &Scene) -> Result<Vec<usize>, CollisionError> {
         let changed = self.scene.sync(scene);
+        self.contact_names.sync(scene);
         if changed.is_empty() {
             return Ok(changed);
         }
@@ -3003,6 +3009,10 @@ impl Checker for CudaChecker {
 
     fn device_planner(&self) -> Option<&dyn crate::planners::device::DevicePlanner> {
         Some(self)
+    }
+
+    fn contacts(&self, q: &[f64]) -> Option<Vec<String>> {
+        self.contact_names.contacts(&self.model, &self.scene, q)
     }
 
     fn check_configs(&self, configs: &ConfigBatch) -> Result<Vec<bool>, CollisionError> {
