@@ -11,9 +11,11 @@ pub mod agents;
 pub mod attach;
 pub mod cartesian;
 pub mod roadmap;
+pub mod state;
 
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
+pub use state::{StateCheck, StateCheckRequest, TrajectoryCheck, TrajectoryCheckRequest};
 
 use std::time::Duration;
 

@@ -1,0 +1,315 @@
+//! State and trajectory validity through the service: the node's `~/check_state` (MoveIt's
+//! `check_state_validity` in spirit: is this state free, and if not, what touches what) and
+//! `~/check_trajectory` (is a trajectory still free in the current scene: its points and the
+//! motions between them, checked in one batch each on the node's backend).
+
+use super::{cached_checker, PlanningService, ServiceError};
+use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
+use crate::robot::{PlanningGroup, LIMIT_TOLERANCE};
+
+/// A state validity request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StateCheckRequest {
+    /// Joint names and positions; joints not named take the current joint state. `None`:
+    /// the current joint state itself.
+    pub state: Option<(Vec<String>, Vec<f64>)>,
+}
+
+/// Why a state is or is not valid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateCheck {
+    /// Within the limits and free of collisions.
+    pub valid: bool,
+    /// The pairs in contact ("'link' with obstacle 'id'", "'link' with 'link'"); empty when
+    /// free. Attached objects are named by their ids.
+    pub contacts: Vec<String>,
+    /// The planning-group joints outside their limits, each with its value and limits.
+    pub out_of_limits: Vec<String>,
+    /// The backend that checked it.
+    pub backend: String,
+}
+
+/// A trajectory validity request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrajectoryCheckRequest {
+    /// The joints of every point. Every planning-group joint must be among them; other
+    /// joints take the current state and, when named, must keep one value along the
+    /// trajectory (the checker holds the joints outside the group fixed).
+    pub joint_names: Vec<String>,
+    /// Positions, one list per point, in the order of `joint_names`.
+    pub points: Vec<Vec<f64>>,
+    /// Check resolution (joint-space distance between checked configurations of a motion);
+    /// `None`: the node's `resolution`.
+    pub resolution: Option<f64>,
+}
+
+/// Which points and motions of a trajectory are valid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrajectoryCheck {
+    /// Every point and every motion valid, every point within the limits.
+    pub valid: bool,
+    /// Per point: within the limits and free.
+    pub points_valid: Vec<bool>,
+    /// Per motion from point `i` to point `i + 1`: every configuration along it free (the
+    /// conservative swept check the planners use).
+    pub segments_valid: Vec<bool>,
+    /// The first invalid point, with what is wrong there (contacts or limits).
+    pub first_invalid_point: Option<(usize, Vec<String>)>,
+    /// The first invalid motion (between two valid points, or reaching an invalid one).
+    pub first_invalid_segment: Option<usize>,
+    /// The resolution used.
+    pub resolution: f64,
+    /// The backend that checked it.
+    pub backend: String,
+}
+
+/// Continuous joints take the short way round in the checker's motions; a trajectory point
+/// to point moves them by the difference of the values (what a controller interpolates).
+/// Motions are cut into pieces no continuous joint moves more than this in, so both agree.
+const MAX_CONTINUOUS_STEP: f64 = 3.0;
+
+impl PlanningService {
+    /// Whether a robot state is valid in the current scene, carrying the attached objects:
+    /// the planning-group joints within their limits and no pair of bodies within the margin
+    /// (see [`Checker::contacts`]). Errors name the input at fault (unknown joints, values that
+    /// are not finite, a group joint without a value).
+    pub fn check_state(&mut self, req: &StateCheckRequest) -> Result<StateCheck, ServiceError> {
+        let which = "state";
+        let group = self.group()?;
+        let (state, q) = self.state_of(which, &req.state, &group)?;
+        let out_of_limits = limit_violations(&group, &q);
+        self.ensure_checker(&group, &state)?;
+        let checker = cached_checker(&self.cached)?;
+        let contacts = contacts_at(checker, &q)?;
+        Ok(StateCheck {
+            valid: out_of_limits.is_empty() && contacts.is_empty(),
+            contacts,
+            out_of_limits,
+            backend: checker.backend().name().to_string(),
+        })
+    }
+
+    /// Which points and motions of a trajectory are valid in the current scene: all points
+    /// in one batch, all motions in another (so a long trajectory is one launch each on the
+    /// GPU). Errors name the input at fault.
+    pub fn check_trajectory(
+        &mut self,
+        req: &TrajectoryCheckRequest,
+    ) -> Result<TrajectoryCheck, ServiceError> {
+        let which = "trajectory";
+        let bad = |message: String| ServiceError::BadJointList { which, message };
+        let group = self.group()?;
+        let resolution = req.resolution.unwrap_or(self.settings.resolution);
+        if !(resolution > 0.0 && resolution.is_finite()) {
+            return Err(ServiceError::BadOption {
+                name: "resolution",
+                reason: format!("must be positive and finite, got {resolution}"),
+            });
+        }
+        let Some(first) = req.points.first() else {
+            return Err(bad("the trajectory has no points".into()));
+        };
+        for (i, p) in req.points.iter().enumerate() {
+            if p.len() != req.joint_names.len() {
+                return Err(bad(format!(
+                    "point {i} has {} positions for {} joint names",
+                    p.len(),
+                    req.joint_names.len()
+                )));
+            }
+        }
+        // The base state (joints outside the group) from the first point; group joints of
+        // every point read from its own positions.
+        let given = Some((req.joint_names.clone(), first.clone()));
+        let (base_state, _) = self.state_of(which, &given, &group)?;
+        let mut configs = Vec::with_capacity(req.points.len());
+        for (i, p) in req.points.iter().enumerate() {
+            let (state, given) = self.apply_named(which, &base_state, &req.joint_names, p)?;
+            if let Some(v) = (0..state.len())
+                .find(|&v| given[v] && !group.variables.contains(&v) && state[v] != base_state[v])
+            {
+                let name = self.variable_name(v);
+                return Err(bad(format!(
+                    "joint '{name}' is outside planning group '{}' and moves at point {i} \
+                     (only the group's joints may move)",
+                    group.name
+                )));
+            }
+            configs.push(group_values(&group, &state));
+        }
+        self.ensure_checker(&group, &base_state)?;
+        let checker = cached_checker(&self.cached)?;
+        let space = &group.space;
+
+        let failed = checker_error(checker);
+        let mut batch = ConfigBatch::new(space.dof());
+        for q in &configs {
+            batch.push(q).map_err(&failed)?;
+        }
+        let free = checker.check_configs(&batch).map_err(&failed)?;
+        let limits: Vec<Vec<String>> = configs
+            .iter()
+            .map(|q| limit_violations(&group, q))
+            .collect();
+        let points_valid: Vec<bool> = free
+            .iter()
+            .zip(&limits)
+            .map(|(&f, l)| f && l.is_empty())
+            .collect();
+
+        // Motions, cut where a continuous joint moves far (see MAX_CONTINUOUS_STEP).
+        let mut motions = MotionBatch::new(space.dof());
+        let mut owner = Vec::new();
+        for (s, pair) in configs.windows(2).enumerate() {
+            let (a, b) = (&pair[0], &pair[1]);
+            let pieces = (0..space.dof())
+                .filter(|&j| space.continuous[j])
+                .map(|j| ((b[j] - a[j]).abs() / MAX_CONTINUOUS_STEP).ceil() as usize)
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let at =
+                |t: f64| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect() };
+            for k in 0..pieces {
+                let from = if k == 0 {
+                    a.clone()
+                } else {
+                    at(k as f64 / pieces as f64)
+                };
+                let to = if k + 1 == pieces {
+                    b.clone()
+                } else {
+                    at((k + 1) as f64 / pieces as f64)
+                };
+                motions.push(&from, &to).map_err(&failed)?;
+                owner.push(s);
+            }
+        }
+        let mut segments_valid = vec![true; configs.len().saturating_sub(1)];
+        if !motions.is_empty() {
+            for (ok, &s) in checker
+                .check_motions(&motions, resolution)
+                .map_err(&failed)?
+                .iter()
+                .zip(&owner)
+            {
+                if !ok {
+                    segments_valid[s] = false;
+                }
+            }
+        }
+
+        let first_invalid_point = match points_valid.iter().position(|v| !v) {
+            Some(i) => {
+                let mut why = limits[i].clone();
+                why.extend(contacts_at(checker, &configs[i])?);
+                Some((i, why))
+            }
+            None => None,
+        };
+        let first_invalid_segment = segments_valid.iter().position(|v| !v);
+        Ok(TrajectoryCheck {
+            valid: first_invalid_point.is_none() && first_invalid_segment.is_none(),
+            points_valid,
+            segments_valid,
+            first_invalid_point,
+            first_invalid_segment,
+            resolution,
+            backend: checker.backend().name().to_string(),
+        })
+    }
+
+    /// The full state of `given` (joints not named: the current state) and its group
+    /// configuration (limits not checked); `None` is the current state. Without a joint
+    /// state every group joint must be named.
+    fn state_of(
+        &self,
+        which: &'static str,
+        given: &Option<(Vec<String>, Vec<f64>)>,
+        group: &PlanningGroup,
+    ) -> Result<(Vec<f64>, Vec<f64>), ServiceError> {
+        let (state, named) = match given {
+            Some((names, positions)) => self.apply_named(which, &self.current, names, positions)?,
+            None if self.has_current => (self.current.clone(), vec![true; self.current.len()]),
+            None => {
+                return Err(ServiceError::BadJointList {
+                    which,
+                    message: "no joint positions given and no joint state received yet".into(),
+                })
+            }
+        };
+        if !self.has_current {
+            if let Some(k) = group
+                .variables
+                .iter()
+                .position(|&v| !named.get(v).copied().unwrap_or(false))
+            {
+                return Err(ServiceError::MissingJoint {
+                    which,
+                    joint: group.space.names.get(k).cloned().unwrap_or_default(),
+                });
+            }
+        }
+        let q = group_values(group, &state);
+        Ok((state, q))
+    }
+
+    /// The name of the joint that sets state variable `v`.
+    fn variable_name(&self, v: usize) -> String {
+        self.robot
+            .tree
+            .joints
+            .iter()
+            .find(|j| j.variable == Some(v))
+            .map_or_else(|| format!("variable {v}"), |j| j.name.clone())
+    }
+}
+
+/// The group configuration of a full state.
+fn group_values(group: &PlanningGroup, state: &[f64]) -> Vec<f64> {
+    group
+        .variables
+        .iter()
+        .map(|&v| state.get(v).copied().unwrap_or(f64::NAN))
+        .collect()
+}
+
+/// The group joints of `q` outside their limits (by more than [`LIMIT_TOLERANCE`], as the
+/// planner's requests are judged), each as "joint 'name' position x is outside [lo, hi]".
+fn limit_violations(group: &PlanningGroup, q: &[f64]) -> Vec<String> {
+    let space = &group.space;
+    (0..space.dof())
+        .filter(|&k| {
+            !space.continuous[k]
+                && (q[k] < space.lower[k] - LIMIT_TOLERANCE
+                    || q[k] > space.upper[k] + LIMIT_TOLERANCE)
+        })
+        .map(|k| {
+            format!(
+                "joint '{}' position {} is outside its limits [{}, {}]",
+                space.names[k], q[k], space.lower[k], space.upper[k]
+            )
+        })
+        .collect()
+}
+
+/// What collides at `q`: the backend's named pairs, or one line saying that it collides
+/// where the backend cannot name them (the verdict is the backend's either way).
+fn contacts_at(checker: &dyn Checker, q: &[f64]) -> Result<Vec<String>, ServiceError> {
+    match checker.contacts(q) {
+        Some(named) => Ok(named),
+        None if checker.check_config(q).map_err(checker_error(checker))? => Ok(Vec::new()),
+        None => Ok(vec![format!(
+            "in collision (the {} backend does not name the pairs)",
+            checker.backend().name()
+        )]),
+    }
+}
+
+/// A failed check of `checker` as the service's error.
+fn checker_error(checker: &dyn Checker) -> impl Fn(CollisionError) -> ServiceError + '_ {
+    move |source| ServiceError::Checker {
+        backend: checker.backend().name().to_string(),
+        source,
+    }
+}

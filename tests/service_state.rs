@@ -1,0 +1,317 @@
+//! `PlanningService::check_state` and `check_trajectory` (the node's `~/check_state` and
+//! `~/check_trajectory`) on the bundled robot, against an independent CPU checker.
+
+mod common;
+
+use common::service::{cpu_checker, names, request, service, GOAL, START};
+use gpu_motion_planner::collision::{Checker, MotionBatch};
+use gpu_motion_planner::service::{
+    MarkerAction, MarkerKind, MarkerUpdate, ServiceError, StateCheckRequest, TrajectoryCheckRequest,
+};
+use nalgebra::Isometry3;
+use rand::{Rng, SeedableRng};
+
+fn named(s: &gpu_motion_planner::service::PlanningService, q: &[f64]) -> StateCheckRequest {
+    StateCheckRequest {
+        state: Some((names(s), q.to_vec())),
+    }
+}
+
+#[test]
+fn state_verdicts_match_an_independent_checker_and_name_the_contacts() {
+    let mut s = service();
+    let reference = cpu_checker(&s);
+    let space = s.group().expect("group").space;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let (mut free, mut hit) = (0, 0);
+    for _ in 0..300 {
+        let q: Vec<f64> = (0..space.dof())
+            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+            .collect();
+        let check = s.check_state(&named(&s, &q)).expect("check");
+        let expected = reference.check_config(&q).expect("reference");
+        assert_eq!(check.valid, expected, "{q:?}: {:?}", check.contacts);
+        assert_eq!(check.contacts.is_empty(), expected, "{q:?}");
+        assert!(check.out_of_limits.is_empty());
+        assert_eq!(check.backend, "cpu");
+        if expected {
+            free += 1;
+        } else {
+            hit += 1;
+        }
+    }
+    assert!(free > 20 && hit > 20, "free {free}, in collision {hit}");
+
+    // The forearm folded down against the shelf names the shelf's back.
+    let low = [0.0, 1.4, 0.4, 0.0, 0.0, 0.0];
+    let check = s.check_state(&named(&s, &low)).expect("check");
+    assert!(!check.valid);
+    assert!(
+        check
+            .contacts
+            .iter()
+            .any(|c| c.contains("obstacle 'shelf_back'")),
+        "{:?}",
+        check.contacts
+    );
+
+    // An obstacle put where the tool is: named by its marker id.
+    let tool = common::service::tool_pose_at(&s, &START).translation.vector;
+    s.apply_marker(MarkerUpdate {
+        ns: "probe".into(),
+        id: 3,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Sphere,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(tool.x, tool.y, tool.z),
+        scale: [0.05; 3],
+    })
+    .expect("marker");
+    let check = s.check_state(&named(&s, &START)).expect("check");
+    assert!(!check.valid);
+    assert!(
+        check
+            .contacts
+            .iter()
+            .any(|c| c.contains("obstacle 'probe/3'")),
+        "{:?}",
+        check.contacts
+    );
+}
+
+#[test]
+fn states_past_limits_and_bad_states_are_answered_by_name() {
+    let mut s = service();
+    let n = names(&s);
+    // Without a joint state every group joint must be named; with one, the rest is taken
+    // from it.
+    let err = s
+        .check_state(&StateCheckRequest::default())
+        .expect_err("no state");
+    assert!(err.to_string().contains("no joint state"), "{err}");
+    let err = s
+        .check_state(&StateCheckRequest {
+            state: Some((vec![n[0].clone()], vec![0.1])),
+        })
+        .expect_err("partial state");
+    assert!(matches!(err, ServiceError::MissingJoint { .. }), "{err}");
+    s.set_joint_state(&n, &START).expect("joint state");
+    let check = s
+        .check_state(&StateCheckRequest::default())
+        .expect("current");
+    assert!(check.valid, "{:?}", check.contacts);
+    let check = s
+        .check_state(&StateCheckRequest {
+            state: Some((vec![n[1].clone()], vec![1.4])),
+        })
+        .expect("partial state over the joint state");
+    let mut expected = START;
+    expected[1] = 1.4;
+    assert_eq!(
+        check.valid,
+        cpu_checker(&s).check_config(&expected).expect("reference")
+    );
+
+    // Past a limit: invalid, not an error, naming the joint and its limits.
+    let space = s.group().expect("group").space;
+    let mut far = START;
+    far[2] = space.upper[2] + 0.5;
+    let check = s.check_state(&named(&s, &far)).expect("check");
+    assert!(!check.valid);
+    assert_eq!(check.out_of_limits.len(), 1);
+    assert!(
+        check.out_of_limits[0].contains(&n[2]),
+        "{:?}",
+        check.out_of_limits
+    );
+    // A hair past it (as encoders read) is within.
+    far[2] = space.upper[2] + 1e-6;
+    let check = s.check_state(&named(&s, &far)).expect("check");
+    assert!(check.out_of_limits.is_empty());
+
+    for (names, positions, what) in [
+        (
+            vec!["no_such_joint".to_string()],
+            vec![0.0],
+            "no_such_joint",
+        ),
+        (vec![n[0].clone()], vec![f64::NAN], "NaN"),
+        (n.clone(), vec![0.0; 2], "state"),
+    ] {
+        let err = s
+            .check_state(&StateCheckRequest {
+                state: Some((names, positions)),
+            })
+            .expect_err(what);
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
+}
+
+#[test]
+fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
+    let mut s = service();
+    let n = names(&s);
+    let plan = s.plan(request(&s, &START, &GOAL)).expect("plan");
+    let points: Vec<Vec<f64>> = plan
+        .trajectory
+        .points
+        .iter()
+        .map(|p| p.positions.clone())
+        .collect();
+    let req = TrajectoryCheckRequest {
+        joint_names: n.clone(),
+        points: points.clone(),
+        resolution: None,
+    };
+    let check = s.check_trajectory(&req).expect("check");
+    assert!(check.valid, "{check:?}");
+    assert_eq!(check.points_valid.len(), points.len());
+    assert_eq!(check.segments_valid.len(), points.len() - 1);
+    assert_eq!(check.resolution, s.settings().resolution);
+
+    // A box where the tool passes half way along the path.
+    let mid: Vec<f64> = START
+        .iter()
+        .zip(&GOAL)
+        .map(|(a, b)| (a + b) / 2.0)
+        .collect();
+    let at = common::service::tool_pose_at(&s, &mid).translation.vector;
+    s.apply_marker(MarkerUpdate {
+        ns: "crossing".into(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Cube,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(at.x, at.y, at.z),
+        scale: [0.2; 3],
+    })
+    .expect("marker");
+    let check = s.check_trajectory(&req).expect("check");
+    assert!(!check.valid);
+    assert!(check.first_invalid_segment.is_some());
+
+    // Every verdict is the independent checker's.
+    let reference = cpu_checker(&s);
+    for (i, p) in points.iter().enumerate() {
+        assert_eq!(
+            check.points_valid[i],
+            reference.check_config(p).expect("reference"),
+            "point {i}"
+        );
+    }
+    let mut motions = MotionBatch::new(n.len());
+    for w in points.windows(2) {
+        motions.push(&w[0], &w[1]).expect("motion");
+    }
+    let expected = reference
+        .check_motions(&motions, check.resolution)
+        .expect("reference");
+    assert_eq!(check.segments_valid, expected);
+    if let Some((i, why)) = &check.first_invalid_point {
+        assert!(why.iter().any(|w| w.contains("crossing/0")), "{i}: {why:?}");
+    }
+
+    // A coarser resolution is used as asked; a bad one is refused by name.
+    let coarse = s
+        .check_trajectory(&TrajectoryCheckRequest {
+            resolution: Some(0.2),
+            ..req.clone()
+        })
+        .expect("coarse");
+    assert_eq!(coarse.resolution, 0.2);
+    let err = s
+        .check_trajectory(&TrajectoryCheckRequest {
+            resolution: Some(-1.0),
+            ..req.clone()
+        })
+        .expect_err("negative resolution");
+    assert!(err.to_string().contains("resolution"), "{err}");
+}
+
+#[test]
+fn continuous_joints_move_as_a_controller_moves_them() {
+    // wrist_3 is continuous and turns the flange, a 12 x 4 cm box. From 0 to 6 rad a
+    // controller turns it the long way round, through a quarter turn, where the box's end
+    // reaches a small ball put 5.5 cm beside its middle; the short way (6 - 2 pi = -0.28 rad)
+    // stays clear of it.
+    let mut s = service();
+    let n = names(&s);
+    let ball = common::service::tool_pose_at(&s, &START) * nalgebra::Point3::new(0.0, 0.055, -0.04);
+    s.apply_marker(MarkerUpdate {
+        ns: "ball".into(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Sphere,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(ball.x, ball.y, ball.z),
+        scale: [0.02; 3],
+    })
+    .expect("marker");
+    let check = |s: &mut gpu_motion_planner::service::PlanningService, to: f64| {
+        let mut q = START;
+        q[5] = to;
+        s.check_trajectory(&TrajectoryCheckRequest {
+            joint_names: n.clone(),
+            points: vec![START.to_vec(), q.to_vec()],
+            resolution: None,
+        })
+        .expect("check")
+    };
+    let long = check(&mut s, 6.0);
+    assert_eq!(long.points_valid, vec![true, true], "{long:?}");
+    assert_eq!(long.segments_valid, vec![false], "{long:?}");
+    let short = check(&mut s, 6.0 - std::f64::consts::TAU);
+    assert_eq!(short.points_valid, vec![true, true], "{short:?}");
+    assert_eq!(short.segments_valid, vec![true], "{short:?}");
+    // A quarter turn puts the box's end into the ball.
+    let quarter = check(&mut s, std::f64::consts::FRAC_PI_2);
+    assert_eq!(quarter.points_valid, vec![true, false], "{quarter:?}");
+}
+
+#[test]
+fn bad_trajectories_are_refused_by_name() {
+    let mut s = service();
+    let n = names(&s);
+    let cases: Vec<(TrajectoryCheckRequest, &str)> = vec![
+        (
+            TrajectoryCheckRequest {
+                joint_names: n.clone(),
+                points: Vec::new(),
+                resolution: None,
+            },
+            "no points",
+        ),
+        (
+            TrajectoryCheckRequest {
+                joint_names: n.clone(),
+                points: vec![START.to_vec(), vec![0.0; 5]],
+                resolution: None,
+            },
+            "point 1",
+        ),
+        (
+            TrajectoryCheckRequest {
+                joint_names: n[1..].to_vec(),
+                points: vec![START[1..].to_vec()],
+                resolution: None,
+            },
+            &n[0],
+        ),
+        (
+            TrajectoryCheckRequest {
+                joint_names: n.clone(),
+                points: vec![START.to_vec(), {
+                    let mut q = GOAL.to_vec();
+                    q[3] = f64::INFINITY;
+                    q
+                }],
+                resolution: None,
+            },
+            "inf",
+        ),
+    ];
+    for (req, what) in cases {
+        let err = s.check_trajectory(&req).expect_err(what);
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
+}
