@@ -228,6 +228,48 @@ fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
     assert!(err.to_string().contains("resolution"), "{err}");
 }
 
+/// The planners' trajectories, timed along straight path segments with many points on each,
+/// are answered valid in the scene they were planned in (a piece of a motion checked on its
+/// own can fail where the whole one passed: the check follows each straight run whole), also
+/// for plans passing close to the shelf.
+#[test]
+fn trajectories_are_valid_in_the_scene_they_were_planned_in() {
+    let mut s = service();
+    let n = names(&s);
+    let under_shelf = [-0.2, 0.3, 2.3, 0.0, -0.5, 0.0];
+    let out_left = [1.6, -0.4, 1.0, 0.0, 0.5, 0.0];
+    let mut points_checked = 0;
+    for (k, (start, goal)) in [(START, GOAL), (under_shelf, out_left), (out_left, START)]
+        .iter()
+        .enumerate()
+    {
+        for planner in ["rrt_connect", "prm", "rrt"] {
+            let req = gpu_motion_planner::service::ServicePlanRequest {
+                planner: Some(planner.into()),
+                seed: Some(k as u64 + 1),
+                ..request(&s, start, goal)
+            };
+            let plan = s.plan(req).expect("plan");
+            let points: Vec<Vec<f64>> = plan
+                .trajectory
+                .points
+                .iter()
+                .map(|p| p.positions.clone())
+                .collect();
+            points_checked += points.len();
+            let check = s
+                .check_trajectory(&TrajectoryCheckRequest {
+                    joint_names: n.clone(),
+                    points,
+                    resolution: None,
+                })
+                .expect("check");
+            assert!(check.valid, "{planner} {k}: {check:?}");
+        }
+    }
+    assert!(points_checked > 9 * 3, "{points_checked} points");
+}
+
 #[test]
 fn continuous_joints_move_as_a_controller_moves_them() {
     // wrist_3 is continuous and turns the flange, a 12 x 4 cm box. From 0 to 6 rad a

@@ -6,6 +6,7 @@
 use super::{cached_checker, PlanningService, ServiceError};
 use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{PlanningGroup, LIMIT_TOLERANCE};
+use crate::trajectory::ON_PATH_TOLERANCE;
 
 /// A state validity request.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -157,46 +158,26 @@ impl PlanningService {
             .map(|(&f, l)| f && l.is_empty())
             .collect();
 
-        // Motions, cut where a continuous joint moves far (see MAX_CONTINUOUS_STEP).
-        let mut motions = MotionBatch::new(space.dof());
-        let mut owner = Vec::new();
-        for (s, pair) in configs.windows(2).enumerate() {
-            let (a, b) = (&pair[0], &pair[1]);
-            let pieces = (0..space.dof())
-                .filter(|&j| space.continuous[j])
-                .map(|j| ((b[j] - a[j]).abs() / MAX_CONTINUOUS_STEP).ceil() as usize)
-                .max()
-                .unwrap_or(1)
-                .max(1);
-            let at =
-                |t: f64| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect() };
-            for k in 0..pieces {
-                let from = if k == 0 {
-                    a.clone()
-                } else {
-                    at(k as f64 / pieces as f64)
-                };
-                let to = if k + 1 == pieces {
-                    b.clone()
-                } else {
-                    at((k + 1) as f64 / pieces as f64)
-                };
-                motions.push(&from, &to).map_err(&failed)?;
-                owner.push(s);
-            }
-        }
-        let mut segments_valid = vec![true; configs.len().saturating_sub(1)];
-        if !motions.is_empty() {
-            for (ok, &s) in checker
-                .check_motions(&motions, resolution)
-                .map_err(&failed)?
-                .iter()
-                .zip(&owner)
-            {
-                if !ok {
-                    segments_valid[s] = false;
+        // Motions: each maximal straight run of points checked as one motion (the planners'
+        // trajectories are timed along straight path segments: a piece of a motion checked
+        // on its own can fail where the whole one passed, its checked configurations and
+        // their growths differ); the motions of a run that fails are then checked one by one.
+        // Both verdicts are conservative, so a motion passing either is free.
+        let runs = straight_runs(&configs);
+        let run_ok = motions_valid(checker, &group, &configs, &runs, resolution)?;
+        let mut segments_valid = vec![false; configs.len().saturating_sub(1)];
+        let mut retry = Vec::new();
+        for (&(a, b), &ok) in runs.iter().zip(&run_ok) {
+            for s in a..b {
+                segments_valid[s] = ok;
+                if !ok && b - a > 1 {
+                    retry.push((s, s + 1));
                 }
             }
+        }
+        let retry_ok = motions_valid(checker, &group, &configs, &retry, resolution)?;
+        for (&(s, _), &ok) in retry.iter().zip(&retry_ok) {
+            segments_valid[s] = ok;
         }
 
         let first_invalid_point = match points_valid.iter().position(|v| !v) {
@@ -263,6 +244,105 @@ impl PlanningService {
             .find(|j| j.variable == Some(v))
             .map_or_else(|| format!("variable {v}"), |j| j.name.clone())
     }
+}
+
+/// Maximal runs of consecutive points on one straight line: `(first, last)` point indices,
+/// each point of a run within [`ON_PATH_TOLERANCE`] of the line from its first to its last
+/// point and in order along it (values as given, as a controller interpolates them). Every
+/// motion between consecutive points belongs to exactly one run.
+fn straight_runs(points: &[Vec<f64>]) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut a = 0;
+    while a + 1 < points.len() {
+        let mut b = a + 1;
+        while b + 1 < points.len() && on_line(&points[a..=b + 1]) {
+            b += 1;
+        }
+        runs.push((a, b));
+        a = b;
+    }
+    runs
+}
+
+/// Whether the inner points of `run` lie in order on the segment from its first point to
+/// its last.
+fn on_line(run: &[Vec<f64>]) -> bool {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return true;
+    };
+    let d: Vec<f64> = last.iter().zip(first).map(|(b, a)| b - a).collect();
+    let dd: f64 = d.iter().map(|x| x * x).sum();
+    if dd == 0.0 {
+        return false;
+    }
+    let tol = ON_PATH_TOLERANCE / dd.sqrt();
+    let mut previous = 0.0;
+    for q in &run[1..run.len() - 1] {
+        let e: Vec<f64> = q.iter().zip(first).map(|(x, a)| x - a).collect();
+        let t = d.iter().zip(&e).map(|(x, y)| x * y).sum::<f64>() / dd;
+        let off = e
+            .iter()
+            .zip(&d)
+            .any(|(e, d)| (e - t * d).abs() > ON_PATH_TOLERANCE);
+        if off || t < previous - tol || t > 1.0 + tol {
+            return false;
+        }
+        previous = t;
+    }
+    true
+}
+
+/// Verdicts of the straight motions `configs[a] -> configs[b]` of `pairs`, in one batch;
+/// continuous joints move by the difference of their values, the motions cut into pieces
+/// no continuous joint turns more than [`MAX_CONTINUOUS_STEP`] in (the checker takes the
+/// short way round within a piece).
+fn motions_valid(
+    checker: &dyn Checker,
+    group: &PlanningGroup,
+    configs: &[Vec<f64>],
+    pairs: &[(usize, usize)],
+    resolution: f64,
+) -> Result<Vec<bool>, ServiceError> {
+    let space = &group.space;
+    let failed = checker_error(checker);
+    let mut motions = MotionBatch::new(space.dof());
+    let mut owner = Vec::new();
+    for (m, &(ia, ib)) in pairs.iter().enumerate() {
+        let (a, b) = (&configs[ia], &configs[ib]);
+        let pieces = (0..space.dof())
+            .filter(|&j| space.continuous[j])
+            .map(|j| ((b[j] - a[j]).abs() / MAX_CONTINUOUS_STEP).ceil() as usize)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let at = |t: f64| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect() };
+        for k in 0..pieces {
+            let from = if k == 0 {
+                a.clone()
+            } else {
+                at(k as f64 / pieces as f64)
+            };
+            let to = if k + 1 == pieces {
+                b.clone()
+            } else {
+                at((k + 1) as f64 / pieces as f64)
+            };
+            motions.push(&from, &to).map_err(&failed)?;
+            owner.push(m);
+        }
+    }
+    let mut valid = vec![true; pairs.len()];
+    if !motions.is_empty() {
+        let verdicts = checker
+            .check_motions(&motions, resolution)
+            .map_err(&failed)?;
+        for (ok, &m) in verdicts.iter().zip(&owner) {
+            if !ok {
+                valid[m] = false;
+            }
+        }
+    }
+    Ok(valid)
 }
 
 /// The group configuration of a full state.
