@@ -168,11 +168,9 @@ impl PlanningService {
         let mut segments_valid = vec![false; configs.len().saturating_sub(1)];
         let mut retry = Vec::new();
         for (&(a, b), &ok) in runs.iter().zip(&run_ok) {
-            for s in a..b {
-                segments_valid[s] = ok;
-                if !ok && b - a > 1 {
-                    retry.push((s, s + 1));
-                }
+            segments_valid[a..b].fill(ok);
+            if !ok && b - a > 1 {
+                retry.extend((a..b).map(|s| (s, s + 1)));
             }
         }
         let retry_ok = motions_valid(checker, &group, &configs, &retry, resolution)?;
