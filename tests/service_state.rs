@@ -357,3 +357,82 @@ fn bad_trajectories_are_refused_by_name() {
         assert!(err.to_string().contains(what), "{what}: {err}");
     }
 }
+
+/// On the CUDA and hybrid backends the answers are the CPU's: the same verdicts, the same
+/// named contacts, for random states and for random trajectories (skips without a GPU).
+#[test]
+fn gpu_backends_answer_as_the_cpu() {
+    if !common::gpu_or_skip("gpu_backends_answer_as_the_cpu") {
+        return;
+    }
+    let mut cpu = service();
+    let n = names(&cpu);
+    let space = cpu.group().expect("group").space;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let configs: Vec<Vec<f64>> = (0..400)
+        .map(|_| {
+            (0..space.dof())
+                .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+                .collect()
+        })
+        .collect();
+    let trajectories: Vec<Vec<Vec<f64>>> = (0..40)
+        .map(|t| {
+            let a = &configs[t * 2];
+            let steps = 2 + t % 5;
+            let mut points = vec![a.clone()];
+            for _ in 0..steps {
+                let last = points.last().expect("a point").clone();
+                let next: Vec<f64> = (0..space.dof())
+                    .map(|j| {
+                        (last[j] + rng.random_range(-0.4..0.4))
+                            .clamp(space.lower[j], space.upper[j])
+                    })
+                    .collect();
+                points.push(next);
+            }
+            points
+        })
+        .collect();
+    for backend in ["cuda", "hybrid"] {
+        let mut gpu = service();
+        let mut settings = gpu.settings().clone();
+        settings.backend = backend.into();
+        gpu.set_settings(settings);
+        let mut collisions = 0;
+        for q in &configs {
+            let a = cpu.check_state(&named(&cpu, q)).expect("cpu");
+            let b = gpu.check_state(&named(&gpu, q)).expect(backend);
+            assert_eq!(b.backend, backend);
+            assert_eq!(
+                (a.valid, &a.contacts),
+                (b.valid, &b.contacts),
+                "{backend} {q:?}"
+            );
+            collisions += usize::from(!a.valid);
+        }
+        assert!(collisions > 20, "{collisions}");
+        let mut invalid = 0;
+        for points in &trajectories {
+            let req = TrajectoryCheckRequest {
+                joint_names: n.clone(),
+                points: points.clone(),
+                resolution: None,
+            };
+            let a = cpu.check_trajectory(&req).expect("cpu");
+            let b = gpu.check_trajectory(&req).expect(backend);
+            assert_eq!(
+                (&a.points_valid, &a.segments_valid, &a.first_invalid_point),
+                (&b.points_valid, &b.segments_valid, &b.first_invalid_point),
+                "{backend} {points:?}"
+            );
+            invalid += usize::from(!a.valid);
+        }
+        assert!(invalid > 5, "{invalid}");
+        eprintln!(
+            "{backend}: {} states ({collisions} in collision), {} trajectories ({invalid} invalid): answers identical to the CPU's",
+            configs.len(),
+            trajectories.len()
+        );
+    }
+}
