@@ -10,11 +10,13 @@
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
+pub mod kinematics;
 pub mod roadmap;
 pub mod state;
 
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
+pub use kinematics::{IkAnswer, IkRequest};
 pub use state::{StateCheck, StateCheckRequest, TrajectoryCheck, TrajectoryCheckRequest};
 
 use std::time::Duration;

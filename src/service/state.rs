@@ -201,7 +201,7 @@ impl PlanningService {
     /// The full state of `given` (joints not named: the current state) and its group
     /// configuration (limits not checked); `None` is the current state. Without a joint
     /// state every group joint must be named.
-    fn state_of(
+    pub(super) fn state_of(
         &self,
         which: &'static str,
         given: &Option<(Vec<String>, Vec<f64>)>,

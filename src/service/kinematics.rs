@@ -1,0 +1,165 @@
+//! Kinematics through the service: the node's `~/compute_ik` (a configuration that puts a
+//! link at a pose, collision free on request; MoveIt's `compute_ik` in spirit) and
+//! `~/compute_fk` (link poses of a state; MoveIt's `compute_fk`).
+
+use nalgebra::Isometry3;
+
+use super::{cached_checker, PlanningService, ServiceError, ServicePoseGoal};
+use crate::planners::pose::free_goals;
+use crate::planners::PlanError;
+use crate::robot::ik::{IkOptions, IkSolution, IkSolver};
+
+/// An inverse-kinematics request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IkRequest {
+    /// The state the search starts from (its first starting configuration) and that holds
+    /// the joints outside the planning group: joint names and positions over the current
+    /// joint state; `None`: the current joint state.
+    pub seed_state: Option<(Vec<String>, Vec<f64>)>,
+    /// Where the link should be (its frame is taken at the seed state).
+    pub goal: ServicePoseGoal,
+    /// Only collision-free solutions (in the current scene, carrying the attached objects).
+    pub avoid_collisions: bool,
+    /// Starting configurations at most; `None`: [`IkOptions`]'s default.
+    pub attempts: Option<usize>,
+    /// Seed of the random starting configurations; `None`: the node's seed.
+    pub seed: Option<u64>,
+}
+
+/// A solution of [`PlanningService::compute_ik`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct IkAnswer {
+    /// Group joint names.
+    pub joint_names: Vec<String>,
+    /// The solution, nearest to the seed state of those found, in group joint order.
+    pub positions: Vec<f64>,
+    /// The link placed.
+    pub link: String,
+    /// Position error (m) and orientation error (rad; 0 for a position goal).
+    pub errors: (f64, f64),
+    /// Distinct solutions found, and of those, in collision (0 when collisions were not
+    /// asked about).
+    pub found: (usize, usize),
+}
+
+/// Most starting configurations one request may ask for.
+pub const MAX_IK_ATTEMPTS: usize = 10_000;
+
+impl PlanningService {
+    /// A configuration of the planning group that puts a link at a pose, the nearest to the
+    /// seed state of the distinct solutions found (collision free with `avoid_collisions`).
+    /// Errors: the input at fault by name; [`PlanError::NoIkSolution`] when no configuration
+    /// within the limits reaches the pose; [`PlanError::InvalidGoal`] when every one found is
+    /// in collision.
+    pub fn compute_ik(&mut self, req: &IkRequest) -> Result<IkAnswer, ServiceError> {
+        let group = self.group()?;
+        let (seed_state, seed_q) = self.state_of("seed_state", &req.seed_state, &group)?;
+        let target = self.pose_target(&req.goal, &group, &seed_state)?;
+        let link = self.robot.tree.links[target.link].name.clone();
+        let defaults = IkOptions::default();
+        let starts = req.attempts.unwrap_or(defaults.starts);
+        if !(1..=MAX_IK_ATTEMPTS).contains(&starts) {
+            return Err(ServiceError::BadOption {
+                name: "attempts",
+                reason: format!("must be in 1..={MAX_IK_ATTEMPTS}, got {starts}"),
+            });
+        }
+        let opts = IkOptions {
+            seed: req.seed.unwrap_or(self.settings.seed),
+            starts,
+            ..defaults
+        };
+        if req.avoid_collisions {
+            self.ensure_checker(&group, &seed_state)?;
+        }
+        let (best, found, in_collision) = {
+            let solver = IkSolver::new(&self.robot, &group, &seed_state, target)
+                .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+            if req.avoid_collisions {
+                let checker = cached_checker(&self.cached)?;
+                let goals = free_goals(checker, &solver, &seed_q, &opts)?;
+                (
+                    goals.free.into_iter().next(),
+                    goals.found,
+                    goals.in_collision,
+                )
+            } else {
+                let found = solver
+                    .solve(Some(&seed_q), &opts)
+                    .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+                let n = found.len();
+                let space = &group.space;
+                let nearest = found.into_iter().min_by(|a: &IkSolution, b| {
+                    space
+                        .distance(&seed_q, &a.config)
+                        .total_cmp(&space.distance(&seed_q, &b.config))
+                });
+                (nearest, n, 0)
+            }
+        };
+        let Some(best) = best else {
+            return Err(ServiceError::Plan(if found == 0 {
+                PlanError::NoIkSolution(format!(
+                    "no configuration within the joint limits puts '{link}' at the pose within \
+                     its tolerances ({starts} starting configurations tried)"
+                ))
+            } else {
+                PlanError::InvalidGoal(format!(
+                    "all {found} configurations found that put '{link}' at the pose are in \
+                     collision"
+                ))
+            }));
+        };
+        Ok(IkAnswer {
+            joint_names: group.space.names.clone(),
+            positions: best.config,
+            link,
+            errors: (best.position_error, best.orientation_error),
+            found: (found, in_collision),
+        })
+    }
+
+    /// Poses of links at a state (joints not named: the current joint state), in `frame`:
+    /// the planning frame (also when empty) or a link of the robot at that state. `links`
+    /// empty: every link. Errors name the input at fault.
+    pub fn compute_fk(
+        &self,
+        state: &Option<(Vec<String>, Vec<f64>)>,
+        links: &[String],
+        frame: &str,
+    ) -> Result<Vec<(String, Isometry3<f64>)>, ServiceError> {
+        let group = self.group()?;
+        let (full, _) = self.state_of("state", state, &group)?;
+        let tree = &self.robot.tree;
+        let poses = tree.forward_kinematics(&full);
+        let reference = if frame.is_empty() || frame == self.settings.planning_frame {
+            Isometry3::identity()
+        } else {
+            let f = tree.link(frame).map_err(|_| ServiceError::BadOption {
+                name: "frame",
+                reason: format!(
+                    "'{frame}' is neither the planning frame '{}' nor a link of the robot",
+                    self.settings.planning_frame
+                ),
+            })?;
+            poses[f].inverse()
+        };
+        let wanted: Vec<usize> = if links.is_empty() {
+            (0..tree.links.len()).collect()
+        } else {
+            links
+                .iter()
+                .map(|name| {
+                    tree.link(name).map_err(|_| ServiceError::BadOption {
+                        name: "link_names",
+                        reason: format!("the robot has no link '{name}'"),
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        Ok(wanted
+            .into_iter()
+            .map(|l| (tree.links[l].name.clone(), reference * poses[l]))
+            .collect())
+    }
+}

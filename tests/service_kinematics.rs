@@ -1,0 +1,266 @@
+//! `PlanningService::compute_ik` and `compute_fk` (the node's `~/compute_ik` and
+//! `~/compute_fk`) on the bundled robot, checked by the robot's own forward kinematics and
+//! an independent CPU checker.
+
+mod common;
+
+use common::service::{cpu_checker, names, service, tool_pose_at, START};
+use gpu_motion_planner::collision::Checker;
+use gpu_motion_planner::service::{
+    ErrorCategory, IkRequest, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
+    ServicePoseGoal,
+};
+use nalgebra::{Isometry3, UnitQuaternion};
+use rand::{Rng, SeedableRng};
+
+fn goal(pose: &Isometry3<f64>) -> ServicePoseGoal {
+    let q = pose.rotation.quaternion();
+    ServicePoseGoal {
+        frame: String::new(),
+        link: None,
+        position: pose.translation.vector.into(),
+        orientation: Some([q.i, q.j, q.k, q.w]),
+        position_tolerance: None,
+        orientation_tolerance: None,
+    }
+}
+
+fn ik(s: &PlanningService, pose: &Isometry3<f64>, seed_q: &[f64], avoid: bool) -> IkRequest {
+    IkRequest {
+        seed_state: Some((names(s), seed_q.to_vec())),
+        goal: goal(pose),
+        avoid_collisions: avoid,
+        attempts: None,
+        seed: None,
+    }
+}
+
+fn angle(a: &Isometry3<f64>, b: &Isometry3<f64>) -> f64 {
+    a.rotation.angle_to(&b.rotation)
+}
+
+#[test]
+fn fk_answers_the_robots_kinematics_in_the_asked_frame() {
+    let s = service();
+    let n = names(&s);
+    let q = [0.3, -0.8, 1.1, -0.4, 0.9, 2.0];
+    let state = Some((n.clone(), q.to_vec()));
+    let poses = s.compute_fk(&state, &[], "").expect("fk");
+    assert_eq!(poses.len(), s.robot().tree.links.len());
+    let tool = poses.iter().find(|(l, _)| l == "tool0").expect("tool0").1;
+    let expected = tool_pose_at(&s, &q);
+    assert!((tool.translation.vector - expected.translation.vector).norm() < 1e-12);
+    assert!(angle(&tool, &expected) < 1e-12);
+    // In the frame of a link: the relative pose.
+    let rel = s
+        .compute_fk(&state, &["tool0".into()], "wrist_1_link")
+        .expect("fk in a link frame");
+    let wrist = poses
+        .iter()
+        .find(|(l, _)| l == "wrist_1_link")
+        .expect("wrist")
+        .1;
+    let want = wrist.inverse() * expected;
+    assert!((rel[0].1.translation.vector - want.translation.vector).norm() < 1e-12);
+    // The planning frame by name is the default.
+    let named_frame = s
+        .compute_fk(&state, &["tool0".into()], "world")
+        .expect("world");
+    assert_eq!(named_frame[0].1, tool);
+    for (links, frame, what) in [
+        (vec!["nowhere".to_string()], "", "nowhere"),
+        (vec![], "elsewhere", "elsewhere"),
+    ] {
+        let err = s.compute_fk(&state, &links, frame).expect_err(what);
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
+    let err = s
+        .compute_fk(&Some((vec!["elbow_joint".into()], vec![f64::NAN])), &[], "")
+        .expect_err("NaN");
+    assert!(err.to_string().contains("elbow_joint"), "{err}");
+}
+
+#[test]
+fn ik_reaches_poses_of_free_configurations_collision_free_and_deterministically() {
+    let mut s = service();
+    let reference = cpu_checker(&s);
+    let space = s.group().expect("group").space;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut solved = 0;
+    while solved < 12 {
+        let q: Vec<f64> = (0..space.dof())
+            .map(|j| rng.random_range(space.lower[j]..=space.upper[j]))
+            .collect();
+        if !reference.check_config(&q).expect("reference") {
+            continue;
+        }
+        let target = tool_pose_at(&s, &q);
+        // Start the search elsewhere: the neutral configuration.
+        let req = ik(&s, &target, &[0.0; 6], true);
+        let answer = s.compute_ik(&req).expect("ik");
+        let reached = tool_pose_at(&s, &answer.positions);
+        assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4 + 1e-9);
+        assert!(angle(&reached, &target) <= 1e-3 + 1e-9);
+        assert!(answer.errors.0 <= 1e-4 && answer.errors.1 <= 1e-3);
+        assert!(
+            space.within_limits(&answer.positions),
+            "{:?}",
+            answer.positions
+        );
+        assert!(reference
+            .check_config(&answer.positions)
+            .expect("reference"));
+        assert_eq!(answer.link, "tool0");
+        assert!(answer.found.0 >= 1);
+        assert_eq!(s.compute_ik(&req).expect("again"), answer, "deterministic");
+        solved += 1;
+    }
+    // A position goal: any orientation.
+    let target = tool_pose_at(&s, &START);
+    let mut req = ik(&s, &target, &[0.0; 6], false);
+    req.goal.orientation = None;
+    req.goal.position_tolerance = Some(1e-3);
+    let answer = s.compute_ik(&req).expect("position goal");
+    let reached = tool_pose_at(&s, &answer.positions);
+    assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-3 + 1e-9);
+    assert_eq!(answer.errors.1, 0.0);
+}
+
+#[test]
+fn avoid_collisions_keeps_out_solutions_that_collide() {
+    let mut s = service();
+    let q = [0.4, -1.0, 1.3, -0.6, -1.2, 0.3];
+    let target = tool_pose_at(&s, &q);
+    // Without collisions asked about, the seed itself is the nearest solution.
+    let plain = s.compute_ik(&ik(&s, &target, &q, false)).expect("ik");
+    let d: f64 = plain
+        .positions
+        .iter()
+        .zip(&q)
+        .map(|(a, b)| (a - b).abs())
+        .sum();
+    assert!(d < 1e-6, "{:?}", plain.positions);
+    // A ball on the elbow of q: q collides, the answer with avoid_collisions does not.
+    let elbow = s
+        .compute_fk(&Some((names(&s), q.to_vec())), &["forearm_link".into()], "")
+        .expect("fk")[0]
+        .1
+        .translation
+        .vector;
+    s.apply_marker(MarkerUpdate {
+        ns: "elbow_ball".into(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Sphere,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(elbow.x, elbow.y, elbow.z),
+        scale: [0.1; 3],
+    })
+    .expect("marker");
+    let reference = cpu_checker(&s);
+    assert!(
+        !reference.check_config(&q).expect("reference"),
+        "the ball must hit q"
+    );
+    let answer = s
+        .compute_ik(&ik(&s, &target, &q, true))
+        .expect("a free solution");
+    assert!(reference
+        .check_config(&answer.positions)
+        .expect("reference"));
+    assert!(
+        answer.found.1 >= 1,
+        "q itself was found and is in collision"
+    );
+    let reached = tool_pose_at(&s, &answer.positions);
+    assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4 + 1e-9);
+    // Every solution collides once the ball fills the workspace around the tool: named so.
+    let tool = target.translation.vector;
+    s.apply_marker(MarkerUpdate {
+        ns: "tool_ball".into(),
+        id: 0,
+        action: MarkerAction::Add,
+        kind: MarkerKind::Sphere,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(tool.x, tool.y, tool.z),
+        scale: [0.3; 3],
+    })
+    .expect("marker");
+    let err = s
+        .compute_ik(&ik(&s, &target, &q, true))
+        .expect_err("every solution collides");
+    assert_eq!(err.category(), ErrorCategory::GoalInCollision, "{err}");
+}
+
+#[test]
+fn unreachable_poses_and_bad_requests_are_answered_by_name() {
+    let mut s = service();
+    let far = Isometry3::from_parts(
+        nalgebra::Translation3::new(0.0, 0.0, 5.0),
+        UnitQuaternion::identity(),
+    );
+    let err = s
+        .compute_ik(&ik(&s, &far, &START, false))
+        .expect_err("too far");
+    assert_eq!(err.category(), ErrorCategory::NoIkSolution, "{err}");
+    let target = tool_pose_at(&s, &START);
+    let base = ik(&s, &target, &START, false);
+    let cases: Vec<(IkRequest, &str)> = vec![
+        (
+            IkRequest {
+                goal: ServicePoseGoal {
+                    link: Some("gripper".into()),
+                    ..base.goal.clone()
+                },
+                ..base.clone()
+            },
+            "gripper",
+        ),
+        (
+            IkRequest {
+                goal: ServicePoseGoal {
+                    frame: "elsewhere".into(),
+                    ..base.goal.clone()
+                },
+                ..base.clone()
+            },
+            "elsewhere",
+        ),
+        (
+            IkRequest {
+                goal: ServicePoseGoal {
+                    position: [f64::NAN, 0.0, 0.0],
+                    ..base.goal.clone()
+                },
+                ..base.clone()
+            },
+            "NaN",
+        ),
+        (
+            IkRequest {
+                attempts: Some(0),
+                ..base.clone()
+            },
+            "attempts",
+        ),
+        (
+            IkRequest {
+                seed_state: Some((vec!["no_such_joint".into()], vec![0.0])),
+                ..base.clone()
+            },
+            "no_such_joint",
+        ),
+    ];
+    for (req, what) in cases {
+        let err = s.compute_ik(&req).expect_err(what);
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
+    // Without a joint state the seed must name every group joint.
+    let err = s
+        .compute_ik(&IkRequest {
+            seed_state: None,
+            ..base
+        })
+        .expect_err("no joint state");
+    assert!(err.to_string().contains("no joint state"), "{err}");
+}
