@@ -3,7 +3,11 @@
 (urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool,
 ~/plan_cartesian to lower the tool 15 cm straight down from there, then ~/plan_batch for the
 RRT-Connect ones in one call, then carries a 30 cm bar on the tool (~/attach_object) through
-the first motion and drops it (~/detach_object), and prints what comes back.
+the first motion and drops it (~/detach_object), re-checks the first trajectory against the
+scene (~/check_trajectory), asks whether a state folded into the shelf is valid
+(~/check_state), where the tool is at the end of the first plan (~/compute_fk) and for a
+collision-free configuration that puts it there from the neutral one (~/compute_ik), and
+prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -12,7 +16,8 @@ sourced ROS 2 environment with the workspace's install/setup.bash.
 import sys
 
 import rclpy
-from gpu_motion_planner_interfaces.srv import (AttachObject, DetachObject, PlanBatch,
+from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
+                                              ComputeFk, ComputeIk, DetachObject, PlanBatch,
                                               PlanCartesian, PlanPath)
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
@@ -53,6 +58,7 @@ def main():
         print('demo_client: /planner_node/plan did not appear within 60 s', file=sys.stderr)
         return 1
     failures = 0
+    first = None
     rebuild = node.create_client(Trigger, f'/{NODE}/rebuild_roadmap')
     if rebuild.wait_for_service(timeout_sec=10.0):
         res = call(node, rebuild, Trigger.Request(), 300.0)
@@ -71,6 +77,7 @@ def main():
         s = res.stats
         print(f'{planner}: success={res.success} code={res.error_code} -- {res.message}')
         if res.success:
+            first = first or res.trajectory
             last = res.trajectory.points[-1]
             print(f'    {len(res.trajectory.points)} points, '
                   f'{last.time_from_start.sec + 1e-9 * last.time_from_start.nanosec:.2f} s; '
@@ -85,6 +92,8 @@ def main():
     failures += plan_cartesian(node, pose)
     failures += plan_batch(node)
     failures += carry_bar(node, plan)
+    failures += check_validity(node, first)
+    failures += kinematics(node, first)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
@@ -123,6 +132,71 @@ def carry_bar(node, plan):
     dres = call(node, detach, dreq, 30.0)
     print(f'~/detach_object: {dres.message if dres else "no answer within 30 s"}')
     return int(pres is None or not pres.success) + int(dres is None or not dres.success)
+
+
+def check_validity(node, trajectory):
+    """~/check_trajectory on the first planned trajectory (valid: the scene is as it was
+    planned in) and ~/check_state of the forearm folded into the shelf (invalid, naming the
+    pairs). Returns the failures."""
+    check_traj = node.create_client(CheckTrajectory, f'/{NODE}/check_trajectory')
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    if not (check_traj.wait_for_service(timeout_sec=10.0)
+            and check_state.wait_for_service(timeout_sec=10.0)):
+        print('~/check_trajectory, ~/check_state: service not available')
+        return 1
+    failures = 0
+    if trajectory is None:
+        print('~/check_trajectory: skipped (no trajectory was planned)')
+    else:
+        req = CheckTrajectory.Request()
+        req.trajectory = trajectory
+        res = call(node, check_traj, req, 30.0)
+        print(f'~/check_trajectory (the first plan): '
+              f'{"no answer within 30 s" if res is None else f"valid={res.valid} -- {res.message}"}')
+        failures += int(res is None or not res.valid)
+    req = CheckState.Request()
+    req.state = state([0.0, 1.4, 0.4, 0.0, 0.0, 0.0])
+    res = call(node, check_state, req, 30.0)
+    print(f'~/check_state (the forearm folded into the shelf): '
+          f'{"no answer within 30 s" if res is None else f"valid={res.valid} -- {res.message}"}')
+    failures += int(res is None or not res.success or res.valid)
+    return failures
+
+
+def kinematics(node, trajectory):
+    """~/compute_fk of the tool at the end of `trajectory`, then ~/compute_ik for that pose
+    from the neutral configuration, collision free. Returns the failures."""
+    fk = node.create_client(ComputeFk, f'/{NODE}/compute_fk')
+    ik = node.create_client(ComputeIk, f'/{NODE}/compute_ik')
+    if not (fk.wait_for_service(timeout_sec=10.0) and ik.wait_for_service(timeout_sec=10.0)):
+        print('~/compute_fk, ~/compute_ik: service not available')
+        return 1
+    if trajectory is None:
+        print('~/compute_fk: skipped (no trajectory was planned)')
+        return 0
+    req = ComputeFk.Request()
+    req.state = state(list(trajectory.points[-1].positions))
+    req.link_names = ['tool0']
+    res = call(node, fk, req, 30.0)
+    if res is None or not res.success:
+        print(f'~/compute_fk: {"no answer within 30 s" if res is None else res.message}')
+        return 1
+    p = res.poses[0].pose.position
+    print(f'~/compute_fk: tool0 at the end of the first plan is at '
+          f'[{p.x:.3f}, {p.y:.3f}, {p.z:.3f}] in {res.poses[0].header.frame_id}')
+    ireq = ComputeIk.Request()
+    ireq.pose = res.poses[0]
+    ireq.seed_state = state([0.0] * len(ARM))
+    ireq.avoid_collisions = True
+    ires = call(node, ik, ireq, 30.0)
+    if ires is None:
+        print('~/compute_ik: no answer within 30 s')
+        return 1
+    print(f'~/compute_ik (that pose, from the neutral configuration): success={ires.success} '
+          f'code={ires.error_code} -- {ires.message}')
+    if ires.success:
+        print(f'    {[round(v, 3) for v in ires.solution.position]}')
+    return 0 if ires.success else 1
 
 
 def plan_pose(node, plan):

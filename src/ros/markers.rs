@@ -90,7 +90,7 @@ pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
     })
 }
 
-fn pose_msg(pose: &Isometry3<f64>) -> Pose {
+pub(crate) fn pose_msg(pose: &Isometry3<f64>) -> Pose {
     let t = &pose.translation.vector;
     let q = pose.rotation.quaternion();
     Pose {

@@ -37,9 +37,11 @@
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
+pub mod kinematics;
 pub mod markers;
 pub mod params;
 pub mod plan;
+pub mod state;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,7 +50,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
-    AttachObject, DetachObject, PlanAgents, PlanBatch, PlanCartesian, PlanPath,
+    AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject, PlanAgents,
+    PlanBatch, PlanCartesian, PlanPath,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::JointState;
@@ -375,6 +378,16 @@ async fn run_async() -> Result<(), NodeError> {
         "~/detach_object",
         QosProfile::services_default(),
     )?;
+    let check_requests = node
+        .create_service::<CheckState::Service>("~/check_state", QosProfile::services_default())?;
+    let check_trajectory_requests = node.create_service::<CheckTrajectory::Service>(
+        "~/check_trajectory",
+        QosProfile::services_default(),
+    )?;
+    let ik_requests =
+        node.create_service::<ComputeIk::Service>("~/compute_ik", QosProfile::services_default())?;
+    let fk_requests =
+        node.create_service::<ComputeFk::Service>("~/compute_fk", QosProfile::services_default())?;
     let clear_requests =
         node.create_service::<Trigger::Service>("~/clear_roadmap", QosProfile::services_default())?;
     let rebuild_requests = node
@@ -509,67 +522,113 @@ async fn run_async() -> Result<(), NodeError> {
         trajectory: trajectory_pub,
         roadmap: roadmap_pub.clone(),
     };
-    tasks.push(tokio::spawn({
-        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
-        let mut requests = plan_requests;
-        async move {
-            while let Some(req) = requests.next().await {
-                let response = serve_plan(&shared, &logger, &outputs, &req.message);
-                r2r::log_info!(
+    tasks.push(tokio::spawn(serve_each(
+        plan_requests,
+        "~/plan",
+        logger.clone(),
+        {
+            let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+            move |req: &PlanPath::Request| serve_plan(&shared, &logger, &outputs, req)
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        batch_requests,
+        "~/plan_batch",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &PlanBatch::Request| serve_batch(&shared, &logger, req)
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        cartesian_requests,
+        "~/plan_cartesian",
+        logger.clone(),
+        {
+            let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+            move |req: &PlanCartesian::Request| serve_cartesian(&shared, &logger, &outputs, req)
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        check_requests,
+        "~/check_state",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &CheckState::Request| {
+                with_service(
+                    &shared,
                     &logger,
-                    "~/plan: success={} error_code={} message='{}'",
-                    response.success,
-                    response.error_code,
-                    response.message
-                );
-                if let Err(e) = req.respond(response) {
-                    r2r::log_error!(&logger, "~/plan: could not send the response: {e}");
-                }
+                    |reason| CheckState::Response {
+                        message: format!("no robot loaded: {reason}"),
+                        ..Default::default()
+                    },
+                    |service| state::check_state(service, req),
+                )
             }
-        }
-    }));
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        check_trajectory_requests,
+        "~/check_trajectory",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &CheckTrajectory::Request| {
+                with_service(
+                    &shared,
+                    &logger,
+                    |reason| CheckTrajectory::Response {
+                        first_invalid_point: -1,
+                        first_invalid_segment: -1,
+                        message: format!("no robot loaded: {reason}"),
+                        ..Default::default()
+                    },
+                    |service| state::check_trajectory(service, req),
+                )
+            }
+        },
+    )));
 
-    tasks.push(tokio::spawn({
-        let (shared, logger) = (shared.clone(), logger.clone());
-        let mut requests = batch_requests;
-        async move {
-            while let Some(req) = requests.next().await {
-                let response = serve_batch(&shared, &logger, &req.message);
-                r2r::log_info!(
+    tasks.push(tokio::spawn(serve_each(
+        ik_requests,
+        "~/compute_ik",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &ComputeIk::Request| {
+                with_service(
+                    &shared,
                     &logger,
-                    "~/plan_batch: success={} message='{}'",
-                    response.success,
-                    response.message
-                );
-                if let Err(e) = req.respond(response) {
-                    r2r::log_error!(&logger, "~/plan_batch: could not send the response: {e}");
-                }
+                    |reason| ComputeIk::Response {
+                        error_code: plan::no_robot(reason).error_code,
+                        message: format!("no robot loaded: {reason}"),
+                        ..Default::default()
+                    },
+                    |service| kinematics::compute_ik(service, req),
+                )
             }
-        }
-    }));
-
-    tasks.push(tokio::spawn({
-        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
-        let mut requests = cartesian_requests;
-        async move {
-            while let Some(req) = requests.next().await {
-                let response = serve_cartesian(&shared, &logger, &outputs, &req.message);
-                r2r::log_info!(
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        fk_requests,
+        "~/compute_fk",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &ComputeFk::Request| {
+                with_service(
+                    &shared,
                     &logger,
-                    "~/plan_cartesian: success={} error_code={} message='{}'",
-                    response.success,
-                    response.error_code,
-                    response.message
-                );
-                if let Err(e) = req.respond(response) {
-                    r2r::log_error!(
-                        &logger,
-                        "~/plan_cartesian: could not send the response: {e}"
-                    );
-                }
+                    |reason| ComputeFk::Response {
+                        message: format!("no robot loaded: {reason}"),
+                        ..Default::default()
+                    },
+                    |service| kinematics::compute_fk(service, req),
+                )
             }
-        }
-    }));
+        },
+    )));
 
     // Goals (joint states on ~/goal, poses of the group's tip link on ~/goal_pose): plan from
     // the current joint state with the node's settings and publish.
@@ -627,21 +686,16 @@ async fn run_async() -> Result<(), NodeError> {
         }
     }));
 
-    tasks.push(tokio::spawn({
-        let (shared, logger) = (shared.clone(), logger.clone());
-        let mut requests = agent_requests;
-        async move {
-            while let Some(req) = requests.next().await {
-                let outcome = tokio::task::block_in_place(|| {
-                    lock(&shared.agents).plan(agents::request(&req.message))
-                });
+    tasks.push(tokio::spawn(serve_each(
+        agent_requests,
+        "~/plan_agents",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &PlanAgents::Request| {
+                let outcome =
+                    tokio::task::block_in_place(|| lock(&shared.agents).plan(agents::request(req)));
                 let response = agents::response(&outcome);
-                r2r::log_info!(
-                    &logger,
-                    "~/plan_agents: success={} message='{}'",
-                    response.success,
-                    response.message
-                );
                 if let Ok(answer) = &outcome {
                     publish(
                         &agent_paths_pub,
@@ -650,12 +704,10 @@ async fn run_async() -> Result<(), NodeError> {
                         "~/agent_paths",
                     );
                 }
-                if let Err(e) = req.respond(response) {
-                    r2r::log_error!(&logger, "~/plan_agents: could not send the response: {e}");
-                }
+                response
             }
-        }
-    }));
+        },
+    )));
 
     // Obstacles: every marker of an array is applied on its own; a bad one is logged and
     // skipped. The scene is republished after each array that changed something.
@@ -726,72 +778,65 @@ async fn run_async() -> Result<(), NodeError> {
     // Attached objects: the scene (obstacles and carried objects) is republished after
     // every change, and the roadmap view (the persistent roadmap is dropped with the robot
     // it was built for).
-    tasks.push(tokio::spawn({
+    let republish = {
         let (shared, logger) = (shared.clone(), logger.clone());
         let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
-        enum Request {
-            Attach(r2r::ServiceRequest<AttachObject::Service>),
-            Detach(r2r::ServiceRequest<DetachObject::Service>),
+        move || {
+            publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
+            publish(
+                &roadmap_pub,
+                &roadmap_message(&shared, &logger),
+                &logger,
+                "~/roadmap",
+            );
         }
-        let mut requests = futures::stream::select(
-            attach_requests.map(Request::Attach),
-            detach_requests.map(Request::Detach),
-        );
-        async move {
-            while let Some(request) = requests.next().await {
-                let (name, success, message) = match request {
-                    Request::Attach(req) => {
-                        let response = with_service(
-                            &shared,
-                            &logger,
-                            |reason| {
-                                let (success, message) = attach::no_robot(reason);
-                                AttachObject::Response { success, message }
-                            },
-                            |service| attach::attach(service, &req.message),
-                        );
-                        let (success, message) = (response.success, response.message.clone());
-                        if let Err(e) = req.respond(response) {
-                            r2r::log_error!(
-                                &logger,
-                                "~/attach_object: could not send the response: {e}"
-                            );
-                        }
-                        ("~/attach_object", success, message)
-                    }
-                    Request::Detach(req) => {
-                        let response = with_service(
-                            &shared,
-                            &logger,
-                            |reason| {
-                                let (success, message) = attach::no_robot(reason);
-                                DetachObject::Response { success, message }
-                            },
-                            |service| attach::detach(service, &req.message),
-                        );
-                        let (success, message) = (response.success, response.message.clone());
-                        if let Err(e) = req.respond(response) {
-                            r2r::log_error!(
-                                &logger,
-                                "~/detach_object: could not send the response: {e}"
-                            );
-                        }
-                        ("~/detach_object", success, message)
-                    }
-                };
-                r2r::log_info!(&logger, "{name}: success={success} message='{message}'");
-                if success {
-                    publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
-                    publish(
-                        &roadmap_pub,
-                        &roadmap_message(&shared, &logger),
-                        &logger,
-                        "~/roadmap",
-                    );
+    };
+    tasks.push(tokio::spawn(serve_each(
+        attach_requests,
+        "~/attach_object",
+        logger.clone(),
+        {
+            let (shared, logger, republish) = (shared.clone(), logger.clone(), republish.clone());
+            move |req: &AttachObject::Request| {
+                let response = with_service(
+                    &shared,
+                    &logger,
+                    |reason| {
+                        let (success, message) = attach::no_robot(reason);
+                        AttachObject::Response { success, message }
+                    },
+                    |service| attach::attach(service, req),
+                );
+                if response.success {
+                    republish();
                 }
+                response
             }
-        }
-    }));
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        detach_requests,
+        "~/detach_object",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            move |req: &DetachObject::Request| {
+                let response = with_service(
+                    &shared,
+                    &logger,
+                    |reason| {
+                        let (success, message) = attach::no_robot(reason);
+                        DetachObject::Response { success, message }
+                    },
+                    |service| attach::detach(service, req),
+                );
+                if response.success {
+                    republish();
+                }
+                response
+            }
+        },
+    )));
 
     tasks.push(tokio::spawn(roadmap_trigger(
         clear_requests,
@@ -835,6 +880,60 @@ async fn run_async() -> Result<(), NodeError> {
     }
     r2r::log_info!(&logger, "stopped");
     Ok(())
+}
+
+/// The line a node logs for a response it sends.
+trait Summary {
+    /// Success, the verdict or error code where there is one, and the message.
+    fn summary(&self) -> String;
+}
+
+/// [`Summary`] of responses with `success` and `message`, plus the fields named.
+macro_rules! summary {
+    ($($t:ty $(, $field:ident)*);* $(;)?) => {$(
+        impl Summary for $t {
+            fn summary(&self) -> String {
+                let mut line = format!("success={}", self.success);
+                $(line.push_str(&format!(concat!(" ", stringify!($field), "={}"), self.$field));)*
+                line.push_str(&format!(" message='{}'", self.message));
+                line
+            }
+        }
+    )*};
+}
+
+summary! {
+    PlanPath::Response, error_code;
+    PlanCartesian::Response, error_code;
+    PlanBatch::Response;
+    PlanAgents::Response;
+    AttachObject::Response;
+    DetachObject::Response;
+    CheckState::Response, valid;
+    CheckTrajectory::Response, valid;
+    ComputeIk::Response, error_code;
+    ComputeFk::Response;
+}
+
+/// Answers every request of `requests` with `answer`, logging each response's [`Summary`]
+/// under `name`.
+async fn serve_each<T, S>(
+    mut requests: S,
+    name: &'static str,
+    logger: String,
+    mut answer: impl FnMut(&T::Request) -> T::Response,
+) where
+    T: r2r::WrappedServiceTypeSupport + 'static,
+    T::Response: Summary,
+    S: futures::Stream<Item = r2r::ServiceRequest<T>> + Unpin,
+{
+    while let Some(req) = requests.next().await {
+        let response = answer(&req.message);
+        r2r::log_info!(&logger, "{name}: {}", response.summary());
+        if let Err(e) = req.respond(response) {
+            r2r::log_error!(&logger, "{name}: could not send the response: {e}");
+        }
+    }
 }
 
 /// Serves a roadmap `std_srvs/Trigger` service: `op` runs on the planning service (the

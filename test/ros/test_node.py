@@ -30,8 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
 from geometry_msgs.msg import Point, Pose, PoseStamped
-from gpu_motion_planner_interfaces.srv import (AttachObject, DetachObject, PlanAgents, PlanBatch,
-                                              PlanCartesian, PlanPath)
+from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
+                                              ComputeFk, ComputeIk, DetachObject, PlanAgents,
+                                              PlanBatch, PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -406,6 +407,8 @@ def run_checks(node, launch):
     pose_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
+    state_checks(node, plan, obstacles, scenes)
+    kinematics_checks(node)
     agents_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
@@ -878,6 +881,160 @@ def cartesian_checks(node, obstacles, scenes):
           res is not None and not res.success
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'camera_link' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
+
+
+def state_checks(node, plan, obstacles, scenes):
+    """~/check_state and ~/check_trajectory: verdicts agree with the independent check, the
+    contacts name the obstacle it finds, a trajectory blocked by a new cube and free again
+    once the cube is deleted, bad requests refused by name."""
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    check_traj = node.create_client(CheckTrajectory, f'/{NODE}/check_trajectory')
+    if not check('~/check_state and ~/check_trajectory appear',
+                 check_state.wait_for_service(timeout_sec=10.0)
+                 and check_traj.wait_for_service(timeout_sec=10.0)):
+        return
+
+    def state(names, positions):
+        req = CheckState.Request()
+        req.state = joint_state(names, positions)
+        return call(node, check_state, req)
+
+    res = call(node, check_state, CheckState.Request())
+    check('~/check_state of the current joint state (START): valid',
+          res is not None and res.success and res.valid and not res.contacts,
+          res and f'{res.valid} {res.message!r}')
+    low = [0.0, 1.9, 0.0, 0.0, 0.0, 0.0]
+    hit = ic.collision(ROBOT, SCENE, ARM, low)
+    res = state(ARM, low)
+    check('~/check_state of a state in collision: invalid, the contacts name the obstacle the '
+          'independent check finds',
+          hit is not None and res is not None and res.success and not res.valid
+          and any(f"obstacle '{hit[1]}'" in c for c in res.contacts),
+          f'independent {hit}; node {res and list(res.contacts)}')
+    res = state(ARM, [GOAL[0], 2.5] + GOAL[2:])
+    check('~/check_state past a limit: invalid, naming the joint',
+          res is not None and res.success and not res.valid
+          and any('shoulder_lift_joint' in c for c in res.out_of_limits),
+          res and f'{list(res.out_of_limits)} {res.message!r}')
+    res = state(ARM + ['no_such_joint'], GOAL + [0.0])
+    check('~/check_state with an unknown joint is refused naming it',
+          res is not None and not res.success and 'no_such_joint' in res.message,
+          res and res.message)
+
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
+    req.seed = 5
+    planned = call(node, plan, req, timeout=60.0)
+    if not check('~/plan for the trajectory checks', planned is not None and planned.success,
+                 planned and planned.message):
+        return
+    treq = CheckTrajectory.Request()
+    treq.trajectory = planned.trajectory
+    res = call(node, check_traj, treq)
+    n = len(planned.trajectory.points)
+    check('~/check_trajectory of a fresh plan: valid, a verdict per point and motion',
+          res is not None and res.success and res.valid and len(res.points_valid) == n
+          and len(res.segments_valid) == n - 1 and res.first_invalid_point == -1
+          and res.first_invalid_segment == -1, res and res.message)
+
+    # A cube where the tool passes: the trajectory is now invalid, as the independent
+    # re-check finds; deleted, valid again.
+    mid = planned.trajectory.points[n // 2]
+    tool = ROBOT.link_poses(ARM, list(mid.positions))['tool0'][1]
+    cube = cube_marker('crossing', 1, tool, 0.12)
+    blocked = ic.first_collision(ROBOT, [ic.Obstacle('crossing/1', 'box', [0.06] * 3, tool)],
+                                 planned.trajectory)
+    obstacles.publish(MarkerArray(markers=[cube]))
+    wait_for(node, lambda: any(m.ns == 'crossing/1' for s in scenes[-1:] for m in s.markers),
+             10.0)
+    res = call(node, check_traj, treq)
+    check('~/check_trajectory after a cube moved across it: invalid, naming where',
+          blocked is not None and res is not None and res.success and not res.valid
+          and (res.first_invalid_segment >= 0 or res.first_invalid_point >= 0)
+          and 'invalid' in res.message,
+          f'independent {blocked}; node {res and res.message!r}')
+    cube.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[cube]))
+    wait_for(node, lambda: not any(m.ns == 'crossing/1' for s in scenes[-1:] for m in s.markers),
+             10.0)
+    res = call(node, check_traj, treq)
+    check('~/check_trajectory once the cube is deleted: valid again',
+          res is not None and res.success and res.valid, res and res.message)
+
+    bad = CheckTrajectory.Request()
+    bad.trajectory.joint_names = ARM
+    bad.trajectory.points = [planned.trajectory.points[0], type(mid)(positions=[0.0] * 5)]
+    res = call(node, check_traj, bad)
+    check('~/check_trajectory with a short point is refused naming it',
+          res is not None and not res.success and 'point 1' in res.message,
+          res and res.message)
+    bad.trajectory.points = []
+    res = call(node, check_traj, bad)
+    check('~/check_trajectory without points is refused',
+          res is not None and not res.success and 'no points' in res.message,
+          res and res.message)
+
+
+def kinematics_checks(node):
+    """~/compute_fk against the test's own forward kinematics, ~/compute_ik reaching an FK
+    pose collision free (checked by the same kinematics and the independent checker),
+    NO_IK_SOLUTION out of reach, bad requests refused by name."""
+    fk = node.create_client(ComputeFk, f'/{NODE}/compute_fk')
+    ik = node.create_client(ComputeIk, f'/{NODE}/compute_ik')
+    if not check('~/compute_fk and ~/compute_ik appear',
+                 fk.wait_for_service(timeout_sec=10.0) and ik.wait_for_service(timeout_sec=10.0)):
+        return
+    q = [0.4, -1.0, 1.3, -0.6, -1.2, 0.3]
+    req = ComputeFk.Request()
+    req.state = joint_state(ARM, q)
+    req.link_names = ['tool0', 'forearm_link']
+    res = call(node, fk, req)
+    r, t = ROBOT.link_poses(ARM, q)['tool0']
+
+    def close(pose, r, t, tol):
+        p, o = pose.position, pose.orientation
+        m = ic._quat(o.x, o.y, o.z, o.w)
+        return (max(abs(a - b) for a, b in zip([p.x, p.y, p.z], t)) < tol
+                and max(abs(m[i][j] - r[i][j]) for i in range(3) for j in range(3)) < 10 * tol)
+
+    ok = check('~/compute_fk gives the tool pose of the test\'s own kinematics',
+               res is not None and res.success and list(res.link_names) == req.link_names
+               and res.poses[0].header.frame_id == 'world' and close(res.poses[0].pose, r, t, 1e-9),
+               res and f'{res.message!r} {res.poses[0].pose if res.poses else None}')
+    if not ok:
+        return
+    ireq = ComputeIk.Request()
+    ireq.pose = res.poses[0]
+    ireq.seed_state = joint_state(ARM, [0.0] * 6)
+    ireq.avoid_collisions = True
+    ires = call(node, ik, ireq, timeout=30.0)
+    if check('~/compute_ik reaches the pose from another seed',
+             ires is not None and ires.success and ires.error_code == 1
+             and list(ires.solution.name) == ARM,
+             ires and f'code={ires.error_code} {ires.message!r}'):
+        sol = list(ires.solution.position)
+        r2, t2 = ROBOT.link_poses(ARM, sol)['tool0']
+        check('the IK solution puts the tool at the pose (test\'s own kinematics)',
+              max(abs(a - b) for a, b in zip(t, t2)) < 2e-4
+              and max(abs(r[i][j] - r2[i][j]) for i in range(3) for j in range(3)) < 3e-3,
+              f'{t} vs {t2}')
+        check('the IK solution is collision free (independent check)',
+              ic.collision(ROBOT, SCENE, ARM, sol) is None)
+    ireq.pose.pose.position.z = 5.0
+    ires = call(node, ik, ireq, timeout=30.0)
+    check('~/compute_ik out of reach: NO_IK_SOLUTION',
+          ires is not None and not ires.success and ires.error_code == -31,
+          ires and f'code={ires.error_code} {ires.message!r}')
+    ireq.link_name = 'gripper'
+    ires = call(node, ik, ireq, timeout=30.0)
+    check('~/compute_ik for an unknown link is refused naming it',
+          ires is not None and not ires.success and 'gripper' in ires.message,
+          ires and ires.message)
+    req.link_names = ['nowhere']
+    res = call(node, fk, req)
+    check('~/compute_fk of an unknown link is refused naming it',
+          res is not None and not res.success and 'nowhere' in res.message, res and res.message)
 
 
 def attach_checks(node, plan, obstacles, scenes):

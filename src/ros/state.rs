@@ -1,0 +1,201 @@
+//! `~/check_state` (CheckState) and `~/check_trajectory` (CheckTrajectory): requests →
+//! [`PlanningService::check_state`] / [`PlanningService::check_trajectory`], and the answers.
+
+use r2r::gpu_motion_planner_interfaces::srv::{CheckState, CheckTrajectory};
+
+use crate::service::{PlanningService, StateCheckRequest, TrajectoryCheckRequest};
+
+/// Answers a CheckState request on `service`. An empty `state.name` means the current joint
+/// state.
+pub fn check_state(
+    service: &mut PlanningService,
+    req: &CheckState::Request,
+) -> CheckState::Response {
+    let request = StateCheckRequest {
+        state: (!req.state.name.is_empty())
+            .then(|| (req.state.name.clone(), req.state.position.clone())),
+    };
+    match service.check_state(&request) {
+        Ok(check) => {
+            let mut why: Vec<&str> = check.out_of_limits.iter().map(String::as_str).collect();
+            why.extend(check.contacts.iter().map(String::as_str));
+            CheckState::Response {
+                success: true,
+                valid: check.valid,
+                message: if check.valid {
+                    "valid".into()
+                } else {
+                    format!("invalid: {}", why.join("; "))
+                },
+                contacts: check.contacts,
+                out_of_limits: check.out_of_limits,
+                backend: check.backend,
+            }
+        }
+        Err(e) => CheckState::Response {
+            success: false,
+            message: e.to_string(),
+            ..Default::default()
+        },
+    }
+}
+
+/// Answers a CheckTrajectory request on `service`. A zero `resolution` means the node's.
+pub fn check_trajectory(
+    service: &mut PlanningService,
+    req: &CheckTrajectory::Request,
+) -> CheckTrajectory::Response {
+    let request = TrajectoryCheckRequest {
+        joint_names: req.trajectory.joint_names.clone(),
+        points: req
+            .trajectory
+            .points
+            .iter()
+            .map(|p| p.positions.clone())
+            .collect(),
+        resolution: (req.resolution != 0.0).then_some(req.resolution),
+    };
+    let index = |i: Option<usize>| i.map_or(-1, |i| i32::try_from(i).unwrap_or(i32::MAX));
+    match service.check_trajectory(&request) {
+        Ok(check) => {
+            let (point, contacts) = match check.first_invalid_point {
+                Some((i, why)) => (Some(i), why),
+                None => (None, Vec::new()),
+            };
+            let message = if check.valid {
+                format!(
+                    "valid: {} points, {} motions",
+                    check.points_valid.len(),
+                    check.segments_valid.len()
+                )
+            } else {
+                let mut parts = Vec::new();
+                if let Some(i) = point {
+                    parts.push(format!("point {i} is invalid: {}", contacts.join("; ")));
+                }
+                if let Some(s) = check.first_invalid_segment {
+                    parts.push(format!(
+                        "the motion from point {s} to point {} collides",
+                        s + 1
+                    ));
+                }
+                format!(
+                    "invalid: {} ({} of {} points and {} of {} motions invalid)",
+                    parts.join("; "),
+                    check.points_valid.iter().filter(|v| !**v).count(),
+                    check.points_valid.len(),
+                    check.segments_valid.iter().filter(|v| !**v).count(),
+                    check.segments_valid.len()
+                )
+            };
+            CheckTrajectory::Response {
+                success: true,
+                valid: check.valid,
+                first_invalid_point: index(point),
+                first_invalid_segment: index(check.first_invalid_segment),
+                points_valid: check.points_valid,
+                segments_valid: check.segments_valid,
+                contacts,
+                resolution: check.resolution,
+                backend: check.backend,
+                message,
+            }
+        }
+        Err(e) => CheckTrajectory::Response {
+            success: false,
+            first_invalid_point: -1,
+            first_invalid_segment: -1,
+            message: e.to_string(),
+            ..Default::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
+
+    fn service() -> PlanningService {
+        let (robot, scene) = crate::cli::demo::bundled().expect("bundled");
+        PlanningService::new(robot, scene, crate::service::ServiceSettings::default())
+    }
+
+    fn joint_names(service: &PlanningService) -> Vec<String> {
+        service.group().expect("group").space.names
+    }
+
+    #[test]
+    fn states_and_trajectories_are_answered_and_bad_requests_named() {
+        let mut s = service();
+        let names = joint_names(&s);
+        let state = |q: &[f64]| {
+            let mut req = CheckState::Request::default();
+            req.state.name = names.clone();
+            req.state.position = q.to_vec();
+            req
+        };
+        let free = [0.0, -1.2, 1.2, -1.5, -1.5, 0.0];
+        let res = check_state(&mut s, &state(&free));
+        assert!(res.success && res.valid, "{}", res.message);
+        assert!(res.contacts.is_empty() && res.out_of_limits.is_empty());
+        // The forearm folded down against the shelf.
+        let low = [0.0, 1.4, 0.4, 0.0, 0.0, 0.0];
+        let res = check_state(&mut s, &state(&low));
+        assert!(res.success && !res.valid, "{}", res.message);
+        assert!(
+            res.contacts
+                .iter()
+                .any(|c| c.contains("obstacle 'shelf_back'")),
+            "{:?}",
+            res.contacts
+        );
+        // Past a limit: invalid, the joint named.
+        let mut far = free;
+        far[1] = 10.0;
+        let res = check_state(&mut s, &state(&far));
+        assert!(res.success && !res.valid);
+        assert!(
+            res.out_of_limits[0].contains(&names[1]),
+            "{:?}",
+            res.out_of_limits
+        );
+        // No state and no joint state received: refused, naming why.
+        let res = check_state(&mut s, &CheckState::Request::default());
+        assert!(
+            !res.success && res.message.contains("no joint state"),
+            "{}",
+            res.message
+        );
+
+        let point = |q: &[f64]| JointTrajectoryPoint {
+            positions: q.to_vec(),
+            ..Default::default()
+        };
+        let mut req = CheckTrajectory::Request::default();
+        req.trajectory.joint_names = names.clone();
+        req.trajectory.points = vec![point(&free), point(&low), point(&free)];
+        let res = check_trajectory(&mut s, &req);
+        assert!(res.success && !res.valid, "{}", res.message);
+        assert_eq!(res.points_valid, vec![true, false, true]);
+        assert_eq!(res.first_invalid_point, 1);
+        assert!(
+            res.contacts.iter().any(|c| c.contains("shelf_back")),
+            "{:?}",
+            res.contacts
+        );
+        assert_eq!(res.segments_valid, vec![false, false]);
+        assert_eq!(res.first_invalid_segment, 0);
+        req.trajectory.points = vec![point(&free)];
+        let res = check_trajectory(&mut s, &req);
+        assert!(res.success && res.valid, "{}", res.message);
+        assert_eq!(res.first_invalid_point, -1);
+        req.trajectory.points[0].positions.pop();
+        let res = check_trajectory(&mut s, &req);
+        assert!(
+            !res.success && res.message.contains("point 0"),
+            "{}",
+            res.message
+        );
+    }
+}
