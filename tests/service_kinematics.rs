@@ -245,6 +245,13 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
         ),
         (
             IkRequest {
+                attempts: Some(-3),
+                ..base.clone()
+            },
+            "got -3",
+        ),
+        (
+            IkRequest {
                 seed_state: Some((vec!["no_such_joint".into()], vec![0.0])),
                 ..base.clone()
             },

@@ -33,8 +33,7 @@ pub fn ik_request(req: &ComputeIk::Request) -> IkRequest {
             orientation_tolerance: nonzero(req.orientation_tolerance),
         },
         avoid_collisions: req.avoid_collisions,
-        // A negative count is passed on as a huge one, which the service refuses by name.
-        attempts: (req.attempts != 0).then(|| usize::try_from(req.attempts).unwrap_or(usize::MAX)),
+        attempts: (req.attempts != 0).then_some(i64::from(req.attempts)),
         seed: u64::try_from(req.seed).ok(),
     }
 }

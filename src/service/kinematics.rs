@@ -20,8 +20,9 @@ pub struct IkRequest {
     pub goal: ServicePoseGoal,
     /// Only collision-free solutions (in the current scene, carrying the attached objects).
     pub avoid_collisions: bool,
-    /// Starting configurations at most; `None`: [`IkOptions`]'s default.
-    pub attempts: Option<usize>,
+    /// Starting configurations at most, 1 ..= [`MAX_IK_ATTEMPTS`]; `None`: [`IkOptions`]'s
+    /// default.
+    pub attempts: Option<i64>,
     /// Seed of the random starting configurations; `None`: the node's seed.
     pub seed: Option<u64>,
 }
@@ -57,13 +58,16 @@ impl PlanningService {
         let target = self.pose_target(&req.goal, &group, &seed_state)?;
         let link = self.robot.tree.links[target.link].name.clone();
         let defaults = IkOptions::default();
-        let starts = req.attempts.unwrap_or(defaults.starts);
-        if !(1..=MAX_IK_ATTEMPTS).contains(&starts) {
-            return Err(ServiceError::BadOption {
-                name: "attempts",
-                reason: format!("must be in 1..={MAX_IK_ATTEMPTS}, got {starts}"),
-            });
-        }
+        let starts = match req.attempts {
+            None => defaults.starts,
+            Some(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| (1..=MAX_IK_ATTEMPTS).contains(n))
+                .ok_or_else(|| ServiceError::BadOption {
+                    name: "attempts",
+                    reason: format!("must be in 1..={MAX_IK_ATTEMPTS}, got {n}"),
+                })?,
+        };
         let opts = IkOptions {
             seed: req.seed.unwrap_or(self.settings.seed),
             starts,
