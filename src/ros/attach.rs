@@ -106,11 +106,6 @@ pub fn detach(
     }
 }
 
-/// The answer when no robot is loaded.
-pub fn no_robot(reason: &str) -> (bool, String) {
-    (false, format!("no robot loaded: {reason}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -549,85 +549,36 @@ async fn run_async() -> Result<(), NodeError> {
             move |req: &PlanCartesian::Request| serve_cartesian(&shared, &logger, &outputs, req)
         },
     )));
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         check_requests,
         "~/check_state",
-        logger.clone(),
-        {
-            let (shared, logger) = (shared.clone(), logger.clone());
-            move |req: &CheckState::Request| {
-                with_service(
-                    &shared,
-                    &logger,
-                    |reason| CheckState::Response {
-                        message: format!("no robot loaded: {reason}"),
-                        ..Default::default()
-                    },
-                    |service| state::check_state(service, req),
-                )
-            }
-        },
+        (shared.clone(), logger.clone()),
+        state::check_state,
+        |_| {},
     )));
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         check_trajectory_requests,
         "~/check_trajectory",
-        logger.clone(),
-        {
-            let (shared, logger) = (shared.clone(), logger.clone());
-            move |req: &CheckTrajectory::Request| {
-                with_service(
-                    &shared,
-                    &logger,
-                    |reason| CheckTrajectory::Response {
-                        first_invalid_point: -1,
-                        first_invalid_segment: -1,
-                        message: format!("no robot loaded: {reason}"),
-                        ..Default::default()
-                    },
-                    |service| state::check_trajectory(service, req),
-                )
-            }
-        },
+        (shared.clone(), logger.clone()),
+        state::check_trajectory,
+        |_| {},
     )));
 
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         ik_requests,
         "~/compute_ik",
-        logger.clone(),
-        {
-            let (shared, logger) = (shared.clone(), logger.clone());
-            move |req: &ComputeIk::Request| {
-                with_service(
-                    &shared,
-                    &logger,
-                    |reason| ComputeIk::Response {
-                        error_code: plan::no_robot(reason).error_code,
-                        message: format!("no robot loaded: {reason}"),
-                        ..Default::default()
-                    },
-                    |service| kinematics::compute_ik(service, req),
-                )
-            }
-        },
+        (shared.clone(), logger.clone()),
+        kinematics::compute_ik,
+        |_| {},
     )));
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         fk_requests,
         "~/compute_fk",
-        logger.clone(),
-        {
-            let (shared, logger) = (shared.clone(), logger.clone());
-            move |req: &ComputeFk::Request| {
-                with_service(
-                    &shared,
-                    &logger,
-                    |reason| ComputeFk::Response {
-                        message: format!("no robot loaded: {reason}"),
-                        ..Default::default()
-                    },
-                    |service| kinematics::compute_fk(service, req),
-                )
-            }
+        (shared.clone(), logger.clone()),
+        |service: &mut PlanningService, req: &ComputeFk::Request| {
+            kinematics::compute_fk(service, req)
         },
+        |_| {},
     )));
 
     // Goals (joint states on ~/goal, poses of the group's tip link on ~/goal_pose): plan from
@@ -791,49 +742,28 @@ async fn run_async() -> Result<(), NodeError> {
             );
         }
     };
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         attach_requests,
         "~/attach_object",
-        logger.clone(),
+        (shared.clone(), logger.clone()),
+        attach::attach,
         {
-            let (shared, logger, republish) = (shared.clone(), logger.clone(), republish.clone());
-            move |req: &AttachObject::Request| {
-                let response = with_service(
-                    &shared,
-                    &logger,
-                    |reason| {
-                        let (success, message) = attach::no_robot(reason);
-                        AttachObject::Response { success, message }
-                    },
-                    |service| attach::attach(service, req),
-                );
-                if response.success {
+            let republish = republish.clone();
+            move |r: &AttachObject::Response| {
+                if r.success {
                     republish();
                 }
-                response
             }
         },
     )));
-    tasks.push(tokio::spawn(serve_each(
+    tasks.push(tokio::spawn(serve_on_service(
         detach_requests,
         "~/detach_object",
-        logger.clone(),
-        {
-            let (shared, logger) = (shared.clone(), logger.clone());
-            move |req: &DetachObject::Request| {
-                let response = with_service(
-                    &shared,
-                    &logger,
-                    |reason| {
-                        let (success, message) = attach::no_robot(reason);
-                        DetachObject::Response { success, message }
-                    },
-                    |service| attach::detach(service, req),
-                );
-                if response.success {
-                    republish();
-                }
-                response
+        (shared.clone(), logger.clone()),
+        attach::detach,
+        move |r: &DetachObject::Response| {
+            if r.success {
+                republish();
             }
         },
     )));
@@ -913,6 +843,61 @@ summary! {
     CheckTrajectory::Response, valid;
     ComputeIk::Response, error_code;
     ComputeFk::Response;
+}
+
+/// The answer to a request that cannot run because no robot is loaded (`reason`: why not).
+trait Refused {
+    /// `success` false, the reason in `message`, other fields as documented for a failure.
+    fn refused(reason: &str) -> Self;
+}
+
+/// [`Refused`] of responses with `success` and `message`, plus the fields given.
+macro_rules! refused {
+    ($($t:ty $(, $field:ident = $value:expr)*);* $(;)?) => {$(
+        impl Refused for $t {
+            // Some responses have no fields beyond `success` and `message`.
+            #[allow(clippy::needless_update)]
+            fn refused(reason: &str) -> Self {
+                Self {
+                    success: false,
+                    message: format!("no robot loaded: {reason}"),
+                    $($field: $value,)*
+                    ..Default::default()
+                }
+            }
+        }
+    )*};
+}
+
+refused! {
+    AttachObject::Response;
+    DetachObject::Response;
+    CheckState::Response;
+    CheckTrajectory::Response, first_invalid_point = -1, first_invalid_segment = -1;
+    ComputeIk::Response, error_code = PlanPath::Response::FAILURE as i32;
+    ComputeFk::Response;
+}
+
+/// Serves `requests` with `f` on the planning service (given the latest joint state first,
+/// see [`with_service`]; [`Refused`] without a robot), then `after` with the response.
+async fn serve_on_service<T, S>(
+    requests: S,
+    name: &'static str,
+    (shared, logger): (Arc<Shared>, String),
+    f: fn(&mut PlanningService, &T::Request) -> T::Response,
+    after: impl Fn(&T::Response),
+) where
+    T: r2r::WrappedServiceTypeSupport + 'static,
+    T::Response: Summary + Refused,
+    S: futures::Stream<Item = r2r::ServiceRequest<T>> + Unpin,
+{
+    let log = logger.clone();
+    serve_each(requests, name, log, move |req: &T::Request| {
+        let response = with_service(&shared, &logger, T::Response::refused, |s| f(s, req));
+        after(&response);
+        response
+    })
+    .await
 }
 
 /// Answers every request of `requests` with `answer`, logging each response's [`Summary`]
