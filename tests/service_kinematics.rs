@@ -7,8 +7,7 @@ mod common;
 use common::service::{cpu_checker, names, service, tool_pose_at, START};
 use gpu_motion_planner::collision::Checker;
 use gpu_motion_planner::service::{
-    ErrorCategory, IkRequest, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
-    ServicePoseGoal,
+    ErrorCategory, IkRequest, MarkerKind, PlanningService, ServicePoseGoal,
 };
 use nalgebra::{Isometry3, UnitQuaternion};
 use rand::{Rng, SeedableRng};
@@ -147,16 +146,7 @@ fn avoid_collisions_keeps_out_solutions_that_collide() {
         .1
         .translation
         .vector;
-    s.apply_marker(MarkerUpdate {
-        ns: "elbow_ball".into(),
-        id: 0,
-        action: MarkerAction::Add,
-        kind: MarkerKind::Sphere,
-        frame_id: "world".into(),
-        pose: Isometry3::translation(elbow.x, elbow.y, elbow.z),
-        scale: [0.1; 3],
-    })
-    .expect("marker");
+    common::service::place(&mut s, "elbow_ball", 0, MarkerKind::Sphere, elbow, 0.1);
     let reference = cpu_checker(&s);
     assert!(
         !reference.check_config(&q).expect("reference"),
@@ -176,16 +166,7 @@ fn avoid_collisions_keeps_out_solutions_that_collide() {
     assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4 + 1e-9);
     // Every solution collides once the ball fills the workspace around the tool: named so.
     let tool = target.translation.vector;
-    s.apply_marker(MarkerUpdate {
-        ns: "tool_ball".into(),
-        id: 0,
-        action: MarkerAction::Add,
-        kind: MarkerKind::Sphere,
-        frame_id: "world".into(),
-        pose: Isometry3::translation(tool.x, tool.y, tool.z),
-        scale: [0.3; 3],
-    })
-    .expect("marker");
+    common::service::place(&mut s, "tool_ball", 0, MarkerKind::Sphere, tool, 0.3);
     let err = s
         .compute_ik(&ik(&s, &target, &q, true))
         .expect_err("every solution collides");

@@ -6,9 +6,8 @@ mod common;
 use common::service::{cpu_checker, names, request, service, GOAL, START};
 use gpu_motion_planner::collision::{Checker, MotionBatch};
 use gpu_motion_planner::service::{
-    MarkerAction, MarkerKind, MarkerUpdate, ServiceError, StateCheckRequest, TrajectoryCheckRequest,
+    MarkerKind, ServiceError, StateCheckRequest, TrajectoryCheckRequest,
 };
-use nalgebra::Isometry3;
 use rand::{Rng, SeedableRng};
 
 fn named(s: &gpu_motion_planner::service::PlanningService, q: &[f64]) -> StateCheckRequest {
@@ -57,16 +56,7 @@ fn state_verdicts_match_an_independent_checker_and_name_the_contacts() {
 
     // An obstacle put where the tool is: named by its marker id.
     let tool = common::service::tool_pose_at(&s, &START).translation.vector;
-    s.apply_marker(MarkerUpdate {
-        ns: "probe".into(),
-        id: 3,
-        action: MarkerAction::Add,
-        kind: MarkerKind::Sphere,
-        frame_id: "world".into(),
-        pose: Isometry3::translation(tool.x, tool.y, tool.z),
-        scale: [0.05; 3],
-    })
-    .expect("marker");
+    common::service::place(&mut s, "probe", 3, MarkerKind::Sphere, tool, 0.05);
     let check = s.check_state(&named(&s, &START)).expect("check");
     assert!(!check.valid);
     assert!(
@@ -176,16 +166,7 @@ fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
         .map(|(a, b)| (a + b) / 2.0)
         .collect();
     let at = common::service::tool_pose_at(&s, &mid).translation.vector;
-    s.apply_marker(MarkerUpdate {
-        ns: "crossing".into(),
-        id: 0,
-        action: MarkerAction::Add,
-        kind: MarkerKind::Cube,
-        frame_id: "world".into(),
-        pose: Isometry3::translation(at.x, at.y, at.z),
-        scale: [0.2; 3],
-    })
-    .expect("marker");
+    common::service::place(&mut s, "crossing", 0, MarkerKind::Cube, at, 0.2);
     let check = s.check_trajectory(&req).expect("check");
     assert!(!check.valid);
     assert!(check.first_invalid_segment.is_some());
@@ -279,16 +260,7 @@ fn continuous_joints_move_as_a_controller_moves_them() {
     let mut s = service();
     let n = names(&s);
     let ball = common::service::tool_pose_at(&s, &START) * nalgebra::Point3::new(0.0, 0.055, -0.04);
-    s.apply_marker(MarkerUpdate {
-        ns: "ball".into(),
-        id: 0,
-        action: MarkerAction::Add,
-        kind: MarkerKind::Sphere,
-        frame_id: "world".into(),
-        pose: Isometry3::translation(ball.x, ball.y, ball.z),
-        scale: [0.02; 3],
-    })
-    .expect("marker");
+    common::service::place(&mut s, "ball", 0, MarkerKind::Sphere, ball.coords, 0.02);
     let check = |s: &mut gpu_motion_planner::service::PlanningService, to: f64| {
         let mut q = START;
         q[5] = to;

@@ -53,3 +53,25 @@ pub fn cpu_checker(s: &PlanningService) -> CpuChecker {
     let base = robot.tree.neutral_state();
     CpuChecker::new(robot, &group, &base, s.scene(), CheckerOptions::default()).expect("checker")
 }
+
+/// Adds obstacle `ns/id` to the service's scene: a `kind` marker of size `size` (m, every
+/// axis) centred at `at` in the planning frame.
+pub fn place(
+    s: &mut PlanningService,
+    ns: &str,
+    id: i32,
+    kind: gpu_motion_planner::service::MarkerKind,
+    at: nalgebra::Vector3<f64>,
+    size: f64,
+) {
+    s.apply_marker(gpu_motion_planner::service::MarkerUpdate {
+        ns: ns.into(),
+        id,
+        action: gpu_motion_planner::service::MarkerAction::Add,
+        kind,
+        frame_id: "world".into(),
+        pose: Isometry3::translation(at.x, at.y, at.z),
+        scale: [size; 3],
+    })
+    .expect("marker");
+}
