@@ -12,7 +12,7 @@ use clap::Args;
 use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
-use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
+use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
 use crate::collision::{make_checker, CheckerOptions};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions};
 use crate::robot::ik::{default_tip_link, pose_from_parts, IkSolver, PoseTarget};
@@ -55,12 +55,9 @@ pub struct CartesianArgs {
     /// Collision-check resolution (joint-space distance between checked configurations).
     #[arg(long, default_value_t = CartesianOptions::default().resolution)]
     pub resolution: f64,
-    /// Scaling of the joint velocity limits, in (0, 1].
-    #[arg(long = "velocity-scaling", default_value_t = 1.0)]
-    pub velocity_scaling: f64,
-    /// Scaling of the joint acceleration limits, in (0, 1].
-    #[arg(long = "acceleration-scaling", default_value_t = 1.0)]
-    pub acceleration_scaling: f64,
+    /// Scaling of the joint velocity and acceleration limits.
+    #[command(flatten)]
+    pub scaling: ScalingArgs,
     /// Collision backend: auto, cpu, cuda or hybrid.
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -126,14 +123,6 @@ fn check_flags(a: &CartesianArgs) -> Result<(), CliError> {
             a.jump_threshold
         )));
     }
-    for (flag, v) in [
-        ("--velocity-scaling", a.velocity_scaling),
-        ("--acceleration-scaling", a.acceleration_scaling),
-    ] {
-        if !(v > 0.0 && v <= 1.0) {
-            return Err(CliError(format!("{flag} must be in (0, 1], got {v}")));
-        }
-    }
     Ok(())
 }
 
@@ -141,6 +130,7 @@ fn check_flags(a: &CartesianArgs) -> Result<(), CliError> {
 pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
     check_flags(a)?;
     let mut robot = load_robot(&a.robot, false)?;
+    let (vel_scale, acc_scale) = a.scaling.resolve(&robot)?;
     let shapes = shapes_for(&mut robot, &a.shapes, &a.robot.sphere_fit()?)?;
     let scene = scene_attached(&mut robot, a.scene.as_deref())?;
     let group = match &a.group {
@@ -186,8 +176,8 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         max_deviation: a.max_deviation,
         jump_threshold: a.jump_threshold,
         resolution: a.resolution,
-        vel_scale: a.velocity_scaling,
-        acc_scale: a.acceleration_scaling,
+        vel_scale,
+        acc_scale,
         ..CartesianOptions::default()
     };
     let out = plan_cartesian(checker.as_ref(), &mut solver, &start, &waypoints, &opts)

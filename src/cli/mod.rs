@@ -11,7 +11,7 @@ use crate::collision::{
 };
 use crate::robot::dh::DhChain;
 use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
-use crate::robot::{LoadOptions, PlanningGroup, RobotModel};
+use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
 pub mod bench_collision;
@@ -131,6 +131,10 @@ pub struct RobotArgs {
     /// A `_spherized` URDF providing the sphere model.
     #[arg(long)]
     pub spherized: Option<PathBuf>,
+    /// A MoveIt `joint_limits.yaml`: velocity and acceleration limits, narrower position
+    /// limits and the default scaling factors (see `robot::JointLimitsFile`).
+    #[arg(long = "joint-limits")]
+    pub joint_limits: Option<PathBuf>,
     /// Extra folders to search for `package://` resources.
     #[arg(long = "package-path")]
     pub package_paths: Vec<PathBuf>,
@@ -316,11 +320,53 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
         skip_geometry,
         spherized_urdf: a.spherized.clone(),
     };
-    Ok(RobotModel::from_urdf_file(
-        &a.urdf,
-        a.srdf.as_deref(),
-        &opts,
-    )?)
+    let mut robot = RobotModel::from_urdf_file(&a.urdf, a.srdf.as_deref(), &opts)?;
+    if let Some(path) = &a.joint_limits {
+        let file = JointLimitsFile::read(path)?;
+        robot.apply_joint_limits(&file, &path.display().to_string())?;
+    }
+    Ok(robot)
+}
+
+/// `--velocity-scaling` and `--acceleration-scaling` of the commands that time trajectories.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ScalingArgs {
+    /// Fraction of the velocity limits the trajectory may use, in (0, 1] (default: the
+    /// joint limits file's `default_velocity_scaling_factor`, else 1).
+    #[arg(long = "velocity-scaling")]
+    pub velocity_scaling: Option<f64>,
+    /// Fraction of the acceleration limits the trajectory may use, in (0, 1] (default: the
+    /// joint limits file's `default_acceleration_scaling_factor`, else 1).
+    #[arg(long = "acceleration-scaling")]
+    pub acceleration_scaling: Option<f64>,
+}
+
+impl ScalingArgs {
+    /// The velocity and acceleration scaling to use with `robot`: the options where given,
+    /// else the robot's joint limits file defaults, else 1; an error names a bad option.
+    pub fn resolve(&self, robot: &RobotModel) -> Result<(f64, f64), CliError> {
+        let d = robot.default_scaling;
+        let mut out = [1.0; 2];
+        for (k, (flag, given, default)) in [
+            ("--velocity-scaling", self.velocity_scaling, d.velocity),
+            (
+                "--acceleration-scaling",
+                self.acceleration_scaling,
+                d.acceleration,
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if let Some(v) = given {
+                if !(v > 0.0 && v <= 1.0) {
+                    return Err(CliError(format!("{flag} must be in (0, 1], got {v}")));
+                }
+            }
+            out[k] = given.or(default).unwrap_or(1.0);
+        }
+        Ok((out[0], out[1]))
+    }
 }
 
 fn string_list(v: &Value, what: &str, file: &Path) -> Result<Vec<String>, CliError> {
@@ -401,6 +447,7 @@ fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
             urdf: urdf.to_path_buf(),
             srdf: None,
             spherized: None,
+            joint_limits: None,
             package_paths: vec![],
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres: SphereFit::default().max_per_body,
@@ -763,12 +810,16 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
     Ok(json!({
         "name": tree.name,
         "links": tree.links.len(),
-        "joints": tree.joints.iter().map(|j| json!({"name": j.name, "kind": format!("{:?}", j.kind).to_lowercase(), "lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity, "mimic": j.mimic.map(|m| tree.joints[m.joint].name.clone())})).collect::<Vec<_>>(),
+        "joints": tree.joints.iter().map(|j| json!({"name": j.name, "kind": format!("{:?}", j.kind).to_lowercase(), "lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity, "acceleration": j.limits.acceleration, "mimic": j.mimic.map(|m| tree.joints[m.joint].name.clone())})).collect::<Vec<_>>(),
         "variables": tree.variable_names,
         "groups": groups,
         "collision_bodies": bodies,
         "allowed_pairs": robot.allowed.len(),
         "spherized_spheres": robot.spherized.as_ref().map(|s| s.len()),
+        "default_scaling": {
+            "velocity": robot.default_scaling.velocity,
+            "acceleration": robot.default_scaling.acceleration,
+        },
     }))
 }
 

@@ -17,7 +17,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
+use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::pose::plan_to_pose;
 use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
@@ -76,12 +76,9 @@ pub struct PlanArgs {
     /// Joint-space distance between checked configurations along a motion.
     #[arg(long, default_value_t = 0.02)]
     pub resolution: f64,
-    /// Fraction of the velocity limits the trajectory may use, in (0, 1].
-    #[arg(long = "velocity-scaling", default_value_t = 1.0)]
-    pub velocity_scaling: f64,
-    /// Fraction of the acceleration limits the trajectory may use, in (0, 1].
-    #[arg(long = "acceleration-scaling", default_value_t = 1.0)]
-    pub acceleration_scaling: f64,
+    /// Fractions of the velocity and acceleration limits the trajectory may use.
+    #[command(flatten)]
+    pub scaling: ScalingArgs,
     /// Stop RRT* after this many iterations (makes its result reproducible).
     #[arg(long = "max-iterations")]
     pub max_iterations: Option<usize>,
@@ -316,7 +313,12 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
 }
 
 /// The request for `a` (planner, limits and options) from `start` to `goal`.
-pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequest, CliError> {
+pub fn request(
+    a: &PlanArgs,
+    robot: &RobotModel,
+    start: Vec<f64>,
+    goal: Vec<f64>,
+) -> Result<PlanRequest, CliError> {
     let planner: PlannerId = a.planner.parse().map_err(|e| CliError(format!("{e}")))?;
     if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
         return Err(CliError(format!(
@@ -328,8 +330,7 @@ pub fn request(a: &PlanArgs, start: Vec<f64>, goal: Vec<f64>) -> Result<PlanRequ
     req.seed = a.seed;
     req.time_limit = Duration::from_secs_f64(a.time_limit.min(1e9));
     req.resolution = a.resolution;
-    req.vel_scale = a.velocity_scaling;
-    req.acc_scale = a.acceleration_scaling;
+    (req.vel_scale, req.acc_scale) = a.scaling.resolve(robot)?;
     req.max_iterations = a.max_iterations;
     a.tuning.apply(&mut req);
     Ok(req)
@@ -380,7 +381,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     };
     let checker =
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
-    let mut req = request(a, p.start, p.goal)?;
+    let mut req = request(a, &p.robot, p.start, p.goal)?;
     req.group = p.group.name.clone();
     let outcome = match &p.pose {
         None => plan(checker.as_ref(), &req).map(|r| (r, None)),
@@ -440,7 +441,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         ..Default::default()
     };
     let checker = crate::collision::make_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
-    let mut template = request(a, Vec::new(), Vec::new())?;
+    let mut template = request(a, &robot, Vec::new(), Vec::new())?;
     template.group = group.name.clone();
     // The options are checked once, before any problem runs (one error rather than one per
     // problem).

@@ -7,7 +7,8 @@ use super::space::JointSpace;
 use super::RobotError;
 
 /// Default acceleration limit as a multiple of the velocity limit (per second): the URDF
-/// carries no acceleration limits, so this is used unless a caller sets them.
+/// carries no acceleration limits, so this is used for joints that a joint limits file
+/// ([`super::JointLimitsFile`]) gives none.
 pub const DEFAULT_ACCELERATION_FACTOR: f64 = 2.0;
 
 /// The moving, independent joints a planner controls, and how their values map into a full
@@ -182,7 +183,11 @@ impl RobotModel {
                 .collect(),
             max_acceleration: joints
                 .iter()
-                .map(|&j| tree.joints[j].limits.velocity * DEFAULT_ACCELERATION_FACTOR)
+                .map(|&j| {
+                    let l = &tree.joints[j].limits;
+                    l.acceleration
+                        .unwrap_or(l.velocity * DEFAULT_ACCELERATION_FACTOR)
+                })
                 .collect(),
         };
         PlanningGroup {

@@ -98,6 +98,9 @@ pub struct RobotModel {
     pub base_dir: Option<PathBuf>,
     /// Objects carried by the robot ([`RobotModel::attach`]), each a link of its own.
     pub(crate) attached: Vec<super::attach::AttachedObject>,
+    /// Velocity and acceleration scaling for requests that give none, from a joint limits
+    /// file ([`RobotModel::apply_joint_limits`]); none without one.
+    pub default_scaling: super::DefaultScaling,
 }
 
 fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
@@ -359,6 +362,7 @@ impl RobotModel {
             srdf,
             base_dir: base_dir.map(Path::to_path_buf),
             attached: Vec::new(),
+            default_scaling: super::DefaultScaling::default(),
         };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)

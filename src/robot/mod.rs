@@ -7,6 +7,7 @@ pub mod dh;
 pub mod geometry;
 mod group;
 pub mod ik;
+mod limits;
 mod load;
 pub mod mesh;
 mod model;
@@ -18,6 +19,7 @@ mod srdf;
 pub use acm::{AllowedPairs, AllowedReason};
 pub use attach::{attach_joint_name, AttachedObject};
 pub use group::{PlanningGroup, DEFAULT_ACCELERATION_FACTOR};
+pub use limits::{DefaultScaling, JointLimitEntry, JointLimitsFile};
 pub use load::{
     load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel,
 };
@@ -71,6 +73,15 @@ pub enum RobotError {
         /// File name.
         source_name: String,
         /// What went wrong.
+        message: String,
+    },
+    /// A joint limits file is malformed, names a joint that does not exist or gives a bad
+    /// limit.
+    #[error("joint limits {source_name}: {message}")]
+    JointLimits {
+        /// File name.
+        source_name: String,
+        /// What went wrong (naming the joint and key).
         message: String,
     },
     /// A joint name that is not in the robot.

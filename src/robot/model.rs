@@ -38,6 +38,9 @@ pub struct JointLimits {
     pub velocity: f64,
     /// Effort limit (N m or N).
     pub effort: f64,
+    /// Acceleration limit (rad/s² or m/s²) from a joint limits file
+    /// ([`super::JointLimitsFile`]); the URDF has none, so `None` unless one was applied.
+    pub acceleration: Option<f64>,
 }
 
 /// A mimic relation: `value = multiplier * value(joint) + offset`.
@@ -242,6 +245,7 @@ impl KinematicTree {
                         upper,
                         velocity,
                         effort: j.limit.effort,
+                        acceleration: None,
                     },
                     mimic: None,
                     variable: None,
@@ -499,6 +503,7 @@ impl KinematicTree {
                 upper: 0.0,
                 velocity: 0.0,
                 effort: 0.0,
+                acceleration: None,
             },
             mimic: None,
             variable: None,

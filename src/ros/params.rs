@@ -14,7 +14,7 @@ use crate::collision::RobotShapes;
 use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
 use crate::robot::spherize::{fit_robot, SphereFit};
-use crate::robot::{load_spherized, LoadOptions, RobotModel};
+use crate::robot::{load_spherized, JointLimitsFile, LoadOptions, RobotModel};
 use crate::scene::Scene;
 use crate::service::ServiceSettings;
 
@@ -51,9 +51,11 @@ pub struct NodeParams {
     pub device_extra_attempts: i64,
     /// On the device: iterations without a path before the extra attempts join; >= 1.
     pub device_escalate_after: i64,
-    /// Default velocity scaling in (0, 1].
+    /// Default velocity scaling in (0, 1]; 0: the joint limits file's
+    /// `default_velocity_scaling_factor`, 1 without one.
     pub velocity_scaling: f64,
-    /// Default acceleration scaling in (0, 1].
+    /// Default acceleration scaling in (0, 1]; 0: the joint limits file's
+    /// `default_acceleration_scaling_factor`, 1 without one.
     pub acceleration_scaling: f64,
     /// SRDF planning group to plan for (empty: all actuated joints).
     pub planning_group: String,
@@ -63,6 +65,9 @@ pub struct NodeParams {
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
     pub srdf_path: String,
+    /// Path of a MoveIt `joint_limits.yaml` (empty: the URDF's limits and the default
+    /// acceleration limits).
+    pub joint_limits_path: String,
     /// URDF text of the robot; wins over `urdf_path` when not empty.
     pub robot_description: String,
     /// Robot geometry, one of [`SHAPES`]: the collision polytopes, the sphere model of
@@ -97,6 +102,7 @@ impl Default for NodeParams {
             planning_frame: s.planning_frame,
             urdf_path: String::new(),
             srdf_path: String::new(),
+            joint_limits_path: String::new(),
             robot_description: String::new(),
             collision_shapes: "polytopes".into(),
             spherized_urdf_path: String::new(),
@@ -172,11 +178,15 @@ fn positive(name: &str, x: f64) -> Result<f64, ParamError> {
     }
 }
 
-fn fraction(name: &str, x: f64) -> Result<f64, ParamError> {
-    if x > 0.0 && x <= 1.0 {
+/// A scaling factor: in (0, 1], or 0 for the joint limits file's default.
+fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
+    if (0.0..=1.0).contains(&x) {
         Ok(x)
     } else {
-        Err(err(name, format!("{x} must be in (0, 1]")))
+        Err(err(
+            name,
+            format!("{x} must be in (0, 1], or 0 for the joint limits file's default"),
+        ))
     }
 }
 
@@ -216,11 +226,17 @@ impl NodeParams {
 
     /// Loads the robot named by `robot_description` (URDF text, with the SRDF file
     /// `srdf_path` if set) or `urdf_path` (+ `srdf_path`); with neither, the bundled robot
-    /// and its demo scene. Another robot starts with an empty scene. With `collision_shapes`
+    /// and its demo scene. A `joint_limits_path` file's limits are applied to it. Another robot starts with an empty scene. With `collision_shapes`
     /// `spheres` the robot gets the sphere model of `spherized_urdf_path`, with `fitted` one
     /// fitted to its collision geometry. Errors name the file or parameter.
     pub fn load_robot(&self) -> Result<(RobotModel, Scene), String> {
         let (mut robot, scene) = self.load_geometry()?;
+        if !self.joint_limits_path.is_empty() {
+            let path = Path::new(&self.joint_limits_path);
+            JointLimitsFile::read(path)
+                .and_then(|f| robot.apply_joint_limits(&f, &self.joint_limits_path))
+                .map_err(|e| format!("joint_limits_path: {e}"))?;
+        }
         match self.collision_shapes.as_str() {
             "spheres" => {
                 if self.spherized_urdf_path.is_empty() {
@@ -271,7 +287,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 22] = [
         "planner",
         "backend",
         "resolution",
@@ -288,6 +304,7 @@ impl NodeParams {
         "planning_frame",
         "urdf_path",
         "srdf_path",
+        "joint_limits_path",
         "robot_description",
         "collision_shapes",
         "spherized_urdf_path",
@@ -316,12 +333,19 @@ impl NodeParams {
             "device_escalate_after" => {
                 "with plan_on_device: iterations without a path before the extra attempts join (>= 1)"
             }
-            "velocity_scaling" => "default joint velocity limit scaling in (0, 1]",
-            "acceleration_scaling" => "default joint acceleration limit scaling in (0, 1]",
+            "velocity_scaling" => {
+                "default joint velocity limit scaling in (0, 1]; 0: the joint limits file's default_velocity_scaling_factor, else 1"
+            }
+            "acceleration_scaling" => {
+                "default joint acceleration limit scaling in (0, 1]; 0: the joint limits file's default_acceleration_scaling_factor, else 1"
+            }
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
             "planning_frame" => "frame of published trajectories and markers",
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
+            "joint_limits_path" => {
+                "MoveIt joint_limits.yaml: velocity, acceleration and narrower position limits, default scaling (empty: the URDF's limits)"
+            }
             "robot_description" => "URDF text; wins over urdf_path when not empty",
             "collision_shapes" => {
                 "robot geometry: polytopes (the URDF collision geometry, exact), spheres (the sphere model of spherized_urdf_path) or fitted (spheres fitted around the polytopes at load, conservative); drm keeps the polytopes"
@@ -355,6 +379,7 @@ impl NodeParams {
             "planning_frame" => V::String(self.planning_frame.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
+            "joint_limits_path" => V::String(self.joint_limits_path.clone()),
             "robot_description" => V::String(self.robot_description.clone()),
             "collision_shapes" => V::String(self.collision_shapes.clone()),
             "spherized_urdf_path" => V::String(self.spherized_urdf_path.clone()),
@@ -411,14 +436,15 @@ impl NodeParams {
                 }
                 self.device_escalate_after = n;
             }
-            "velocity_scaling" => self.velocity_scaling = fraction(name, as_f64(name, value)?)?,
+            "velocity_scaling" => self.velocity_scaling = scale(name, as_f64(name, value)?)?,
             "acceleration_scaling" => {
-                self.acceleration_scaling = fraction(name, as_f64(name, value)?)?
+                self.acceleration_scaling = scale(name, as_f64(name, value)?)?
             }
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
+            "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,
             "robot_description" => self.robot_description = as_string(name, value)?,
             "collision_shapes" => {
                 self.collision_shapes = one_of(name, as_string(name, value)?, SHAPES)?
@@ -549,7 +575,7 @@ mod tests {
     fn the_robot_parameters_are_the_tail_of_the_names() {
         assert_eq!(NodeParams::ROBOT.first(), Some(&"urdf_path"));
         assert_eq!(NodeParams::ROBOT.last(), Some(&"max_spheres_per_body"));
-        assert_eq!(NodeParams::ROBOT.len(), 7);
+        assert_eq!(NodeParams::ROBOT.len(), 8);
     }
 
     #[test]
@@ -587,6 +613,43 @@ mod tests {
             assert_eq!(p.set(name, &bad).unwrap_err().name, name);
         }
         assert_eq!(p.collision_shapes, "spheres");
+    }
+
+    #[test]
+    fn joint_limits_path_limits_the_robot_and_a_bad_file_is_named() {
+        let mut p = NodeParams::default();
+        assert_eq!((p.velocity_scaling, p.acceleration_scaling), (0.0, 0.0));
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/gmp_arm_joint_limits.yaml"
+        );
+        p.set("joint_limits_path", &ParameterValue::String(file.into()))
+            .unwrap();
+        let (robot, _) = p.load_robot().expect("bundled robot with its limits");
+        let space = robot.default_group().space;
+        assert_eq!(space.max_acceleration, vec![3.0, 3.0, 4.0, 6.0, 6.0, 6.0]);
+        assert_eq!(robot.default_scaling.velocity, Some(0.5));
+        p.set(
+            "joint_limits_path",
+            &ParameterValue::String("/no/such/limits.yaml".into()),
+        )
+        .unwrap();
+        let e = p.load_robot().unwrap_err();
+        assert!(
+            e.contains("joint_limits_path") && e.contains("/no/such/limits.yaml"),
+            "{e}"
+        );
+        for good in [0.0, 0.25, 1.0] {
+            p.set("velocity_scaling", &ParameterValue::Double(good))
+                .unwrap();
+        }
+        for bad in [-0.1, 1.5, f64::NAN] {
+            let e = p
+                .set("acceleration_scaling", &ParameterValue::Double(bad))
+                .unwrap_err();
+            assert_eq!(e.name, "acceleration_scaling");
+        }
+        assert_eq!(p.acceleration_scaling, 0.0);
     }
 
     #[test]

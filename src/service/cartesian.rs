@@ -1,7 +1,7 @@
 //! Cartesian paths through the service ([`PlanningService::plan_cartesian`]): the node's
 //! `~/plan_cartesian`, MoveIt's `compute_cartesian_path` in spirit.
 
-use super::{cached_checker, ik, scaling, PlanningService, ServiceError};
+use super::{cached_checker, ik, PlanningService, ServiceError};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions, CartesianStats};
 use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::trajectory::Trajectory;
@@ -75,18 +75,13 @@ impl PlanningService {
             );
         }
         let s = &self.settings;
+        let (vel_scale, acc_scale) = self.scalings(req.vel_scale, req.acc_scale)?;
         let opts = CartesianOptions {
             max_step: req.max_step.unwrap_or(CartesianOptions::default().max_step),
             jump_threshold: req.jump_threshold.unwrap_or(0.0),
             resolution: s.resolution,
-            vel_scale: scaling(
-                "velocity_scaling",
-                req.vel_scale.unwrap_or(s.velocity_scaling),
-            )?,
-            acc_scale: scaling(
-                "acceleration_scaling",
-                req.acc_scale.unwrap_or(s.acceleration_scaling),
-            )?,
+            vel_scale,
+            acc_scale,
             ..CartesianOptions::default()
         };
         self.ensure_checker(&group, &start_state)?;

@@ -57,9 +57,11 @@ pub struct ServiceSettings {
     pub time_limit: f64,
     /// Default random seed.
     pub seed: u64,
-    /// Default velocity scaling in (0, 1].
+    /// Default velocity scaling in (0, 1]; 0: the robot's joint limits file default
+    /// ([`RobotModel::default_scaling`]), 1 without one.
     pub velocity_scaling: f64,
-    /// Default acceleration scaling in (0, 1].
+    /// Default acceleration scaling in (0, 1]; 0: the robot's joint limits file default, 1
+    /// without one.
     pub acceleration_scaling: f64,
     /// SRDF planning group (empty: the robot's default group).
     pub planning_group: String,
@@ -90,8 +92,8 @@ impl Default for ServiceSettings {
             resolution: 0.01,
             time_limit: 5.0,
             seed: 0,
-            velocity_scaling: 1.0,
-            acceleration_scaling: 1.0,
+            velocity_scaling: 0.0,
+            acceleration_scaling: 0.0,
             planning_group: String::new(),
             planning_frame: "world".into(),
             roadmap_size: 2000,
@@ -639,14 +641,41 @@ fn check_lists<'a>(
     Ok(out)
 }
 
-fn scaling(name: &'static str, v: f64) -> Result<f64, ServiceError> {
-    if v > 0.0 && v <= 1.0 {
-        Ok(v)
-    } else {
-        Err(ServiceError::BadOption {
-            name,
-            reason: format!("must be in (0, 1], got {v}"),
-        })
+impl PlanningService {
+    /// The velocity and acceleration scaling of a request: its own where it gives one, else
+    /// the settings', else (settings 0) the robot's joint limits file defaults, else 1. A
+    /// value outside (0, 1] is refused naming it.
+    pub(crate) fn scalings(
+        &self,
+        vel: Option<f64>,
+        acc: Option<f64>,
+    ) -> Result<(f64, f64), ServiceError> {
+        let s = &self.settings;
+        let d = self.robot.default_scaling;
+        let pick = |name: &'static str, given: Option<f64>, setting: f64, file: Option<f64>| {
+            let v = given.unwrap_or(if setting == 0.0 {
+                file.unwrap_or(1.0)
+            } else {
+                setting
+            });
+            if v > 0.0 && v <= 1.0 {
+                Ok(v)
+            } else {
+                Err(ServiceError::BadOption {
+                    name,
+                    reason: format!("must be in (0, 1], got {v}"),
+                })
+            }
+        };
+        Ok((
+            pick("velocity_scaling", vel, s.velocity_scaling, d.velocity)?,
+            pick(
+                "acceleration_scaling",
+                acc,
+                s.acceleration_scaling,
+                d.acceleration,
+            )?,
+        ))
     }
 }
 
@@ -1065,14 +1094,7 @@ impl PlanningService {
                 reason: format!("must be in (0, {MAX_TIME_LIMIT}] seconds, got {time_limit}"),
             });
         }
-        let vel_scale = scaling(
-            "velocity_scaling",
-            req.vel_scale.unwrap_or(s.velocity_scaling),
-        )?;
-        let acc_scale = scaling(
-            "acceleration_scaling",
-            req.acc_scale.unwrap_or(s.acceleration_scaling),
-        )?;
+        let (vel_scale, acc_scale) = self.scalings(req.vel_scale, req.acc_scale)?;
         let resolution = s.resolution;
         if !(resolution > 0.0 && resolution.is_finite()) {
             return Err(ServiceError::BadOption {

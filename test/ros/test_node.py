@@ -334,6 +334,8 @@ def run_checks(node, launch):
     res = plan_until(lambda r: r.success)
     check('~/plan plans again with collision_shapes polytopes',
           res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
+    if res is not None and res.success:
+        joint_limits_checks(plan_until, res)
 
     # RRT-Connect on the GPU: plans where the node has one, else a clear error naming it.
     rc, out = ros2_param('set', NODE, 'plan_on_device', 'true')
@@ -413,6 +415,53 @@ def run_checks(node, launch):
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
     # launch itself does not forward a SIGINT it received) is checked by main().
+
+
+def duration(traj):
+    t = traj.points[-1].time_from_start
+    return t.sec + 1e-9 * t.nanosec
+
+
+def joint_limits_checks(plan_until, plain):
+    """joint_limits_path: the installed config/gmp_arm_joint_limits.yaml times the same
+    path under its acceleration limits at its default scaling (0.5), since velocity_scaling
+    and acceleration_scaling are 0 in config/planner.yaml; a file that cannot be read keeps the
+    robot loaded before; clearing the parameter restores the URDF's limits."""
+    from ament_index_python.packages import get_package_share_directory
+    path = os.path.join(get_package_share_directory('gpu_motion_planner'), 'config',
+                        'gmp_arm_joint_limits.yaml')
+    check('config/gmp_arm_joint_limits.yaml is installed', os.path.isfile(path), path)
+    velocity = [2.0, 2.0, 2.5, 3.0, 3.0, 3.0]      # the URDF's (and the file's)
+    acceleration = [3.0, 3.0, 4.0, 6.0, 6.0, 6.0]  # the file's
+    base = duration(plain.trajectory)
+    rc, out = ros2_param('set', NODE, 'joint_limits_path', path)
+    check('ros2 param set joint_limits_path', rc == 0 and 'successful' in out.lower(), out)
+    res = plan_until(lambda r: r.success and duration(r.trajectory) > 1.3 * base)
+    ok = res is not None and res.success
+    check('~/plan with the joint limits file: slower (its default scaling 0.5)',
+          ok and duration(res.trajectory) > 1.3 * base,
+          res and f'{duration(res.trajectory) if ok else None} s against {base} s; '
+          f'{res.message!r}')
+    if ok:
+        peak_v = max(abs(v) / (0.5 * velocity[j]) for p in res.trajectory.points
+                     for j, v in enumerate(p.velocities))
+        peak_a = max(abs(a) / (0.5 * acceleration[j]) for p in res.trajectory.points
+                     for j, a in enumerate(p.accelerations))
+        check('its velocities and accelerations stay within half the file\'s limits, '
+              'the accelerations reaching them',
+              peak_v <= 1 + 1e-6 and 0.99 < peak_a <= 1 + 1e-6,
+              f'peak velocity ratio {peak_v}, peak acceleration ratio {peak_a}')
+    rc, out = ros2_param('set', NODE, 'joint_limits_path', '/nonexistent/limits.yaml')
+    time.sleep(1.0)
+    res = plan_until(lambda r: r.success)
+    check('an unreadable joint limits file keeps the limits loaded before',
+          res is not None and res.success and duration(res.trajectory) > 1.3 * base,
+          res and f'{res.message!r}')
+    rc, out = ros2_param('set', NODE, 'joint_limits_path', '')
+    res = plan_until(lambda r: r.success and abs(duration(r.trajectory) - base) < 1e-6)
+    check('clearing joint_limits_path restores the URDF\'s limits (the first timing)',
+          res is not None and res.success and abs(duration(res.trajectory) - base) < 1e-6,
+          res and f'{duration(res.trajectory) if res.success else None} s against {base} s')
 
 
 def check_trajectory(traj, obstacles, what):
