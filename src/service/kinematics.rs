@@ -55,7 +55,14 @@ impl PlanningService {
     pub fn compute_ik(&mut self, req: &IkRequest) -> Result<IkAnswer, ServiceError> {
         let group = self.group()?;
         let (seed_state, seed_q) = self.state_of("seed_state", &req.seed_state, &group)?;
-        let target = self.pose_target(&req.goal, &group, &seed_state)?;
+        // The pose goal's checks, answered about ComputeIk's `pose`.
+        let ik_pose = |e: ServiceError| match e {
+            ServiceError::BadPoseGoal(m) => ServiceError::BadPose(m),
+            other => other,
+        };
+        let target = self
+            .pose_target(&req.goal, &group, &seed_state)
+            .map_err(ik_pose)?;
         let link = self.robot.tree.links[target.link].name.clone();
         let defaults = IkOptions::default();
         let starts = match req.attempts {
@@ -78,7 +85,7 @@ impl PlanningService {
         }
         let (best, found, in_collision) = {
             let solver = IkSolver::new(&self.robot, &group, &seed_state, target)
-                .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+                .map_err(|e| ServiceError::BadPose(e.to_string()))?;
             if req.avoid_collisions {
                 let checker = cached_checker(&self.cached)?;
                 let goals = free_goals(checker, &solver, &seed_q, &opts)?;
@@ -90,7 +97,7 @@ impl PlanningService {
             } else {
                 let found = solver
                     .solve(Some(&seed_q), &opts)
-                    .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+                    .map_err(|e| ServiceError::BadPose(e.to_string()))?;
                 let n = found.len();
                 let space = &group.space;
                 let nearest = found.into_iter().min_by(|a: &IkSolution, b| {

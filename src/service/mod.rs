@@ -316,6 +316,10 @@ pub enum ServiceError {
     /// goal joint positions).
     #[error("goal_pose: {0}")]
     BadPoseGoal(String),
+    /// The pose of an inverse kinematics request that cannot be used (frame, link,
+    /// quaternion, tolerances).
+    #[error("pose: {0}")]
+    BadPose(String),
     /// Cartesian path waypoints that cannot be used (frame, link, quaternion, none given).
     #[error("waypoints: {0}")]
     BadWaypoints(String),
@@ -406,7 +410,9 @@ impl ServiceError {
             | ServiceError::NotFinite { which, .. }
             | ServiceError::OutOfLimits { which, .. }
             | ServiceError::BadJointList { which, .. } => by_side(which),
-            ServiceError::BadPoseGoal(_) | ServiceError::BadWaypoints(_) => C::InvalidGoal,
+            ServiceError::BadPoseGoal(_)
+            | ServiceError::BadPose(_)
+            | ServiceError::BadWaypoints(_) => C::InvalidGoal,
             ServiceError::Plan(PlanError::NoIkSolution(_)) => C::NoIkSolution,
             ServiceError::NoCurrentState => C::StaleState,
             ServiceError::Group { .. } => C::InvalidGroup,
