@@ -5,6 +5,7 @@ Arguments (name:=value):
   robot_description  URDF text; overrides the params file when not empty
   urdf_path          URDF file; overrides the params file when not empty
   srdf_path          SRDF file; overrides the params file when not empty
+  robot_description_semantic  SRDF text (MoveIt's name); wins over srdf_path when not empty
   joint_limits_path  MoveIt joint_limits.yaml; overrides the params file when not empty
   collision_shapes   polytopes | spheres | fitted; overrides the params file when not empty
   spherized_urdf_path  _spherized URDF (collision_shapes:=spheres); likewise
@@ -30,6 +31,7 @@ OVERRIDES = {
     'robot_description': 'URDF text',
     'urdf_path': 'URDF file',
     'srdf_path': 'SRDF file',
+    'robot_description_semantic': 'SRDF text',
     'joint_limits_path': 'MoveIt joint_limits.yaml',
     'collision_shapes': 'polytopes, spheres or fitted',
     'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',

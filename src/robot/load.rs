@@ -281,10 +281,6 @@ impl RobotModel {
         srdf: Option<&Path>,
         opts: &LoadOptions,
     ) -> Result<Self, RobotError> {
-        let text = std::fs::read_to_string(urdf).map_err(|e| RobotError::Io {
-            path: urdf.display().to_string(),
-            message: e.to_string(),
-        })?;
         let srdf_text = match srdf {
             Some(p) => Some((
                 std::fs::read_to_string(p).map_err(|e| RobotError::Io {
@@ -295,6 +291,25 @@ impl RobotModel {
             )),
             None => None,
         };
+        Self::from_urdf_file_with_srdf(
+            urdf,
+            srdf_text.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
+            opts,
+        )
+    }
+
+    /// Loads a robot from a URDF file with an SRDF given as text (e.g. the
+    /// `robot_description_semantic` parameter), `(text, name)`: the name is what SRDF errors
+    /// call it.
+    pub fn from_urdf_file_with_srdf(
+        urdf: &Path,
+        srdf: Option<(&str, &str)>,
+        opts: &LoadOptions,
+    ) -> Result<Self, RobotError> {
+        let text = std::fs::read_to_string(urdf).map_err(|e| RobotError::Io {
+            path: urdf.display().to_string(),
+            message: e.to_string(),
+        })?;
         let base = urdf.parent().map(|p| {
             if p.as_os_str().is_empty() {
                 Path::new(".")
@@ -302,13 +317,7 @@ impl RobotModel {
                 p
             }
         });
-        Self::from_urdf_str_named(
-            &text,
-            &urdf.display().to_string(),
-            base,
-            srdf_text.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
-            opts,
-        )
+        Self::from_urdf_str_named(&text, &urdf.display().to_string(), base, srdf, opts)
     }
 
     /// Loads a robot from URDF text (e.g. the `robot_description` parameter). Relative resources
@@ -328,7 +337,9 @@ impl RobotModel {
         )
     }
 
-    fn from_urdf_str_named(
+    /// Loads a robot from URDF text named `name` in errors, with an SRDF as `(text, name)`.
+    /// Relative resources resolve against `base_dir`.
+    pub fn from_urdf_str_named(
         urdf: &str,
         name: &str,
         base_dir: Option<&Path>,

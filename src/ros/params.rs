@@ -70,6 +70,9 @@ pub struct NodeParams {
     pub joint_limits_path: String,
     /// URDF text of the robot; wins over `urdf_path` when not empty.
     pub robot_description: String,
+    /// SRDF text of the robot (MoveIt's parameter name); wins over `srdf_path` when not
+    /// empty.
+    pub robot_description_semantic: String,
     /// Robot geometry, one of [`SHAPES`]: the collision polytopes, the sphere model of
     /// `spherized_urdf_path`, or a sphere model fitted to the polytopes at load.
     pub collision_shapes: String,
@@ -104,6 +107,7 @@ impl Default for NodeParams {
             srdf_path: String::new(),
             joint_limits_path: String::new(),
             robot_description: String::new(),
+            robot_description_semantic: String::new(),
             collision_shapes: "polytopes".into(),
             spherized_urdf_path: String::new(),
             sphere_tolerance: SphereFit::default().tolerance,
@@ -224,11 +228,12 @@ impl NodeParams {
         }
     }
 
-    /// Loads the robot named by `robot_description` (URDF text, with the SRDF file
-    /// `srdf_path` if set) or `urdf_path` (+ `srdf_path`); with neither, the bundled robot
-    /// and its demo scene. A `joint_limits_path` file's limits are applied to it. Another robot starts with an empty scene. With `collision_shapes`
-    /// `spheres` the robot gets the sphere model of `spherized_urdf_path`, with `fitted` one
-    /// fitted to its collision geometry. Errors name the file or parameter.
+    /// Loads the robot named by `robot_description` (URDF text) or `urdf_path`, with the SRDF
+    /// of `robot_description_semantic` (text) or `srdf_path` if set; with neither URDF, the
+    /// bundled robot and its demo scene. Another robot starts with an empty scene. A
+    /// `joint_limits_path` file's limits are applied to it. With `collision_shapes` `spheres`
+    /// the robot gets the sphere model of `spherized_urdf_path`, with `fitted` one fitted to
+    /// its collision geometry. Errors name the file or parameter.
     pub fn load_robot(&self) -> Result<(RobotModel, Scene), String> {
         let (mut robot, scene) = self.load_geometry()?;
         if !self.joint_limits_path.is_empty() {
@@ -263,23 +268,35 @@ impl NodeParams {
     /// The robot and scene of [`Self::load_robot`] before the sphere model.
     fn load_geometry(&self) -> Result<(RobotModel, Scene), String> {
         let opts = LoadOptions::default();
-        let srdf_path = (!self.srdf_path.is_empty()).then(|| Path::new(&self.srdf_path));
+        // The SRDF as (text, name in errors): robot_description_semantic, else srdf_path.
+        let srdf: Option<(String, String)> = if !self.robot_description_semantic.is_empty() {
+            Some((
+                self.robot_description_semantic.clone(),
+                "robot_description_semantic".into(),
+            ))
+        } else if !self.srdf_path.is_empty() {
+            let text = std::fs::read_to_string(&self.srdf_path)
+                .map_err(|e| format!("srdf_path '{}': {e}", self.srdf_path))?;
+            Some((text, format!("srdf_path '{}'", self.srdf_path)))
+        } else {
+            None
+        };
+        let srdf = srdf.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
         let empty = || Scene::new(self.planning_frame.clone());
         if !self.robot_description.is_empty() {
-            let srdf = match srdf_path {
-                Some(p) => Some(
-                    std::fs::read_to_string(p)
-                        .map_err(|e| format!("srdf_path '{}': {e}", p.display()))?,
-                ),
-                None => None,
-            };
-            let robot =
-                RobotModel::from_urdf_str(&self.robot_description, None, srdf.as_deref(), &opts)
-                    .map_err(|e| format!("robot_description: {e}"))?;
+            let robot = RobotModel::from_urdf_str_named(
+                &self.robot_description,
+                "robot_description",
+                None,
+                srdf,
+                &opts,
+            )
+            .map_err(|e| format!("robot_description: {e}"))?;
             Ok((robot, empty()))
         } else if !self.urdf_path.is_empty() {
-            let robot = RobotModel::from_urdf_file(Path::new(&self.urdf_path), srdf_path, &opts)
-                .map_err(|e| format!("urdf_path '{}': {e}", self.urdf_path))?;
+            let robot =
+                RobotModel::from_urdf_file_with_srdf(Path::new(&self.urdf_path), srdf, &opts)
+                    .map_err(|e| format!("urdf_path '{}': {e}", self.urdf_path))?;
             Ok((robot, empty()))
         } else {
             crate::cli::demo::bundled().map_err(|e| format!("bundled robot: {}", e.0))
@@ -287,7 +304,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 23] = [
         "planner",
         "backend",
         "resolution",
@@ -306,6 +323,7 @@ impl NodeParams {
         "srdf_path",
         "joint_limits_path",
         "robot_description",
+        "robot_description_semantic",
         "collision_shapes",
         "spherized_urdf_path",
         "sphere_tolerance",
@@ -347,6 +365,7 @@ impl NodeParams {
                 "MoveIt joint_limits.yaml: velocity, acceleration and narrower position limits, default scaling (empty: the URDF's limits)"
             }
             "robot_description" => "URDF text; wins over urdf_path when not empty",
+            "robot_description_semantic" => "SRDF text; wins over srdf_path when not empty",
             "collision_shapes" => {
                 "robot geometry: polytopes (the URDF collision geometry, exact), spheres (the sphere model of spherized_urdf_path) or fitted (spheres fitted around the polytopes at load, conservative); drm keeps the polytopes"
             }
@@ -381,6 +400,7 @@ impl NodeParams {
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
             "robot_description" => V::String(self.robot_description.clone()),
+            "robot_description_semantic" => V::String(self.robot_description_semantic.clone()),
             "collision_shapes" => V::String(self.collision_shapes.clone()),
             "spherized_urdf_path" => V::String(self.spherized_urdf_path.clone()),
             "sphere_tolerance" => V::Double(self.sphere_tolerance),
@@ -446,6 +466,9 @@ impl NodeParams {
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,
             "robot_description" => self.robot_description = as_string(name, value)?,
+            "robot_description_semantic" => {
+                self.robot_description_semantic = as_string(name, value)?
+            }
             "collision_shapes" => {
                 self.collision_shapes = one_of(name, as_string(name, value)?, SHAPES)?
             }
@@ -575,7 +598,7 @@ mod tests {
     fn the_robot_parameters_are_the_tail_of_the_names() {
         assert_eq!(NodeParams::ROBOT.first(), Some(&"urdf_path"));
         assert_eq!(NodeParams::ROBOT.last(), Some(&"max_spheres_per_body"));
-        assert_eq!(NodeParams::ROBOT.len(), 8);
+        assert_eq!(NodeParams::ROBOT.len(), 9);
     }
 
     #[test]
@@ -650,6 +673,40 @@ mod tests {
             assert_eq!(e.name, "acceleration_scaling");
         }
         assert_eq!(p.acceleration_scaling, 0.0);
+    }
+
+    #[test]
+    fn robot_description_semantic_wins_over_srdf_path() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut p = NodeParams::default();
+        let set = |p: &mut NodeParams, name: &str, v: String| {
+            p.set(name, &ParameterValue::String(v)).unwrap();
+        };
+        set(&mut p, "urdf_path", format!("{root}/urdf/gmp_arm.urdf"));
+        let (robot, _) = p.load_robot().expect("URDF alone");
+        assert!(robot.srdf.is_none());
+        let srdf = std::fs::read_to_string(format!("{root}/urdf/gmp_arm.srdf")).unwrap();
+        set(&mut p, "robot_description_semantic", srdf.clone());
+        set(&mut p, "srdf_path", "/no/such.srdf".into());
+        let (robot, _) = p.load_robot().expect("URDF file with SRDF text");
+        assert!(robot.srdf.is_some_and(|s| !s.groups.is_empty()));
+        let urdf = std::fs::read_to_string(format!("{root}/urdf/gmp_arm.urdf")).unwrap();
+        set(&mut p, "robot_description", urdf);
+        let (robot, _) = p.load_robot().expect("URDF text with SRDF text");
+        assert!(robot.srdf.is_some_and(|s| !s.groups.is_empty()));
+        set(
+            &mut p,
+            "robot_description_semantic",
+            srdf.replace(
+                "<robot",
+                "<robot><group name=\"g\"><joint name=\"nope\"/></group",
+            ),
+        );
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("robot_description_semantic"), "{e}");
+        set(&mut p, "robot_description_semantic", String::new());
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("/no/such.srdf"), "{e}");
     }
 
     #[test]
