@@ -9,6 +9,9 @@ Arguments (name:=value):
   joint_limits_path  MoveIt joint_limits.yaml; overrides the params file when not empty
   collision_shapes   polytopes | spheres | fitted; overrides the params file when not empty
   spherized_urdf_path  _spherized URDF (collision_shapes:=spheres); likewise
+  controller_topic   where ~/execute sends trajectories (default
+                     /joint_trajectory_controller/joint_trajectory, a ros2_control
+                     joint_trajectory_controller's command topic)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
                      Fixed Frame set to the params file's planning_frame
   log_level          node log level (default: info)
@@ -26,6 +29,9 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'gpu_motion_planner'
+# The topic ~/execute publishes on (src/ros/mod.rs CONTROLLER_TOPIC), remapped by the
+# controller_topic argument.
+CONTROLLER_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 # Arguments that override the params file when not empty, with what they are.
 OVERRIDES = {
     'robot_description': 'URDF text',
@@ -48,6 +54,7 @@ def _planner_node(context):
             overrides[name] = value
     if overrides:
         params.append(overrides)
+    controller = LaunchConfiguration('controller_topic').perform(context)
     return [
         Node(
             package=PACKAGE,
@@ -55,6 +62,7 @@ def _planner_node(context):
             name='planner_node',
             output='screen',
             parameters=params,
+            remappings=[(CONTROLLER_TOPIC, controller)] if controller else [],
             arguments=['--ros-args', '--log-level',
                        LaunchConfiguration('log_level').perform(context)],
         )
@@ -97,6 +105,10 @@ def generate_launch_description():
             name, default_value='',
             description=f'{what} (overrides the params file when not empty)')
           for name, what in OVERRIDES.items()],
+        DeclareLaunchArgument(
+            'controller_topic', default_value='',
+            description='where ~/execute sends trajectories (empty: '
+                        '/joint_trajectory_controller/joint_trajectory)'),
         DeclareLaunchArgument(
             'rviz', default_value='false', description='also start rviz2'),
         DeclareLaunchArgument(

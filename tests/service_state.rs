@@ -6,7 +6,7 @@ mod common;
 use common::service::{cpu_checker, names, request, service, GOAL, START};
 use gpu_motion_planner::collision::{Checker, MotionBatch};
 use gpu_motion_planner::service::{
-    MarkerKind, ServiceError, StateCheckRequest, TrajectoryCheckRequest,
+    MarkerKind, ServiceError, StateCheckRequest, TrajectoryCheckRequest, START_TOLERANCE,
 };
 use rand::{Rng, SeedableRng};
 
@@ -407,4 +407,40 @@ fn gpu_backends_answer_as_the_cpu() {
             trajectories.len()
         );
     }
+}
+
+#[test]
+fn start_deviations_name_the_joints_away_from_a_trajectorys_start() {
+    let mut s = service();
+    let names = names(&s);
+    let e = s
+        .start_deviations(&names, &START, START_TOLERANCE)
+        .unwrap_err();
+    assert!(e.to_string().contains("no joint state"), "{e}");
+    let mut here = START;
+    here[5] = std::f64::consts::PI - 0.002; // wrist_3 is continuous
+    s.set_joint_state(&names, &here).unwrap();
+    let mut first = START;
+    first[5] = -std::f64::consts::PI + 0.002; // 0.004 away the short way round
+    assert!(s
+        .start_deviations(&names, &first, START_TOLERANCE)
+        .unwrap()
+        .is_empty());
+    first[1] += 0.05;
+    first[2] -= 2.0 * START_TOLERANCE;
+    let off = s.start_deviations(&names, &first, START_TOLERANCE).unwrap();
+    assert_eq!(off.len(), 2, "{off:?}");
+    assert!(
+        off[0].contains(&names[1]) && off[1].contains(&names[2]),
+        "{off:?}"
+    );
+    // Only the joints named are compared.
+    assert!(s
+        .start_deviations(&names[..1], &first[..1], START_TOLERANCE)
+        .unwrap()
+        .is_empty());
+    let e = s
+        .start_deviations(&["no_such_joint".to_string()], &[0.0], START_TOLERANCE)
+        .unwrap_err();
+    assert!(e.to_string().contains("no_such_joint"), "{e}");
 }

@@ -26,6 +26,8 @@
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
 //! | service      | `~/clear_roadmap`   | `std_srvs/Trigger` (drops the `drm` roadmap) |
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
+//! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`CONTROLLER_TOPIC`]) |
+//! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (what `~/execute` sends) |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
 //!
 //! The engine state lives in a [`PlanningService`] (plain Rust, tested without ROS); this
@@ -68,6 +70,13 @@ pub use params::NodeParams;
 /// Default node name (can be remapped with `--ros-args -r __node:=NAME`).
 pub const NODE_NAME: &str = "planner_node";
 
+/// Where `~/execute` sends trajectories: the command topic of a ros2_control
+/// `joint_trajectory_controller` named `joint_trajectory_controller` (relative to the node's
+/// namespace). For another controller remap it, e.g. `--ros-args -r
+/// joint_trajectory_controller/joint_trajectory:=/arm_controller/joint_trajectory` (the launch
+/// file's `controller_topic` argument does that).
+pub const CONTROLLER_TOPIC: &str = "joint_trajectory_controller/joint_trajectory";
+
 /// How long one `spin_once` waits for work; bounds the shutdown latency.
 const SPIN_PERIOD: Duration = Duration::from_millis(50);
 
@@ -97,6 +106,8 @@ pub struct Shared {
     pub service: Mutex<Result<PlanningService, String>>,
     /// The many-agent grid planner and its last map.
     pub agents: Mutex<AgentsService>,
+    /// The last trajectory published on `~/trajectory`, which `~/execute` sends.
+    pub last_trajectory: Mutex<Option<JointTrajectory>>,
 }
 
 /// A planning service for the robot named by `params`, keeping the obstacles of `old`.
@@ -179,11 +190,55 @@ fn serve_plan(
         },
     );
     if let Some(trajectory) = published {
-        publish(&outputs.trajectory, &trajectory, logger, "~/trajectory");
-        let view = roadmap_message(shared, logger);
-        publish(&outputs.roadmap, &view, logger, "~/roadmap");
+        publish_plan(shared, logger, outputs, &trajectory);
     }
     response
+}
+
+/// Publishes a planned trajectory on `~/trajectory` with the roadmap view, and keeps it for
+/// `~/execute`.
+fn publish_plan(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    trajectory: &JointTrajectory,
+) {
+    *lock(&shared.last_trajectory) = Some(trajectory.clone());
+    publish(&outputs.trajectory, trajectory, logger, "~/trajectory");
+    let view = roadmap_message(shared, logger);
+    publish(&outputs.roadmap, &view, logger, "~/roadmap");
+}
+
+/// Answers `~/execute`: sends the last planned trajectory to the controller when the robot
+/// is at its start and it is valid in the current scene ([`state::execution_verdict`]).
+fn serve_execute(
+    shared: &Shared,
+    logger: &str,
+    controller: &r2r::Publisher<JointTrajectory>,
+) -> Trigger::Response {
+    let refuse = |message: String| Trigger::Response {
+        success: false,
+        message,
+    };
+    let Some(trajectory) = lock(&shared.last_trajectory).clone() else {
+        return refuse("nothing to execute: no trajectory planned yet".into());
+    };
+    let verdict = with_service(
+        shared,
+        logger,
+        |reason| Err(format!("no robot loaded: {reason}")),
+        |service| state::execution_verdict(service, &trajectory),
+    );
+    match verdict {
+        Err(why) => refuse(format!("not executed: {why}")),
+        Ok(what) => match controller.publish(&trajectory) {
+            Ok(()) => Trigger::Response {
+                success: true,
+                message: format!("sent {what} to {CONTROLLER_TOPIC}"),
+            },
+            Err(e) => refuse(format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
+        },
+    }
 }
 
 /// Runs `f` on the service (blocking this worker thread) after giving it the latest joint
@@ -239,14 +294,7 @@ fn serve_cartesian(
         cartesian::cartesian_response(&outcome, service)
     });
     if response.success && response.fraction >= 1.0 {
-        publish(
-            &outputs.trajectory,
-            &response.trajectory,
-            logger,
-            "~/trajectory",
-        );
-        let view = roadmap_message(shared, logger);
-        publish(&outputs.roadmap, &view, logger, "~/roadmap");
+        publish_plan(shared, logger, outputs, &response.trajectory);
     }
     response
 }
@@ -358,6 +406,7 @@ async fn run_async() -> Result<(), NodeError> {
             backend: grid_backend,
             ..AgentsSettings::default()
         })),
+        last_trajectory: Mutex::new(None),
     });
     let (param_server, param_events) = node.make_parameter_handler()?;
 
@@ -392,6 +441,10 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<Trigger::Service>("~/clear_roadmap", QosProfile::services_default())?;
     let rebuild_requests = node
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
+    let execute_requests =
+        node.create_service::<Trigger::Service>("~/execute", QosProfile::services_default())?;
+    let controller_pub =
+        node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
     let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
     let goal_poses = node.subscribe::<PoseStamped>("~/goal_pose", QosProfile::default())?;
@@ -791,6 +844,16 @@ async fn run_async() -> Result<(), NodeError> {
         },
     )));
 
+    tasks.push(tokio::spawn({
+        let (shared, log) = (shared.clone(), logger.clone());
+        serve_each::<Trigger::Service, _>(
+            execute_requests,
+            "~/execute",
+            logger.clone(),
+            move |_| serve_execute(&shared, &log, &controller_pub),
+        )
+    }));
+
     r2r::log_info!(&logger, "{NODE_NAME} ready");
     let signal = wait_for_shutdown_signal().await;
     r2r::log_info!(&logger, "{signal}: shutting down");
@@ -843,6 +906,7 @@ summary! {
     CheckTrajectory::Response, valid;
     ComputeIk::Response, error_code;
     ComputeFk::Response;
+    Trigger::Response;
 }
 
 /// The answer to a request that cannot run because no robot is loaded (`reason`: why not).

@@ -2,8 +2,9 @@
 //! [`PlanningService::check_state`] / [`PlanningService::check_trajectory`], and the answers.
 
 use r2r::gpu_motion_planner_interfaces::srv::{CheckState, CheckTrajectory};
+use r2r::trajectory_msgs::msg::JointTrajectory;
 
-use crate::service::{PlanningService, StateCheckRequest, TrajectoryCheckRequest};
+use crate::service::{PlanningService, StateCheckRequest, TrajectoryCheckRequest, START_TOLERANCE};
 
 /// Answers a CheckState request on `service`. An empty `state.name` means the current joint
 /// state.
@@ -111,6 +112,43 @@ pub fn check_trajectory(
     }
 }
 
+/// Whether `trajectory` may be sent to a controller now: every joint it names is within
+/// [`START_TOLERANCE`] of the current joint state at its first point, and it is valid in the
+/// current scene, points and motions (as `~/check_trajectory` answers). `Ok` describes it
+/// (points and duration); `Err` says why not.
+pub fn execution_verdict(
+    service: &mut PlanningService,
+    trajectory: &JointTrajectory,
+) -> Result<String, String> {
+    let first = trajectory
+        .points
+        .first()
+        .ok_or("the trajectory has no points")?;
+    let off = service
+        .start_deviations(&trajectory.joint_names, &first.positions, START_TOLERANCE)
+        .map_err(|e| e.to_string())?;
+    if !off.is_empty() {
+        return Err(format!(
+            "the robot is not at the trajectory's start: {}",
+            off.join("; ")
+        ));
+    }
+    let check = check_trajectory(
+        service,
+        &CheckTrajectory::Request {
+            trajectory: trajectory.clone(),
+            resolution: 0.0,
+        },
+    );
+    if !(check.success && check.valid) {
+        return Err(format!("not valid in the current scene: {}", check.message));
+    }
+    let end = trajectory.points.last().map_or(0.0, |p| {
+        f64::from(p.time_from_start.sec) + 1e-9 * f64::from(p.time_from_start.nanosec)
+    });
+    Ok(format!("{} points, {end:.2} s,", trajectory.points.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +161,50 @@ mod tests {
 
     fn joint_names(service: &PlanningService) -> Vec<String> {
         service.group().expect("group").space.names
+    }
+
+    #[test]
+    fn execution_needs_the_robot_at_the_start_and_a_valid_trajectory() {
+        let mut s = service();
+        let names = joint_names(&s);
+        let point = |q: &[f64], t: i32| JointTrajectoryPoint {
+            positions: q.to_vec(),
+            time_from_start: r2r::builtin_interfaces::msg::Duration { sec: t, nanosec: 0 },
+            ..Default::default()
+        };
+        let free = [0.0, -1.2, 1.2, -1.5, -1.5, 0.0];
+        let other = [0.5, -1.2, 1.2, -1.5, -1.5, 0.0];
+        let low = [0.0, 1.4, 0.4, 0.0, 0.0, 0.0];
+        let trajectory = JointTrajectory {
+            joint_names: names.clone(),
+            points: vec![point(&free, 0), point(&other, 2)],
+            ..Default::default()
+        };
+        let e = execution_verdict(&mut s, &trajectory).unwrap_err();
+        assert!(e.contains("no joint state"), "{e}");
+        s.set_joint_state(&names, &other).unwrap();
+        let e = execution_verdict(&mut s, &trajectory).unwrap_err();
+        assert!(
+            e.contains("not at the trajectory's start") && e.contains(&names[0]),
+            "{e}"
+        );
+        assert!(!e.contains(&names[1]), "only the joint that is off: {e}");
+        // Within the tolerance of the start: sent.
+        let mut near = free;
+        near[0] += 0.5 * START_TOLERANCE;
+        s.set_joint_state(&names, &near).unwrap();
+        let ok = execution_verdict(&mut s, &trajectory).unwrap();
+        assert!(ok.contains("2 points") && ok.contains("2.00 s"), "{ok}");
+        // Through the shelf: refused with what collides.
+        let through = JointTrajectory {
+            points: vec![point(&free, 0), point(&low, 2)],
+            ..trajectory
+        };
+        let e = execution_verdict(&mut s, &through).unwrap_err();
+        assert!(
+            e.contains("not valid in the current scene") && e.contains("shelf"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@ pub mod state;
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 pub use kinematics::{IkAnswer, IkRequest};
-pub use state::{StateCheck, StateCheckRequest, TrajectoryCheck, TrajectoryCheckRequest};
+pub use state::{
+    StateCheck, StateCheckRequest, TrajectoryCheck, TrajectoryCheckRequest, START_TOLERANCE,
+};
 
 use std::time::Duration;
 
@@ -619,7 +621,7 @@ fn reframed(scene: Scene, frame: &str) -> Scene {
     renamed
 }
 
-fn check_lists<'a>(
+pub(super) fn check_lists<'a>(
     which: &'static str,
     names: &'a [String],
     positions: &'a [f64],
@@ -870,7 +872,7 @@ impl PlanningService {
 
     /// The state variable of joint `j` (named `name`, `None` for a joint without one, such
     /// as a fixed joint) that position `x` sets; a non-finite `x` is an error naming it.
-    fn variable_of(
+    pub(super) fn variable_of(
         &self,
         which: &'static str,
         name: &str,

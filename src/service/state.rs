@@ -3,9 +3,9 @@
 //! `~/check_trajectory` (is a trajectory still free in the current scene: its points and the
 //! motions between them, checked in one batch each on the node's backend).
 
-use super::{cached_checker, PlanningService, ServiceError};
+use super::{cached_checker, check_lists, PlanningService, ServiceError};
 use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
-use crate::robot::{PlanningGroup, LIMIT_TOLERANCE};
+use crate::robot::{wrapped_difference, JointKind, PlanningGroup, LIMIT_TOLERANCE};
 use crate::trajectory::ON_PATH_TOLERANCE;
 
 /// A state validity request.
@@ -68,6 +68,10 @@ pub struct TrajectoryCheck {
 /// to point moves them by the difference of the values (what a controller interpolates).
 /// Motions are cut into pieces no continuous joint moves more than this in, so both agree.
 const MAX_CONTINUOUS_STEP: f64 = 3.0;
+
+/// How far (rad or m) a joint of the current state may be from a trajectory's first point
+/// for the trajectory to be sent to a controller (MoveIt's default allowed start tolerance).
+pub const START_TOLERANCE: f64 = 0.01;
 
 impl PlanningService {
     /// Whether a robot state is valid in the current scene, carrying the attached objects:
@@ -196,6 +200,52 @@ impl PlanningService {
             resolution,
             backend: checker.backend().name().to_string(),
         })
+    }
+
+    /// Where the current joint state is farther than `tolerance` from a trajectory's first
+    /// point (`names`, `first`): one line per such joint, naming it with both values
+    /// (continuous joints compared the short way round); empty when the trajectory may start
+    /// here. No joint state yet, an unknown joint or a malformed point is an error naming it.
+    pub fn start_deviations(
+        &self,
+        names: &[String],
+        first: &[f64],
+        tolerance: f64,
+    ) -> Result<Vec<String>, ServiceError> {
+        let which = "trajectory start";
+        if !self.has_current {
+            return Err(ServiceError::BadJointList {
+                which,
+                message: "no joint state received yet: where the robot is is unknown".into(),
+            });
+        }
+        let mut out = Vec::new();
+        for (name, x) in check_lists(which, names, first)? {
+            let j = self
+                .robot
+                .tree
+                .joint(name)
+                .map_err(|_| ServiceError::BadJointList {
+                    which,
+                    message: format!("unknown joint '{name}'"),
+                })?;
+            let Some(v) = self.variable_of(which, name, j, x)? else {
+                continue;
+            };
+            let now = self.current[v];
+            let gap = if self.robot.tree.joints[j].kind == JointKind::Continuous {
+                wrapped_difference(now, x).abs()
+            } else {
+                (x - now).abs()
+            };
+            if gap > tolerance {
+                out.push(format!(
+                    "joint '{name}' is at {now:.4}, the trajectory starts at {x:.4} \
+                     ({gap:.4} apart, tolerance {tolerance})"
+                ));
+            }
+        }
+        Ok(out)
     }
 
     /// The full state of `given` (joints not named: the current state) and its group

@@ -1010,6 +1010,7 @@ def state_checks(node, plan, obstacles, scenes):
     res = call(node, check_traj, treq)
     check('~/check_trajectory once the cube is deleted: valid again',
           res is not None and res.success and res.valid, res and res.message)
+    execute_checks(node, planned.trajectory, cube, obstacles, scenes)
 
     bad = CheckTrajectory.Request()
     bad.trajectory.joint_names = ARM
@@ -1023,6 +1024,78 @@ def state_checks(node, plan, obstacles, scenes):
     check('~/check_trajectory without points is refused',
           res is not None and not res.success and 'no points' in res.message,
           res and res.message)
+
+
+def execute_checks(node, planned, cube, obstacles, scenes):
+    """~/execute sends the last planned trajectory (the plan of state_checks, from START,
+    where joint_states put the robot) to /joint_trajectory_controller/joint_trajectory; a
+    robot away from its start and a cube across it are refused by name, nothing sent."""
+    execute = node.create_client(Trigger, f'/{NODE}/execute')
+    if not check('~/execute appears', execute.wait_for_service(timeout_sec=10.0)):
+        return
+    sent = []
+    node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
+                             sent.append, 10)
+    time.sleep(1.0)  # discovery of the new subscription
+    res = call(node, execute, Trigger.Request())
+    deadline = time.time() + 5.0
+    while not sent and time.time() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.2)
+    got = sent[0] if sent else None
+    check('~/execute sends the last plan to /joint_trajectory_controller/joint_trajectory',
+          res is not None and res.success and 'sent' in res.message and got is not None
+          and list(got.joint_names) == list(planned.joint_names)
+          and len(got.points) == len(planned.points)
+          and list(got.points[-1].positions) == list(planned.points[-1].positions),
+          f'{res and res.message!r}; {len(sent)} received')
+
+    states = node.create_publisher(JointState, 'joint_states', 10)
+    successes = []  # every ~/execute answered success from here on
+
+    def execute_while(positions, predicate):
+        deadline = time.time() + 15.0
+        res = None
+        while time.time() < deadline:
+            states.publish(joint_state(ARM, positions))
+            rclpy.spin_once(node, timeout_sec=0.2)
+            res = call(node, execute, Trigger.Request())
+            if res is not None and res.success:
+                successes.append(res)
+            if res is not None and predicate(res):
+                break
+        return res
+
+    before = len(sent)
+    away = list(START)
+    away[0] += 0.3
+    res = execute_while(away, lambda r: not r.success)
+    check('~/execute with the robot away from the start is refused naming the joint',
+          res is not None and not res.success and "not at the trajectory's start" in res.message
+          and 'shoulder_pan_joint' in res.message and 'elbow_joint' not in res.message,
+          res and res.message)
+    res = execute_while(START, lambda r: r.success)
+    check('~/execute once the robot is back at the start sends it again',
+          res is not None and res.success, res and res.message)
+    cube.action = Marker.ADD
+    obstacles.publish(MarkerArray(markers=[cube]))
+    wait_for(node, lambda: any(m.ns == 'crossing/1' for s in scenes[-1:] for m in s.markers),
+             10.0)
+    res = call(node, execute, Trigger.Request())
+    if res is not None and res.success:
+        successes.append(res)
+    check('~/execute with a cube across the plan is refused as invalid in the scene',
+          res is not None and not res.success and 'not valid in the current scene' in res.message,
+          res and res.message)
+    cube.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[cube]))
+    wait_for(node, lambda: not any(m.ns == 'crossing/1' for s in scenes[-1:] for m in s.markers),
+             10.0)
+    deadline = time.time() + 3.0
+    while time.time() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.2)
+    check('the refused calls sent nothing (one trajectory per call answered success)',
+          len(successes) >= 1 and len(sent) - before == len(successes),
+          f'{len(sent) - before} received for {len(successes)} successes')
 
 
 def kinematics_checks(node):
