@@ -225,7 +225,10 @@ fn bad_files_are_refused_by_name_and_leave_the_robot_as_it_was() {
             "joint_limits:\n  elbow_joint: {has_position_limits: true, min_position: 1, max_position: 0.5}\n",
             &["'elbow_joint'", "min_position < max_position"],
         ),
-        ("joint_limits:\n  elbow_joint: {has_velocity_limits: true}\n", &["'elbow_joint'", "max_velocity is missing"]),
+        (
+            "joint_limits:\n  elbow_joint: {has_velocity_limits: true}\n",
+            &["'elbow_joint'", "has_velocity_limits is true but max_velocity is missing"],
+        ),
         (
             "joint_limits:\n  elbow_joint: {has_acceleration_limits: true, max_acceleration: -1}\n",
             &["'elbow_joint'", "max_acceleration -1"],

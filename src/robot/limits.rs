@@ -123,6 +123,10 @@ impl JointLimitsFile {
     pub fn parse(text: &str, source: &str) -> Result<Self, RobotError> {
         let value: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| bad(source, e.to_string()))?;
+        if value.is_null() {
+            // An empty file (or one of comments only) sets nothing.
+            return Ok(Self::default());
+        }
         let wrapped = value
             .as_mapping()
             .is_some_and(|m| m.contains_key("robot_description_planning"));
@@ -181,8 +185,8 @@ fn positive(source: &str, joint: &str, key: &str, x: Option<f64>) -> Result<f64,
         None => Err(bad(
             source,
             format!(
-                "joint '{joint}': has_{} is true but {key} is missing",
-                &key[4..]
+                "joint '{joint}': has_{}_limits is true but {key} is missing",
+                key.trim_start_matches("max_")
             ),
         )),
     }
@@ -311,6 +315,10 @@ mod tests {
         assert!(
             e.contains("default_acceleration_scaling_factor") && e.contains("1.5"),
             "{e}"
+        );
+        assert_eq!(
+            JointLimitsFile::parse("# nothing yet\n", "empty.yaml").unwrap(),
+            JointLimitsFile::default()
         );
         let e = JointLimitsFile::parse("[1, 2", "b.yaml")
             .unwrap_err()
