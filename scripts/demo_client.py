@@ -6,8 +6,9 @@ RRT-Connect ones in one call, then carries a 30 cm bar on the tool (~/attach_obj
 the first motion and drops it (~/detach_object), re-checks the first trajectory against the
 scene (~/check_trajectory), asks whether a state folded into the shelf is valid
 (~/check_state), where the tool is at the end of the first plan (~/compute_fk) and for a
-collision-free configuration that puts it there from the neutral one (~/compute_ik), and
-prints what comes back.
+collision-free configuration that puts it there from the neutral one (~/compute_ik), then
+plans the first motion again and, with the robot at its start on joint_states, sends it to
+the controller topic (~/execute), and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
@@ -24,6 +25,7 @@ from rclpy.node import Node
 from visualization_msgs.msg import Marker
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 NODE = 'planner_node'
 ARM = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
@@ -94,9 +96,50 @@ def main():
     failures += carry_bar(node, plan)
     failures += check_validity(node, first)
     failures += kinematics(node, first)
+    failures += execute(node, plan)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
+
+
+def execute(node, plan):
+    """Plans the first motion again, says on joint_states that the robot is at its start,
+    and asks ~/execute to send it to /joint_trajectory_controller/joint_trajectory (no
+    controller runs in the demo: the client listens there itself). Returns the failures."""
+    execute_client = node.create_client(Trigger, f'/{NODE}/execute')
+    if not execute_client.wait_for_service(timeout_sec=10.0):
+        print('~/execute: service not available')
+        return 1
+    sent = []
+    node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
+                             sent.append, 10)
+    states = node.create_publisher(JointState, 'joint_states', 10)
+    planner, start, goal = REQUESTS[0]
+    req = PlanPath.Request()
+    req.planner_id = planner
+    req.start_state = state(start)
+    req.goal_state = state(goal)
+    req.seed = -1
+    res = call(node, plan, req, 120.0)
+    if res is None or not res.success:
+        print(f'~/execute: skipped ({planner} did not plan: {res and res.message})')
+        return 1
+    answer = None
+    for _ in range(50):  # until the node has the joint state (discovery takes a moment)
+        states.publish(state(start))
+        rclpy.spin_once(node, timeout_sec=0.1)
+        answer = call(node, execute_client, Trigger.Request(), 30.0)
+        if answer is not None and answer.success:
+            break
+    for _ in range(30):
+        if sent:
+            break
+        rclpy.spin_once(node, timeout_sec=0.1)
+    print(f'~/execute (the robot at the start of a new {planner} plan): '
+          f'{"no answer within 30 s" if answer is None else f"success={answer.success} -- {answer.message}"}')
+    print(f'    received on /joint_trajectory_controller/joint_trajectory: '
+          f'{len(sent[0].points) if sent else 0} points')
+    return 0 if answer is not None and answer.success and sent else 1
 
 
 def carry_bar(node, plan):

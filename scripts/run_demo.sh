@@ -13,8 +13,9 @@
 #    the RRT-Connect ones in one call, then carries a bar held by the tool through the first
 #    motion with ~/attach_object and ~/detach_object, re-checks the first trajectory with
 #    ~/check_trajectory and a state in collision with ~/check_state, asks ~/compute_fk where
-#    the tool ends and ~/compute_ik for joint values that put it there, prints the answers)
-#    and stops the node.
+#    the tool ends and ~/compute_ik for joint values that put it there, then plans the first
+#    motion again and sends it to the controller topic with ~/execute, the robot at its start
+#    on joint_states; prints the answers) and stops the node.
 #    The first run downloads and builds for tens of minutes on 2 cores.
 #
 # GMP_DEMO_NO_ROS=1 runs only step 1. Extra arguments go to `gmp demo`.
