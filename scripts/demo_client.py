@@ -46,6 +46,16 @@ def state(positions):
     return js
 
 
+def plan_request(planner, start, goal):
+    """A ~/plan request from `start` to `goal` with `planner` and the node's seed."""
+    req = PlanPath.Request()
+    req.planner_id = planner
+    req.start_state = state(start)
+    req.goal_state = state(goal)
+    req.seed = -1
+    return req
+
+
 def call(node, client, request, timeout):
     future = client.call_async(request)
     rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
@@ -66,12 +76,7 @@ def main():
         res = call(node, rebuild, Trigger.Request(), 300.0)
         print(f'~/rebuild_roadmap: {res.message if res else "no answer"}')
     for planner, start, goal in REQUESTS:
-        req = PlanPath.Request()
-        req.planner_id = planner
-        req.start_state = state(start)
-        req.goal_state = state(goal)
-        req.seed = -1
-        res = call(node, plan, req, 120.0)
+        res = call(node, plan, plan_request(planner, start, goal), 120.0)
         if res is None:
             print(f'{planner}: no answer within 120 s')
             failures += 1
@@ -115,12 +120,7 @@ def execute(node, plan):
                              sent.append, 10)
     states = node.create_publisher(JointState, 'joint_states', 10)
     planner, start, goal = REQUESTS[0]
-    req = PlanPath.Request()
-    req.planner_id = planner
-    req.start_state = state(start)
-    req.goal_state = state(goal)
-    req.seed = -1
-    res = call(node, plan, req, 120.0)
+    res = call(node, plan, plan_request(planner, start, goal), 120.0)
     if res is None or not res.success:
         print(f'~/execute: skipped ({planner} did not plan: {res and res.message})')
         return 1
@@ -162,12 +162,7 @@ def carry_bar(node, plan):
     if res is None or not res.success:
         return 1
     planner, start, goal = REQUESTS[0]
-    preq = PlanPath.Request()
-    preq.planner_id = planner
-    preq.start_state = state(start)
-    preq.goal_state = state(goal)
-    preq.seed = -1
-    pres = call(node, plan, preq, 120.0)
+    pres = call(node, plan, plan_request(planner, start, goal), 120.0)
     print(f'{planner} carrying the bar: '
           f'{"no answer within 120 s" if pres is None else f"success={pres.success} -- {pres.message}"}')
     dreq = DetachObject.Request()

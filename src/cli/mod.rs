@@ -346,26 +346,20 @@ impl ScalingArgs {
     /// else the robot's joint limits file defaults, else 1; an error names a bad option.
     pub fn resolve(&self, robot: &RobotModel) -> Result<(f64, f64), CliError> {
         let d = robot.default_scaling;
-        let mut out = [1.0; 2];
-        for (k, (flag, given, default)) in [
-            ("--velocity-scaling", self.velocity_scaling, d.velocity),
-            (
+        let pick = |flag: &str, given: Option<f64>, file: Option<f64>| match given {
+            Some(v) if !(v > 0.0 && v <= 1.0) => {
+                Err(CliError(format!("{flag} must be in (0, 1], got {v}")))
+            }
+            _ => Ok(given.or(file).unwrap_or(1.0)),
+        };
+        Ok((
+            pick("--velocity-scaling", self.velocity_scaling, d.velocity)?,
+            pick(
                 "--acceleration-scaling",
                 self.acceleration_scaling,
                 d.acceleration,
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            if let Some(v) = given {
-                if !(v > 0.0 && v <= 1.0) {
-                    return Err(CliError(format!("{flag} must be in (0, 1], got {v}")));
-                }
-            }
-            out[k] = given.or(default).unwrap_or(1.0);
-        }
-        Ok((out[0], out[1]))
+            )?,
+        ))
     }
 }
 

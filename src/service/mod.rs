@@ -621,7 +621,7 @@ fn reframed(scene: Scene, frame: &str) -> Scene {
     renamed
 }
 
-pub(super) fn check_lists<'a>(
+fn check_lists<'a>(
     which: &'static str,
     names: &'a [String],
     positions: &'a [f64],
@@ -872,7 +872,7 @@ impl PlanningService {
 
     /// The state variable of joint `j` (named `name`, `None` for a joint without one, such
     /// as a fixed joint) that position `x` sets; a non-finite `x` is an error naming it.
-    pub(super) fn variable_of(
+    fn variable_of(
         &self,
         which: &'static str,
         name: &str,

@@ -3,7 +3,7 @@
 //! `~/check_trajectory` (is a trajectory still free in the current scene: its points and the
 //! motions between them, checked in one batch each on the node's backend).
 
-use super::{cached_checker, check_lists, PlanningService, ServiceError};
+use super::{cached_checker, PlanningService, ServiceError};
 use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch};
 use crate::robot::{wrapped_difference, JointKind, PlanningGroup, LIMIT_TOLERANCE};
 use crate::trajectory::ON_PATH_TOLERANCE;
@@ -219,29 +219,23 @@ impl PlanningService {
                 message: "no joint state received yet: where the robot is is unknown".into(),
             });
         }
+        let (state, given) = self.apply_named(which, &self.current, names, first)?;
         let mut out = Vec::new();
-        for (name, x) in check_lists(which, names, first)? {
-            let j = self
-                .robot
-                .tree
-                .joint(name)
-                .map_err(|_| ServiceError::BadJointList {
-                    which,
-                    message: format!("unknown joint '{name}'"),
-                })?;
-            let Some(v) = self.variable_of(which, name, j, x)? else {
+        for joint in &self.robot.tree.joints {
+            let Some(v) = joint.variable.filter(|&v| given.get(v) == Some(&true)) else {
                 continue;
             };
-            let now = self.current[v];
-            let gap = if self.robot.tree.joints[j].kind == JointKind::Continuous {
+            let (now, x) = (self.current[v], state[v]);
+            let gap = if joint.kind == JointKind::Continuous {
                 wrapped_difference(now, x).abs()
             } else {
                 (x - now).abs()
             };
             if gap > tolerance {
                 out.push(format!(
-                    "joint '{name}' is at {now:.4}, the trajectory starts at {x:.4} \
-                     ({gap:.4} apart, tolerance {tolerance})"
+                    "joint '{}' is at {now:.4}, the trajectory starts at {x:.4} \
+                     ({gap:.4} apart, tolerance {tolerance})",
+                    joint.name
                 ));
             }
         }
