@@ -12,6 +12,8 @@ Arguments (name:=value):
   controller_topic   where ~/execute sends trajectories (default
                      /joint_trajectory_controller/joint_trajectory, a ros2_control
                      joint_trajectory_controller's command topic)
+  pointcloud_topic   a PointCloud2 topic (e.g. a depth camera's /camera/depth/points) whose
+                     clouds become obstacles (remaps ~/points; default: ~/points itself)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
                      Fixed Frame set to the params file's planning_frame
   log_level          node log level (default: info)
@@ -55,6 +57,10 @@ def _planner_node(context):
     if overrides:
         params.append(overrides)
     controller = LaunchConfiguration('controller_topic').perform(context)
+    cloud = LaunchConfiguration('pointcloud_topic').perform(context)
+    remappings = [(CONTROLLER_TOPIC, controller)] if controller else []
+    if cloud:
+        remappings.append(('~/points', cloud))
     return [
         Node(
             package=PACKAGE,
@@ -62,7 +68,7 @@ def _planner_node(context):
             name='planner_node',
             output='screen',
             parameters=params,
-            remappings=[(CONTROLLER_TOPIC, controller)] if controller else [],
+            remappings=remappings,
             arguments=['--ros-args', '--log-level',
                        LaunchConfiguration('log_level').perform(context)],
         )
@@ -109,6 +115,9 @@ def generate_launch_description():
             'controller_topic', default_value='',
             description='where ~/execute sends trajectories (empty: '
                         '/joint_trajectory_controller/joint_trajectory)'),
+        DeclareLaunchArgument(
+            'pointcloud_topic', default_value='',
+            description='PointCloud2 topic whose clouds become obstacles (empty: ~/points)'),
         DeclareLaunchArgument(
             'rviz', default_value='false', description='also start rviz2'),
         DeclareLaunchArgument(

@@ -1,6 +1,15 @@
 //! `gmp`: the command-line front end of gpu_motion_planner.
 
+use std::io::Write;
+
 use clap::Parser;
+
+/// Writes the report to stdout. A reader that went away (`gmp ... | head`) is not an error
+/// worth a panic: the output is simply cut short.
+fn print_report(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|_| out.flush());
+}
 
 fn main() {
     let cli = gpu_motion_planner::cli::Cli::parse();
@@ -9,11 +18,11 @@ fn main() {
             // A command that ran but did not achieve its goal (e.g. `plan` found no path)
             // reports `"success": false` on stdout and exits 1.
             Ok(s) if v["success"] == serde_json::Value::Bool(false) => {
-                println!("{s}");
+                print_report(&s);
                 eprintln!("error: {}", v["error"].as_str().unwrap_or("unsuccessful"));
                 std::process::exit(1);
             }
-            Ok(s) => println!("{s}"),
+            Ok(s) => print_report(&s),
             Err(e) => {
                 eprintln!("error: cannot serialize the result: {e}");
                 std::process::exit(1);

@@ -82,7 +82,7 @@ pub enum Command {
     Spherize(SpherizeArgs),
     /// Plans one query and prints the timed trajectory (exit 1 with "success": false when
     /// no path is found).
-    Plan(plan::PlanArgs),
+    Plan(Box<plan::PlanArgs>),
     /// Inverse kinematics: collision-free configurations that put a link at a pose (exit 1
     /// with "success": false when there are none).
     Ik(pose::IkArgs),
@@ -524,6 +524,62 @@ fn dh(a: &DhArgs) -> Result<Value, CliError> {
         "tip_transform": iso(&chain.tip),
         "rows": chain.rows,
     }))
+}
+
+/// A point cloud file whose points become boxes of the scene (`crate::scene::cloud`).
+#[derive(Args, Debug, Clone)]
+pub struct CloudArgs {
+    /// Point cloud file (.pcd, .ply, or .xyz/.txt/.csv text) with points in the scene's frame.
+    /// Its points become boxes of the scene (`pointcloud/0`, ...); points within
+    /// --cloud-padding of the robot at the start state are dropped as the robot's own.
+    #[arg(long)]
+    pub cloud: Option<PathBuf>,
+    /// Edge (m) of the voxels the cloud is cut into.
+    #[arg(long = "cloud-resolution", default_value_t = 0.04)]
+    pub cloud_resolution: f64,
+    /// Self filter padding (m) around the robot's collision bodies.
+    #[arg(long = "cloud-padding", default_value_t = 0.03)]
+    pub cloud_padding: f64,
+    /// Points a voxel needs to be occupied (more drops sparse noise).
+    #[arg(long = "cloud-min-points", default_value_t = 1)]
+    pub cloud_min_points: usize,
+}
+
+impl CloudArgs {
+    /// Adds the boxes of `--cloud` to `scene`, the robot at `state` cut out; nothing without
+    /// the option. Errors name the file or the option.
+    pub fn add_to(
+        &self,
+        scene: &mut Scene,
+        robot: &RobotModel,
+        state: &[f64],
+    ) -> Result<(), CliError> {
+        use crate::scene::cloud::{cloud_boxes, cloud_obstacles, CloudSettings, RobotFilter};
+        let Some(path) = &self.cloud else {
+            return Ok(());
+        };
+        let settings = CloudSettings {
+            resolution: self.cloud_resolution,
+            max_range: 0.0,
+            padding: self.cloud_padding,
+            min_points: self.cloud_min_points,
+            ..CloudSettings::default()
+        };
+        let points = crate::scene::cloud_file::read_point_cloud(path)
+            .map_err(|e| CliError(e.to_string()))?;
+        let filter = RobotFilter::new(robot, state, settings.padding);
+        let (boxes, _) = cloud_boxes(
+            &points,
+            &nalgebra::Isometry3::identity(),
+            Some(&filter),
+            &settings,
+        )
+        .map_err(|e| CliError(format!("--cloud {}: {e}", path.display())))?;
+        for o in cloud_obstacles(&boxes) {
+            scene.add(o)?;
+        }
+        Ok(())
+    }
 }
 
 /// The scene of a `--scene` file, or an empty world without one.

@@ -35,6 +35,9 @@ pub struct PlanArgs {
     /// an empty world.
     #[arg(long)]
     pub scene: Option<PathBuf>,
+    /// A point cloud added to the scene as boxes (see `CloudArgs`).
+    #[command(flatten)]
+    pub cloud: super::CloudArgs,
     /// A MoveIt MotionPlanRequest YAML giving the start state, group and goal: the joint
     /// constraints of its first goal constraint, or else its first position constraint (a box
     /// or sphere region; the tolerance is the sphere's radius or half the box's smallest side)
@@ -280,7 +283,9 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         goal = Some(parse_config(g, "goal", &group)?);
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
-    let scene = scene_attached(&mut robot, a.scene.as_deref())?;
+    let mut scene = scene_attached(&mut robot, a.scene.as_deref())?;
+    a.cloud
+        .add_to(&mut scene, &robot, &group.full_state(&base, &start))?;
     let mut pose = a.pose.target(&robot, &group)?;
     if let (None, None, Some(req), Some(path)) = (&pose, &goal, &request, &a.request) {
         if let Some(rp) = &req.pose_goal {

@@ -12,6 +12,7 @@
 //! | subscription | `joint_states`      | `sensor_msgs/JointState`               |
 //! | subscription | `~/obstacles`       | `visualization_msgs/MarkerArray`       |
 //! | subscription | `~/goal`            | `sensor_msgs/JointState` (plan from the current state, publish) |
+//! | subscription | `~/points`          | `sensor_msgs/PointCloud2` (sensor QoS; boxes of the scene, see [`PlanningService::set_point_cloud`]) |
 //! | subscription | `~/goal_pose`       | `geometry_msgs/PoseStamped` (plan the group's tip link there from the current state, publish) |
 //! | publisher    | `~/trajectory`      | `trajectory_msgs/JointTrajectory`      |
 //! | publisher    | `~/scene`           | `visualization_msgs/MarkerArray` (transient local) |
@@ -39,6 +40,7 @@
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
+pub mod cloud;
 pub mod kinematics;
 pub mod markers;
 pub mod params;
@@ -49,14 +51,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
     AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject, PlanAgents,
     PlanBatch, PlanCartesian, PlanPath,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
-use r2r::sensor_msgs::msg::JointState;
+use r2r::sensor_msgs::msg::{JointState, PointCloud2};
 use r2r::std_srvs::srv::Trigger;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::visualization_msgs::msg::MarkerArray;
@@ -265,6 +267,49 @@ fn with_service<T>(
     })
 }
 
+/// After a scene change: publishes `~/scene` (when `scene`) and `~/roadmap` (when
+/// `roadmap`) on `(scene publisher, roadmap publisher)`.
+fn republish(
+    shared: &Shared,
+    logger: &str,
+    (scene_pub, roadmap_pub): (&r2r::Publisher<MarkerArray>, &r2r::Publisher<MarkerArray>),
+    scene: bool,
+    roadmap: bool,
+) {
+    if scene {
+        publish(scene_pub, &scene_message(shared), logger, "~/scene");
+    }
+    if roadmap {
+        publish(
+            roadmap_pub,
+            &roadmap_message(shared, logger),
+            logger,
+            "~/roadmap",
+        );
+    }
+}
+
+/// Brings the persistent roadmap's labels up to date with a changed scene, logging under
+/// `topic`; whether it changed.
+fn relabel_roadmap(service: &mut PlanningService, logger: &str, topic: &str) -> bool {
+    match service.update_roadmap() {
+        Ok(Some(stats)) => {
+            r2r::log_info!(
+                logger,
+                "{topic}: roadmap updated, {} edges relabelled in {:.3} ms",
+                stats.relabelled,
+                (stats.drm_time + stats.rgg_time).as_secs_f64() * 1e3
+            );
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            r2r::log_error!(logger, "{topic}: roadmap update failed: {e}");
+            false
+        }
+    }
+}
+
 /// Answers a `~/plan_batch` request (nothing is published).
 fn serve_batch(shared: &Shared, logger: &str, request: &PlanBatch::Request) -> PlanBatch::Response {
     with_service(
@@ -446,6 +491,7 @@ async fn run_async() -> Result<(), NodeError> {
     let controller_pub =
         node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
+    let clouds = node.subscribe::<PointCloud2>("~/points", QosProfile::sensor_data())?;
     let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
     let goal_poses = node.subscribe::<PoseStamped>("~/goal_pose", QosProfile::default())?;
     // Maps are usually latched (transient local); this QoS also receives volatile ones.
@@ -744,36 +790,69 @@ async fn run_async() -> Result<(), NodeError> {
                             Err(e) => r2r::log_warn!(&logger, "~/obstacles: {e}"),
                         }
                     }
-                    // The persistent roadmap's labels follow the obstacles.
-                    let relabelled = match service.update_roadmap() {
-                        Ok(Some(stats)) => {
-                            r2r::log_info!(
-                                &logger,
-                                "~/obstacles: roadmap updated, {} edges relabelled in {:.3} ms",
-                                stats.relabelled,
-                                (stats.drm_time + stats.rgg_time).as_secs_f64() * 1e3
-                            );
-                            true
-                        }
-                        Ok(None) => false,
-                        Err(e) => {
-                            r2r::log_error!(&logger, "~/obstacles: roadmap update failed: {e}");
-                            false
-                        }
-                    };
-                    (changed, relabelled)
+                    (changed, relabel_roadmap(service, &logger, "~/obstacles"))
                 });
                 let (changed, relabelled) = changed;
-                if changed > 0 {
-                    publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
+                let outputs = (&scene_pub, &roadmap_pub);
+                republish(&shared, &logger, outputs, changed > 0, relabelled);
+            }
+        }
+    }));
+
+    // Point clouds: the latest one (older ones still queued are skipped) replaces the boxes
+    // of the one before, the robot cut out where the current joint state puts it. A bad one
+    // is logged and the scene kept.
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
+        let mut clouds = clouds;
+        async move {
+            let mut first = true;
+            while let Some(mut msg) = clouds.next().await {
+                let mut skipped = 0;
+                while let Some(Some(newer)) = clouds.next().now_or_never() {
+                    msg = newer;
+                    skipped += 1;
                 }
-                if relabelled {
-                    publish(
-                        &roadmap_pub,
-                        &roadmap_message(&shared, &logger),
+                let started = std::time::Instant::now();
+                let outcome = cloud::cloud_points(&msg).and_then(|points| {
+                    with_service(
+                        &shared,
                         &logger,
-                        "~/roadmap",
-                    );
+                        |reason| Err(format!("no robot loaded: {reason}")),
+                        |service| {
+                            let stats = service
+                                .set_point_cloud(&msg.header.frame_id, &points)
+                                .map_err(|e| e.to_string())?;
+                            Ok((stats, relabel_roadmap(service, &logger, "~/points")))
+                        },
+                    )
+                });
+                match outcome {
+                    Ok((stats, relabelled)) => {
+                        let line = format!(
+                            "~/points: {} points in '{}' -> {} boxes ({} voxels of {} m; dropped {} not finite, {} out of range, {} on the robot; {} older clouds skipped) in {:.1} ms",
+                            stats.points,
+                            msg.header.frame_id,
+                            stats.boxes,
+                            stats.voxels,
+                            stats.resolution,
+                            stats.non_finite,
+                            stats.out_of_range,
+                            stats.on_robot,
+                            skipped,
+                            started.elapsed().as_secs_f64() * 1e3
+                        );
+                        if first {
+                            r2r::log_info!(&logger, "{line}");
+                            first = false;
+                        } else {
+                            r2r::log_debug!(&logger, "{line}");
+                        }
+                        let outputs = (&scene_pub, &roadmap_pub);
+                        republish(&shared, &logger, outputs, true, relabelled);
+                    }
+                    Err(e) => r2r::log_warn!(&logger, "~/points: {e}; keeping the scene"),
                 }
             }
         }
@@ -782,18 +861,10 @@ async fn run_async() -> Result<(), NodeError> {
     // Attached objects: the scene (obstacles and carried objects) is republished after
     // every change, and the roadmap view (the persistent roadmap is dropped with the robot
     // it was built for).
-    let republish = {
+    let republish_all = {
         let (shared, logger) = (shared.clone(), logger.clone());
         let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
-        move || {
-            publish(&scene_pub, &scene_message(&shared), &logger, "~/scene");
-            publish(
-                &roadmap_pub,
-                &roadmap_message(&shared, &logger),
-                &logger,
-                "~/roadmap",
-            );
-        }
+        move || republish(&shared, &logger, (&scene_pub, &roadmap_pub), true, true)
     };
     tasks.push(tokio::spawn(serve_on_service(
         attach_requests,
@@ -801,10 +872,10 @@ async fn run_async() -> Result<(), NodeError> {
         (shared.clone(), logger.clone()),
         attach::attach,
         {
-            let republish = republish.clone();
+            let republish_all = republish_all.clone();
             move |r: &AttachObject::Response| {
                 if r.success {
-                    republish();
+                    republish_all();
                 }
             }
         },
@@ -816,7 +887,7 @@ async fn run_async() -> Result<(), NodeError> {
         attach::detach,
         move |r: &DetachObject::Response| {
             if r.success {
-                republish();
+                republish_all();
             }
         },
     )));

@@ -15,6 +15,7 @@ use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
 use crate::robot::spherize::{fit_robot, SphereFit};
 use crate::robot::{load_spherized, JointLimitsFile, LoadOptions, RobotModel};
+use crate::scene::cloud::CloudSettings;
 use crate::scene::Scene;
 use crate::service::ServiceSettings;
 
@@ -61,6 +62,16 @@ pub struct NodeParams {
     pub planning_group: String,
     /// Frame of the trajectories and markers the node publishes.
     pub planning_frame: String,
+    /// Voxel edge (m) of the boxes `~/points` clouds become; > 0.
+    pub pointcloud_resolution: f64,
+    /// Cloud points farther from the sensor are dropped (m); 0: none; >= 0.
+    pub pointcloud_max_range: f64,
+    /// Self filter padding (m) around the robot's bodies; >= 0.
+    pub pointcloud_padding: f64,
+    /// Points a voxel needs to be occupied; >= 1.
+    pub pointcloud_min_points: i64,
+    /// Most boxes per cloud (larger voxels beyond); >= 1.
+    pub pointcloud_max_boxes: i64,
     /// Path of the robot's URDF file (used when `robot_description` is empty).
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
@@ -103,6 +114,11 @@ impl Default for NodeParams {
             acceleration_scaling: s.acceleration_scaling,
             planning_group: s.planning_group,
             planning_frame: s.planning_frame,
+            pointcloud_resolution: s.cloud.resolution,
+            pointcloud_max_range: s.cloud.max_range,
+            pointcloud_padding: s.cloud.padding,
+            pointcloud_min_points: i64::try_from(s.cloud.min_points).unwrap_or(1),
+            pointcloud_max_boxes: i64::try_from(s.cloud.max_boxes).unwrap_or(i64::MAX),
             urdf_path: String::new(),
             srdf_path: String::new(),
             joint_limits_path: String::new(),
@@ -182,6 +198,23 @@ fn positive(name: &str, x: f64) -> Result<f64, ParamError> {
     }
 }
 
+fn non_negative(name: &str, x: f64) -> Result<f64, ParamError> {
+    if x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(err(name, format!("{x} must be >= 0")))
+    }
+}
+
+fn at_least_one(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
+    let n = as_i64(name, v)?;
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err(err(name, format!("{n} must be >= 1")))
+    }
+}
+
 /// A scaling factor: in (0, 1], or 0 for the joint limits file's default.
 fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
     if (0.0..=1.0).contains(&x) {
@@ -197,7 +230,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(14).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(19).1;
 
     /// The planning service's settings from these parameters.
     pub fn service_settings(&self) -> ServiceSettings {
@@ -225,6 +258,17 @@ impl NodeParams {
             device_escalate_after: u32::try_from(self.device_escalate_after)
                 .unwrap_or(DEFAULT_ESCALATE_AFTER)
                 .max(1),
+            cloud: CloudSettings {
+                resolution: self.pointcloud_resolution,
+                max_range: self.pointcloud_max_range,
+                padding: self.pointcloud_padding,
+                min_points: usize::try_from(self.pointcloud_min_points)
+                    .unwrap_or(1)
+                    .max(1),
+                max_boxes: usize::try_from(self.pointcloud_max_boxes)
+                    .unwrap_or(1)
+                    .max(1),
+            },
         }
     }
 
@@ -304,7 +348,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 23] = [
+    pub const NAMES: [&'static str; 28] = [
         "planner",
         "backend",
         "resolution",
@@ -319,6 +363,11 @@ impl NodeParams {
         "acceleration_scaling",
         "planning_group",
         "planning_frame",
+        "pointcloud_resolution",
+        "pointcloud_max_range",
+        "pointcloud_padding",
+        "pointcloud_min_points",
+        "pointcloud_max_boxes",
         "urdf_path",
         "srdf_path",
         "joint_limits_path",
@@ -359,6 +408,21 @@ impl NodeParams {
             }
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
             "planning_frame" => "frame of published trajectories and markers",
+            "pointcloud_resolution" => {
+                "edge (m) of the voxels ~/points clouds are cut into; occupied voxels become boxes of the scene"
+            }
+            "pointcloud_max_range" => {
+                "~/points: points farther than this (m) from the sensor are dropped (0: none)"
+            }
+            "pointcloud_padding" => {
+                "~/points self filter: points within this distance (m) of the robot's collision bodies at the current joint state are dropped"
+            }
+            "pointcloud_min_points" => {
+                "~/points: points a voxel needs to be occupied (>= 1; more drops sparse noise)"
+            }
+            "pointcloud_max_boxes" => {
+                "~/points: most boxes per cloud (>= 1); beyond, the voxels are doubled in size until they fit"
+            }
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "joint_limits_path" => {
@@ -396,6 +460,11 @@ impl NodeParams {
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "planning_group" => V::String(self.planning_group.clone()),
             "planning_frame" => V::String(self.planning_frame.clone()),
+            "pointcloud_resolution" => V::Double(self.pointcloud_resolution),
+            "pointcloud_max_range" => V::Double(self.pointcloud_max_range),
+            "pointcloud_padding" => V::Double(self.pointcloud_padding),
+            "pointcloud_min_points" => V::Integer(self.pointcloud_min_points),
+            "pointcloud_max_boxes" => V::Integer(self.pointcloud_max_boxes),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
@@ -462,6 +531,17 @@ impl NodeParams {
             }
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
+            "pointcloud_resolution" => {
+                self.pointcloud_resolution = positive(name, as_f64(name, value)?)?
+            }
+            "pointcloud_max_range" => {
+                self.pointcloud_max_range = non_negative(name, as_f64(name, value)?)?
+            }
+            "pointcloud_padding" => {
+                self.pointcloud_padding = non_negative(name, as_f64(name, value)?)?
+            }
+            "pointcloud_min_points" => self.pointcloud_min_points = at_least_one(name, value)?,
+            "pointcloud_max_boxes" => self.pointcloud_max_boxes = at_least_one(name, value)?,
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,
@@ -592,6 +672,31 @@ mod tests {
             p.value("device_extra_attempts"),
             ParameterValue::Integer(24)
         );
+    }
+
+    #[test]
+    fn pointcloud_parameters_reach_the_service_settings() {
+        let mut p = NodeParams::default();
+        assert_eq!(p.service_settings().cloud, CloudSettings::default());
+        p.set("pointcloud_resolution", &ParameterValue::Double(0.1))
+            .unwrap();
+        p.set("pointcloud_max_range", &ParameterValue::Integer(0))
+            .unwrap();
+        p.set("pointcloud_min_points", &ParameterValue::Integer(3))
+            .unwrap();
+        let c = p.service_settings().cloud;
+        assert_eq!((c.resolution, c.max_range, c.min_points), (0.1, 0.0, 3));
+        for (name, bad) in [
+            ("pointcloud_resolution", ParameterValue::Double(0.0)),
+            ("pointcloud_max_range", ParameterValue::Double(-1.0)),
+            ("pointcloud_padding", ParameterValue::Double(f64::NAN)),
+            ("pointcloud_min_points", ParameterValue::Integer(0)),
+            ("pointcloud_max_boxes", ParameterValue::Double(10.0)),
+        ] {
+            assert_eq!(p.set(name, &bad).unwrap_err().name, name);
+        }
+        assert_eq!(p.service_settings().cloud, c);
+        assert!(p.service_settings().cloud.validate().is_ok());
     }
 
     #[test]

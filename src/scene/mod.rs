@@ -4,6 +4,8 @@
 //! Scenes come from the project's own YAML format ([`yaml`]) or from MoveIt
 //! `PlanningScene` YAML ([`moveit`]); [`load_scene`] picks the right one.
 
+pub mod cloud;
+pub mod cloud_file;
 pub mod moveit;
 pub mod yaml;
 

@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
+pub mod cloud;
 pub mod kinematics;
 pub mod roadmap;
 pub mod state;
@@ -33,6 +34,7 @@ use crate::planners::{
 };
 use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
+use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::trajectory::Trajectory;
 
@@ -83,6 +85,8 @@ pub struct ServiceSettings {
     /// On the device: iterations without a path before the extra attempts join
     /// ([`PlanRequest::device_escalate_after`]); at least 1.
     pub device_escalate_after: u32,
+    /// How point clouds become obstacles ([`PlanningService::set_point_cloud`]).
+    pub cloud: CloudSettings,
 }
 
 impl Default for ServiceSettings {
@@ -103,6 +107,7 @@ impl Default for ServiceSettings {
             plan_on_device: false,
             device_extra_attempts: None,
             device_escalate_after: crate::planners::device::DEFAULT_ESCALATE_AFTER,
+            cloud: CloudSettings::default(),
         }
     }
 }
@@ -325,6 +330,10 @@ pub enum ServiceError {
     /// Cartesian path waypoints that cannot be used (frame, link, quaternion, none given).
     #[error("waypoints: {0}")]
     BadWaypoints(String),
+    /// A point cloud that cannot be used (frame, settings, no joint state for the self
+    /// filter).
+    #[error("point cloud: {0}")]
+    BadCloud(String),
     /// A marker is in another frame than the planning frame.
     #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
     WrongFrame {
@@ -426,7 +435,8 @@ impl ServiceError {
             | ServiceError::UnsupportedMarker { .. }
             | ServiceError::BadMarker { .. }
             | ServiceError::UnknownMarker { .. }
-            | ServiceError::Attach { .. } => C::InvalidObject,
+            | ServiceError::Attach { .. }
+            | ServiceError::BadCloud(_) => C::InvalidObject,
             _ => C::Failure,
         }
     }

@@ -18,6 +18,7 @@ import math
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -35,7 +36,7 @@ from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTr
                                               PlanBatch, PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, PointCloud2, PointField
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -410,6 +411,7 @@ def run_checks(node, launch):
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
     state_checks(node, plan, obstacles, scenes)
+    cloud_checks(node, plan, scenes)
     kinematics_checks(node)
     agents_checks(node)
 
@@ -1024,6 +1026,109 @@ def state_checks(node, plan, obstacles, scenes):
     check('~/check_trajectory without points is refused',
           res is not None and not res.success and 'no points' in res.message,
           res and res.message)
+
+
+def point_cloud(points, frame='world', fields='xyz'):
+    """A sensor_msgs/PointCloud2 of FLOAT32 points (one row), fields named by `fields`."""
+    msg = PointCloud2()
+    msg.header.frame_id = frame
+    msg.height, msg.width = 1, len(points)
+    msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                  for i, n in enumerate(fields)]
+    msg.point_step = 4 * len(fields)
+    msg.row_step = msg.point_step * len(points)
+    msg.data = b''.join(struct.pack('<3f', *p) for p in points)
+    msg.is_dense = True
+    return msg
+
+
+def ball_points(centre, radius, step=0.01):
+    n = int(math.ceil(radius / step))
+    return [(centre[0] + i * step, centre[1] + j * step, centre[2] + k * step)
+            for i in range(-n, n + 1) for j in range(-n, n + 1) for k in range(-n, n + 1)
+            if (i * i + j * j + k * k) * step * step <= radius * radius]
+
+
+def cloud_boxes(scene):
+    """The point cloud's boxes on a ~/scene message, as independent-check obstacles."""
+    return [ic.Obstacle(m.ns, 'box', [m.scale.x / 2, m.scale.y / 2, m.scale.z / 2],
+                        [m.pose.position.x, m.pose.position.y, m.pose.position.z])
+            for m in scene.markers if m.ns.startswith('pointcloud/')]
+
+
+def cloud_checks(node, plan, scenes):
+    """~/points: a blob where the tool passes halfway between START and GOAL, sent with the
+    robot's own points at START, becomes boxes on ~/scene covering the blob and not the robot;
+    ~/check_state finds the blob, a plan goes around it (independently re-checked against the
+    boxes); bad clouds keep the scene; an empty cloud clears it."""
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    states = node.create_publisher(JointState, 'joint_states', 10)
+    clouds = node.create_publisher(PointCloud2, f'/{NODE}/points', 10)
+    for _ in range(5):
+        states.publish(joint_state(ARM, START))
+        rclpy.spin_once(node, timeout_sec=0.1)
+    mid = [(a + b) / 2 for a, b in zip(START, GOAL)]
+    blob = ball_points(ROBOT.link_poses(ARM, mid)['tool0'][1], 0.06)
+    own = [p for _, p in ROBOT.world_points(ARM, START)]
+
+    def send_until(msg, predicate, timeout=15.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            clouds.publish(msg)
+            if wait_for(node, lambda: scenes and predicate(scenes[-1]), 1.0):
+                return True
+        return False
+
+    shown = send_until(point_cloud(blob + own), lambda s: len(cloud_boxes(s)) > 0)
+    boxes = cloud_boxes(scenes[-1]) if scenes else []
+    uncovered = [p for p in blob if not any(b.contains(p) for b in boxes)]
+    on_robot = ic.collision(ROBOT, boxes, ARM, START)
+    check('a cloud on ~/points becomes boxes on ~/scene covering every blob point, the robot '
+          'cut out at its joint state',
+          shown and not uncovered and on_robot is None,
+          f'{len(boxes)} boxes, {len(uncovered)} blob points uncovered, robot hits {on_robot}')
+
+    req = CheckState.Request()
+    req.state = joint_state(ARM, mid)
+    res = call(node, check_state, req)
+    check('~/check_state halfway: invalid, touching a pointcloud box',
+          res is not None and res.success and not res.valid
+          and any("obstacle 'pointcloud/" in c for c in res.contacts),
+          res and f'{list(res.contacts)}')
+    preq = PlanPath.Request()
+    preq.start_state = joint_state(ARM, START)
+    preq.goal_state = joint_state(ARM, GOAL)
+    preq.seed = 9
+    res = call(node, plan, preq, timeout=60.0)
+    hit = res and res.success and ic.first_collision(ROBOT, SCENE + boxes, res.trajectory)
+    check('~/plan goes around the cloud (re-checked against its boxes and the scene)',
+          res is not None and res.success and hit is None,
+          res and f'{res.message!r}; independent {hit}')
+
+    count = len(boxes)
+    clouds.publish(point_cloud(blob, frame='camera_optical_frame'))
+    clouds.publish(point_cloud_without_z(blob))
+    wait_for(node, lambda: False, 2.0)  # time for the node to refuse both
+    res = call(node, check_state, req)
+    check('clouds in an unknown frame or without z are refused, the boxes kept',
+          len(cloud_boxes(scenes[-1])) == count and res is not None and not res.valid,
+          f'{len(cloud_boxes(scenes[-1]))} boxes (was {count})')
+
+    set_then_refuse('pointcloud_resolution', '0.08', '0.0')
+    cleared = send_until(point_cloud([]), lambda s: not cloud_boxes(s))
+    res = call(node, check_state, req)
+    check('an empty cloud clears the boxes; halfway is free again',
+          cleared and res is not None and res.success and res.valid,
+          res and f'{list(res.contacts)}')
+
+
+def point_cloud_without_z(points):
+    """A malformed cloud: x and y only."""
+    msg = point_cloud([], fields='xy')
+    msg.width = len(points)
+    msg.row_step = msg.point_step * len(points)
+    msg.data = b''.join(struct.pack('<2f', p[0], p[1]) for p in points)
+    return msg
 
 
 def execute_checks(node, planned, cube, obstacles, scenes):
