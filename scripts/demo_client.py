@@ -8,12 +8,16 @@ scene (~/check_trajectory), asks whether a state folded into the shelf is valid
 (~/check_state), where the tool is at the end of the first plan (~/compute_fk) and for a
 collision-free configuration that puts it there from the neutral one (~/compute_ik), then
 plans the first motion again and, with the robot at its start on joint_states, sends it to
-the controller topic (~/execute), and prints what comes back.
+the controller topic (~/execute); last, sends a point cloud of a blob where the tool passes
+halfway through the first motion (~/points, as a depth camera would), plans that motion again
+around the blob's boxes, clears the cloud, and prints what comes back.
 
 Run by scripts/run_demo.sh after it started the node with planner.launch.py. Needs a
 sourced ROS 2 environment with the workspace's install/setup.bash.
 """
 
+import math
+import struct
 import sys
 
 import rclpy
@@ -22,8 +26,9 @@ from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTr
                                               PlanCartesian, PlanPath)
 from geometry_msgs.msg import Pose
 from rclpy.node import Node
-from visualization_msgs.msg import Marker
-from sensor_msgs.msg import JointState
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import Marker, MarkerArray
+from sensor_msgs.msg import JointState, PointCloud2, PointField
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -102,6 +107,7 @@ def main():
     failures += check_validity(node, first)
     failures += kinematics(node, first)
     failures += execute(node, plan)
+    failures += point_cloud(node, plan)
     node.destroy_node()
     rclpy.shutdown()
     return 1 if failures else 0
@@ -140,6 +146,77 @@ def execute(node, plan):
     print(f'    received on /joint_trajectory_controller/joint_trajectory: '
           f'{len(sent[0].points) if sent else 0} points')
     return 0 if answer is not None and answer.success and sent else 1
+
+
+def cloud_message(points):
+    """A sensor_msgs/PointCloud2 of x y z FLOAT32 points in the world frame."""
+    msg = PointCloud2()
+    msg.header.frame_id = 'world'
+    msg.height, msg.width = 1, len(points)
+    msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                  for i, n in enumerate('xyz')]
+    msg.point_step, msg.row_step = 12, 12 * len(points)
+    msg.data = b''.join(struct.pack('<3f', *p) for p in points)
+    msg.is_dense = True
+    return msg
+
+
+def point_cloud(node, plan):
+    """Sends on ~/points a 6 cm ball of points (1 cm apart) where the tool passes halfway
+    through the first motion, waits for its boxes on ~/scene, plans the first motion again
+    (the robot still at its start on joint_states, so the self filter knows where it is),
+    then sends an empty cloud. Returns the failures."""
+    fk = node.create_client(ComputeFk, f'/{NODE}/compute_fk')
+    if not fk.wait_for_service(timeout_sec=10.0):
+        print('~/points: ~/compute_fk not available')
+        return 1
+    planner, start, goal = REQUESTS[0]
+    req = ComputeFk.Request()
+    req.state = state([(a + b) / 2 for a, b in zip(start, goal)])
+    req.link_names = ['tool0']
+    res = call(node, fk, req, 30.0)
+    if res is None or not res.success:
+        print(f'~/points: ~/compute_fk of the halfway state failed: {res and res.message}')
+        return 1
+    c = res.poses[0].pose.position
+    blob = [(c.x + i * 0.01, c.y + j * 0.01, c.z + k * 0.01)
+            for i in range(-6, 7) for j in range(-6, 7) for k in range(-6, 7)
+            if math.sqrt(i * i + j * j + k * k) <= 6]
+    scenes = []
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(MarkerArray, f'/{NODE}/scene', scenes.append, qos)
+    clouds = node.create_publisher(PointCloud2, f'/{NODE}/points', 10)
+    states = node.create_publisher(JointState, 'joint_states', 10)
+
+    def boxes():
+        return [m for m in scenes[-1].markers if m.ns.startswith('pointcloud/')] if scenes else []
+
+    def send(points, done):
+        for _ in range(50):
+            states.publish(state(start))
+            clouds.publish(cloud_message(points))
+            for _ in range(5):
+                rclpy.spin_once(node, timeout_sec=0.1)
+            if done():
+                return True
+        return False
+
+    shown = send(blob, lambda: len(boxes()) > 0)
+    print(f'~/points ({len(blob)} points around tool0 halfway through the first motion): '
+          f'{len(boxes())} boxes on ~/scene' if shown else '~/points: no boxes within 25 s')
+    if not shown:
+        return 1
+    res = call(node, plan, plan_request(planner, start, goal), 120.0)
+    ok = res is not None and res.success
+    if ok:
+        print(f'{planner} around the cloud: success=True -- path length '
+              f'{res.stats.path_length_after:.3f} rad')
+    else:
+        print(f'{planner} around the cloud: {res.message if res else "no answer within 120 s"}')
+    cleared = send([], lambda: not boxes())
+    print(f'~/points (an empty cloud): {"boxes cleared" if cleared else "boxes still shown"}')
+    return 0 if ok and cleared else 1
 
 
 def carry_bar(node, plan):

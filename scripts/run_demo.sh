@@ -15,7 +15,8 @@
 #    ~/check_trajectory and a state in collision with ~/check_state, asks ~/compute_fk where
 #    the tool ends and ~/compute_ik for joint values that put it there, then plans the first
 #    motion again and sends it to the controller topic with ~/execute, the robot at its start
-#    on joint_states; prints the answers) and stops the node.
+#    on joint_states, sends a point cloud of a blob in that motion's way on ~/points and plans
+#    around its boxes; prints the answers) and stops the node.
 #    The first run downloads and builds for tens of minutes on 2 cores.
 #
 # GMP_DEMO_NO_ROS=1 runs only step 1. Extra arguments go to `gmp demo`.

@@ -196,7 +196,8 @@ mod tests {
     #[test]
     fn malformed_clouds_are_named() {
         let (good, _) = cloud(false);
-        let cases: [(fn(&mut PointCloud2), &str); 6] = [
+        type Change = fn(&mut PointCloud2);
+        let cases: [(Change, &str); 6] = [
             (|m| m.fields.retain(|f| f.name != "y"), "no field 'y'"),
             (|m| m.fields[2].datatype = 5, "datatype 5"),
             (|m| m.fields[0].offset = 14, "point_step"),
