@@ -39,7 +39,7 @@ fn robot_points(s: &PlanningService, q: &[f64]) -> Vec<Point3<f64>> {
         .forward_kinematics(&group.full_state(&robot.tree.neutral_state(), q));
     let mut points = Vec::new();
     for b in &robot.bodies {
-        let placed = b.polytope.transformed(&(frames[b.link] * b.origin));
+        let placed = b.polytope.transformed(&frames[b.link]);
         let (centre, _) = placed.bounding_sphere();
         for v in &placed.vertices {
             points.push(*v);
@@ -86,8 +86,16 @@ fn the_robot_is_cut_out_and_the_rest_blocks_the_way() {
     let own = robot_points(&s, &START);
     let mut cloud = blob.clone();
     cloud.extend(&own);
+    // The base (a cylinder of radius 0.12 m from z 0 to 0.1 m at the origin, fixed) read off
+    // the URDF: its bottom centre, a point on its side and one just above its top.
+    let base = [
+        Point3::new(0.0, 0.0, 0.0),
+        Point3::new(0.0, -0.12, 0.05),
+        Point3::new(0.05, 0.05, 0.11),
+    ];
+    cloud.extend(base);
     let stats = s.set_point_cloud("", &cloud).expect("cloud");
-    assert_eq!(stats.on_robot, own.len(), "{stats:?}");
+    assert_eq!(stats.on_robot, own.len() + base.len(), "{stats:?}");
     assert_eq!(stats.points, cloud.len());
     assert!(stats.boxes >= 1 && stats.boxes <= stats.voxels, "{stats:?}");
     assert_eq!(s.cloud_obstacle_count(), stats.boxes);

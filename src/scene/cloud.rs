@@ -164,8 +164,8 @@ impl RobotFilter {
             .bodies
             .iter()
             .filter_map(|b| {
-                let pose = frames.get(b.link)? * b.origin;
-                let placed = b.polytope.transformed(&pose);
+                // The polytope is in the link frame already (its origin applied).
+                let placed = b.polytope.transformed(frames.get(b.link)?);
                 let (centre, radius) = placed.bounding_sphere();
                 let planes = placed
                     .face_planes()
