@@ -94,6 +94,9 @@ def _rviz(context):
     frame = _planning_frame(LaunchConfiguration('params_file').perform(context))
     with open(os.path.join(share, 'config', 'planner.rviz')) as f:
         config = f.read().replace('Fixed Frame: world', f'Fixed Frame: {frame}')
+    cloud = LaunchConfiguration('pointcloud_topic').perform(context)
+    if cloud:  # the node reads its clouds there: show that topic
+        config = config.replace('Value: /planner_node/points', f'Value: {cloud}')
     out = tempfile.NamedTemporaryFile('w', prefix='planner_', suffix='.rviz', delete=False)
     with out:
         out.write(config)
