@@ -10,6 +10,7 @@
 //! | kind         | name                | type                                   |
 //! |--------------|---------------------|----------------------------------------|
 //! | subscription | `joint_states`      | `sensor_msgs/JointState`               |
+//! | subscription | `robot_description` | `std_msgs/String` (transient local; the URDF while no parameter names one) |
 //! | subscription | `~/obstacles`       | `visualization_msgs/MarkerArray`       |
 //! | subscription | `~/goal`            | `sensor_msgs/JointState` (plan from the current state, publish) |
 //! | subscription | `~/points`          | `sensor_msgs/PointCloud2` (sensor QoS; boxes of the scene, see [`PlanningService::set_point_cloud`]) |
@@ -110,6 +111,9 @@ pub struct Shared {
     pub agents: Mutex<AgentsService>,
     /// The last trajectory published on `~/trajectory`, which `~/execute` sends.
     pub last_trajectory: Mutex<Option<JointTrajectory>>,
+    /// The `robot_description` parameter holds the URDF last received on the
+    /// `robot_description` topic (not one a user set).
+    pub description_from_topic: AtomicBool,
 }
 
 /// A planning service for the robot named by `params`, keeping the obstacles of `old`.
@@ -452,10 +456,16 @@ async fn run_async() -> Result<(), NodeError> {
             ..AgentsSettings::default()
         })),
         last_trajectory: Mutex::new(None),
+        description_from_topic: AtomicBool::new(false),
     });
     let (param_server, param_events) = node.make_parameter_handler()?;
 
     let joint_states = node.subscribe::<JointState>("joint_states", QosProfile::sensor_data())?;
+    // robot_state_publisher latches the URDF here (transient local).
+    let descriptions = node.subscribe::<r2r::std_msgs::msg::String>(
+        "robot_description",
+        QosProfile::default().reliable().transient_local(),
+    )?;
     let plan_requests =
         node.create_service::<PlanPath::Service>("~/plan", QosProfile::services_default())?;
     let batch_requests =
@@ -523,6 +533,7 @@ async fn run_async() -> Result<(), NodeError> {
         "~/roadmap",
     );
     let param_map = node.params.clone();
+    let node_params = node.params.clone();
 
     let stop = Arc::new(AtomicBool::new(false));
     let spinner = {
@@ -555,6 +566,11 @@ async fn run_async() -> Result<(), NodeError> {
                 }
                 match typed.set(&name, &value) {
                     Ok(()) => {
+                        if name == "robot_description" {
+                            shared
+                                .description_from_topic
+                                .store(false, Ordering::Relaxed);
+                        }
                         r2r::log_info!(&logger, "parameter '{name}' set to {value:?}");
                         let params = typed.clone();
                         drop(typed);
@@ -795,6 +811,54 @@ async fn run_async() -> Result<(), NodeError> {
                 let (changed, relabelled) = changed;
                 let outputs = (&scene_pub, &roadmap_pub);
                 republish(&shared, &logger, outputs, changed > 0, relabelled);
+            }
+        }
+    }));
+
+    // URDFs on the robot_description topic: loaded as if set in the robot_description
+    // parameter while no parameter names a robot (NodeParams::takes_topic_description).
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let param_map = node_params.clone();
+        let mut descriptions = descriptions;
+        async move {
+            while let Some(msg) = descriptions.next().await {
+                let from_topic = shared.description_from_topic.load(Ordering::Relaxed);
+                let mut params = lock(&shared.params).clone();
+                if !params.takes_topic_description(&msg.data, from_topic) {
+                    r2r::log_info!(
+                        &logger,
+                        "robot_description topic: a URDF of {} bytes not used (the robot_description or urdf_path parameter names the robot, or it is loaded already)",
+                        msg.data.len()
+                    );
+                    continue;
+                }
+                params.robot_description = msg.data;
+                tokio::task::block_in_place(|| {
+                    let mut service = lock(&shared.service);
+                    match make_service(&params, service.as_ref().ok()) {
+                        Ok(s) => {
+                            r2r::log_info!(
+                                &logger,
+                                "robot '{}' loaded from the robot_description topic",
+                                s.robot().tree.name
+                            );
+                            log_attach_errors(&s, &logger);
+                            warm_up_gpu(&s, &logger);
+                            *service = Ok(s);
+                            if let Some(p) = lock(&param_map).get_mut("robot_description") {
+                                p.value = params.value("robot_description");
+                            }
+                            // Only this field: other parameters may have changed meanwhile.
+                            lock(&shared.params).robot_description = params.robot_description;
+                            shared.description_from_topic.store(true, Ordering::Relaxed);
+                        }
+                        Err(e) => r2r::log_error!(
+                            &logger,
+                            "robot_description topic: {e}; keeping the robot loaded before"
+                        ),
+                    }
+                });
             }
         }
     }));

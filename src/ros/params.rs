@@ -232,6 +232,17 @@ impl NodeParams {
     /// changing one reloads it.
     pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(19).1;
 
+    /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
+    /// does) should become the robot: MoveIt's order, where the parameters win. It does while
+    /// neither the `robot_description` parameter (unless it holds what the topic sent before,
+    /// `from_topic`) nor `urdf_path` names a robot, and the text is not the one loaded.
+    pub fn takes_topic_description(&self, text: &str, from_topic: bool) -> bool {
+        !text.trim().is_empty()
+            && self.urdf_path.is_empty()
+            && (self.robot_description.is_empty() || from_topic)
+            && self.robot_description != text
+    }
+
     /// The planning service's settings from these parameters.
     pub fn service_settings(&self) -> ServiceSettings {
         ServiceSettings {
@@ -697,6 +708,21 @@ mod tests {
         }
         assert_eq!(p.service_settings().cloud, c);
         assert!(p.service_settings().cloud.validate().is_ok());
+    }
+
+    #[test]
+    fn the_robot_description_topic_yields_to_the_parameters() {
+        let mut p = NodeParams::default();
+        assert!(p.takes_topic_description("<robot name='a'/>", false));
+        assert!(!p.takes_topic_description("  ", false));
+        p.robot_description = "<robot name='a'/>".into();
+        // Set by a user: kept; sent by the topic before: a new text replaces it, the same not.
+        assert!(!p.takes_topic_description("<robot name='b'/>", false));
+        assert!(p.takes_topic_description("<robot name='b'/>", true));
+        assert!(!p.takes_topic_description("<robot name='a'/>", true));
+        p.robot_description.clear();
+        p.urdf_path = "/some/robot.urdf".into();
+        assert!(!p.takes_topic_description("<robot name='b'/>", true));
     }
 
     #[test]

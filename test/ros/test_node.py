@@ -37,6 +37,7 @@ from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTr
 from nav_msgs.msg import OccupancyGrid
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2, PointField
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -414,6 +415,7 @@ def run_checks(node, launch):
     cloud_checks(node, plan, scenes)
     kinematics_checks(node)
     agents_checks(node)
+    description_topic_checks(node, plan)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
     # launch itself does not forward a SIGINT it received) is checked by main().
@@ -1120,6 +1122,33 @@ def cloud_checks(node, plan, scenes):
     check('an empty cloud clears the boxes; halfway is free again',
           cleared and res is not None and res.success and res.valid,
           res and f'{list(res.contacts)}')
+
+
+def description_topic_checks(node, plan):
+    """A URDF latched on /robot_description (as robot_state_publisher does) is loaded while no
+    parameter names a robot (urdf_path was cleared at the start): ros2 param get shows it, and
+    ~/plan plans on it."""
+    with open(os.path.join(ROOT, 'urdf', 'gmp_arm.urdf')) as f:
+        urdf = f.read().replace('<robot name="gmp_arm">', '<robot name="gmp_arm_from_topic">')
+    qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    pub = node.create_publisher(String, '/robot_description', qos)
+    pub.publish(String(data=urdf))
+    deadline = time.time() + 20.0
+    out = ''
+    while time.time() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.5)
+        rc, out = ros2_param('get', NODE, 'robot_description')
+        if 'gmp_arm_from_topic' in out:
+            break
+    check('a URDF on /robot_description is loaded while no parameter names a robot',
+          'gmp_arm_from_topic' in out, out[:120])
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
+    res = call(node, plan, req, timeout=30.0)
+    check('~/plan plans on the robot from the topic',
+          res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
 
 
 def point_cloud_without_z(points):
