@@ -138,6 +138,47 @@ fn the_robot_is_cut_out_and_the_rest_blocks_the_way() {
 }
 
 #[test]
+fn the_table_under_the_base_does_not_touch_it() {
+    // A camera's view of the table top (z = -0.005, the base stands on it at z = 0), 1 cm
+    // apart, at every voxel size: voxels of the points just outside the padding would reach
+    // up to z = 0 and into the base's footprint.
+    let table: Vec<Point3<f64>> = (0..120)
+        .flat_map(|i| {
+            (0..160).map(move |j| {
+                Point3::new(
+                    -0.05 + 0.01 * f64::from(i),
+                    -0.8 + 0.01 * f64::from(j),
+                    -0.005,
+                )
+            })
+        })
+        .collect();
+    for resolution in [0.02, 0.04, 0.08] {
+        let mut s = with_state(&START);
+        let mut settings = s.settings().clone();
+        settings.cloud.resolution = resolution;
+        s.set_settings(settings);
+        let stats = s.set_point_cloud("world", &table).expect("table");
+        assert!(stats.boxes > 0, "{stats:?}");
+        assert_eq!(check(&mut s, &START), (true, vec![]), "{resolution}");
+        assert_eq!(check(&mut s, &GOAL), (true, vec![]), "{resolution}");
+        // Away from the robot the table top is covered.
+        assert!(covered(&s, &Point3::new(0.9, 0.6, -0.005)), "{resolution}");
+        // Every point not taken as the robot's is in a box (a point on a box's face may
+        // be both).
+        assert!(
+            covered_count(&s, &table) + stats.on_robot >= table.len(),
+            "{resolution}: {stats:?}"
+        );
+        assert!(stats.on_robot < table.len() / 10, "{resolution}: {stats:?}");
+    }
+}
+
+fn covered_count(s: &PlanningService, points: &[Point3<f64>]) -> usize {
+    points.iter().filter(|p| covered(s, p)).count()
+}
+
+#[test]
 fn a_new_cloud_replaces_the_last_and_an_empty_one_clears_it() {
     let mut s = with_state(&START);
     let others: Vec<String> = s.scene_obstacles().map(|o| o.id.clone()).collect();
@@ -284,4 +325,50 @@ fn gmp_plan_takes_a_cloud_file() {
     let out = plan("/no/such/cloud.pcd");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/cloud.pcd"));
+}
+
+#[test]
+fn gmp_bench_cloud_writes_its_results() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_gmp"))
+        .args([
+            "bench",
+            "cloud",
+            "--points",
+            "3000,6000",
+            "--resolutions",
+            "0.05",
+            "--configs",
+            "300",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("gmp runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let rows = v["processing"].as_array().expect("processing");
+    assert_eq!(rows.len(), 2);
+    assert!(rows
+        .iter()
+        .all(|r| r["boxes"].as_u64().is_some_and(|b| b > 0)));
+    // The robot's share of the points (about a tenth) is cut out.
+    assert!(rows
+        .iter()
+        .all(|r| r["on_robot"].as_u64().is_some_and(|n| n > 0)));
+    let checks = v["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 2);
+    assert!(checks[1]["configs_per_s"].as_f64().is_some_and(|r| r > 0.0));
+    let written: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    assert!(
+        written.iter().any(|f| f.ends_with(".json")) && written.iter().any(|f| f.ends_with(".md")),
+        "{written:?}"
+    );
 }

@@ -125,14 +125,7 @@ pub fn run(a: &BenchDynamicArgs) -> Result<Value, CliError> {
         }
     };
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError(format!("cannot create {}: {e}", dir.display())))?;
-        let jp = dir.join(format!("{name}.json"));
-        std::fs::write(&jp, serde_json::to_string_pretty(&v)?)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", jp.display())))?;
-        let mp = dir.join(format!("{name}.md"));
-        std::fs::write(&mp, md)
-            .map_err(|e| CliError(format!("cannot write {}: {e}", mp.display())))?;
+        super::write_bench_results(dir, &name, &v, &md)?;
     }
     Ok(v)
 }

@@ -132,14 +132,7 @@ pub fn run(a: &BenchIkArgs) -> Result<Value, CliError> {
         "results": rows,
     });
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError(format!("cannot create {}: {e}", dir.display())))?;
-        let stem = dir.join(format!("ik_{date}"));
-        for (ext, text) in [("json", serde_json::to_string_pretty(&v)?), ("md", md)] {
-            let path = stem.with_extension(ext);
-            crate::report::write_atomically(&path, text.as_bytes())
-                .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
-        }
+        super::write_bench_results(dir, &format!("ik_{date}"), &v, &md)?;
     }
     Ok(v)
 }

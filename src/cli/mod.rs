@@ -14,6 +14,7 @@ use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit
 use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_cloud;
 pub mod bench_collision;
 pub mod bench_dynamic;
 pub mod bench_ik;
@@ -117,6 +118,9 @@ pub enum BenchCommand {
     Grid(crate::grid::cli::BenchGridArgs),
     /// Inverse kinematics of pose goals: solved share and time on reachable MBM robot poses.
     Ik(bench_ik::BenchIkArgs),
+    /// Point clouds as obstacles: points to boxes, and checks in the boxes against the
+    /// scene's own obstacles (bundled arm and scene).
+    Cloud(bench_cloud::BenchCloudArgs),
 }
 
 /// Robot description arguments.
@@ -302,6 +306,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
             BenchCommand::Dynamic(a) => bench_dynamic::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
             BenchCommand::Ik(a) => bench_ik::run(&a),
+            BenchCommand::Cloud(a) => bench_cloud::run(&a),
         },
     }
 }
@@ -580,6 +585,27 @@ impl CloudArgs {
         }
         Ok(())
     }
+}
+
+/// Writes a benchmark's results as `<dir>/<stem>.json` and `<dir>/<stem>.md` (the folder
+/// made if missing), each file whole or not at all; errors name the path.
+pub(crate) fn write_bench_results(
+    dir: &Path,
+    stem: &str,
+    v: &Value,
+    md: &str,
+) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError(format!("cannot create {}: {e}", dir.display())))?;
+    for (ext, text) in [
+        ("json", serde_json::to_string_pretty(v)?),
+        ("md", md.to_string()),
+    ] {
+        let path = dir.join(format!("{stem}.{ext}"));
+        crate::report::write_atomically(&path, text.as_bytes())
+            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 /// The scene of a `--scene` file, or an empty world without one.

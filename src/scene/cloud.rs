@@ -8,7 +8,11 @@
 //!    [`CloudSettings::padding`] of a face plane of every face of one of the robot's collision
 //!    bodies (attached objects included) where the joint state puts them;
 //! 3. marks the voxels (cubes of [`CloudSettings::resolution`] aligned with the planning
-//!    frame) that hold at least [`CloudSettings::min_points`] of what is left;
+//!    frame) that hold at least [`CloudSettings::min_points`] of what is left, except those
+//!    that may overlap a grown body ([`RobotFilter::may_touch`]): a voxel of points just
+//!    outside the padding still reaches up to a voxel's edge towards the robot (the table
+//!    under the robot's base would otherwise touch the base in every configuration), so
+//!    its points count as the robot's too;
 //! 4. merges the marked voxels into as few axis-aligned boxes as a greedy sweep finds (runs
 //!    along z, grown along y, then along x), each box exactly a union of marked voxels.
 //!
@@ -147,6 +151,9 @@ struct PlacedBody {
     planes: Vec<(Vector3<f64>, f64)>,
     centre: Point3<f64>,
     radius: f64,
+    /// The grown body's bounding box.
+    lo: Point3<f64>,
+    hi: Point3<f64>,
 }
 
 /// The robot's collision bodies (attached objects included) where a joint state puts them,
@@ -167,6 +174,8 @@ impl RobotFilter {
                 // The polytope is in the link frame already (its origin applied).
                 let placed = b.polytope.transformed(frames.get(b.link)?);
                 let (centre, radius) = placed.bounding_sphere();
+                let (lo, hi) = placed.aabb();
+                let grow = Vector3::repeat(padding);
                 let planes = placed
                     .face_planes()
                     .into_iter()
@@ -176,10 +185,27 @@ impl RobotFilter {
                     planes,
                     centre,
                     radius: radius + padding,
+                    lo: lo - grow,
+                    hi: hi + grow,
                 })
             })
             .collect();
         RobotFilter { bodies }
+    }
+
+    /// Whether box `b` may overlap a grown body: no separating axis among the body's face
+    /// normals and the box's own axes. (A pair separated only along an edge-edge axis is
+    /// taken as touching: the self filter errs towards cutting out more.)
+    pub fn may_touch(&self, b: &CloudBox) -> bool {
+        let centre = nalgebra::center(&b.min, &b.max);
+        let half = (b.max - b.min) / 2.0;
+        self.bodies.iter().any(|body| {
+            (0..3).all(|i| b.min[i] <= body.hi[i] && body.lo[i] <= b.max[i])
+                && body
+                    .planes
+                    .iter()
+                    .all(|(n, d)| n.dot(&centre.coords) - n.abs().dot(&half) <= *d)
+        })
     }
 
     /// Whether `p` (planning frame) is on a grown body.
@@ -231,21 +257,37 @@ pub fn cloud_boxes(
     }
     let mut resolution = settings.resolution;
     loop {
-        let (voxels, far) = occupied(&kept, resolution, settings.min_points);
+        let margin = resolution * 1e-6;
+        let corner = |k: [i32; 3], shift: f64| {
+            Point3::new(
+                f64::from(k[0]) * resolution + shift,
+                f64::from(k[1]) * resolution + shift,
+                f64::from(k[2]) * resolution + shift,
+            )
+        };
+        let voxel_box = |k: [i32; 3]| CloudBox {
+            min: corner(k, -margin),
+            max: corner([k[0] + 1, k[1] + 1, k[2] + 1], margin),
+        };
+        let (counts, far) = occupied(&kept, resolution, settings.min_points);
+        // A voxel of points just outside the padding can still reach into the robot (the
+        // table a robot stands on): such voxels are the robot's too.
+        let mut voxels = BTreeSet::new();
+        let mut in_robot = 0;
+        for (k, n) in counts {
+            if robot.is_some_and(|r| r.may_touch(&voxel_box(k))) {
+                in_robot += n;
+            } else {
+                voxels.insert(k);
+            }
+        }
         let boxes = merge(&voxels);
         if boxes.len() <= settings.max_boxes || !(resolution * 2.0).is_finite() {
             stats.out_of_range += far;
+            stats.on_robot += in_robot;
             stats.voxels = voxels.len();
             stats.boxes = boxes.len();
             stats.resolution = resolution;
-            let margin = resolution * 1e-6;
-            let corner = |k: [i32; 3], shift: f64| {
-                Point3::new(
-                    f64::from(k[0]) * resolution + shift,
-                    f64::from(k[1]) * resolution + shift,
-                    f64::from(k[2]) * resolution + shift,
-                )
-            };
             let boxes = boxes
                 .into_iter()
                 .map(|(lo, hi)| CloudBox {
@@ -259,13 +301,13 @@ pub fn cloud_boxes(
     }
 }
 
-/// The voxels holding at least `min_points` of `points`, in order, and how many points were
-/// too far out for an index.
+/// The voxels holding at least `min_points` of `points` with their point counts, and how many
+/// points were too far out for an index.
 fn occupied(
     points: &[Point3<f64>],
     resolution: f64,
     min_points: usize,
-) -> (BTreeSet<[i32; 3]>, usize) {
+) -> (HashMap<[i32; 3], usize>, usize) {
     let mut counts: HashMap<[i32; 3], usize> = HashMap::new();
     let mut far = 0;
     for p in points {
@@ -278,12 +320,8 @@ fn occupied(
             _ => far += 1,
         }
     }
-    let voxels = counts
-        .into_iter()
-        .filter(|(_, n)| *n >= min_points)
-        .map(|(k, _)| k)
-        .collect();
-    (voxels, far)
+    counts.retain(|_, n| *n >= min_points);
+    (counts, far)
 }
 
 /// Greedy merge of voxels into boxes `(lowest voxel, highest voxel)`: from each voxel not yet
