@@ -2,7 +2,8 @@
 //! and scene.
 //!
 //! The clouds are synthetic: points drawn uniformly over the surfaces of the bundled scene's
-//! obstacles (their convex hulls, as the checker sees them) and of the robot's collision
+//! obstacles (the polytopes that contain them, built as for URDF bodies; the checker itself
+//! treats boxes, spheres and cylinders exactly) and of the robot's collision
 //! bodies at its neutral state, in the ratio of their areas, the robot's share cut out again
 //! by the self filter. That is the geometry a depth camera sees of this cell (both sides of
 //! every obstacle included), not a rendered depth image. Reported, from one run:
@@ -26,6 +27,7 @@ use serde_json::{json, Value};
 use super::CliError;
 use crate::collision::{Checker, CheckerOptions, ConfigBatch, CpuChecker};
 use crate::robot::geometry::Polytope;
+use crate::robot::{CYLINDER_SEGMENTS, SPHERE_SUBDIVISIONS};
 use crate::scene::cloud::{cloud_boxes, cloud_obstacles, CloudSettings, RobotFilter};
 use crate::scene::{Obstacle, Scene, Shape};
 
@@ -53,15 +55,15 @@ pub struct BenchCloudArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The convex hull the checker uses for an obstacle, in the scene frame.
+/// A polytope containing an obstacle (as URDF bodies are built), in the scene frame.
 fn hull(o: &Obstacle) -> Result<Polytope, CliError> {
     let local = match &o.shape {
         Shape::Box { half_extents } => Polytope::from_box(*half_extents),
-        Shape::Sphere { radius } => Polytope::from_sphere(*radius, 2),
+        Shape::Sphere { radius } => Polytope::from_sphere(*radius, SPHERE_SUBDIVISIONS),
         Shape::Cylinder {
             radius,
             half_length,
-        } => Polytope::from_cylinder(*radius, 2.0 * half_length, 24),
+        } => Polytope::from_cylinder(*radius, 2.0 * half_length, CYLINDER_SEGMENTS),
         Shape::ConvexMesh { polytope } => Ok(polytope.clone()),
     }
     .map_err(|e| CliError(format!("obstacle '{}': {e}", o.id)))?;

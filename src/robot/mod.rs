@@ -22,6 +22,7 @@ pub use group::{PlanningGroup, DEFAULT_ACCELERATION_FACTOR};
 pub use limits::{DefaultScaling, JointLimitEntry, JointLimitsFile};
 pub use load::{
     load_spherized, resolve_resource, BodySource, CollisionBody, LoadOptions, RobotModel,
+    CYLINDER_SEGMENTS, SPHERE_SUBDIVISIONS,
 };
 pub use model::{Joint, JointKind, JointLimits, KinematicTree, Link, Mimic};
 pub use space::{wrap_angle, wrapped_difference, JointSpace, LIMIT_TOLERANCE};
