@@ -9,9 +9,14 @@ Arguments (name:=value):
   joint_limits_path  MoveIt joint_limits.yaml; overrides the params file when not empty
   collision_shapes   polytopes | spheres | fitted; overrides the params file when not empty
   spherized_urdf_path  _spherized URDF (collision_shapes:=spheres); likewise
-  controller_topic   where ~/execute sends trajectories (default
-                     /joint_trajectory_controller/joint_trajectory, a ros2_control
-                     joint_trajectory_controller's command topic)
+  controller_action  the FollowJointTrajectory action ~/execute sends goals to
+                     (execution_mode action; default
+                     /joint_trajectory_controller/follow_joint_trajectory, a ros2_control
+                     joint_trajectory_controller's action)
+  controller_topic   where ~/execute publishes trajectories (execution_mode topic; default
+                     /joint_trajectory_controller/joint_trajectory, the same controller's
+                     command topic)
+  execution_mode     action | topic; overrides the params file when not empty
   pointcloud_topic   a PointCloud2 topic (e.g. a depth camera's /camera/depth/points) whose
                      clouds become obstacles (remaps ~/points; default: ~/points itself)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
@@ -31,9 +36,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'gpu_motion_planner'
-# The topic ~/execute publishes on (src/ros/mod.rs CONTROLLER_TOPIC), remapped by the
-# controller_topic argument.
+# The topic and the action ~/execute uses (src/ros/execute.rs CONTROLLER_TOPIC and
+# CONTROLLER_ACTION), remapped by the controller_topic and controller_action arguments.
 CONTROLLER_TOPIC = 'joint_trajectory_controller/joint_trajectory'
+CONTROLLER_ACTION = 'joint_trajectory_controller/follow_joint_trajectory'
 # Arguments that override the params file when not empty, with what they are.
 OVERRIDES = {
     'robot_description': 'URDF text',
@@ -43,6 +49,7 @@ OVERRIDES = {
     'joint_limits_path': 'MoveIt joint_limits.yaml',
     'collision_shapes': 'polytopes, spheres or fitted',
     'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',
+    'execution_mode': 'action or topic: how ~/execute reaches the controller',
 }
 
 
@@ -57,8 +64,11 @@ def _planner_node(context):
     if overrides:
         params.append(overrides)
     controller = LaunchConfiguration('controller_topic').perform(context)
+    action = LaunchConfiguration('controller_action').perform(context)
     cloud = LaunchConfiguration('pointcloud_topic').perform(context)
     remappings = [(CONTROLLER_TOPIC, controller)] if controller else []
+    if action:
+        remappings.append((CONTROLLER_ACTION, action))
     if cloud:
         remappings.append(('~/points', cloud))
     return [
@@ -115,9 +125,13 @@ def generate_launch_description():
             description=f'{what} (overrides the params file when not empty)')
           for name, what in OVERRIDES.items()],
         DeclareLaunchArgument(
+            'controller_action', default_value='',
+            description='FollowJointTrajectory action ~/execute sends goals to (empty: '
+                        '/joint_trajectory_controller/follow_joint_trajectory)'),
+        DeclareLaunchArgument(
             'controller_topic', default_value='',
-            description='where ~/execute sends trajectories (empty: '
-                        '/joint_trajectory_controller/joint_trajectory)'),
+            description='where ~/execute publishes trajectories in execution_mode topic '
+                        '(empty: /joint_trajectory_controller/joint_trajectory)'),
         DeclareLaunchArgument(
             'pointcloud_topic', default_value='',
             description='PointCloud2 topic whose clouds become obstacles (empty: ~/points)'),

@@ -30,7 +30,7 @@ if [[ "$(cat "$WS/source_root" 2>/dev/null)" != "$ROOT" ]]; then
 fi
 # r2r generates bindings only for these packages (and their needs); on a full ROS
 # install this saves most of the build time.
-export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces"}
+export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces;tf2_msgs;control_msgs;action_msgs;unique_identifier_msgs"}
 cd "$WS"   # colcon-ros-cargo writes .cargo/config.toml into the current directory
 # r2r generates the Rust types of the messages in its build script, which cargo does not re-run
 # when a .msg/.srv file of interfaces/ changes: after such a change, drop r2r's generated code

@@ -116,7 +116,8 @@ def main():
 def execute(node, plan):
     """Plans the first motion again, says on joint_states that the robot is at its start,
     and asks ~/execute to send it to /joint_trajectory_controller/joint_trajectory (no
-    controller runs in the demo: the client listens there itself). Returns the failures."""
+    controller runs in the demo, so run_demo.sh launches the node with execution_mode topic
+    and the client listens there itself). Returns the failures."""
     execute_client = node.create_client(Trigger, f'/{NODE}/execute')
     if not execute_client.wait_for_service(timeout_sec=10.0):
         print('~/execute: service not available')

@@ -14,7 +14,8 @@
 #    motion with ~/attach_object and ~/detach_object, re-checks the first trajectory with
 #    ~/check_trajectory and a state in collision with ~/check_state, asks ~/compute_fk where
 #    the tool ends and ~/compute_ik for joint values that put it there, then plans the first
-#    motion again and sends it to the controller topic with ~/execute, the robot at its start
+#    motion again and sends it to the controller topic with ~/execute (execution_mode topic:
+#    no controller runs here, so the client listens on its topic), the robot at its start
 #    on joint_states, sends a point cloud of a blob in that motion's way on ~/points and plans
 #    around its boxes; prints the answers) and stops the node.
 #    The first run downloads and builds for tens of minutes on 2 cores.
@@ -40,7 +41,7 @@ LOG=$(mktemp -t gmp_demo_launch.XXXXXX.log)
 echo "==> ros2 launch gpu_motion_planner planner.launch.py (log: $LOG)"
 # A process group of its own: `ros2 launch` does not pass a SIGINT it receives on to the
 # node, so stopping means signalling the whole group (as Ctrl-C in a terminal does).
-setsid ros2 launch gpu_motion_planner planner.launch.py > "$LOG" 2>&1 &
+setsid ros2 launch gpu_motion_planner planner.launch.py execution_mode:=topic > "$LOG" 2>&1 &
 LAUNCH=$!
 stop() {
     kill -INT -- -"$LAUNCH" 2>/dev/null || true

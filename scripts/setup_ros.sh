@@ -7,7 +7,8 @@
 #   folder (default ~/.cache/gpu_motion_planner/ros, shared by every checkout of the
 #   machine so that a fresh clone or CI run reuses it; override with GMP_ROS_CACHE), together with colcon
 #   in its own venv, the pure-Python launch/ros2cli packages taken from the
-#   isaacsim-ros2 wheel, and a locally built composition_interfaces.
+#   isaacsim-ros2 wheel, and locally built interface packages that PyPI lacks
+#   (composition_interfaces, tf2_msgs, control_msgs; see step 5).
 #
 # Every step leaves a stamp and is skipped when re-run; downloads are kept in
 # $CACHE/wheels and $CACHE/downloads, so a second run needs no network.
@@ -57,7 +58,7 @@ WHEELS=$CACHE/wheels      # every wheel installed, so re-runs and CI caches need
 DOWNLOADS=$CACHE/downloads
 PYEXTRA=$CACHE/pyextra    # launch, launch_ros, ros2cli... from the isaacsim-ros2 wheel
 SHIM=$CACHE/shim          # librmw_implementation.so -> librmw_fastrtps_cpp.so
-DEPS_WS=$CACHE/deps_ws    # interface packages built here (composition_interfaces)
+DEPS_WS=$CACHE/deps_ws    # interface packages built here (step 5's list), merged install
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 unset PIP_FIND_LINKS
 
@@ -182,23 +183,42 @@ if ! stamp_ok "$COLCON/.gmp-stamp" "$H_COLCON"; then
 fi
 say "colcon ok"
 
-# --- 5. launch / ros2cli from the isaacsim-ros2 wheel ---------------------------------------
-H_ISAAC=$(hash_of "$ISAAC_WHL" "${ISAAC_PY[@]}")
+# --- 5. launch / ros2cli and interface sources from the isaacsim-ros2 wheel -----------------
+# Interface packages that are not on PyPI are built locally from the wheel's upstream
+# definitions with a CMakeLists.txt of ours that generates only the files listed. The type
+# names and definitions are the upstream ones, so the node talks to real tf2 and ros2_control
+# peers:
+#   composition_interfaces  launch_ros imports it;
+#   tf2_msgs                /tf and /tf_static (the node's transform listener);
+#   control_msgs            FollowJointTrajectory (how ~/execute drives a controller).
+# Each entry: package|dependencies|interface files under share/<package>/ (globs).
+DEP_PKGS=(
+    "composition_interfaces|rcl_interfaces|srv/*.srv"
+    "tf2_msgs|geometry_msgs|msg/TFMessage.msg"
+    "control_msgs|builtin_interfaces geometry_msgs std_msgs trajectory_msgs action_msgs|action/FollowJointTrajectory.action msg/JointTolerance.msg msg/JointComponentTolerance.msg"
+)
+H_ISAAC=$(hash_of "$ISAAC_WHL" "${ISAAC_PY[@]}" "${DEP_PKGS[@]}")
 if ! stamp_ok "$PYEXTRA/.gmp-stamp" "$H_ISAAC"; then
-    say "extracting ${ISAAC_PY[*]} and composition_interfaces sources"
-    rm -rf "$PYEXTRA" "$CACHE/src/composition_interfaces"
+    say "extracting ${ISAAC_PY[*]} and the sources of ${#DEP_PKGS[@]} interface packages"
+    rm -rf "$PYEXTRA" "$CACHE/src"
     mkdir -p "$PYEXTRA" "$CACHE/src"
-    "$PY" - "$ISAAC_WHL" "$PYEXTRA" "$CACHE/src/composition_interfaces" "${ISAAC_PY[@]}" <<'EOF'
-import os, re, sys, zipfile
-wheel, pyextra, ci_dir, names = sys.argv[1], sys.argv[2], sys.argv[3], set(sys.argv[4:])
+    "$PY" - "$ISAAC_WHL" "$PYEXTRA" "$CACHE/src" "${#ISAAC_PY[@]}" "${ISAAC_PY[@]}" "${DEP_PKGS[@]}" <<'EOF'
+import fnmatch, os, re, sys, zipfile
+wheel, pyextra, src = sys.argv[1:4]
+n = int(sys.argv[4])
+names = set(sys.argv[5:5 + n])
+packages = {}
+for spec in sys.argv[5 + n:]:
+    pkg, _deps, files = spec.split('|')
+    packages[pkg] = files.split()
 base = 'isaacsim/exts/isaacsim.ros2.core/jazzy/'
 py_re = re.compile(r'^([A-Za-z0-9_]+?)(?:-[0-9][^/]*\.egg-info)?/')
-ci_srv = base + 'share/composition_interfaces/srv/'
-found = set()
+found, copied = set(), {p: 0 for p in packages}
 with zipfile.ZipFile(wheel) as z:
     for member in z.namelist():
         if member.endswith('/'):
             continue
+        dest = None
         if member.startswith(base + 'rclpy/'):
             rel = member[len(base + 'rclpy/'):]
             m = py_re.match(rel)
@@ -206,36 +226,43 @@ with zipfile.ZipFile(wheel) as z:
                 continue
             found.add(m.group(1))
             dest = os.path.join(pyextra, rel)
-        elif member.startswith(ci_srv) and member.endswith('.srv'):
-            dest = os.path.join(ci_dir, 'srv', os.path.basename(member))
-        elif member == base + 'share/composition_interfaces/package.xml':
-            dest = os.path.join(ci_dir, 'package.xml')
-        else:
+        elif member.startswith(base + 'share/'):
+            pkg, _, rel = member[len(base + 'share/'):].partition('/')
+            if pkg in packages and (rel == 'package.xml'
+                                    or any(fnmatch.fnmatch(rel, g) for g in packages[pkg])):
+                dest = os.path.join(src, pkg, rel)
+                copied[pkg] += rel != 'package.xml'
+        if dest is None:
             continue
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with z.open(member) as src, open(dest, 'wb') as out:
-            out.write(src.read())
+        with z.open(member) as f, open(dest, 'wb') as out:
+            out.write(f.read())
 missing = names - found
 if missing:
     sys.exit(f'missing in {wheel}: {sorted(missing)}')
+empty = [p for p, c in copied.items() if c == 0]
+if empty:
+    sys.exit(f'no interface files for {empty} in {wheel}')
 EOF
-    # composition_interfaces (launch_ros imports it): upstream package.xml and .srv files,
-    # our own CMakeLists.txt.
-    CI=$CACHE/src/composition_interfaces
-    SRVS=$(cd "$CI" && ls srv/*.srv | sed 's/^/  "/; s/$/"/')
-    cat > "$CI/CMakeLists.txt" <<EOF
+    for spec in "${DEP_PKGS[@]}"; do
+        IFS='|' read -r pkg deps _files <<< "$spec"
+        FILES=$(cd "$CACHE/src/$pkg" && find . -name '*.msg' -o -name '*.srv' -o -name '*.action' \
+            | sed 's#^\./##' | LC_ALL=C sort | sed 's/^/  "/; s/$/"/')
+        FINDS=$(for d in $deps; do echo "find_package($d REQUIRED)"; done)
+        cat > "$CACHE/src/$pkg/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.8)
-project(composition_interfaces)
+project($pkg)
 find_package(ament_cmake REQUIRED)
 find_package(rosidl_default_generators REQUIRED)
-find_package(rcl_interfaces REQUIRED)
+$FINDS
 rosidl_generate_interfaces(\${PROJECT_NAME}
-$SRVS
-  DEPENDENCIES rcl_interfaces
+$FILES
+  DEPENDENCIES $deps
 )
 ament_export_dependencies(rosidl_default_runtime)
 ament_package()
-EOF
+CMAKE
+    done
     rm -rf "$DEPS_WS"
     echo "$H_ISAAC" > "$PYEXTRA/.gmp-stamp"
 fi
@@ -255,32 +282,34 @@ export RMW_IMPLEMENTATION=rmw_fastrtps_cpp
 export _ROS_WHEELS_BOOTSTRAP_COMPLETE=1
 export VIRTUAL_ENV=$PREFIX
 case ":\${PATH}:" in *":$PREFIX/bin:"*) ;; *) export PATH="$ROOT/scripts:$PREFIX/bin:\${PATH}:$COLCON/bin" ;; esac
-export AMENT_PREFIX_PATH="$DEPS_WS/install/composition_interfaces:$PREFIX"
-export CMAKE_PREFIX_PATH="$DEPS_WS/install/composition_interfaces:$PREFIX"
-export PYTHONPATH="$DEPS_WS/install/composition_interfaces/lib/python3.11/site-packages:$PYEXTRA"
-export LD_LIBRARY_PATH="$DEPS_WS/install/composition_interfaces/lib:$PREFIX/lib:$WHEEL_LIBS$PYLIBDIR"
+export AMENT_PREFIX_PATH="$DEPS_WS/install:$PREFIX"
+export CMAKE_PREFIX_PATH="$DEPS_WS/install:$PREFIX"
+export PYTHONPATH="$DEPS_WS/install/lib/python3.11/site-packages:$PYEXTRA"
+export LD_LIBRARY_PATH="$DEPS_WS/install/lib:$PREFIX/lib:$WHEEL_LIBS$PYLIBDIR"
 # r2r: link against the rmw shim and libpython (needed by librcl's *_generator_py deps).
 export RUSTFLAGS="-L $SHIM -C link-arg=-Wl,--no-as-needed -C link-arg=$PYSO -C link-arg=-Wl,-rpath,$PYLIBDIR"
 export GMP_COLCON_CMAKE_ARGS="-DPython3_EXECUTABLE=$PREFIX/bin/python -DBUILD_TESTING=OFF"
 export GMP_ROS2="$ROOT/scripts/ros2"
 EOF
 
-# --- 7. composition_interfaces (needs env.sh) ------------------------------------------------
-if [[ ! -f "$DEPS_WS/install/composition_interfaces/share/composition_interfaces/package.xml" ]]; then
-    say "building composition_interfaces"
+# --- 7. the interface packages of step 5 (needs env.sh) ---------------------------------------
+if ! stamp_ok "$DEPS_WS/.gmp-stamp" "$H_ISAAC"; then
+    say "building ${#DEP_PKGS[@]} interface packages (${DEP_PKGS[*]%%|*})"
+    rm -rf "$DEPS_WS"
     mkdir -p "$DEPS_WS"
     (
         set +u; . "$ENV_FILE"; set -u
         cd "$DEPS_WS"
         # shellcheck disable=SC2086
-        colcon build --base-paths "$CACHE/src/composition_interfaces" \
+        colcon build --merge-install --base-paths "$CACHE/src" \
             --cmake-args $GMP_COLCON_CMAKE_ARGS > "$DEPS_WS/build.log" 2>&1 \
             || { tail -40 "$DEPS_WS/build.log"; exit 1; }
     )
+    echo "$H_ISAAC" > "$DEPS_WS/.gmp-stamp"
 fi
 (
     set +u; . "$ENV_FILE"; set -u
-    python -c 'import rclpy, launch, launch_ros, ros2cli, composition_interfaces.srv, sensor_msgs.msg, visualization_msgs.msg, nav_msgs.msg' \
+    python -c 'import rclpy, launch, launch_ros, ros2cli, composition_interfaces.srv, tf2_msgs.msg, control_msgs.action, sensor_msgs.msg, visualization_msgs.msg, nav_msgs.msg' \
         || { echo "setup_ros: the assembled environment does not import" >&2; exit 1; }
 )
 say "done; source $ENV_FILE"

@@ -17,4 +17,5 @@ pub mod robot;
 pub mod ros;
 pub mod scene;
 pub mod service;
+pub mod tf;
 pub mod trajectory;

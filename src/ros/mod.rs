@@ -28,8 +28,11 @@
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
 //! | service      | `~/clear_roadmap`   | `std_srvs/Trigger` (drops the `drm` roadmap) |
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
-//! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`CONTROLLER_TOPIC`]) |
-//! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (what `~/execute` sends) |
+//! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
+//! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
+//! | action client | `joint_trajectory_controller/follow_joint_trajectory` | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
+//! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
+//! | subscription | `/tf`, `/tf_static` | `tf2_msgs/TFMessage` (frames of clouds, markers and poses the robot does not know) |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
 //!
 //! The engine state lives in a [`PlanningService`] (plain Rust, tested without ROS); this
@@ -42,11 +45,13 @@ pub mod agents;
 pub mod attach;
 pub mod cartesian;
 pub mod cloud;
+pub mod execute;
 pub mod kinematics;
 pub mod markers;
 pub mod params;
 pub mod plan;
 pub mod state;
+pub mod tf;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -61,24 +66,20 @@ use r2r::gpu_motion_planner_interfaces::srv::{
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::{JointState, PointCloud2};
 use r2r::std_srvs::srv::Trigger;
+use r2r::tf2_msgs::msg::TFMessage;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::QosProfile;
 
 use crate::service::agents::{AgentsService, AgentsSettings};
 use crate::service::PlanningService;
+use crate::tf::SharedTf;
 
+pub use execute::{CONTROLLER_ACTION, CONTROLLER_TOPIC};
 pub use params::NodeParams;
 
 /// Default node name (can be remapped with `--ros-args -r __node:=NAME`).
 pub const NODE_NAME: &str = "planner_node";
-
-/// Where `~/execute` sends trajectories: the command topic of a ros2_control
-/// `joint_trajectory_controller` named `joint_trajectory_controller` (relative to the node's
-/// namespace). For another controller remap it, e.g. `--ros-args -r
-/// joint_trajectory_controller/joint_trajectory:=/arm_controller/joint_trajectory` (the launch
-/// file's `controller_topic` argument does that).
-pub const CONTROLLER_TOPIC: &str = "joint_trajectory_controller/joint_trajectory";
 
 /// How long one `spin_once` waits for work; bounds the shutdown latency.
 const SPIN_PERIOD: Duration = Duration::from_millis(50);
@@ -114,12 +115,18 @@ pub struct Shared {
     /// The `robot_description` parameter holds the URDF last received on the
     /// `robot_description` topic (not one a user set).
     pub description_from_topic: AtomicBool,
+    /// Transforms from `/tf` and `/tf_static`, which the service resolves unknown frames with.
+    pub transforms: SharedTf,
+    /// The execution `~/execute` runs, for `~/stop`.
+    pub execution: execute::Execution,
 }
 
-/// A planning service for the robot named by `params`, keeping the obstacles of `old`.
+/// A planning service for the robot named by `params`, keeping the obstacles of `old`,
+/// resolving frames the robot does not know with `transforms`.
 fn make_service(
     params: &NodeParams,
     old: Option<&PlanningService>,
+    transforms: &SharedTf,
 ) -> Result<PlanningService, String> {
     let (robot, scene) = params.load_robot()?;
     let scene = match old {
@@ -135,11 +142,9 @@ fn make_service(
         }
         None => scene,
     };
-    Ok(PlanningService::new(
-        robot,
-        scene,
-        params.service_settings(),
-    ))
+    let mut service = PlanningService::new(robot, scene, params.service_settings());
+    service.set_transforms(transforms.clone());
+    Ok(service)
 }
 
 /// The `~/roadmap` message: the persistent roadmap with its labels and the last path
@@ -213,38 +218,6 @@ fn publish_plan(
     publish(&outputs.trajectory, trajectory, logger, "~/trajectory");
     let view = roadmap_message(shared, logger);
     publish(&outputs.roadmap, &view, logger, "~/roadmap");
-}
-
-/// Answers `~/execute`: sends the last planned trajectory to the controller when the robot
-/// is at its start and it is valid in the current scene ([`state::execution_verdict`]).
-fn serve_execute(
-    shared: &Shared,
-    logger: &str,
-    controller: &r2r::Publisher<JointTrajectory>,
-) -> Trigger::Response {
-    let refuse = |message: String| Trigger::Response {
-        success: false,
-        message,
-    };
-    let Some(trajectory) = lock(&shared.last_trajectory).clone() else {
-        return refuse("nothing to execute: no trajectory planned yet".into());
-    };
-    let verdict = with_service(
-        shared,
-        logger,
-        |reason| Err(format!("no robot loaded: {reason}")),
-        |service| state::execution_verdict(service, &trajectory),
-    );
-    match verdict {
-        Err(why) => refuse(format!("not executed: {why}")),
-        Ok(what) => match controller.publish(&trajectory) {
-            Ok(()) => Trigger::Response {
-                success: true,
-                message: format!("sent {what} to {CONTROLLER_TOPIC}"),
-            },
-            Err(e) => refuse(format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
-        },
-    }
 }
 
 /// Runs `f` on the service (blocking this worker thread) after giving it the latest joint
@@ -428,7 +401,8 @@ async fn run_async() -> Result<(), NodeError> {
         }
     }
     r2r::log_info!(&logger, "parameters: {typed:?}");
-    let service = make_service(&typed, None);
+    let transforms: SharedTf = Default::default();
+    let service = make_service(&typed, None, &transforms);
     match &service {
         Ok(s) => {
             r2r::log_info!(
@@ -457,6 +431,8 @@ async fn run_async() -> Result<(), NodeError> {
         })),
         last_trajectory: Mutex::new(None),
         description_from_topic: AtomicBool::new(false),
+        transforms,
+        execution: Default::default(),
     });
     let (param_server, param_events) = node.make_parameter_handler()?;
 
@@ -498,8 +474,21 @@ async fn run_async() -> Result<(), NodeError> {
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
     let execute_requests =
         node.create_service::<Trigger::Service>("~/execute", QosProfile::services_default())?;
-    let controller_pub =
-        node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?;
+    let stop_requests =
+        node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
+    let controller = execute::Controller {
+        topic: node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?,
+        action: node.create_action_client::<execute::Follow>(CONTROLLER_ACTION)?,
+    };
+    // tf2's listener QoS: /tf keeps 100 messages; /tf_static is latched (transient local).
+    let tf_messages = node.subscribe::<TFMessage>("/tf", QosProfile::default().keep_last(100))?;
+    let tf_static_messages = node.subscribe::<TFMessage>(
+        "/tf_static",
+        QosProfile::default()
+            .keep_last(100)
+            .reliable()
+            .transient_local(),
+    )?;
     let obstacles = node.subscribe::<MarkerArray>("~/obstacles", QosProfile::default())?;
     let clouds = node.subscribe::<PointCloud2>("~/points", QosProfile::sensor_data())?;
     let goals = node.subscribe::<JointState>("~/goal", QosProfile::default())?;
@@ -577,7 +566,11 @@ async fn run_async() -> Result<(), NodeError> {
                         tokio::task::block_in_place(|| {
                             let mut service = lock(&shared.service);
                             if NodeParams::ROBOT.contains(&name.as_str()) {
-                                match make_service(&params, service.as_ref().ok()) {
+                                match make_service(
+                                    &params,
+                                    service.as_ref().ok(),
+                                    &shared.transforms,
+                                ) {
                                     Ok(s) => {
                                         r2r::log_info!(
                                             &logger,
@@ -836,7 +829,7 @@ async fn run_async() -> Result<(), NodeError> {
                 params.robot_description = msg.data;
                 tokio::task::block_in_place(|| {
                     let mut service = lock(&shared.service);
-                    match make_service(&params, service.as_ref().ok()) {
+                    match make_service(&params, service.as_ref().ok(), &shared.transforms) {
                         Ok(s) => {
                             r2r::log_info!(
                                 &logger,
@@ -886,7 +879,11 @@ async fn run_async() -> Result<(), NodeError> {
                         |reason| Err(format!("no robot loaded: {reason}")),
                         |service| {
                             let stats = service
-                                .set_point_cloud(&msg.header.frame_id, &points)
+                                .set_point_cloud_at(
+                                    &msg.header.frame_id,
+                                    tf::stamp_ns(&msg.header.stamp),
+                                    &points,
+                                )
                                 .map_err(|e| e.to_string())?;
                             Ok((stats, relabel_roadmap(service, &logger, "~/points")))
                         },
@@ -979,15 +976,44 @@ async fn run_async() -> Result<(), NodeError> {
         },
     )));
 
+    // Executions answer when the controller does; each request runs in a task of its own so
+    // that a second ~/execute is refused at once and ~/stop is served meanwhile.
     tasks.push(tokio::spawn({
-        let (shared, log) = (shared.clone(), logger.clone());
-        serve_each::<Trigger::Service, _>(
-            execute_requests,
-            "~/execute",
-            logger.clone(),
-            move |_| serve_execute(&shared, &log, &controller_pub),
-        )
+        let (shared, logger, controller) = (shared.clone(), logger.clone(), controller.clone());
+        let mut requests = execute_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                let (shared, logger, controller) =
+                    (shared.clone(), logger.clone(), controller.clone());
+                tokio::spawn(async move {
+                    let response = execute::serve_execute(shared, logger.clone(), controller).await;
+                    respond(req, response, "~/execute", &logger);
+                });
+            }
+        }
     }));
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let mut requests = stop_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                let response = execute::serve_stop(shared.clone(), controller.clone()).await;
+                respond(req, response, "~/stop", &logger);
+            }
+        }
+    }));
+    for (messages, is_static, topic) in [
+        (tf_messages, false, "/tf"),
+        (tf_static_messages, true, "/tf_static"),
+    ] {
+        tasks.push(tokio::spawn(listen_tf(
+            messages,
+            shared.transforms.clone(),
+            is_static,
+            topic,
+            logger.clone(),
+        )));
+    }
 
     r2r::log_info!(&logger, "{NODE_NAME} ready");
     let signal = wait_for_shutdown_signal().await;
@@ -1099,6 +1125,44 @@ async fn serve_on_service<T, S>(
     .await
 }
 
+/// Sends `response` to `req`, logging its [`Summary`] under `name`.
+fn respond<T>(req: r2r::ServiceRequest<T>, response: T::Response, name: &str, logger: &str)
+where
+    T: r2r::WrappedServiceTypeSupport + 'static,
+    T::Response: Summary,
+{
+    r2r::log_info!(logger, "{name}: {}", response.summary());
+    if let Err(e) = req.respond(response) {
+        r2r::log_error!(logger, "{name}: could not send the response: {e}");
+    }
+}
+
+/// Adds the transforms of every message of `messages` to `transforms`; refusals are
+/// logged, at most once per frame pair's message text, so a broadcaster repeating a bad
+/// transform at 100 Hz does not flood the log.
+async fn listen_tf<S>(
+    mut messages: S,
+    transforms: SharedTf,
+    is_static: bool,
+    topic: &'static str,
+    logger: String,
+) where
+    S: futures::Stream<Item = TFMessage> + Unpin,
+{
+    let mut logged = std::collections::HashSet::new();
+    while let Some(msg) = messages.next().await {
+        let refused = {
+            let mut buffer = transforms.write().unwrap_or_else(|p| p.into_inner());
+            tf::add_message(&mut buffer, &msg, is_static)
+        };
+        for r in refused {
+            if logged.len() < 1000 && logged.insert(r.clone()) {
+                r2r::log_warn!(&logger, "{topic}: {r}; transform ignored");
+            }
+        }
+    }
+}
+
 /// Answers every request of `requests` with `answer`, logging each response's [`Summary`]
 /// under `name`.
 async fn serve_each<T, S>(
@@ -1113,10 +1177,7 @@ async fn serve_each<T, S>(
 {
     while let Some(req) = requests.next().await {
         let response = answer(&req.message);
-        r2r::log_info!(&logger, "{name}: {}", response.summary());
-        if let Err(e) = req.respond(response) {
-            r2r::log_error!(&logger, "{name}: could not send the response: {e}");
-        }
+        respond(req, response, name, &logger);
     }
 }
 

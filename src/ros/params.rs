@@ -28,6 +28,9 @@ pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "hybrid"];
 /// Robot geometries the node accepts in the `collision_shapes` parameter.
 pub const SHAPES: &[&str] = &["polytopes", "spheres", "fitted"];
 
+/// How `~/execute` reaches the controller (the `execution_mode` parameter).
+pub const EXECUTION_MODES: &[&str] = &["action", "topic"];
+
 /// Typed copy of the node's parameters (see `config/planner.yaml` for their meaning).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeParams {
@@ -72,6 +75,13 @@ pub struct NodeParams {
     pub pointcloud_min_points: i64,
     /// Most boxes per cloud (larger voxels beyond); >= 1.
     pub pointcloud_max_boxes: i64,
+    /// How `~/execute` reaches the controller, one of [`EXECUTION_MODES`]: a
+    /// `FollowJointTrajectory` goal whose result it waits for, or its command topic.
+    pub execution_mode: String,
+    /// An action execution may take its trajectory's duration times this (>= 1) ...
+    pub execution_duration_scaling: f64,
+    /// ... plus this many seconds (>= 0) before it is cancelled.
+    pub execution_goal_margin: f64,
     /// Path of the robot's URDF file (used when `robot_description` is empty).
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
@@ -119,6 +129,9 @@ impl Default for NodeParams {
             pointcloud_padding: s.cloud.padding,
             pointcloud_min_points: i64::try_from(s.cloud.min_points).unwrap_or(1),
             pointcloud_max_boxes: i64::try_from(s.cloud.max_boxes).unwrap_or(i64::MAX),
+            execution_mode: "action".into(),
+            execution_duration_scaling: 1.2,
+            execution_goal_margin: 0.5,
             urdf_path: String::new(),
             srdf_path: String::new(),
             joint_limits_path: String::new(),
@@ -230,7 +243,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(19).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(22).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -359,7 +372,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 28] = [
+    pub const NAMES: [&'static str; 31] = [
         "planner",
         "backend",
         "resolution",
@@ -379,6 +392,9 @@ impl NodeParams {
         "pointcloud_padding",
         "pointcloud_min_points",
         "pointcloud_max_boxes",
+        "execution_mode",
+        "execution_duration_scaling",
+        "execution_goal_margin",
         "urdf_path",
         "srdf_path",
         "joint_limits_path",
@@ -434,6 +450,15 @@ impl NodeParams {
             "pointcloud_max_boxes" => {
                 "~/points: most boxes per cloud (>= 1); beyond, the voxels are doubled in size until they fit"
             }
+            "execution_mode" => {
+                "how ~/execute reaches the controller: action (a control_msgs/FollowJointTrajectory goal, answered with the controller's result) or topic (published on its command topic, fire and forget)"
+            }
+            "execution_duration_scaling" => {
+                "action execution: a goal may run this many times its trajectory's duration (>= 1) plus execution_goal_margin before it is cancelled"
+            }
+            "execution_goal_margin" => {
+                "action execution: seconds (>= 0) a goal may run past its scaled duration before it is cancelled"
+            }
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "joint_limits_path" => {
@@ -476,6 +501,9 @@ impl NodeParams {
             "pointcloud_padding" => V::Double(self.pointcloud_padding),
             "pointcloud_min_points" => V::Integer(self.pointcloud_min_points),
             "pointcloud_max_boxes" => V::Integer(self.pointcloud_max_boxes),
+            "execution_mode" => V::String(self.execution_mode.clone()),
+            "execution_duration_scaling" => V::Double(self.execution_duration_scaling),
+            "execution_goal_margin" => V::Double(self.execution_goal_margin),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
@@ -553,6 +581,23 @@ impl NodeParams {
             }
             "pointcloud_min_points" => self.pointcloud_min_points = at_least_one(name, value)?,
             "pointcloud_max_boxes" => self.pointcloud_max_boxes = at_least_one(name, value)?,
+            "execution_mode" => {
+                self.execution_mode = one_of(name, as_string(name, value)?, EXECUTION_MODES)?
+            }
+            "execution_duration_scaling" => {
+                let v = as_f64(name, value)?;
+                if !(v >= 1.0 && v.is_finite()) {
+                    return Err(err(name, format!("{v} must be finite and >= 1")));
+                }
+                self.execution_duration_scaling = v;
+            }
+            "execution_goal_margin" => {
+                let v = non_negative(name, as_f64(name, value)?)?;
+                if !v.is_finite() {
+                    return Err(err(name, format!("{v} must be finite")));
+                }
+                self.execution_goal_margin = v;
+            }
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,

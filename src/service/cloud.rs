@@ -5,10 +5,12 @@ use nalgebra::{Isometry3, Point3};
 
 use super::{PlanningService, ServiceError};
 use crate::scene::cloud::{cloud_boxes, cloud_index, cloud_obstacles, CloudStats, RobotFilter};
+use crate::tf::StampNs;
 
 impl PlanningService {
-    /// Makes `points` (in `frame`: the planning frame, also when empty, or a link of the robot,
-    /// such as a camera's, taken where the current joint state puts it) the scene's point
+    /// Makes `points` (in `frame`: the planning frame, also when empty, a link of the robot,
+    /// such as a camera's, taken where the current joint state puts it, or a frame of the
+    /// transforms at their latest, see [`PlanningService::set_transforms`]) the scene's point
     /// cloud: its boxes (settings [`super::ServiceSettings::cloud`]) become the obstacles
     /// `pointcloud/0`, `pointcloud/1`, ... and those of the previous cloud that are left over
     /// are removed. The robot (attached objects included) is cut out where the current joint
@@ -19,6 +21,19 @@ impl PlanningService {
         frame: &str,
         points: &[Point3<f64>],
     ) -> Result<CloudStats, ServiceError> {
+        self.set_point_cloud_at(frame, None, points)
+    }
+
+    /// [`Self::set_point_cloud`] for a cloud taken at `stamp`: a frame that only the
+    /// transforms know ([`PlanningService::set_transforms`], e.g. a camera's) is placed as
+    /// they were then (`None`: their latest). Robot links are placed at the current joint
+    /// state.
+    pub fn set_point_cloud_at(
+        &mut self,
+        frame: &str,
+        stamp: Option<StampNs>,
+        points: &[Point3<f64>],
+    ) -> Result<CloudStats, ServiceError> {
         let bad = |m: String| ServiceError::BadCloud(m);
         if !self.has_current {
             return Err(bad(
@@ -26,7 +41,7 @@ impl PlanningService {
             ));
         }
         let sensor = self
-            .in_planning_frame(frame, Isometry3::identity(), &self.current)
+            .in_planning_frame_at(frame, Isometry3::identity(), &self.current, stamp)
             .map_err(bad)?;
         let settings = &self.settings.cloud;
         let filter = RobotFilter::new(&self.robot, &self.current, settings.padding);

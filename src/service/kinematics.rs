@@ -131,7 +131,8 @@ impl PlanningService {
     }
 
     /// Poses of links at a state (joints not named: the current joint state), in `frame`:
-    /// the planning frame (also when empty) or a link of the robot at that state. `links`
+    /// the planning frame (also when empty), a link of the robot at that state, or a frame
+    /// of the transforms ([`PlanningService::set_transforms`]). `links`
     /// empty: every link. Errors name the input at fault.
     pub fn compute_fk(
         &self,
@@ -143,18 +144,14 @@ impl PlanningService {
         let (full, _) = self.state_of("state", state, &group)?;
         let tree = &self.robot.tree;
         let poses = tree.forward_kinematics(&full);
-        let reference = if frame.is_empty() || frame == self.settings.planning_frame {
-            Isometry3::identity()
-        } else {
-            let f = tree.link(frame).map_err(|_| ServiceError::BadOption {
+        // The frame's pose in the planning frame (a robot link at `full`), inverted.
+        let reference = self
+            .in_planning_frame(frame, Isometry3::identity(), &full)
+            .map_err(|reason| ServiceError::BadOption {
                 name: "frame",
-                reason: format!(
-                    "'{frame}' is neither the planning frame '{}' nor a link of the robot",
-                    self.settings.planning_frame
-                ),
-            })?;
-            poses[f].inverse()
-        };
+                reason,
+            })?
+            .inverse();
         let wanted: Vec<usize> = if links.is_empty() {
             (0..tree.links.len()).collect()
         } else {

@@ -36,6 +36,7 @@ use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
+use crate::tf::{SharedTf, StampNs};
 use crate::trajectory::Trajectory;
 
 /// The planner name of the persistent dynamic roadmap.
@@ -139,8 +140,9 @@ pub struct ServicePlanRequest {
 /// A pose goal: where a link of the robot should end up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServicePoseGoal {
-    /// The frame the pose is given in: the planning frame (also when empty), or any link of
-    /// the robot, taken where the start state puts it.
+    /// The frame the pose is given in: the planning frame (also when empty), any link of
+    /// the robot, taken where the start state puts it, or a frame of the transforms
+    /// ([`PlanningService::set_transforms`]) at their latest.
     pub frame: String,
     /// The link to place; `None` = the planning group's tip link
     /// ([`crate::robot::ik::default_tip_link`]).
@@ -217,7 +219,8 @@ pub struct MarkerUpdate {
     pub action: MarkerAction,
     /// The geometry.
     pub kind: MarkerKind,
-    /// Frame of `pose`; must be the planning frame.
+    /// Frame of `pose`: the planning frame, a robot link (placed where the current joint
+    /// state puts it) or a frame of the transforms ([`PlanningService::set_transforms`]).
     pub frame_id: String,
     /// Pose of the marker in `frame_id`.
     pub pose: Isometry3<f64>,
@@ -334,15 +337,13 @@ pub enum ServiceError {
     /// filter).
     #[error("point cloud: {0}")]
     BadCloud(String),
-    /// A marker is in another frame than the planning frame.
-    #[error("marker '{marker}': frame '{frame}' is not the planning frame '{planning_frame}'")]
+    /// A marker in a frame that cannot be brought into the planning frame.
+    #[error("marker '{marker}': {reason}")]
     WrongFrame {
         /// The marker (`ns/id`).
         marker: String,
-        /// Its frame.
-        frame: String,
-        /// The planning frame.
-        planning_frame: String,
+        /// Why its frame cannot be used (names the frame).
+        reason: String,
     },
     /// A marker type that cannot be an obstacle.
     #[error("marker '{marker}': unsupported marker type {kind}")]
@@ -604,6 +605,8 @@ pub struct PlanningService {
     roadmap: Option<roadmap::Persistent>,
     /// Attached objects of the initial scene that could not be attached.
     attach_errors: Vec<String>,
+    /// Transforms of frames the robot does not know (a camera, `map`), from `/tf`.
+    transforms: Option<SharedTf>,
 }
 
 impl std::fmt::Debug for PlanningService {
@@ -774,7 +777,16 @@ impl PlanningService {
             checker_builds: 0,
             last_path: None,
             roadmap: None,
+            transforms: None,
         }
+    }
+
+    /// Lets poses, markers and point clouds be given in frames the robot does not know: such a
+    /// frame is resolved through `transforms` (filled by the node from `/tf` and
+    /// `/tf_static`) to its nearest ancestor that is the planning frame or a robot link (then
+    /// placed where the current joint state puts that link), or else to the planning frame.
+    pub fn set_transforms(&mut self, transforms: SharedTf) {
+        self.transforms = Some(transforms);
     }
 
     /// The robot, with its attached objects.
@@ -1225,25 +1237,67 @@ impl PlanningService {
         }
     }
 
-    /// `pose`, given in `frame` (the planning frame, also when empty, or a robot link taken
-    /// where `start_state` puts it), in the planning frame; the error says why not.
+    /// `pose`, given in `frame` (the planning frame, also when empty, a robot link taken
+    /// where `start_state` puts it, or a frame of the transforms, see
+    /// [`Self::set_transforms`], at their latest), in the planning frame; the error says why
+    /// not.
     fn in_planning_frame(
         &self,
         frame: &str,
         pose: Isometry3<f64>,
         start_state: &[f64],
     ) -> Result<Isometry3<f64>, String> {
-        if frame.is_empty() || frame == self.settings.planning_frame {
+        self.in_planning_frame_at(frame, pose, start_state, None)
+    }
+
+    /// [`Self::in_planning_frame`] with the transforms taken at `stamp` (`None`: their
+    /// latest).
+    fn in_planning_frame_at(
+        &self,
+        frame: &str,
+        pose: Isometry3<f64>,
+        start_state: &[f64],
+        stamp: Option<StampNs>,
+    ) -> Result<Isometry3<f64>, String> {
+        let planning = self.settings.planning_frame.as_str();
+        let frame = frame.strip_prefix('/').unwrap_or(frame);
+        if frame.is_empty() || frame == planning {
             return Ok(pose);
         }
         let tree = &self.robot.tree;
-        let f = tree.link(frame).map_err(|_| {
+        if let Ok(f) = tree.link(frame) {
+            return Ok(tree.forward_kinematics(start_state)[f] * pose);
+        }
+        let unknown = |why: String| {
             format!(
-                "frame '{frame}' is neither the planning frame '{}' nor a link of the robot",
-                self.settings.planning_frame
+                "frame '{frame}' is neither the planning frame '{planning}' nor a link of the \
+                 robot{why}"
             )
-        })?;
-        Ok(tree.forward_kinematics(start_state)[f] * pose)
+        };
+        let Some(transforms) = &self.transforms else {
+            return Err(unknown(String::new()));
+        };
+        let tf = transforms
+            .read()
+            .map_err(|_| unknown(", and the transforms are unavailable".into()))?;
+        let via_tf = |target: &str| {
+            tf.lookup(target, frame, stamp)
+                .map_err(|e| unknown(format!(", and /tf does not place it: {e}")))
+        };
+        // The nearest ancestor the planner knows: a link where the joint state puts it (a
+        // camera on the wrist moves with the arm as the collision model does), or the
+        // planning frame.
+        for ancestor in tf.ancestors(frame) {
+            if ancestor == planning {
+                return Ok(via_tf(planning)? * pose);
+            }
+            if let Ok(l) = tree.link(&ancestor) {
+                let link = tree.forward_kinematics(start_state)[l];
+                return Ok(link * via_tf(&ancestor)? * pose);
+            }
+        }
+        // Otherwise the planning frame may sit below a common ancestor (`map`).
+        Ok(via_tf(planning)? * pose)
     }
 
     /// The target of a pose goal for `group`, its pose in the planning frame (a link frame
@@ -1361,18 +1415,17 @@ impl PlanningService {
                 Err(_) => Err(ServiceError::UnknownMarker { marker }),
             },
             MarkerAction::Add | MarkerAction::Modify => {
-                if m.frame_id != self.settings.planning_frame {
-                    return Err(ServiceError::WrongFrame {
-                        marker,
-                        frame: m.frame_id,
-                        planning_frame: self.settings.planning_frame.clone(),
-                    });
-                }
+                let pose = self
+                    .in_planning_frame(&m.frame_id, m.pose, &self.current)
+                    .map_err(|reason| ServiceError::WrongFrame {
+                        marker: marker.clone(),
+                        reason,
+                    })?;
                 let shape = Self::marker_shape(&marker, &m.kind, m.scale)?;
                 let obstacle = Obstacle {
                     id: marker.clone(),
                     shape,
-                    pose: m.pose,
+                    pose,
                 };
                 self.scene
                     .upsert(obstacle)

@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import rclpy
@@ -30,19 +31,27 @@ from rclpy.node import Node
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
-from geometry_msgs.msg import Point, Pose, PoseStamped
+from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject, PlanAgents,
                                               PlanBatch, PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState, PointCloud2, PointField
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 NODE = 'planner_node'
+# The launch remaps the node's FollowJointTrajectory client here (controller_action:=...).
+CONTROLLER_ACTION = '/fake_arm_controller/follow_joint_trajectory'
 ROS2 = os.environ.get('GMP_ROS2') or 'ros2'
 LOG_DIR = os.environ.get('GMP_TEST_LOG_DIR') or tempfile.mkdtemp(prefix='gmp_ros_test_')
 RESULTS = []
@@ -144,7 +153,7 @@ def main():
     # start_new_session: SIGINT from a terminal must not reach the launch early.
     launch = subprocess.Popen(
         [ROS2, 'launch', 'gpu_motion_planner', 'planner.launch.py',
-         'urdf_path:=/nonexistent/for_test.urdf'],
+         'urdf_path:=/nonexistent/for_test.urdf', f'controller_action:={CONTROLLER_ACTION}'],
         stdout=launch_log, stderr=subprocess.STDOUT, start_new_session=True)
     rclpy.init()
     node = Node('gmp_test_client')
@@ -413,6 +422,7 @@ def run_checks(node, launch):
     attach_checks(node, plan, obstacles, scenes)
     state_checks(node, plan, obstacles, scenes)
     cloud_checks(node, plan, scenes)
+    tf_checks(node, obstacles, scenes)
     kinematics_checks(node)
     agents_checks(node)
     description_topic_checks(node, plan)
@@ -1015,6 +1025,7 @@ def state_checks(node, plan, obstacles, scenes):
     check('~/check_trajectory once the cube is deleted: valid again',
           res is not None and res.success and res.valid, res and res.message)
     execute_checks(node, planned.trajectory, cube, obstacles, scenes)
+    action_execute_checks(node, planned.trajectory)
 
     bad = CheckTrajectory.Request()
     bad.trajectory.joint_names = ARM
@@ -1167,6 +1178,8 @@ def execute_checks(node, planned, cube, obstacles, scenes):
     execute = node.create_client(Trigger, f'/{NODE}/execute')
     if not check('~/execute appears', execute.wait_for_service(timeout_sec=10.0)):
         return
+    rc, out = ros2_param('set', NODE, 'execution_mode', 'topic')
+    check('ros2 param set execution_mode topic', rc == 0 and 'successful' in out.lower(), out)
     sent = []
     node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
                              sent.append, 10)
@@ -1230,6 +1243,259 @@ def execute_checks(node, planned, cube, obstacles, scenes):
     check('the refused calls sent nothing (one trajectory per call answered success)',
           len(successes) >= 1 and len(sent) - before == len(successes),
           f'{len(sent) - before} received for {len(successes)} successes')
+
+
+def transform(parent, child, xyz, quat, stamp=None):
+    """A geometry_msgs/TransformStamped: `child` at `xyz`, rotated by `quat` (x, y, z, w), in
+    `parent`."""
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = parent, child
+    if stamp is not None:
+        t.header.stamp = stamp
+    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = xyz
+    r = t.transform.rotation
+    r.x, r.y, r.z, r.w = quat
+    return t
+
+
+def looking_down(p, xyz):
+    """Point `p` of a camera frame at `xyz` turned half a turn about x (z looks down) in
+    world coordinates."""
+    return (xyz[0] + p[0], xyz[1] - p[1], xyz[2] - p[2])
+
+
+def tf_checks(node, obstacles, scenes):
+    """/tf_static and /tf: a marker and a cloud in a camera frame the robot does not know are
+    placed through the transforms; a cloud stamped between two /tf samples of a moving camera
+    is placed where the camera was then, not where it is last."""
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+    static = node.create_publisher(TFMessage, '/tf_static', latched)
+    dynamic = node.create_publisher(TFMessage, '/tf', 100)
+    clouds = node.create_publisher(PointCloud2, f'/{NODE}/points', 10)
+    down = (1.0, 0.0, 0.0, 0.0)
+    cam = (0.5, -0.6, 1.2)
+    static.publish(TFMessage(transforms=[transform('world', 'test_camera', cam, down)]))
+    marker = cube_marker('tf_cube', 1, (0.1, 0.0, 0.5), 0.1, frame='test_camera')
+    want = looking_down((0.1, 0.0, 0.5), cam)
+
+    def placed(scene):
+        return next((m for m in scene.markers if m.ns == 'tf_cube/1'), None)
+
+    deadline = time.time() + 15.0
+    while time.time() < deadline:
+        obstacles.publish(MarkerArray(markers=[marker]))
+        if wait_for(node, lambda: scenes and placed(scenes[-1]) is not None, 1.0):
+            break
+    m = placed(scenes[-1]) if scenes else None
+    got = m and (m.pose.position.x, m.pose.position.y, m.pose.position.z)
+    q = m and m.pose.orientation
+    check('a marker in a camera frame of /tf_static is placed in the planning frame through it',
+          m is not None and m.header.frame_id == 'world'
+          and all(abs(a - b) < 1e-6 for a, b in zip(got, want)) and abs(abs(q.x) - 1.0) < 1e-6,
+          f'{got} (want {want}), orientation {q}')
+    marker.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[marker]))
+    wait_for(node, lambda: scenes and placed(scenes[-1]) is None, 10.0)
+
+    def send_until(msg, predicate, timeout=15.0):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            clouds.publish(msg)
+            if wait_for(node, lambda: scenes and predicate(scenes[-1]), 1.0):
+                return True
+        return False
+
+    blob = ball_points((0.0, 0.1, 0.8), 0.04)
+    in_world = [looking_down(p, cam) for p in blob]
+    shown = send_until(point_cloud(blob, frame='test_camera'), lambda s: len(cloud_boxes(s)) > 0)
+    boxes = cloud_boxes(scenes[-1]) if scenes else []
+    uncovered = [p for p in in_world if not any(b.contains(p) for b in boxes)]
+    check('a cloud in a camera frame of /tf_static becomes boxes where the transform puts it',
+          shown and boxes and not uncovered, f'{len(boxes)} boxes, {len(uncovered)} uncovered')
+
+    # A camera moving along y on /tf: at t0 at y = -0.9, at t0 + 1 s at y = -0.5.
+    t0 = node.get_clock().now()
+    t1 = t0 + Duration(seconds=1.0)
+    half = (t0 + Duration(seconds=0.5)).to_msg()
+    at = [(0.5, -0.9, 1.2), (0.5, -0.5, 1.2)]
+    for _ in range(3):
+        dynamic.publish(TFMessage(transforms=[
+            transform('world', 'moving_camera', at[0], down, t0.to_msg()),
+            transform('world', 'moving_camera', at[1], down, t1.to_msg())]))
+        wait_for(node, lambda: False, 0.3)
+    msg = point_cloud(blob, frame='moving_camera')
+    msg.header.stamp = half
+    then = [looking_down(p, (0.5, -0.7, 1.2)) for p in blob]
+    latest = looking_down((0.0, 0.1, 0.8), at[1])
+
+    def moved(scene):
+        bs = cloud_boxes(scene)
+        return bs and all(any(b.contains(p) for b in bs) for p in then)
+
+    shown = send_until(msg, moved)
+    boxes = cloud_boxes(scenes[-1]) if scenes else []
+    check('a cloud stamped between two /tf samples is placed where the camera was at its stamp',
+          shown and not any(b.contains(latest) for b in boxes),
+          f'{len(boxes)} boxes; covers the latest position: '
+          f'{any(b.contains(latest) for b in boxes)}')
+    cleared = send_until(point_cloud([]), lambda s: not cloud_boxes(s))
+    check('an empty cloud clears the transformed boxes', cleared)
+
+
+class FakeController:
+    """A control_msgs/FollowJointTrajectory server at CONTROLLER_ACTION in a node and executor
+    thread of its own. `mode`: succeed, abort (PATH_TOLERANCE_VIOLATED), reject, or hold (runs
+    until cancelled, at most 60 s). Keeps every goal's trajectory."""
+
+    def __init__(self):
+        self.mode = 'succeed'
+        self.goals = []
+        self.cancelled = 0
+        self.node = Node('fake_arm_controller')
+        self.server = ActionServer(
+            self.node, FollowJointTrajectory, CONTROLLER_ACTION, self.execute,
+            goal_callback=self.goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
+            callback_group=ReentrantCallbackGroup())
+        self.executor = MultiThreadedExecutor(num_threads=4)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def goal(self, request):
+        self.goals.append(request.trajectory)
+        return GoalResponse.REJECT if self.mode == 'reject' else GoalResponse.ACCEPT
+
+    def execute(self, handle):
+        result = FollowJointTrajectory.Result()
+        if self.mode == 'hold':
+            deadline = time.time() + 60.0
+            while time.time() < deadline and not handle.is_cancel_requested:
+                time.sleep(0.05)
+            if handle.is_cancel_requested:
+                self.cancelled += 1
+                handle.canceled()
+            else:
+                handle.abort()
+            return result
+        time.sleep(0.2)
+        if self.mode == 'abort':
+            result.error_code = FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
+            result.error_string = 'shoulder_pan_joint off by 0.2 rad'
+            handle.abort()
+        else:
+            handle.succeed()
+        return result
+
+    def stop(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        self.server.destroy()
+        self.node.destroy_node()
+
+
+def action_execute_checks(node, planned):
+    """~/execute with execution_mode action: the last plan goes to the FollowJointTrajectory
+    server the launch's controller_action names, and the answer is the controller's result
+    (success, an abort's code and text, a rejection); one execution at a time; ~/stop cancels
+    it; a goal running past its allowed time is cancelled; no server is refused by name.
+    Also ~/stop in topic mode (left by execute_checks) sends an empty trajectory."""
+    execute = node.create_client(Trigger, f'/{NODE}/execute')
+    stop = node.create_client(Trigger, f'/{NODE}/stop')
+    if not check('~/stop appears', stop.wait_for_service(timeout_sec=10.0)):
+        return
+    sent = []
+    node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
+                             sent.append, 10)
+    time.sleep(1.0)  # discovery of the new subscription
+    res = call(node, stop, Trigger.Request())
+    wait_for(node, lambda: sent, 5.0)
+    check('~/stop in topic mode sends an empty trajectory to the controller topic',
+          res is not None and res.success and sent and len(sent[-1].points) == 0,
+          f'{res and res.message!r}; {len(sent)} received')
+
+    rc, out = ros2_param('set', NODE, 'execution_mode', 'action')
+    check('ros2 param set execution_mode action', rc == 0 and 'successful' in out.lower(), out)
+    res = call(node, execute, Trigger.Request(), timeout=20.0)
+    check('~/execute with no FollowJointTrajectory server is refused saying so',
+          res is not None and not res.success
+          and 'no FollowJointTrajectory action server' in res.message,
+          res and res.message)
+
+    fake = FakeController()
+    try:
+        res = None
+        deadline = time.time() + 20.0
+        while time.time() < deadline:  # until the node discovers the server
+            res = call(node, execute, Trigger.Request(), timeout=20.0)
+            if res is not None and 'no FollowJointTrajectory action server' not in res.message:
+                break
+        got = fake.goals[-1] if fake.goals else None
+        check('~/execute sends the last plan as a FollowJointTrajectory goal to the remapped '
+              "action and answers with the controller's SUCCESSFUL",
+              res is not None and res.success and 'SUCCESSFUL' in res.message and got is not None
+              and list(got.joint_names) == list(planned.joint_names)
+              and len(got.points) == len(planned.points)
+              and list(got.points[-1].positions) == list(planned.points[-1].positions),
+              f'{res and res.message!r}; {len(fake.goals)} goals')
+
+        fake.mode = 'abort'
+        res = call(node, execute, Trigger.Request(), timeout=20.0)
+        check("an aborted goal fails naming the controller's code and text",
+              res is not None and not res.success and 'PATH_TOLERANCE_VIOLATED' in res.message
+              and 'shoulder_pan_joint off by 0.2 rad' in res.message, res and res.message)
+
+        fake.mode = 'reject'
+        res = call(node, execute, Trigger.Request(), timeout=20.0)
+        check('a rejected goal fails saying so',
+              res is not None and not res.success and 'rejected' in res.message,
+              res and res.message)
+
+        fake.mode = 'hold'
+        goals = len(fake.goals)
+        running = execute.call_async(Trigger.Request())
+        wait_for(node, lambda: len(fake.goals) > goals, 10.0)
+        wait_for(node, lambda: False, 0.5)
+        second = call(node, execute, Trigger.Request())
+        check('a second ~/execute while one runs is refused at once',
+              second is not None and not second.success
+              and 'an execution is running' in second.message, second and second.message)
+        stopped = call(node, stop, Trigger.Request())
+        rclpy.spin_until_future_complete(node, running, timeout_sec=10.0)
+        first = running.result() if running.done() else None
+        check('~/stop cancels the running goal, and ~/execute answers that it was cancelled',
+              stopped is not None and stopped.success and fake.cancelled == 1
+              and first is not None and not first.success and 'cancelled' in first.message,
+              f'stop: {stopped and stopped.message!r}; execute: {first and first.message!r}')
+        res = call(node, stop, Trigger.Request())
+        check('~/stop with nothing running says so',
+              res is not None and not res.success and 'nothing to stop' in res.message,
+              res and res.message)
+
+        ros2_param('set', NODE, 'execution_duration_scaling', '0.5')
+        time.sleep(0.5)
+        rc, out = ros2_param('get', NODE, 'execution_duration_scaling')
+        check('execution_duration_scaling 0.5 is refused (stays 1.2)',
+              rc == 0 and out.endswith('1.2'), out)
+        for name, value in (('execution_duration_scaling', '1.0'),
+                            ('execution_goal_margin', '0.0')):
+            rc, out = ros2_param('set', NODE, name, value)
+            check(f'ros2 param set {name} {value}', rc == 0 and 'successful' in out.lower(), out)
+        seconds = planned.points[-1].time_from_start.sec + \
+            planned.points[-1].time_from_start.nanosec * 1e-9
+        started = time.time()
+        res = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
+        took = time.time() - started
+        check('a goal still running after its duration x scaling + margin is cancelled and '
+              'reported',
+              res is not None and not res.success and 'did not finish within' in res.message
+              and 'the goal was cancelled' in res.message and fake.cancelled == 2
+              and took >= seconds,
+              f'{res and res.message!r} after {took:.2f} s (duration {seconds:.2f} s)')
+        for name, value in (('execution_duration_scaling', '1.2'),
+                            ('execution_goal_margin', '0.5')):
+            ros2_param('set', NODE, name, value)
+    finally:
+        fake.stop()
 
 
 def kinematics_checks(node):
