@@ -6,11 +6,12 @@
 //!
 //! Semantics:
 //! - Frames form a forest: every frame has at most one parent. A transform `parent <- child`
-//!   maps points given in `child` into `parent`. Giving a child a second, different parent, or a
-//!   transform that would close a cycle, is refused (tf2 only refuses re-parenting implicitly).
+//!   maps points given in `child` into `parent`. A transform that would close a cycle is
+//!   refused.
 //! - A link is either static (holds for all time; a later static transform replaces it) or
 //!   dynamic (a history of stamped samples, `cache_ns` long, measured back from its newest
-//!   sample). A child cannot have both kinds.
+//!   sample). A transform naming another parent, or of the other kind, replaces the link and
+//!   its history: the newest information wins (tf2 keeps the parent per sample).
 //! - Dynamic lookups interpolate between the two samples around the stamp (translation
 //!   linearly, rotation by slerp along the shorter arc). A stamp at most `tolerance_ns` outside
 //!   a link's kept history uses the nearest sample; further out is [`TfError::Extrapolation`].
@@ -42,8 +43,8 @@ const DEFAULT_TOLERANCE_NS: StampNs = 100_000_000;
 /// `source` field of [`TfError::NotConnected`] for an error source, and it is a frame name.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TfError {
-    /// A transform was refused (bad names, non-finite numbers, a degenerate rotation,
-    /// re-parenting, mixing static and dynamic, or a cycle).
+    /// A transform was refused (bad names, non-finite numbers, a degenerate rotation, or a
+    /// cycle).
     InvalidTransform {
         /// The parent frame as given.
         parent: String,
@@ -207,54 +208,42 @@ impl TfBuffer {
         }
         let pose = Isometry3::from_parts(pose.translation, UnitQuaternion::new_normalize(q));
 
-        match self.links.get_mut(child) {
-            Some(link) => {
-                if link.parent != parent {
-                    return Err(refuse(format!(
-                        "frame '{child}' already has parent '{}'; got '{parent}'",
-                        link.parent
-                    )));
-                }
-                match (&mut link.data, is_static) {
-                    (LinkData::Static(p), true) => *p = pose,
-                    (LinkData::Dynamic(samples), false) => {
-                        let newest = samples.last().map_or(stamp, |s| s.0);
-                        if stamp < newest.saturating_sub(self.cache_ns) {
-                            return Ok(()); // too old: ignored, as tf2 does
-                        }
-                        match samples.binary_search_by_key(&stamp, |s| s.0) {
-                            Ok(i) => samples[i].1 = pose,
-                            Err(i) => samples.insert(i, (stamp, pose)),
-                        }
-                        let newest = samples.last().map_or(stamp, |s| s.0);
-                        let keep_from = newest.saturating_sub(self.cache_ns);
-                        samples.retain(|s| s.0 >= keep_from);
-                    }
-                    (_, is_static) => {
-                        let (have, got) = if is_static {
-                            ("dynamic", "static")
-                        } else {
-                            ("static", "dynamic")
-                        };
-                        return Err(refuse(format!(
-                            "frame '{child}' already has a {have} transform from '{parent}'; got a {got} one"
-                        )));
-                    }
-                }
+        // A new parent or kind replaces the link and its history: the newest information
+        // wins, as in tf2, where each sample carries its parent.
+        let same = self.links.get(child).is_some_and(|link| {
+            link.parent == parent && matches!(link.data, LinkData::Static(_)) == is_static
+        });
+        if !same {
+            if self.ancestors(parent).iter().any(|a| a == child) {
+                return Err(refuse(format!(
+                    "'{child}' is already an ancestor of '{parent}'; this would make a cycle"
+                )));
             }
-            None => {
-                if self.ancestors(parent).iter().any(|a| a == child) {
-                    return Err(refuse(format!(
-                        "'{child}' is already an ancestor of '{parent}'; this would make a cycle"
-                    )));
+            let data = if is_static {
+                LinkData::Static(pose)
+            } else {
+                LinkData::Dynamic(vec![(stamp, pose)])
+            };
+            let parent = parent.to_string();
+            self.links.insert(child.to_string(), Link { parent, data });
+            return Ok(());
+        }
+        if let Some(link) = self.links.get_mut(child) {
+            match &mut link.data {
+                LinkData::Static(p) => *p = pose,
+                LinkData::Dynamic(samples) => {
+                    let newest = samples.last().map_or(stamp, |s| s.0);
+                    if stamp < newest.saturating_sub(self.cache_ns) {
+                        return Ok(()); // too old: ignored, as tf2 does
+                    }
+                    match samples.binary_search_by_key(&stamp, |s| s.0) {
+                        Ok(i) => samples[i].1 = pose,
+                        Err(i) => samples.insert(i, (stamp, pose)),
+                    }
+                    let newest = samples.last().map_or(stamp, |s| s.0);
+                    let keep_from = newest.saturating_sub(self.cache_ns);
+                    samples.retain(|s| s.0 >= keep_from);
                 }
-                let data = if is_static {
-                    LinkData::Static(pose)
-                } else {
-                    LinkData::Dynamic(vec![(stamp, pose)])
-                };
-                let parent = parent.to_string();
-                self.links.insert(child.to_string(), Link { parent, data });
             }
         }
         Ok(())
@@ -599,18 +588,15 @@ mod tests {
             UnitQuaternion::new_unchecked(Quaternion::new(f64::NAN, 0.0, 0.0, 0.0)),
         );
         let id = Isometry3::identity();
-        let cases: [(&str, &str, Isometry3<f64>, bool); 11] = [
-            ("map", "base", id, false),   // re-parenting (dynamic child)
-            ("odom", "camera", id, true), // re-parenting (static child)
+        let cases: [(&str, &str, Isometry3<f64>, bool); 8] = [
             ("camera", "map", id, true),  // cycle
             ("base", "odom", id, false),  // cycle (and re-parent)
+            ("camera", "odom", id, true), // cycle through two links
             ("x", "x", id, true),         // parent == child
             ("", "x", id, true),          // empty name
             ("map", "new", nan, false),   // NaN translation
             ("map", "new", zero_q, true), // zero quaternion
             ("map", "new", nan_q, true),  // NaN quaternion
-            ("odom", "base", id, true),   // static on a dynamic link
-            ("map", "odom", id, false),   // dynamic on a static link
         ];
         for (parent, child, pose, is_static) in cases {
             let err = tf
@@ -624,18 +610,34 @@ mod tests {
             assert_eq!(tf.lookup("map", "camera", None), Ok(before));
         }
         let err = tf
-            .set_transform("map", "base", 0, id, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("frame 'base' already has parent 'odom'; got 'map'"),
-            "{err}"
-        );
-        let err = tf
             .set_transform("camera", "map", 0, id, true)
             .unwrap_err()
             .to_string();
         assert!(err.contains("cycle"), "{err}");
+    }
+
+    #[test]
+    fn a_new_parent_or_kind_replaces_the_link() {
+        let (mut tf, [m_o, _, b_c, _]) = chain();
+        // base re-parented from odom (dynamic) to map (dynamic): the old history is gone.
+        let m_b = iso(3.0, 0.0, 0.0, 0.0, 0.0, 0.5);
+        tf.set_transform("map", "base", 7 * S, m_b, false).unwrap();
+        assert_eq!(tf.parent("base"), Some("map"));
+        assert_close(&at(&tf, "map", "camera", None), &(m_b * b_c), 1e-12);
+        assert!(matches!(
+            tf.lookup("map", "base", Some(5 * S)),
+            Err(TfError::Extrapolation { .. })
+        ));
+        // odom: static -> dynamic -> static again, each replacing the last.
+        let o2 = iso(0.0, 1.0, 0.0, 0.0, 0.0, 0.0);
+        tf.set_transform("map", "odom", 8 * S, o2, false).unwrap();
+        assert_close(&at(&tf, "map", "odom", Some(8 * S)), &o2, 1e-12);
+        tf.set_transform("map", "odom", 0, m_o, true).unwrap();
+        assert_close(&at(&tf, "map", "odom", Some(100 * S)), &m_o, 1e-12);
+        // camera moved from base to odom (static): found through odom now.
+        tf.set_transform("odom", "camera", 0, b_c, true).unwrap();
+        assert_eq!(tf.ancestors("camera"), vec!["odom", "map"]);
+        assert_close(&at(&tf, "map", "camera", None), &(m_o * b_c), 1e-12);
     }
 
     #[test]

@@ -1150,12 +1150,19 @@ async fn listen_tf<S>(
     S: futures::Stream<Item = TFMessage> + Unpin,
 {
     let mut logged = std::collections::HashSet::new();
+    let mut listener = tf::Listener::default();
     while let Some(msg) = messages.next().await {
-        let refused = {
+        let added = {
             let mut buffer = transforms.write().unwrap_or_else(|p| p.into_inner());
-            tf::add_message(&mut buffer, &msg, is_static)
+            listener.add(&mut buffer, &msg, is_static)
         };
-        for r in refused {
+        if added.cleared {
+            r2r::log_warn!(
+                &logger,
+                "{topic}: the clock jumped back; dynamic transforms dropped"
+            );
+        }
+        for r in added.refused {
             if logged.len() < 1000 && logged.insert(r.clone()) {
                 r2r::log_warn!(&logger, "{topic}: {r}; transform ignored");
             }

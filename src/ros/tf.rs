@@ -6,7 +6,7 @@ use r2r::builtin_interfaces::msg::Time;
 use r2r::geometry_msgs::msg::TransformStamped;
 use r2r::tf2_msgs::msg::TFMessage;
 
-use crate::tf::{StampNs, TfBuffer};
+use crate::tf::{StampNs, TfBuffer, DEFAULT_CACHE_NS};
 
 /// A ROS time as nanoseconds; `None` for zero (ROS: "the latest").
 pub fn stamp_ns(t: &Time) -> Option<StampNs> {
@@ -30,23 +30,56 @@ pub fn pose_of(t: &TransformStamped) -> Isometry3<f64> {
     Isometry3::from_parts(Translation3::new(tr.x, tr.y, tr.z), rotation)
 }
 
-/// Adds every transform of `msg` to `buffer` (`is_static` for `/tf_static`); returns the
-/// refusals, each naming its frames, for logging. The others are kept.
-pub fn add_message(buffer: &mut TfBuffer, msg: &TFMessage, is_static: bool) -> Vec<String> {
-    let mut refused = Vec::new();
-    for t in &msg.transforms {
-        let stamp = stamp_ns(&t.header.stamp).unwrap_or(0);
-        if let Err(e) = buffer.set_transform(
-            &t.header.frame_id,
-            &t.child_frame_id,
-            stamp,
-            pose_of(t),
-            is_static,
-        ) {
-            refused.push(e.to_string());
+/// What a listener makes of `/tf` or `/tf_static` messages: it adds them to a buffer and
+/// notices a clock that jumps back (a restarted simulation or bag), after which the dynamic
+/// transforms are dropped, as tf2's listener does, instead of ignoring every new sample as
+/// older than the history kept.
+#[derive(Debug, Default)]
+pub struct Listener {
+    /// The newest stamp seen on `/tf`.
+    newest: Option<StampNs>,
+}
+
+/// The result of one message.
+#[derive(Debug, Default, PartialEq)]
+pub struct Added {
+    /// The transforms refused, each naming its frames.
+    pub refused: Vec<String>,
+    /// The dynamic transforms were dropped first: this message's stamps lie more than the
+    /// buffer's history (10 s) before the newest seen.
+    pub cleared: bool,
+}
+
+impl Listener {
+    /// Adds every transform of `msg` to `buffer` (`is_static` for `/tf_static`); the others are
+    /// kept when some are refused.
+    pub fn add(&mut self, buffer: &mut TfBuffer, msg: &TFMessage, is_static: bool) -> Added {
+        let mut added = Added::default();
+        for t in &msg.transforms {
+            let stamp = stamp_ns(&t.header.stamp).unwrap_or(0);
+            if !is_static {
+                if self
+                    .newest
+                    .is_some_and(|n| stamp < n.saturating_sub(DEFAULT_CACHE_NS))
+                {
+                    buffer.clear_dynamic();
+                    self.newest = None;
+                    added.cleared = true;
+                }
+                self.newest = Some(self.newest.map_or(stamp, |n| n.max(stamp)));
+            }
+            if let Err(e) = buffer.set_transform(
+                &t.header.frame_id,
+                &t.child_frame_id,
+                stamp,
+                pose_of(t),
+                is_static,
+            ) {
+                added.refused.push(e.to_string());
+            }
         }
+        added
     }
-    refused
 }
 
 #[cfg(test)]
@@ -85,7 +118,8 @@ mod tests {
                 transform("world", "bad", 0, 0.0, [0.0, 0.0, 0.0, 0.0]),
             ],
         };
-        let refused = add_message(&mut b, &msg, true);
+        let mut listener = Listener::default();
+        let refused = listener.add(&mut b, &msg, true).refused;
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(refused[0].contains("bad"), "{refused:?}");
         let p = b.lookup("world", "optical", None).expect("chain");
