@@ -10,15 +10,21 @@ Arguments (name:=value):
   collision_shapes   polytopes | spheres | fitted; overrides the params file when not empty
   spherized_urdf_path  _spherized URDF (collision_shapes:=spheres); likewise
   controller_action  the FollowJointTrajectory action ~/execute sends goals to
-                     (execution_mode action; default
-                     /joint_trajectory_controller/follow_joint_trajectory, a ros2_control
-                     joint_trajectory_controller's action)
+                     (execution_mode action; the parameter of that name, default
+                     joint_trajectory_controller/follow_joint_trajectory, a ros2_control
+                     joint_trajectory_controller's action; rcl cannot remap actions)
   controller_topic   where ~/execute publishes trajectories (execution_mode topic; default
                      /joint_trajectory_controller/joint_trajectory, the same controller's
                      command topic)
   execution_mode     action | topic; overrides the params file when not empty
   pointcloud_topic   a PointCloud2 topic (e.g. a depth camera's /camera/depth/points) whose
                      clouds become obstacles (remaps ~/points; default: ~/points itself)
+  mock_controller    'true' also starts the mock controller (a stand-in robot behind a
+                     joint_trajectory_controller's action and topic, publishing joint_states;
+                     <share>/config/mock_controller.yaml, the bundled arm's joints), so
+                     ~/execute moves it
+  mock_controller_params  params file of the mock controller (default:
+                     <share>/config/mock_controller.yaml)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
                      Fixed Frame set to the params file's planning_frame
   log_level          node log level (default: info)
@@ -36,10 +42,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 PACKAGE = 'gpu_motion_planner'
-# The topic and the action ~/execute uses (src/ros/execute.rs CONTROLLER_TOPIC and
-# CONTROLLER_ACTION), remapped by the controller_topic and controller_action arguments.
+# The topic ~/execute publishes on in execution_mode topic (src/ros/execute.rs
+# CONTROLLER_TOPIC), remapped by the controller_topic argument. The action is a parameter
+# (controller_action): rcl does not remap action names.
 CONTROLLER_TOPIC = 'joint_trajectory_controller/joint_trajectory'
-CONTROLLER_ACTION = 'joint_trajectory_controller/follow_joint_trajectory'
 # Arguments that override the params file when not empty, with what they are.
 OVERRIDES = {
     'robot_description': 'URDF text',
@@ -50,6 +56,7 @@ OVERRIDES = {
     'collision_shapes': 'polytopes, spheres or fitted',
     'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',
     'execution_mode': 'action or topic: how ~/execute reaches the controller',
+    'controller_action': 'the FollowJointTrajectory action ~/execute sends goals to',
 }
 
 
@@ -64,11 +71,8 @@ def _planner_node(context):
     if overrides:
         params.append(overrides)
     controller = LaunchConfiguration('controller_topic').perform(context)
-    action = LaunchConfiguration('controller_action').perform(context)
     cloud = LaunchConfiguration('pointcloud_topic').perform(context)
     remappings = [(CONTROLLER_TOPIC, controller)] if controller else []
-    if action:
-        remappings.append((CONTROLLER_ACTION, action))
     if cloud:
         remappings.append(('~/points', cloud))
     return [
@@ -83,6 +87,12 @@ def _planner_node(context):
                        LaunchConfiguration('log_level').perform(context)],
         )
     ]
+
+
+def _mock_controller(context):
+    params = LaunchConfiguration('mock_controller_params').perform(context)
+    return [Node(package=PACKAGE, executable='mock_controller',
+                 name='joint_trajectory_controller', output='screen', parameters=[params])]
 
 
 def _planning_frame(params_file):
@@ -125,10 +135,6 @@ def generate_launch_description():
             description=f'{what} (overrides the params file when not empty)')
           for name, what in OVERRIDES.items()],
         DeclareLaunchArgument(
-            'controller_action', default_value='',
-            description='FollowJointTrajectory action ~/execute sends goals to (empty: '
-                        '/joint_trajectory_controller/follow_joint_trajectory)'),
-        DeclareLaunchArgument(
             'controller_topic', default_value='',
             description='where ~/execute publishes trajectories in execution_mode topic '
                         '(empty: /joint_trajectory_controller/joint_trajectory)'),
@@ -136,9 +142,18 @@ def generate_launch_description():
             'pointcloud_topic', default_value='',
             description='PointCloud2 topic whose clouds become obstacles (empty: ~/points)'),
         DeclareLaunchArgument(
+            'mock_controller', default_value='false',
+            description='also start the mock controller (a stand-in robot)'),
+        DeclareLaunchArgument(
+            'mock_controller_params',
+            default_value=os.path.join(share, 'config', 'mock_controller.yaml'),
+            description='params file of the mock controller'),
+        DeclareLaunchArgument(
             'rviz', default_value='false', description='also start rviz2'),
         DeclareLaunchArgument(
             'log_level', default_value='info', description='planner_node log level'),
         OpaqueFunction(function=_planner_node),
+        OpaqueFunction(function=_mock_controller,
+                       condition=IfCondition(LaunchConfiguration('mock_controller'))),
         OpaqueFunction(function=_rviz, condition=IfCondition(LaunchConfiguration('rviz'))),
     ])

@@ -452,3 +452,90 @@ fn validation_along_the_path_checks_both_the_motions_and_the_points() {
         Err(TrajectoryError::OffPath { .. })
     ));
 }
+
+#[test]
+fn sampling_follows_the_points_as_a_controller_would() {
+    let world = BoxWorld::new(space(3, &[]), vec![]);
+    let path = vec![
+        vec![0.1, 0.1, 0.1],
+        vec![0.9, 0.2, 0.4],
+        vec![0.2, 0.5, 0.3],
+    ];
+    let traj = time_parameterize(&world.space, &path, 1.0, 1.0, 0.05).expect("timing");
+    traj.check_followable().expect("followable");
+    // At every point: its positions and velocities.
+    for p in &traj.points {
+        let (q, v) = traj.sample(p.time_from_start);
+        for j in 0..3 {
+            assert!(
+                (q[j] - p.positions[j]).abs() < 1e-9,
+                "{q:?} vs {:?}",
+                p.positions
+            );
+            if p.time_from_start > 0.0 && p.time_from_start < traj.duration() {
+                assert!(
+                    (v[j] - p.velocities[j]).abs() < 1e-9,
+                    "{v:?} vs {:?}",
+                    p.velocities
+                );
+            }
+        }
+    }
+    // Between points: continuous, and the velocity is the derivative of the positions.
+    let dt = 1e-6;
+    let steps = 500;
+    let mut last = traj.sample(0.0).0;
+    for k in 1..steps {
+        let t = traj.duration() * f64::from(k) / f64::from(steps);
+        let (q, v) = traj.sample(t);
+        let (q2, _) = traj.sample(t + dt);
+        for j in 0..3 {
+            assert!((q[j] - last[j]).abs() < 0.02, "jump at {t}");
+            assert!(((q2[j] - q[j]) / dt - v[j]).abs() < 1e-3, "velocity at {t}");
+        }
+        last = q;
+    }
+    // Before the start and after the end: held, at rest.
+    assert_eq!(traj.sample(-1.0), (path[0].clone(), vec![0.0; 3]));
+    let (end, v) = traj.sample(traj.duration() + 1.0);
+    assert!(end.iter().zip(&path[2]).all(|(a, b)| (a - b).abs() < 1e-12));
+    assert_eq!(v, vec![0.0; 3]);
+
+    // Without velocities: linear between points.
+    let mut linear = traj.clone();
+    linear.points.truncate(2);
+    for p in &mut linear.points {
+        p.velocities.clear();
+    }
+    let (a, b) = (&linear.points[0], &linear.points[1]);
+    let mid = (a.time_from_start + b.time_from_start) / 2.0;
+    let (q, _) = linear.sample(mid);
+    for (j, qj) in q.iter().enumerate() {
+        assert!((qj - (a.positions[j] + b.positions[j]) / 2.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn trajectories_a_controller_cannot_follow_are_named() {
+    let world = BoxWorld::new(space(2, &[]), vec![]);
+    let path = vec![vec![0.1, 0.1], vec![0.5, 0.5], vec![0.9, 0.1]];
+    let good = time_parameterize(&world.space, &path, 1.0, 1.0, 0.05).expect("timing");
+    let mut t = good.clone();
+    t.points.clear();
+    assert!(t.check_followable().unwrap_err().contains("no points"));
+    let mut t = good.clone();
+    t.points[1].positions.pop();
+    assert!(t.check_followable().unwrap_err().contains("point 1"));
+    let mut t = good.clone();
+    t.points[2].positions[0] = f64::NAN;
+    assert!(t.check_followable().unwrap_err().contains("point 2"));
+    let mut t = good.clone();
+    t.points[1].velocities = vec![0.0];
+    assert!(t.check_followable().unwrap_err().contains("velocities"));
+    let mut t = good.clone();
+    t.points[2].time_from_start = t.points[1].time_from_start;
+    assert!(t
+        .check_followable()
+        .unwrap_err()
+        .contains("time_from_start"));
+}

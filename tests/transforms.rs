@@ -64,6 +64,8 @@ fn a_marker_in_a_camera_frame_is_placed_through_the_static_transform() {
     assert_eq!(s.scene().len(), n);
 
     let tf = with_transforms(&mut s);
+    let e = s.apply_marker(cube_in("camera", 1, in_camera)).unwrap_err();
+    assert!(e.to_string().contains("no transform on /tf"), "{e}");
     // Known to the buffer but connected to nothing the planner knows: still refused.
     tf.write()
         .unwrap()

@@ -30,10 +30,6 @@ use super::{lock, params::NodeParams, state, with_service, Shared};
 /// file's `controller_topic` argument does that).
 pub const CONTROLLER_TOPIC: &str = "joint_trajectory_controller/joint_trajectory";
 
-/// The `FollowJointTrajectory` action `execution_mode: action` sends goals to (relative to
-/// the node's namespace; the launch file's `controller_action` argument remaps it).
-pub const CONTROLLER_ACTION: &str = "joint_trajectory_controller/follow_joint_trajectory";
-
 /// How long `~/execute` waits for the action server to appear and to accept a goal, and
 /// `~/stop` for a cancellation to be confirmed.
 const SERVER_WAIT: Duration = Duration::from_secs(3);
@@ -63,8 +59,10 @@ impl std::fmt::Debug for Execution {
 pub struct Controller {
     /// The command topic ([`CONTROLLER_TOPIC`]).
     pub topic: r2r::Publisher<JointTrajectory>,
-    /// The action client ([`CONTROLLER_ACTION`]).
+    /// The action client (parameter `controller_action`, read at start).
     pub action: ActionClient<Follow>,
+    /// The action's name, as given.
+    pub action_name: String,
 }
 
 fn answer(success: bool, message: String) -> Trigger::Response {
@@ -206,11 +204,12 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
         };
     }
+    let action = controller.action_name.clone();
     let no_server = || {
         format!(
-            "not executed: no FollowJointTrajectory action server at {CONTROLLER_ACTION} within \
-             {} s (is the controller running? execution_mode: topic publishes on \
-             {CONTROLLER_TOPIC} instead)",
+            "not executed: no FollowJointTrajectory action server at {} within {} s (is the \
+             controller running? execution_mode: topic publishes on {CONTROLLER_TOPIC} instead)",
+            controller.action_name,
             SERVER_WAIT.as_secs()
         )
     };
@@ -224,7 +223,7 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
                 return answer(false, no_server());
             }
         }
-        Err(e) => return answer(false, format!("not executed: {CONTROLLER_ACTION}: {e}")),
+        Err(e) => return answer(false, format!("not executed: {action}: {e}")),
     }
     let goal = FollowJointTrajectory::Goal {
         trajectory: trajectory.clone(),
@@ -233,7 +232,7 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
     let sent = controller.action.send_goal_request(goal);
     let sent = match sent {
         Ok(sent) => sent,
-        Err(e) => return answer(false, format!("not executed: {CONTROLLER_ACTION}: {e}")),
+        Err(e) => return answer(false, format!("not executed: {action}: {e}")),
     };
     let (handle, result, mut feedback) = match tokio::time::timeout(SERVER_WAIT, sent).await {
         Err(_) => return answer(false, no_server()),
@@ -243,11 +242,11 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
                 format!("not executed: the controller rejected {what}"),
             )
         }
-        Ok(Err(e)) => return answer(false, format!("not executed: {CONTROLLER_ACTION}: {e}")),
+        Ok(Err(e)) => return answer(false, format!("not executed: {action}: {e}")),
         Ok(Ok(accepted)) => accepted,
     };
     *lock(&shared.execution.goal) = Some(handle.clone());
-    r2r::log_info!(logger, "~/execute: {CONTROLLER_ACTION} accepted {what}");
+    r2r::log_info!(logger, "~/execute: {action} accepted {what}");
     // Feedback is not needed; it is drained so that the client's channel never fills.
     let drain = tokio::spawn(async move { while feedback.next().await.is_some() {} });
     let seconds = duration_of(&trajectory);
@@ -259,10 +258,7 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
             let (success, message) = outcome(status, &result, &what);
             answer(success, message)
         }
-        Ok(Err(e)) => answer(
-            false,
-            format!("{what}: no result from {CONTROLLER_ACTION}: {e}"),
-        ),
+        Ok(Err(e)) => answer(false, format!("{what}: no result from {action}: {e}")),
         Err(_) => {
             let cancelled = match handle.cancel() {
                 Ok(done) => matches!(tokio::time::timeout(SERVER_WAIT, done).await, Ok(Ok(()))),

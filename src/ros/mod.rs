@@ -30,7 +30,7 @@
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
 //! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
-//! | action client | `joint_trajectory_controller/follow_joint_trajectory` | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
+//! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
 //! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
 //! | subscription | `/tf`, `/tf_static` | `tf2_msgs/TFMessage` (frames of clouds, markers and poses the robot does not know) |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
@@ -48,6 +48,7 @@ pub mod cloud;
 pub mod execute;
 pub mod kinematics;
 pub mod markers;
+pub mod mock_controller;
 pub mod params;
 pub mod plan;
 pub mod state;
@@ -75,7 +76,7 @@ use crate::service::agents::{AgentsService, AgentsSettings};
 use crate::service::PlanningService;
 use crate::tf::SharedTf;
 
-pub use execute::{CONTROLLER_ACTION, CONTROLLER_TOPIC};
+pub use execute::CONTROLLER_TOPIC;
 pub use params::NodeParams;
 
 /// Default node name (can be remapped with `--ros-args -r __node:=NAME`).
@@ -96,6 +97,9 @@ pub enum NodeError {
     /// The tokio runtime or the signal handlers could not be set up.
     #[error("runtime: {0}")]
     Runtime(#[from] std::io::Error),
+    /// A parameter the node cannot start without is missing or wrong.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// State shared between the node's tasks.
@@ -380,11 +384,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Runs the node until SIGINT/SIGTERM. Creates its own tokio runtime; ROS arguments
 /// (`--ros-args ...`) are read from the process command line by rcl.
 pub fn run() -> Result<(), NodeError> {
+    on_runtime(run_async())
+}
+
+/// Runs a node's future to its end on a tokio runtime of two worker threads.
+pub(crate) fn on_runtime(
+    node: impl std::future::Future<Output = Result<(), NodeError>>,
+) -> Result<(), NodeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(run_async())
+    runtime.block_on(node)
 }
 
 async fn run_async() -> Result<(), NodeError> {
@@ -478,7 +489,9 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
     let controller = execute::Controller {
         topic: node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?,
-        action: node.create_action_client::<execute::Follow>(CONTROLLER_ACTION)?,
+        action: node
+            .create_action_client::<execute::Follow>(&lock(&shared.params).controller_action)?,
+        action_name: lock(&shared.params).controller_action.clone(),
     };
     // tf2's listener QoS: /tf keeps 100 messages; /tf_static is latched (transient local).
     let tf_messages = node.subscribe::<TFMessage>("/tf", QosProfile::default().keep_last(100))?;
@@ -553,7 +566,7 @@ async fn run_async() -> Result<(), NodeError> {
                     );
                     continue;
                 }
-                match typed.set(&name, &value) {
+                match typed.set_at_run_time(&name, &value) {
                     Ok(()) => {
                         if name == "robot_description" {
                             shared

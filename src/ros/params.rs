@@ -28,6 +28,30 @@ pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "hybrid"];
 /// Robot geometries the node accepts in the `collision_shapes` parameter.
 pub const SHAPES: &[&str] = &["polytopes", "spheres", "fitted"];
 
+/// The default of the `controller_action` parameter: a ros2_control
+/// `joint_trajectory_controller` named `joint_trajectory_controller` (relative to the node's
+/// namespace).
+pub const DEFAULT_CONTROLLER_ACTION: &str = "joint_trajectory_controller/follow_joint_trajectory";
+
+/// Refuses a ROS name rcl would refuse: empty, characters other than letters, digits, `_`,
+/// `/` and a leading `~`, a token starting with a digit, `//`, or a trailing `/`.
+fn valid_name(name: &str, value: &str) -> Result<(), ParamError> {
+    let body = value.strip_prefix('~').unwrap_or(value);
+    let bad = value.is_empty()
+        || body.ends_with('/')
+        || body.contains("//")
+        || !body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
+        || body
+            .split('/')
+            .any(|t| t.starts_with(|c: char| c.is_ascii_digit()));
+    if bad {
+        return Err(err(name, format!("'{value}' is not a valid ROS name")));
+    }
+    Ok(())
+}
+
 /// How `~/execute` reaches the controller (the `execution_mode` parameter).
 pub const EXECUTION_MODES: &[&str] = &["action", "topic"];
 
@@ -82,6 +106,9 @@ pub struct NodeParams {
     pub execution_duration_scaling: f64,
     /// ... plus this many seconds (>= 0) before it is cancelled.
     pub execution_goal_margin: f64,
+    /// The `FollowJointTrajectory` action `~/execute` sends goals to (read when the node
+    /// starts: rcl cannot remap action names, and the client is made once).
+    pub controller_action: String,
     /// Path of the robot's URDF file (used when `robot_description` is empty).
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
@@ -132,6 +159,7 @@ impl Default for NodeParams {
             execution_mode: "action".into(),
             execution_duration_scaling: 1.2,
             execution_goal_margin: 0.5,
+            controller_action: DEFAULT_CONTROLLER_ACTION.into(),
             urdf_path: String::new(),
             srdf_path: String::new(),
             joint_limits_path: String::new(),
@@ -243,7 +271,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(22).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(23).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -372,7 +400,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 31] = [
+    pub const NAMES: [&'static str; 32] = [
         "planner",
         "backend",
         "resolution",
@@ -395,6 +423,7 @@ impl NodeParams {
         "execution_mode",
         "execution_duration_scaling",
         "execution_goal_margin",
+        "controller_action",
         "urdf_path",
         "srdf_path",
         "joint_limits_path",
@@ -459,6 +488,9 @@ impl NodeParams {
             "execution_goal_margin" => {
                 "action execution: seconds (>= 0) a goal may run past its scaled duration before it is cancelled"
             }
+            "controller_action" => {
+                "the control_msgs/FollowJointTrajectory action ~/execute sends goals to (read when the node starts)"
+            }
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "joint_limits_path" => {
@@ -504,6 +536,7 @@ impl NodeParams {
             "execution_mode" => V::String(self.execution_mode.clone()),
             "execution_duration_scaling" => V::Double(self.execution_duration_scaling),
             "execution_goal_margin" => V::Double(self.execution_goal_margin),
+            "controller_action" => V::String(self.controller_action.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
@@ -598,6 +631,11 @@ impl NodeParams {
                 }
                 self.execution_goal_margin = v;
             }
+            "controller_action" => {
+                let action = as_string(name, value)?;
+                valid_name(name, &action)?;
+                self.controller_action = action;
+            }
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,
@@ -623,6 +661,22 @@ impl NodeParams {
             _ => return Err(err(name, "unknown parameter")),
         }
         Ok(())
+    }
+
+    /// [`Self::set`] for a change while the node runs: `controller_action` is refused (the
+    /// node makes its action client once, when it starts).
+    pub fn set_at_run_time(
+        &mut self,
+        name: &str,
+        value: &ParameterValue,
+    ) -> Result<(), ParamError> {
+        if name == "controller_action" && *value != self.value(name) {
+            return Err(err(
+                name,
+                "is read when the node starts; restart the node (or set it in the launch) to use another action",
+            ));
+        }
+        self.set(name, value)
     }
 
     /// Declares every parameter in r2r's parameter map: values already there (from a
@@ -727,6 +781,73 @@ mod tests {
         assert_eq!(
             p.value("device_extra_attempts"),
             ParameterValue::Integer(24)
+        );
+    }
+
+    #[test]
+    fn the_controller_action_is_a_valid_name_set_at_start_only() {
+        let mut p = NodeParams::default();
+        assert_eq!(p.controller_action, DEFAULT_CONTROLLER_ACTION);
+        let v = |s: &str| ParameterValue::String(s.into());
+        p.set(
+            "controller_action",
+            &v("/arm_controller/follow_joint_trajectory"),
+        )
+        .unwrap();
+        for bad in ["", "a//b", "arm/", "2arm/x", "arm controller", "arm/x-y"] {
+            let e = p.set("controller_action", &v(bad)).unwrap_err();
+            assert_eq!(e.name, "controller_action", "{bad}");
+        }
+        let e = p
+            .set_at_run_time("controller_action", &v("other/follow"))
+            .unwrap_err();
+        assert!(e.reason.contains("restart"), "{e}");
+        assert_eq!(
+            p.controller_action,
+            "/arm_controller/follow_joint_trajectory"
+        );
+        // The same value again, and other parameters, pass.
+        p.set_at_run_time(
+            "controller_action",
+            &v("/arm_controller/follow_joint_trajectory"),
+        )
+        .unwrap();
+        p.set_at_run_time("execution_mode", &v("topic")).unwrap();
+        assert_eq!(p.execution_mode, "topic");
+    }
+
+    #[test]
+    fn execution_parameters_are_validated() {
+        let mut p = NodeParams::default();
+        assert_eq!(p.execution_mode, "action");
+        assert_eq!(
+            (p.execution_duration_scaling, p.execution_goal_margin),
+            (1.2, 0.5)
+        );
+        p.set("execution_mode", &ParameterValue::String("topic".into()))
+            .unwrap();
+        p.set("execution_duration_scaling", &ParameterValue::Integer(2))
+            .unwrap();
+        p.set("execution_goal_margin", &ParameterValue::Double(0.0))
+            .unwrap();
+        for (name, bad) in [
+            ("execution_mode", ParameterValue::String("teleport".into())),
+            ("execution_mode", ParameterValue::Integer(1)),
+            ("execution_duration_scaling", ParameterValue::Double(0.99)),
+            (
+                "execution_duration_scaling",
+                ParameterValue::Double(f64::INFINITY),
+            ),
+            ("execution_goal_margin", ParameterValue::Double(-0.1)),
+            ("execution_goal_margin", ParameterValue::Double(f64::NAN)),
+        ] {
+            let e = p.set(name, &bad).unwrap_err();
+            assert_eq!(e.name, name);
+        }
+        assert_eq!(p.execution_mode, "topic");
+        assert_eq!(
+            (p.execution_duration_scaling, p.execution_goal_margin),
+            (2.0, 0.0)
         );
     }
 

@@ -1280,6 +1280,11 @@ impl PlanningService {
         let tf = transforms
             .read()
             .map_err(|_| unknown(", and the transforms are unavailable".into()))?;
+        if !tf.has_frame(frame) {
+            return Err(unknown(
+                ", and no transform on /tf or /tf_static names it".into(),
+            ));
+        }
         let via_tf = |target: &str| {
             tf.lookup(target, frame, stamp)
                 .map_err(|e| unknown(format!(", and /tf does not place it: {e}")))

@@ -53,6 +53,95 @@ impl Trajectory {
     pub fn positions(&self) -> Vec<Vec<f64>> {
         self.points.iter().map(|p| p.positions.clone()).collect()
     }
+
+    /// Positions and velocities at `t` seconds, as a joint trajectory controller follows the
+    /// points: a cubic in each interval matching the positions and velocities of its ends
+    /// (positions linear between points without velocities). Before the first point, the
+    /// first; after the last, the last with zero velocity. Needs points with one position per
+    /// joint and increasing times ([`Self::check_followable`]); otherwise the nearest point
+    /// before `t` is held.
+    pub fn sample(&self, t: f64) -> (Vec<f64>, Vec<f64>) {
+        let n = self.joint_names.len();
+        let Some(first) = self.points.first() else {
+            return (vec![0.0; n], vec![0.0; n]);
+        };
+        if t <= first.time_from_start {
+            return (first.positions.clone(), vec![0.0; first.positions.len()]);
+        }
+        let i = self.points.partition_point(|p| p.time_from_start <= t);
+        let Some(b) = self.points.get(i) else {
+            let last = &self.points[self.points.len() - 1];
+            return (last.positions.clone(), vec![0.0; last.positions.len()]);
+        };
+        let a = &self.points[i - 1];
+        let h = b.time_from_start - a.time_from_start;
+        if h.is_nan() || h <= 0.0 || a.positions.len() != b.positions.len() {
+            return (a.positions.clone(), vec![0.0; a.positions.len()]);
+        }
+        let s = (t - a.time_from_start) / h;
+        let with_velocities =
+            a.velocities.len() == a.positions.len() && b.velocities.len() == b.positions.len();
+        let mut positions = Vec::with_capacity(a.positions.len());
+        let mut velocities = Vec::with_capacity(a.positions.len());
+        for j in 0..a.positions.len() {
+            let (p0, p1) = (a.positions[j], b.positions[j]);
+            if with_velocities {
+                // Hermite basis on s in [0, 1]; velocities scaled by the interval length.
+                let (m0, m1) = (a.velocities[j] * h, b.velocities[j] * h);
+                let (s2, s3) = (s * s, s * s * s);
+                positions.push(
+                    (2.0 * s3 - 3.0 * s2 + 1.0) * p0
+                        + (s3 - 2.0 * s2 + s) * m0
+                        + (-2.0 * s3 + 3.0 * s2) * p1
+                        + (s3 - s2) * m1,
+                );
+                let ds = (6.0 * s2 - 6.0 * s) * p0
+                    + (3.0 * s2 - 4.0 * s + 1.0) * m0
+                    + (-6.0 * s2 + 6.0 * s) * p1
+                    + (3.0 * s2 - 2.0 * s) * m1;
+                velocities.push(ds / h);
+            } else {
+                positions.push(p0 + (p1 - p0) * s);
+                velocities.push((p1 - p0) / h);
+            }
+        }
+        (positions, velocities)
+    }
+
+    /// Why a controller could not follow this trajectory, if it could not: no points, a point
+    /// without one finite position per joint, velocities of another length, or times that are
+    /// not finite and increasing from >= 0.
+    pub fn check_followable(&self) -> Result<(), String> {
+        let n = self.joint_names.len();
+        if self.points.is_empty() {
+            return Err("the trajectory has no points".into());
+        }
+        let mut before = -f64::INFINITY;
+        for (i, p) in self.points.iter().enumerate() {
+            if p.positions.len() != n || p.positions.iter().any(|x| !x.is_finite()) {
+                return Err(format!(
+                    "point {i} has {} positions for {n} joints, or one not finite",
+                    p.positions.len()
+                ));
+            }
+            if !(p.velocities.is_empty()
+                || p.velocities.len() == n && p.velocities.iter().all(|v| v.is_finite()))
+            {
+                return Err(format!(
+                    "point {i} has {} velocities for {n} joints, or one not finite",
+                    p.velocities.len()
+                ));
+            }
+            let t = p.time_from_start;
+            if !(t.is_finite() && t >= 0.0 && (t > before || i == 0)) {
+                return Err(format!(
+                    "point {i}: time_from_start {t} s is not after the point before ({before} s)"
+                ));
+            }
+            before = t;
+        }
+        Ok(())
+    }
 }
 
 /// Errors of shortcutting, time parameterization and validation.

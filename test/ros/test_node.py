@@ -50,7 +50,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 NODE = 'planner_node'
-# The launch remaps the node's FollowJointTrajectory client here (controller_action:=...).
+# The launch points the node's FollowJointTrajectory client here (controller_action:=...).
 CONTROLLER_ACTION = '/fake_arm_controller/follow_joint_trajectory'
 ROS2 = os.environ.get('GMP_ROS2') or 'ros2'
 LOG_DIR = os.environ.get('GMP_TEST_LOG_DIR') or tempfile.mkdtemp(prefix='gmp_ros_test_')
@@ -661,7 +661,8 @@ def bad_input_checks(node, plan, obstacles):
     check('an unsupported marker type is logged, naming the marker',
           "marker 'bad/1': unsupported marker type" in log)
     check('a marker in a wrong frame is logged, naming the frame',
-          "marker 'bad/2': frame 'elsewhere' is not the planning frame" in log)
+          "marker 'bad/2': frame 'elsewhere' is neither the planning frame 'world' nor a link"
+          in log and 'no transform on /tf or /tf_static names it' in log)
     res = ask(GOAL)
     check('after all the bad input the node still plans', res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
@@ -1026,6 +1027,7 @@ def state_checks(node, plan, obstacles, scenes):
           res is not None and res.success and res.valid, res and res.message)
     execute_checks(node, planned.trajectory, cube, obstacles, scenes)
     action_execute_checks(node, planned.trajectory)
+    mock_controller_checks(node, plan)
 
     bad = CheckTrajectory.Request()
     bad.trajectory.joint_names = ARM
@@ -1415,11 +1417,19 @@ def action_execute_checks(node, planned):
 
     rc, out = ros2_param('set', NODE, 'execution_mode', 'action')
     check('ros2 param set execution_mode action', rc == 0 and 'successful' in out.lower(), out)
+    rc, out = ros2_param('get', NODE, 'controller_action')
+    check('launch argument controller_action reaches the node', rc == 0 and
+          out.endswith(CONTROLLER_ACTION), out)
+    ros2_param('set', NODE, 'controller_action', '/elsewhere/follow_joint_trajectory')
+    time.sleep(0.5)
+    rc, out = ros2_param('get', NODE, 'controller_action')
+    check('controller_action cannot change while the node runs (the value stays)',
+          rc == 0 and out.endswith(CONTROLLER_ACTION), out)
     res = call(node, execute, Trigger.Request(), timeout=20.0)
     check('~/execute with no FollowJointTrajectory server is refused saying so',
           res is not None and not res.success
-          and 'no FollowJointTrajectory action server' in res.message,
-          res and res.message)
+          and 'no FollowJointTrajectory action server' in res.message
+          and CONTROLLER_ACTION in res.message, res and res.message)
 
     fake = FakeController()
     try:
@@ -1430,8 +1440,8 @@ def action_execute_checks(node, planned):
             if res is not None and 'no FollowJointTrajectory action server' not in res.message:
                 break
         got = fake.goals[-1] if fake.goals else None
-        check('~/execute sends the last plan as a FollowJointTrajectory goal to the remapped '
-              "action and answers with the controller's SUCCESSFUL",
+        check('~/execute sends the last plan as a FollowJointTrajectory goal to the action '
+              "the launch names and answers with the controller's SUCCESSFUL",
               res is not None and res.success and 'SUCCESSFUL' in res.message and got is not None
               and list(got.joint_names) == list(planned.joint_names)
               and len(got.points) == len(planned.points)
@@ -1480,8 +1490,7 @@ def action_execute_checks(node, planned):
                             ('execution_goal_margin', '0.0')):
             rc, out = ros2_param('set', NODE, name, value)
             check(f'ros2 param set {name} {value}', rc == 0 and 'successful' in out.lower(), out)
-        seconds = planned.points[-1].time_from_start.sec + \
-            planned.points[-1].time_from_start.nanosec * 1e-9
+        seconds = duration(planned)
         started = time.time()
         res = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
         took = time.time() - started
@@ -1496,6 +1505,93 @@ def action_execute_checks(node, planned):
             ros2_param('set', NODE, name, value)
     finally:
         fake.stop()
+
+
+def mock_controller_checks(node, plan):
+    """The mock controller, run as fake_arm_controller (the node's controller_action is
+    there), stands in for the robot: ~/execute moves it along a plan from its joint state
+    (its joint_states pass between start and goal and end at the goal) and answers when it
+    arrives; the same plan again is refused (the robot is no longer at its start); ~/stop
+    halfway through the way back leaves it held between the two; SIGINT stops it."""
+    log_path = os.path.join(LOG_DIR, 'mock_controller.log')
+    log = open(log_path, 'w')
+    mock = subprocess.Popen(
+        [ROS2, 'run', 'gpu_motion_planner', 'mock_controller', '--ros-args',
+         '-r', '__node:=fake_arm_controller', '-p', f'joints:=[{",".join(ARM)}]',
+         '-p', f'initial_positions:={START}'],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    execute = node.create_client(Trigger, f'/{NODE}/execute')
+    stop = node.create_client(Trigger, f'/{NODE}/stop')
+    seen = []
+    node.create_subscription(JointState, 'joint_states',
+                             lambda m: seen.append(list(m.position))
+                             if list(m.name) == ARM and len(m.velocity) == len(ARM) else None,
+                             100)
+    try:
+        up = wait_for(node, lambda: seen and max(abs(a - b) for a, b in zip(seen[-1], START))
+                      < 1e-9, 20.0)
+        if not check('the mock controller publishes joint_states at its initial positions', up,
+                     f'{len(seen)} messages; see {log_path}'):
+            return
+        req = PlanPath.Request()  # from the current state (the mock's)
+        req.goal_state = joint_state(ARM, GOAL)
+        req.seed = 3
+        res = call(node, plan, req, timeout=60.0)
+        if not check('~/plan from the mock robot\'s joint state', res is not None and res.success,
+                     res and res.message):
+            return
+        seconds = duration(res.trajectory)
+        del seen[:]
+        started = time.time()
+        done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
+        took = time.time() - started
+        wait_for(node, lambda: False, 0.3)
+        between = [q for q in seen if GOAL[0] + 0.1 < q[0] < START[0] - 0.1
+                   or START[0] + 0.1 < q[0] < GOAL[0] - 0.1]
+        end = seen[-1] if seen else None
+        check('~/execute moves the mock robot along the plan and answers when it has arrived',
+              done is not None and done.success and 'SUCCESSFUL' in done.message
+              and len(between) >= 5 and took >= seconds * 0.9
+              and end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-6,
+              f'{done and done.message!r}; {len(between)} states on the way, '
+              f'{took:.2f} s for {seconds:.2f} s, ends at {end}')
+        again = call(node, execute, Trigger.Request(), timeout=10.0)
+        check('the same plan again is refused: the robot is no longer at its start',
+              again is not None and not again.success
+              and "not at the trajectory's start" in again.message, again and again.message)
+
+        req.goal_state = joint_state(ARM, START)
+        res = call(node, plan, req, timeout=60.0)
+        if not check('~/plan back from the goal', res is not None and res.success,
+                     res and res.message):
+            return
+        seconds = duration(res.trajectory)
+        running = execute.call_async(Trigger.Request())
+        wait_for(node, lambda: False, seconds / 2)
+        stopped = call(node, stop, Trigger.Request())
+        rclpy.spin_until_future_complete(node, running, timeout_sec=10.0)
+        first = running.result() if running.done() else None
+        wait_for(node, lambda: False, 0.5)
+        held = seen[-1] if seen else None
+        wait_for(node, lambda: False, 0.5)
+        still = seen[-1] if seen else None
+        check('~/stop halfway: the mock robot holds between goal and start, and ~/execute '
+              'answers that the goal was cancelled',
+              stopped is not None and stopped.success and first is not None
+              and not first.success and 'cancelled' in first.message
+              and held is not None and min(GOAL[0], START[0]) + 0.05 < held[0]
+              < max(GOAL[0], START[0]) - 0.05 and held == still,
+              f'{stopped and stopped.message!r}; {first and first.message!r}; at {held}')
+    finally:
+        os.killpg(mock.pid, signal.SIGINT)
+        try:
+            mock.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(mock.pid, signal.SIGKILL)
+            mock.wait()
+        log.close()
+        check('the mock controller stops on SIGINT with exit code 0', mock.returncode == 0,
+              f'code {mock.returncode}; see {log_path}')
 
 
 def kinematics_checks(node):
