@@ -7,8 +7,9 @@ the first motion and drops it (~/detach_object), re-checks the first trajectory 
 scene (~/check_trajectory), asks whether a state folded into the shelf is valid
 (~/check_state), where the tool is at the end of the first plan (~/compute_fk) and for a
 collision-free configuration that puts it there from the neutral one (~/compute_ik), then
-plans the first motion again and, with the robot at its start on joint_states, sends it to
-the controller topic (~/execute); last, sends a point cloud of a blob where the tool passes
+runs the first motion and back on the mock controller that stands in for the robot
+(~/execute: FollowJointTrajectory goals, answered when the robot has arrived); last, sends a
+point cloud of a blob where the tool passes
 halfway through the first motion (~/points, as a depth camera would), plans that motion again
 around the blob's boxes, clears the cloud, and prints what comes back.
 
@@ -30,7 +31,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import Marker, MarkerArray
 from sensor_msgs.msg import JointState, PointCloud2, PointField
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
 
 NODE = 'planner_node'
 ARM = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
@@ -114,39 +114,49 @@ def main():
 
 
 def execute(node, plan):
-    """Plans the first motion again, says on joint_states that the robot is at its start,
-    and asks ~/execute to send it to /joint_trajectory_controller/joint_trajectory (no
-    controller runs in the demo, so run_demo.sh launches the node with execution_mode topic
-    and the client listens there itself). Returns the failures."""
+    """The mock controller stands in for the robot (run_demo.sh starts it, at the first
+    motion's start): plans the first motion from the robot's joint state and asks ~/execute to
+    run it, a FollowJointTrajectory goal the mock follows, answered when the robot has
+    arrived; then the way back to the start. Returns the failures."""
     execute_client = node.create_client(Trigger, f'/{NODE}/execute')
     if not execute_client.wait_for_service(timeout_sec=10.0):
         print('~/execute: service not available')
         return 1
-    sent = []
-    node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
-                             sent.append, 10)
-    states = node.create_publisher(JointState, 'joint_states', 10)
-    planner, start, goal = REQUESTS[0]
-    res = call(node, plan, plan_request(planner, start, goal), 120.0)
-    if res is None or not res.success:
-        print(f'~/execute: skipped ({planner} did not plan: {res and res.message})')
+    seen = []
+    node.create_subscription(JointState, 'joint_states',
+                             lambda m: seen.append(list(m.position))
+                             if list(m.name) == ARM else None, 10)
+    for _ in range(100):
+        if seen:
+            break
+        rclpy.spin_once(node, timeout_sec=0.1)
+    if not seen:
+        print('~/execute: no joint_states from the mock controller within 10 s')
         return 1
-    answer = None
-    for _ in range(50):  # until the node has the joint state (discovery takes a moment)
-        states.publish(state(start))
-        rclpy.spin_once(node, timeout_sec=0.1)
-        answer = call(node, execute_client, Trigger.Request(), 30.0)
-        if answer is not None and answer.success:
-            break
-    for _ in range(30):
-        if sent:
-            break
-        rclpy.spin_once(node, timeout_sec=0.1)
-    print(f'~/execute (the robot at the start of a new {planner} plan): '
-          f'{"no answer within 30 s" if answer is None else f"success={answer.success} -- {answer.message}"}')
-    print(f'    received on /joint_trajectory_controller/joint_trajectory: '
-          f'{len(sent[0].points) if sent else 0} points')
-    return 0 if answer is not None and answer.success and sent else 1
+    planner, start, goal = REQUESTS[0]
+    failures = 0
+    for target, what in ((goal, 'the first motion'), (start, 'back to its start')):
+        req = PlanPath.Request()  # from the current joint state: where the robot is
+        req.planner_id = planner
+        req.goal_state = state(target)
+        res = call(node, plan, req, 120.0)
+        if res is None or not res.success:
+            print(f'~/execute: {what} did not plan: {res and res.message}')
+            failures += 1
+            continue
+        last = res.trajectory.points[-1].time_from_start
+        seconds = last.sec + 1e-9 * last.nanosec
+        answer = call(node, execute_client, Trigger.Request(), seconds + 30.0)
+        for _ in range(5):
+            rclpy.spin_once(node, timeout_sec=0.1)
+        at = seen[-1]
+        arrived = max(abs(a - b) for a, b in zip(at, target)) < 1e-6
+        print(f'~/execute ({what}, {seconds:.2f} s): '
+              f'{"no answer" if answer is None else f"success={answer.success} -- {answer.message}"}')
+        print(f'    the mock robot is at [{", ".join(f"{x:.3f}" for x in at)}]'
+              f'{"" if arrived else " (not the goal)"}')
+        failures += 0 if answer is not None and answer.success and arrived else 1
+    return failures
 
 
 def cloud_message(points):
@@ -165,8 +175,8 @@ def cloud_message(points):
 def point_cloud(node, plan):
     """Sends on ~/points a 6 cm ball of points (1 cm apart) where the tool passes halfway
     through the first motion, waits for its boxes on ~/scene, plans the first motion again
-    (the robot still at its start on joint_states, so the self filter knows where it is),
-    then sends an empty cloud. Returns the failures."""
+    (the mock robot back at its start on joint_states, so the self filter knows where it
+    is), then sends an empty cloud. Returns the failures."""
     fk = node.create_client(ComputeFk, f'/{NODE}/compute_fk')
     if not fk.wait_for_service(timeout_sec=10.0):
         print('~/points: ~/compute_fk not available')
@@ -188,14 +198,12 @@ def point_cloud(node, plan):
                      reliability=ReliabilityPolicy.RELIABLE)
     node.create_subscription(MarkerArray, f'/{NODE}/scene', scenes.append, qos)
     clouds = node.create_publisher(PointCloud2, f'/{NODE}/points', 10)
-    states = node.create_publisher(JointState, 'joint_states', 10)
 
     def boxes():
         return [m for m in scenes[-1].markers if m.ns.startswith('pointcloud/')] if scenes else []
 
     def send(points, done):
         for _ in range(50):
-            states.publish(state(start))
             clouds.publish(cloud_message(points))
             for _ in range(5):
                 rclpy.spin_once(node, timeout_sec=0.1)

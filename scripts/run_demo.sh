@@ -13,10 +13,10 @@
 #    the RRT-Connect ones in one call, then carries a bar held by the tool through the first
 #    motion with ~/attach_object and ~/detach_object, re-checks the first trajectory with
 #    ~/check_trajectory and a state in collision with ~/check_state, asks ~/compute_fk where
-#    the tool ends and ~/compute_ik for joint values that put it there, then plans the first
-#    motion again and sends it to the controller topic with ~/execute (execution_mode topic:
-#    no controller runs here, so the client listens on its topic), the robot at its start
-#    on joint_states, sends a point cloud of a blob in that motion's way on ~/points and plans
+#    the tool ends and ~/compute_ik for joint values that put it there, then runs the first
+#    motion and back with ~/execute on the mock controller (launched with
+#    mock_controller:=true: a stand-in robot behind a joint_trajectory_controller's action,
+#    publishing joint_states), sends a point cloud of a blob in that motion's way on ~/points and plans
 #    around its boxes; prints the answers) and stops the node.
 #    The first run downloads and builds for tens of minutes on 2 cores.
 #
@@ -41,7 +41,7 @@ LOG=$(mktemp -t gmp_demo_launch.XXXXXX.log)
 echo "==> ros2 launch gpu_motion_planner planner.launch.py (log: $LOG)"
 # A process group of its own: `ros2 launch` does not pass a SIGINT it receives on to the
 # node, so stopping means signalling the whole group (as Ctrl-C in a terminal does).
-setsid ros2 launch gpu_motion_planner planner.launch.py execution_mode:=topic > "$LOG" 2>&1 &
+setsid ros2 launch gpu_motion_planner planner.launch.py mock_controller:=true > "$LOG" 2>&1 &
 LAUNCH=$!
 stop() {
     kill -INT -- -"$LAUNCH" 2>/dev/null || true
