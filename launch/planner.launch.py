@@ -22,7 +22,8 @@ Arguments (name:=value):
   mock_controller    'true' also starts the mock controller (a stand-in robot behind a
                      joint_trajectory_controller's action and topic, publishing joint_states;
                      <share>/config/mock_controller.yaml, the bundled arm's joints), so
-                     ~/execute moves it
+                     ~/execute moves it, and robot_state_publisher with the robot's URDF when
+                     it is installed (RViz then shows the robot moving)
   mock_controller_params  params file of the mock controller (default:
                      <share>/config/mock_controller.yaml)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
@@ -34,9 +35,9 @@ import os
 import tempfile
 
 import yaml
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -91,22 +92,48 @@ def _planner_node(context):
 
 def _mock_controller(context):
     params = LaunchConfiguration('mock_controller_params').perform(context)
-    return [Node(package=PACKAGE, executable='mock_controller',
-                 name='joint_trajectory_controller', output='screen', parameters=[params])]
+    actions = [Node(package=PACKAGE, executable='mock_controller',
+                    name='joint_trajectory_controller', output='screen', parameters=[params])]
+    try:
+        get_package_share_directory('robot_state_publisher')
+    except PackageNotFoundError:
+        return actions + [LogInfo(msg='robot_state_publisher is not installed: the mock robot '
+                                      'moves on joint_states, but RViz shows no robot model')]
+    urdf = LaunchConfiguration('robot_description').perform(context)
+    if not urdf:
+        params_file = LaunchConfiguration('params_file').perform(context)
+        # The node's order: URDF text wins over a file; arguments over the params file.
+        path = (_parameter(params_file, 'robot_description', '')
+                or LaunchConfiguration('urdf_path').perform(context)
+                or _parameter(params_file, 'urdf_path', '')
+                or os.path.join(get_package_share_directory(PACKAGE), 'urdf', 'gmp_arm.urdf'))
+        urdf = path
+        if not path.lstrip().startswith('<'):
+            with open(path) as f:
+                urdf = f.read()
+    return actions + [Node(package='robot_state_publisher', executable='robot_state_publisher',
+                           name='robot_state_publisher', output='log',
+                           parameters=[{'robot_description': urdf}])]
 
 
-def _planning_frame(params_file):
-    """planning_frame from a params file ('world' when absent or unreadable)."""
+def _parameter(params_file, name, default):
+    """planner_node's parameter `name` from a params file (`default` when absent or
+    unreadable)."""
     try:
         with open(params_file) as f:
             data = yaml.safe_load(f) or {}
     except (OSError, yaml.YAMLError):
-        return 'world'
+        return default
     for key in ('planner_node', '/planner_node', '/**'):
-        frame = (data.get(key) or {}).get('ros__parameters', {}).get('planning_frame')
-        if frame:
-            return str(frame)
-    return 'world'
+        value = (data.get(key) or {}).get('ros__parameters', {}).get(name)
+        if value:
+            return str(value)
+    return default
+
+
+def _planning_frame(params_file):
+    """planning_frame from a params file ('world' when absent or unreadable)."""
+    return _parameter(params_file, 'planning_frame', 'world')
 
 
 def _rviz(context):
