@@ -487,11 +487,13 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<Trigger::Service>("~/execute", QosProfile::services_default())?;
     let stop_requests =
         node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
+    // One lock, released before the client is made: a guard in the struct literal would live
+    // to the end of the statement, and a second lock there would deadlock.
+    let action_name = lock(&shared.params).controller_action.clone();
     let controller = execute::Controller {
         topic: node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?,
-        action: node
-            .create_action_client::<execute::Follow>(&lock(&shared.params).controller_action)?,
-        action_name: lock(&shared.params).controller_action.clone(),
+        action: node.create_action_client::<execute::Follow>(&action_name)?,
+        action_name,
     };
     // tf2's listener QoS: /tf keeps 100 messages; /tf_static is latched (transient local).
     let tf_messages = node.subscribe::<TFMessage>("/tf", QosProfile::default().keep_last(100))?;
