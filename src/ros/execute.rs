@@ -204,6 +204,8 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
         };
     }
+    // ("N points, D s," reads on in "sent ... to"; here it ends a clause.)
+    let what = what.trim_end_matches(',').to_string();
     let action = controller.action_name.clone();
     let no_server = || {
         format!(

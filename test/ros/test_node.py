@@ -1494,6 +1494,8 @@ def action_execute_checks(node, planned):
         started = time.time()
         res = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
         took = time.time() - started
+        # The server sees the cancellation on its next poll, after it accepted the request.
+        wait_for(node, lambda: fake.cancelled == 2, 3.0)
         check('a goal still running after its duration x scaling + margin is cancelled and '
               'reported',
               res is not None and not res.success and 'did not finish within' in res.message
@@ -1541,10 +1543,15 @@ def mock_controller_checks(node, plan):
                      res and res.message):
             return
         seconds = duration(res.trajectory)
-        del seen[:]
-        started = time.time()
-        done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
-        took = time.time() - started
+        deadline = time.time() + 20.0
+        while True:  # until the node has discovered the mock's action server
+            del seen[:]
+            started = time.time()
+            done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
+            took = time.time() - started
+            if (done is None or 'no FollowJointTrajectory action server' not in done.message
+                    or time.time() > deadline):
+                break
         wait_for(node, lambda: False, 0.3)
         between = [q for q in seen if GOAL[0] + 0.1 < q[0] < START[0] - 0.1
                    or START[0] + 0.1 < q[0] < GOAL[0] - 0.1]
