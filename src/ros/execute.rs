@@ -31,8 +31,9 @@ use super::{lock, params::NodeParams, state, with_service, Shared};
 pub const CONTROLLER_TOPIC: &str = "joint_trajectory_controller/joint_trajectory";
 
 /// How long `~/execute` waits for the action server to appear and to accept a goal, and
-/// `~/stop` for a cancellation to be confirmed.
-const SERVER_WAIT: Duration = Duration::from_secs(3);
+/// `~/stop` for a cancellation to be confirmed. Discovery of a server that has just started
+/// took more than 3 s in the end-to-end test.
+const SERVER_WAIT: Duration = Duration::from_secs(5);
 
 /// The `FollowJointTrajectory` action type.
 pub type Follow = FollowJointTrajectory::Action;
