@@ -516,6 +516,17 @@ def wait_for(node, predicate, timeout):
     return predicate()
 
 
+def publish_until(node, publisher, msg, scenes, predicate, timeout):
+    """Publishes `msg` about once a second until the latest ~/scene message satisfies
+    `predicate`; whether it did within `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        publisher.publish(msg)
+        if wait_for(node, lambda: scenes and predicate(scenes[-1]), 1.0):
+            return True
+    return False
+
+
 def edge_colours(msg):
     """(green, red, grey) counts of the roadmap_edges marker of a ~/roadmap message."""
     counts = [0, 0, 0]
@@ -1087,12 +1098,7 @@ def cloud_checks(node, plan, scenes):
     own = [p for _, p in ROBOT.world_points(ARM, START)]
 
     def send_until(msg, predicate, timeout=15.0):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            clouds.publish(msg)
-            if wait_for(node, lambda: scenes and predicate(scenes[-1]), 1.0):
-                return True
-        return False
+        return publish_until(node, clouds, msg, scenes, predicate, timeout)
 
     shown = send_until(point_cloud(blob + own), lambda s: len(cloud_boxes(s)) > 0)
     boxes = cloud_boxes(scenes[-1]) if scenes else []
@@ -1284,11 +1290,8 @@ def tf_checks(node, obstacles, scenes):
     def placed(scene):
         return next((m for m in scene.markers if m.ns == 'tf_cube/1'), None)
 
-    deadline = time.time() + 15.0
-    while time.time() < deadline:
-        obstacles.publish(MarkerArray(markers=[marker]))
-        if wait_for(node, lambda: scenes and placed(scenes[-1]) is not None, 1.0):
-            break
+    publish_until(node, obstacles, MarkerArray(markers=[marker]), scenes,
+                  lambda scene: placed(scene) is not None, 15.0)
     m = placed(scenes[-1]) if scenes else None
     got = m and (m.pose.position.x, m.pose.position.y, m.pose.position.z)
     q = m and m.pose.orientation
@@ -1301,12 +1304,7 @@ def tf_checks(node, obstacles, scenes):
     wait_for(node, lambda: scenes and placed(scenes[-1]) is None, 10.0)
 
     def send_until(msg, predicate, timeout=15.0):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            clouds.publish(msg)
-            if wait_for(node, lambda: scenes and predicate(scenes[-1]), 1.0):
-                return True
-        return False
+        return publish_until(node, clouds, msg, scenes, predicate, timeout)
 
     blob = ball_points((0.0, 0.1, 0.8), 0.04)
     in_world = [looking_down(p, cam) for p in blob]
