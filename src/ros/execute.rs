@@ -212,7 +212,7 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
         format!(
             "not executed: no FollowJointTrajectory action server at {} within {} s (is the \
              controller running? execution_mode: topic publishes on {CONTROLLER_TOPIC} instead)",
-            controller.action_name,
+            action,
             SERVER_WAIT.as_secs()
         )
     };

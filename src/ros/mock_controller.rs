@@ -250,11 +250,6 @@ pub fn run() -> Result<(), NodeError> {
     super::on_runtime(run_async())
 }
 
-/// A goal being followed, with its id for cancel requests.
-struct ActiveGoal {
-    goal: ActionServerGoal<Follow>,
-}
-
 async fn run_async() -> Result<(), NodeError> {
     let ctx = r2r::Context::create()?;
     let mut node = r2r::Node::create(ctx, MOCK_NODE_NAME, "")?;
@@ -307,16 +302,17 @@ async fn run_async() -> Result<(), NodeError> {
     let clock = Instant::now();
     let seconds = move || clock.elapsed().as_secs_f64();
     let (cancel_tx, mut cancels) = tokio::sync::mpsc::unbounded_channel::<r2r::uuid::Uuid>();
-    let mut active: Option<ActiveGoal> = None;
+    // The goal being followed, if it came through the action.
+    let mut active: Option<ActionServerGoal<Follow>> = None;
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     let shutdown = super::wait_for_shutdown_signal();
     tokio::pin!(shutdown);
     // Ends the active goal (if any) with `outcome`.
     let finish =
-        |active: &mut Option<ActiveGoal>,
+        |active: &mut Option<ActionServerGoal<Follow>>,
          outcome: &dyn Fn(&mut ActionServerGoal<Follow>) -> r2r::Result<()>| {
-            if let Some(mut a) = active.take() {
-                if let Err(e) = outcome(&mut a.goal) {
+            if let Some(mut goal) = active.take() {
+                if let Err(e) = outcome(&mut goal) {
                     r2r::log_warn!(&logger, "could not end a goal: {e}");
                 }
             }
@@ -338,7 +334,7 @@ async fn run_async() -> Result<(), NodeError> {
                         actual: point,
                         ..Default::default()
                     };
-                    if let Err(e) = a.goal.publish_feedback(feedback) {
+                    if let Err(e) = a.publish_feedback(feedback) {
                         r2r::log_warn!(&logger, "feedback: {e}");
                     }
                 }
@@ -360,17 +356,14 @@ async fn run_async() -> Result<(), NodeError> {
             Some(request) = goals.next() => {
                 let trajectory = from_message(&request.goal.trajectory);
                 let points = trajectory.points.len();
-                let before = robot.clone();
-                let started = robot.start(trajectory, seconds());
                 let (goal, cancel_requests) = match request.accept() {
                     Ok(accepted) => accepted,
                     Err(e) => {
                         r2r::log_warn!(&logger, "could not accept a goal: {e}");
-                        robot = before;
                         continue;
                     }
                 };
-                match started {
+                match robot.start(trajectory, seconds()) {
                     Ok(()) => {
                         finish(&mut active, &|g| g.abort(result(
                             FollowJointTrajectory::Result::INVALID_GOAL as i32,
@@ -388,7 +381,7 @@ async fn run_async() -> Result<(), NodeError> {
                                 }
                             }
                         });
-                        active = Some(ActiveGoal { goal });
+                        active = Some(goal);
                     }
                     Err((joints, why)) => {
                         let code = if joints {
@@ -405,7 +398,7 @@ async fn run_async() -> Result<(), NodeError> {
                 }
             }
             Some(uuid) = cancels.recv() => {
-                if active.as_ref().is_some_and(|a| a.goal.uuid == uuid) {
+                if active.as_ref().is_some_and(|a| a.uuid == uuid) {
                     robot.hold();
                     finish(&mut active, &|g| g.cancel(result(0, "cancelled: holding position")));
                     r2r::log_info!(&logger, "goal {uuid} cancelled at {:?}", robot.positions());
