@@ -217,6 +217,8 @@ pub struct Request {
     /// The pose goal of the first goal constraint's position (and orientation) constraint,
     /// when it has no joint constraints.
     pub pose_goal: Option<RequestPose>,
+    /// The request's `path_constraints` (empty when it has none).
+    pub path_constraints: crate::robot::constraint::ConstraintSpec,
 }
 
 /// A pose goal read from a MoveIt request's position and orientation constraints.
@@ -373,11 +375,15 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
     }
     // Joint constraints, when given, are the goal; a pose constraint beside them is not used.
     let pose_goal = pose_goal.filter(|_| goal.is_empty());
+    let path_constraints =
+        crate::robot::constraint::ConstraintSpec::from_moveit_yaml(&doc["path_constraints"])
+            .map_err(|m| err(format!("path_constraints: {m}")))?;
     Ok(Request {
         start,
         group,
         goal,
         pose_goal,
+        path_constraints,
     })
 }
 
@@ -410,7 +416,16 @@ pub fn load_problems_where(
                 group: group_name,
                 goal,
                 pose_goal: _,
+                path_constraints,
             } = read_request(&req)?;
+            if !path_constraints.is_empty() {
+                return Err(MbmError::Request {
+                    path: req.display().to_string(),
+                    message: "the benchmark plans without path constraints, this request has \
+                              some"
+                        .into(),
+                });
+            }
             let scene = crate::scene::load_scene(&scn).map_err(|e| MbmError::Scene {
                 path: scn.display().to_string(),
                 message: e.to_string(),

@@ -14,13 +14,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
 use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
-use crate::planners::pose::plan_to_pose;
-use crate::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::planners::constrained::plan_constrained;
+use crate::planners::pose::plan_to_pose_with;
+use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
+use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -56,6 +59,14 @@ pub struct PlanArgs {
     /// A pose goal instead of a goal configuration (see `gmp ik`).
     #[command(flatten)]
     pub pose: super::pose::PoseGoalArgs,
+    /// Path constraints: a YAML file holding a MoveIt `moveit_msgs/Constraints`
+    /// (`orientation_constraints` with the rotation-vector parameterization,
+    /// `position_constraints` with one BOX region each), kept by every configuration of the
+    /// path (see `planners::constrained`; rrt_connect only). Replaces the request's
+    /// `path_constraints`. Frames: the scene's, the robot's root link or another link (at the
+    /// start state).
+    #[arg(long = "path-constraints")]
+    pub path_constraints: Option<PathBuf>,
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
     #[arg(long, default_value = "rrt_connect")]
     pub planner: String,
@@ -92,7 +103,7 @@ pub struct PlanArgs {
     /// `{start: [...], goal: [...]}` (optional `name`), configurations in planning-group joint
     /// order. Prints one report with a result per problem. With `--on-device` and a GPU every
     /// problem is planned in one device launch.
-    #[arg(long, conflicts_with_all = ["start", "goal", "request", "goal_pose"])]
+    #[arg(long, conflicts_with_all = ["start", "goal", "request", "goal_pose", "path_constraints"])]
     pub batch: Option<PathBuf>,
 }
 
@@ -167,6 +178,8 @@ pub struct Problem {
     pub goal: Vec<f64>,
     /// The pose goal of `--goal-pose`, which replaces the goal configuration.
     pub pose: Option<PoseTarget>,
+    /// Path constraints of `--path-constraints` or the request, in the root frame.
+    pub constraints: PathConstraints,
 }
 
 /// Parses a configuration given on the command line as a JSON list of numbers.
@@ -188,6 +201,27 @@ pub fn parse_config(text: &str, what: &str, group: &PlanningGroup) -> Result<Vec
     Ok(values)
 }
 
+/// The pose of `frame` in the robot's root frame: identity for an empty frame, the scene's
+/// frame and the root link; another link of the robot where the full state `base` puts it.
+fn frame_pose(
+    robot: &RobotModel,
+    base: &[f64],
+    scene_frame: &str,
+    frame: &str,
+) -> Result<Isometry3<f64>, String> {
+    let tree = &robot.tree;
+    let root = &tree.links[tree.root].name;
+    if frame.is_empty() || frame == scene_frame || frame == root {
+        return Ok(Isometry3::identity());
+    }
+    let f = tree.link(frame).map_err(|_| {
+        format!(
+            "frame '{frame}' is neither the scene's frame '{scene_frame}' nor a link of the robot"
+        )
+    })?;
+    Ok(tree.forward_kinematics(base)[f])
+}
+
 /// The target of a MoveIt request's pose constraint: its frame is empty, the scene's frame,
 /// the robot's root link or another link of the robot (taken at the full state `base`).
 fn request_target(
@@ -196,28 +230,24 @@ fn request_target(
     scene_frame: &str,
     rp: &crate::mbm::RequestPose,
 ) -> Result<PoseTarget, String> {
-    let tree = &robot.tree;
-    let link = tree.link(&rp.link).map_err(|e| e.to_string())?;
+    let link = robot.tree.link(&rp.link).map_err(|e| e.to_string())?;
     let pose = crate::robot::ik::pose_from_parts(rp.position, rp.orientation, "pose constraint")
         .map_err(|e| e.to_string())?;
-    let root = &tree.links[tree.root].name;
-    let pose = if rp.frame.is_empty() || rp.frame == scene_frame || &rp.frame == root {
-        pose
-    } else {
-        let f = tree.link(&rp.frame).map_err(|_| {
-            format!(
-                "frame '{}' is neither the scene's frame '{scene_frame}' nor a link of the robot",
-                rp.frame
-            )
-        })?;
-        tree.forward_kinematics(base)[f] * pose
-    };
+    let pose = frame_pose(robot, base, scene_frame, &rp.frame)? * pose;
     Ok(PoseTarget {
         link,
         pose,
         position_tolerance: rp.position_tolerance,
         orientation_tolerance: rp.orientation_tolerance,
     })
+}
+
+/// Reads `--path-constraints`: a MoveIt `Constraints` YAML; errors name the file.
+fn read_constraints(path: &std::path::Path) -> Result<ConstraintSpec, CliError> {
+    let named = |m: String| CliError(format!("--path-constraints {}: {m}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| named(e.to_string()))?;
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| named(e.to_string()))?;
+    ConstraintSpec::from_moveit_yaml(&doc).map_err(named)
 }
 
 /// Builds the problem from the arguments (robot, group, base state, scene, start, goal).
@@ -296,6 +326,17 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
             );
         }
     }
+    let spec = match (&a.path_constraints, &request) {
+        (Some(p), _) => read_constraints(p)?,
+        (None, Some(r)) => r.path_constraints.clone(),
+        (None, None) => ConstraintSpec::default(),
+    };
+    let state = group.full_state(&base, &start);
+    let constraints = spec
+        .resolve(&robot.tree, |f| {
+            frame_pose(&robot, &state, scene.frame(), f)
+        })
+        .map_err(|e| CliError(e.to_string()))?;
     let goal = match (goal, &pose) {
         (_, Some(_)) => Vec::new(),
         (Some(g), None) => g,
@@ -314,6 +355,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         start,
         goal,
         pose,
+        constraints,
     })
 }
 
@@ -388,13 +430,21 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
     let mut req = request(a, &p.robot, p.start, p.goal)?;
     req.group = p.group.name.clone();
+    let set = ConstraintSet::new(
+        &p.robot,
+        &p.group,
+        &p.group.full_state(&p.base, &req.start),
+        p.constraints.clone(),
+    )
+    .map_err(|e| CliError(e.to_string()))?;
+    let plan_one = |r: &PlanRequest| plan_constrained(checker.as_ref(), r, &set);
     let outcome = match &p.pose {
-        None => plan(checker.as_ref(), &req).map(|r| (r, None)),
+        None => plan_one(&req).map(|r| (r, None)),
         Some(target) => {
             let solver = IkSolver::new(&p.robot, &p.group, &p.base, target.clone())
                 .map_err(|e| CliError(e.to_string()))?;
             let opts = a.pose.ik_options(a.seed)?;
-            plan_to_pose(checker.as_ref(), &req, &solver, &opts).map(|pp| {
+            plan_to_pose_with(checker.as_ref(), &req, &solver, &opts, plan_one).map(|pp| {
                 let (dp, dr) = (pp.goal.position_error, pp.goal.orientation_error);
                 let goal = json!({
                     "target": super::pose::target_json(&p.robot, target),

@@ -14,6 +14,7 @@
 
 pub mod batch;
 pub mod cartesian;
+pub mod constrained;
 pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;
@@ -341,6 +342,12 @@ pub enum PlanError {
     /// The goal configuration is unusable.
     #[error("invalid goal: {0}")]
     InvalidGoal(String),
+    /// The start configuration is outside the path constraints.
+    #[error("invalid start: {0}")]
+    StartViolatesConstraints(String),
+    /// The goal configuration is outside the path constraints.
+    #[error("invalid goal: {0}")]
+    GoalViolatesConstraints(String),
     /// No configuration reaches a pose goal (inverse kinematics found none within the joint
     /// limits and the goal's tolerances).
     #[error("no inverse kinematics solution: {0}")]
@@ -1006,10 +1013,27 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
 /// Mixed into the seed of the shortcutting generator (any constant other than 0).
 const SHORTCUT_STREAM: u64 = 0x5348_4f52_5443_5554;
 
+/// The seed of the shortcutting generator of a request seeded `seed`: a generator of its own,
+/// so the shortcut depends only on the raw path and the seed, not on how many samples the
+/// planner drew (an anytime planner stopped by its time limit draws a load-dependent number).
+pub(crate) fn shortcut_stream(seed: u64) -> u64 {
+    seed ^ SHORTCUT_STREAM
+}
+
 /// Validates the request, runs `planner`, then shortcuts, times and re-validates its path.
 pub(crate) fn run(
     checker: &dyn Checker,
     req: &PlanRequest,
+    planner: impl FnOnce(&mut Context<'_, '_>) -> Result<RawSolution, PlanError>,
+) -> Result<PlanResult, PlanError> {
+    run_with(checker, req, &Unconstrained, planner)
+}
+
+/// [`run`] with the shortcutting, timing and re-validation of `post`.
+pub(crate) fn run_with(
+    checker: &dyn Checker,
+    req: &PlanRequest,
+    post: &dyn PostProcess,
     planner: impl FnOnce(&mut Context<'_, '_>) -> Result<RawSolution, PlanError>,
 ) -> Result<PlanResult, PlanError> {
     let started = Instant::now();
@@ -1042,7 +1066,59 @@ pub(crate) fn run(
         device_work: ctx.device_work,
         device_time: ctx.device_time,
     };
-    complete(&counting, req, raw, planning)
+    complete_with(&counting, req, raw, planning, post)
+}
+
+/// What becomes of a planner's raw path: shortcut, then timed and re-validated.
+pub(crate) trait PostProcess {
+    /// The shortcut path (its first and last waypoints are the request's start and goal).
+    fn shortcut(
+        &self,
+        counting: &CountingChecker<'_>,
+        req: &PlanRequest,
+        raw: &[Vec<f64>],
+    ) -> Result<Vec<Vec<f64>>, PlanError>;
+
+    /// The timed trajectory along `path`, re-validated.
+    fn finish(
+        &self,
+        counting: &CountingChecker<'_>,
+        req: &PlanRequest,
+        path: &[Vec<f64>],
+    ) -> Result<Trajectory, TrajectoryError>;
+}
+
+/// The post-processing of every plan without path constraints: batched random shortcuts
+/// ([`trajectory::shortcut_refined`]), timing with a stop at every waypoint, re-validation at
+/// the request's resolution.
+pub(crate) struct Unconstrained;
+
+impl PostProcess for Unconstrained {
+    fn shortcut(
+        &self,
+        counting: &CountingChecker<'_>,
+        req: &PlanRequest,
+        raw: &[Vec<f64>],
+    ) -> Result<Vec<Vec<f64>>, PlanError> {
+        Ok(trajectory::shortcut_refined(
+            counting,
+            raw,
+            req.resolution,
+            &mut ChaCha8Rng::seed_from_u64(shortcut_stream(req.seed)),
+            req.shortcut_rounds,
+            req.shortcut_min_gain,
+            req.shortcut_refinements,
+        )?)
+    }
+
+    fn finish(
+        &self,
+        counting: &CountingChecker<'_>,
+        req: &PlanRequest,
+        path: &[Vec<f64>],
+    ) -> Result<Trajectory, TrajectoryError> {
+        finish(counting, req, path)
+    }
 }
 
 /// What a planner left besides its raw path, for [`complete`].
@@ -1155,6 +1231,17 @@ pub(crate) fn complete(
     raw: RawSolution,
     planning: Planning,
 ) -> Result<PlanResult, PlanError> {
+    complete_with(counting, req, raw, planning, &Unconstrained)
+}
+
+/// [`complete`] with the shortcutting, timing and re-validation of `post`.
+pub(crate) fn complete_with(
+    counting: &CountingChecker<'_>,
+    req: &PlanRequest,
+    raw: RawSolution,
+    planning: Planning,
+    post: &dyn PostProcess,
+) -> Result<PlanResult, PlanError> {
     let space = counting.space().clone();
     let simplify_start = Instant::now();
     let mut raw_path = raw.path;
@@ -1166,25 +1253,14 @@ pub(crate) fn complete(
         last.clone_from(&req.goal);
     }
     let simplified = if req.shortcut_rounds > 0 {
-        trajectory::shortcut_refined(
-            counting,
-            &raw_path,
-            req.resolution,
-            // A generator of its own, so the shortcut depends only on the raw path and the
-            // seed, not on how many samples the planner drew (an anytime planner stopped by
-            // its time limit draws a load-dependent number).
-            &mut ChaCha8Rng::seed_from_u64(req.seed ^ SHORTCUT_STREAM),
-            req.shortcut_rounds,
-            req.shortcut_min_gain,
-            req.shortcut_refinements,
-        )?
+        post.shortcut(counting, req, &raw_path)?
     } else {
         raw_path.clone()
     };
     let mut last_error = None;
     let mut chosen = None;
     for candidate in [simplified, raw_path.clone()] {
-        match finish(counting, req, &candidate) {
+        match post.finish(counting, req, &candidate) {
             Ok(traj) => {
                 chosen = Some((candidate, traj));
                 break;

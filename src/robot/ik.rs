@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::load::RobotModel;
 use super::model::{JointKind, KinematicTree};
-use super::space::wrap_angle;
+use super::space::{wrap_angle, JointSpace};
 use super::PlanningGroup;
 
 /// Default position tolerance of a pose goal (m).
@@ -145,10 +145,97 @@ pub enum IkError {
 /// One column of the Jacobian: joint `joint` on the chain moves group variable `column` with
 /// factor `factor` (1 for the joint's own variable, the multipliers for a mimic joint).
 #[derive(Clone, Copy, Debug)]
-struct ChainJoint {
+pub(crate) struct ChainJoint {
     joint: usize,
     column: usize,
     factor: f64,
+}
+
+/// The joints between the root and `link` that move it through a variable of `group` (mimic
+/// joints through their leader): the columns of the link's Jacobian. Empty when no group joint
+/// moves the link; an error names a link index that does not exist.
+pub(crate) fn link_chain(
+    tree: &KinematicTree,
+    group: &PlanningGroup,
+    link: usize,
+) -> Result<Vec<ChainJoint>, IkError> {
+    if link >= tree.links.len() {
+        return Err(IkError::BadTarget(format!("no link with index {link}")));
+    }
+    let path = tree
+        .chain(tree.root, link)
+        .map_err(|e| IkError::BadTarget(e.to_string()))?;
+    Ok(path
+        .into_iter()
+        .filter(|&j| tree.joints[j].kind.is_moving())
+        .filter_map(|joint| {
+            let (variable, factor) = leader(tree, joint)?;
+            let column = group.variables.iter().position(|&v| v == variable)?;
+            Some(ChainJoint {
+                joint,
+                column,
+                factor,
+            })
+        })
+        .collect())
+}
+
+/// `(values given, joints of the group)` when `q` is not a configuration of `group`.
+pub(crate) fn wrong_length(group: &PlanningGroup, q: &[f64]) -> Option<(usize, usize)> {
+    let want = group.space.dof();
+    (q.len() != want).then_some((q.len(), want))
+}
+
+/// The link poses (root frame) of the full state of `base` with `group`'s joints at `q`.
+pub(crate) fn group_poses(
+    tree: &KinematicTree,
+    group: &PlanningGroup,
+    base: &[f64],
+    q: &[f64],
+    out: &mut Vec<Isometry3<f64>>,
+) {
+    let state = group.full_state(base, q);
+    tree.forward_kinematics_into(&state, out);
+}
+
+/// Puts `q` inside the joint limits of `space` (continuous joints wrapped into `[-PI, PI]`).
+pub(crate) fn clamp_to_limits(space: &JointSpace, q: &mut [f64]) {
+    for (k, v) in q.iter_mut().enumerate() {
+        *v = if space.continuous[k] {
+            wrap_angle(*v)
+        } else {
+            v.clamp(space.lower[k], space.upper[k])
+        };
+    }
+}
+
+/// The geometric Jacobian of the point `point` (root frame) carried by the last link of
+/// `chain`, at the link poses `poses`: per group variable, the point's linear velocity and
+/// (times `angular_weight`) the link's angular velocity, both in the root frame, for a unit
+/// rate of the variable. `cols` has one entry per group variable.
+pub(crate) fn point_jacobian(
+    tree: &KinematicTree,
+    chain: &[ChainJoint],
+    poses: &[Isometry3<f64>],
+    point: &Vector3<f64>,
+    angular_weight: f64,
+    cols: &mut [Vector6<f64>],
+) {
+    cols.iter_mut().for_each(|c| *c = Vector6::zeros());
+    for cj in chain {
+        let joint = &tree.joints[cj.joint];
+        let frame = poses[joint.parent] * joint.origin;
+        let axis = frame.rotation * joint.axis;
+        let col = match joint.kind {
+            JointKind::Prismatic => Vector6::new(axis.x, axis.y, axis.z, 0.0, 0.0, 0.0),
+            _ => {
+                let lin = axis.cross(&(point - frame.translation.vector));
+                let w = angular_weight;
+                Vector6::new(lin.x, lin.y, lin.z, w * axis.x, w * axis.y, w * axis.z)
+            }
+        };
+        cols[cj.column] += col * cj.factor;
+    }
 }
 
 /// Inverse kinematics of one link for one planning group and base state.
@@ -215,22 +302,7 @@ impl<'a> IkSolver<'a> {
                 )));
             }
         }
-        let path = tree
-            .chain(tree.root, target.link)
-            .map_err(|e| IkError::BadTarget(e.to_string()))?;
-        let chain: Vec<ChainJoint> = path
-            .into_iter()
-            .filter(|&j| tree.joints[j].kind.is_moving())
-            .filter_map(|joint| {
-                let (variable, factor) = leader(tree, joint)?;
-                let column = group.variables.iter().position(|&v| v == variable)?;
-                Some(ChainJoint {
-                    joint,
-                    column,
-                    factor,
-                })
-            })
-            .collect();
+        let chain = link_chain(tree, group, target.link)?;
         if chain.is_empty() {
             return Err(IkError::LinkNotMoved {
                 link: link_name,
@@ -267,21 +339,17 @@ impl<'a> IkSolver<'a> {
     }
 
     fn check_len(&self, q: &[f64]) -> Result<(), IkError> {
-        let want = self.group.space.dof();
-        if q.len() == want {
-            Ok(())
-        } else {
+        wrong_length(self.group, q).map_or(Ok(()), |(got, want)| {
             Err(IkError::WrongLength {
                 group: self.group.name.clone(),
-                got: q.len(),
+                got,
                 want,
             })
-        }
+        })
     }
 
     fn poses(&self, q: &[f64], out: &mut Vec<Isometry3<f64>>) {
-        let state = self.group.full_state(&self.base, q);
-        self.tree.forward_kinematics_into(&state, out);
+        group_poses(self.tree, self.group, &self.base, q, out);
     }
 
     /// Position error (target minus reached) and orientation error (the rotation vector
@@ -312,38 +380,18 @@ impl<'a> IkSolver<'a> {
 
     /// The weighted geometric Jacobian at the link poses `poses`: one column per group joint.
     fn jacobian(&self, poses: &[Isometry3<f64>], cols: &mut [Vector6<f64>]) {
-        cols.iter_mut().for_each(|c| *c = Vector6::zeros());
         let tip = poses[self.target.link].translation.vector;
         let w = if self.target.orientation_tolerance.is_some() {
             ORIENTATION_WEIGHT
         } else {
             0.0
         };
-        for cj in &self.chain {
-            let joint = &self.tree.joints[cj.joint];
-            let frame = poses[joint.parent] * joint.origin;
-            let axis = frame.rotation * joint.axis;
-            let col = match joint.kind {
-                JointKind::Prismatic => Vector6::new(axis.x, axis.y, axis.z, 0.0, 0.0, 0.0),
-                _ => {
-                    let lin = axis.cross(&(tip - frame.translation.vector));
-                    Vector6::new(lin.x, lin.y, lin.z, w * axis.x, w * axis.y, w * axis.z)
-                }
-            };
-            cols[cj.column] += col * cj.factor;
-        }
+        point_jacobian(self.tree, &self.chain, poses, &tip, w, cols);
     }
 
     /// Puts `q` inside the joint limits (continuous joints wrapped).
     fn clamp(&self, q: &mut [f64]) {
-        let s = &self.group.space;
-        for (k, v) in q.iter_mut().enumerate() {
-            *v = if s.continuous[k] {
-                wrap_angle(*v)
-            } else {
-                v.clamp(s.lower[k], s.upper[k])
-            };
-        }
+        clamp_to_limits(&self.group.space, q);
     }
 
     /// Descends from `q0` (clamped into the limits first); the solution when it converges
@@ -491,17 +539,7 @@ pub fn pose_from_parts(
     }
     let rotation = match quaternion {
         None => UnitQuaternion::identity(),
-        Some([x, y, z, w]) => {
-            let q = nalgebra::Quaternion::new(w, x, y, z);
-            let n = q.norm();
-            if !(n.is_finite() && n > 1e-9) {
-                return Err(IkError::BadTarget(format!(
-                    "{what}: quaternion [x, y, z, w] = {:?} is not a rotation (zero or not finite)",
-                    [x, y, z, w]
-                )));
-            }
-            UnitQuaternion::from_quaternion(q)
-        }
+        Some(q) => quaternion_rotation(q, what).map_err(IkError::BadTarget)?,
     };
     Ok(Isometry3::from_parts(
         nalgebra::Translation3::new(position[0], position[1], position[2]),
@@ -509,12 +547,27 @@ pub fn pose_from_parts(
     ))
 }
 
+/// A quaternion `[x, y, z, w]` as a rotation (normalised); the error names `what` when it is
+/// zero or not finite.
+pub fn quaternion_rotation(q: [f64; 4], what: &str) -> Result<UnitQuaternion<f64>, String> {
+    let [x, y, z, w] = q;
+    let quat = nalgebra::Quaternion::new(w, x, y, z);
+    let n = quat.norm();
+    if !(n.is_finite() && n > 1e-9) {
+        return Err(format!(
+            "{what}: quaternion [x, y, z, w] = {q:?} is not a rotation (zero or not finite)"
+        ));
+    }
+    Ok(UnitQuaternion::from_quaternion(quat))
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::robot::RobotModel;
 
-    fn bundled() -> RobotModel {
+    /// The bundled arm with its SRDF.
+    pub(crate) fn bundled() -> RobotModel {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("urdf");
         RobotModel::from_urdf_file(
             &dir.join("gmp_arm.urdf"),

@@ -3,6 +3,7 @@
 
 mod acm;
 mod attach;
+pub mod constraint;
 pub mod dh;
 pub mod geometry;
 mod group;

@@ -6,12 +6,13 @@
 //! settings hold; every value is checked by the service, whose errors name the input.
 
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
-use r2r::gpu_motion_planner_interfaces::msg::PlanningStats;
+use r2r::gpu_motion_planner_interfaces::msg::{PathConstraints, PlanningStats};
 use r2r::gpu_motion_planner_interfaces::srv::{PlanBatch, PlanPath};
 use r2r::std_msgs::msg::Header;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 
 use crate::planners::PlanStats;
+use crate::robot::constraint::{ConstraintSpec, OrientationSpec, PositionSpec};
 use crate::service::{
     ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
     ServicePoseGoal,
@@ -24,6 +25,8 @@ const FAILURE: i32 = PlanPath::Response::FAILURE as i32;
 const PLANNING_FAILED: i32 = PlanPath::Response::PLANNING_FAILED as i32;
 const INVALID_MOTION_PLAN: i32 = PlanPath::Response::INVALID_MOTION_PLAN as i32;
 const START_STATE_IN_COLLISION: i32 = PlanPath::Response::START_STATE_IN_COLLISION as i32;
+const START_STATE_VIOLATES_PATH_CONSTRAINTS: i32 =
+    PlanPath::Response::START_STATE_VIOLATES_PATH_CONSTRAINTS as i32;
 const GOAL_IN_COLLISION: i32 = PlanPath::Response::GOAL_IN_COLLISION as i32;
 const INVALID_GROUP_NAME: i32 = PlanPath::Response::INVALID_GROUP_NAME as i32;
 const INVALID_GOAL_CONSTRAINTS: i32 = PlanPath::Response::INVALID_GOAL_CONSTRAINTS as i32;
@@ -59,6 +62,45 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
         attempts: (req.num_planning_attempts != 0).then_some(i64::from(req.num_planning_attempts)),
         goal_pose: pose_goal(req),
+        path_constraints: path_constraints(&req.path_constraints),
+    }
+}
+
+/// The path constraints of a PlanPath request, frames and links by name (the service
+/// resolves and checks them).
+pub fn path_constraints(msg: &PathConstraints) -> ConstraintSpec {
+    let quat = |q: &r2r::geometry_msgs::msg::Quaternion| [q.x, q.y, q.z, q.w];
+    let xyz = |v: &r2r::geometry_msgs::msg::Vector3| [v.x, v.y, v.z];
+    ConstraintSpec {
+        orientation: msg
+            .orientation_constraints
+            .iter()
+            .map(|c| OrientationSpec {
+                frame: c.header.frame_id.clone(),
+                link: c.link_name.clone(),
+                orientation: quat(&c.orientation),
+                tolerance: [
+                    c.absolute_x_axis_tolerance,
+                    c.absolute_y_axis_tolerance,
+                    c.absolute_z_axis_tolerance,
+                ],
+            })
+            .collect(),
+        position: msg
+            .position_constraints
+            .iter()
+            .map(|c| {
+                let p = &c.region_pose.position;
+                PositionSpec {
+                    frame: c.header.frame_id.clone(),
+                    link: c.link_name.clone(),
+                    offset: xyz(&c.target_point_offset),
+                    position: [p.x, p.y, p.z],
+                    orientation: quat(&c.region_pose.orientation),
+                    size: xyz(&c.region_size),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -92,6 +134,7 @@ pub fn error_code(category: ErrorCategory) -> i32 {
         ErrorCategory::InvalidGoal => INVALID_GOAL_CONSTRAINTS,
         ErrorCategory::StaleState => ROBOT_STATE_STALE,
         ErrorCategory::StartInCollision => START_STATE_IN_COLLISION,
+        ErrorCategory::StartViolatesConstraints => START_STATE_VIOLATES_PATH_CONSTRAINTS,
         ErrorCategory::GoalInCollision => GOAL_IN_COLLISION,
         ErrorCategory::InvalidGroup => INVALID_GROUP_NAME,
         ErrorCategory::PlanningFailed => PLANNING_FAILED,
@@ -429,6 +472,56 @@ mod tests {
         );
         let e = batch_requests(&PlanBatch::Request::default()).unwrap_err();
         assert!(e.contains("goal_states"), "{e}");
+    }
+
+    #[test]
+    fn path_constraints_keep_their_frames_links_and_numbers() {
+        use r2r::gpu_motion_planner_interfaces::msg::{OrientationConstraint, PositionConstraint};
+        let mut oc = OrientationConstraint {
+            link_name: "tool0".into(),
+            absolute_x_axis_tolerance: 0.1,
+            absolute_y_axis_tolerance: 0.2,
+            absolute_z_axis_tolerance: 3.2,
+            ..Default::default()
+        };
+        oc.header.frame_id = "camera".into();
+        oc.orientation.x = 1.0;
+        oc.orientation.w = 0.0;
+        let mut pc = PositionConstraint {
+            link_name: "wrist_2_link".into(),
+            ..Default::default()
+        };
+        pc.target_point_offset.z = 0.05;
+        pc.region_pose.position.z = 0.4;
+        pc.region_pose.orientation.w = 1.0;
+        pc.region_size.x = 1.0;
+        pc.region_size.y = 2.0;
+        pc.region_size.z = 0.5;
+        let req = PlanPath::Request {
+            path_constraints: PathConstraints {
+                orientation_constraints: vec![oc],
+                position_constraints: vec![pc],
+            },
+            ..Default::default()
+        };
+        let spec = service_request(&req).path_constraints;
+        let o = &spec.orientation[0];
+        assert_eq!((o.frame.as_str(), o.link.as_str()), ("camera", "tool0"));
+        assert_eq!(
+            (o.orientation, o.tolerance),
+            ([1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 3.2])
+        );
+        let p = &spec.position[0];
+        assert_eq!((p.frame.as_str(), p.link.as_str()), ("", "wrist_2_link"));
+        assert_eq!((p.offset, p.position), ([0.0, 0.0, 0.05], [0.0, 0.0, 0.4]));
+        assert_eq!(
+            (p.orientation, p.size),
+            ([0.0, 0.0, 0.0, 1.0], [1.0, 2.0, 0.5])
+        );
+        // No constraint in the message: none in the request.
+        assert!(service_request(&PlanPath::Request::default())
+            .path_constraints
+            .is_empty());
     }
 
     #[test]

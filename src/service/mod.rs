@@ -27,11 +27,13 @@ use std::time::Duration;
 use nalgebra::{Isometry3, Point3, Vector3};
 
 use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError, RobotShapes};
+use crate::planners::constrained::plan_constrained;
 use crate::planners::dynamic_roadmap::DynamicError;
 use crate::planners::pose::plan_to_pose_with;
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
+use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
@@ -135,6 +137,12 @@ pub struct ServicePlanRequest {
     pub attempts: Option<i64>,
     /// A pose goal for a link instead of goal joint positions (`goal` must then be empty).
     pub goal_pose: Option<ServicePoseGoal>,
+    /// Constraints every configuration of the path keeps (empty: none). Their frames are
+    /// the planning frame (also when empty), a robot link taken where the start state puts it,
+    /// or a frame of the transforms at their latest; the constraints are then fixed in the
+    /// planning frame for the whole plan. Only `rrt_connect` plans under them
+    /// ([`crate::planners::constrained`]).
+    pub path_constraints: ConstraintSpec,
 }
 
 /// A pose goal: where a link of the robot should end up.
@@ -286,6 +294,9 @@ pub enum ServiceError {
         /// What is wrong.
         message: String,
     },
+    /// Path constraints that cannot be used (a link, frame, tolerance or planner).
+    #[error("path_constraints: {0}")]
+    BadPathConstraints(String),
     /// The request has no start and no joint state was received.
     #[error("start: no start state given and no joint state received yet")]
     NoCurrentState,
@@ -389,6 +400,8 @@ pub enum ErrorCategory {
     StaleState,
     /// The start configuration is in collision (or otherwise refused by the planner).
     StartInCollision,
+    /// The start configuration is outside the request's path constraints.
+    StartViolatesConstraints,
     /// The goal configuration is in collision (or otherwise refused by the planner).
     GoalInCollision,
     /// The planning group does not exist.
@@ -424,7 +437,12 @@ impl ServiceError {
             | ServiceError::BadJointList { which, .. } => by_side(which),
             ServiceError::BadPoseGoal(_)
             | ServiceError::BadPose(_)
-            | ServiceError::BadWaypoints(_) => C::InvalidGoal,
+            | ServiceError::BadWaypoints(_)
+            | ServiceError::BadPathConstraints(_)
+            | ServiceError::Plan(PlanError::GoalViolatesConstraints(_)) => C::InvalidGoal,
+            ServiceError::Plan(PlanError::StartViolatesConstraints(_)) => {
+                C::StartViolatesConstraints
+            }
             ServiceError::Plan(PlanError::NoIkSolution(_)) => C::NoIkSolution,
             ServiceError::NoCurrentState => C::StaleState,
             ServiceError::Group { .. } => C::InvalidGroup,
@@ -724,6 +742,8 @@ struct Prepared {
     use_roadmap: bool,
     /// A pose goal, solved for once the checker is ready (`request.goal` is empty then).
     pose: Option<PoseTarget>,
+    /// The path constraints in the planning frame (empty: none).
+    constraints: PathConstraints,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -994,9 +1014,23 @@ impl PlanningService {
             Some(_) => DRM_PLANNER.to_string(),
             None => preq.planner.as_str().to_string(),
         };
-        let mut plan_one = |r: &PlanRequest| match roadmap.as_mut() {
-            Some(p) => p.drm_mut().plan(checker, r),
-            None => planners::plan(checker, r),
+        let set = if prepared.constraints.is_empty() {
+            None
+        } else {
+            Some(
+                ConstraintSet::new(
+                    &self.robot,
+                    &group,
+                    &prepared.start_state,
+                    prepared.constraints.clone(),
+                )
+                .map_err(|e| ServiceError::BadPathConstraints(e.to_string()))?,
+            )
+        };
+        let mut plan_one = |r: &PlanRequest| match (roadmap.as_mut(), &set) {
+            (Some(p), _) => p.drm_mut().plan(checker, r),
+            (None, Some(set)) => plan_constrained(checker, r, set),
+            (None, None) => planners::plan(checker, r),
         };
         let (result, pose_error) = match &prepared.pose {
             None => (plan_one(preq)?, None),
@@ -1045,7 +1079,10 @@ impl PlanningService {
             match self.prepare(req) {
                 Err(e) => out[i] = Some(Err(e)),
                 // Pose goals are solved for one by one (each needs its inverse kinematics).
-                Ok(p) if p.use_roadmap || p.pose.is_some() => alone.push(i),
+                // So are plans under path constraints (planned on the host, one at a time).
+                Ok(p) if p.use_roadmap || p.pose.is_some() || !p.constraints.is_empty() => {
+                    alone.push(i)
+                }
                 Ok(p) => {
                     let fits = shared.first().is_none_or(|(_, first)| {
                         first.base == p.base && same_options(&first.request, &p.request)
@@ -1177,6 +1214,13 @@ impl PlanningService {
             }
         };
 
+        let constraints = self.path_constraints(&req.path_constraints, &start_state)?;
+        if !constraints.is_empty() && use_roadmap {
+            return Err(ServiceError::BadPathConstraints(format!(
+                "the {DRM_PLANNER} planner does not plan under path constraints; use rrt_connect"
+            )));
+        }
+
         let mut preq = PlanRequest::new(start, goal, planner);
         preq.group = group.name.clone();
         preq.time_limit = Duration::from_secs_f64(time_limit);
@@ -1185,7 +1229,8 @@ impl PlanningService {
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
         preq.attempts = attempts;
-        preq.on_device = on_device;
+        // Plans under path constraints run on the host.
+        preq.on_device = on_device && constraints.is_empty();
         preq.device_extra_attempts = device_extra_attempts;
         preq.device_escalate_after = Some(device_escalate_after);
         Ok(Prepared {
@@ -1194,7 +1239,21 @@ impl PlanningService {
             start_state,
             use_roadmap,
             pose,
+            constraints,
         })
+    }
+
+    /// The path constraints of `spec` in the planning frame, their frames taken where
+    /// `start_state` puts the robot's links (and at the latest transforms).
+    fn path_constraints(
+        &self,
+        spec: &ConstraintSpec,
+        start_state: &[f64],
+    ) -> Result<PathConstraints, ServiceError> {
+        spec.resolve(&self.robot.tree, |frame| {
+            self.in_planning_frame(frame, Isometry3::identity(), start_state)
+        })
+        .map_err(|e| ServiceError::BadPathConstraints(e.to_string()))
     }
 
     /// The full start state (the current state overridden by `start`'s joints, or the current

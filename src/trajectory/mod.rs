@@ -219,6 +219,15 @@ pub enum TrajectoryError {
         /// Segments of the path.
         segments: usize,
     },
+    /// A configuration of the path, or one a motion check from waypoint `index` to the next
+    /// visits, is outside the path constraints.
+    #[error("the path leaves its constraints from waypoint {index}: {reason}")]
+    Constraint {
+        /// Index of the waypoint the motion starts from (0 also for the first waypoint).
+        index: usize,
+        /// Which constraint, and by how much.
+        reason: String,
+    },
     /// The collision checker failed.
     #[error(transparent)]
     Checker(#[from] CollisionError),

@@ -33,6 +33,7 @@ import independent_check as ic  # noqa: E402
 
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
+from gpu_motion_planner_interfaces.msg import OrientationConstraint, PositionConstraint
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject, PlanAgents,
                                               PlanBatch, PlanCartesian, PlanPath)
@@ -418,6 +419,7 @@ def run_checks(node, launch):
     bad_input_checks(node, plan, obstacles)
     batch_checks(node, plan)
     pose_checks(node, plan)
+    path_constraint_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
     state_checks(node, plan, obstacles, scenes)
@@ -867,6 +869,90 @@ def pose_checks(node, plan):
     check('goal_state and goal_pose together: INVALID_GOAL_CONSTRAINTS',
           res is not None and not res.success
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'not both' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
+
+# A start and goal with the tool pointing straight down, at (0.3, -0.4, 0.3) and
+# (0.25, 0.4, 0.35) m in the bundled scene (solved by the planner's inverse kinematics once;
+# tests/constrained.rs plans between the same poses).
+DOWN_START = [-0.9272957802243058, 0.2540257627845498, 1.7951767286147184,
+              -5.579238595621906e-7, 1.0923892699195807, 2.2142982246807033]
+DOWN_GOAL = [1.0121971428325018, 0.13438367810283247, 1.8151667994823624,
+             -6.733692031065893e-9, 1.192042175554233, -2.1293955057055123]
+
+
+def path_constraint_checks(node, plan):
+    """~/plan with path_constraints: the tool kept pointing down (any heading) and a point
+    5 cm past it inside a box, at and between the trajectory's points by the independent
+    forward kinematics; a start tipped over, drm and an unknown link refused by name."""
+    codes = PlanPath.Response
+    tol = 0.1
+
+    def request(start, link='tool0', planner=''):
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, start)
+        req.goal_state = joint_state(ARM, DOWN_GOAL)
+        req.planner_id = planner
+        req.seed = 3
+        oc = OrientationConstraint()
+        oc.header.frame_id = 'world'
+        oc.link_name = link
+        o = oc.orientation
+        o.x, o.y, o.z, o.w = 1.0, 0.0, 0.0, 0.0
+        oc.absolute_x_axis_tolerance = tol
+        oc.absolute_y_axis_tolerance = tol
+        oc.absolute_z_axis_tolerance = 3.2
+        pc = PositionConstraint()
+        pc.header.frame_id = 'world'
+        pc.link_name = 'tool0'
+        pc.target_point_offset.z = 0.05
+        pc.region_pose.position.z = 0.425
+        pc.region_pose.orientation.w = 1.0
+        pc.region_size.x, pc.region_size.y, pc.region_size.z = 4.0, 4.0, 0.55
+        req.path_constraints.orientation_constraints = [oc]
+        req.path_constraints.position_constraints = [pc]
+        return req
+
+    res = call(node, plan, request(DOWN_START), timeout=60.0)
+    ok = res is not None and res.success and res.error_code == codes.SUCCESS
+    check('~/plan under path constraints (tool down, its point in a box) plans', ok,
+          res and f'code={res.error_code} message={res.message!r}')
+    if ok:
+        names = list(res.trajectory.joint_names)
+        pts = [list(p.positions) for p in res.trajectory.points]
+        worst, low, high = 0.0, math.inf, -math.inf
+        for a, b in zip(pts, pts[1:]):
+            for k in range(11):
+                q = [x + (y - x) * k / 10.0 for x, y in zip(a, b)]
+                r, t = ROBOT.link_poses(names, q)['tool0']
+                # The tool's z axis is the rotation's third column; the point is 5 cm along it.
+                worst = max(worst, math.acos(max(-1.0, min(1.0, -r[2][2]))))
+                z = t[2] + 0.05 * r[2][2]
+                low, high = min(low, z), max(high, z)
+        # A rotation vector within tol about x and y tilts the z axis by at most |(tol, tol)|.
+        bound = math.sqrt(2.0) * tol
+        check('the constrained plan keeps the tool pointing down at and between its points '
+              '(independent kinematics)', worst <= bound, f'{worst:.4f} rad, bound {bound:.4f}')
+        check('the constrained plan keeps the tool point inside its box',
+              low >= 0.15 - 1e-6 and high <= 0.70 + 1e-6, f'z in [{low:.4f}, {high:.4f}]')
+        check_trajectory(res.trajectory, SCENE, 'constrained plan')
+    tipped = list(DOWN_START)
+    tipped[4] += 0.6
+    res = call(node, plan, request(tipped), timeout=30.0)
+    check('a start tipped over: START_STATE_VIOLATES_PATH_CONSTRAINTS naming the constraint',
+          res is not None and not res.success
+          and res.error_code == codes.START_STATE_VIOLATES_PATH_CONSTRAINTS
+          and 'orientation constraint 0' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, plan, request(DOWN_START, planner='drm'), timeout=30.0)
+    check('path constraints with drm: INVALID_GOAL_CONSTRAINTS naming path_constraints',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'path_constraints' in res.message and 'rrt_connect' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, plan, request(DOWN_START, link='gripper'), timeout=30.0)
+    check('a constraint on an unknown link: INVALID_GOAL_CONSTRAINTS naming it',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and "'gripper'" in res.message,
           res and f'code={res.error_code} message={res.message!r}')
 
 

@@ -1,0 +1,970 @@
+//! Path constraints: where a link must stay during a whole motion, not only where it ends
+//! (MoveIt's `path_constraints`: carry a glass upright, keep the tool inside a box above the
+//! table).
+//!
+//! Two kinds, any number of each, all holding at once:
+//! - [`OrientationConstraint`]: the rotation from a target orientation to the link's, as a
+//!   rotation vector in the target's axes (MoveIt's `ROTATION_VECTOR` parameterization), has
+//!   each of its three components within its tolerance. "Upright, any heading" is a target
+//!   with the tool's z up and tolerances `[0.1, 0.1, PI]`.
+//! - [`PositionConstraint`]: a point fixed to the link (its origin plus an offset in the
+//!   link's frame) lies inside a box, given by its centre pose and half extents.
+//!
+//! [`ConstraintSet`] evaluates them for one planning group and base state: whether a
+//! configuration satisfies them (and which constraint it violates, by how much), whether every
+//! configuration a motion check visits does ([`ConstraintSet::check_motion`]), and the
+//! projection of a configuration onto them ([`ConstraintSet::project`]): damped least squares
+//! on the Jacobian of the violated components, each step clamped into the joint limits,
+//! aiming at `1 - PROJECTION_MARGIN` of each tolerance so that the straight motions between
+//! nearby projected configurations keep within the whole tolerance.
+
+use std::fmt;
+
+use nalgebra::{DMatrix, DVector, Isometry3, Matrix3, UnitQuaternion, Vector3, Vector6};
+
+use super::ik::{
+    clamp_to_limits, group_poses, link_chain, point_jacobian, quaternion_rotation, wrong_length,
+    ChainJoint,
+};
+use super::load::RobotModel;
+use super::model::KinematicTree;
+use super::space::JointSpace;
+use super::PlanningGroup;
+
+/// Fraction of each tolerance a projection keeps clear of (it aims inside `1 - margin` of
+/// it), so that the short straight motions between projected configurations, which bend away
+/// from the constraint between their ends, stay within the whole tolerance.
+pub const PROJECTION_MARGIN: f64 = 0.1;
+/// Least-squares iterations of one projection at most.
+pub const PROJECTION_ITERATIONS: usize = 50;
+/// Largest change of one joint in one projection step (rad or m).
+const MAX_STEP: f64 = 0.2;
+
+/// The orientation a link must keep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrientationConstraint {
+    /// The link (index into the kinematic tree's links).
+    pub link: usize,
+    /// Target orientation of the link frame in the root frame.
+    pub orientation: UnitQuaternion<f64>,
+    /// Largest magnitude of each component (x, y, z, in the target's axes) of the rotation
+    /// vector from the target to the link's orientation (rad), positive. A tolerance of PI or
+    /// more leaves rotations about that axis free.
+    pub tolerance: Vector3<f64>,
+}
+
+/// A box a point of a link must stay in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PositionConstraint {
+    /// The link (index into the kinematic tree's links).
+    pub link: usize,
+    /// The constrained point in the link's frame (MoveIt's `target_point_offset`).
+    pub offset: Vector3<f64>,
+    /// Pose of the box's centre and axes in the root frame.
+    pub region: Isometry3<f64>,
+    /// Half the box's size along each of its axes (m), positive.
+    pub half_extents: Vector3<f64>,
+}
+
+/// Constraints that hold along a whole path.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathConstraints {
+    /// Orientation constraints.
+    pub orientation: Vec<OrientationConstraint>,
+    /// Position constraints.
+    pub position: Vec<PositionConstraint>,
+}
+
+impl PathConstraints {
+    /// True when there is no constraint.
+    pub fn is_empty(&self) -> bool {
+        self.orientation.is_empty() && self.position.is_empty()
+    }
+}
+
+/// Why constraints cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConstraintError {
+    /// A constraint is malformed (a link, tolerance, size or pose).
+    #[error("path constraint: {0}")]
+    Bad(String),
+    /// No joint of the group moves the constrained link: planning cannot change whether it
+    /// holds.
+    #[error("path constraint: link '{link}' is not moved by any joint of group '{group}'")]
+    LinkNotMoved {
+        /// The link.
+        link: String,
+        /// The group.
+        group: String,
+    },
+    /// A configuration of the wrong length.
+    #[error("path constraint: configuration has {got} values, group '{group}' has {want} joints")]
+    WrongLength {
+        /// The group.
+        group: String,
+        /// Values given.
+        got: usize,
+        /// Values expected.
+        want: usize,
+    },
+}
+
+/// Which kind of constraint is violated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViolationKind {
+    /// An [`OrientationConstraint`] (values in rad).
+    Orientation,
+    /// A [`PositionConstraint`] (values in m).
+    Position,
+}
+
+/// The component of a constraint a configuration is farthest outside of (relative to its
+/// tolerance).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Violation {
+    /// Orientation or position.
+    pub kind: ViolationKind,
+    /// Index of the constraint among those of its kind.
+    pub index: usize,
+    /// The constrained link's name.
+    pub link: String,
+    /// The axis (0: x, 1: y, 2: z) of the target's or the box's frame.
+    pub axis: usize,
+    /// The component's value: the rotation vector's (rad) or the point's offset from the
+    /// box's centre (m).
+    pub value: f64,
+    /// Its tolerance (rad, or the box's half extent in m).
+    pub tolerance: f64,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let axis = ["x", "y", "z"][self.axis.min(2)];
+        match self.kind {
+            ViolationKind::Orientation => write!(
+                f,
+                "link '{}' is turned {:.4} rad about the {axis} axis of orientation constraint \
+                 {} (tolerance {:.4})",
+                self.link, self.value, self.index, self.tolerance
+            ),
+            ViolationKind::Position => write!(
+                f,
+                "link '{}' is {:.4} m from the centre of position constraint {}'s box along its \
+                 {axis} axis (half extent {:.4})",
+                self.link, self.value, self.index, self.tolerance
+            ),
+        }
+    }
+}
+
+/// One constraint, ready to evaluate.
+#[derive(Clone, Debug)]
+struct Term {
+    link: usize,
+    chain: Vec<ChainJoint>,
+    kind: TermKind,
+}
+
+#[derive(Clone, Debug)]
+enum TermKind {
+    Orientation {
+        target_inv: UnitQuaternion<f64>,
+        tolerance: Vector3<f64>,
+        index: usize,
+    },
+    Position {
+        region_inv: Isometry3<f64>,
+        offset: Vector3<f64>,
+        half: Vector3<f64>,
+        index: usize,
+    },
+}
+
+impl TermKind {
+    fn tolerance(&self) -> &Vector3<f64> {
+        match self {
+            TermKind::Orientation { tolerance, .. } => tolerance,
+            TermKind::Position { half, .. } => half,
+        }
+    }
+}
+
+/// The violated components at one configuration (tolerances scaled), with the link poses.
+struct Excess {
+    /// (term, axis, excess beyond the scaled tolerance, signed).
+    parts: Vec<(usize, usize, f64)>,
+    /// Sum of the squared excesses.
+    cost: f64,
+}
+
+/// Path constraints of one planning group, evaluated with the other joints at a base state.
+#[derive(Clone, Debug)]
+pub struct ConstraintSet<'a> {
+    tree: &'a KinematicTree,
+    group: &'a PlanningGroup,
+    base: Vec<f64>,
+    terms: Vec<Term>,
+    constraints: PathConstraints,
+}
+
+fn finite3(v: &Vector3<f64>) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
+fn positive3(v: &Vector3<f64>) -> bool {
+    v.iter().all(|x| *x > 0.0 && x.is_finite())
+}
+
+/// `[v]x`, the matrix of the cross product with `v`.
+fn skew(v: &Vector3<f64>) -> Matrix3<f64> {
+    Matrix3::new(0.0, -v.z, v.y, v.z, 0.0, -v.x, -v.y, v.x, 0.0)
+}
+
+/// The inverse of SO(3)'s left Jacobian at rotation vector `phi`: how the rotation vector of
+/// `exp(d) exp(phi)` changes with a small rotation `d` applied on the left.
+fn left_jacobian_inv(phi: &Vector3<f64>) -> Matrix3<f64> {
+    let theta = phi.norm();
+    let s = skew(phi);
+    let coef = if theta < 1e-6 {
+        1.0 / 12.0
+    } else {
+        // Bounded away from PI, where the rotation vector flips and the derivative has no
+        // limit; the descent only needs a direction there.
+        let t = theta.min(std::f64::consts::PI - 1e-3);
+        1.0 / (t * t) - (1.0 + t.cos()) / (2.0 * t * t.sin())
+    };
+    Matrix3::identity() - 0.5 * s + coef * s * s
+}
+
+impl<'a> ConstraintSet<'a> {
+    /// Constraints on `group`'s configurations; the other joints hold the values of the full
+    /// state `base`. Errors name a link that does not exist or that no group joint moves, a
+    /// tolerance or half extent that is not positive and finite, and a pose that is not
+    /// finite.
+    pub fn new(
+        robot: &'a RobotModel,
+        group: &'a PlanningGroup,
+        base: &[f64],
+        constraints: PathConstraints,
+    ) -> Result<Self, ConstraintError> {
+        let tree = &robot.tree;
+        if base.len() != tree.num_variables() {
+            return Err(ConstraintError::Bad(format!(
+                "base state has {} values, the robot has {} variables",
+                base.len(),
+                tree.num_variables()
+            )));
+        }
+        let link_name = |link: usize| {
+            tree.links
+                .get(link)
+                .map(|l| l.name.clone())
+                .ok_or_else(|| ConstraintError::Bad(format!("no link with index {link}")))
+        };
+        let chain = |link: usize| -> Result<Vec<ChainJoint>, ConstraintError> {
+            let name = link_name(link)?;
+            let chain =
+                link_chain(tree, group, link).map_err(|e| ConstraintError::Bad(e.to_string()))?;
+            if chain.is_empty() {
+                return Err(ConstraintError::LinkNotMoved {
+                    link: name,
+                    group: group.name.clone(),
+                });
+            }
+            Ok(chain)
+        };
+        let mut terms = Vec::new();
+        for (index, c) in constraints.orientation.iter().enumerate() {
+            let name = link_name(c.link)?;
+            if !c.orientation.coords.iter().all(|v| v.is_finite()) {
+                return Err(ConstraintError::Bad(format!(
+                    "orientation constraint {index} (link '{name}'): the orientation is not finite"
+                )));
+            }
+            if !positive3(&c.tolerance) {
+                return Err(ConstraintError::Bad(format!(
+                    "orientation constraint {index} (link '{name}'): every axis tolerance must \
+                     be positive and finite, got [{}, {}, {}]",
+                    c.tolerance.x, c.tolerance.y, c.tolerance.z
+                )));
+            }
+            terms.push(Term {
+                link: c.link,
+                chain: chain(c.link)?,
+                kind: TermKind::Orientation {
+                    target_inv: c.orientation.inverse(),
+                    tolerance: c.tolerance,
+                    index,
+                },
+            });
+        }
+        for (index, c) in constraints.position.iter().enumerate() {
+            let name = link_name(c.link)?;
+            let pose_finite = finite3(&c.region.translation.vector)
+                && c.region.rotation.coords.iter().all(|v| v.is_finite())
+                && finite3(&c.offset);
+            if !pose_finite {
+                return Err(ConstraintError::Bad(format!(
+                    "position constraint {index} (link '{name}'): the box pose or the offset is \
+                     not finite"
+                )));
+            }
+            if !positive3(&c.half_extents) {
+                return Err(ConstraintError::Bad(format!(
+                    "position constraint {index} (link '{name}'): the box's size must be \
+                     positive and finite along every axis, got half extents [{}, {}, {}]",
+                    c.half_extents.x, c.half_extents.y, c.half_extents.z
+                )));
+            }
+            terms.push(Term {
+                link: c.link,
+                chain: chain(c.link)?,
+                kind: TermKind::Position {
+                    region_inv: c.region.inverse(),
+                    offset: c.offset,
+                    half: c.half_extents,
+                    index,
+                },
+            });
+        }
+        Ok(Self {
+            tree,
+            group,
+            base: base.to_vec(),
+            terms,
+            constraints,
+        })
+    }
+
+    /// The constraints evaluated.
+    pub fn constraints(&self) -> &PathConstraints {
+        &self.constraints
+    }
+
+    /// The joint space of the planning group.
+    pub fn space(&self) -> &JointSpace {
+        &self.group.space
+    }
+
+    fn check_len(&self, q: &[f64]) -> Result<(), ConstraintError> {
+        wrong_length(self.group, q).map_or(Ok(()), |(got, want)| {
+            Err(ConstraintError::WrongLength {
+                group: self.group.name.clone(),
+                got,
+                want,
+            })
+        })
+    }
+
+    fn poses(&self, q: &[f64], out: &mut Vec<Isometry3<f64>>) {
+        group_poses(self.tree, self.group, &self.base, q, out);
+    }
+
+    /// The constrained point of a position term in the root frame.
+    fn point(&self, term: &Term, poses: &[Isometry3<f64>]) -> Vector3<f64> {
+        match &term.kind {
+            TermKind::Position { offset, .. } => {
+                poses[term.link].transform_point(&(*offset).into()).coords
+            }
+            TermKind::Orientation { .. } => poses[term.link].translation.vector,
+        }
+    }
+
+    /// The term's three constrained components at the link poses `poses`.
+    fn residual(&self, term: &Term, poses: &[Isometry3<f64>]) -> Vector3<f64> {
+        match &term.kind {
+            TermKind::Orientation { target_inv, .. } => {
+                (target_inv * poses[term.link].rotation).scaled_axis()
+            }
+            TermKind::Position { region_inv, .. } => {
+                region_inv
+                    .transform_point(&self.point(term, poses).into())
+                    .coords
+            }
+        }
+    }
+
+    /// The components outside `scale` times their tolerances.
+    fn excess(&self, poses: &[Isometry3<f64>], scale: f64) -> Excess {
+        let mut parts = Vec::new();
+        let mut cost = 0.0;
+        for (t, term) in self.terms.iter().enumerate() {
+            let r = self.residual(term, poses);
+            let tol = term.kind.tolerance();
+            for k in 0..3 {
+                let bound = tol[k] * scale;
+                let e = r[k] - r[k].clamp(-bound, bound);
+                if e != 0.0 || r[k].is_nan() {
+                    let e = if e.is_nan() { f64::INFINITY } else { e };
+                    parts.push((t, k, e));
+                    cost += e * e;
+                }
+            }
+        }
+        Excess { parts, cost }
+    }
+
+    fn violation_at(&self, poses: &[Isometry3<f64>]) -> Option<Violation> {
+        let mut worst: Option<(f64, Violation)> = None;
+        for term in &self.terms {
+            let r = self.residual(term, poses);
+            let tol = term.kind.tolerance();
+            for k in 0..3 {
+                let ratio = r[k].abs() / tol[k];
+                let outside = ratio > 1.0 || r[k].is_nan();
+                if outside && worst.as_ref().is_none_or(|(w, _)| ratio > *w) {
+                    let (kind, index) = match term.kind {
+                        TermKind::Orientation { index, .. } => (ViolationKind::Orientation, index),
+                        TermKind::Position { index, .. } => (ViolationKind::Position, index),
+                    };
+                    let v = Violation {
+                        kind,
+                        index,
+                        link: self.tree.links[term.link].name.clone(),
+                        axis: k,
+                        value: r[k],
+                        tolerance: tol[k],
+                    };
+                    worst = Some((if ratio.is_nan() { f64::INFINITY } else { ratio }, v));
+                }
+            }
+        }
+        worst.map(|(_, v)| v)
+    }
+
+    /// The component that `q` is farthest outside of, relative to its tolerance; `None` when
+    /// every constraint holds.
+    pub fn violation(&self, q: &[f64]) -> Result<Option<Violation>, ConstraintError> {
+        self.check_len(q)?;
+        let mut poses = Vec::new();
+        self.poses(q, &mut poses);
+        Ok(self.violation_at(&poses))
+    }
+
+    /// Whether every constraint holds at `q`.
+    pub fn satisfied(&self, q: &[f64]) -> Result<bool, ConstraintError> {
+        Ok(self.violation(q)?.is_none())
+    }
+
+    /// Checks the configurations a motion check of the straight motion from `a` to `b` at
+    /// `resolution` visits ([`JointSpace::segments`]), `a` excluded: the first step (1 ..=
+    /// segments) at which a constraint does not hold, and what it violates; `None` when they
+    /// all hold.
+    pub fn check_motion(
+        &self,
+        a: &[f64],
+        b: &[f64],
+        resolution: f64,
+    ) -> Result<Option<(usize, Violation)>, ConstraintError> {
+        self.check_len(a)?;
+        self.check_len(b)?;
+        let space = &self.group.space;
+        let n = space.segments(a, b, resolution);
+        let mut q = vec![0.0; a.len()];
+        let mut poses = Vec::new();
+        for i in 1..=n {
+            space.interpolate(a, b, i as f64 / n as f64, &mut q);
+            self.poses(&q, &mut poses);
+            if let Some(v) = self.violation_at(&poses) {
+                return Ok(Some((i, v)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Jacobian rows (one per violated component of `ex`) at the link poses `poses`.
+    fn jacobian_rows(
+        &self,
+        poses: &[Isometry3<f64>],
+        ex: &Excess,
+        cols: &mut [Vector6<f64>],
+    ) -> DMatrix<f64> {
+        let n = self.group.space.dof();
+        let mut jac = DMatrix::zeros(ex.parts.len(), n);
+        let mut last_term = usize::MAX;
+        let mut block = vec![Vector3::zeros(); n];
+        for (row, &(t, k, _)) in ex.parts.iter().enumerate() {
+            if t != last_term {
+                let term = &self.terms[t];
+                let point = self.point(term, poses);
+                point_jacobian(self.tree, &term.chain, poses, &point, 1.0, cols);
+                match &term.kind {
+                    TermKind::Orientation { target_inv, .. } => {
+                        let phi = self.residual(term, poses);
+                        let m = left_jacobian_inv(&phi) * target_inv.to_rotation_matrix().matrix();
+                        for (b, c) in block.iter_mut().zip(cols.iter()) {
+                            *b = m * Vector3::new(c[3], c[4], c[5]);
+                        }
+                    }
+                    TermKind::Position { region_inv, .. } => {
+                        for (b, c) in block.iter_mut().zip(cols.iter()) {
+                            *b = region_inv.rotation * Vector3::new(c[0], c[1], c[2]);
+                        }
+                    }
+                }
+                last_term = t;
+            }
+            for (j, b) in block.iter().enumerate() {
+                jac[(row, j)] = b[k];
+            }
+        }
+        jac
+    }
+
+    /// A configuration near `q` that satisfies every constraint with
+    /// [`PROJECTION_MARGIN`] to spare, inside the joint limits (continuous joints wrapped):
+    /// `q` itself (clamped) when it already does; `None` when the descent stalls or does not
+    /// get there within [`PROJECTION_ITERATIONS`] steps.
+    pub fn project(&self, q: &[f64]) -> Result<Option<Vec<f64>>, ConstraintError> {
+        self.check_len(q)?;
+        let space = &self.group.space;
+        let n = space.dof();
+        let scale = 1.0 - PROJECTION_MARGIN;
+        let mut q = q.to_vec();
+        clamp_to_limits(space, &mut q);
+        if q.iter().any(|v| !v.is_finite()) {
+            return Ok(None);
+        }
+        let (mut poses, mut trial_poses) = (Vec::new(), Vec::new());
+        let mut cols = vec![Vector6::zeros(); n];
+        let mut trial = vec![0.0; n];
+        self.poses(&q, &mut poses);
+        let mut ex = self.excess(&poses, scale);
+        let mut lambda = 1e-3;
+        for _ in 0..PROJECTION_ITERATIONS {
+            if ex.parts.is_empty() {
+                return Ok(Some(q));
+            }
+            let jac = self.jacobian_rows(&poses, &ex, &mut cols);
+            let e = DVector::from_iterator(ex.parts.len(), ex.parts.iter().map(|p| p.2));
+            let jjt = &jac * jac.transpose();
+            let mut improved = false;
+            for _ in 0..10 {
+                let a = &jjt + DMatrix::identity(jjt.nrows(), jjt.ncols()) * (lambda * lambda);
+                let Some(y) = a.cholesky().map(|c| c.solve(&e)) else {
+                    lambda *= 10.0;
+                    continue;
+                };
+                let mut dq = -(jac.transpose() * y);
+                let big = dq.amax();
+                if big > MAX_STEP {
+                    dq *= MAX_STEP / big;
+                }
+                for k in 0..n {
+                    trial[k] = q[k] + dq[k];
+                }
+                clamp_to_limits(space, &mut trial);
+                self.poses(&trial, &mut trial_poses);
+                let tex = self.excess(&trial_poses, scale);
+                if tex.cost < ex.cost {
+                    q.copy_from_slice(&trial);
+                    std::mem::swap(&mut poses, &mut trial_poses);
+                    ex = tex;
+                    lambda = (lambda * 0.3).max(1e-6);
+                    improved = true;
+                    break;
+                }
+                lambda *= 5.0;
+            }
+            if !improved {
+                break;
+            }
+        }
+        Ok(ex.parts.is_empty().then_some(q))
+    }
+}
+
+/// An orientation constraint as a user gives it: links and frames by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrientationSpec {
+    /// The frame of `orientation` (empty: the planning frame).
+    pub frame: String,
+    /// The constrained link.
+    pub link: String,
+    /// Target orientation `[x, y, z, w]` in `frame` (normalised when resolved).
+    pub orientation: [f64; 4],
+    /// Axis tolerances (rad), see [`OrientationConstraint::tolerance`].
+    pub tolerance: [f64; 3],
+}
+
+/// A position constraint as a user gives it: links and frames by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PositionSpec {
+    /// The frame of the box's pose (empty: the planning frame).
+    pub frame: String,
+    /// The constrained link.
+    pub link: String,
+    /// The constrained point in the link's frame.
+    pub offset: [f64; 3],
+    /// Centre of the box in `frame`.
+    pub position: [f64; 3],
+    /// Orientation of the box's axes `[x, y, z, w]` in `frame`.
+    pub orientation: [f64; 4],
+    /// The box's sides (m): twice [`PositionConstraint::half_extents`].
+    pub size: [f64; 3],
+}
+
+/// Path constraints as a user gives them (a file, a request, a ROS message), to be resolved
+/// against a robot and its frames ([`ConstraintSpec::resolve`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConstraintSpec {
+    /// Orientation constraints.
+    pub orientation: Vec<OrientationSpec>,
+    /// Position constraints.
+    pub position: Vec<PositionSpec>,
+}
+
+/// Reads `v` as three numbers `{x, y, z}` (missing entries 0), naming `what` when an entry is
+/// not a number.
+fn yaml_xyz(v: &serde_yaml::Value, what: &str) -> Result<[f64; 3], String> {
+    let mut out = [0.0; 3];
+    for (slot, k) in out.iter_mut().zip(["x", "y", "z"]) {
+        match &v[k] {
+            serde_yaml::Value::Null => {}
+            x => *slot = x.as_f64().ok_or(format!("{what}.{k} is not a number"))?,
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a quaternion `{x, y, z, w}` (all four required).
+fn yaml_quat(v: &serde_yaml::Value, what: &str) -> Result<[f64; 4], String> {
+    let mut out = [0.0; 4];
+    for (slot, k) in out.iter_mut().zip(["x", "y", "z", "w"]) {
+        *slot = v[k]
+            .as_f64()
+            .ok_or(format!("{what}.{k} is missing or not a number"))?;
+    }
+    Ok(out)
+}
+
+/// A quaternion `[x, y, z, w]` as a rotation; errors name `what` when it is zero or not
+/// finite.
+fn rotation_of(q: [f64; 4], what: &str) -> Result<UnitQuaternion<f64>, ConstraintError> {
+    quaternion_rotation(q, what).map_err(ConstraintError::Bad)
+}
+
+impl ConstraintSpec {
+    /// True when there is no constraint.
+    pub fn is_empty(&self) -> bool {
+        self.orientation.is_empty() && self.position.is_empty()
+    }
+
+    /// Reads a MoveIt `moveit_msgs/Constraints` mapping (`orientation_constraints`,
+    /// `position_constraints`; joint and visibility constraints are refused). Orientation
+    /// constraints must use the rotation-vector parameterization (`parameterization: 1`, or
+    /// the field left out); a position constraint's region must be one BOX. Errors name the
+    /// entry and the field.
+    pub fn from_moveit_yaml(v: &serde_yaml::Value) -> Result<Self, String> {
+        let mut spec = ConstraintSpec::default();
+        if !(v.is_mapping() || v.is_null()) {
+            return Err(
+                "path constraints must be a mapping with orientation_constraints and \
+                        position_constraints"
+                    .into(),
+            );
+        }
+        for key in ["joint_constraints", "visibility_constraints"] {
+            if v[key].as_sequence().is_some_and(|s| !s.is_empty()) {
+                return Err(format!(
+                    "{key} are not supported as path constraints (orientation_constraints and \
+                     position_constraints are)"
+                ));
+            }
+        }
+        let list = |key: &str| -> Result<Vec<serde_yaml::Value>, String> {
+            match &v[key] {
+                serde_yaml::Value::Null => Ok(Vec::new()),
+                serde_yaml::Value::Sequence(s) => Ok(s.clone()),
+                _ => Err(format!("{key} must be a list")),
+            }
+        };
+        for (i, oc) in list("orientation_constraints")?.iter().enumerate() {
+            let what = format!("orientation_constraints[{i}]");
+            let link = oc["link_name"]
+                .as_str()
+                .ok_or(format!("{what}: link_name is missing"))?
+                .to_string();
+            match oc["parameterization"].as_i64() {
+                None | Some(1) => {}
+                Some(p) => {
+                    return Err(format!(
+                        "{what}: parameterization {p} is not supported; use 1 (ROTATION_VECTOR)"
+                    ))
+                }
+            }
+            let mut tolerance = [0.0; 3];
+            for (slot, k) in tolerance.iter_mut().zip([
+                "absolute_x_axis_tolerance",
+                "absolute_y_axis_tolerance",
+                "absolute_z_axis_tolerance",
+            ]) {
+                *slot = oc[k]
+                    .as_f64()
+                    .ok_or(format!("{what}: {k} is missing or not a number"))?;
+            }
+            spec.orientation.push(OrientationSpec {
+                frame: oc["header"]["frame_id"].as_str().unwrap_or("").to_string(),
+                link,
+                orientation: yaml_quat(&oc["orientation"], &format!("{what}.orientation"))?,
+                tolerance,
+            });
+        }
+        for (i, pc) in list("position_constraints")?.iter().enumerate() {
+            let what = format!("position_constraints[{i}]");
+            let link = pc["link_name"]
+                .as_str()
+                .ok_or(format!("{what}: link_name is missing"))?
+                .to_string();
+            let region = &pc["constraint_region"];
+            let prims = region["primitives"].as_sequence().map_or(&[][..], |s| s);
+            let poses = region["primitive_poses"]
+                .as_sequence()
+                .map_or(&[][..], |s| s);
+            if prims.len() != 1 || poses.len() != 1 {
+                return Err(format!(
+                    "{what}: constraint_region must hold exactly one primitive and one \
+                     primitive pose, got {} and {}",
+                    prims.len(),
+                    poses.len()
+                ));
+            }
+            let dims: Vec<f64> = prims[0]["dimensions"]
+                .as_sequence()
+                .map(|d| d.iter().filter_map(|x| x.as_f64()).collect())
+                .unwrap_or_default();
+            // shape_msgs/SolidPrimitive BOX = 1, with its three sides.
+            let size = match (prims[0]["type"].as_i64(), dims.as_slice()) {
+                (Some(1), [x, y, z]) => [*x, *y, *z],
+                _ => {
+                    return Err(format!(
+                        "{what}: the region must be a BOX (type 1, dimensions [x, y, z])"
+                    ))
+                }
+            };
+            let pose = &poses[0];
+            spec.position.push(PositionSpec {
+                frame: pc["header"]["frame_id"].as_str().unwrap_or("").to_string(),
+                link,
+                offset: yaml_xyz(
+                    &pc["target_point_offset"],
+                    &format!("{what}.target_point_offset"),
+                )?,
+                position: yaml_xyz(&pose["position"], &format!("{what}.position"))?,
+                orientation: match &pose["orientation"] {
+                    serde_yaml::Value::Null => [0.0, 0.0, 0.0, 1.0],
+                    o => yaml_quat(o, &format!("{what}.orientation"))?,
+                },
+                size,
+            });
+        }
+        Ok(spec)
+    }
+
+    /// The constraints in the robot's root frame: links by name, each frame through
+    /// `frame_pose` (the pose of a frame in the root frame; the caller decides which frames
+    /// it knows). Errors name the constraint and what is wrong.
+    pub fn resolve(
+        &self,
+        tree: &KinematicTree,
+        mut frame_pose: impl FnMut(&str) -> Result<Isometry3<f64>, String>,
+    ) -> Result<PathConstraints, ConstraintError> {
+        let link = |name: &str, what: &str| {
+            tree.link(name).map_err(|_| {
+                ConstraintError::Bad(format!(
+                    "{what}: link_name '{name}' is not a link of the robot"
+                ))
+            })
+        };
+        let mut out = PathConstraints::default();
+        for (i, o) in self.orientation.iter().enumerate() {
+            let what = format!("orientation constraint {i}");
+            let link = link(&o.link, &what)?;
+            let frame =
+                frame_pose(&o.frame).map_err(|e| ConstraintError::Bad(format!("{what}: {e}")))?;
+            let [x, y, z] = o.tolerance;
+            out.orientation.push(OrientationConstraint {
+                link,
+                orientation: frame.rotation * rotation_of(o.orientation, &what)?,
+                tolerance: Vector3::new(x, y, z),
+            });
+        }
+        for (i, p) in self.position.iter().enumerate() {
+            let what = format!("position constraint {i}");
+            let link = link(&p.link, &what)?;
+            let frame =
+                frame_pose(&p.frame).map_err(|e| ConstraintError::Bad(format!("{what}: {e}")))?;
+            let [x, y, z] = p.position;
+            let box_pose = Isometry3::from_parts(
+                nalgebra::Translation3::new(x, y, z),
+                rotation_of(p.orientation, &what)?,
+            );
+            let [ox, oy, oz] = p.offset;
+            let [sx, sy, sz] = p.size;
+            out.position.push(PositionConstraint {
+                link,
+                offset: Vector3::new(ox, oy, oz),
+                region: frame * box_pose,
+                half_extents: Vector3::new(sx, sy, sz) * 0.5,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::robot::ik::tests::bundled;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    fn arm() -> (RobotModel, PlanningGroup) {
+        let robot = bundled();
+        let group = robot.default_group();
+        (robot, group)
+    }
+
+    fn upright(robot: &RobotModel, group: &PlanningGroup, q: &[f64]) -> OrientationConstraint {
+        let link = robot.tree.link("tool0").expect("tool0");
+        let state = group.full_state(&robot.tree.neutral_state(), q);
+        let pose = robot.tree.forward_kinematics(&state)[link];
+        OrientationConstraint {
+            link,
+            orientation: pose.rotation,
+            tolerance: Vector3::new(0.1, 0.1, std::f64::consts::PI),
+        }
+    }
+
+    #[test]
+    fn projection_lands_inside_the_tolerances() {
+        let (robot, group) = arm();
+        let base = robot.tree.neutral_state();
+        let start = vec![0.3, -0.4, 0.9, 0.2, 0.4, 0.1];
+        let c = PathConstraints {
+            orientation: vec![upright(&robot, &group, &start)],
+            position: Vec::new(),
+        };
+        let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
+        assert_eq!(set.violation(&start).expect("len"), None);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (mut projected, mut tried) = (0, 0);
+        for _ in 0..200 {
+            let q = group.space.sample_uniform(&mut rng);
+            tried += 1;
+            if let Some(p) = set.project(&q).expect("len") {
+                projected += 1;
+                assert!(group.space.within_limits(&p));
+                let v = set.violation(&p).expect("len");
+                assert_eq!(v, None, "projected {p:?} violates");
+            }
+        }
+        // Random configurations of a 6-joint arm can be brought upright from most places.
+        assert!(projected * 2 > tried, "{projected} of {tried} projected");
+    }
+
+    #[test]
+    fn violations_name_the_constraint_and_axis() {
+        let (robot, group) = arm();
+        let base = robot.tree.neutral_state();
+        let start = vec![0.3, -0.4, 0.9, 0.2, 0.4, 0.1];
+        let link = robot.tree.link("tool0").expect("tool0");
+        let c = PathConstraints {
+            orientation: vec![upright(&robot, &group, &start)],
+            position: vec![PositionConstraint {
+                link,
+                offset: Vector3::zeros(),
+                region: Isometry3::identity(),
+                half_extents: Vector3::new(10.0, 10.0, 10.0),
+            }],
+        };
+        let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
+        // Turning the last wrist joint turns the tool about its own z: free.
+        let mut q = start.clone();
+        q[5] += 1.0;
+        assert_eq!(set.violation(&q).expect("len"), None);
+        // The wrist's pitch tips it over.
+        let mut q = start.clone();
+        q[4] += 0.5;
+        let v = set.violation(&q).expect("len").expect("tipped over");
+        assert_eq!(v.kind, ViolationKind::Orientation);
+        assert_eq!(v.link, "tool0");
+        assert!(v.value.abs() > 0.1 && v.axis < 2, "{v:?}");
+        assert!(v.to_string().contains("orientation constraint 0"), "{v}");
+        // A motion through it fails at a step, the motion back to the start holds.
+        let hit = set.check_motion(&start, &q, 0.02).expect("len");
+        assert!(hit.is_some());
+        assert_eq!(set.check_motion(&start, &start, 0.02).expect("len"), None);
+        // A small box around the start's tool point.
+        let state = group.full_state(&base, &start);
+        let p = robot.tree.forward_kinematics(&state)[link]
+            .translation
+            .vector;
+        let c = PathConstraints {
+            orientation: Vec::new(),
+            position: vec![PositionConstraint {
+                link,
+                offset: Vector3::zeros(),
+                region: Isometry3::translation(p.x, p.y, p.z + 0.05),
+                half_extents: Vector3::new(0.5, 0.5, 0.1),
+            }],
+        };
+        let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
+        assert_eq!(set.violation(&start).expect("len"), None);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut projected = 0;
+        for _ in 0..50 {
+            let q = group.space.sample_uniform(&mut rng);
+            if let Some(p) = set.project(&q).expect("len") {
+                projected += 1;
+                assert_eq!(set.violation(&p).expect("len"), None);
+            }
+        }
+        assert!(projected > 25, "{projected} of 50");
+    }
+
+    #[test]
+    fn bad_constraints_are_refused_by_name() {
+        let (robot, group) = arm();
+        let base = robot.tree.neutral_state();
+        let link = robot.tree.link("tool0").expect("tool0");
+        let bad_tol = PathConstraints {
+            orientation: vec![OrientationConstraint {
+                link,
+                orientation: UnitQuaternion::identity(),
+                tolerance: Vector3::new(0.1, 0.0, 0.1),
+            }],
+            position: Vec::new(),
+        };
+        let e = ConstraintSet::new(&robot, &group, &base, bad_tol).expect_err("zero tolerance");
+        assert!(e.to_string().contains("tolerance"), "{e}");
+        let root = robot.tree.root;
+        let unmoved = PathConstraints {
+            orientation: vec![OrientationConstraint {
+                link: root,
+                orientation: UnitQuaternion::identity(),
+                tolerance: Vector3::new(0.1, 0.1, 0.1),
+            }],
+            position: Vec::new(),
+        };
+        let e = ConstraintSet::new(&robot, &group, &base, unmoved).expect_err("root link");
+        assert!(matches!(e, ConstraintError::LinkNotMoved { .. }), "{e}");
+        let flat = PathConstraints {
+            orientation: Vec::new(),
+            position: vec![PositionConstraint {
+                link,
+                offset: Vector3::zeros(),
+                region: Isometry3::identity(),
+                half_extents: Vector3::new(0.1, f64::NAN, 0.1),
+            }],
+        };
+        let e = ConstraintSet::new(&robot, &group, &base, flat).expect_err("NaN size");
+        assert!(e.to_string().contains("half extents"), "{e}");
+        let set = ConstraintSet::new(&robot, &group, &base, PathConstraints::default())
+            .expect("no constraint");
+        assert!(matches!(
+            set.violation(&[0.0; 3]),
+            Err(ConstraintError::WrongLength { got: 3, .. })
+        ));
+    }
+}
