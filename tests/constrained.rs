@@ -293,6 +293,29 @@ fn the_service_plans_under_constraints_from_a_moveit_yaml() {
     frame.path_constraints.position[0].frame = "camera".into();
     let e = s.plan(frame).expect_err("unknown frame");
     assert!(e.to_string().contains("camera"), "{e}");
+    // The orientation given in a camera frame of /tf (turned and tilted against the world):
+    // the same constraint, the tool still kept pointing down.
+    let camera = Isometry3::from_parts(
+        Translation3::new(0.6, -0.4, 1.5),
+        UnitQuaternion::from_euler_angles(PI, 0.2, 0.7),
+    );
+    let tf: gpu_motion_planner::tf::SharedTf = std::sync::Arc::new(std::sync::RwLock::new(
+        gpu_motion_planner::tf::TfBuffer::default(),
+    ));
+    tf.write()
+        .expect("tf")
+        .set_transform("world", "camera", 0, camera, true)
+        .expect("transform");
+    s.set_transforms(tf);
+    let yaml: serde_yaml::Value =
+        serde_yaml::from_str(&moveit_yaml("camera", camera.rotation.inverse() * down()))
+            .expect("yaml");
+    let mut in_camera = r.clone();
+    in_camera.path_constraints = ConstraintSpec::from_moveit_yaml(&yaml).expect("constraints");
+    let out = s.plan(in_camera).expect("planned with a camera frame");
+    for p in &out.path {
+        assert!(tilt(&b, p) <= tilt_bound(), "tilted {}", tilt(&b, p));
+    }
     // Euler-angle parameterization and a sphere region are refused by the reader, naming them.
     let euler = moveit_yaml("world", down()).replace("parameterization: 1", "parameterization: 0");
     let e = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&euler).expect("yaml"))
