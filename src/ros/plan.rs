@@ -297,6 +297,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 max_velocity_scaling_factor: req.max_velocity_scaling_factor,
                 max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
                 num_planning_attempts: req.num_planning_attempts,
+                path_constraints: req.path_constraints.clone(),
             })
         })
         .collect())
@@ -440,6 +441,16 @@ mod tests {
         };
         let requests = batch_requests(&req).expect("requests");
         assert_eq!(requests.len(), 2);
+        // The batch's path constraints reach every problem.
+        let mut constrained = req.clone();
+        constrained
+            .path_constraints
+            .orientation_constraints
+            .push(Default::default());
+        let each = batch_requests(&constrained).expect("requests");
+        assert!(each
+            .iter()
+            .all(|r| r.path_constraints.orientation.len() == 1));
         let outcomes = service.plan_batch(&requests);
         let res = batch_response(&outcomes, &requests, &service);
         assert!(!res.success);
