@@ -259,8 +259,13 @@ fn the_service_plans_under_constraints_from_a_moveit_yaml() {
     assert_eq!((spec.orientation.len(), spec.position.len()), (1, 1));
     let mut r = request(&s, &req.start, &req.goal);
     r.path_constraints = spec.clone();
-    r.planner = Some("rrt_connect".into());
+    // The service's planner setting is another planner: a request with constraints and no
+    // planner named is planned with rrt_connect all the same.
+    let mut settings = s.settings().clone();
+    settings.planner = "prm".into();
+    s.set_settings(settings);
     let out = s.plan(r.clone()).expect("planned");
+    assert_eq!(out.planner, "rrt_connect");
     let mut worst = 0.0f64;
     let mut q = vec![0.0; req.start.len()];
     for w in out.path.windows(2) {

@@ -141,7 +141,8 @@ pub struct ServicePlanRequest {
     /// the planning frame (also when empty), a robot link taken where the start state puts it,
     /// or a frame of the transforms at their latest; the constraints are then fixed in the
     /// planning frame for the whole plan. Only `rrt_connect` plans under them
-    /// ([`crate::planners::constrained`]).
+    /// ([`crate::planners::constrained`]); without a `planner` override it is used whatever
+    /// the `planner` setting.
     pub path_constraints: ConstraintSpec,
 }
 
@@ -1146,7 +1147,14 @@ impl PlanningService {
     /// settings, its start (over the current state) and goal as group configurations.
     fn prepare(&self, req: &ServicePlanRequest) -> Result<Prepared, ServiceError> {
         let s = &self.settings;
-        let planner_name = req.planner.as_deref().unwrap_or(&s.planner);
+        // Path constraints without a planner named: the one planner that plans under them,
+        // whatever the `planner` setting.
+        let default_planner = if req.path_constraints.is_empty() {
+            s.planner.as_str()
+        } else {
+            PlannerId::RrtConnect.as_str()
+        };
+        let planner_name = req.planner.as_deref().unwrap_or(default_planner);
         // `drm` answers with the persistent roadmap, searched lazily (lazy PRM).
         let use_roadmap = planner_name == DRM_PLANNER;
         let planner: PlannerId = if use_roadmap {
