@@ -64,7 +64,7 @@ pub fn plan_constrained(
     req: &PlanRequest,
     constraints: &ConstraintSet,
 ) -> Result<PlanResult, PlanError> {
-    if constraints.constraints().is_empty() {
+    if constraints.is_empty() {
         return plan(checker, req);
     }
     if req.planner != PlannerId::RrtConnect {

@@ -204,7 +204,6 @@ pub struct ConstraintSet<'a> {
     group: &'a PlanningGroup,
     base: Vec<f64>,
     terms: Vec<Term>,
-    constraints: PathConstraints,
 }
 
 fn finite3(v: &Vector3<f64>) -> bool {
@@ -332,13 +331,12 @@ impl<'a> ConstraintSet<'a> {
             group,
             base: base.to_vec(),
             terms,
-            constraints,
         })
     }
 
-    /// The constraints evaluated.
-    pub fn constraints(&self) -> &PathConstraints {
-        &self.constraints
+    /// True when there is no constraint to keep.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
     }
 
     /// The joint space of the planning group.
