@@ -444,3 +444,133 @@ fn start_deviations_name_the_joints_away_from_a_trajectorys_start() {
         .unwrap_err();
     assert!(e.to_string().contains("no_such_joint"), "{e}");
 }
+
+/// Execution monitoring: what is left of a running trajectory is re-checked from the point
+/// the robot has passed; an obstacle on the way ahead is found (the first problem, as the
+/// independent checker sees it), one only on the part already passed is not.
+#[test]
+fn the_rest_of_a_running_trajectory_is_rechecked_from_where_the_robot_is() {
+    use gpu_motion_planner::service::{point_at, AttachRequest};
+    let mut s = service();
+    let n = names(&s);
+    let plan = s.plan(request(&s, &START, &GOAL)).expect("plan");
+    let points: Vec<Vec<f64>> = plan
+        .trajectory
+        .points
+        .iter()
+        .map(|p| p.positions.clone())
+        .collect();
+    let req = TrajectoryCheckRequest {
+        joint_names: n.clone(),
+        points: points.clone(),
+        resolution: None,
+    };
+    let last = points.len() - 1;
+    assert!(last >= 4, "{} points", points.len());
+    assert_eq!(s.check_remaining(&req, 0).expect("check"), None);
+    assert_eq!(s.check_remaining(&req, last).expect("check"), None);
+
+    // A cube where the tool is three quarters of the way along.
+    let before = s.world_revision();
+    let late = last * 3 / 4;
+    let at = common::service::tool_pose_at(&s, &points[late])
+        .translation
+        .vector;
+    common::service::place(&mut s, "monitor", 0, MarkerKind::Cube, at, 0.12);
+    assert_ne!(
+        s.world_revision(),
+        before,
+        "a new obstacle changes the world"
+    );
+    let reference = cpu_checker(&s);
+    let resolution = s.settings().resolution;
+    let point_free = |i: usize| reference.check_config(&points[i]).expect("reference");
+    let motion_free = |i: usize| {
+        let mut m = MotionBatch::new(n.len());
+        m.push(&points[i], &points[i + 1]).expect("motion");
+        reference.check_motions(&m, resolution).expect("reference")[0]
+    };
+    let free_from = |f: usize| (f..=last).all(point_free) && (f..last).all(motion_free);
+
+    let problem = s
+        .check_remaining(&req, 0)
+        .expect("check")
+        .expect("the cube is ahead");
+    assert!(problem.point <= late, "{problem:?}");
+    // It is the first problem along the way, and a real one.
+    assert!(
+        (0..problem.point).all(|i| point_free(i) && motion_free(i)),
+        "{problem:?}"
+    );
+    if problem.motion {
+        assert!(!motion_free(problem.point), "{problem:?}");
+        assert!(
+            problem.message.contains(&format!(
+                "motion from point {} to point {}",
+                problem.point,
+                problem.point + 1
+            )),
+            "{problem:?}"
+        );
+    } else {
+        assert!(!point_free(problem.point), "{problem:?}");
+    }
+    // Whatever comes first, what touches what is named.
+    assert!(
+        problem.message.contains("obstacle 'monitor/0'"),
+        "{problem:?}"
+    );
+    // At the cube the point itself is named with what it touches.
+    let at_cube = s
+        .check_remaining(&req, late)
+        .expect("check")
+        .expect("the robot is in the cube there");
+    assert_eq!(
+        (at_cube.point, at_cube.motion),
+        (late, false),
+        "{at_cube:?}"
+    );
+    assert!(
+        at_cube
+            .message
+            .contains(&format!("point {late} is invalid"))
+            && at_cube.message.contains("obstacle 'monitor/0'"),
+        "{at_cube:?}"
+    );
+    // Past the cube the rest is valid again; from the point before, not.
+    let clear = (late..=last)
+        .find(|&f| free_from(f))
+        .expect("the goal is free");
+    assert!(clear > late);
+    assert_eq!(s.check_remaining(&req, clear).expect("check"), None);
+    assert!(s.check_remaining(&req, clear - 1).expect("check").is_some());
+
+    // Attaching and dropping objects changes the world too; a bad index is named.
+    let placed = s.world_revision();
+    s.set_joint_state(&n, &START).expect("joint state");
+    s.attach_object(AttachRequest {
+        id: "monitor/0".into(),
+        link: None,
+        touch_links: Vec::new(),
+        object: None,
+    })
+    .expect("attach");
+    let attached = s.world_revision();
+    assert_ne!(attached, placed);
+    s.detach_object("monitor/0", true).expect("drop");
+    assert_ne!(
+        s.world_revision(),
+        attached,
+        "the robot changed, the scene did not"
+    );
+    let err = s.check_remaining(&req, last + 1).expect_err("past the end");
+    assert!(err.to_string().contains("from"), "{err}");
+
+    // The point passed last, by time.
+    let times = [0.0, 0.5, 1.0];
+    assert_eq!(point_at(&times, -0.1), 0);
+    assert_eq!(point_at(&times, 0.0), 0);
+    assert_eq!(point_at(&times, 0.7), 1);
+    assert_eq!(point_at(&times, 1.0), 2);
+    assert_eq!(point_at(&times, 5.0), 2);
+}

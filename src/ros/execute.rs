@@ -11,9 +11,17 @@
 //! runs at a time; `~/stop` cancels it. In topic mode `~/stop` publishes an empty
 //! trajectory, which ros2_control's joint_trajectory_controller takes as "hold the current
 //! position".
+//!
+//! Execution monitoring (`monitor_execution`, on by default, as in MoveIt): while a
+//! trajectory runs, every scene change (an obstacle, a cloud, an attached object) re-checks
+//! what is left of it, from the point the robot has passed by the time since the controller
+//! accepted it. Where that is no longer valid the execution is stopped: the goal cancelled
+//! and `~/execute` answered with what collides (action), or an empty trajectory sent and a
+//! warning logged (topic).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use r2r::control_msgs::action::FollowJointTrajectory;
@@ -22,6 +30,7 @@ use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus};
 
 use super::{lock, params::NodeParams, state, with_service, Shared};
+use crate::service::{point_at, TrajectoryCheckRequest, WorldRevision};
 
 /// Where `execution_mode: topic` publishes trajectories: the command topic of a ros2_control
 /// `joint_trajectory_controller` named `joint_trajectory_controller` (relative to the node's
@@ -45,6 +54,9 @@ pub struct Execution {
     /// An execution holds the slot from its checks to its result (also before the goal is
     /// accepted, so that a second `~/execute` is refused at once).
     busy: Mutex<bool>,
+    /// Bumped by every `~/execute` and `~/stop` in topic mode: the monitor of an earlier
+    /// topic execution ends when it changes (a newer trajectory replaced that one).
+    topic_sends: AtomicU64,
 }
 
 impl std::fmt::Debug for Execution {
@@ -152,6 +164,137 @@ pub fn outcome(
     }
 }
 
+/// How often a running execution looks for scene changes.
+const MONITOR_PERIOD: Duration = Duration::from_millis(20);
+
+/// Execution monitoring: re-checks what is left of a running trajectory whenever the world
+/// (scene, attached objects, robot) has changed since it was last checked.
+struct Monitor {
+    request: TrajectoryCheckRequest,
+    /// Seconds from the start of each point.
+    times: Vec<f64>,
+    /// When the controller took the trajectory (accepted the goal, or it was published): a
+    /// moment after it started, so the time since is never more than the robot's progress
+    /// and the monitor never skips the motion under way.
+    started: Instant,
+    /// The world the trajectory was last found valid in.
+    seen: WorldRevision,
+}
+
+impl Monitor {
+    fn new(trajectory: &JointTrajectory, seen: WorldRevision) -> Self {
+        Self {
+            request: TrajectoryCheckRequest {
+                joint_names: trajectory.joint_names.clone(),
+                points: trajectory
+                    .points
+                    .iter()
+                    .map(|p| p.positions.clone())
+                    .collect(),
+                resolution: None,
+            },
+            times: trajectory
+                .points
+                .iter()
+                .map(|p| {
+                    f64::from(p.time_from_start.sec) + 1e-9 * f64::from(p.time_from_start.nanosec)
+                })
+                .collect(),
+            started: Instant::now(),
+            seen,
+        }
+    }
+
+    /// Waits until the rest of the trajectory is no longer valid and says why (forever
+    /// while it stays valid, or once the robot has passed its last point).
+    async fn until_invalid(&mut self, shared: &Shared, logger: &str) -> String {
+        let mut tick = tokio::time::interval(MONITOR_PERIOD);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Some(why) = self.poll(shared, logger) {
+                return why;
+            }
+        }
+    }
+
+    /// One look: `Some(why)` when the world changed and the rest is no longer valid (or
+    /// could not be checked: the robot was unloaded, the checker failed).
+    fn poll(&mut self, shared: &Shared, logger: &str) -> Option<String> {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let from = point_at(&self.times, elapsed);
+        if from + 1 >= self.times.len() {
+            return None;
+        }
+        with_service(
+            shared,
+            logger,
+            |reason| Some(format!("the robot is no longer loaded ({reason})")),
+            |service| {
+                let now = service.world_revision();
+                if now == self.seen {
+                    return None;
+                }
+                self.seen = now;
+                match service.check_remaining(&self.request, from) {
+                    Ok(None) => None,
+                    Ok(Some(problem)) => Some(format!(
+                        "after {elapsed:.2} s (past point {from}) the scene changed and the \
+                         rest of the trajectory is no longer valid: {}",
+                        problem.message
+                    )),
+                    Err(e) => Some(format!(
+                        "after {elapsed:.2} s the scene changed and the rest of the trajectory \
+                         could not be re-checked: {e}"
+                    )),
+                }
+            },
+        )
+    }
+}
+
+/// Topic mode: watches the trajectory just published until its allowed time has passed or
+/// another `~/execute` / `~/stop` came (`send`, the value of `topic_sends` it was published
+/// under); stops the robot with an empty trajectory where the rest becomes invalid.
+async fn monitor_topic(
+    shared: Arc<Shared>,
+    logger: String,
+    controller: Controller,
+    mut monitor: Monitor,
+    allowed: f64,
+    send: u64,
+) {
+    let current = || shared.execution.topic_sends.load(Ordering::SeqCst) == send;
+    let superseded = async {
+        while current() {
+            tokio::time::sleep(MONITOR_PERIOD).await;
+        }
+    };
+    let watched = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), async {
+        tokio::select! {
+            why = monitor.until_invalid(&shared, &logger) => Some(why),
+            () = superseded => None,
+        }
+    });
+    let Ok(Some(why)) = watched.await else {
+        return;
+    };
+    if !current() {
+        return;
+    }
+    match controller.topic.publish(&JointTrajectory::default()) {
+        Ok(()) => r2r::log_warn!(
+            &logger,
+            "~/execute: stopped the trajectory sent to {CONTROLLER_TOPIC} (an empty \
+             trajectory sent): {why}"
+        ),
+        Err(e) => r2r::log_error!(
+            &logger,
+            "~/execute: could not stop the trajectory sent to {CONTROLLER_TOPIC} ({e}): {why}"
+        ),
+    }
+}
+
 /// Answers `~/execute`: the last planned trajectory, when the robot is at its start and it is
 /// valid in the current scene ([`state::execution_verdict`]), goes to the controller.
 pub async fn serve_execute(
@@ -181,7 +324,7 @@ pub async fn serve_execute(
     execute(&shared, &logger, controller).await
 }
 
-async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigger::Response {
+async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> Trigger::Response {
     let Some(trajectory) = lock(&shared.last_trajectory).clone() else {
         return answer(
             false,
@@ -192,16 +335,34 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
         shared,
         logger,
         |reason| Err(format!("no robot loaded: {reason}")),
-        |service| state::execution_verdict(service, &trajectory),
+        |service| {
+            state::execution_verdict(service, &trajectory)
+                .map(|what| (what, service.world_revision()))
+        },
     );
-    let what = match verdict {
+    let (what, checked_in) = match verdict {
         Err(why) => return answer(false, format!("not executed: {why}")),
-        Ok(what) => what,
+        Ok(found) => found,
     };
     let params = lock(&shared.params).clone();
+    let seconds = duration_of(&trajectory);
+    let allowed = allowed_seconds(seconds, &params);
     if params.execution_mode == "topic" {
+        let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
         return match controller.topic.publish(&trajectory) {
-            Ok(()) => answer(true, format!("sent {what} to {CONTROLLER_TOPIC}")),
+            Ok(()) => {
+                if params.monitor_execution {
+                    tokio::spawn(monitor_topic(
+                        shared.clone(),
+                        logger.to_string(),
+                        controller.clone(),
+                        Monitor::new(&trajectory, checked_in),
+                        allowed,
+                        send,
+                    ));
+                }
+                answer(true, format!("sent {what} to {CONTROLLER_TOPIC}"))
+            }
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
         };
     }
@@ -252,9 +413,33 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
     r2r::log_info!(logger, "~/execute: {action} accepted {what}");
     // Feedback is not needed; it is drained so that the client's channel never fills.
     let drain = tokio::spawn(async move { while feedback.next().await.is_some() {} });
-    let seconds = duration_of(&trajectory);
-    let allowed = allowed_seconds(seconds, &params);
-    let waited = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), result).await;
+    let mut monitor = Monitor::new(&trajectory, checked_in);
+    let watch = async {
+        if params.monitor_execution {
+            monitor.until_invalid(shared, logger).await
+        } else {
+            std::future::pending().await
+        }
+    };
+    let waited = tokio::select! {
+        waited = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), result) => waited,
+        why = watch => {
+            drain.abort();
+            let cancelled = cancel(&handle).await;
+            r2r::log_warn!(logger, "~/execute: stopped {what}: {why}");
+            return answer(
+                false,
+                format!(
+                    "stopped {what}: {why}; {}",
+                    if cancelled {
+                        "the goal was cancelled"
+                    } else {
+                        "cancelling the goal was not confirmed"
+                    }
+                ),
+            );
+        }
+    };
     drain.abort();
     match waited {
         Ok(Ok((status, result))) => {
@@ -263,10 +448,7 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
         }
         Ok(Err(e)) => answer(false, format!("{what}: no result from {action}: {e}")),
         Err(_) => {
-            let cancelled = match handle.cancel() {
-                Ok(done) => matches!(tokio::time::timeout(SERVER_WAIT, done).await, Ok(Ok(()))),
-                Err(_) => false,
-            };
+            let cancelled = cancel(&handle).await;
             answer(
                 false,
                 format!(
@@ -285,11 +467,20 @@ async fn execute(shared: &Shared, logger: &str, controller: Controller) -> Trigg
     }
 }
 
+/// Cancels a goal; whether the controller confirmed it within [`SERVER_WAIT`].
+async fn cancel(handle: &ActionClientGoal<Follow>) -> bool {
+    match handle.cancel() {
+        Ok(done) => matches!(tokio::time::timeout(SERVER_WAIT, done).await, Ok(Ok(()))),
+        Err(_) => false,
+    }
+}
+
 /// Answers `~/stop`: cancels the running execution (action), or publishes an empty
 /// trajectory on the controller topic (topic mode).
 pub async fn serve_stop(shared: Arc<Shared>, controller: Controller) -> Trigger::Response {
     let mode = lock(&shared.params).execution_mode.clone();
     if mode == "topic" {
+        shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst);
         return match controller.topic.publish(&JointTrajectory::default()) {
             Ok(()) => answer(
                 true,

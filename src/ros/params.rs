@@ -106,6 +106,9 @@ pub struct NodeParams {
     pub execution_duration_scaling: f64,
     /// ... plus this many seconds (>= 0) before it is cancelled.
     pub execution_goal_margin: f64,
+    /// Whether a running execution is stopped when a scene change makes the rest of its
+    /// trajectory invalid (MoveIt's execution monitoring).
+    pub monitor_execution: bool,
     /// The `FollowJointTrajectory` action `~/execute` sends goals to (read when the node
     /// starts: rcl cannot remap action names, and the client is made once).
     pub controller_action: String,
@@ -159,6 +162,7 @@ impl Default for NodeParams {
             execution_mode: "action".into(),
             execution_duration_scaling: 1.2,
             execution_goal_margin: 0.5,
+            monitor_execution: true,
             controller_action: DEFAULT_CONTROLLER_ACTION.into(),
             urdf_path: String::new(),
             srdf_path: String::new(),
@@ -271,7 +275,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(23).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(24).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -400,7 +404,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 32] = [
+    pub const NAMES: [&'static str; 33] = [
         "planner",
         "backend",
         "resolution",
@@ -423,6 +427,7 @@ impl NodeParams {
         "execution_mode",
         "execution_duration_scaling",
         "execution_goal_margin",
+        "monitor_execution",
         "controller_action",
         "urdf_path",
         "srdf_path",
@@ -488,6 +493,9 @@ impl NodeParams {
             "execution_goal_margin" => {
                 "action execution: seconds (>= 0) a goal may run past its scaled duration before it is cancelled"
             }
+            "monitor_execution" => {
+                "stop a running ~/execute when a scene change (obstacle, cloud, attached object) makes the rest of its trajectory invalid: the goal is cancelled (action) or an empty trajectory sent (topic)"
+            }
             "controller_action" => {
                 "the control_msgs/FollowJointTrajectory action ~/execute sends goals to (read when the node starts)"
             }
@@ -536,6 +544,7 @@ impl NodeParams {
             "execution_mode" => V::String(self.execution_mode.clone()),
             "execution_duration_scaling" => V::Double(self.execution_duration_scaling),
             "execution_goal_margin" => V::Double(self.execution_goal_margin),
+            "monitor_execution" => V::Bool(self.monitor_execution),
             "controller_action" => V::String(self.controller_action.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
@@ -631,6 +640,7 @@ impl NodeParams {
                 }
                 self.execution_goal_margin = v;
             }
+            "monitor_execution" => self.monitor_execution = as_bool(name, value)?,
             "controller_action" => {
                 let action = as_string(name, value)?;
                 valid_name(name, &action)?;
@@ -820,6 +830,16 @@ mod tests {
     fn execution_parameters_are_validated() {
         let mut p = NodeParams::default();
         assert_eq!(p.execution_mode, "action");
+        // Monitoring is on unless turned off; it takes booleans only.
+        assert!(p.monitor_execution);
+        p.set("monitor_execution", &ParameterValue::Bool(false))
+            .unwrap();
+        assert!(!p.monitor_execution);
+        let e = p
+            .set("monitor_execution", &ParameterValue::String("yes".into()))
+            .unwrap_err();
+        assert_eq!(e.name, "monitor_execution");
+        assert!(!p.monitor_execution);
         assert_eq!(
             (p.execution_duration_scaling, p.execution_goal_margin),
             (1.2, 0.5)

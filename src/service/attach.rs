@@ -215,6 +215,7 @@ impl PlanningService {
     /// the persistent roadmap belong to the old one.
     fn set_robot(&mut self, robot: crate::robot::RobotModel) {
         self.robot = robot;
+        self.robot_changes += 1;
         self.cached = None;
         self.roadmap = None;
     }

@@ -19,7 +19,8 @@ pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 pub use kinematics::{IkAnswer, IkRequest};
 pub use state::{
-    StateCheck, StateCheckRequest, TrajectoryCheck, TrajectoryCheckRequest, START_TOLERANCE,
+    point_at, RemainingProblem, StateCheck, StateCheckRequest, TrajectoryCheck,
+    TrajectoryCheckRequest, START_TOLERANCE,
 };
 
 use std::time::Duration;
@@ -626,7 +627,26 @@ pub struct PlanningService {
     attach_errors: Vec<String>,
     /// Transforms of frames the robot does not know (a camera, `map`), from `/tf`.
     transforms: Option<SharedTf>,
+    /// This service among all made in the process (see [`WorldRevision`]).
+    instance: u64,
+    /// Bumped whenever the robot's bodies change (objects attached or detached).
+    robot_changes: u64,
 }
+
+/// Everything a collision verdict of a [`PlanningService`] depends on besides the checked
+/// configurations: which service, the scene's revision and the robot's attached objects.
+/// Two equal values mean nothing a verdict depends on has changed in between (execution
+/// monitoring re-checks the rest of a running trajectory when it differs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorldRevision {
+    instance: u64,
+    scene: u64,
+    robot: u64,
+}
+
+/// Counts the services made, so that a replaced service (a new robot) never has the
+/// [`WorldRevision`] of the one before.
+static INSTANCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for PlanningService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -799,6 +819,17 @@ impl PlanningService {
             last_path: None,
             roadmap: None,
             transforms: None,
+            instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            robot_changes: 0,
+        }
+    }
+
+    /// What collision verdicts depend on now (see [`WorldRevision`]).
+    pub fn world_revision(&self) -> WorldRevision {
+        WorldRevision {
+            instance: self.instance,
+            scene: self.scene.revision(),
+            robot: self.robot_changes,
         }
     }
 

@@ -30,6 +30,26 @@ pub struct StateCheck {
     pub backend: String,
 }
 
+/// The first problem on what is left of a trajectory being executed
+/// ([`PlanningService::check_remaining`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemainingProblem {
+    /// The invalid point, or the first point of the invalid motion (an index of the whole
+    /// trajectory).
+    pub point: usize,
+    /// Whether the motion from `point` to the next is what is invalid (else the point).
+    pub motion: bool,
+    /// What is wrong, naming the points and the contacts.
+    pub message: String,
+}
+
+/// Which point of a trajectory the robot has passed last, `elapsed` seconds after its start:
+/// the last one whose time (`times`, seconds from the start, ascending) is not after
+/// `elapsed` (0 before the first).
+pub fn point_at(times: &[f64], elapsed: f64) -> usize {
+    times.iter().rposition(|&t| t <= elapsed).unwrap_or(0)
+}
+
 /// A trajectory validity request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrajectoryCheckRequest {
@@ -200,6 +220,112 @@ impl PlanningService {
             resolution,
             backend: checker.backend().name().to_string(),
         })
+    }
+
+    /// Execution monitoring: whether the part of a trajectory from point `from` on (the
+    /// robot is on its way from point `from` to the next) is still valid in the current
+    /// scene, as [`PlanningService::check_trajectory`] answers for those points and motions.
+    /// `None` when it is; otherwise the first problem along the way, with indices of the
+    /// whole trajectory and, where the checker names them, what touches what. The motion
+    /// under way is checked whole, the part already passed included: a conservative answer.
+    pub fn check_remaining(
+        &mut self,
+        req: &TrajectoryCheckRequest,
+        from: usize,
+    ) -> Result<Option<RemainingProblem>, ServiceError> {
+        if from >= req.points.len() {
+            return Err(ServiceError::BadOption {
+                name: "from",
+                reason: format!(
+                    "point {from} is past the trajectory's last point ({} points)",
+                    req.points.len()
+                ),
+            });
+        }
+        let rest = TrajectoryCheckRequest {
+            joint_names: req.joint_names.clone(),
+            points: req.points[from..].to_vec(),
+            resolution: req.resolution,
+        };
+        let check = self.check_trajectory(&rest)?;
+        let segment = check.first_invalid_segment;
+        match check.first_invalid_point {
+            Some((i, why)) if segment.is_none_or(|s| i <= s) => Ok(Some(RemainingProblem {
+                point: from + i,
+                motion: false,
+                message: format!("point {} is invalid: {}", from + i, why.join("; ")),
+            })),
+            _ => match segment {
+                None => Ok(None),
+                Some(s) => {
+                    let (i, j) = (from + s, from + s + 1);
+                    // What touches what: on this motion, or (the swept check is conservative:
+                    // its samples may all be free) the first contact further on.
+                    let mut found = None;
+                    for k in s..rest.points.len() - 1 {
+                        let (a, b) = (&rest.points[k], &rest.points[k + 1]);
+                        if let Some(hit) =
+                            self.motion_contacts(&req.joint_names, a, b, check.resolution)?
+                        {
+                            found = Some((from + k, hit));
+                            break;
+                        }
+                    }
+                    let mut message = format!("the motion from point {i} to point {j} collides");
+                    match found {
+                        Some((k, (t, why))) if k == i => message.push_str(&format!(
+                            " ({:.0} % of the way: {})",
+                            t * 100.0,
+                            why.join("; ")
+                        )),
+                        Some((k, (t, why))) => message.push_str(&format!(
+                            " (within the check's margin; the first contact is {:.0} % of the \
+                             way from point {k} to point {}: {})",
+                            t * 100.0,
+                            k + 1,
+                            why.join("; ")
+                        )),
+                        None => {}
+                    }
+                    Ok(Some(RemainingProblem {
+                        point: i,
+                        motion: true,
+                        message,
+                    }))
+                }
+            },
+        }
+    }
+
+    /// The first configuration in contact on the straight motion from `a` to `b` (positions
+    /// of `names`), sampled at `resolution`: how far along (0..1) and what touches what.
+    /// `None` when no sample is in contact (the swept check is conservative: it can refuse
+    /// a motion whose samples are all free).
+    fn motion_contacts(
+        &mut self,
+        names: &[String],
+        a: &[f64],
+        b: &[f64],
+        resolution: f64,
+    ) -> Result<Option<(f64, Vec<String>)>, ServiceError> {
+        let longest = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (y - x).abs())
+            .fold(0.0, f64::max);
+        // Bounded: a long motion at a fine resolution is named at 1000 samples at most.
+        let steps = ((longest / resolution).ceil() as usize).clamp(1, 1000);
+        for k in 0..=steps {
+            let t = k as f64 / steps as f64;
+            let q: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect();
+            let state = self.check_state(&StateCheckRequest {
+                state: Some((names.to_vec(), q)),
+            })?;
+            if !state.contacts.is_empty() {
+                return Ok(Some((t, state.contacts)));
+            }
+        }
+        Ok(None)
     }
 
     /// Where the current joint state is farther than `tolerance` from a trajectory's first

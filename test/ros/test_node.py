@@ -1124,7 +1124,7 @@ def state_checks(node, plan, obstacles, scenes):
           res is not None and res.success and res.valid, res and res.message)
     execute_checks(node, planned.trajectory, cube, obstacles, scenes)
     action_execute_checks(node, planned.trajectory)
-    mock_controller_checks(node, plan)
+    mock_controller_checks(node, plan, obstacles, scenes)
 
     bad = CheckTrajectory.Request()
     bad.trajectory.joint_names = ARM
@@ -1317,10 +1317,18 @@ def execute_checks(node, planned, cube, obstacles, scenes):
     res = execute_while(START, lambda r: r.success)
     check('~/execute once the robot is back at the start sends it again',
           res is not None and res.success, res and res.message)
+    # Execution monitoring: the cube across the middle of the plan sent a moment ago stops it
+    # (an empty trajectory, "hold", on the command topic).
+    sent_at = len(sent)
     cube.action = Marker.ADD
     obstacles.publish(MarkerArray(markers=[cube]))
     wait_for(node, lambda: any(m.ns == 'crossing/1' for s in scenes[-1:] for m in s.markers),
              10.0)
+    stopped = wait_for(node, lambda: any(not t.points for t in sent[sent_at:]), 5.0)
+    check('execution monitoring (topic): a cube across the plan just sent stops it with an '
+          'empty trajectory',
+          stopped, f'{len(sent) - sent_at} trajectories since: '
+          f'{[len(t.points) for t in sent[sent_at:]]}')
     res = call(node, execute, Trigger.Request())
     if res is not None and res.success:
         successes.append(res)
@@ -1334,9 +1342,10 @@ def execute_checks(node, planned, cube, obstacles, scenes):
     deadline = time.time() + 3.0
     while time.time() < deadline:
         rclpy.spin_once(node, timeout_sec=0.2)
+    planned_sent = [t for t in sent[before:] if t.points]
     check('the refused calls sent nothing (one trajectory per call answered success)',
-          len(successes) >= 1 and len(sent) - before == len(successes),
-          f'{len(sent) - before} received for {len(successes)} successes')
+          len(successes) >= 1 and len(planned_sent) == len(successes),
+          f'{len(planned_sent)} received for {len(successes)} successes')
 
 
 def transform(parent, child, xyz, quat, stamp=None):
@@ -1593,12 +1602,14 @@ def action_execute_checks(node, planned):
         fake.stop()
 
 
-def mock_controller_checks(node, plan):
+def mock_controller_checks(node, plan, obstacles, scenes):
     """The mock controller, run as fake_arm_controller (the node's controller_action is
     there), stands in for the robot: ~/execute moves it along a plan from its joint state
     (its joint_states pass between start and goal and end at the goal) and answers when it
-    arrives; the same plan again is refused (the robot is no longer at its start); ~/stop
-    halfway through the way back leaves it held between the two; SIGINT stops it."""
+    arrives; the same plan again is refused (the robot is no longer at its start); execution
+    monitoring stops it where a cube appears ahead on its way and lets it go on past a cube
+    away from it; ~/stop halfway through the way back leaves it held between the two; SIGINT
+    stops it."""
     log_path = os.path.join(LOG_DIR, 'mock_controller.log')
     log = open(log_path, 'w')
     mock = subprocess.Popen(
@@ -1650,6 +1661,7 @@ def mock_controller_checks(node, plan):
         check('the same plan again is refused: the robot is no longer at its start',
               again is not None and not again.success
               and "not at the trajectory's start" in again.message, again and again.message)
+        monitoring_checks(node, plan, execute, seen, obstacles, scenes)
 
         req.goal_state = joint_state(ARM, START)
         res = call(node, plan, req, timeout=60.0)
@@ -1683,6 +1695,100 @@ def mock_controller_checks(node, plan):
         log.close()
         check('the mock controller stops on SIGINT with exit code 0', mock.returncode == 0,
               f'code {mock.returncode}; see {log_path}')
+
+
+def sample_at(traj, t):
+    """Positions of a trajectory at `t` s, straight between its points."""
+    pts = traj.points
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts]
+    for i in range(1, len(pts)):
+        if t <= times[i]:
+            f = (t - times[i - 1]) / max(times[i] - times[i - 1], 1e-12)
+            f = min(max(f, 0.0), 1.0)
+            return [a + (b - a) * f for a, b in zip(pts[i - 1].positions, pts[i].positions)]
+    return list(pts[-1].positions)
+
+
+def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
+    """Execution monitoring with the mock robot at GOAL: a cube put where the tool will be at
+    80 % of a running plan stops it early (~/execute names the cube; the robot holds short of
+    it); a cube away from the path, put while the next plan runs, is re-checked and the
+    robot arrives."""
+    def on_scene(ns, present):
+        return wait_for(node, lambda: scenes and any(m.ns == ns for m in scenes[-1].markers)
+                        == present, 10.0)
+
+    req = PlanPath.Request()  # from the mock's joint state
+    req.goal_state = joint_state(ARM, START)
+    req.seed = 5
+    res = call(node, plan, req, timeout=60.0)
+    if not check('~/plan for execution monitoring', res is not None and res.success,
+                 res and res.message):
+        return
+    seconds = duration(res.trajectory)
+    ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.8 * seconds))['tool0'][1]
+    cube = cube_marker('monitor', 1, ahead, 0.12)
+    blocked = ic.first_collision(ROBOT, [ic.Obstacle('monitor/1', 'box', [0.06] * 3, ahead)],
+                                 res.trajectory)
+    del seen[:]
+    started = time.time()
+    running = execute.call_async(Trigger.Request())
+    wait_for(node, lambda: False, 0.25 * seconds)
+    obstacles.publish(MarkerArray(markers=[cube]))
+    rclpy.spin_until_future_complete(node, running, timeout_sec=seconds + 10.0)
+    took = time.time() - started
+    answer = running.result() if running.done() else None
+    wait_for(node, lambda: False, 0.5)
+    held = seen[-1] if seen else None
+    wait_for(node, lambda: False, 0.5)
+    still = seen[-1] if seen else None
+    # How far along the plan the robot stopped: the point of the plan nearest to it.
+    stop_t = None
+    if held is not None:
+        ts = [seconds * k / 200 for k in range(201)]
+        stop_t = min(ts, key=lambda t: sum((a - b) ** 2 for a, b in
+                                           zip(sample_at(res.trajectory, t), held)))
+    check('execution monitoring: a cube appearing ahead of the running plan stops it short of '
+          'the cube, ~/execute naming it',
+          blocked is not None and answer is not None and not answer.success
+          and 'stopped' in answer.message and 'no longer valid' in answer.message
+          and 'monitor/1' in answer.message and took < 0.8 * seconds
+          and held is not None and held == still and stop_t is not None
+          and 0.2 * seconds <= stop_t < 0.75 * seconds,
+          f'independent {blocked}; {answer and answer.message!r}; answered after {took:.2f} s '
+          f'of {seconds:.2f} s; held at {held} ({stop_t} s along the plan)')
+    cube.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[cube]))
+    on_scene('monitor/1', False)
+
+    # Back to GOAL from where it holds; a cube far above the arm appears meanwhile.
+    req.goal_state = joint_state(ARM, GOAL)
+    res = call(node, plan, req, timeout=60.0)
+    if not check('~/plan on from where the monitor stopped it', res is not None and res.success,
+                 res and res.message):
+        return
+    seconds = duration(res.trajectory)
+    far_at = [0.0, 0.0, 2.5]
+    far = cube_marker('monitor', 2, far_at, 0.12)
+    clear = ic.first_collision(ROBOT, [ic.Obstacle('monitor/2', 'box', [0.06] * 3, far_at)],
+                               res.trajectory)
+    running = execute.call_async(Trigger.Request())
+    wait_for(node, lambda: False, 0.25 * seconds)
+    obstacles.publish(MarkerArray(markers=[far]))
+    shown = on_scene('monitor/2', True)
+    rclpy.spin_until_future_complete(node, running, timeout_sec=seconds + 10.0)
+    answer = running.result() if running.done() else None
+    wait_for(node, lambda: False, 0.3)
+    end = seen[-1] if seen else None
+    check('execution monitoring: a cube away from the path, added while the plan runs, lets '
+          'it arrive',
+          clear is None and shown and answer is not None and answer.success
+          and 'SUCCESSFUL' in answer.message and end is not None
+          and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-6,
+          f'independent {clear}; shown {shown}; {answer and answer.message!r}; ends at {end}')
+    far.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[far]))
+    on_scene('monitor/2', False)
 
 
 def kinematics_checks(node):
