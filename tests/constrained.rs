@@ -14,7 +14,8 @@ use gpu_motion_planner::collision::{Checker, CpuChecker, MotionBatch};
 use gpu_motion_planner::planners::constrained::plan_constrained;
 use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
 use gpu_motion_planner::robot::constraint::{
-    ConstraintSet, OrientationConstraint, PathConstraints, PositionConstraint,
+    ConstraintSet, OrientationConstraint, OrientationParameterization, PathConstraints,
+    PositionConstraint,
 };
 use gpu_motion_planner::robot::ik::{IkOptions, IkSolver, PoseTarget};
 use gpu_motion_planner::robot::wrap_angle;
@@ -36,6 +37,7 @@ fn upright(b: &Bundled) -> PathConstraints {
             link: b.tip,
             orientation: down(),
             tolerance: Vector3::new(TILT, TILT, PI),
+            parameterization: OrientationParameterization::RotationVector,
         }],
         position: Vec::new(),
     }
@@ -114,7 +116,8 @@ fn problem(b: &Bundled, checker: &CpuChecker) -> PlanRequest {
 }
 
 /// The most the tool can tilt while the rotation vector's x and y components stay within
-/// `TILT` (any z): the tilt of a rotation by (x, y, z) is at most |(x, y)|.
+/// `TILT` (any z): the tilt of a rotation by (x, y, z) is at most |(x, y)|. With XYZ Euler
+/// angles (a, b, c) the tilt is acos(cos a cos b), a little less.
 fn tilt_bound() -> f64 {
     (2.0 * TILT * TILT).sqrt()
 }
@@ -147,6 +150,17 @@ fn the_tool_stays_pointing_down_all_the_way() {
     // The same seed, the same path.
     let again = plan_constrained(&checker, &req, &set).expect("planned again");
     assert_eq!(again.path, out.path);
+    // The same constraint as XYZ Euler angles (MoveIt's default) holds the same way.
+    let mut euler = upright(&b);
+    euler.orientation[0].parameterization = OrientationParameterization::XyzEulerAngles;
+    let set = ConstraintSet::new(&b.robot, &b.group, &b.base, euler).expect("set");
+    let out = plan_constrained(&checker, &req, &set).expect("planned with Euler angles");
+    let (worst, _) = recheck(&b, &out, req.resolution);
+    let bound = (TILT.cos() * TILT.cos()).acos();
+    assert!(
+        worst <= bound,
+        "Euler: the tool tilted {worst} rad (bound {bound})"
+    );
 }
 
 #[test]
@@ -321,12 +335,36 @@ fn the_service_plans_under_constraints_from_a_moveit_yaml() {
     for p in &out.path {
         assert!(tilt(&b, p) <= tilt_bound(), "tilted {}", tilt(&b, p));
     }
-    // Euler-angle parameterization and a sphere region are refused by the reader, naming them.
-    let euler = moveit_yaml("world", down()).replace("parameterization: 1", "parameterization: 0");
-    let e = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&euler).expect("yaml"))
-        .expect_err("Euler angles");
+    // XYZ Euler angles: parameterization 0, or none given (MoveIt's default).
+    for euler in [
+        moveit_yaml("world", down()).replace("parameterization: 1", "parameterization: 0"),
+        moveit_yaml("world", down()).replace("\n  parameterization: 1", ""),
+    ] {
+        let spec = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&euler).expect("yaml"))
+            .expect("Euler angles");
+        assert_eq!(spec.orientation[0].parameterization, 0);
+        assert_eq!(spec.position.len(), 1);
+    }
+    let mut in_euler = r.clone();
+    in_euler.path_constraints.orientation[0].parameterization = 0;
+    let out = s.plan(in_euler).expect("planned with Euler angles");
+    for p in &out.path {
+        assert!(tilt(&b, p) <= tilt_bound(), "tilted {}", tilt(&b, p));
+    }
+    // Another parameterization and a sphere region are refused, naming them.
+    let other = moveit_yaml("world", down()).replace("parameterization: 1", "parameterization: 2");
+    let e = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&other).expect("yaml"))
+        .expect_err("parameterization 2");
     assert!(
         e.contains("orientation_constraints[0]") && e.contains("parameterization"),
+        "{e}"
+    );
+    let mut bad = r.clone();
+    bad.path_constraints.orientation[0].parameterization = 7;
+    let e = s.plan(bad).expect_err("parameterization 7");
+    assert!(
+        e.to_string().contains("orientation constraint 0")
+            && e.to_string().contains("parameterization"),
         "{e}"
     );
     let sphere = moveit_yaml("world", down()).replace(

@@ -60,7 +60,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub pose: super::pose::PoseGoalArgs,
     /// Path constraints: a YAML file holding a MoveIt `moveit_msgs/Constraints`
-    /// (`orientation_constraints` with the rotation-vector parameterization,
+    /// (`orientation_constraints` with XYZ Euler angles or a rotation vector,
     /// `position_constraints` with one BOX region each), kept by every configuration of the
     /// path (see `planners::constrained`; rrt_connect only). Replaces the request's
     /// `path_constraints`. Frames: the scene's, the robot's root link or another link (at the

@@ -3,10 +3,11 @@
 //! table).
 //!
 //! Two kinds, any number of each, all holding at once:
-//! - [`OrientationConstraint`]: the rotation from a target orientation to the link's, as a
-//!   rotation vector in the target's axes (MoveIt's `ROTATION_VECTOR` parameterization), has
-//!   each of its three components within its tolerance. "Upright, any heading" is a target
-//!   with the tool's z up and tolerances `[0.1, 0.1, PI]`.
+//! - [`OrientationConstraint`]: the rotation from a target orientation to the link's, written
+//!   as XYZ Euler angles (MoveIt's default `XYZ_EULER_ANGLES`) or as a rotation vector in the
+//!   target's axes (`ROTATION_VECTOR`), has each of its three components within its
+//!   tolerance ([`OrientationParameterization`]). "Upright, any heading" is a target with the
+//!   tool's z up and tolerances `[0.1, 0.1, PI]`.
 //! - [`PositionConstraint`]: a point fixed to the link (its origin plus an offset in the
 //!   link's frame) lies inside a box, given by its centre pose and half extents.
 //!
@@ -40,6 +41,82 @@ pub const PROJECTION_ITERATIONS: usize = 50;
 /// Largest change of one joint in one projection step (rad or m).
 const MAX_STEP: f64 = 0.2;
 
+/// How the rotation from an orientation constraint's target to the link's orientation is
+/// written as the three components its tolerances bound (MoveIt's `parameterization`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OrientationParameterization {
+    /// Euler angles `(a, b, c)` with `rotation = Rx(a) Ry(b) Rz(c)` (rotations about the
+    /// target's x axis, then the new y, then the new z), `b` in `[-PI/2, PI/2]`, `a` and `c`
+    /// in `(-PI, PI]`: MoveIt's `XYZ_EULER_ANGLES` (0, the message's default). Where every
+    /// component is below PI/2 MoveIt's values are the same magnitudes.
+    #[default]
+    XyzEulerAngles,
+    /// The rotation vector (axis times angle, at most PI) in the target's axes: MoveIt's
+    /// `ROTATION_VECTOR` (1).
+    RotationVector,
+}
+
+impl OrientationParameterization {
+    /// MoveIt's code for it (`moveit_msgs/OrientationConstraint`: 0 or 1).
+    pub fn code(self) -> i64 {
+        match self {
+            Self::XyzEulerAngles => 0,
+            Self::RotationVector => 1,
+        }
+    }
+
+    /// The parameterization of MoveIt's code; `None` for another number.
+    pub fn from_code(code: i64) -> Option<Self> {
+        match code {
+            0 => Some(Self::XyzEulerAngles),
+            1 => Some(Self::RotationVector),
+            _ => None,
+        }
+    }
+
+    /// The three components of `rotation` (from the target to the link, in the target's
+    /// axes).
+    pub fn components(self, rotation: &UnitQuaternion<f64>) -> Vector3<f64> {
+        match self {
+            Self::RotationVector => rotation.scaled_axis(),
+            Self::XyzEulerAngles => {
+                let m = rotation.to_rotation_matrix();
+                let m = m.matrix();
+                // Rx(a) Ry(b) Rz(c) has sin b at (0, 2), -sin a cos b at (1, 2),
+                // cos a cos b at (2, 2), -cos b sin c at (0, 1) and cos b cos c at (0, 0).
+                let b = m[(0, 2)].clamp(-1.0, 1.0).asin();
+                let a = (-m[(1, 2)]).atan2(m[(2, 2)]);
+                let c = (-m[(0, 1)]).atan2(m[(0, 0)]);
+                Vector3::new(a, b, c)
+            }
+        }
+    }
+
+    /// How the components change with a small rotation `w` (in the target's axes) applied
+    /// on the left of the rotation whose components are `phi`: the matrix taking `w` to the
+    /// change.
+    fn rate(self, phi: &Vector3<f64>) -> Matrix3<f64> {
+        match self {
+            Self::RotationVector => left_jacobian_inv(phi),
+            Self::XyzEulerAngles => {
+                // The rotation rate of Rx(a) Ry(b) Rz(c) is a' x + b' Rx(a) y + c' Rx(a) Ry(b) z;
+                // that map's determinant is cos b, kept away from 0 (gimbal lock), where the
+                // descent only needs a direction.
+                let (sa, ca) = phi.x.sin_cos();
+                let sb = phi.y.sin();
+                let cb = phi.y.cos();
+                let cb = if cb.abs() < 1e-3 {
+                    1e-3_f64.copysign(cb)
+                } else {
+                    cb
+                };
+                let e = Matrix3::new(1.0, 0.0, sb, 0.0, ca, -sa * cb, 0.0, sa, ca * cb);
+                e.try_inverse().unwrap_or_else(Matrix3::identity)
+            }
+        }
+    }
+}
+
 /// The orientation a link must keep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OrientationConstraint {
@@ -47,10 +124,12 @@ pub struct OrientationConstraint {
     pub link: usize,
     /// Target orientation of the link frame in the root frame.
     pub orientation: UnitQuaternion<f64>,
-    /// Largest magnitude of each component (x, y, z, in the target's axes) of the rotation
-    /// vector from the target to the link's orientation (rad), positive. A tolerance of PI or
-    /// more leaves rotations about that axis free.
+    /// Largest magnitude of each component (x, y, z) of the rotation from the target to the
+    /// link's orientation as `parameterization` writes it (rad), positive. A tolerance of PI
+    /// or more leaves that component free.
     pub tolerance: Vector3<f64>,
+    /// How the rotation is written.
+    pub parameterization: OrientationParameterization,
 }
 
 /// A box a point of a link must stay in.
@@ -130,8 +209,8 @@ pub struct Violation {
     pub link: String,
     /// The axis (0: x, 1: y, 2: z) of the target's or the box's frame.
     pub axis: usize,
-    /// The component's value: the rotation vector's (rad) or the point's offset from the
-    /// box's centre (m).
+    /// The component's value: the Euler angle's or the rotation vector's (rad), or the
+    /// point's offset from the box's centre (m).
     pub value: f64,
     /// Its tolerance (rad, or the box's half extent in m).
     pub tolerance: f64,
@@ -170,6 +249,7 @@ enum TermKind {
     Orientation {
         target_inv: UnitQuaternion<f64>,
         tolerance: Vector3<f64>,
+        parameterization: OrientationParameterization,
         index: usize,
     },
     Position {
@@ -293,6 +373,7 @@ impl<'a> ConstraintSet<'a> {
                 kind: TermKind::Orientation {
                     target_inv: c.orientation.inverse(),
                     tolerance: c.tolerance,
+                    parameterization: c.parameterization,
                     index,
                 },
             });
@@ -371,9 +452,11 @@ impl<'a> ConstraintSet<'a> {
     /// The term's three constrained components at the link poses `poses`.
     fn residual(&self, term: &Term, poses: &[Isometry3<f64>]) -> Vector3<f64> {
         match &term.kind {
-            TermKind::Orientation { target_inv, .. } => {
-                (target_inv * poses[term.link].rotation).scaled_axis()
-            }
+            TermKind::Orientation {
+                target_inv,
+                parameterization,
+                ..
+            } => parameterization.components(&(target_inv * poses[term.link].rotation)),
             TermKind::Position { region_inv, .. } => {
                 region_inv
                     .transform_point(&self.point(term, poses).into())
@@ -487,9 +570,14 @@ impl<'a> ConstraintSet<'a> {
                 let point = self.point(term, poses);
                 point_jacobian(self.tree, &term.chain, poses, &point, 1.0, cols);
                 match &term.kind {
-                    TermKind::Orientation { target_inv, .. } => {
+                    TermKind::Orientation {
+                        target_inv,
+                        parameterization,
+                        ..
+                    } => {
                         let phi = self.residual(term, poses);
-                        let m = left_jacobian_inv(&phi) * target_inv.to_rotation_matrix().matrix();
+                        let m =
+                            parameterization.rate(&phi) * target_inv.to_rotation_matrix().matrix();
                         for (b, c) in block.iter_mut().zip(cols.iter()) {
                             *b = m * Vector3::new(c[3], c[4], c[5]);
                         }
@@ -583,6 +671,9 @@ pub struct OrientationSpec {
     pub orientation: [f64; 4],
     /// Axis tolerances (rad), see [`OrientationConstraint::tolerance`].
     pub tolerance: [f64; 3],
+    /// MoveIt's parameterization code: 0 XYZ Euler angles (its default), 1 rotation vector
+    /// ([`OrientationParameterization::code`]); another number is refused when resolved.
+    pub parameterization: i64,
 }
 
 /// A position constraint as a user gives it: links and frames by name.
@@ -649,10 +740,10 @@ impl ConstraintSpec {
     }
 
     /// Reads a MoveIt `moveit_msgs/Constraints` mapping (`orientation_constraints`,
-    /// `position_constraints`; joint and visibility constraints are refused). Orientation
-    /// constraints must use the rotation-vector parameterization (`parameterization: 1`, or
-    /// the field left out); a position constraint's region must be one BOX. Errors name the
-    /// entry and the field.
+    /// `position_constraints`; joint and visibility constraints are refused). An orientation
+    /// constraint's `parameterization` is 0 (XYZ Euler angles, also when left out, as in
+    /// MoveIt) or 1 (rotation vector); a position constraint's region must be one BOX. Errors
+    /// name the entry and the field.
     pub fn from_moveit_yaml(v: &serde_yaml::Value) -> Result<Self, String> {
         let mut spec = ConstraintSpec::default();
         if !(v.is_mapping() || v.is_null()) {
@@ -683,14 +774,17 @@ impl ConstraintSpec {
                 .as_str()
                 .ok_or(format!("{what}: link_name is missing"))?
                 .to_string();
-            match oc["parameterization"].as_i64() {
-                None | Some(1) => {}
-                Some(p) => {
-                    return Err(format!(
-                        "{what}: parameterization {p} is not supported; use 1 (ROTATION_VECTOR)"
-                    ))
-                }
-            }
+            let parameterization = match &oc["parameterization"] {
+                serde_yaml::Value::Null => 0,
+                p => p
+                    .as_i64()
+                    .filter(|&p| OrientationParameterization::from_code(p).is_some())
+                    .ok_or(format!(
+                        "{what}: parameterization must be 0 (XYZ_EULER_ANGLES) or 1 \
+                         (ROTATION_VECTOR), got {}",
+                        serde_yaml::to_string(p).unwrap_or_default().trim()
+                    ))?,
+            };
             let mut tolerance = [0.0; 3];
             for (slot, k) in tolerance.iter_mut().zip([
                 "absolute_x_axis_tolerance",
@@ -706,6 +800,7 @@ impl ConstraintSpec {
                 link,
                 orientation: yaml_quat(&oc["orientation"], &format!("{what}.orientation"))?,
                 tolerance,
+                parameterization,
             });
         }
         for (i, pc) in list("position_constraints")?.iter().enumerate() {
@@ -781,10 +876,19 @@ impl ConstraintSpec {
             let frame =
                 frame_pose(&o.frame).map_err(|e| ConstraintError::Bad(format!("{what}: {e}")))?;
             let [x, y, z] = o.tolerance;
+            let parameterization = OrientationParameterization::from_code(o.parameterization)
+                .ok_or_else(|| {
+                    ConstraintError::Bad(format!(
+                        "{what}: parameterization must be 0 (XYZ_EULER_ANGLES) or 1 \
+                         (ROTATION_VECTOR), got {}",
+                        o.parameterization
+                    ))
+                })?;
             out.orientation.push(OrientationConstraint {
                 link,
                 orientation: frame.rotation * rotation_of(o.orientation, &what)?,
                 tolerance: Vector3::new(x, y, z),
+                parameterization,
             });
         }
         for (i, p) in self.position.iter().enumerate() {
@@ -831,6 +935,7 @@ mod tests {
             link,
             orientation: pose.rotation,
             tolerance: Vector3::new(0.1, 0.1, std::f64::consts::PI),
+            parameterization: OrientationParameterization::RotationVector,
         }
     }
 
@@ -839,26 +944,91 @@ mod tests {
         let (robot, group) = arm();
         let base = robot.tree.neutral_state();
         let start = vec![0.3, -0.4, 0.9, 0.2, 0.4, 0.1];
-        let c = PathConstraints {
-            orientation: vec![upright(&robot, &group, &start)],
-            position: Vec::new(),
+        for parameterization in [
+            OrientationParameterization::RotationVector,
+            OrientationParameterization::XyzEulerAngles,
+        ] {
+            let c = PathConstraints {
+                orientation: vec![OrientationConstraint {
+                    parameterization,
+                    ..upright(&robot, &group, &start)
+                }],
+                position: Vec::new(),
+            };
+            let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
+            assert_eq!(set.violation(&start).expect("len"), None);
+            let mut rng = ChaCha8Rng::seed_from_u64(3);
+            let (mut projected, mut tried) = (0, 0);
+            for _ in 0..200 {
+                let q = group.space.sample_uniform(&mut rng);
+                tried += 1;
+                if let Some(p) = set.project(&q).expect("len") {
+                    projected += 1;
+                    assert!(group.space.within_limits(&p));
+                    let v = set.violation(&p).expect("len");
+                    assert_eq!(v, None, "{parameterization:?}: projected {p:?} violates");
+                }
+            }
+            // Random configurations of a 6-joint arm can be brought upright from most places.
+            assert!(
+                projected * 2 > tried,
+                "{parameterization:?}: {projected} of {tried} projected"
+            );
+        }
+    }
+
+    /// XYZ Euler angles: the angles a rotation is built from are read back (middle angle
+    /// within +-PI/2, the others within +-PI), and the rate matrix matches finite differences
+    /// of small rotations applied on the left.
+    #[test]
+    fn euler_angles_are_read_back_and_their_rates_match_differences() {
+        use rand::Rng;
+        let euler = OrientationParameterization::XyzEulerAngles;
+        let build = |a: f64, b: f64, c: f64| {
+            UnitQuaternion::from_axis_angle(&Vector3::x_axis(), a)
+                * UnitQuaternion::from_axis_angle(&Vector3::y_axis(), b)
+                * UnitQuaternion::from_axis_angle(&Vector3::z_axis(), c)
         };
-        let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
-        assert_eq!(set.violation(&start).expect("len"), None);
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let (mut projected, mut tried) = (0, 0);
-        for _ in 0..200 {
-            let q = group.space.sample_uniform(&mut rng);
-            tried += 1;
-            if let Some(p) = set.project(&q).expect("len") {
-                projected += 1;
-                assert!(group.space.within_limits(&p));
-                let v = set.violation(&p).expect("len");
-                assert_eq!(v, None, "projected {p:?} violates");
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let pi = std::f64::consts::PI;
+        for _ in 0..500 {
+            let (a, b, c) = (
+                rng.random_range(-pi + 1e-3..pi),
+                rng.random_range(-1.5..1.5),
+                rng.random_range(-pi + 1e-3..pi),
+            );
+            let got = euler.components(&build(a, b, c));
+            assert!(
+                (got - Vector3::new(a, b, c)).amax() < 1e-9,
+                "{a} {b} {c} -> {got}"
+            );
+            // Rates: components of exp(h w) R against R, for each axis w.
+            let r = build(a, b, c);
+            let rate = euler.rate(&got);
+            let h = 1e-6;
+            for k in 0..3 {
+                let mut w = Vector3::zeros();
+                w[k] = h;
+                let moved = euler.components(&(UnitQuaternion::from_scaled_axis(w) * r));
+                let numeric = (moved - got) / h;
+                let analytic = rate.column(k).into_owned();
+                assert!(
+                    (numeric - analytic).amax() < 1e-4 * (1.0 + analytic.amax()),
+                    "axis {k} at {got}: {numeric} vs {analytic}"
+                );
             }
         }
-        // Random configurations of a 6-joint arm can be brought upright from most places.
-        assert!(projected * 2 > tried, "{projected} of {tried} projected");
+        // Upright within 0.1 about x and y: a turn of 0.12 about the target's x is out, and
+        // named on x; a turn of 2 rad about z is free.
+        let rv = OrientationParameterization::RotationVector;
+        assert_eq!(rv.code(), 1);
+        assert_eq!(OrientationParameterization::from_code(0), Some(euler));
+        assert_eq!(OrientationParameterization::from_code(2), None);
+        let tipped = euler.components(&build(0.12, 0.0, 2.0));
+        assert!((tipped.x - 0.12).abs() < 1e-12 && tipped.y.abs() < 1e-12);
+        // Small rotations give (nearly) the same components either way.
+        let small = build(0.03, -0.02, 0.04);
+        assert!((euler.components(&small) - rv.components(&small)).amax() < 2e-3);
     }
 
     #[test]
@@ -931,6 +1101,7 @@ mod tests {
                 link,
                 orientation: UnitQuaternion::identity(),
                 tolerance: Vector3::new(0.1, 0.0, 0.1),
+                parameterization: OrientationParameterization::default(),
             }],
             position: Vec::new(),
         };
@@ -942,6 +1113,7 @@ mod tests {
                 link: root,
                 orientation: UnitQuaternion::identity(),
                 tolerance: Vector3::new(0.1, 0.1, 0.1),
+                parameterization: OrientationParameterization::default(),
             }],
             position: Vec::new(),
         };

@@ -84,6 +84,7 @@ pub fn path_constraints(msg: &PathConstraints) -> ConstraintSpec {
                     c.absolute_y_axis_tolerance,
                     c.absolute_z_axis_tolerance,
                 ],
+                parameterization: i64::from(c.parameterization),
             })
             .collect(),
         position: msg
@@ -493,6 +494,7 @@ mod tests {
             absolute_x_axis_tolerance: 0.1,
             absolute_y_axis_tolerance: 0.2,
             absolute_z_axis_tolerance: 3.2,
+            parameterization: OrientationConstraint::ROTATION_VECTOR as u8,
             ..Default::default()
         };
         oc.header.frame_id = "camera".into();
@@ -522,6 +524,7 @@ mod tests {
             (o.orientation, o.tolerance),
             ([1.0, 0.0, 0.0, 0.0], [0.1, 0.2, 3.2])
         );
+        assert_eq!(o.parameterization, 1);
         let p = &spec.position[0];
         assert_eq!((p.frame.as_str(), p.link.as_str()), ("", "wrist_2_link"));
         assert_eq!((p.offset, p.position), ([0.0, 0.0, 0.05], [0.0, 0.0, 0.4]));

@@ -884,11 +884,13 @@ DOWN_GOAL = [1.0121971428325018, 0.13438367810283247, 1.8151667994823624,
 def path_constraint_checks(node, plan):
     """~/plan with path_constraints: the tool kept pointing down (any heading) and a point
     5 cm past it inside a box, at and between the trajectory's points by the independent
-    forward kinematics; a start tipped over, drm and an unknown link refused by name."""
+    forward kinematics, with XYZ Euler angles (the message's default) and with a rotation
+    vector; a start tipped over, drm, an unknown link and an unknown parameterization refused
+    by name."""
     codes = PlanPath.Response
     tol = 0.1
 
-    def request(start, link='tool0', planner=''):
+    def request(start, link='tool0', planner='', parameterization=None):
         req = PlanPath.Request()
         req.start_state = joint_state(ARM, start)
         req.goal_state = joint_state(ARM, DOWN_GOAL)
@@ -902,6 +904,8 @@ def path_constraint_checks(node, plan):
         oc.absolute_x_axis_tolerance = tol
         oc.absolute_y_axis_tolerance = tol
         oc.absolute_z_axis_tolerance = 3.2
+        if parameterization is not None:
+            oc.parameterization = parameterization
         pc = PositionConstraint()
         pc.header.frame_id = 'world'
         pc.link_name = 'tool0'
@@ -913,29 +917,15 @@ def path_constraint_checks(node, plan):
         req.path_constraints.position_constraints = [pc]
         return req
 
-    res = call(node, plan, request(DOWN_START), timeout=60.0)
-    ok = res is not None and res.success and res.error_code == codes.SUCCESS
-    check('~/plan under path constraints (tool down, its point in a box) plans', ok,
-          res and f'code={res.error_code} message={res.message!r}')
-    if ok:
-        names = list(res.trajectory.joint_names)
-        pts = [list(p.positions) for p in res.trajectory.points]
-        worst, low, high = 0.0, math.inf, -math.inf
-        for a, b in zip(pts, pts[1:]):
-            for k in range(11):
-                q = [x + (y - x) * k / 10.0 for x, y in zip(a, b)]
-                r, t = ROBOT.link_poses(names, q)['tool0']
-                # The tool's z axis is the rotation's third column; the point is 5 cm along it.
-                worst = max(worst, math.acos(max(-1.0, min(1.0, -r[2][2]))))
-                z = t[2] + 0.05 * r[2][2]
-                low, high = min(low, z), max(high, z)
-        # A rotation vector within tol about x and y tilts the z axis by at most |(tol, tol)|.
-        bound = math.sqrt(2.0) * tol
-        check('the constrained plan keeps the tool pointing down at and between its points '
-              '(independent kinematics)', worst <= bound, f'{worst:.4f} rad, bound {bound:.4f}')
-        check('the constrained plan keeps the tool point inside its box',
-              low >= 0.15 - 1e-6 and high <= 0.70 + 1e-6, f'z in [{low:.4f}, {high:.4f}]')
-        check_trajectory(res.trajectory, SCENE, 'constrained plan')
+    for parameterization, how in [(None, 'XYZ Euler angles'),
+                                  (OrientationConstraint.ROTATION_VECTOR, 'a rotation vector')]:
+        res = call(node, plan, request(DOWN_START, parameterization=parameterization),
+                   timeout=60.0)
+        ok = res is not None and res.success and res.error_code == codes.SUCCESS
+        check(f'~/plan under path constraints (tool down as {how}, its point in a box) plans',
+              ok, res and f'code={res.error_code} message={res.message!r}')
+        if ok:
+            constrained_plan_checks(res, tol, how)
     tipped = list(DOWN_START)
     tipped[4] += 0.6
     res = call(node, plan, request(tipped), timeout=30.0)
@@ -954,6 +944,36 @@ def path_constraint_checks(node, plan):
           res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
           and "'gripper'" in res.message,
           res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, plan, request(DOWN_START, parameterization=5), timeout=30.0)
+    check('an unknown parameterization: INVALID_GOAL_CONSTRAINTS naming it',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'parameterization' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
+
+def constrained_plan_checks(res, tol, how):
+    """The tool of a constrained plan points down within `tol` about x and y and its point
+    5 cm past tool0 stays in the box, at and between the points (independent kinematics)."""
+    names = list(res.trajectory.joint_names)
+    pts = [list(p.positions) for p in res.trajectory.points]
+    worst, low, high = 0.0, math.inf, -math.inf
+    for a, b in zip(pts, pts[1:]):
+        for k in range(11):
+            q = [x + (y - x) * k / 10.0 for x, y in zip(a, b)]
+            r, t = ROBOT.link_poses(names, q)['tool0']
+            # The tool's z axis is the rotation's third column; the point is 5 cm along it.
+            worst = max(worst, math.acos(max(-1.0, min(1.0, -r[2][2]))))
+            z = t[2] + 0.05 * r[2][2]
+            low, high = min(low, z), max(high, z)
+    # A rotation vector within tol about x and y tilts the z axis by at most |(tol, tol)|;
+    # Euler angles (a, b) by acos(cos a cos b), less.
+    bound = math.sqrt(2.0) * tol
+    check(f'the constrained plan ({how}) keeps the tool pointing down at and between its '
+          'points (independent kinematics)', worst <= bound,
+          f'{worst:.4f} rad, bound {bound:.4f}')
+    check(f'the constrained plan ({how}) keeps the tool point inside its box',
+          low >= 0.15 - 1e-6 and high <= 0.70 + 1e-6, f'z in [{low:.4f}, {high:.4f}]')
+    check_trajectory(res.trajectory, SCENE, f'constrained plan ({how})')
 
 
 def cartesian_checks(node, obstacles, scenes):
