@@ -33,6 +33,7 @@ const TILT: f64 = 0.1;
 
 fn upright(b: &Bundled) -> PathConstraints {
     PathConstraints {
+        joint: Vec::new(),
         orientation: vec![OrientationConstraint {
             link: b.tip,
             orientation: down(),
@@ -445,4 +446,105 @@ fn gmp_plan_reads_path_constraints_from_a_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("violates the path constraints"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The wrist's last joint (continuous) kept between its start and goal values (plus a
+/// margin) on top of the upright tool: every configuration, densely between the points,
+/// keeps the range the short way round; the upright-only plan of the same request leaves it.
+#[test]
+fn joint_constraints_hold_with_the_orientation() {
+    use gpu_motion_planner::robot::constraint::{ConstraintSpec, JointConstraint};
+    use gpu_motion_planner::robot::wrapped_difference;
+    let b = bundled();
+    let checker = b.checker();
+    let req = problem(&b, &checker);
+    let (s5, g5) = (req.start[5], req.goal[5]);
+    let half = wrapped_difference(s5, g5) / 2.0;
+    let mid = wrap_angle(s5 + half);
+    let margin = 0.15;
+    let tol = half.abs() + margin;
+    let variable = b.group.variables[5];
+    let mut c = upright(&b);
+    c.joint.push(JointConstraint {
+        variable,
+        position: mid,
+        below: tol,
+        above: tol,
+    });
+    let set = ConstraintSet::new(&b.robot, &b.group, &b.base, c).expect("set");
+    let out = plan_constrained(&checker, &req, &set).expect("planned");
+    let worst_offset = |path: &[Vec<f64>]| {
+        let mut worst = 0.0f64;
+        let mut q = vec![0.0; req.start.len()];
+        for w in path.windows(2) {
+            for i in 0..=20 {
+                b.group
+                    .space
+                    .interpolate(&w[0], &w[1], i as f64 / 20.0, &mut q);
+                worst = worst.max(wrapped_difference(mid, q[5]).abs());
+            }
+        }
+        worst
+    };
+    let worst = worst_offset(&out.path);
+    assert!(
+        worst <= tol + 1e-9,
+        "wrist_3 went {worst} from {mid} (tolerance {tol})"
+    );
+    let (tilt_worst, _) = recheck(&b, &out, req.resolution);
+    assert!(tilt_worst <= tilt_bound(), "tilted {tilt_worst}");
+    let set = ConstraintSet::new(&b.robot, &b.group, &b.base, upright(&b)).expect("set");
+    let free = plan_constrained(&checker, &req, &set).expect("planned upright only");
+    let free_worst = worst_offset(&free.path);
+    eprintln!("wrist_3: constrained {worst:.3}, upright only {free_worst:.3}, tolerance {tol:.3}");
+    assert!(
+        free_worst > tol,
+        "upright only, wrist_3 stayed within {free_worst}"
+    );
+
+    // The same from a MoveIt YAML; a start outside the range is named; bad joints named.
+    let yaml = format!(
+        "joint_constraints:\n\
+         - {{joint_name: wrist_3_joint, position: {mid}, tolerance_above: {tol}, \
+         tolerance_below: {tol}, weight: 1.0}}\n"
+    );
+    let spec = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&yaml).expect("yaml"))
+        .expect("read");
+    let resolved = spec
+        .resolve(&b.robot.tree, |_| Ok(Isometry3::identity()))
+        .expect("resolve");
+    assert_eq!(
+        resolved.joint,
+        vec![JointConstraint {
+            variable,
+            position: mid,
+            below: tol,
+            above: tol
+        }]
+    );
+    let set = ConstraintSet::new(&b.robot, &b.group, &b.base, resolved).expect("set");
+    let mut away = req.clone();
+    away.start[5] = wrap_angle(mid + tol + 0.3);
+    match plan_constrained(&checker, &away, &set) {
+        Err(PlanError::StartViolatesConstraints(m)) => {
+            assert!(
+                m.contains("joint constraint 0") && m.contains("wrist_3_joint"),
+                "{m}"
+            )
+        }
+        other => panic!("expected an invalid start, got {other:?}"),
+    }
+    let unknown = yaml.replace("wrist_3_joint", "gripper_joint");
+    let e = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&unknown).expect("yaml"))
+        .expect("read")
+        .resolve(&b.robot.tree, |_| Ok(Isometry3::identity()))
+        .expect_err("unknown joint");
+    assert!(e.to_string().contains("'gripper_joint'"), "{e}");
+    let missing = yaml.replace("tolerance_below", "tolerance_low");
+    let e = ConstraintSpec::from_moveit_yaml(&serde_yaml::from_str(&missing).expect("yaml"))
+        .expect_err("no tolerance_below");
+    assert!(
+        e.contains("joint_constraints[0]") && e.contains("tolerance_below"),
+        "{e}"
+    );
 }

@@ -61,10 +61,10 @@ pub struct PlanArgs {
     pub pose: super::pose::PoseGoalArgs,
     /// Path constraints: a YAML file holding a MoveIt `moveit_msgs/Constraints`
     /// (`orientation_constraints` with XYZ Euler angles or a rotation vector,
-    /// `position_constraints` with one BOX region each), kept by every configuration of the
-    /// path (see `planners::constrained`; rrt_connect only). Replaces the request's
-    /// `path_constraints`. Frames: the scene's, the robot's root link or another link (at the
-    /// start state).
+    /// `position_constraints` with one BOX region each, `joint_constraints`), kept by every
+    /// configuration of the path (see `planners::constrained`; rrt_connect only). Replaces the
+    /// request's `path_constraints`. Frames: the scene's, the robot's root link or another
+    /// link (at the start state).
     #[arg(long = "path-constraints")]
     pub path_constraints: Option<PathBuf>,
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.

@@ -10,6 +10,8 @@
 //!   tool's z up and tolerances `[0.1, 0.1, PI]`.
 //! - [`PositionConstraint`]: a point fixed to the link (its origin plus an offset in the
 //!   link's frame) lies inside a box, given by its centre pose and half extents.
+//! - [`JointConstraint`]: a joint of the group stays within a range around a position
+//!   (continuous joints the short way round).
 //!
 //! [`ConstraintSet`] evaluates them for one planning group and base state: whether a
 //! configuration satisfies them (and which constraint it violates, by how much), whether every
@@ -29,7 +31,7 @@ use super::ik::{
 };
 use super::load::RobotModel;
 use super::model::KinematicTree;
-use super::space::JointSpace;
+use super::space::{wrap_angle, wrapped_difference, JointSpace};
 use super::PlanningGroup;
 
 /// Fraction of each tolerance a projection keeps clear of (it aims inside `1 - margin` of
@@ -145,6 +147,21 @@ pub struct PositionConstraint {
     pub half_extents: Vector3<f64>,
 }
 
+/// A range a joint must stay in: from `position - below` to `position + above` (MoveIt's
+/// `JointConstraint`; for a continuous joint the difference from `position` taken the short
+/// way round).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointConstraint {
+    /// The joint's variable (index into the robot's full state).
+    pub variable: usize,
+    /// The range's reference position (rad or m).
+    pub position: f64,
+    /// How far below `position` the joint may go (>= 0).
+    pub below: f64,
+    /// How far above `position` the joint may go (>= 0).
+    pub above: f64,
+}
+
 /// Constraints that hold along a whole path.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PathConstraints {
@@ -152,12 +169,14 @@ pub struct PathConstraints {
     pub orientation: Vec<OrientationConstraint>,
     /// Position constraints.
     pub position: Vec<PositionConstraint>,
+    /// Joint constraints.
+    pub joint: Vec<JointConstraint>,
 }
 
 impl PathConstraints {
     /// True when there is no constraint.
     pub fn is_empty(&self) -> bool {
-        self.orientation.is_empty() && self.position.is_empty()
+        self.orientation.is_empty() && self.position.is_empty() && self.joint.is_empty()
     }
 }
 
@@ -195,22 +214,24 @@ pub enum ViolationKind {
     Orientation,
     /// A [`PositionConstraint`] (values in m).
     Position,
+    /// A [`JointConstraint`] (values in rad or m).
+    Joint,
 }
 
 /// The component of a constraint a configuration is farthest outside of (relative to its
 /// tolerance).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Violation {
-    /// Orientation or position.
+    /// Orientation, position or joint.
     pub kind: ViolationKind,
     /// Index of the constraint among those of its kind.
     pub index: usize,
-    /// The constrained link's name.
+    /// The constrained link's name (the joint's, for a joint constraint).
     pub link: String,
     /// The axis (0: x, 1: y, 2: z) of the target's or the box's frame.
     pub axis: usize,
-    /// The component's value: the Euler angle's or the rotation vector's (rad), or the
-    /// point's offset from the box's centre (m).
+    /// The component's value: the Euler angle's or the rotation vector's (rad), the point's
+    /// offset from the box's centre (m), or the joint's offset from the constraint's position.
     pub value: f64,
     /// Its tolerance (rad, or the box's half extent in m).
     pub tolerance: f64,
@@ -231,6 +252,16 @@ impl fmt::Display for Violation {
                 "link '{}' is {:.4} m from the centre of position constraint {}'s box along its \
                  {axis} axis (half extent {:.4})",
                 self.link, self.value, self.index, self.tolerance
+            ),
+            ViolationKind::Joint => write!(
+                f,
+                "joint '{}' is {:+.4} from the position of joint constraint {} (tolerance {} \
+                 {:.4})",
+                self.link,
+                self.value,
+                self.index,
+                if self.value < 0.0 { "below" } else { "above" },
+                self.tolerance
             ),
         }
     }
@@ -277,6 +308,58 @@ struct Excess {
     cost: f64,
 }
 
+/// A joint constraint, ready to evaluate.
+#[derive(Clone, Debug)]
+struct JointTerm {
+    /// Index into the group's configuration.
+    k: usize,
+    name: String,
+    position: f64,
+    below: f64,
+    above: f64,
+    continuous: bool,
+    index: usize,
+}
+
+impl JointTerm {
+    /// The joint's signed offset from the constraint's position at `q`.
+    fn offset(&self, q: &[f64]) -> f64 {
+        if self.continuous {
+            wrapped_difference(self.position, q[self.k])
+        } else {
+            q[self.k] - self.position
+        }
+    }
+
+    /// The violation at `q`, if the joint is outside its range.
+    fn violation(&self, q: &[f64]) -> Option<Violation> {
+        let d = self.offset(q);
+        let tolerance = if d < 0.0 { self.below } else { self.above };
+        // Rounding: a joint clamped onto the range's end reads back a few ulps past it.
+        (d.abs() > tolerance + 1e-12 || d.is_nan()).then(|| Violation {
+            kind: ViolationKind::Joint,
+            index: self.index,
+            link: self.name.clone(),
+            axis: 0,
+            value: d,
+            tolerance,
+        })
+    }
+
+    /// Moves the joint of `q` into its range.
+    fn clamp(&self, q: &mut [f64]) {
+        let d = self.offset(q);
+        let inside = d.clamp(-self.below, self.above);
+        if inside != d {
+            q[self.k] = if self.continuous {
+                wrap_angle(self.position + inside)
+            } else {
+                self.position + inside
+            };
+        }
+    }
+}
+
 /// Path constraints of one planning group, evaluated with the other joints at a base state.
 #[derive(Clone, Debug)]
 pub struct ConstraintSet<'a> {
@@ -284,6 +367,7 @@ pub struct ConstraintSet<'a> {
     group: &'a PlanningGroup,
     base: Vec<f64>,
     terms: Vec<Term>,
+    joints: Vec<JointTerm>,
 }
 
 fn finite3(v: &Vector3<f64>) -> bool {
@@ -407,17 +491,97 @@ impl<'a> ConstraintSet<'a> {
                 },
             });
         }
+        let mut joints = Vec::new();
+        for (index, c) in constraints.joint.iter().enumerate() {
+            let name = tree
+                .joints
+                .iter()
+                .find(|j| j.variable == Some(c.variable))
+                .map(|j| j.name.clone())
+                .ok_or_else(|| {
+                    ConstraintError::Bad(format!(
+                        "joint constraint {index}: no joint has variable {}",
+                        c.variable
+                    ))
+                })?;
+            let k = group
+                .variables
+                .iter()
+                .position(|&v| v == c.variable)
+                .ok_or_else(|| {
+                    ConstraintError::Bad(format!(
+                        "joint constraint {index}: joint '{name}' is not in planning group '{}'",
+                        group.name
+                    ))
+                })?;
+            let finite = c.position.is_finite() && c.below.is_finite() && c.above.is_finite();
+            if !(finite && c.below >= 0.0 && c.above >= 0.0) {
+                return Err(ConstraintError::Bad(format!(
+                    "joint constraint {index} (joint '{name}'): position {} and tolerances \
+                     below {} / above {} must be finite, the tolerances >= 0",
+                    c.position, c.below, c.above
+                )));
+            }
+            let space = &group.space;
+            let continuous = space.continuous[k];
+            if !continuous
+                && (c.position - c.below > space.upper[k] || c.position + c.above < space.lower[k])
+            {
+                return Err(ConstraintError::Bad(format!(
+                    "joint constraint {index} (joint '{name}'): the range [{}, {}] lies outside \
+                     the joint's limits [{}, {}]",
+                    c.position - c.below,
+                    c.position + c.above,
+                    space.lower[k],
+                    space.upper[k]
+                )));
+            }
+            joints.push(JointTerm {
+                k,
+                name,
+                position: c.position,
+                below: c.below,
+                above: c.above,
+                continuous,
+                index,
+            });
+        }
         Ok(Self {
             tree,
             group,
             base: base.to_vec(),
             terms,
+            joints,
         })
     }
 
     /// True when there is no constraint to keep.
     pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
+        self.terms.is_empty() && self.joints.is_empty()
+    }
+
+    /// `q` within the joint limits and the joint constraints' ranges.
+    fn clamp(&self, q: &mut [f64]) {
+        clamp_to_limits(&self.group.space, q);
+        for j in &self.joints {
+            j.clamp(q);
+        }
+    }
+
+    /// The joint constraint `q` is farthest outside of (relative to its tolerance; a zero
+    /// tolerance counts as the farthest).
+    fn joint_violation(&self, q: &[f64]) -> Option<Violation> {
+        let ratio = |v: &Violation| {
+            if v.tolerance > 0.0 {
+                v.value.abs() / v.tolerance
+            } else {
+                f64::INFINITY
+            }
+        };
+        self.joints
+            .iter()
+            .filter_map(|j| j.violation(q))
+            .max_by(|a, b| ratio(a).total_cmp(&ratio(b)))
     }
 
     /// The joint space of the planning group.
@@ -517,6 +681,9 @@ impl<'a> ConstraintSet<'a> {
     /// every constraint holds.
     pub fn violation(&self, q: &[f64]) -> Result<Option<Violation>, ConstraintError> {
         self.check_len(q)?;
+        if let Some(v) = self.joint_violation(q) {
+            return Ok(Some(v));
+        }
         let mut poses = Vec::new();
         self.poses(q, &mut poses);
         Ok(self.violation_at(&poses))
@@ -545,6 +712,9 @@ impl<'a> ConstraintSet<'a> {
         let mut poses = Vec::new();
         for i in 1..=n {
             space.interpolate(a, b, i as f64 / n as f64, &mut q);
+            if let Some(v) = self.joint_violation(&q) {
+                return Ok(Some((i, v)));
+            }
             self.poses(&q, &mut poses);
             if let Some(v) = self.violation_at(&poses) {
                 return Ok(Some((i, v)));
@@ -598,8 +768,8 @@ impl<'a> ConstraintSet<'a> {
     }
 
     /// A configuration near `q` that satisfies every constraint with
-    /// [`PROJECTION_MARGIN`] to spare, inside the joint limits (continuous joints wrapped):
-    /// `q` itself (clamped) when it already does; `None` when the descent stalls or does not
+    /// [`PROJECTION_MARGIN`] to spare (joint constraints exactly), inside the joint limits
+    /// (continuous joints wrapped): `q` itself (clamped) when it already does; `None` when the descent stalls or does not
     /// get there within [`PROJECTION_ITERATIONS`] steps.
     pub fn project(&self, q: &[f64]) -> Result<Option<Vec<f64>>, ConstraintError> {
         self.check_len(q)?;
@@ -607,7 +777,7 @@ impl<'a> ConstraintSet<'a> {
         let n = space.dof();
         let scale = 1.0 - PROJECTION_MARGIN;
         let mut q = q.to_vec();
-        clamp_to_limits(space, &mut q);
+        self.clamp(&mut q);
         if q.iter().any(|v| !v.is_finite()) {
             return Ok(None);
         }
@@ -639,7 +809,7 @@ impl<'a> ConstraintSet<'a> {
                 for k in 0..n {
                     trial[k] = q[k] + dq[k];
                 }
-                clamp_to_limits(space, &mut trial);
+                self.clamp(&mut trial);
                 self.poses(&trial, &mut trial_poses);
                 let tex = self.excess(&trial_poses, scale);
                 if tex.cost < ex.cost {
@@ -693,6 +863,19 @@ pub struct PositionSpec {
     pub size: [f64; 3],
 }
 
+/// A joint constraint as a user gives it: the joint by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointSpec {
+    /// The joint.
+    pub joint: String,
+    /// See [`JointConstraint::position`].
+    pub position: f64,
+    /// See [`JointConstraint::below`].
+    pub below: f64,
+    /// See [`JointConstraint::above`].
+    pub above: f64,
+}
+
 /// Path constraints as a user gives them (a file, a request, a ROS message), to be resolved
 /// against a robot and its frames ([`ConstraintSpec::resolve`]).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -701,6 +884,8 @@ pub struct ConstraintSpec {
     pub orientation: Vec<OrientationSpec>,
     /// Position constraints.
     pub position: Vec<PositionSpec>,
+    /// Joint constraints.
+    pub joint: Vec<JointSpec>,
 }
 
 /// Reads `v` as three numbers `{x, y, z}` (missing entries 0), naming `what` when an entry is
@@ -736,11 +921,12 @@ fn rotation_of(q: [f64; 4], what: &str) -> Result<UnitQuaternion<f64>, Constrain
 impl ConstraintSpec {
     /// True when there is no constraint.
     pub fn is_empty(&self) -> bool {
-        self.orientation.is_empty() && self.position.is_empty()
+        self.orientation.is_empty() && self.position.is_empty() && self.joint.is_empty()
     }
 
     /// Reads a MoveIt `moveit_msgs/Constraints` mapping (`orientation_constraints`,
-    /// `position_constraints`; joint and visibility constraints are refused). An orientation
+    /// `position_constraints`, `joint_constraints` (their `weight` is not used); visibility
+    /// constraints are refused). An orientation
     /// constraint's `parameterization` is 0 (XYZ Euler angles, also when left out, as in
     /// MoveIt) or 1 (rotation vector); a position constraint's region must be one BOX. Errors
     /// name the entry and the field.
@@ -753,13 +939,15 @@ impl ConstraintSpec {
                     .into(),
             );
         }
-        for key in ["joint_constraints", "visibility_constraints"] {
-            if v[key].as_sequence().is_some_and(|s| !s.is_empty()) {
-                return Err(format!(
-                    "{key} are not supported as path constraints (orientation_constraints and \
-                     position_constraints are)"
-                ));
-            }
+        if v["visibility_constraints"]
+            .as_sequence()
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(
+                "visibility_constraints are not supported as path constraints \
+                 (orientation_constraints, position_constraints and joint_constraints are)"
+                    .into(),
+            );
         }
         let list = |key: &str| -> Result<Vec<serde_yaml::Value>, String> {
             match &v[key] {
@@ -801,6 +989,24 @@ impl ConstraintSpec {
                 orientation: yaml_quat(&oc["orientation"], &format!("{what}.orientation"))?,
                 tolerance,
                 parameterization,
+            });
+        }
+        for (i, jc) in list("joint_constraints")?.iter().enumerate() {
+            let what = format!("joint_constraints[{i}]");
+            let joint = jc["joint_name"]
+                .as_str()
+                .ok_or(format!("{what}: joint_name is missing"))?
+                .to_string();
+            let number = |k: &str| {
+                jc[k]
+                    .as_f64()
+                    .ok_or(format!("{what}: {k} is missing or not a number"))
+            };
+            spec.joint.push(JointSpec {
+                joint,
+                position: number("position")?,
+                below: number("tolerance_below")?,
+                above: number("tolerance_above")?,
             });
         }
         for (i, pc) in list("position_constraints")?.iter().enumerate() {
@@ -910,6 +1116,32 @@ impl ConstraintSpec {
                 half_extents: Vector3::new(sx, sy, sz) * 0.5,
             });
         }
+        for (i, j) in self.joint.iter().enumerate() {
+            let what = format!("joint constraint {i}");
+            let variable = tree
+                .joints
+                .iter()
+                .find(|x| x.name == j.joint)
+                .ok_or_else(|| {
+                    ConstraintError::Bad(format!(
+                        "{what}: joint_name '{}' is not a joint of the robot",
+                        j.joint
+                    ))
+                })?
+                .variable
+                .ok_or_else(|| {
+                    ConstraintError::Bad(format!(
+                        "{what}: joint '{}' does not move (fixed or a mimic joint)",
+                        j.joint
+                    ))
+                })?;
+            out.joint.push(JointConstraint {
+                variable,
+                position: j.position,
+                below: j.below,
+                above: j.above,
+            });
+        }
         Ok(out)
     }
 }
@@ -949,6 +1181,7 @@ mod tests {
             OrientationParameterization::XyzEulerAngles,
         ] {
             let c = PathConstraints {
+                joint: Vec::new(),
                 orientation: vec![OrientationConstraint {
                     parameterization,
                     ..upright(&robot, &group, &start)
@@ -1038,6 +1271,7 @@ mod tests {
         let start = vec![0.3, -0.4, 0.9, 0.2, 0.4, 0.1];
         let link = robot.tree.link("tool0").expect("tool0");
         let c = PathConstraints {
+            joint: Vec::new(),
             orientation: vec![upright(&robot, &group, &start)],
             position: vec![PositionConstraint {
                 link,
@@ -1069,6 +1303,7 @@ mod tests {
             .translation
             .vector;
         let c = PathConstraints {
+            joint: Vec::new(),
             orientation: Vec::new(),
             position: vec![PositionConstraint {
                 link,
@@ -1091,12 +1326,101 @@ mod tests {
         assert!(projected > 25, "{projected} of 50");
     }
 
+    /// A joint range: named when left, projection clamps into it (also with the orientation),
+    /// a continuous joint's range wraps; a joint outside the group, a negative tolerance and a
+    /// range beyond the limits are refused by name.
+    #[test]
+    fn joint_ranges_are_named_and_projected_into() {
+        let (robot, group) = arm();
+        let base = robot.tree.neutral_state();
+        let start = vec![0.3, -0.4, 0.9, 0.2, 0.4, 0.1];
+        let elbow = JointConstraint {
+            variable: group.variables[2],
+            position: 0.9,
+            below: 0.2,
+            above: 0.1,
+        };
+        // wrist_3 is continuous: its range crosses PI.
+        let wrist = JointConstraint {
+            variable: group.variables[5],
+            position: 3.0,
+            below: 0.2,
+            above: 0.4,
+        };
+        let c = PathConstraints {
+            orientation: vec![upright(&robot, &group, &start)],
+            position: Vec::new(),
+            joint: vec![elbow.clone(), wrist.clone()],
+        };
+        let set = ConstraintSet::new(&robot, &group, &base, c).expect("set");
+        let mut q = start.clone();
+        q[5] = -3.0; // 0.28 past PI from 3.0: inside the wrapped range
+        assert_eq!(set.violation(&q).expect("len"), None);
+        q[2] = 1.2;
+        let v = set.violation(&q).expect("len").expect("elbow above");
+        assert_eq!(
+            (v.kind, v.link.as_str(), v.index),
+            (ViolationKind::Joint, "elbow_joint", 0)
+        );
+        assert!((v.value - 0.3).abs() < 1e-12 && v.tolerance == 0.1, "{v:?}");
+        assert!(v.to_string().contains("joint constraint 0"), "{v}");
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut projected = 0;
+        for _ in 0..100 {
+            let q = group.space.sample_uniform(&mut rng);
+            if let Some(p) = set.project(&q).expect("len") {
+                projected += 1;
+                assert_eq!(set.violation(&p).expect("len"), None, "{p:?}");
+                assert!((0.7..=1.0).contains(&p[2]), "{p:?}");
+                assert!(wrapped_difference(3.0, p[5]) >= -0.2 - 1e-12, "{p:?}");
+                assert!(wrapped_difference(3.0, p[5]) <= 0.4 + 1e-12, "{p:?}");
+            }
+        }
+        assert!(projected > 30, "{projected} of 100");
+        let refused = |j: JointConstraint| {
+            let c = PathConstraints {
+                joint: vec![j],
+                ..PathConstraints::default()
+            };
+            ConstraintSet::new(&robot, &group, &base, c)
+                .expect_err("refused")
+                .to_string()
+        };
+        let outside = robot
+            .tree
+            .joints
+            .iter()
+            .filter_map(|j| j.variable)
+            .find(|v| !group.variables.contains(v));
+        if let Some(variable) = outside {
+            let e = refused(JointConstraint {
+                variable,
+                ..elbow.clone()
+            });
+            assert!(e.contains("not in planning group"), "{e}");
+        }
+        let e = refused(JointConstraint {
+            below: -0.1,
+            ..elbow.clone()
+        });
+        assert!(
+            e.contains("joint constraint 0") && e.contains(">= 0"),
+            "{e}"
+        );
+        let e = refused(JointConstraint {
+            position: 5.0,
+            ..elbow
+        });
+        assert!(e.contains("outside the joint's limits"), "{e}");
+    }
+
     #[test]
     fn bad_constraints_are_refused_by_name() {
         let (robot, group) = arm();
         let base = robot.tree.neutral_state();
         let link = robot.tree.link("tool0").expect("tool0");
         let bad_tol = PathConstraints {
+            joint: Vec::new(),
             orientation: vec![OrientationConstraint {
                 link,
                 orientation: UnitQuaternion::identity(),
@@ -1109,6 +1433,7 @@ mod tests {
         assert!(e.to_string().contains("tolerance"), "{e}");
         let root = robot.tree.root;
         let unmoved = PathConstraints {
+            joint: Vec::new(),
             orientation: vec![OrientationConstraint {
                 link: root,
                 orientation: UnitQuaternion::identity(),
@@ -1120,6 +1445,7 @@ mod tests {
         let e = ConstraintSet::new(&robot, &group, &base, unmoved).expect_err("root link");
         assert!(matches!(e, ConstraintError::LinkNotMoved { .. }), "{e}");
         let flat = PathConstraints {
+            joint: Vec::new(),
             orientation: Vec::new(),
             position: vec![PositionConstraint {
                 link,

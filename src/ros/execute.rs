@@ -15,7 +15,7 @@
 //! Execution monitoring (`monitor_execution`, on by default, as in MoveIt): while a
 //! trajectory runs, every scene change (an obstacle, a cloud, an attached object) re-checks
 //! what is left of it, from the point the robot has passed by the time since the controller
-//! accepted it. Where that is no longer valid the execution is stopped: the goal cancelled
+//! accepted it (less [`MONITOR_LAG`] for a robot behind its timing). Where that is no longer valid the execution is stopped: the goal cancelled
 //! and `~/execute` answered with what collides (action), or an empty trajectory sent and a
 //! warning logged (topic).
 
@@ -29,7 +29,7 @@ use r2r::std_srvs::srv::Trigger;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus};
 
-use super::{lock, params::NodeParams, state, with_service, Shared};
+use super::{lock, params::NodeParams, state, try_with_service, with_service, Shared};
 use crate::service::{point_at, TrajectoryCheckRequest, WorldRevision};
 
 /// Where `execution_mode: topic` publishes trajectories: the command topic of a ros2_control
@@ -54,8 +54,9 @@ pub struct Execution {
     /// An execution holds the slot from its checks to its result (also before the goal is
     /// accepted, so that a second `~/execute` is refused at once).
     busy: Mutex<bool>,
-    /// Bumped by every `~/execute` and `~/stop` in topic mode: the monitor of an earlier
-    /// topic execution ends when it changes (a newer trajectory replaced that one).
+    /// Bumped by every `~/execute` that sends a trajectory and by `~/stop` in topic mode: the
+    /// monitor of an earlier topic execution ends when it changes (a newer trajectory, or a
+    /// stop, replaced that one).
     topic_sends: AtomicU64,
 }
 
@@ -167,6 +168,10 @@ pub fn outcome(
 /// How often a running execution looks for scene changes.
 const MONITOR_PERIOD: Duration = Duration::from_millis(20);
 
+/// How far (s) a robot may lag behind its trajectory's timing for the monitor: the rest is
+/// checked from the point passed this long before the time since the start.
+const MONITOR_LAG: f64 = 0.1;
+
 /// Execution monitoring: re-checks what is left of a running trajectory whenever the world
 /// (scene, attached objects, robot) has changed since it was last checked.
 struct Monitor {
@@ -219,14 +224,16 @@ impl Monitor {
     }
 
     /// One look: `Some(why)` when the world changed and the rest is no longer valid (or
-    /// could not be checked: the robot was unloaded, the checker failed).
+    /// could not be checked: the robot was unloaded, the checker failed). While a plan holds
+    /// the service nothing can change the world either, so a busy service is looked at again
+    /// at the next tick.
     fn poll(&mut self, shared: &Shared, logger: &str) -> Option<String> {
         let elapsed = self.started.elapsed().as_secs_f64();
-        let from = point_at(&self.times, elapsed);
+        let from = point_at(&self.times, elapsed - MONITOR_LAG);
         if from + 1 >= self.times.len() {
             return None;
         }
-        with_service(
+        try_with_service(
             shared,
             logger,
             |reason| Some(format!("the robot is no longer loaded ({reason})")),
@@ -250,6 +257,7 @@ impl Monitor {
                 }
             },
         )
+        .flatten()
     }
 }
 
@@ -347,8 +355,9 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
     let params = lock(&shared.params).clone();
     let seconds = duration_of(&trajectory);
     let allowed = allowed_seconds(seconds, &params);
+    // Whatever the mode, a new trajectory ends the monitor of one sent on the topic before.
+    let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
     if params.execution_mode == "topic" {
-        let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
         return match controller.topic.publish(&trajectory) {
             Ok(()) => {
                 if params.monitor_execution {

@@ -233,19 +233,46 @@ fn with_service<T>(
     f: impl FnOnce(&mut PlanningService) -> T,
 ) -> T {
     let current = lock(&shared.joint_state).clone();
+    tokio::task::block_in_place(|| on_service(lock(&shared.service), current, logger, refused, f))
+}
+
+/// As [`with_service`], but `None` at once when the service is busy (a plan holds it):
+/// for a watcher that looks again soon and must not wait behind a long plan.
+fn try_with_service<T>(
+    shared: &Shared,
+    logger: &str,
+    refused: impl FnOnce(&str) -> T,
+    f: impl FnOnce(&mut PlanningService) -> T,
+) -> Option<T> {
+    let current = lock(&shared.joint_state).clone();
     tokio::task::block_in_place(|| {
-        let mut guard = lock(&shared.service);
-        let service = match guard.as_mut() {
-            Ok(s) => s,
-            Err(reason) => return refused(reason),
+        let guard = match shared.service.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
         };
-        if let Some(js) = &current {
-            if let Err(e) = service.set_joint_state(&js.name, &js.position) {
-                r2r::log_warn!(logger, "joint_states: {e}; message ignored");
-            }
-        }
-        f(service)
+        Some(on_service(guard, current, logger, refused, f))
     })
+}
+
+/// Runs `f` on the locked service after giving it the joint state `current`.
+fn on_service<T>(
+    mut guard: MutexGuard<'_, Result<PlanningService, String>>,
+    current: Option<JointState>,
+    logger: &str,
+    refused: impl FnOnce(&str) -> T,
+    f: impl FnOnce(&mut PlanningService) -> T,
+) -> T {
+    let service = match guard.as_mut() {
+        Ok(s) => s,
+        Err(reason) => return refused(reason),
+    };
+    if let Some(js) = &current {
+        if let Err(e) = service.set_joint_state(&js.name, &js.position) {
+            r2r::log_warn!(logger, "joint_states: {e}; message ignored");
+        }
+    }
+    f(service)
 }
 
 /// After a scene change: publishes `~/scene` (when `scene`) and `~/roadmap` (when

@@ -12,7 +12,7 @@ use r2r::std_msgs::msg::Header;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 
 use crate::planners::PlanStats;
-use crate::robot::constraint::{ConstraintSpec, OrientationSpec, PositionSpec};
+use crate::robot::constraint::{ConstraintSpec, JointSpec, OrientationSpec, PositionSpec};
 use crate::service::{
     ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
     ServicePoseGoal,
@@ -100,6 +100,16 @@ pub fn path_constraints(msg: &PathConstraints) -> ConstraintSpec {
                     orientation: quat(&c.region_pose.orientation),
                     size: xyz(&c.region_size),
                 }
+            })
+            .collect(),
+        joint: msg
+            .joint_constraints
+            .iter()
+            .map(|c| JointSpec {
+                joint: c.joint_name.clone(),
+                position: c.position,
+                below: c.tolerance_below,
+                above: c.tolerance_above,
             })
             .collect(),
     }
@@ -488,7 +498,9 @@ mod tests {
 
     #[test]
     fn path_constraints_keep_their_frames_links_and_numbers() {
-        use r2r::gpu_motion_planner_interfaces::msg::{OrientationConstraint, PositionConstraint};
+        use r2r::gpu_motion_planner_interfaces::msg::{
+            JointConstraint, OrientationConstraint, PositionConstraint,
+        };
         let mut oc = OrientationConstraint {
             link_name: "tool0".into(),
             absolute_x_axis_tolerance: 0.1,
@@ -514,6 +526,12 @@ mod tests {
             path_constraints: PathConstraints {
                 orientation_constraints: vec![oc],
                 position_constraints: vec![pc],
+                joint_constraints: vec![JointConstraint {
+                    joint_name: "wrist_3_joint".into(),
+                    position: 0.5,
+                    tolerance_above: 0.25,
+                    tolerance_below: 0.75,
+                }],
             },
             ..Default::default()
         };
@@ -531,6 +549,11 @@ mod tests {
         assert_eq!(
             (p.orientation, p.size),
             ([0.0, 0.0, 0.0, 1.0], [1.0, 2.0, 0.5])
+        );
+        let j = &spec.joint[0];
+        assert_eq!(
+            (j.joint.as_str(), j.position, j.below, j.above),
+            ("wrist_3_joint", 0.5, 0.75, 0.25)
         );
         // No constraint in the message: none in the request.
         assert!(service_request(&PlanPath::Request::default())

@@ -33,7 +33,8 @@ import independent_check as ic  # noqa: E402
 
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
-from gpu_motion_planner_interfaces.msg import OrientationConstraint, PositionConstraint
+from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConstraint,
+                                               PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject, PlanAgents,
                                               PlanBatch, PlanCartesian, PlanPath)
@@ -885,8 +886,8 @@ def path_constraint_checks(node, plan):
     """~/plan with path_constraints: the tool kept pointing down (any heading) and a point
     5 cm past it inside a box, at and between the trajectory's points by the independent
     forward kinematics, with XYZ Euler angles (the message's default) and with a rotation
-    vector; a start tipped over, drm, an unknown link and an unknown parameterization refused
-    by name."""
+    vector; wrist_3 kept in a range by a joint constraint; a start tipped over, drm, an
+    unknown link, an unknown joint and an unknown parameterization refused by name."""
     codes = PlanPath.Response
     tol = 0.1
 
@@ -943,6 +944,32 @@ def path_constraint_checks(node, plan):
     check('a constraint on an unknown link: INVALID_GOAL_CONSTRAINTS naming it',
           res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
           and "'gripper'" in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    # wrist_3 (continuous) kept between its start and goal values, 0.15 rad to spare.
+    def wrapped(d):
+        return (d + math.pi) % (2.0 * math.pi) - math.pi
+    half = wrapped(DOWN_GOAL[5] - DOWN_START[5]) / 2.0
+    mid, jtol = wrapped(DOWN_START[5] + half), abs(half) + 0.15
+    req = request(DOWN_START)
+    jc = JointConstraint()
+    jc.joint_name, jc.position = 'wrist_3_joint', mid
+    jc.tolerance_above = jc.tolerance_below = jtol
+    req.path_constraints.joint_constraints = [jc]
+    res = call(node, plan, req, timeout=60.0)
+    worst = None
+    if res is not None and res.success:
+        i = list(res.trajectory.joint_names).index('wrist_3_joint')
+        pts = [p.positions[i] for p in res.trajectory.points]
+        worst = max(abs(wrapped(a + wrapped(b - a) * k / 10.0 - mid))
+                    for a, b in zip(pts, pts[1:]) for k in range(11))
+    check('~/plan with a joint constraint keeps wrist_3 in its range at and between the points',
+          worst is not None and worst <= jtol + 1e-9,
+          f'{res and res.message!r}; worst {worst} from {mid:.4f}, tolerance {jtol:.4f}')
+    jc.joint_name = 'gripper_joint'
+    res = call(node, plan, req, timeout=30.0)
+    check('a joint constraint on an unknown joint: INVALID_GOAL_CONSTRAINTS naming it',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and "'gripper_joint'" in res.message,
           res and f'code={res.error_code} message={res.message!r}')
     res = call(node, plan, request(DOWN_START, parameterization=5), timeout=30.0)
     check('an unknown parameterization: INVALID_GOAL_CONSTRAINTS naming it',
