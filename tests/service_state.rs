@@ -137,11 +137,12 @@ fn states_past_limits_and_bad_states_are_answered_by_name() {
     }
 }
 
-#[test]
-fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
-    let mut s = service();
-    let n = names(&s);
-    let plan = s.plan(request(&s, &START, &GOAL)).expect("plan");
+/// A plan from START to GOAL: its points, and the request that checks them at the node's
+/// resolution.
+fn planned(
+    s: &mut gpu_motion_planner::service::PlanningService,
+) -> (Vec<Vec<f64>>, TrajectoryCheckRequest) {
+    let plan = s.plan(request(s, &START, &GOAL)).expect("plan");
     let points: Vec<Vec<f64>> = plan
         .trajectory
         .points
@@ -149,10 +150,18 @@ fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
         .map(|p| p.positions.clone())
         .collect();
     let req = TrajectoryCheckRequest {
-        joint_names: n.clone(),
+        joint_names: names(s),
         points: points.clone(),
         resolution: None,
     };
+    (points, req)
+}
+
+#[test]
+fn a_planned_trajectory_is_valid_until_an_obstacle_crosses_it() {
+    let mut s = service();
+    let n = names(&s);
+    let (points, req) = planned(&mut s);
     let check = s.check_trajectory(&req).expect("check");
     assert!(check.valid, "{check:?}");
     assert_eq!(check.points_valid.len(), points.len());
@@ -453,18 +462,7 @@ fn the_rest_of_a_running_trajectory_is_rechecked_from_where_the_robot_is() {
     use gpu_motion_planner::service::{point_at, AttachRequest};
     let mut s = service();
     let n = names(&s);
-    let plan = s.plan(request(&s, &START, &GOAL)).expect("plan");
-    let points: Vec<Vec<f64>> = plan
-        .trajectory
-        .points
-        .iter()
-        .map(|p| p.positions.clone())
-        .collect();
-    let req = TrajectoryCheckRequest {
-        joint_names: n.clone(),
-        points: points.clone(),
-        resolution: None,
-    };
+    let (points, req) = planned(&mut s);
     let last = points.len() - 1;
     assert!(last >= 4, "{} points", points.len());
     assert_eq!(s.check_remaining(&req, 0).expect("check"), None);
