@@ -767,10 +767,10 @@ impl<'a> ConstraintSet<'a> {
         jac
     }
 
-    /// A configuration near `q` that satisfies every constraint with
-    /// [`PROJECTION_MARGIN`] to spare (joint constraints exactly), inside the joint limits
-    /// (continuous joints wrapped): `q` itself (clamped) when it already does; `None` when the descent stalls or does not
-    /// get there within [`PROJECTION_ITERATIONS`] steps.
+    /// A configuration near `q` that satisfies every constraint with [`PROJECTION_MARGIN`]
+    /// to spare (joint constraints exactly), inside the joint limits (continuous joints
+    /// wrapped): `q` itself (clamped) when it already does; `None` when the descent stalls or
+    /// does not get there within [`PROJECTION_ITERATIONS`] steps.
     pub fn project(&self, q: &[f64]) -> Result<Option<Vec<f64>>, ConstraintError> {
         self.check_len(q)?;
         let space = &self.group.space;

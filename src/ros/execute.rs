@@ -15,9 +15,9 @@
 //! Execution monitoring (`monitor_execution`, on by default, as in MoveIt): while a
 //! trajectory runs, every scene change (an obstacle, a cloud, an attached object) re-checks
 //! what is left of it, from the point the robot has passed by the time since the controller
-//! accepted it (less [`MONITOR_LAG`] for a robot behind its timing). Where that is no longer valid the execution is stopped: the goal cancelled
-//! and `~/execute` answered with what collides (action), or an empty trajectory sent and a
-//! warning logged (topic).
+//! accepted it (less [`MONITOR_LAG`] for a robot behind its timing). Where that is no longer
+//! valid the execution is stopped: the goal cancelled and `~/execute` answered with what
+//! collides (action), or an empty trajectory sent and a warning logged (topic).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
