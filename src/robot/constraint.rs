@@ -912,6 +912,13 @@ fn yaml_quat(v: &serde_yaml::Value, what: &str) -> Result<[f64; 4], String> {
     Ok(out)
 }
 
+/// Why the parameterization `got` of constraint `what` is refused.
+fn bad_parameterization(what: &str, got: impl fmt::Display) -> String {
+    format!(
+        "{what}: parameterization must be 0 (XYZ_EULER_ANGLES) or 1 (ROTATION_VECTOR), got {got}"
+    )
+}
+
 /// A quaternion `[x, y, z, w]` as a rotation; errors name `what` when it is zero or not
 /// finite.
 fn rotation_of(q: [f64; 4], what: &str) -> Result<UnitQuaternion<f64>, ConstraintError> {
@@ -967,11 +974,12 @@ impl ConstraintSpec {
                 p => p
                     .as_i64()
                     .filter(|&p| OrientationParameterization::from_code(p).is_some())
-                    .ok_or(format!(
-                        "{what}: parameterization must be 0 (XYZ_EULER_ANGLES) or 1 \
-                         (ROTATION_VECTOR), got {}",
-                        serde_yaml::to_string(p).unwrap_or_default().trim()
-                    ))?,
+                    .ok_or_else(|| {
+                        bad_parameterization(
+                            &what,
+                            serde_yaml::to_string(p).unwrap_or_default().trim(),
+                        )
+                    })?,
             };
             let mut tolerance = [0.0; 3];
             for (slot, k) in tolerance.iter_mut().zip([
@@ -1084,11 +1092,7 @@ impl ConstraintSpec {
             let [x, y, z] = o.tolerance;
             let parameterization = OrientationParameterization::from_code(o.parameterization)
                 .ok_or_else(|| {
-                    ConstraintError::Bad(format!(
-                        "{what}: parameterization must be 0 (XYZ_EULER_ANGLES) or 1 \
-                         (ROTATION_VECTOR), got {}",
-                        o.parameterization
-                    ))
+                    ConstraintError::Bad(bad_parameterization(&what, o.parameterization))
                 })?;
             out.orientation.push(OrientationConstraint {
                 link,

@@ -119,9 +119,10 @@ pub fn error_code_name(code: i32) -> &'static str {
 
 /// The seconds of a trajectory: its last point's `time_from_start`.
 pub fn duration_of(trajectory: &JointTrajectory) -> f64 {
-    trajectory.points.last().map_or(0.0, |p| {
-        f64::from(p.time_from_start.sec) + f64::from(p.time_from_start.nanosec) * 1e-9
-    })
+    trajectory
+        .points
+        .last()
+        .map_or(0.0, |p| super::plan::seconds(&p.time_from_start))
 }
 
 /// How long an execution of `seconds` may take before it is cancelled.
@@ -201,9 +202,7 @@ impl Monitor {
             times: trajectory
                 .points
                 .iter()
-                .map(|p| {
-                    f64::from(p.time_from_start.sec) + 1e-9 * f64::from(p.time_from_start.nanosec)
-                })
+                .map(|p| super::plan::seconds(&p.time_from_start))
                 .collect(),
             started: Instant::now(),
             seen,

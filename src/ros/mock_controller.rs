@@ -203,8 +203,7 @@ pub fn from_message(msg: &JointTrajectory) -> Trajectory {
                 positions: p.positions.clone(),
                 velocities: p.velocities.clone(),
                 accelerations: p.accelerations.clone(),
-                time_from_start: f64::from(p.time_from_start.sec)
-                    + f64::from(p.time_from_start.nanosec) * 1e-9,
+                time_from_start: super::plan::seconds(&p.time_from_start),
             })
             .collect(),
     }

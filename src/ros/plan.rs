@@ -175,6 +175,11 @@ pub fn duration(t: f64) -> DurationMsg {
     }
 }
 
+/// The seconds of a `builtin_interfaces/Duration` (the inverse of [`duration`]).
+pub fn seconds(d: &DurationMsg) -> f64 {
+    f64::from(d.sec) + f64::from(d.nanosec) * 1e-9
+}
+
 /// The JointTrajectory message of a trajectory, in `frame_id`.
 pub fn joint_trajectory(traj: &Trajectory, frame_id: &str) -> JointTrajectory {
     JointTrajectory {

@@ -143,9 +143,7 @@ pub fn execution_verdict(
     if !(check.success && check.valid) {
         return Err(format!("not valid in the current scene: {}", check.message));
     }
-    let end = trajectory.points.last().map_or(0.0, |p| {
-        f64::from(p.time_from_start.sec) + 1e-9 * f64::from(p.time_from_start.nanosec)
-    });
+    let end = super::execute::duration_of(trajectory);
     Ok(format!("{} points, {end:.2} s,", trajectory.points.len()))
 }
 
