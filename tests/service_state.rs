@@ -572,3 +572,117 @@ fn the_rest_of_a_running_trajectory_is_rechecked_from_where_the_robot_is() {
     assert_eq!(point_at(&times, 1.0), 2);
     assert_eq!(point_at(&times, 5.0), 2);
 }
+
+#[test]
+fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going() {
+    use gpu_motion_planner::service::{ServicePlanRequest, ServicePoseGoal};
+    let mut s = service();
+    let n = names(&s);
+    // The tool where GOAL puts it, asked in the frame of the forearm (placed where START puts
+    // it), as a user might ask for "there, relative to the arm as it is now".
+    let forearm = {
+        let robot = s.robot();
+        let group = s.group().expect("group");
+        let state = group.full_state(&robot.tree.neutral_state(), &START);
+        robot.tree.forward_kinematics(&state)[robot.tree.link("forearm_link").expect("forearm")]
+    };
+    let target = forearm.inverse() * common::service::tool_pose_at(&s, &GOAL);
+    let (t, r) = (target.translation.vector, target.rotation.coords);
+    let original = ServicePlanRequest {
+        start: Some((n.clone(), START.to_vec())),
+        goal_pose: Some(ServicePoseGoal {
+            frame: "forearm_link".into(),
+            link: None,
+            position: [t.x, t.y, t.z],
+            orientation: Some([r.x, r.y, r.z, r.w]),
+            position_tolerance: None,
+            orientation_tolerance: None,
+        }),
+        seed: Some(11),
+        time_limit: Some(5.0),
+        ..Default::default()
+    };
+    let first = s.plan(original.clone()).expect("plan to the pose");
+    let points: Vec<Vec<f64>> = first
+        .trajectory
+        .points
+        .iter()
+        .map(|p| p.positions.clone())
+        .collect();
+    let end = points.last().expect("points").clone();
+    let last = points.len() - 1;
+    assert!(last >= 4, "{} points", points.len());
+
+    // The robot was stopped 30 % of the way along because a cube appeared at 60 %.
+    let stop = last * 3 / 10;
+    let held = points[stop].clone();
+    s.set_joint_state(&n, &held).expect("joint state");
+    let at = common::service::tool_pose_at(&s, &points[last * 6 / 10])
+        .translation
+        .vector;
+    common::service::place(&mut s, "replan", 0, MarkerKind::Cube, at, 0.12);
+    let rest = TrajectoryCheckRequest {
+        joint_names: n.clone(),
+        points: points.clone(),
+        resolution: None,
+    };
+    assert!(
+        s.check_remaining(&rest, stop).expect("check").is_some(),
+        "the cube blocks the rest of the first plan"
+    );
+
+    let again = original.replan_to(&n, &end);
+    assert_eq!(again.start, None, "from the current state");
+    assert_eq!(again.goal_pose, None);
+    assert_eq!(again.goal, (n.clone(), end.clone()));
+    assert_eq!(
+        (again.seed, again.time_limit, &again.path_constraints),
+        (
+            original.seed,
+            original.time_limit,
+            &original.path_constraints
+        )
+    );
+    let second = s.plan(again).expect("replan around the cube");
+    let replanned: Vec<Vec<f64>> = second
+        .trajectory
+        .points
+        .iter()
+        .map(|p| p.positions.clone())
+        .collect();
+    let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
+    assert!(close(&replanned[0], &held), "starts where the robot holds");
+    assert!(
+        close(replanned.last().expect("points"), &end),
+        "ends where the first plan was going"
+    );
+    // Valid around the cube for the independent checker, points and motions.
+    let reference = cpu_checker(&s);
+    let resolution = s.settings().resolution;
+    let mut motions = MotionBatch::new(n.len());
+    for (i, q) in replanned.iter().enumerate() {
+        assert!(reference.check_config(q).expect("reference"), "point {i}");
+        if let Some(next) = replanned.get(i + 1) {
+            motions.push(q, next).expect("motion");
+        }
+    }
+    let free = reference
+        .check_motions(&motions, resolution)
+        .expect("reference");
+    assert!(free.iter().all(|&f| f), "{free:?}");
+
+    // Asking for the pose again from there would re-place the forearm frame where the held
+    // state puts it, and send the tool somewhere else (or nowhere).
+    let naive = s.plan(ServicePlanRequest {
+        start: None,
+        ..original.clone()
+    });
+    if let Ok(naive) = naive {
+        let q = &naive.trajectory.points.last().expect("points").positions;
+        let (a, b) = (
+            common::service::tool_pose_at(&s, q).translation.vector,
+            common::service::tool_pose_at(&s, &end).translation.vector,
+        );
+        assert!((a - b).norm() > 0.01, "{a:?} vs {b:?}");
+    }
+}

@@ -169,6 +169,25 @@ pub struct ServicePoseGoal {
     pub orientation_tolerance: Option<f64>,
 }
 
+impl ServicePlanRequest {
+    /// The request that plans again from the robot's current state to `goal` (names and
+    /// positions: the configuration an earlier plan of this request ended at), with the
+    /// same planner, time limit, seed, scaling, attempts and path constraints: what the node
+    /// plans when execution monitoring stopped a trajectory and `replan_attempts` allows
+    /// another. A pose goal becomes the configuration that was reached for it, so the robot
+    /// still goes where it was going (not to another solution of the pose, nor to a pose
+    /// re-placed in a link frame that has moved). Path constraints given in the frame of a
+    /// link the joints move are placed again where the new start puts that link.
+    pub fn replan_to(&self, names: &[String], positions: &[f64]) -> Self {
+        Self {
+            start: None,
+            goal: (names.to_vec(), positions.to_vec()),
+            goal_pose: None,
+            ..self.clone()
+        }
+    }
+}
+
 /// A successful plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServicePlanResponse {
