@@ -18,6 +18,11 @@
 //! accepted it (less [`MONITOR_LAG`] for a robot behind its timing). Where that is no longer
 //! valid the execution is stopped: the goal cancelled and `~/execute` answered with what
 //! collides (action), or an empty trajectory sent and a warning logged (topic).
+//!
+//! Replanning (`replan_attempts` > 0, action mode): after such a stop and `replan_delay`,
+//! the same request is planned again from where the robot holds to the configuration the
+//! stopped trajectory ended at ([`crate::service::ServicePlanRequest::replan_to`]),
+//! published and sent, monitored in turn, until one finishes or the attempts are spent.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +34,10 @@ use r2r::std_srvs::srv::Trigger;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus};
 
-use super::{lock, params::NodeParams, state, try_with_service, with_service, Shared};
+use super::{
+    lock, params::NodeParams, plan_and_publish, state, try_with_service, with_service, PlanOutputs,
+    Shared,
+};
 use crate::service::{point_at, TrajectoryCheckRequest, WorldRevision};
 
 /// Where `execution_mode: topic` publishes trajectories: the command topic of a ros2_control
@@ -58,6 +66,9 @@ pub struct Execution {
     /// monitor of an earlier topic execution ends when it changes (a newer trajectory, or a
     /// stop, replaced that one).
     topic_sends: AtomicU64,
+    /// Bumped by every `~/stop`: an execution between a monitor's stop and its replanned
+    /// goal sends nothing more once it changes.
+    stops: AtomicU64,
 }
 
 impl std::fmt::Debug for Execution {
@@ -308,6 +319,7 @@ pub async fn serve_execute(
     shared: Arc<Shared>,
     logger: String,
     controller: Controller,
+    outputs: PlanOutputs,
 ) -> Trigger::Response {
     {
         let mut busy = lock(&shared.execution.busy);
@@ -328,16 +340,122 @@ pub async fn serve_execute(
         }
     }
     let _release = Release(&shared.execution);
-    execute(&shared, &logger, controller).await
+    execute(&shared, &logger, controller, outputs).await
 }
 
-async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> Trigger::Response {
-    let Some(trajectory) = lock(&shared.last_trajectory).clone() else {
+/// How one trajectory's execution ended.
+enum Ran {
+    /// With the answer for `~/execute`.
+    Answered(Trigger::Response),
+    /// Execution monitoring stopped it; what was stopped and why (the cancellation
+    /// included), which replanning may follow.
+    Stopped(String),
+}
+
+/// Sends the last plan; where execution monitoring stops it and `replan_attempts` allows,
+/// plans again from where the robot holds to where it was going and sends that (MoveIt's
+/// replanning), until a trajectory finishes, the attempts are spent, or `~/stop` comes.
+async fn execute(
+    shared: &Arc<Shared>,
+    logger: &str,
+    controller: Controller,
+    outputs: PlanOutputs,
+) -> Trigger::Response {
+    let Some(last) = lock(&shared.last_plan).clone() else {
         return answer(
             false,
             "nothing to execute: no trajectory planned yet".into(),
         );
     };
+    let stops = shared.execution.stops.load(Ordering::SeqCst);
+    let stopped_since = || shared.execution.stops.load(Ordering::SeqCst) != stops;
+    let mut trajectory = last.trajectory;
+    // What happened before the run under way: monitor stops and replanning attempts.
+    let mut history: Vec<String> = Vec::new();
+    let mut replans = 0;
+    loop {
+        let ran = run(shared, logger, controller.clone(), &trajectory, stops).await;
+        *lock(&shared.execution.goal) = None;
+        let stopped = match ran {
+            Ran::Answered(mut response) => {
+                if !history.is_empty() {
+                    response.message =
+                        format!("{} (after {})", response.message, history.join("; "));
+                }
+                return response;
+            }
+            Ran::Stopped(stopped) => stopped,
+        };
+        history.push(stopped);
+        let params = lock(&shared.params).clone();
+        let Some(request) = last.request.as_ref().filter(|_| params.replan_attempts > 0) else {
+            let why = if params.replan_attempts > 0 {
+                "; not replanned: the trajectory is a Cartesian path (~/plan_cartesian)"
+            } else {
+                ""
+            };
+            return answer(false, format!("{}{why}", history.join("; ")));
+        };
+        let Some(goal) = trajectory.points.last().map(|p| p.positions.clone()) else {
+            return answer(false, history.join("; "));
+        };
+        let again = request.replan_to(&trajectory.joint_names, &goal);
+        loop {
+            if replans >= params.replan_attempts {
+                r2r::log_warn!(
+                    logger,
+                    "~/execute: replanning gave up: {}",
+                    history.join("; ")
+                );
+                return answer(
+                    false,
+                    format!(
+                        "{}; no replanning attempt left (replan_attempts {})",
+                        history.join("; "),
+                        params.replan_attempts
+                    ),
+                );
+            }
+            replans += 1;
+            tokio::time::sleep(Duration::from_secs_f64(params.replan_delay)).await;
+            if stopped_since() {
+                return answer(
+                    false,
+                    format!("{}; ~/stop came before replanning", history.join("; ")),
+                );
+            }
+            let response = plan_and_publish(shared, logger, &outputs, &again, Some(request));
+            if response.success {
+                r2r::log_info!(
+                    logger,
+                    "~/execute: replanned from where the robot holds (attempt {replans}): {}",
+                    response.message
+                );
+                history.push(format!(
+                    "replanned (attempt {replans}): {}",
+                    response.message
+                ));
+                trajectory = response.trajectory;
+                break;
+            }
+            history.push(format!(
+                "replanning attempt {replans} failed (error code {}): {}",
+                response.error_code, response.message
+            ));
+        }
+    }
+}
+
+/// Sends one trajectory (checks, the topic or the action, monitoring) and waits for how it
+/// ends; nothing is sent once a `~/stop` has come since `stops` was read.
+async fn run(
+    shared: &Arc<Shared>,
+    logger: &str,
+    controller: Controller,
+    trajectory: &JointTrajectory,
+    stops: u64,
+) -> Ran {
+    let trajectory = trajectory.clone();
     let verdict = with_service(
         shared,
         logger,
@@ -348,7 +466,7 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
         },
     );
     let (what, checked_in) = match verdict {
-        Err(why) => return answer(false, format!("not executed: {why}")),
+        Err(why) => return Ran::Answered(answer(false, format!("not executed: {why}"))),
         Ok(found) => found,
     };
     let params = lock(&shared.params).clone();
@@ -357,7 +475,7 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
     // Whatever the mode, a new trajectory ends the monitor of one sent on the topic before.
     let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
     if params.execution_mode == "topic" {
-        return match controller.topic.publish(&trajectory) {
+        return Ran::Answered(match controller.topic.publish(&trajectory) {
             Ok(()) => {
                 if params.monitor_execution {
                     tokio::spawn(monitor_topic(
@@ -372,7 +490,7 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
                 answer(true, format!("sent {what} to {CONTROLLER_TOPIC}"))
             }
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
-        };
+        });
     }
     // ("N points, D s," reads on in "sent ... to"; here it ends a clause.)
     let what = what.trim_end_matches(',').to_string();
@@ -392,10 +510,16 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
                 tokio::time::timeout(SERVER_WAIT, available).await,
                 Ok(Ok(()))
             ) {
-                return answer(false, no_server());
+                return Ran::Answered(answer(false, no_server()));
             }
         }
-        Err(e) => return answer(false, format!("not executed: {action}: {e}")),
+        Err(e) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
+    }
+    if shared.execution.stops.load(Ordering::SeqCst) != stops {
+        return Ran::Answered(answer(
+            false,
+            format!("not executed: ~/stop came before {what} was sent"),
+        ));
     }
     let goal = FollowJointTrajectory::Goal {
         trajectory: trajectory.clone(),
@@ -404,17 +528,17 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
     let sent = controller.action.send_goal_request(goal);
     let sent = match sent {
         Ok(sent) => sent,
-        Err(e) => return answer(false, format!("not executed: {action}: {e}")),
+        Err(e) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
     };
     let (handle, result, mut feedback) = match tokio::time::timeout(SERVER_WAIT, sent).await {
-        Err(_) => return answer(false, no_server()),
+        Err(_) => return Ran::Answered(answer(false, no_server())),
         Ok(Err(r2r::Error::RCL_RET_ACTION_GOAL_REJECTED)) => {
-            return answer(
+            return Ran::Answered(answer(
                 false,
                 format!("not executed: the controller rejected {what}"),
-            )
+            ))
         }
-        Ok(Err(e)) => return answer(false, format!("not executed: {action}: {e}")),
+        Ok(Err(e)) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
         Ok(Ok(accepted)) => accepted,
     };
     *lock(&shared.execution.goal) = Some(handle.clone());
@@ -435,21 +559,20 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
             drain.abort();
             let cancelled = cancel(&handle).await;
             r2r::log_warn!(logger, "~/execute: stopped {what}: {why}");
-            return answer(
-                false,
-                format!(
-                    "stopped {what}: {why}; {}",
-                    if cancelled {
-                        "the goal was cancelled"
-                    } else {
-                        "cancelling the goal was not confirmed"
-                    }
-                ),
-            );
+            // Only a robot known to hold is planned on from (not one whose controller did
+            // not confirm the cancellation).
+            return if cancelled {
+                Ran::Stopped(format!("stopped {what}: {why}; the goal was cancelled"))
+            } else {
+                Ran::Answered(answer(
+                    false,
+                    format!("stopped {what}: {why}; cancelling the goal was not confirmed"),
+                ))
+            };
         }
     };
     drain.abort();
-    match waited {
+    Ran::Answered(match waited {
         Ok(Ok((status, result))) => {
             let (success, message) = outcome(status, &result, &what);
             answer(success, message)
@@ -472,7 +595,7 @@ async fn execute(shared: &Arc<Shared>, logger: &str, controller: Controller) -> 
                 ),
             )
         }
-    }
+    })
 }
 
 /// Cancels a goal; whether the controller confirmed it within [`SERVER_WAIT`].
@@ -497,8 +620,17 @@ pub async fn serve_stop(shared: Arc<Shared>, controller: Controller) -> Trigger:
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
         };
     }
+    shared.execution.stops.fetch_add(1, Ordering::SeqCst);
     let goal = lock(&shared.execution.goal).clone();
     let Some(goal) = goal else {
+        if *lock(&shared.execution.busy) {
+            return answer(
+                true,
+                "no goal was running: the execution under way (checking, or replanning) sends \
+                 none from now on"
+                    .into(),
+            );
+        }
         return answer(false, "nothing to stop: no execution is running".into());
     };
     match goal.cancel() {

@@ -73,7 +73,7 @@ use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::QosProfile;
 
 use crate::service::agents::{AgentsService, AgentsSettings};
-use crate::service::PlanningService;
+use crate::service::{PlanningService, ServicePlanRequest};
 use crate::tf::SharedTf;
 
 pub use execute::CONTROLLER_TOPIC;
@@ -102,6 +102,17 @@ pub enum NodeError {
     Config(String),
 }
 
+/// The last trajectory published on `~/trajectory`, with the request that planned it.
+#[derive(Debug, Clone)]
+pub struct LastPlan {
+    /// What `~/execute` sends.
+    pub trajectory: JointTrajectory,
+    /// The plan request of `~/plan`, `~/goal` or `~/goal_pose` that made it, which replanning
+    /// after a stop plans again ([`ServicePlanRequest::replan_to`]); `None` for a Cartesian
+    /// path.
+    pub request: Option<ServicePlanRequest>,
+}
+
 /// State shared between the node's tasks.
 #[derive(Debug)]
 pub struct Shared {
@@ -115,7 +126,7 @@ pub struct Shared {
     /// The many-agent grid planner and its last map.
     pub agents: Mutex<AgentsService>,
     /// The last trajectory published on `~/trajectory`, which `~/execute` sends.
-    pub last_trajectory: Mutex<Option<JointTrajectory>>,
+    pub last_plan: Mutex<Option<LastPlan>>,
     /// The `robot_description` parameter holds the URDF last received on the
     /// `robot_description` topic (not one a user set).
     pub description_from_topic: AtomicBool,
@@ -179,9 +190,11 @@ fn publish<T: r2r::WrappedTypesupport + 'static>(
 
 /// The publishers a successful plan feeds.
 #[derive(Clone)]
-struct PlanOutputs {
-    trajectory: r2r::Publisher<JointTrajectory>,
-    roadmap: r2r::Publisher<MarkerArray>,
+pub struct PlanOutputs {
+    /// `~/trajectory`.
+    pub trajectory: r2r::Publisher<JointTrajectory>,
+    /// `~/roadmap`.
+    pub roadmap: r2r::Publisher<MarkerArray>,
 }
 
 /// Runs one plan request against the service (the latest joint state first) and answers
@@ -192,33 +205,48 @@ fn serve_plan(
     outputs: &PlanOutputs,
     request: &PlanPath::Request,
 ) -> PlanPath::Response {
-    let (response, published) = with_service(
+    plan_and_publish(
         shared,
         logger,
-        |reason| (plan::no_robot(reason), None),
-        |service| {
-            let request = plan::service_request(request);
-            let outcome = service.plan(request.clone());
-            let response = plan::response(&outcome, &request, service);
-            let published = response.success.then(|| response.trajectory.clone());
-            (response, published)
-        },
-    );
-    if let Some(trajectory) = published {
-        publish_plan(shared, logger, outputs, &trajectory);
+        outputs,
+        &plan::service_request(request),
+        None,
+    )
+}
+
+/// Plans `request` and, on success, publishes the trajectory and the roadmap view, keeping
+/// `kept` (or `request` itself) as the request that planned it (for replanning).
+fn plan_and_publish(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    request: &ServicePlanRequest,
+    kept: Option<&ServicePlanRequest>,
+) -> PlanPath::Response {
+    let response = with_service(shared, logger, plan::no_robot, |service| {
+        let outcome = service.plan(request.clone());
+        plan::response(&outcome, request, service)
+    });
+    if response.success {
+        let kept = kept.unwrap_or(request).clone();
+        publish_plan(shared, logger, outputs, &response.trajectory, Some(kept));
     }
     response
 }
 
-/// Publishes a planned trajectory on `~/trajectory` with the roadmap view, and keeps it for
-/// `~/execute`.
+/// Publishes a planned trajectory on `~/trajectory` with the roadmap view, and keeps it (and
+/// the request that planned it, if any) for `~/execute`.
 fn publish_plan(
     shared: &Shared,
     logger: &str,
     outputs: &PlanOutputs,
     trajectory: &JointTrajectory,
+    request: Option<ServicePlanRequest>,
 ) {
-    *lock(&shared.last_trajectory) = Some(trajectory.clone());
+    *lock(&shared.last_plan) = Some(LastPlan {
+        trajectory: trajectory.clone(),
+        request,
+    });
     publish(&outputs.trajectory, trajectory, logger, "~/trajectory");
     let view = roadmap_message(shared, logger);
     publish(&outputs.roadmap, &view, logger, "~/roadmap");
@@ -347,7 +375,7 @@ fn serve_cartesian(
         cartesian::cartesian_response(&outcome, service)
     });
     if response.success && response.fraction >= 1.0 {
-        publish_plan(shared, logger, outputs, &response.trajectory);
+        publish_plan(shared, logger, outputs, &response.trajectory, None);
     }
     response
 }
@@ -467,7 +495,7 @@ async fn run_async() -> Result<(), NodeError> {
             backend: grid_backend,
             ..AgentsSettings::default()
         })),
-        last_trajectory: Mutex::new(None),
+        last_plan: Mutex::new(None),
         description_from_topic: AtomicBool::new(false),
         transforms,
         execution: Default::default(),
@@ -1022,13 +1050,19 @@ async fn run_async() -> Result<(), NodeError> {
     // that a second ~/execute is refused at once and ~/stop is served meanwhile.
     tasks.push(tokio::spawn({
         let (shared, logger, controller) = (shared.clone(), logger.clone(), controller.clone());
+        let outputs = outputs.clone();
         let mut requests = execute_requests;
         async move {
             while let Some(req) = requests.next().await {
-                let (shared, logger, controller) =
-                    (shared.clone(), logger.clone(), controller.clone());
+                let (shared, logger, controller, outputs) = (
+                    shared.clone(),
+                    logger.clone(),
+                    controller.clone(),
+                    outputs.clone(),
+                );
                 tokio::spawn(async move {
-                    let response = execute::serve_execute(shared, logger.clone(), controller).await;
+                    let response =
+                        execute::serve_execute(shared, logger.clone(), controller, outputs).await;
                     respond(req, response, "~/execute", &logger);
                 });
             }

@@ -55,6 +55,12 @@ fn valid_name(name: &str, value: &str) -> Result<(), ParamError> {
 /// How `~/execute` reaches the controller (the `execution_mode` parameter).
 pub const EXECUTION_MODES: &[&str] = &["action", "topic"];
 
+/// Most replanning attempts per `~/execute` (`replan_attempts`).
+pub const MAX_REPLAN_ATTEMPTS: i64 = 100;
+
+/// Longest wait (s) before a replanning attempt (`replan_delay`).
+pub const MAX_REPLAN_DELAY: f64 = 60.0;
+
 /// Typed copy of the node's parameters (see `config/planner.yaml` for their meaning).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeParams {
@@ -109,6 +115,13 @@ pub struct NodeParams {
     /// Whether a running execution is stopped when a scene change makes the rest of its
     /// trajectory invalid (MoveIt's execution monitoring).
     pub monitor_execution: bool,
+    /// How many times (0 ..= [`MAX_REPLAN_ATTEMPTS`]) an action execution that monitoring
+    /// stopped plans again from where the robot holds to where it was going and goes on;
+    /// 0: never (the stop is the answer).
+    pub replan_attempts: i64,
+    /// Seconds (0 ..= [`MAX_REPLAN_DELAY`]) between a stop and each replanning attempt: the
+    /// robot comes to rest, and a passing obstacle may move on.
+    pub replan_delay: f64,
     /// The `FollowJointTrajectory` action `~/execute` sends goals to (read when the node
     /// starts: rcl cannot remap action names, and the client is made once).
     pub controller_action: String,
@@ -163,6 +176,8 @@ impl Default for NodeParams {
             execution_duration_scaling: 1.2,
             execution_goal_margin: 0.5,
             monitor_execution: true,
+            replan_attempts: 0,
+            replan_delay: 0.5,
             controller_action: DEFAULT_CONTROLLER_ACTION.into(),
             urdf_path: String::new(),
             srdf_path: String::new(),
@@ -275,7 +290,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(24).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(26).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -404,7 +419,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 33] = [
+    pub const NAMES: [&'static str; 35] = [
         "planner",
         "backend",
         "resolution",
@@ -428,6 +443,8 @@ impl NodeParams {
         "execution_duration_scaling",
         "execution_goal_margin",
         "monitor_execution",
+        "replan_attempts",
+        "replan_delay",
         "controller_action",
         "urdf_path",
         "srdf_path",
@@ -496,6 +513,12 @@ impl NodeParams {
             "monitor_execution" => {
                 "stop a running ~/execute when a scene change (obstacle, cloud, attached object) makes the rest of its trajectory invalid: the goal is cancelled (action) or an empty trajectory sent (topic)"
             }
+            "replan_attempts" => {
+                "action execution stopped by monitor_execution: times to plan again from where the robot holds to where it was going and go on (0-100; 0: never, the stop is the answer)"
+            }
+            "replan_delay" => {
+                "seconds (0-60) between such a stop and each replanning attempt (the robot comes to rest; a passing obstacle may move on)"
+            }
             "controller_action" => {
                 "the control_msgs/FollowJointTrajectory action ~/execute sends goals to (read when the node starts)"
             }
@@ -545,6 +568,8 @@ impl NodeParams {
             "execution_duration_scaling" => V::Double(self.execution_duration_scaling),
             "execution_goal_margin" => V::Double(self.execution_goal_margin),
             "monitor_execution" => V::Bool(self.monitor_execution),
+            "replan_attempts" => V::Integer(self.replan_attempts),
+            "replan_delay" => V::Double(self.replan_delay),
             "controller_action" => V::String(self.controller_action.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
@@ -641,6 +666,26 @@ impl NodeParams {
                 self.execution_goal_margin = v;
             }
             "monitor_execution" => self.monitor_execution = as_bool(name, value)?,
+            "replan_attempts" => {
+                let n = as_i64(name, value)?;
+                if !(0..=MAX_REPLAN_ATTEMPTS).contains(&n) {
+                    return Err(err(
+                        name,
+                        format!("{n} must be in 0..={MAX_REPLAN_ATTEMPTS} (0: no replanning)"),
+                    ));
+                }
+                self.replan_attempts = n;
+            }
+            "replan_delay" => {
+                let v = as_f64(name, value)?;
+                if !(0.0..=MAX_REPLAN_DELAY).contains(&v) {
+                    return Err(err(
+                        name,
+                        format!("{v} must be in 0..={MAX_REPLAN_DELAY} seconds"),
+                    ));
+                }
+                self.replan_delay = v;
+            }
             "controller_action" => {
                 let action = as_string(name, value)?;
                 valid_name(name, &action)?;
@@ -860,6 +905,12 @@ mod tests {
             ),
             ("execution_goal_margin", ParameterValue::Double(-0.1)),
             ("execution_goal_margin", ParameterValue::Double(f64::NAN)),
+            ("replan_attempts", ParameterValue::Integer(-1)),
+            ("replan_attempts", ParameterValue::Integer(101)),
+            ("replan_attempts", ParameterValue::Double(2.0)),
+            ("replan_delay", ParameterValue::Double(-0.1)),
+            ("replan_delay", ParameterValue::Double(f64::NAN)),
+            ("replan_delay", ParameterValue::Double(61.0)),
         ] {
             let e = p.set(name, &bad).unwrap_err();
             assert_eq!(e.name, name);
@@ -869,6 +920,13 @@ mod tests {
             (p.execution_duration_scaling, p.execution_goal_margin),
             (2.0, 0.0)
         );
+        // No replanning unless asked for; the refused values above left the defaults.
+        assert_eq!((p.replan_attempts, p.replan_delay), (0, 0.5));
+        p.set("replan_attempts", &ParameterValue::Integer(3))
+            .unwrap();
+        p.set("replan_delay", &ParameterValue::Integer(0)).unwrap();
+        assert_eq!((p.replan_attempts, p.replan_delay), (3, 0.0));
+        assert_eq!(p.value("replan_attempts"), ParameterValue::Integer(3));
     }
 
     #[test]

@@ -1655,7 +1655,8 @@ def mock_controller_checks(node, plan, obstacles, scenes):
     (its joint_states pass between start and goal and end at the goal) and answers when it
     arrives; the same plan again is refused (the robot is no longer at its start); execution
     monitoring stops it where a cube appears ahead on its way and lets it go on past a cube
-    away from it; ~/stop halfway through the way back leaves it held between the two; SIGINT
+    away from it; with replan_attempts it goes around such a cube to where it was going, or
+    names each failed attempt; ~/stop halfway through the way back leaves it held between the two; SIGINT
     stops it."""
     log_path = os.path.join(LOG_DIR, 'mock_controller.log')
     log = open(log_path, 'w')
@@ -1709,6 +1710,7 @@ def mock_controller_checks(node, plan, obstacles, scenes):
               again is not None and not again.success
               and "not at the trajectory's start" in again.message, again and again.message)
         monitoring_checks(node, plan, execute, seen, obstacles, scenes)
+        replanning_checks(node, plan, execute, seen, obstacles, scenes)
 
         req.goal_state = joint_state(ARM, START)
         res = call(node, plan, req, timeout=60.0)
@@ -1756,21 +1758,47 @@ def sample_at(traj, t):
     return list(pts[-1].positions)
 
 
+def on_scene(node, scenes, ns, present):
+    """Waits until ~/scene shows (or no longer shows) markers of namespace `ns`."""
+    return wait_for(node, lambda: scenes and any(m.ns == ns for m in scenes[-1].markers)
+                    == present, 10.0)
+
+
+def delete_marker(node, obstacles, scenes, marker):
+    """Deletes an obstacle marker and waits until ~/scene no longer shows it."""
+    marker.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[marker]))
+    on_scene(node, scenes, marker.ns, False)
+
+
+def execute_meanwhile(node, execute, obstacles, marker, after, timeout):
+    """Calls ~/execute, publishes `marker` `after` s later and waits up to `timeout` s for the
+    answer: (the answer or None, seconds from the call to the answer)."""
+    started = time.time()
+    running = execute.call_async(Trigger.Request())
+    wait_for(node, lambda: False, after)
+    obstacles.publish(MarkerArray(markers=[marker]))
+    rclpy.spin_until_future_complete(node, running, timeout_sec=timeout)
+    return (running.result() if running.done() else None), time.time() - started
+
+
+def planned(node, plan, req, what):
+    """~/plan's answer to `req`, checked as `what`; None when it did not plan."""
+    res = call(node, plan, req, timeout=60.0)
+    return res if check(what, res is not None and res.success, res and res.message) else None
+
+
 def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
     """Execution monitoring with the mock robot at GOAL: a cube put where the tool will be at
     80 % of a running plan stops it early (~/execute names the cube; the robot holds short of
     it); a cube away from the path, put while the next plan runs, is re-checked and the
     robot arrives."""
-    def on_scene(ns, present):
-        return wait_for(node, lambda: scenes and any(m.ns == ns for m in scenes[-1].markers)
-                        == present, 10.0)
 
     req = PlanPath.Request()  # from the mock's joint state
     req.goal_state = joint_state(ARM, START)
     req.seed = 5
-    res = call(node, plan, req, timeout=60.0)
-    if not check('~/plan for execution monitoring', res is not None and res.success,
-                 res and res.message):
+    res = planned(node, plan, req, '~/plan for execution monitoring')
+    if res is None:
         return
     seconds = duration(res.trajectory)
     ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.8 * seconds))['tool0'][1]
@@ -1778,13 +1806,8 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
     blocked = ic.first_collision(ROBOT, [ic.Obstacle('monitor/1', 'box', [0.06] * 3, ahead)],
                                  res.trajectory)
     del seen[:]
-    started = time.time()
-    running = execute.call_async(Trigger.Request())
-    wait_for(node, lambda: False, 0.25 * seconds)
-    obstacles.publish(MarkerArray(markers=[cube]))
-    rclpy.spin_until_future_complete(node, running, timeout_sec=seconds + 10.0)
-    took = time.time() - started
-    answer = running.result() if running.done() else None
+    answer, took = execute_meanwhile(node, execute, obstacles, cube, 0.25 * seconds,
+                                     seconds + 10.0)
     wait_for(node, lambda: False, 0.5)
     held = seen[-1] if seen else None
     wait_for(node, lambda: False, 0.5)
@@ -1804,27 +1827,20 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
           and 0.2 * seconds <= stop_t < 0.75 * seconds,
           f'independent {blocked}; {answer and answer.message!r}; answered after {took:.2f} s '
           f'of {seconds:.2f} s; held at {held} ({stop_t} s along the plan)')
-    cube.action = Marker.DELETE
-    obstacles.publish(MarkerArray(markers=[cube]))
-    on_scene('monitor/1', False)
+    delete_marker(node, obstacles, scenes, cube)
 
     # Back to GOAL from where it holds; a cube far above the arm appears meanwhile.
     req.goal_state = joint_state(ARM, GOAL)
-    res = call(node, plan, req, timeout=60.0)
-    if not check('~/plan on from where the monitor stopped it', res is not None and res.success,
-                 res and res.message):
+    res = planned(node, plan, req, '~/plan on from where the monitor stopped it')
+    if res is None:
         return
     seconds = duration(res.trajectory)
     far_at = [0.0, 0.0, 2.5]
     far = cube_marker('monitor', 2, far_at, 0.12)
     clear = ic.first_collision(ROBOT, [ic.Obstacle('monitor/2', 'box', [0.06] * 3, far_at)],
                                res.trajectory)
-    running = execute.call_async(Trigger.Request())
-    wait_for(node, lambda: False, 0.25 * seconds)
-    obstacles.publish(MarkerArray(markers=[far]))
-    shown = on_scene('monitor/2', True)
-    rclpy.spin_until_future_complete(node, running, timeout_sec=seconds + 10.0)
-    answer = running.result() if running.done() else None
+    answer, _ = execute_meanwhile(node, execute, obstacles, far, 0.25 * seconds, seconds + 10.0)
+    shown = on_scene(node, scenes, 'monitor/2', True)
     wait_for(node, lambda: False, 0.3)
     end = seen[-1] if seen else None
     check('execution monitoring: a cube away from the path, added while the plan runs, lets '
@@ -1833,9 +1849,91 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
           and 'SUCCESSFUL' in answer.message and end is not None
           and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-6,
           f'independent {clear}; shown {shown}; {answer and answer.message!r}; ends at {end}')
-    far.action = Marker.DELETE
-    obstacles.publish(MarkerArray(markers=[far]))
-    on_scene('monitor/2', False)
+    delete_marker(node, obstacles, scenes, far)
+
+
+def replanning_checks(node, plan, execute, seen, obstacles, scenes):
+    """Replanning (replan_attempts 2, replan_delay 0.2) with the mock robot at GOAL: a cube
+    appearing ahead of the running plan stops it; the node plans again from where the robot
+    holds to where it was going, sends that and answers SUCCESSFUL once the robot has
+    arrived. The new plan on ~/trajectory starts where the robot held and is free of the cube
+    for the independent checker, and no joint state the robot passed touches it. A cube over
+    the goal instead makes both attempts fail, each named in the answer."""
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    for name, value in (('replan_attempts', '2'), ('replan_delay', '0.2')):
+        rc, out = ros2_param('set', NODE, name, value)
+        if not check(f'ros2 param set {name} {value}', rc == 0 and 'successful' in out.lower(),
+                     out):
+            return
+    try:
+        req = PlanPath.Request()  # from the mock's joint state
+        req.goal_state = joint_state(ARM, START)
+        req.seed = 5
+        res = planned(node, plan, req, '~/plan for replanning')
+        if res is None:
+            return
+        seconds = duration(res.trajectory)
+        ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.6 * seconds))['tool0'][1]
+        cube = cube_marker('replan', 1, ahead, 0.12)
+        box = [ic.Obstacle('replan/1', 'box', [0.06] * 3, ahead)]
+        blocked = ic.first_collision(ROBOT, box, res.trajectory)
+        del seen[:]
+        del trajectories[:]
+        answer, took = execute_meanwhile(node, execute, obstacles, cube, 0.25 * seconds,
+                                         3 * seconds + 30.0)
+        wait_for(node, lambda: False, 0.3)
+        end = seen[-1] if seen else None
+        new = trajectories[-1] if trajectories else None
+        again = new and ic.first_collision(ROBOT, box, new)
+        touched = [q for q in seen if ic.collision(ROBOT, box, ARM, q)]
+        # The new plan starts where the robot held: one of the states it passed, short of
+        # both ends.
+        first = list(new.points[0].positions) if new else None
+        held_there = first is not None and any(
+            max(abs(a - b) for a, b in zip(q, first)) < 1e-6 for q in seen)
+        check('replanning: a cube appearing ahead stops the plan; the node plans around it from '
+              'where the robot holds and it arrives where it was going',
+              blocked is not None and answer is not None and answer.success
+              and 'SUCCESSFUL' in answer.message and 'replanned (attempt 1)' in answer.message
+              and 'replan/1' in answer.message and len(trajectories) == 1
+              and again is None and not touched and held_there
+              and abs(first[0] - GOAL[0]) > 0.05 and abs(first[0] - START[0]) > 0.05
+              and end is not None and max(abs(a - b) for a, b in zip(end, START)) < 1e-6,
+              f'independent {blocked} before, {again} after; {answer and answer.message!r} '
+              f'after {took:.2f} s; {len(trajectories)} new plans from {first} '
+              f'(held there: {held_there}); {len(touched)} states in the cube; ends at {end}')
+        delete_marker(node, obstacles, scenes, cube)
+
+        # A cube over the goal: the rest is invalid and so is every plan to it.
+        req.goal_state = joint_state(ARM, GOAL)
+        res = planned(node, plan, req, '~/plan for failed replanning')
+        if res is None:
+            return
+        seconds = duration(res.trajectory)
+        over = ROBOT.link_poses(ARM, GOAL)['tool0'][1]
+        cube = cube_marker('replan', 2, over, 0.12)
+        answer, took = execute_meanwhile(node, execute, obstacles, cube, 0.25 * seconds,
+                                         seconds + 30.0)
+        message = answer.message if answer else ''
+        check('replanning: with a cube over the goal both attempts fail and ~/execute names '
+              'each',
+              answer is not None and not answer.success and 'stopped' in message
+              and 'replanning attempt 1 failed' in message
+              and 'replanning attempt 2 failed' in message
+              and 'no replanning attempt left (replan_attempts 2)' in message
+              and message.count('replan/2') >= 3 and took >= 0.4,
+              f'{message!r} after {took:.2f} s')
+        delete_marker(node, obstacles, scenes, cube)
+    finally:
+        for name, value in (('replan_attempts', '0'), ('replan_delay', '0.5')):
+            ros2_param('set', NODE, name, value)
+    # On to GOAL from where it holds, for the checks that follow.
+    res = call(node, plan, req, timeout=60.0)
+    done = res is not None and res.success and call(node, execute, Trigger.Request(),
+                                                   timeout=duration(res.trajectory) + 15.0)
+    check('~/plan and ~/execute on to the goal after the failed replanning',
+          done and done.success, done and done.message)
 
 
 def kinematics_checks(node):
