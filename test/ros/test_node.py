@@ -1710,7 +1710,7 @@ def mock_controller_checks(node, plan, obstacles, scenes):
               again is not None and not again.success
               and "not at the trajectory's start" in again.message, again and again.message)
         monitoring_checks(node, plan, execute, seen, obstacles, scenes)
-        replanning_checks(node, plan, execute, seen, obstacles, scenes)
+        replanning_checks(node, plan, (execute, stop), seen, obstacles, scenes)
 
         req.goal_state = joint_state(ARM, START)
         res = call(node, plan, req, timeout=60.0)
@@ -1852,13 +1852,16 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
     delete_marker(node, obstacles, scenes, far)
 
 
-def replanning_checks(node, plan, execute, seen, obstacles, scenes):
+def replanning_checks(node, plan, clients, seen, obstacles, scenes):
     """Replanning (replan_attempts 2, replan_delay 0.2) with the mock robot at GOAL: a cube
     appearing ahead of the running plan stops it; the node plans again from where the robot
     holds to where it was going, sends that and answers SUCCESSFUL once the robot has
     arrived. The new plan on ~/trajectory starts where the robot held and is free of the cube
     for the independent checker, and no joint state the robot passed touches it. A cube over
-    the goal instead makes both attempts fail, each named in the answer."""
+    the goal instead makes both attempts fail, each named in the answer. A ~/stop while the
+    node waits to replan (replan_delay 2) ends the execution: nothing more is planned or
+    sent."""
+    execute, stop = clients
     trajectories = []
     node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
     for name, value in (('replan_attempts', '2'), ('replan_delay', '0.2')):
@@ -1924,6 +1927,35 @@ def replanning_checks(node, plan, execute, seen, obstacles, scenes):
               and 'no replanning attempt left (replan_attempts 2)' in message
               and message.count('replan/2') >= 3 and took >= 0.4,
               f'{message!r} after {took:.2f} s')
+        delete_marker(node, obstacles, scenes, cube)
+
+        # ~/stop while the node waits to replan.
+        ros2_param('set', NODE, 'replan_delay', '2.0')
+        res = planned(node, plan, req, '~/plan for a stop before replanning')
+        if res is None:
+            return
+        seconds = duration(res.trajectory)
+        ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.6 * seconds))['tool0'][1]
+        cube = cube_marker('replan', 3, ahead, 0.12)
+        del trajectories[:]
+        started = time.time()
+        running = execute.call_async(Trigger.Request())
+        wait_for(node, lambda: False, 0.25 * seconds)
+        obstacles.publish(MarkerArray(markers=[cube]))
+        wait_for(node, lambda: False, 0.8)
+        stopped = call(node, stop, Trigger.Request())
+        rclpy.spin_until_future_complete(node, running, timeout_sec=15.0)
+        took = time.time() - started
+        answer = running.result() if running.done() else None
+        wait_for(node, lambda: False, 0.5)
+        check('replanning: ~/stop while the node waits to replan ends the execution, nothing '
+              'more planned or sent',
+              stopped is not None and stopped.success and 'no goal was running' in stopped.message
+              and answer is not None and not answer.success
+              and '~/stop came before replanning' in answer.message
+              and 'replan/3' in answer.message and not trajectories and took >= 2.0,
+              f'{stopped and stopped.message!r}; {answer and answer.message!r} after {took:.2f} '
+              f's; {len(trajectories)} plans published')
         delete_marker(node, obstacles, scenes, cube)
     finally:
         for name, value in (('replan_attempts', '0'), ('replan_delay', '0.5')):
