@@ -71,6 +71,13 @@ pub struct Execution {
     stops: AtomicU64,
 }
 
+impl Execution {
+    /// Whether a `~/stop` came since `stops` was read from [`Self::stops`].
+    fn stopped_since(&self, stops: u64) -> bool {
+        self.stops.load(Ordering::SeqCst) != stops
+    }
+}
+
 impl std::fmt::Debug for Execution {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Execution")
@@ -368,7 +375,6 @@ async fn execute(
         );
     };
     let stops = shared.execution.stops.load(Ordering::SeqCst);
-    let stopped_since = || shared.execution.stops.load(Ordering::SeqCst) != stops;
     let mut trajectory = last.trajectory;
     // What happened before the run under way: monitor stops and replanning attempts.
     let mut history: Vec<String> = Vec::new();
@@ -418,7 +424,7 @@ async fn execute(
             }
             replans += 1;
             tokio::time::sleep(Duration::from_secs_f64(params.replan_delay)).await;
-            if stopped_since() {
+            if shared.execution.stopped_since(stops) {
                 return answer(
                     false,
                     format!("{}; ~/stop came before replanning", history.join("; ")),
@@ -515,7 +521,7 @@ async fn run(
         }
         Err(e) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
     }
-    if shared.execution.stops.load(Ordering::SeqCst) != stops {
+    if shared.execution.stopped_since(stops) {
         return Ran::Answered(answer(
             false,
             format!("not executed: ~/stop came before {what} was sent"),
