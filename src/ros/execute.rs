@@ -23,6 +23,9 @@
 //! the same request is planned again from where the robot holds to the configuration the
 //! stopped trajectory ended at ([`crate::service::ServicePlanRequest::replan_to`]),
 //! published and sent, monitored in turn, until one finishes or the attempts are spent.
+//!
+//! `~/execute_trajectory` runs the same for a trajectory given in the request (replanned,
+//! where it comes to that, with the node's planner settings).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,8 +38,8 @@ use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus};
 
 use super::{
-    lock, params::NodeParams, plan_and_publish, state, try_with_service, with_service, PlanOutputs,
-    Shared,
+    lock, params::NodeParams, plan_and_publish, state, try_with_service, with_service, LastPlan,
+    PlanOutputs, Shared,
 };
 use crate::service::{point_at, TrajectoryCheckRequest, WorldRevision};
 
@@ -320,13 +323,15 @@ async fn monitor_topic(
     }
 }
 
-/// Answers `~/execute`: the last planned trajectory, when the robot is at its start and it is
-/// valid in the current scene ([`state::execution_verdict`]), goes to the controller.
+/// Answers `~/execute` (`plan` None: the last planned trajectory) and
+/// `~/execute_trajectory` (`plan`: the request's trajectory): when the robot is at its start
+/// and it is valid in the current scene ([`state::execution_verdict`]), it goes to the
+/// controller.
 pub async fn serve_execute(
     shared: Arc<Shared>,
     logger: String,
-    controller: Controller,
-    outputs: PlanOutputs,
+    (controller, outputs): (Controller, PlanOutputs),
+    plan: Option<LastPlan>,
 ) -> Trigger::Response {
     {
         let mut busy = lock(&shared.execution.busy);
@@ -347,7 +352,7 @@ pub async fn serve_execute(
         }
     }
     let _release = Release(&shared.execution);
-    execute(&shared, &logger, controller, outputs).await
+    execute(&shared, &logger, (controller, outputs), plan).await
 }
 
 /// How one trajectory's execution ended.
@@ -365,10 +370,10 @@ enum Ran {
 async fn execute(
     shared: &Arc<Shared>,
     logger: &str,
-    controller: Controller,
-    outputs: PlanOutputs,
+    (controller, outputs): (Controller, PlanOutputs),
+    plan: Option<LastPlan>,
 ) -> Trigger::Response {
-    let Some(last) = lock(&shared.last_plan).clone() else {
+    let Some(last) = plan.or_else(|| lock(&shared.last_plan).clone()) else {
         return answer(
             false,
             "nothing to execute: no trajectory planned yet".into(),

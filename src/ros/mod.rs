@@ -29,6 +29,7 @@
 //! | service      | `~/clear_roadmap`   | `std_srvs/Trigger` (drops the `drm` roadmap) |
 //! | service      | `~/rebuild_roadmap` | `std_srvs/Trigger` (builds it now)     |
 //! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
+//! | service      | `~/execute_trajectory` | `gpu_motion_planner_interfaces/ExecuteTrajectory` (send a given trajectory, as `~/execute` does) |
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
 //! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
 //! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
@@ -61,8 +62,8 @@ use std::time::Duration;
 use futures::{FutureExt, StreamExt};
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
-    AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject, PlanAgents,
-    PlanBatch, PlanCartesian, PlanPath,
+    AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject,
+    ExecuteTrajectory, PlanAgents, PlanBatch, PlanCartesian, PlanPath,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::{JointState, PointCloud2};
@@ -540,6 +541,10 @@ async fn run_async() -> Result<(), NodeError> {
         .create_service::<Trigger::Service>("~/rebuild_roadmap", QosProfile::services_default())?;
     let execute_requests =
         node.create_service::<Trigger::Service>("~/execute", QosProfile::services_default())?;
+    let execute_trajectory_requests = node.create_service::<ExecuteTrajectory::Service>(
+        "~/execute_trajectory",
+        QosProfile::services_default(),
+    )?;
     let stop_requests =
         node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
     // One lock, released before the client is made: a guard in the struct literal would live
@@ -1047,23 +1052,46 @@ async fn run_async() -> Result<(), NodeError> {
     )));
 
     // Executions answer when the controller does; each request runs in a task of its own so
-    // that a second ~/execute is refused at once and ~/stop is served meanwhile.
+    // that a second ~/execute (or ~/execute_trajectory) is refused at once and ~/stop is
+    // served meanwhile.
+    enum ExecuteRequest {
+        Last(r2r::ServiceRequest<Trigger::Service>),
+        Given(r2r::ServiceRequest<ExecuteTrajectory::Service>),
+    }
     tasks.push(tokio::spawn({
         let (shared, logger, controller) = (shared.clone(), logger.clone(), controller.clone());
         let outputs = outputs.clone();
-        let mut requests = execute_requests;
+        let mut requests = futures::stream::select(
+            execute_requests.map(ExecuteRequest::Last),
+            execute_trajectory_requests.map(ExecuteRequest::Given),
+        );
         async move {
             while let Some(req) = requests.next().await {
-                let (shared, logger, controller, outputs) = (
-                    shared.clone(),
-                    logger.clone(),
-                    controller.clone(),
-                    outputs.clone(),
-                );
+                let (shared, logger) = (shared.clone(), logger.clone());
+                let with = (controller.clone(), outputs.clone());
                 tokio::spawn(async move {
-                    let response =
-                        execute::serve_execute(shared, logger.clone(), controller, outputs).await;
-                    respond(req, response, "~/execute", &logger);
+                    match req {
+                        ExecuteRequest::Last(req) => {
+                            let response =
+                                execute::serve_execute(shared, logger.clone(), with, None).await;
+                            respond(req, response, "~/execute", &logger);
+                        }
+                        ExecuteRequest::Given(req) => {
+                            // Replanned, where it comes to that, with the node's settings.
+                            let plan = LastPlan {
+                                trajectory: req.message.trajectory.clone(),
+                                request: Some(ServicePlanRequest::default()),
+                            };
+                            let done =
+                                execute::serve_execute(shared, logger.clone(), with, Some(plan))
+                                    .await;
+                            let response = ExecuteTrajectory::Response {
+                                success: done.success,
+                                message: done.message,
+                            };
+                            respond(req, response, "~/execute_trajectory", &logger);
+                        }
+                    }
                 });
             }
         }
@@ -1144,6 +1172,7 @@ summary! {
     ComputeIk::Response, error_code;
     ComputeFk::Response;
     Trigger::Response;
+    ExecuteTrajectory::Response;
 }
 
 /// The answer to a request that cannot run because no robot is loaded (`reason`: why not).

@@ -112,7 +112,8 @@ pub fn check_trajectory(
     }
 }
 
-/// Whether `trajectory` may be sent to a controller now: every joint it names is within
+/// Whether `trajectory` may be sent to a controller now: its `time_from_start` increases
+/// from point to point (from 0 or later), every joint it names is within
 /// [`START_TOLERANCE`] of the current joint state at its first point, and it is valid in the
 /// current scene, points and motions (as `~/check_trajectory` answers). `Ok` describes it
 /// (points and duration); `Err` says why not.
@@ -124,6 +125,29 @@ pub fn execution_verdict(
         .points
         .first()
         .ok_or("the trajectory has no points")?;
+    // Seconds to the nanosecond of a Duration, without trailing zeros.
+    let shown = |t: f64| {
+        let s = format!("{t:.9}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    let mut before = 0.0;
+    for (i, p) in trajectory.points.iter().enumerate() {
+        let t = super::plan::seconds(&p.time_from_start);
+        let increases = if i == 0 { t >= 0.0 } else { t > before };
+        if !(increases && t.is_finite()) {
+            let (t, before) = (shown(t), shown(before));
+            return Err(if i == 0 {
+                format!("point 0's time_from_start ({t} s) is before the start")
+            } else {
+                format!(
+                    "point {i}'s time_from_start ({t} s) does not come after point {}'s ({before} \
+                     s)",
+                    i - 1
+                )
+            });
+        }
+        before = t;
+    }
     let off = service
         .start_deviations(&trajectory.joint_names, &first.positions, START_TOLERANCE)
         .map_err(|e| e.to_string())?;
@@ -203,6 +227,17 @@ mod tests {
             e.contains("not valid in the current scene") && e.contains("shelf"),
             "{e}"
         );
+        // Times that do not increase (a controller would refuse them), or start before 0.
+        let mut late = JointTrajectory {
+            joint_names: names.clone(),
+            points: vec![point(&free, 0), point(&other, 2), point(&free, 2)],
+            ..Default::default()
+        };
+        let e = execution_verdict(&mut s, &late).unwrap_err();
+        assert!(e.contains("point 2's time_from_start (2 s)"), "{e}");
+        late.points[0].time_from_start.sec = -1;
+        let e = execution_verdict(&mut s, &late).unwrap_err();
+        assert!(e.contains("point 0's time_from_start (-1 s)"), "{e}");
     }
 
     #[test]

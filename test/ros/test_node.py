@@ -13,6 +13,7 @@ Environment: ROS set up (env.sh + the workspace's install/setup.bash), GMP_TEST_
 command to use; default: ros2 on PATH).
 """
 
+import copy
 import glob
 import math
 import os
@@ -36,8 +37,9 @@ from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
 from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConstraint,
                                                PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
-                                              ComputeFk, ComputeIk, DetachObject, PlanAgents,
-                                              PlanBatch, PlanCartesian, PlanPath)
+                                              ComputeFk, ComputeIk, DetachObject,
+                                              ExecuteTrajectory, PlanAgents, PlanBatch,
+                                              PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -1656,7 +1658,8 @@ def mock_controller_checks(node, plan, obstacles, scenes):
     arrives; the same plan again is refused (the robot is no longer at its start); execution
     monitoring stops it where a cube appears ahead on its way and lets it go on past a cube
     away from it; with replan_attempts it goes around such a cube to where it was going, or
-    names each failed attempt; ~/stop halfway through the way back leaves it held between the two; SIGINT
+    names each failed attempt; ~/execute_trajectory runs trajectories of a ~/plan_batch answer
+    and refuses bad ones; ~/stop halfway through the way back leaves it held between the two; SIGINT
     stops it."""
     log_path = os.path.join(LOG_DIR, 'mock_controller.log')
     log = open(log_path, 'w')
@@ -1711,6 +1714,7 @@ def mock_controller_checks(node, plan, obstacles, scenes):
               and "not at the trajectory's start" in again.message, again and again.message)
         monitoring_checks(node, plan, execute, seen, obstacles, scenes)
         replanning_checks(node, plan, (execute, stop), seen, obstacles, scenes)
+        execute_trajectory_checks(node, seen)
 
         req.goal_state = joint_state(ARM, START)
         res = call(node, plan, req, timeout=60.0)
@@ -1966,6 +1970,57 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
                                                    timeout=duration(res.trajectory) + 15.0)
     check('~/plan and ~/execute on to the goal after the failed replanning',
           done and done.success, done and done.message)
+
+
+def execute_trajectory_checks(node, seen):
+    """~/execute_trajectory with the mock robot at GOAL: the two trajectories of one
+    ~/plan_batch answer (GOAL to the middle and back, neither published nor kept by the node)
+    move the robot there and back; one whose times do not increase, and one that does not
+    start where the robot is, are refused by name and the robot stays."""
+    batch = node.create_client(PlanBatch, f'/{NODE}/plan_batch')
+    given = node.create_client(ExecuteTrajectory, f'/{NODE}/execute_trajectory')
+    if not check('~/execute_trajectory appears', given.wait_for_service(timeout_sec=10.0)):
+        return
+    req = PlanBatch.Request()
+    req.start_states = [joint_state(ARM, GOAL), joint_state(ARM, mid_config())]
+    req.goal_states = [joint_state(ARM, mid_config()), joint_state(ARM, GOAL)]
+    req.seed = 5
+    res = call(node, batch, req, timeout=60.0)
+    if not check('~/plan_batch there and back', res is not None and res.solved == 2,
+                 res and res.message):
+        return
+    there, back = res.trajectories
+
+    def send(trajectory):
+        r = ExecuteTrajectory.Request()
+        r.trajectory = trajectory
+        return call(node, given, r, timeout=duration(trajectory) + 15.0)
+
+    def at(q):
+        wait_for(node, lambda: False, 0.3)
+        return bool(seen) and max(abs(a - b) for a, b in zip(seen[-1], q)) < 1e-6
+
+    done = send(there)
+    check('~/execute_trajectory moves the mock robot along a trajectory of a ~/plan_batch '
+          'answer and answers when it has arrived',
+          done is not None and done.success and 'SUCCESSFUL' in done.message
+          and at(mid_config()), f'{done and done.message!r}; at {seen[-1] if seen else None}')
+    again = send(there)
+    check('~/execute_trajectory refuses a trajectory that does not start where the robot is',
+          again is not None and not again.success
+          and "not at the trajectory's start" in again.message and at(mid_config()),
+          again and again.message)
+    late = copy.deepcopy(back)
+    late.points[-1].time_from_start = late.points[-2].time_from_start
+    refused = send(late)
+    check('~/execute_trajectory refuses times that do not increase, naming the point; the '
+          'robot stays',
+          refused is not None and not refused.success
+          and f"point {len(late.points) - 1}'s time_from_start" in refused.message
+          and at(mid_config()), refused and refused.message)
+    done = send(back)
+    check('~/execute_trajectory brings it back',
+          done is not None and done.success and at(GOAL), done and done.message)
 
 
 def kinematics_checks(node):
