@@ -19,10 +19,11 @@
 //! valid the execution is stopped: the goal cancelled and `~/execute` answered with what
 //! collides (action), or an empty trajectory sent and a warning logged (topic).
 //!
-//! Replanning (`replan_attempts` > 0, action mode): after such a stop and `replan_delay`,
-//! the same request is planned again from where the robot holds to the configuration the
-//! stopped trajectory ended at ([`crate::service::ServicePlanRequest::replan_to`]),
-//! published and sent, monitored in turn, until one finishes or the attempts are spent.
+//! Replanning (`replan_attempts` > 0): after such a stop and `replan_delay`, the same request
+//! is planned again from where the robot holds to the configuration the stopped trajectory
+//! ended at ([`crate::service::ServicePlanRequest::replan_to`]), published and sent,
+//! monitored in turn, until one finishes or the attempts are spent. In topic mode `~/execute`
+//! has answered already: the log says what was stopped, replanned and sent.
 //!
 //! `~/execute_trajectory` runs the same for a trajectory given in the request (replanned,
 //! where it comes to that, with the node's planner settings).
@@ -41,7 +42,7 @@ use super::{
     lock, params::NodeParams, plan_and_publish, state, try_with_service, with_service, LastPlan,
     PlanOutputs, Shared,
 };
-use crate::service::{point_at, TrajectoryCheckRequest, WorldRevision};
+use crate::service::{point_at, ServicePlanRequest, TrajectoryCheckRequest, WorldRevision};
 
 /// Where `execution_mode: topic` publishes trajectories: the command topic of a ros2_control
 /// `joint_trajectory_controller` named `joint_trajectory_controller` (relative to the node's
@@ -283,43 +284,113 @@ impl Monitor {
 
 /// Topic mode: watches the trajectory just published until its allowed time has passed or
 /// another `~/execute` / `~/stop` came (`send`, the value of `topic_sends` it was published
-/// under); stops the robot with an empty trajectory where the rest becomes invalid.
+/// under); stops the robot with an empty trajectory where the rest becomes invalid. Then, as
+/// `replan_attempts` allows, plans `replan` again from where the robot holds after
+/// `replan_delay`, checks the plan as `~/execute` would, publishes it and watches it in turn.
 async fn monitor_topic(
     shared: Arc<Shared>,
     logger: String,
-    controller: Controller,
-    mut monitor: Monitor,
-    allowed: f64,
+    (controller, outputs): (Controller, PlanOutputs),
+    (mut monitor, mut allowed): (Monitor, f64),
     send: u64,
+    replan: Option<Replan>,
 ) {
     let current = || shared.execution.topic_sends.load(Ordering::SeqCst) == send;
-    let superseded = async {
-        while current() {
-            tokio::time::sleep(MONITOR_PERIOD).await;
+    let mut replans = 0;
+    loop {
+        let superseded = async {
+            while current() {
+                tokio::time::sleep(MONITOR_PERIOD).await;
+            }
+        };
+        let watched = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), async {
+            tokio::select! {
+                why = monitor.until_invalid(&shared, &logger) => Some(why),
+                () = superseded => None,
+            }
+        });
+        let Ok(Some(why)) = watched.await else {
+            return;
+        };
+        if !current() {
+            return;
         }
-    };
-    let watched = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), async {
-        tokio::select! {
-            why = monitor.until_invalid(&shared, &logger) => Some(why),
-            () = superseded => None,
+        match controller.topic.publish(&JointTrajectory::default()) {
+            Ok(()) => r2r::log_warn!(
+                &logger,
+                "~/execute: stopped the trajectory sent to {CONTROLLER_TOPIC} (an empty \
+                 trajectory sent): {why}"
+            ),
+            Err(e) => {
+                r2r::log_error!(
+                    &logger,
+                    "~/execute: could not stop the trajectory sent to {CONTROLLER_TOPIC} ({e}): \
+                     {why}"
+                );
+                return;
+            }
         }
-    });
-    let Ok(Some(why)) = watched.await else {
-        return;
-    };
-    if !current() {
-        return;
-    }
-    match controller.topic.publish(&JointTrajectory::default()) {
-        Ok(()) => r2r::log_warn!(
-            &logger,
-            "~/execute: stopped the trajectory sent to {CONTROLLER_TOPIC} (an empty \
-             trajectory sent): {why}"
-        ),
-        Err(e) => r2r::log_error!(
-            &logger,
-            "~/execute: could not stop the trajectory sent to {CONTROLLER_TOPIC} ({e}): {why}"
-        ),
+        let Some(replan) = &replan else {
+            return;
+        };
+        let params = lock(&shared.params).clone();
+        loop {
+            if replans >= params.replan_attempts {
+                if params.replan_attempts > 0 {
+                    r2r::log_warn!(
+                        &logger,
+                        "~/execute: no replanning attempt left (replan_attempts {})",
+                        params.replan_attempts
+                    );
+                }
+                return;
+            }
+            replans += 1;
+            tokio::time::sleep(Duration::from_secs_f64(params.replan_delay)).await;
+            if !current() {
+                return;
+            }
+            let checked = replan
+                .plan(&shared, &logger, &outputs)
+                .and_then(|(planned, what)| {
+                    with_service(
+                        &shared,
+                        &logger,
+                        |reason| Err(format!("no robot loaded: {reason}")),
+                        |service| {
+                            state::execution_verdict(service, &planned)
+                                .map(|_| (service.world_revision(), what))
+                                .map_err(|e| format!("(not sent): {e}"))
+                        },
+                    )
+                    .map(|(seen, what)| (planned, seen, what))
+                });
+            let (planned, seen, what) = match checked {
+                Ok(found) => found,
+                Err(why) => {
+                    r2r::log_warn!(
+                        &logger,
+                        "~/execute: replanning attempt {replans} failed {why}"
+                    );
+                    continue;
+                }
+            };
+            if !current() {
+                return;
+            }
+            if let Err(e) = controller.topic.publish(&planned) {
+                r2r::log_error!(&logger, "{CONTROLLER_TOPIC}: could not publish: {e}");
+                return;
+            }
+            r2r::log_info!(
+                &logger,
+                "~/execute: replanned from where the robot holds (attempt {replans}) and sent \
+                 to {CONTROLLER_TOPIC}: {what}"
+            );
+            allowed = allowed_seconds(duration_of(&planned), &params);
+            monitor = Monitor::new(&planned, seen);
+            break;
+        }
     }
 }
 
@@ -355,6 +426,45 @@ pub async fn serve_execute(
     execute(&shared, &logger, (controller, outputs), plan).await
 }
 
+/// What replanning plans: `again` (the request to the trajectory's last point from the
+/// current state), published as planned by `kept` (the request of the first plan).
+#[derive(Clone)]
+struct Replan {
+    again: ServicePlanRequest,
+    kept: ServicePlanRequest,
+}
+
+impl Replan {
+    /// Replanning of `plan`: `None` for a Cartesian path (no request) or an empty trajectory.
+    fn of(plan: &LastPlan) -> Option<Self> {
+        let kept = plan.request.clone()?;
+        let goal = plan.trajectory.points.last()?;
+        Some(Self {
+            again: kept.replan_to(&plan.trajectory.joint_names, &goal.positions),
+            kept,
+        })
+    }
+
+    /// Plans again and publishes it (as `~/plan` would): the trajectory with `~/plan`'s
+    /// message, or why not.
+    fn plan(
+        &self,
+        shared: &Shared,
+        logger: &str,
+        outputs: &PlanOutputs,
+    ) -> Result<(JointTrajectory, String), String> {
+        let response = plan_and_publish(shared, logger, outputs, &self.again, Some(&self.kept));
+        if response.success {
+            Ok((response.trajectory, response.message))
+        } else {
+            Err(format!(
+                "(error code {}): {}",
+                response.error_code, response.message
+            ))
+        }
+    }
+}
+
 /// How one trajectory's execution ended.
 enum Ran {
     /// With the answer for `~/execute`.
@@ -380,12 +490,20 @@ async fn execute(
         );
     };
     let stops = shared.execution.stops.load(Ordering::SeqCst);
+    let replan = Replan::of(&last);
     let mut trajectory = last.trajectory;
     // What happened before the run under way: monitor stops and replanning attempts.
     let mut history: Vec<String> = Vec::new();
     let mut replans = 0;
     loop {
-        let ran = run(shared, logger, controller.clone(), &trajectory, stops).await;
+        let ran = run(
+            shared,
+            logger,
+            (controller.clone(), outputs.clone()),
+            (&trajectory, replan.clone()),
+            stops,
+        )
+        .await;
         *lock(&shared.execution.goal) = None;
         let stopped = match ran {
             Ran::Answered(mut response) => {
@@ -399,7 +517,7 @@ async fn execute(
         };
         history.push(stopped);
         let params = lock(&shared.params).clone();
-        let Some(request) = last.request.as_ref().filter(|_| params.replan_attempts > 0) else {
+        let Some(replan) = replan.as_ref().filter(|_| params.replan_attempts > 0) else {
             let why = if params.replan_attempts > 0 {
                 "; not replanned: the trajectory is a Cartesian path (~/plan_cartesian)"
             } else {
@@ -407,10 +525,6 @@ async fn execute(
             };
             return answer(false, format!("{}{why}", history.join("; ")));
         };
-        let Some(goal) = trajectory.points.last().map(|p| p.positions.clone()) else {
-            return answer(false, history.join("; "));
-        };
-        let again = request.replan_to(&trajectory.joint_names, &goal);
         loop {
             if replans >= params.replan_attempts {
                 r2r::log_warn!(
@@ -435,24 +549,19 @@ async fn execute(
                     format!("{}; ~/stop came before replanning", history.join("; ")),
                 );
             }
-            let response = plan_and_publish(shared, logger, &outputs, &again, Some(request));
-            if response.success {
-                r2r::log_info!(
-                    logger,
-                    "~/execute: replanned from where the robot holds (attempt {replans}): {}",
-                    response.message
-                );
-                history.push(format!(
-                    "replanned (attempt {replans}): {}",
-                    response.message
-                ));
-                trajectory = response.trajectory;
-                break;
+            match replan.plan(shared, logger, &outputs) {
+                Ok((planned, what)) => {
+                    r2r::log_info!(
+                        logger,
+                        "~/execute: replanned from where the robot holds (attempt {replans}): \
+                         {what}"
+                    );
+                    history.push(format!("replanned (attempt {replans}): {what}"));
+                    trajectory = planned;
+                    break;
+                }
+                Err(why) => history.push(format!("replanning attempt {replans} failed {why}")),
             }
-            history.push(format!(
-                "replanning attempt {replans} failed (error code {}): {}",
-                response.error_code, response.message
-            ));
         }
     }
 }
@@ -462,8 +571,8 @@ async fn execute(
 async fn run(
     shared: &Arc<Shared>,
     logger: &str,
-    controller: Controller,
-    trajectory: &JointTrajectory,
+    (controller, outputs): (Controller, PlanOutputs),
+    (trajectory, replan): (&JointTrajectory, Option<Replan>),
     stops: u64,
 ) -> Ran {
     let trajectory = trajectory.clone();
@@ -492,10 +601,10 @@ async fn run(
                     tokio::spawn(monitor_topic(
                         shared.clone(),
                         logger.to_string(),
-                        controller.clone(),
-                        Monitor::new(&trajectory, checked_in),
-                        allowed,
+                        (controller.clone(), outputs),
+                        (Monitor::new(&trajectory, checked_in), allowed),
                         send,
+                        replan,
                     ));
                 }
                 answer(true, format!("sent {what} to {CONTROLLER_TOPIC}"))

@@ -115,7 +115,7 @@ pub struct NodeParams {
     /// Whether a running execution is stopped when a scene change makes the rest of its
     /// trajectory invalid (MoveIt's execution monitoring).
     pub monitor_execution: bool,
-    /// How many times (0 ..= [`MAX_REPLAN_ATTEMPTS`]) an action execution that monitoring
+    /// How many times (0 ..= [`MAX_REPLAN_ATTEMPTS`]) an execution that monitoring
     /// stopped plans again from where the robot holds to where it was going and goes on;
     /// 0: never (the stop is the answer).
     pub replan_attempts: i64,
@@ -514,7 +514,7 @@ impl NodeParams {
                 "stop a running ~/execute when a scene change (obstacle, cloud, attached object) makes the rest of its trajectory invalid: the goal is cancelled (action) or an empty trajectory sent (topic)"
             }
             "replan_attempts" => {
-                "action execution stopped by monitor_execution: times to plan again from where the robot holds to where it was going and go on (0-100; 0: never, the stop is the answer)"
+                "an execution stopped by monitor_execution: times to plan again from where the robot holds to where it was going and go on (0-100; 0: never, the stop is the answer)"
             }
             "replan_delay" => {
                 "seconds (0-60) between such a stop and each replanning attempt (the robot comes to rest; a passing obstacle may move on)"

@@ -1174,6 +1174,7 @@ def state_checks(node, plan, obstacles, scenes):
     execute_checks(node, planned.trajectory, cube, obstacles, scenes)
     action_execute_checks(node, planned.trajectory)
     mock_controller_checks(node, plan, obstacles, scenes)
+    topic_replanning_checks(node, plan, obstacles, scenes)
 
     bad = CheckTrajectory.Request()
     bad.trajectory.joint_names = ARM
@@ -1786,6 +1787,24 @@ def execute_meanwhile(node, execute, obstacles, marker, after, timeout):
     return (running.result() if running.done() else None), time.time() - started
 
 
+def cube_ahead(trajectory, fraction, ns, mid):
+    """A 12 cm cube marker `ns`/`mid` where `trajectory` puts the tool at `fraction` of its
+    duration, and the same cube for the independent checker."""
+    at = ROBOT.link_poses(ARM, sample_at(trajectory, fraction * duration(trajectory)))
+    at = at['tool0'][1]
+    return cube_marker(ns, mid, at, 0.12), [ic.Obstacle(f'{ns}/{mid}', 'box', [0.06] * 3, at)]
+
+
+def set_params(settings):
+    """Sets each (name, value) with `ros2 param set`, checked; whether all were set."""
+    for name, value in settings:
+        rc, out = ros2_param('set', NODE, name, value)
+        if not check(f'ros2 param set {name} {value}', rc == 0 and 'successful' in out.lower(),
+                     out):
+            return False
+    return True
+
+
 def planned(node, plan, req, what):
     """~/plan's answer to `req`, checked as `what`; None when it did not plan."""
     res = call(node, plan, req, timeout=60.0)
@@ -1805,10 +1824,8 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
     if res is None:
         return
     seconds = duration(res.trajectory)
-    ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.8 * seconds))['tool0'][1]
-    cube = cube_marker('monitor', 1, ahead, 0.12)
-    blocked = ic.first_collision(ROBOT, [ic.Obstacle('monitor/1', 'box', [0.06] * 3, ahead)],
-                                 res.trajectory)
+    cube, box = cube_ahead(res.trajectory, 0.8, 'monitor', 1)
+    blocked = ic.first_collision(ROBOT, box, res.trajectory)
     del seen[:]
     answer, took = execute_meanwhile(node, execute, obstacles, cube, 0.25 * seconds,
                                      seconds + 10.0)
@@ -1868,11 +1885,8 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
     execute, stop = clients
     trajectories = []
     node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
-    for name, value in (('replan_attempts', '2'), ('replan_delay', '0.2')):
-        rc, out = ros2_param('set', NODE, name, value)
-        if not check(f'ros2 param set {name} {value}', rc == 0 and 'successful' in out.lower(),
-                     out):
-            return
+    if not set_params((('replan_attempts', '2'), ('replan_delay', '0.2'))):
+        return
     try:
         req = PlanPath.Request()  # from the mock's joint state
         req.goal_state = joint_state(ARM, START)
@@ -1881,9 +1895,7 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
         if res is None:
             return
         seconds = duration(res.trajectory)
-        ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.6 * seconds))['tool0'][1]
-        cube = cube_marker('replan', 1, ahead, 0.12)
-        box = [ic.Obstacle('replan/1', 'box', [0.06] * 3, ahead)]
+        cube, box = cube_ahead(res.trajectory, 0.6, 'replan', 1)
         blocked = ic.first_collision(ROBOT, box, res.trajectory)
         del seen[:]
         del trajectories[:]
@@ -1939,8 +1951,7 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
         if res is None:
             return
         seconds = duration(res.trajectory)
-        ahead = ROBOT.link_poses(ARM, sample_at(res.trajectory, 0.6 * seconds))['tool0'][1]
-        cube = cube_marker('replan', 3, ahead, 0.12)
+        cube, _ = cube_ahead(res.trajectory, 0.6, 'replan', 3)
         del trajectories[:]
         started = time.time()
         running = execute.call_async(Trigger.Request())
@@ -1970,6 +1981,55 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
                                                    timeout=duration(res.trajectory) + 15.0)
     check('~/plan and ~/execute on to the goal after the failed replanning',
           done and done.success, done and done.message)
+
+
+def topic_replanning_checks(node, plan, obstacles, scenes):
+    """Replanning in topic mode (replan_attempts 1, replan_delay 0.2), the robot's joint state
+    at START from the test: a cube appearing ahead of the plan just sent makes the node send
+    an empty trajectory, then a new plan from the joint state to the same goal, free of the
+    cube for the independent checker."""
+    sent = []
+    node.create_subscription(JointTrajectory, '/joint_trajectory_controller/joint_trajectory',
+                             sent.append, 10)
+    states = node.create_publisher(JointState, 'joint_states', 10)
+    execute = node.create_client(Trigger, f'/{NODE}/execute')
+    settings = (('execution_mode', 'topic', 'action'), ('replan_attempts', '1', '0'),
+                ('replan_delay', '0.2', '0.5'))
+    if not set_params([(name, value) for name, value, _ in settings]):
+        return
+    try:
+        for _ in range(5):
+            states.publish(joint_state(ARM, START))
+            wait_for(node, lambda: False, 0.1)
+        req = PlanPath.Request()  # from the joint state just published
+        req.goal_state = joint_state(ARM, GOAL)
+        req.seed = 5
+        res = planned(node, plan, req, '~/plan for replanning in topic mode')
+        if res is None:
+            return
+        seconds = duration(res.trajectory)
+        cube, box = cube_ahead(res.trajectory, 0.6, 'replan', 4)
+        wait_for(node, lambda: False, 1.0)  # discovery of the controller topic subscription
+        del sent[:]
+        answer, _ = execute_meanwhile(node, execute, obstacles, cube, 0.25 * seconds, 10.0)
+        wait_for(node, lambda: len(sent) >= 3, 10.0)
+        kinds = [len(t.points) for t in sent]
+        new = sent[2] if len(sent) >= 3 and not sent[1].points and sent[2].points else None
+        first = list(new.points[0].positions) if new else None
+        last = list(new.points[-1].positions) if new else None
+        check('replanning (topic): a cube ahead of the plan just sent makes the node send an '
+              'empty trajectory, then a plan from the joint state around it to the same goal',
+              answer is not None and answer.success and new is not None
+              and ic.first_collision(ROBOT, box, res.trajectory) is not None
+              and ic.first_collision(ROBOT, box, new) is None
+              and max(abs(a - b) for a, b in zip(first, START)) < 1e-6
+              and max(abs(a - b) for a, b in zip(last, GOAL)) < 1e-6,
+              f'{answer and answer.message!r}; points of what was sent: {kinds}; the new plan '
+              f'from {first} to {last}')
+        delete_marker(node, obstacles, scenes, cube)
+    finally:
+        for name, _, value in settings:
+            ros2_param('set', NODE, name, value)
 
 
 def execute_trajectory_checks(node, seen):
