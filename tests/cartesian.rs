@@ -59,12 +59,7 @@ fn follow(
     let s = &b.group.space;
     let mut line = vec![b.tool(start)];
     line.extend_from_slice(waypoints);
-    let pts: Vec<Vec<f64>> = out
-        .trajectory
-        .points
-        .iter()
-        .map(|p| p.positions.clone())
-        .collect();
+    let pts: Vec<Vec<f64>> = out.trajectory.positions();
     assert!(s.distance(&pts[0], start) < 1e-12, "starts elsewhere");
     let mut worst = (0.0f64, 0.0f64);
     let mut q = vec![0.0; s.dof()];
@@ -459,12 +454,7 @@ fn panda_retreats(data: &std::path::Path, backend: &str) -> Vec<Retreat> {
             .unwrap_or_else(|e| panic!("table_pick {}: {e}", prob.index));
         // Every point on the vertical line through the grasp, the hand's orientation kept,
         // and every motion free on a fresh CPU check at a finer resolution.
-        let pts: Vec<Vec<f64>> = out
-            .trajectory
-            .points
-            .iter()
-            .map(|p| p.positions.clone())
-            .collect();
+        let pts: Vec<Vec<f64>> = out.trajectory.positions();
         for q in &pts {
             let p = hand(q);
             let off = ((p.translation.x - from.translation.x).powi(2)

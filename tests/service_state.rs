@@ -143,12 +143,7 @@ fn planned(
     s: &mut gpu_motion_planner::service::PlanningService,
 ) -> (Vec<Vec<f64>>, TrajectoryCheckRequest) {
     let plan = s.plan(request(s, &START, &GOAL)).expect("plan");
-    let points: Vec<Vec<f64>> = plan
-        .trajectory
-        .points
-        .iter()
-        .map(|p| p.positions.clone())
-        .collect();
+    let points: Vec<Vec<f64>> = plan.trajectory.positions();
     let req = TrajectoryCheckRequest {
         joint_names: names(s),
         points: points.clone(),
@@ -240,12 +235,7 @@ fn trajectories_are_valid_in_the_scene_they_were_planned_in() {
                 ..request(&s, start, goal)
             };
             let plan = s.plan(req).expect("plan");
-            let points: Vec<Vec<f64>> = plan
-                .trajectory
-                .points
-                .iter()
-                .map(|p| p.positions.clone())
-                .collect();
+            let points: Vec<Vec<f64>> = plan.trajectory.positions();
             points_checked += points.len();
             let check = s
                 .check_trajectory(&TrajectoryCheckRequest {
@@ -603,12 +593,7 @@ fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going(
         ..Default::default()
     };
     let first = s.plan(original.clone()).expect("plan to the pose");
-    let points: Vec<Vec<f64>> = first
-        .trajectory
-        .points
-        .iter()
-        .map(|p| p.positions.clone())
-        .collect();
+    let points: Vec<Vec<f64>> = first.trajectory.positions();
     let end = points.last().expect("points").clone();
     let last = points.len() - 1;
     assert!(last >= 4, "{} points", points.len());
@@ -644,12 +629,7 @@ fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going(
         )
     );
     let second = s.plan(again).expect("replan around the cube");
-    let replanned: Vec<Vec<f64>> = second
-        .trajectory
-        .points
-        .iter()
-        .map(|p| p.positions.clone())
-        .collect();
+    let replanned: Vec<Vec<f64>> = second.trajectory.positions();
     let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
     assert!(close(&replanned[0], &held), "starts where the robot holds");
     assert!(

@@ -353,17 +353,9 @@ async fn monitor_topic(
             let checked = replan
                 .plan(&shared, &logger, &outputs)
                 .and_then(|(planned, what)| {
-                    with_service(
-                        &shared,
-                        &logger,
-                        |reason| Err(format!("no robot loaded: {reason}")),
-                        |service| {
-                            state::execution_verdict(service, &planned)
-                                .map(|_| (service.world_revision(), what))
-                                .map_err(|e| format!("(not sent): {e}"))
-                        },
-                    )
-                    .map(|(seen, what)| (planned, seen, what))
+                    let (_, seen) = sendable(&shared, &logger, &planned)
+                        .map_err(|e| format!("(not sent): {e}"))?;
+                    Ok((planned, seen, what))
                 });
             let (planned, seen, what) = match checked {
                 Ok(found) => found,
@@ -392,6 +384,24 @@ async fn monitor_topic(
             break;
         }
     }
+}
+
+/// [`state::execution_verdict`] of `trajectory` now, with the world revision it was judged
+/// in (for the monitor).
+fn sendable(
+    shared: &Shared,
+    logger: &str,
+    trajectory: &JointTrajectory,
+) -> Result<(String, WorldRevision), String> {
+    with_service(
+        shared,
+        logger,
+        |reason| Err(format!("no robot loaded: {reason}")),
+        |service| {
+            state::execution_verdict(service, trajectory)
+                .map(|what| (what, service.world_revision()))
+        },
+    )
 }
 
 /// Answers `~/execute` (`plan` None: the last planned trajectory) and
@@ -576,16 +586,7 @@ async fn run(
     stops: u64,
 ) -> Ran {
     let trajectory = trajectory.clone();
-    let verdict = with_service(
-        shared,
-        logger,
-        |reason| Err(format!("no robot loaded: {reason}")),
-        |service| {
-            state::execution_verdict(service, &trajectory)
-                .map(|what| (what, service.world_revision()))
-        },
-    );
-    let (what, checked_in) = match verdict {
+    let (what, checked_in) = match sendable(shared, logger, &trajectory) {
         Err(why) => return Ran::Answered(answer(false, format!("not executed: {why}"))),
         Ok(found) => found,
     };
