@@ -7,8 +7,9 @@ the first motion and drops it (~/detach_object), re-checks the first trajectory 
 scene (~/check_trajectory), asks whether a state folded into the shelf is valid
 (~/check_state), where the tool is at the end of the first plan (~/compute_fk) and for a
 collision-free configuration that puts it there from the neutral one (~/compute_ik), then
-runs the first motion and back on the mock controller that stands in for the robot
-(~/execute: FollowJointTrajectory goals, answered when the robot has arrived); last, sends a
+runs the first motion on the mock controller that stands in for the robot (~/plan, then
+~/execute: a FollowJointTrajectory goal, answered when the robot has arrived) and back with
+one ~/move action goal (plan and execute, its feedback printed); last, sends a
 point cloud of a blob where the tool passes
 halfway through the first motion (~/points, as a depth camera would), plans that motion again
 around the blob's boxes, clears the cloud, and prints what comes back.
@@ -22,10 +23,12 @@ import struct
 import sys
 
 import rclpy
+from gpu_motion_planner_interfaces.action import Move
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject, PlanBatch,
                                               PlanCartesian, PlanPath)
 from geometry_msgs.msg import Pose
+from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from visualization_msgs.msg import Marker, MarkerArray
@@ -117,7 +120,7 @@ def execute(node, plan):
     """The mock controller stands in for the robot (run_demo.sh starts it, at the first
     motion's start): plans the first motion from the robot's joint state and asks ~/execute to
     run it, a FollowJointTrajectory goal the mock follows, answered when the robot has
-    arrived; then the way back to the start. Returns the failures."""
+    arrived; then the way back to the start in one ~/move goal. Returns the failures."""
     execute_client = node.create_client(Trigger, f'/{NODE}/execute')
     if not execute_client.wait_for_service(timeout_sec=10.0):
         print('~/execute: service not available')
@@ -134,29 +137,62 @@ def execute(node, plan):
         print('~/execute: no joint_states from the mock controller within 10 s')
         return 1
     planner, start, goal = REQUESTS[0]
-    failures = 0
-    for target, what in ((goal, 'the first motion'), (start, 'back to its start')):
-        req = PlanPath.Request()  # from the current joint state: where the robot is
-        req.planner_id = planner
-        req.goal_state = state(target)
-        res = call(node, plan, req, 120.0)
-        if res is None or not res.success:
-            print(f'~/execute: {what} did not plan: {res and res.message}')
-            failures += 1
-            continue
-        last = res.trajectory.points[-1].time_from_start
-        seconds = last.sec + 1e-9 * last.nanosec
-        answer = call(node, execute_client, Trigger.Request(), seconds + 30.0)
-        for _ in range(5):
-            rclpy.spin_once(node, timeout_sec=0.1)
-        at = seen[-1]
-        arrived = max(abs(a - b) for a, b in zip(at, target)) < 1e-6
-        print(f'~/execute ({what}, {seconds:.2f} s): '
-              f'{"no answer" if answer is None else f"success={answer.success} -- {answer.message}"}')
-        print(f'    the mock robot is at [{", ".join(f"{x:.3f}" for x in at)}]'
-              f'{"" if arrived else " (not the goal)"}')
-        failures += 0 if answer is not None and answer.success and arrived else 1
-    return failures
+    req = PlanPath.Request()  # from the current joint state: where the robot is
+    req.planner_id = planner
+    req.goal_state = state(goal)
+    res = call(node, plan, req, 120.0)
+    if res is None or not res.success:
+        print(f'~/execute: the first motion did not plan: {res and res.message}')
+        return 1 + move(node, planner, start, seen)
+    last = res.trajectory.points[-1].time_from_start
+    seconds = last.sec + 1e-9 * last.nanosec
+    answer = call(node, execute_client, Trigger.Request(), seconds + 30.0)
+    said = 'no answer' if answer is None else f'success={answer.success} -- {answer.message}'
+    arrived = arrival(node, seen, goal, f'~/execute (the first motion, {seconds:.2f} s): {said}')
+    failures = 0 if answer is not None and answer.success and arrived else 1
+    return failures + move(node, planner, start, seen)
+
+
+def arrival(node, seen, target, line):
+    """Prints `line` and where the mock robot is; whether it is at `target`."""
+    for _ in range(5):
+        rclpy.spin_once(node, timeout_sec=0.1)
+    at = seen[-1]
+    arrived = max(abs(a - b) for a, b in zip(at, target)) < 1e-6
+    print(line)
+    print(f'    the mock robot is at [{", ".join(f"{x:.3f}" for x in at)}]'
+          f'{"" if arrived else " (not the goal)"}')
+    return arrived
+
+
+def move(node, planner, target, seen):
+    """One ~/move goal: plan from where the robot is to `target` and execute it, printing the
+    feedback as it comes and the result. Returns the failures."""
+    client = ActionClient(node, Move, f'/{NODE}/move')
+    if not client.wait_for_server(timeout_sec=10.0):
+        print('~/move: action server not available')
+        return 1
+    goal = Move.Goal()
+    goal.goal_state = state(target)
+    goal.planner_id = planner
+    goal.seed = -1
+    sent = client.send_goal_async(
+        goal, feedback_callback=lambda f: print(
+            f'~/move feedback: {f.feedback.state}: {f.feedback.message}'))
+    rclpy.spin_until_future_complete(node, sent, timeout_sec=10.0)
+    handle = sent.result() if sent.done() else None
+    if handle is None or not handle.accepted:
+        print('~/move: the goal was not accepted')
+        return 1
+    result = handle.get_result_async()
+    rclpy.spin_until_future_complete(node, result, timeout_sec=120.0)
+    if not result.done():
+        print('~/move (back to its start): no result within 120 s')
+        return 1
+    answer = result.result().result
+    arrived = arrival(node, seen, target, f'~/move (back to its start): success={answer.success} '
+                      f'error_code={answer.error_code} -- {answer.message}')
+    return 0 if answer.success and arrived else 1
 
 
 def cloud_message(points):

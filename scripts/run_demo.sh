@@ -14,9 +14,9 @@
 #    motion with ~/attach_object and ~/detach_object, re-checks the first trajectory with
 #    ~/check_trajectory and a state in collision with ~/check_state, asks ~/compute_fk where
 #    the tool ends and ~/compute_ik for joint values that put it there, then runs the first
-#    motion and back with ~/execute on the mock controller (launched with
-#    mock_controller:=true: a stand-in robot behind a joint_trajectory_controller's action,
-#    publishing joint_states), sends a point cloud of a blob in that motion's way on ~/points and plans
+#    motion with ~/execute on the mock controller (launched with mock_controller:=true: a
+#    stand-in robot behind a joint_trajectory_controller's action, publishing joint_states)
+#    and back with one ~/move action goal (plan and execute), sends a point cloud of a blob in that motion's way on ~/points and plans
 #    around its boxes; prints the answers) and stops the node.
 #    The first run downloads and builds for tens of minutes on 2 cores.
 #

@@ -105,6 +105,67 @@ fn answer(success: bool, message: String) -> Trigger::Response {
     Trigger::Response { success, message }
 }
 
+/// The error codes of an execution's outcome: those of `moveit_msgs/MoveItErrorCodes`, as
+/// `~/move` answers them (`Move.action` declares the same values).
+pub mod codes {
+    /// Executed to the end (topic mode: sent).
+    pub const SUCCESS: i32 = 1;
+    /// Nothing to execute, no robot loaded, or another execution is running.
+    pub const FAILURE: i32 = 99999;
+    /// Not sent: the robot is not at the first point, or the trajectory is no longer valid.
+    pub const INVALID_MOTION_PLAN: i32 = -2;
+    /// Stopped by execution monitoring, and not replanned (or no replanning succeeded).
+    pub const MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE: i32 = -3;
+    /// The controller aborted or rejected the goal, or could not be reached.
+    pub const CONTROL_FAILED: i32 = -4;
+    /// Longer than the allowed duration, and cancelled.
+    pub const TIMED_OUT: i32 = -6;
+    /// Cancelled (`~/stop`, or the `~/move` goal's cancellation).
+    pub const PREEMPTED: i32 = -7;
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    /// [`codes::SUCCESS`] exactly when it succeeded, else one of the other [`codes`].
+    pub code: i32,
+    /// What happened (the answer of `~/execute`).
+    pub message: String,
+    /// The last trajectory sent to the controller, if any was.
+    pub sent: Option<JointTrajectory>,
+}
+
+impl Executed {
+    fn new(code: i32, message: String) -> Self {
+        Self {
+            code,
+            message,
+            sent: None,
+        }
+    }
+
+    /// Whether it executed to the end (topic mode: was sent).
+    pub fn success(&self) -> bool {
+        self.code == codes::SUCCESS
+    }
+
+    /// The answer of a `std_srvs/Trigger` service.
+    pub fn trigger(&self) -> Trigger::Response {
+        answer(self.success(), self.message.clone())
+    }
+}
+
+/// Where an execution reports its stages (`~/move` turns them into feedback): a state
+/// (`EXECUTING`, `WAITING`, `PLANNING`) and what it is about.
+pub type Report = tokio::sync::mpsc::UnboundedSender<(&'static str, String)>;
+
+fn tell(report: Option<&Report>, state: &'static str, message: String) {
+    if let Some(report) = report {
+        // A receiver gone (the goal ended) needs nothing more.
+        let _ = report.send((state, message));
+    }
+}
+
 /// `FollowJointTrajectory` result error codes.
 const SUCCESSFUL: i32 = FollowJointTrajectory::Result::SUCCESSFUL as i32;
 const CODES: [(i32, &str); 6] = [
@@ -157,7 +218,7 @@ pub fn outcome(
     status: GoalStatus,
     result: &FollowJointTrajectory::Result,
     what: &str,
-) -> (bool, String) {
+) -> (i32, String) {
     let detail = if result.error_string.is_empty() {
         String::new()
     } else {
@@ -170,19 +231,19 @@ pub fn outcome(
     );
     match status {
         GoalStatus::Succeeded if result.error_code == SUCCESSFUL => (
-            true,
+            codes::SUCCESS,
             format!("executed {what}: the controller reports {code}{detail}"),
         ),
         GoalStatus::Canceled => (
-            false,
+            codes::PREEMPTED,
             format!("{what} was cancelled before it finished{detail}"),
         ),
         GoalStatus::Aborted | GoalStatus::Succeeded => (
-            false,
+            codes::CONTROL_FAILED,
             format!("{what} failed: the controller reports {code}{detail}"),
         ),
         other => (
-            false,
+            codes::CONTROL_FAILED,
             format!("{what} ended in goal status {other:?}: the controller reports {code}{detail}"),
         ),
     }
@@ -354,7 +415,7 @@ async fn monitor_topic(
                 .plan(&shared, &logger, &outputs)
                 .and_then(|(planned, what)| {
                     let (_, seen) = sendable(&shared, &logger, &planned)
-                        .map_err(|e| format!("(not sent): {e}"))?;
+                        .map_err(|(_, e)| format!("(not sent): {e}"))?;
                     Ok((planned, seen, what))
                 });
             let (planned, seen, what) = match checked {
@@ -387,22 +448,55 @@ async fn monitor_topic(
 }
 
 /// [`state::execution_verdict`] of `trajectory` now, with the world revision it was judged
-/// in (for the monitor).
+/// in (for the monitor); else an error code and why.
 fn sendable(
     shared: &Shared,
     logger: &str,
     trajectory: &JointTrajectory,
-) -> Result<(String, WorldRevision), String> {
+) -> Result<(String, WorldRevision), (i32, String)> {
     with_service(
         shared,
         logger,
-        |reason| Err(format!("no robot loaded: {reason}")),
-        |service| {
-            state::execution_verdict(service, trajectory)
-                .map(|what| (what, service.world_revision()))
+        |reason| Err((codes::FAILURE, format!("no robot loaded: {reason}"))),
+        |service| match state::execution_verdict(service, trajectory) {
+            Ok(what) => Ok((what, service.world_revision())),
+            Err(why) => Err((codes::INVALID_MOTION_PLAN, why)),
         },
     )
 }
+
+/// The execution slot, held by one execution from its checks to its result (also before a
+/// goal is accepted, so that a second `~/execute` is refused at once); freed when dropped,
+/// however the execution ends (a panic included).
+pub struct Slot<'a>(&'a Execution);
+
+impl Execution {
+    /// The slot, or `None` while another execution holds it.
+    pub fn claim(&self) -> Option<Slot<'_>> {
+        let mut busy = lock(&self.busy);
+        if *busy {
+            return None;
+        }
+        *busy = true;
+        Some(Slot(self))
+    }
+
+    /// The number of `~/stop`s (and `~/move` cancellations) so far: an execution that read
+    /// it sends nothing once it changes.
+    pub fn stops(&self) -> u64 {
+        self.stops.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.goal) = None;
+        *lock(&self.0.busy) = false;
+    }
+}
+
+/// Why an execution was not started: another one holds the slot.
+pub const BUSY: &str = "not executed: an execution is running (~/stop cancels it)";
 
 /// Answers `~/execute` (`plan` None: the last planned trajectory) and
 /// `~/execute_trajectory` (`plan`: the request's trajectory): when the robot is at its start
@@ -411,29 +505,20 @@ fn sendable(
 pub async fn serve_execute(
     shared: Arc<Shared>,
     logger: String,
-    (controller, outputs): (Controller, PlanOutputs),
+    with: (Controller, PlanOutputs),
     plan: Option<LastPlan>,
-) -> Trigger::Response {
-    {
-        let mut busy = lock(&shared.execution.busy);
-        if *busy {
-            return answer(
-                false,
-                "not executed: an execution is running (~/stop cancels it)".into(),
-            );
-        }
-        *busy = true;
-    }
-    // Frees the slot however the execution ends (a panic included).
-    struct Release<'a>(&'a Execution);
-    impl Drop for Release<'_> {
-        fn drop(&mut self) {
-            *lock(&self.0.goal) = None;
-            *lock(&self.0.busy) = false;
-        }
-    }
-    let _release = Release(&shared.execution);
-    execute(&shared, &logger, (controller, outputs), plan).await
+) -> Executed {
+    let Some(_slot) = shared.execution.claim() else {
+        return Executed::new(codes::FAILURE, BUSY.into());
+    };
+    let Some(plan) = plan.or_else(|| lock(&shared.last_plan).clone()) else {
+        return Executed::new(
+            codes::FAILURE,
+            "nothing to execute: no trajectory planned yet".into(),
+        );
+    };
+    let stops = shared.execution.stops();
+    execute(&shared, &logger, with, plan, stops, None).await
 }
 
 /// What replanning plans: `again` (the request to the trajectory's last point from the
@@ -477,64 +562,71 @@ impl Replan {
 
 /// How one trajectory's execution ended.
 enum Ran {
-    /// With the answer for `~/execute`.
-    Answered(Trigger::Response),
+    /// With the outcome.
+    Answered(Executed),
     /// Execution monitoring stopped it; what was stopped and why (the cancellation
     /// included), which replanning may follow.
     Stopped(String),
 }
 
-/// Sends the last plan; where execution monitoring stops it and `replan_attempts` allows,
-/// plans again from where the robot holds to where it was going and sends that (MoveIt's
-/// replanning), until a trajectory finishes, the attempts are spent, or `~/stop` comes.
-async fn execute(
+/// Sends `plan` (the caller holds the execution slot; `stops` was read from
+/// [`Execution::stops`] when the request came, and nothing is sent once it changes); where
+/// execution monitoring stops it and `replan_attempts` allows, plans again from where the
+/// robot holds to where it was going and sends that (MoveIt's replanning), until a
+/// trajectory finishes, the attempts are spent, or `~/stop` comes. Each stage goes to
+/// `report`.
+pub async fn execute(
     shared: &Arc<Shared>,
     logger: &str,
     (controller, outputs): (Controller, PlanOutputs),
-    plan: Option<LastPlan>,
-) -> Trigger::Response {
-    let Some(last) = plan.or_else(|| lock(&shared.last_plan).clone()) else {
-        return answer(
-            false,
-            "nothing to execute: no trajectory planned yet".into(),
-        );
-    };
-    let stops = shared.execution.stops.load(Ordering::SeqCst);
-    let replan = Replan::of(&last);
-    let mut trajectory = last.trajectory;
+    plan: LastPlan,
+    stops: u64,
+    report: Option<&Report>,
+) -> Executed {
+    let replan = Replan::of(&plan);
+    let mut trajectory = plan.trajectory;
     // What happened before the run under way: monitor stops and replanning attempts.
     let mut history: Vec<String> = Vec::new();
     let mut replans = 0;
+    let mut sent = None;
+    let ended = |code: i32, message: String, sent: Option<JointTrajectory>| Executed {
+        code,
+        message,
+        sent,
+    };
     loop {
         let ran = run(
             shared,
             logger,
             (controller.clone(), outputs.clone()),
             (&trajectory, replan.clone()),
-            stops,
+            (stops, report),
         )
         .await;
         *lock(&shared.execution.goal) = None;
         let stopped = match ran {
-            Ran::Answered(mut response) => {
+            Ran::Answered(mut done) => {
                 if !history.is_empty() {
-                    response.message =
-                        format!("{} (after {})", response.message, history.join("; "));
+                    done.message = format!("{} (after {})", done.message, history.join("; "));
                 }
-                return response;
+                done.sent = done.sent.or(sent);
+                return done;
             }
             Ran::Stopped(stopped) => stopped,
         };
+        sent = Some(trajectory.clone());
         history.push(stopped);
         let params = lock(&shared.params).clone();
+        let invalidated = codes::MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE;
         let Some(replan) = replan.as_ref().filter(|_| params.replan_attempts > 0) else {
             let why = if params.replan_attempts > 0 {
                 "; not replanned: the trajectory is a Cartesian path (~/plan_cartesian)"
             } else {
                 ""
             };
-            return answer(false, format!("{}{why}", history.join("; ")));
+            return ended(invalidated, format!("{}{why}", history.join("; ")), sent);
         };
+        tell(report, "WAITING", history.join("; "));
         loop {
             if replans >= params.replan_attempts {
                 r2r::log_warn!(
@@ -542,23 +634,24 @@ async fn execute(
                     "~/execute: replanning gave up: {}",
                     history.join("; ")
                 );
-                return answer(
-                    false,
-                    format!(
-                        "{}; no replanning attempt left (replan_attempts {})",
-                        history.join("; "),
-                        params.replan_attempts
-                    ),
+                let message = format!(
+                    "{}; no replanning attempt left (replan_attempts {})",
+                    history.join("; "),
+                    params.replan_attempts
                 );
+                return ended(invalidated, message, sent);
             }
             replans += 1;
             tokio::time::sleep(Duration::from_secs_f64(params.replan_delay)).await;
             if shared.execution.stopped_since(stops) {
-                return answer(
-                    false,
-                    format!("{}; ~/stop came before replanning", history.join("; ")),
-                );
+                let message = format!("{}; ~/stop came before replanning", history.join("; "));
+                return ended(codes::PREEMPTED, message, sent);
             }
+            tell(
+                report,
+                "PLANNING",
+                format!("replanning (attempt {replans})"),
+            );
             match replan.plan(shared, logger, &outputs) {
                 Ok((planned, what)) => {
                     r2r::log_info!(
@@ -570,7 +663,11 @@ async fn execute(
                     trajectory = planned;
                     break;
                 }
-                Err(why) => history.push(format!("replanning attempt {replans} failed {why}")),
+                Err(why) => {
+                    let failed = format!("replanning attempt {replans} failed {why}");
+                    tell(report, "WAITING", failed.clone());
+                    history.push(failed);
+                }
             }
         }
     }
@@ -583,46 +680,59 @@ async fn run(
     logger: &str,
     (controller, outputs): (Controller, PlanOutputs),
     (trajectory, replan): (&JointTrajectory, Option<Replan>),
-    stops: u64,
+    (stops, report): (u64, Option<&Report>),
 ) -> Ran {
     let trajectory = trajectory.clone();
     let (what, checked_in) = match sendable(shared, logger, &trajectory) {
-        Err(why) => return Ran::Answered(answer(false, format!("not executed: {why}"))),
+        Err((code, why)) => {
+            return Ran::Answered(Executed::new(code, format!("not executed: {why}")))
+        }
         Ok(found) => found,
     };
     let params = lock(&shared.params).clone();
     let seconds = duration_of(&trajectory);
     let allowed = allowed_seconds(seconds, &params);
+    let failed = |why: String| Ran::Answered(Executed::new(codes::CONTROL_FAILED, why));
+    if shared.execution.stopped_since(stops) {
+        return Ran::Answered(Executed::new(
+            codes::PREEMPTED,
+            format!("not executed: ~/stop came before {what} was sent"),
+        ));
+    }
     // Whatever the mode, a new trajectory ends the monitor of one sent on the topic before.
     let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
     if params.execution_mode == "topic" {
-        return Ran::Answered(match controller.topic.publish(&trajectory) {
-            Ok(()) => {
-                if params.monitor_execution {
-                    tokio::spawn(monitor_topic(
-                        shared.clone(),
-                        logger.to_string(),
-                        (controller.clone(), outputs),
-                        (Monitor::new(&trajectory, checked_in), allowed),
-                        send,
-                        replan,
-                    ));
-                }
-                answer(true, format!("sent {what} to {CONTROLLER_TOPIC}"))
-            }
-            Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
+        if let Err(e) = controller.topic.publish(&trajectory) {
+            return failed(format!("{CONTROLLER_TOPIC}: could not publish: {e}"));
+        }
+        if params.monitor_execution {
+            tokio::spawn(monitor_topic(
+                shared.clone(),
+                logger.to_string(),
+                (controller.clone(), outputs),
+                (Monitor::new(&trajectory, checked_in), allowed),
+                send,
+                replan,
+            ));
+        }
+        let message = format!("sent {what} to {CONTROLLER_TOPIC}");
+        tell(report, "EXECUTING", message.clone());
+        return Ran::Answered(Executed {
+            code: codes::SUCCESS,
+            message,
+            sent: Some(trajectory),
         });
     }
     // ("N points, D s," reads on in "sent ... to"; here it ends a clause.)
     let what = what.trim_end_matches(',').to_string();
     let action = controller.action_name.clone();
     let no_server = || {
-        format!(
+        failed(format!(
             "not executed: no FollowJointTrajectory action server at {} within {} s (is the \
              controller running? execution_mode: topic publishes on {CONTROLLER_TOPIC} instead)",
             action,
             SERVER_WAIT.as_secs()
-        )
+        ))
     };
     let available = r2r::Node::is_available(&controller.action);
     match available {
@@ -631,14 +741,14 @@ async fn run(
                 tokio::time::timeout(SERVER_WAIT, available).await,
                 Ok(Ok(()))
             ) {
-                return Ran::Answered(answer(false, no_server()));
+                return no_server();
             }
         }
-        Err(e) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
+        Err(e) => return failed(format!("not executed: {action}: {e}")),
     }
     if shared.execution.stopped_since(stops) {
-        return Ran::Answered(answer(
-            false,
+        return Ran::Answered(Executed::new(
+            codes::PREEMPTED,
             format!("not executed: ~/stop came before {what} was sent"),
         ));
     }
@@ -649,21 +759,19 @@ async fn run(
     let sent = controller.action.send_goal_request(goal);
     let sent = match sent {
         Ok(sent) => sent,
-        Err(e) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
+        Err(e) => return failed(format!("not executed: {action}: {e}")),
     };
     let (handle, result, mut feedback) = match tokio::time::timeout(SERVER_WAIT, sent).await {
-        Err(_) => return Ran::Answered(answer(false, no_server())),
+        Err(_) => return no_server(),
         Ok(Err(r2r::Error::RCL_RET_ACTION_GOAL_REJECTED)) => {
-            return Ran::Answered(answer(
-                false,
-                format!("not executed: the controller rejected {what}"),
-            ))
+            return failed(format!("not executed: the controller rejected {what}"))
         }
-        Ok(Err(e)) => return Ran::Answered(answer(false, format!("not executed: {action}: {e}"))),
+        Ok(Err(e)) => return failed(format!("not executed: {action}: {e}")),
         Ok(Ok(accepted)) => accepted,
     };
     *lock(&shared.execution.goal) = Some(handle.clone());
     r2r::log_info!(logger, "~/execute: {action} accepted {what}");
+    tell(report, "EXECUTING", format!("{action} accepted {what}"));
     // Feedback is not needed; it is drained so that the client's channel never fills.
     let drain = tokio::spawn(async move { while feedback.next().await.is_some() {} });
     let mut monitor = Monitor::new(&trajectory, checked_in);
@@ -685,24 +793,27 @@ async fn run(
             return if cancelled {
                 Ran::Stopped(format!("stopped {what}: {why}; the goal was cancelled"))
             } else {
-                Ran::Answered(answer(
-                    false,
-                    format!("stopped {what}: {why}; cancelling the goal was not confirmed"),
-                ))
+                Ran::Answered(Executed {
+                    code: codes::MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE,
+                    message: format!(
+                        "stopped {what}: {why}; cancelling the goal was not confirmed"
+                    ),
+                    sent: Some(trajectory),
+                })
             };
         }
     };
     drain.abort();
-    Ran::Answered(match waited {
-        Ok(Ok((status, result))) => {
-            let (success, message) = outcome(status, &result, &what);
-            answer(success, message)
-        }
-        Ok(Err(e)) => answer(false, format!("{what}: no result from {action}: {e}")),
+    let (code, message) = match waited {
+        Ok(Ok((status, result))) => outcome(status, &result, &what),
+        Ok(Err(e)) => (
+            codes::CONTROL_FAILED,
+            format!("{what}: no result from {action}: {e}"),
+        ),
         Err(_) => {
             let cancelled = cancel(&handle).await;
-            answer(
-                false,
+            (
+                codes::TIMED_OUT,
                 format!(
                     "{what} did not finish within {allowed:.3} s ({seconds:.3} s x \
                      execution_duration_scaling {} + execution_goal_margin {} s); {}",
@@ -716,6 +827,11 @@ async fn run(
                 ),
             )
         }
+    };
+    Ran::Answered(Executed {
+        code,
+        message,
+        sent: Some(trajectory),
     })
 }
 
@@ -741,10 +857,16 @@ pub async fn serve_stop(shared: Arc<Shared>, controller: Controller) -> Trigger:
             Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
         };
     }
-    shared.execution.stops.fetch_add(1, Ordering::SeqCst);
-    let goal = lock(&shared.execution.goal).clone();
+    stop_running(&shared.execution).await
+}
+
+/// Stops the running execution, as `~/stop` does in action mode (and a `~/move` goal's
+/// cancellation in either mode): no further goal is sent, and the goal running is cancelled.
+pub async fn stop_running(execution: &Execution) -> Trigger::Response {
+    execution.stops.fetch_add(1, Ordering::SeqCst);
+    let goal = lock(&execution.goal).clone();
     let Some(goal) = goal else {
-        if *lock(&shared.execution.busy) {
+        if *lock(&execution.busy) {
             return answer(
                 true,
                 "no goal was running: the execution under way (checking, or replanning) sends \
@@ -799,19 +921,20 @@ mod tests {
     #[test]
     fn outcomes_name_the_controllers_verdict() {
         let ok = FollowJointTrajectory::Result::default();
-        let (s, m) = outcome(GoalStatus::Succeeded, &ok, "a plan");
-        assert!(s && m.contains("SUCCESSFUL"), "{m}");
+        let (c, m) = outcome(GoalStatus::Succeeded, &ok, "a plan");
+        assert!(c == codes::SUCCESS && m.contains("SUCCESSFUL"), "{m}");
         let bad = FollowJointTrajectory::Result {
             error_code: FollowJointTrajectory::Result::PATH_TOLERANCE_VIOLATED as i32,
             error_string: "wrist_1_joint off by 0.2".into(),
         };
-        let (s, m) = outcome(GoalStatus::Aborted, &bad, "a plan");
-        assert!(!s && m.contains("PATH_TOLERANCE_VIOLATED (-4)") && m.contains("wrist_1_joint"));
+        let (c, m) = outcome(GoalStatus::Aborted, &bad, "a plan");
+        assert_eq!(c, codes::CONTROL_FAILED);
+        assert!(m.contains("PATH_TOLERANCE_VIOLATED (-4)") && m.contains("wrist_1_joint"));
         // Succeeded with an error code is not success.
-        let (s, _) = outcome(GoalStatus::Succeeded, &bad, "a plan");
-        assert!(!s);
-        let (s, m) = outcome(GoalStatus::Canceled, &ok, "a plan");
-        assert!(!s && m.contains("cancelled"), "{m}");
+        let (c, _) = outcome(GoalStatus::Succeeded, &bad, "a plan");
+        assert_eq!(c, codes::CONTROL_FAILED);
+        let (c, m) = outcome(GoalStatus::Canceled, &ok, "a plan");
+        assert!(c == codes::PREEMPTED && m.contains("cancelled"), "{m}");
         assert_eq!(error_code_name(7), "an unknown error code");
     }
 }

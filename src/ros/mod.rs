@@ -31,6 +31,7 @@
 //! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
 //! | service      | `~/execute_trajectory` | `gpu_motion_planner_interfaces/ExecuteTrajectory` (send a given trajectory, as `~/execute` does) |
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
+//! | action server | `~/move`           | `gpu_motion_planner_interfaces/Move` (plan from the current state and execute, see [`move_goal`]) |
 //! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
 //! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
 //! | subscription | `/tf`, `/tf_static` | `tf2_msgs/TFMessage` (frames of clouds, markers and poses the robot does not know) |
@@ -50,6 +51,7 @@ pub mod execute;
 pub mod kinematics;
 pub mod markers;
 pub mod mock_controller;
+pub mod move_goal;
 pub mod params;
 pub mod plan;
 pub mod state;
@@ -547,6 +549,7 @@ async fn run_async() -> Result<(), NodeError> {
     )?;
     let stop_requests =
         node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
+    let move_goals = node.create_action_server::<move_goal::MoveAction>("~/move")?;
     // One lock, released before the client is made: a guard in the struct literal would live
     // to the end of the statement, and a second lock there would deadlock.
     let action_name = lock(&shared.params).controller_action.clone();
@@ -1072,9 +1075,9 @@ async fn run_async() -> Result<(), NodeError> {
                 tokio::spawn(async move {
                     match req {
                         ExecuteRequest::Last(req) => {
-                            let response =
+                            let done =
                                 execute::serve_execute(shared, logger.clone(), with, None).await;
-                            respond(req, response, "~/execute", &logger);
+                            respond(req, done.trigger(), "~/execute", &logger);
                         }
                         ExecuteRequest::Given(req) => {
                             // Replanned, where it comes to that, with the node's settings.
@@ -1086,7 +1089,7 @@ async fn run_async() -> Result<(), NodeError> {
                                 execute::serve_execute(shared, logger.clone(), with, Some(plan))
                                     .await;
                             let response = ExecuteTrajectory::Response {
-                                success: done.success,
+                                success: done.success(),
                                 message: done.message,
                             };
                             respond(req, response, "~/execute_trajectory", &logger);
@@ -1096,6 +1099,12 @@ async fn run_async() -> Result<(), NodeError> {
             }
         }
     }));
+    tasks.push(tokio::spawn(move_goal::serve_moves(
+        shared.clone(),
+        logger.clone(),
+        (controller.clone(), outputs.clone()),
+        move_goals,
+    )));
     tasks.push(tokio::spawn({
         let (shared, logger) = (shared.clone(), logger.clone());
         let mut requests = stop_requests;

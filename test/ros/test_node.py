@@ -34,6 +34,8 @@ import independent_check as ic  # noqa: E402
 
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
+from action_msgs.msg import GoalStatus
+from gpu_motion_planner_interfaces.action import Move
 from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConstraint,
                                                PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
@@ -41,7 +43,7 @@ from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTr
                                               ExecuteTrajectory, PlanAgents, PlanBatch,
                                               PlanCartesian, PlanPath)
 from nav_msgs.msg import OccupancyGrid
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.executors import MultiThreadedExecutor
@@ -1716,6 +1718,7 @@ def mock_controller_checks(node, plan, obstacles, scenes):
         monitoring_checks(node, plan, execute, seen, obstacles, scenes)
         replanning_checks(node, plan, (execute, stop), seen, obstacles, scenes)
         execute_trajectory_checks(node, seen)
+        move_checks(node, seen, obstacles, scenes)
 
         req.goal_state = joint_state(ARM, START)
         res = call(node, plan, req, timeout=60.0)
@@ -2081,6 +2084,202 @@ def execute_trajectory_checks(node, seen):
     done = send(back)
     check('~/execute_trajectory brings it back',
           done is not None and done.success and at(GOAL), done and done.message)
+
+
+
+class MoveGoal:
+    """One ~/move goal sent from the test node: its feedback states and messages, as they
+    came, and its result."""
+
+    def __init__(self, node, client, goal):
+        self.node = node
+        self.feedback = []
+        self.started = time.time()
+        sent = client.send_goal_async(
+            goal, feedback_callback=lambda f: self.feedback.append(
+                (f.feedback.state, f.feedback.message)))
+        rclpy.spin_until_future_complete(node, sent, timeout_sec=10.0)
+        self.handle = sent.result() if sent.done() else None
+        self.result_future = self.handle.get_result_async() if self.handle else None
+        self.took = None
+
+    def states(self):
+        return [state for state, _ in self.feedback]
+
+    def result(self, timeout):
+        """(status, result), or (None, None) when it did not end within `timeout` s."""
+        if self.result_future is None:
+            return None, None
+        rclpy.spin_until_future_complete(self.node, self.result_future, timeout_sec=timeout)
+        if not self.result_future.done():
+            return None, None
+        self.took = time.time() - self.started
+        wait_for(self.node, lambda: False, 0.1)  # feedback still on its way
+        got = self.result_future.result()
+        return got.status, got.result
+
+    def cancel(self):
+        done = self.handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self.node, done, timeout_sec=10.0)
+        return done.result() if done.done() else None
+
+
+def move_goal(positions, seed=5, plan_only=False):
+    goal = Move.Goal()
+    goal.goal_state = joint_state(ARM, positions)
+    goal.seed = seed
+    goal.plan_only = plan_only
+    return goal
+
+
+def move_checks(node, seen, obstacles, scenes):
+    """~/move (plan and execute in one action goal) with the mock robot at GOAL: plan_only
+    plans and publishes without moving it; a goal plans from its joint state and moves it
+    there, reporting PLANNING then EXECUTING, while ~/execute and a second goal are refused;
+    cancelling a goal halfway leaves the robot held between the two (PREEMPTED); a cube
+    appearing ahead stops it (MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE, naming the cube)
+    and, with replan_attempts, it goes around the cube, executed_trajectory the new plan; a
+    goal with an unknown joint is aborted by name, nothing sent. Ends with the robot at
+    GOAL."""
+    client = ActionClient(node, Move, f'/{NODE}/move')
+    execute = node.create_client(Trigger, f'/{NODE}/execute')
+    trajectories = []
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    if not check('~/move appears', client.wait_for_server(timeout_sec=10.0)):
+        return
+
+    def at(q):
+        wait_for(node, lambda: False, 0.3)
+        return bool(seen) and max(abs(a - b) for a, b in zip(seen[-1], q)) < 1e-6
+
+    def executing(goal):
+        """The plan of a goal that executes, once both its EXECUTING feedback and its plan on
+        ~/trajectory came (either may be handled first); None (the goal cancelled) if not."""
+        if wait_for(node, lambda: 'EXECUTING' in goal.states() and trajectories, 60.0):
+            return trajectories[-1]
+        goal.cancel()
+        goal.result(15.0)
+        return None
+
+    mid = mid_config()
+    del trajectories[:]
+    goal = MoveGoal(node, client, move_goal(mid, plan_only=True))
+    status, result = goal.result(60.0)
+    wait_for(node, lambda: bool(trajectories), 2.0)
+    check('~/move plan_only plans from the joint state and publishes, the robot staying',
+          status == GoalStatus.STATUS_SUCCEEDED and result.success
+          and result.error_code == Move.Result.SUCCESS and result.planned_trajectory.points
+          and not result.executed_trajectory.points and goal.states() == ['PLANNING']
+          and len(trajectories) == 1
+          and len(trajectories[0].points) == len(result.planned_trajectory.points)
+          and max(abs(a - b) for a, b in
+                  zip(result.planned_trajectory.points[0].positions, GOAL)) < 1e-6
+          and at(GOAL),
+          f'status {status}; {result and result.message!r}; feedback {goal.feedback}; '
+          f'{len(trajectories)} published')
+
+    del trajectories[:]
+    goal = MoveGoal(node, client, move_goal(mid))
+    executing(goal)
+    busy = call(node, execute, Trigger.Request(), timeout=10.0)
+    second = MoveGoal(node, client, move_goal(GOAL))
+    second_status, second_result = second.result(10.0)
+    status, result = goal.result(60.0)
+    check('~/move plans and moves the mock robot there, feedback PLANNING then EXECUTING',
+          status == GoalStatus.STATUS_SUCCEEDED and result.success
+          and result.error_code == Move.Result.SUCCESS and 'SUCCESSFUL' in result.message
+          and goal.states() == ['PLANNING', 'EXECUTING']
+          and len(result.executed_trajectory.points) == len(result.planned_trajectory.points)
+          and at(mid),
+          f'status {status}; {result and result.message!r}; feedback {goal.feedback}; '
+          f'at {seen[-1] if seen else None}')
+    check('while a ~/move goal executes, ~/execute and a second goal are refused',
+          busy is not None and not busy.success and 'an execution is running' in busy.message
+          and second_status == GoalStatus.STATUS_ABORTED
+          and second_result.error_code == Move.Result.FAILURE
+          and 'an execution is running' in second_result.message
+          and not second_result.planned_trajectory.points,
+          f'{busy and busy.message!r}; second: status {second_status}, '
+          f'{second_result and second_result.message!r}')
+
+    # Cancelled halfway back to GOAL.
+    del trajectories[:]
+    goal = MoveGoal(node, client, move_goal(GOAL))
+    first = executing(goal)
+    if not check('~/move published the plan it executes', first is not None):
+        return
+    wait_for(node, lambda: False, duration(first) / 2)
+    cancelling = goal.cancel()
+    status, result = goal.result(15.0)
+    wait_for(node, lambda: False, 0.5)
+    held = seen[-1] if seen else None
+    wait_for(node, lambda: False, 0.5)
+    still = seen[-1] if seen else None
+    check('cancelling a ~/move goal halfway stops the robot between the two (PREEMPTED)',
+          cancelling is not None and len(cancelling.goals_canceling) == 1
+          and status == GoalStatus.STATUS_CANCELED and not result.success
+          and result.error_code == Move.Result.PREEMPTED and 'cancelled' in result.message
+          and held is not None and held == still
+          and min(GOAL[0], mid[0]) + 0.02 < held[0] < max(GOAL[0], mid[0]) - 0.02,
+          f'status {status}; {result and result.message!r}; held at {held}')
+
+    # A cube ahead stops it; replanning takes it around.
+    for attempts in (0, 1):
+        if not set_params((('replan_attempts', str(attempts)), ('replan_delay', '0.2'))):
+            return
+        del trajectories[:]
+        target = START if attempts == 0 else GOAL
+        goal = MoveGoal(node, client, move_goal(target))
+        first = executing(goal)
+        if not check('~/move published the plan it executes', first is not None):
+            return
+        cube, box = cube_ahead(first, 0.6, 'move', attempts + 1)
+        wait_for(node, lambda: False, 0.2 * duration(first))
+        obstacles.publish(MarkerArray(markers=[cube]))
+        status, result = goal.result(3 * duration(first) + 30.0)
+        end = seen[-1] if seen else None
+        name = f'move/{attempts + 1}'
+        if attempts == 0:
+            check('~/move: a cube appearing ahead stops the robot, '
+                  'MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE naming the cube',
+                  status == GoalStatus.STATUS_ABORTED and not result.success
+                  and result.error_code
+                  == Move.Result.MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE
+                  and name in result.message and ic.first_collision(ROBOT, box, first)
+                  and goal.states() == ['PLANNING', 'EXECUTING'] and end is not None
+                  and max(abs(a - b) for a, b in zip(end, START)) > 0.05,
+                  f'status {status}; {result and result.message!r}; feedback {goal.states()}; '
+                  f'held at {end}')
+        else:
+            new = result.executed_trajectory if result else None
+            check('~/move with replan_attempts: stopped by a cube, replanned around it to the '
+                  'goal; executed_trajectory is the new plan, free of the cube',
+                  status == GoalStatus.STATUS_SUCCEEDED and result.success
+                  and goal.states() == ['PLANNING', 'EXECUTING', 'WAITING', 'PLANNING',
+                                        'EXECUTING']
+                  and len(result.planned_trajectory.points) == len(first.points)
+                  and new.points and ic.first_collision(ROBOT, box, new) is None
+                  and ic.first_collision(ROBOT, box, first) is not None
+                  and max(abs(a - b) for a, b in zip(new.points[-1].positions, GOAL)) < 1e-6
+                  and end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-6,
+                  f'status {status}; {result and result.message!r}; feedback {goal.states()}; '
+                  f'ends at {end}')
+        delete_marker(node, obstacles, scenes, cube)
+    for name, value in (('replan_attempts', '0'), ('replan_delay', '0.5')):
+        ros2_param('set', NODE, name, value)
+
+    bad = move_goal(mid)
+    bad.goal_state = joint_state(ARM + ['no_such_joint'], mid + [0.0])
+    del trajectories[:]
+    goal = MoveGoal(node, client, bad)
+    status, result = goal.result(30.0)
+    check('~/move with an unknown joint is aborted naming it, nothing planned or sent',
+          status == GoalStatus.STATUS_ABORTED and not result.success
+          and result.error_code == PlanPath.Response.INVALID_GOAL_CONSTRAINTS
+          and 'no_such_joint' in result.message and not result.executed_trajectory.points
+          and not trajectories and at(GOAL),
+          f'status {status}; error code {result and result.error_code}; '
+          f'{result and result.message!r}')
 
 
 def kinematics_checks(node):
