@@ -10,6 +10,7 @@ use std::process::Command;
 use common::service::{names, request, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::robot::{JointLimitsFile, RobotModel, DEFAULT_ACCELERATION_FACTOR};
+use gpu_motion_planner::scene::Scene;
 use gpu_motion_planner::service::{
     ErrorCategory, PlanningService, ServicePlanRequest, ServiceSettings,
 };
@@ -22,7 +23,7 @@ fn bundled_file() -> PathBuf {
 }
 
 /// The bundled robot with `file` applied.
-fn limited(file: &JointLimitsFile) -> (RobotModel, gpu_motion_planner::scene::Scene) {
+fn limited(file: &JointLimitsFile) -> (RobotModel, Scene) {
     let (mut robot, scene) = bundled().expect("bundled robot");
     robot
         .apply_joint_limits(file, "test")
@@ -38,6 +39,12 @@ fn settings(vel: f64, acc: f64) -> ServiceSettings {
         acceleration_scaling: acc,
         ..ServiceSettings::default()
     }
+}
+
+/// The plan from START to GOAL of a service for `robot` in `scene` with `settings`.
+fn start_to_goal(robot: RobotModel, scene: Scene, settings: ServiceSettings) -> Trajectory {
+    let mut s = PlanningService::new(robot, scene, settings);
+    s.plan(request(&s, &START, &GOAL)).expect("plan").trajectory
 }
 
 fn duration(t: &Trajectory) -> f64 {
@@ -77,6 +84,77 @@ fn the_bundled_file_sets_the_limits_the_group_plans_with() {
     assert_eq!(space.continuous, before.continuous);
     assert_eq!(robot.default_scaling.velocity, Some(0.5));
     assert_eq!(robot.default_scaling.acceleration, Some(0.5));
+}
+
+#[test]
+fn jerk_limits_of_the_file_make_the_service_trajectory_jerk_limited() {
+    // The bundled file with a jerk limit on every joint (rad/s³).
+    let text = std::fs::read_to_string(bundled_file()).expect("bundled file");
+    let jerk = [12.0, 12.0, 16.0, 24.0, 24.0, 24.0];
+    let mut with_jerk = text.clone();
+    let (arm, _) = bundled().expect("bundled robot");
+    for (name, j) in arm.default_group().space.names.iter().zip(jerk) {
+        with_jerk = with_jerk.replace(
+            &format!("  {name}:\n"),
+            &format!("  {name}:\n    has_jerk_limits: true\n    max_jerk: {j}\n"),
+        );
+    }
+    let file = JointLimitsFile::parse(&with_jerk, "jerk.yaml").expect("parses");
+    let (robot, scene) = limited(&file);
+    let space = robot.default_group().space;
+    assert_eq!(space.max_jerk, jerk.to_vec());
+    let plain_file = JointLimitsFile::parse(&text, "plain.yaml").expect("parses");
+    let (plain_robot, _) = limited(&plain_file);
+    assert!(plain_robot
+        .default_group()
+        .space
+        .max_jerk
+        .iter()
+        .all(|j| j.is_infinite()));
+
+    let smooth = start_to_goal(robot, scene.clone(), settings(1.0, 1.0));
+    let plain = start_to_goal(plain_robot, scene, settings(1.0, 1.0));
+    // The same path (the plans differ in timing only): the waypoints of both, at rest.
+    let rests = |t: &Trajectory| -> Vec<Vec<f64>> {
+        t.points
+            .iter()
+            .filter(|p| p.velocities.iter().all(|v| *v == 0.0))
+            .map(|p| p.positions.clone())
+            .collect()
+    };
+    assert_eq!(rests(&smooth), rests(&plain));
+    let (v, a) = peak_ratios(
+        &smooth,
+        &space.max_velocity,
+        &space.max_acceleration,
+        1.0,
+        1.0,
+    );
+    assert!(v <= 1.0 + 1e-9 && a <= 1.0 + 1e-9, "peaks {v} {a}");
+    // The acceleration changes by at most the jerk limit per second between points, starts
+    // and ends at zero; without jerk limits it jumps.
+    let jerk_peak = |t: &Trajectory| {
+        t.points
+            .windows(2)
+            .flat_map(|w| {
+                let dt = w[1].time_from_start - w[0].time_from_start;
+                (0..jerk.len()).map(move |j| {
+                    (w[1].accelerations[j] - w[0].accelerations[j]).abs() / (jerk[j] * dt)
+                })
+            })
+            .fold(0.0, f64::max)
+    };
+    let used = jerk_peak(&smooth);
+    assert!(
+        used <= 1.0 + 1e-6 && used > 0.9,
+        "jerk at {used} of the limits"
+    );
+    assert!(jerk_peak(&plain) > 5.0);
+    for end in [smooth.points.first(), smooth.points.last()] {
+        let end = end.expect("points");
+        assert!(end.accelerations.iter().all(|a| a.abs() < 1e-9), "{end:?}");
+    }
+    assert!(duration(&smooth) > duration(&plain));
 }
 
 #[test]
@@ -228,6 +306,14 @@ fn bad_files_are_refused_by_name_and_leave_the_robot_as_it_was() {
         (
             "joint_limits:\n  elbow_joint: {has_acceleration_limits: true, max_acceleration: .nan}\n",
             &["'elbow_joint'", "max_acceleration NaN"],
+        ),
+        (
+            "joint_limits:\n  elbow_joint: {has_jerk_limits: true, max_jerk: -1}\n",
+            &["'elbow_joint'", "max_jerk -1"],
+        ),
+        (
+            "joint_limits:\n  elbow_joint: {has_jerk_limits: true}\n",
+            &["'elbow_joint'", "has_jerk_limits is true but max_jerk is missing"],
         ),
         ("joint_limits:\n  elbow_joint: {max_accel: 2}\n", &["max_accel"]),
         ("joint_limits:\n  elbow_joint: {max_velocity: fast}\n", &["max_velocity"]),

@@ -6,7 +6,7 @@ use common::*;
 use gpu_motion_planner::collision::{Backend, Checker};
 use gpu_motion_planner::trajectory::{
     follows_path, path_length, reduce_waypoints, shortcut, shortcut_until, time_parameterize,
-    time_parameterize_steps, validate, validate_along, validate_path, TrajectoryError,
+    time_parameterize_steps, validate, validate_along, validate_path, Trajectory, TrajectoryError,
     ON_PATH_TOLERANCE,
 };
 use rand::SeedableRng;
@@ -538,4 +538,106 @@ fn trajectories_a_controller_cannot_follow_are_named() {
         .check_followable()
         .unwrap_err()
         .contains("time_from_start"));
+}
+
+/// Largest change of a joint's acceleration per second between consecutive points, over its
+/// jerk limit (1: at the limit), and whether the positions agree with the velocities and
+/// accelerations (each step's displacement against the one they integrate to).
+fn jerk_use(traj: &Trajectory, jmax: &[f64]) -> (f64, f64) {
+    let mut use_ = 0.0f64;
+    let mut mismatch = 0.0f64;
+    for w in traj.points.windows(2) {
+        let dt = w[1].time_from_start - w[0].time_from_start;
+        for (j, &limit) in jmax.iter().enumerate() {
+            let da = w[1].accelerations[j] - w[0].accelerations[j];
+            if limit.is_finite() {
+                use_ = use_.max(da.abs() / (limit * dt));
+            }
+            // Constant jerk over the step: x1 = x0 + v0 dt + a0 dt^2 / 2 + da dt^2 / 6.
+            let predicted = w[0].positions[j]
+                + w[0].velocities[j] * dt
+                + (0.5 * w[0].accelerations[j] + da / 6.0) * dt * dt;
+            mismatch = mismatch.max((w[1].positions[j] - predicted).abs());
+        }
+    }
+    (use_, mismatch)
+}
+
+#[test]
+fn jerk_limited_segments_match_the_s_curve_durations() {
+    // One joint, v = 1, a = 2 (space(1)), one unit of motion.
+    let mut s = space(1, &[]);
+    let path = vec![vec![0.0], vec![1.0]];
+    // j = 4: ramps of 0.5 s reach a = 2 and then v = 1 exactly as the distance is covered
+    // (no hold, no cruise): 2 s, against the trapezoid's 1.5 s.
+    s.max_jerk = vec![4.0];
+    let t = time_parameterize(&s, &path, 1.0, 1.0, 0.001).unwrap();
+    assert!((t.duration() - 2.0).abs() < 1e-9, "{}", t.duration());
+    // j = 1: a = 2 is never reached; the peak speed is (j / 4)^(1/3) and the duration four
+    // ramps of (1/4)^(1/6) s.
+    s.max_jerk = vec![1.0];
+    let t = time_parameterize(&s, &path, 1.0, 1.0, 0.001).unwrap();
+    let expected = 4.0 * 0.25f64.powf(1.0 / 6.0);
+    assert!((t.duration() - expected).abs() < 1e-9, "{}", t.duration());
+    let peak = t.points.iter().map(|p| p.velocities[0]).fold(0.0, f64::max);
+    assert!((peak - 0.25f64.cbrt()).abs() < 1e-3, "{peak}");
+    // A jerk limit so high that the ramps vanish: the trapezoid's time.
+    s.max_jerk = vec![1e9];
+    let t = time_parameterize(&s, &path, 1.0, 1.0, 0.001).unwrap();
+    assert!((t.duration() - 1.5).abs() < 1e-3, "{}", t.duration());
+    // A jerk limit that is not positive is named.
+    s.max_jerk = vec![0.0];
+    let e = time_parameterize(&s, &path, 1.0, 1.0, 0.001).unwrap_err();
+    assert!(e.to_string().contains("jerk"), "{e}");
+}
+
+#[test]
+fn jerk_limits_keep_every_joint_within_its_limits_with_continuous_acceleration() {
+    let mut world = BoxWorld::new(space(3, &[]), vec![]);
+    // Joint 2 has no jerk limit: it moves with the others on each straight segment.
+    world.space.max_jerk = vec![6.0, 20.0, f64::INFINITY];
+    let path = vec![
+        vec![0.1, 0.1, 0.1],
+        vec![0.9, 0.2, 0.4],
+        vec![0.9, 0.9, 0.9],
+        vec![0.2, 0.5, 0.3],
+    ];
+    let plain = {
+        let mut s = world.space.clone();
+        s.max_jerk = vec![f64::INFINITY; 3];
+        s
+    };
+    for (vs, acc) in [(1.0, 1.0), (0.5, 0.25)] {
+        let traj = time_parameterize(&world.space, &path, vs, acc, 0.002).unwrap();
+        dense_recheck(&world, &traj, RES, vs, acc).unwrap();
+        follows_path(&world.space, &path, &traj).unwrap();
+        let (use_, mismatch) = jerk_use(&traj, &world.space.max_jerk);
+        assert!(use_ <= 1.0 + 1e-6, "jerk at {use_} of the limit");
+        // Not needlessly slow: some segment ramps at the limit.
+        assert!(use_ > 0.99, "jerk at most {use_} of the limit");
+        assert!(
+            mismatch < 1e-6,
+            "positions off their derivatives by {mismatch}"
+        );
+        // Every waypoint is at rest with no acceleration (the ramps start and end at zero).
+        for w in &path {
+            let at = traj
+                .points
+                .iter()
+                .find(|p| p.positions == *w)
+                .expect("waypoint kept");
+            assert!(at.velocities.iter().all(|v| v.abs() < 1e-12));
+            assert!(at.accelerations.iter().all(|a| a.abs() < 1e-9), "{at:?}");
+        }
+        // Without jerk limits the same path is quicker, and its acceleration jumps.
+        let fast = time_parameterize(&plain, &path, vs, acc, 0.002).unwrap();
+        assert!(fast.duration() < traj.duration());
+        assert!(jerk_use(&fast, &world.space.max_jerk).0 > 10.0);
+    }
+    // Steps sampling (the checked configurations) gets the same profile.
+    let steps = time_parameterize_steps(&world.space, &path, 1.0, 1.0, RES).unwrap();
+    let timed = time_parameterize(&world.space, &path, 1.0, 1.0, 0.002).unwrap();
+    assert!((steps.duration() - timed.duration()).abs() < 1e-9);
+    dense_recheck(&world, &steps, RES, 1.0, 1.0).unwrap();
+    follows_path(&world.space, &path, &steps).unwrap();
 }

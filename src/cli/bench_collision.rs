@@ -934,6 +934,7 @@ mod tests {
             continuous: vec![false; 2],
             max_velocity: vec![1.0; 2],
             max_acceleration: vec![1.0; 2],
+            max_jerk: vec![f64::INFINITY; 2],
         };
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let b = random_configs(&space, 500, &mut rng);

@@ -135,7 +135,7 @@ pub struct RobotArgs {
     /// A `_spherized` URDF providing the sphere model.
     #[arg(long)]
     pub spherized: Option<PathBuf>,
-    /// A MoveIt `joint_limits.yaml`: velocity and acceleration limits, narrower position
+    /// A MoveIt `joint_limits.yaml`: velocity, acceleration and jerk limits, narrower position
     /// limits and the default scaling factors (see `robot::JointLimitsFile`).
     #[arg(long = "joint-limits")]
     pub joint_limits: Option<PathBuf>,
@@ -886,7 +886,7 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
     Ok(json!({
         "name": tree.name,
         "links": tree.links.len(),
-        "joints": tree.joints.iter().map(|j| json!({"name": j.name, "kind": format!("{:?}", j.kind).to_lowercase(), "lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity, "acceleration": j.limits.acceleration, "mimic": j.mimic.map(|m| tree.joints[m.joint].name.clone())})).collect::<Vec<_>>(),
+        "joints": tree.joints.iter().map(|j| json!({"name": j.name, "kind": format!("{:?}", j.kind).to_lowercase(), "lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity, "acceleration": j.limits.acceleration, "jerk": j.limits.jerk, "mimic": j.mimic.map(|m| tree.joints[m.joint].name.clone())})).collect::<Vec<_>>(),
         "variables": tree.variable_names,
         "groups": groups,
         "collision_bodies": bodies,

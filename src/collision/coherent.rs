@@ -142,6 +142,7 @@ mod tests {
             continuous: vec![false; n],
             max_velocity: vec![1.0; n],
             max_acceleration: vec![1.0; n],
+            max_jerk: vec![f64::INFINITY; n],
         }
     }
 

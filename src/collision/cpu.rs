@@ -1616,6 +1616,7 @@ mod tests {
             continuous: vec![false, false, true],
             max_velocity: vec![1.0; 3],
             max_acceleration: vec![1.0; 3],
+            max_jerk: vec![f64::INFINITY; 3],
         };
         let n = 3 * PREPARE_GRAIN + 17;
         let mut motions = MotionBatch::new(3);

@@ -3125,6 +3125,7 @@ mod tests {
             continuous: vec![false; 2],
             max_velocity: vec![1.0; 2],
             max_acceleration: vec![1.0; 2],
+            max_jerk: vec![f64::INFINITY; 2],
         };
         let w = sort_spec(&space);
         assert_eq!(w.len(), 6);

@@ -618,6 +618,7 @@ mod tests {
             continuous: vec![false, true],
             max_velocity: vec![1.0, 1.0],
             max_acceleration: vec![1.0, 1.0],
+            max_jerk: vec![f64::INFINITY; 2],
         }
     }
 

@@ -371,6 +371,7 @@ mod tests {
             continuous: vec![false; 7],
             max_velocity: vec![1.0; 7],
             max_acceleration: vec![1.0; 7],
+            max_jerk: vec![f64::INFINITY; 7],
         }
     }
 

@@ -389,6 +389,7 @@ mod tests {
             continuous: vec![false, false],
             max_velocity: vec![1.0, 1.0],
             max_acceleration: vec![1.0, 1.0],
+            max_jerk: vec![f64::INFINITY; 2],
         }
     }
 
@@ -472,6 +473,7 @@ mod tests {
             continuous: vec![false, true, false],
             max_velocity: vec![1.0; 3],
             max_acceleration: vec![1.0; 3],
+            max_jerk: vec![f64::INFINITY; 3],
         };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let mut sure = 0;

@@ -562,6 +562,7 @@ mod tests {
             continuous: vec![false; 2],
             max_velocity: vec![1.0; 2],
             max_acceleration: vec![1.0; 2],
+            max_jerk: vec![f64::INFINITY; 2],
         };
         let mut nn = NearestNeighbors::new(&space).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);

@@ -189,6 +189,10 @@ impl RobotModel {
                         .unwrap_or(l.velocity * DEFAULT_ACCELERATION_FACTOR)
                 })
                 .collect(),
+            max_jerk: joints
+                .iter()
+                .map(|&j| tree.joints[j].limits.jerk.unwrap_or(f64::INFINITY))
+                .collect(),
         };
         PlanningGroup {
             name: name.to_string(),

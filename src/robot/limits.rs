@@ -19,9 +19,10 @@
 //! ```
 //!
 //! The top level may also be wrapped in `robot_description_planning:` (as MoveIt's launch files
-//! load it). Jerk, effort and deceleration keys (and `angle_wraparound`) are accepted and not
-//! used: the time parameterization here is limited by velocity and acceleration only. Every
-//! other key is an error naming it, so that a misspelt limit is not silently ignored.
+//! load it). `has_jerk_limits` / `max_jerk` make the time parameterization of the segments
+//! between waypoints jerk limited (see [`crate::trajectory::time_parameterize`]). Effort and
+//! deceleration keys (and `angle_wraparound`) are accepted and not used. Every other key is an
+//! error naming it, so that a misspelt limit is not silently ignored.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -63,10 +64,10 @@ pub struct JointLimitEntry {
     /// Accepted, not used.
     #[serde(default)]
     pub max_deceleration: Option<f64>,
-    /// Accepted, not used (no jerk-limited time parameterization here).
+    /// Whether `max_jerk` applies.
     #[serde(default)]
     pub has_jerk_limits: Option<bool>,
-    /// Accepted, not used.
+    /// Jerk limit (rad/s³ or m/s³): the time parameterization limits jerk where it is given.
     #[serde(default)]
     pub max_jerk: Option<f64>,
     /// Accepted, not used.
@@ -195,7 +196,8 @@ fn positive(source: &str, joint: &str, key: &str, x: Option<f64>) -> Result<f64,
 impl RobotModel {
     /// Applies a joint limits file (`source` names it in errors): velocity limits replace the
     /// URDF's, acceleration limits replace the default of
-    /// [`super::DEFAULT_ACCELERATION_FACTOR`] times the velocity limit, position limits
+    /// [`super::DEFAULT_ACCELERATION_FACTOR`] times the velocity limit, jerk limits are set
+    /// (the URDF has none), position limits
     /// narrow the URDF's (a continuous joint given position limits becomes a bounded revolute
     /// joint, as in MoveIt), and the file's default scaling factors are kept in
     /// [`RobotModel::default_scaling`]. A `has_*` key that is false (or absent) leaves that
@@ -231,6 +233,9 @@ impl RobotModel {
                     "max_acceleration",
                     entry.max_acceleration,
                 )?);
+            }
+            if entry.has_jerk_limits == Some(true) {
+                limits.jerk = Some(positive(source, name, "max_jerk", entry.max_jerk)?);
             }
             if entry.has_position_limits == Some(true) {
                 let (Some(lo), Some(hi)) = (entry.min_position, entry.max_position) else {

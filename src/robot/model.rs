@@ -41,6 +41,9 @@ pub struct JointLimits {
     /// Acceleration limit (rad/s² or m/s²) from a joint limits file
     /// ([`super::JointLimitsFile`]); the URDF has none, so `None` unless one was applied.
     pub acceleration: Option<f64>,
+    /// Jerk limit (rad/s³ or m/s³) from a joint limits file; `None` (no jerk limit) unless
+    /// one was applied.
+    pub jerk: Option<f64>,
 }
 
 /// A mimic relation: `value = multiplier * value(joint) + offset`.
@@ -246,6 +249,7 @@ impl KinematicTree {
                         velocity,
                         effort: j.limit.effort,
                         acceleration: None,
+                        jerk: None,
                     },
                     mimic: None,
                     variable: None,
@@ -504,6 +508,7 @@ impl KinematicTree {
                 velocity: 0.0,
                 effort: 0.0,
                 acceleration: None,
+                jerk: None,
             },
             mimic: None,
             variable: None,

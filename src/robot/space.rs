@@ -22,6 +22,9 @@ pub struct JointSpace {
     pub max_velocity: Vec<f64>,
     /// Acceleration limits (URDF has none; filled from configuration or a default).
     pub max_acceleration: Vec<f64>,
+    /// Jerk limits (rad/s³ or m/s³), `f64::INFINITY` for a joint without one (the URDF has
+    /// none; a joint limits file may give them). A missing entry means none either.
+    pub max_jerk: Vec<f64>,
 }
 
 /// How far outside a joint limit (rad or m) a start or goal value read from outside the engine
@@ -190,6 +193,7 @@ mod tests {
             continuous: vec![false, true],
             max_velocity: vec![1.0, 1.0],
             max_acceleration: vec![1.0, 1.0],
+            max_jerk: vec![f64::INFINITY; 2],
         }
     }
 

@@ -3,7 +3,11 @@
 //!
 //! Time parameterization moves along each straight segment of the path with a synchronised
 //! trapezoidal profile: one scalar path parameter `s ∈ [0, 1]` per segment, accelerated and
-//! decelerated as fast as the most limited joint allows, stopping at every waypoint. All joints
+//! decelerated as fast as the most limited joint allows, stopping at every waypoint. Where a
+//! joint moving in a segment has a jerk limit (a joint limits file's `max_jerk`), the segment's
+//! profile is an S-curve instead: the acceleration ramps at the jerk limit, so it is
+//! continuous along the trajectory (zero at every waypoint) and no joint passes its jerk limit.
+//! All joints
 //! therefore stay exactly on the straight segment, so the collision check of the path covers
 //! the trajectory, and the waypoints are trajectory points. Stopping at corners costs time but
 //! is exact and simple; shortcutting first leaves few corners.
@@ -187,7 +191,7 @@ pub enum TrajectoryError {
     BadLimit {
         /// The joint.
         joint: String,
-        /// "velocity" or "acceleration".
+        /// "velocity", "acceleration" or "jerk".
         what: &'static str,
         /// The limit.
         value: f64,
@@ -678,6 +682,7 @@ fn dedup(space: &JointSpace, path: Vec<Vec<f64>>) -> Vec<Vec<f64>> {
 }
 
 /// One straight segment timed with a synchronised trapezoidal profile of `s ∈ [0, 1]`.
+#[derive(Clone, Copy, Debug)]
 struct SegmentProfile {
     /// Peak speed of `s`.
     v: f64,
@@ -750,6 +755,185 @@ impl SegmentProfile {
     }
 }
 
+/// One straight segment timed with a synchronised jerk-limited ("S-curve") profile of
+/// `s ∈ [0, 1]`, from rest to rest: the acceleration ramps up at the jerk limit, holds (where
+/// the acceleration limit is reached), ramps down to cruise, and the deceleration mirrors it.
+/// Position, velocity and acceleration are continuous; the jerk is piecewise constant.
+#[derive(Clone, Copy, Debug)]
+struct SCurve {
+    /// Jerk of the ramps.
+    j: f64,
+    /// Duration of one ramp.
+    tj: f64,
+    /// Duration of the acceleration phase (two ramps and the hold between).
+    ta: f64,
+    /// Peak acceleration (the limit, or less where it is not reached).
+    ap: f64,
+    /// Peak (cruise) speed.
+    v: f64,
+    /// Cruise duration.
+    tv: f64,
+}
+
+impl SCurve {
+    /// The fastest rest-to-rest profile over one unit of `s` with speed, acceleration and
+    /// jerk of `s` within `v_max`, `a_max` and `j_max` (all positive and finite).
+    fn new(v_max: f64, a_max: f64, j_max: f64) -> Self {
+        // The acceleration phase to a speed v: ramps of a_max / j_max around a hold where v
+        // is high enough to reach a_max, else two ramps to a lower peak.
+        let phase = |v: f64| {
+            if v * j_max >= a_max * a_max {
+                let tj = a_max / j_max;
+                (tj, tj + v / a_max, a_max)
+            } else {
+                let tj = (v / j_max).sqrt();
+                (tj, 2.0 * tj, j_max * tj)
+            }
+        };
+        // Accelerating to v and back takes v * ta of distance (the phase is point-symmetric).
+        let (tj, ta, ap) = phase(v_max);
+        if v_max * ta <= 1.0 {
+            return Self {
+                j: j_max,
+                tj,
+                ta,
+                ap,
+                v: v_max,
+                tv: (1.0 - v_max * ta) / v_max,
+            };
+        }
+        // No cruise: the speed whose acceleration and deceleration cover exactly 1, with
+        // a_max reached (v^2 + v a^2 / j - a = 0) or not (2 v sqrt(v / j) = 1).
+        let r = a_max * a_max / j_max;
+        let with_hold = 0.5 * (-r + (r * r + 4.0 * a_max).sqrt());
+        let v = if with_hold * j_max >= a_max * a_max {
+            with_hold
+        } else {
+            (0.25 * j_max).cbrt()
+        };
+        let (tj, ta, ap) = phase(v);
+        Self {
+            j: j_max,
+            tj,
+            ta,
+            ap,
+            v,
+            tv: 0.0,
+        }
+    }
+
+    fn duration(&self) -> f64 {
+        2.0 * self.ta + self.tv
+    }
+
+    /// (s, ds/dt, d2s/dt2) of the acceleration phase at `t ∈ [0, ta]`.
+    fn accelerating(&self, t: f64) -> (f64, f64, f64) {
+        let (j, tj) = (self.j, self.tj);
+        if t < tj {
+            (j * t * t * t / 6.0, 0.5 * j * t * t, j * t)
+        } else if t < self.ta - tj {
+            let (s1, v1) = (j * tj * tj * tj / 6.0, 0.5 * j * tj * tj);
+            let u = t - tj;
+            (
+                s1 + v1 * u + 0.5 * self.ap * u * u,
+                v1 + self.ap * u,
+                self.ap,
+            )
+        } else {
+            // The last ramp, from its end backwards: r before reaching v.
+            let r = (self.ta - t).max(0.0);
+            let sa = 0.5 * self.v * self.ta;
+            (
+                sa - self.v * r + j * r * r * r / 6.0,
+                self.v - 0.5 * j * r * r,
+                j * r,
+            )
+        }
+    }
+
+    /// (s, ds/dt, d2s/dt2) at time `t`.
+    fn eval(&self, t: f64) -> (f64, f64, f64) {
+        let total = self.duration();
+        let t = t.clamp(0.0, total);
+        if t <= self.ta {
+            self.accelerating(t)
+        } else if t <= self.ta + self.tv {
+            (0.5 * self.v * self.ta + self.v * (t - self.ta), self.v, 0.0)
+        } else {
+            let (s, v, a) = self.accelerating(total - t);
+            (1.0 - s, v, -a)
+        }
+    }
+}
+
+/// How one segment is timed: trapezoidal, or jerk limited where any of its moving joints has
+/// a jerk limit.
+#[derive(Clone, Copy, Debug)]
+enum Profile {
+    Trapezoid(SegmentProfile),
+    SCurve(SCurve),
+}
+
+impl Profile {
+    fn new(v_max: f64, a_max: f64, j_max: f64) -> Self {
+        if j_max.is_finite() {
+            Self::SCurve(SCurve::new(v_max, a_max, j_max))
+        } else {
+            Self::Trapezoid(SegmentProfile::new(v_max, a_max))
+        }
+    }
+
+    fn duration(&self) -> f64 {
+        match self {
+            Self::Trapezoid(p) => p.duration(),
+            Self::SCurve(p) => p.duration(),
+        }
+    }
+
+    fn eval(&self, t: f64) -> (f64, f64, f64) {
+        match self {
+            Self::Trapezoid(p) => p.eval(t),
+            Self::SCurve(p) => p.eval(t),
+        }
+    }
+
+    /// Time at which `s` is reached (the first, where the profile rests there).
+    fn time_at(&self, s: f64) -> f64 {
+        match self {
+            Self::Trapezoid(p) => p.time_at(s),
+            Self::SCurve(p) => {
+                // s(t) increases: bisection to well below a nanosecond. Near the ends s(t)
+                // rounds to 0 or 1 over a few microseconds, so the ends are the ends.
+                if s >= 1.0 {
+                    return p.duration();
+                }
+                if s <= 0.0 {
+                    return 0.0;
+                }
+                let (mut lo, mut hi) = (0.0, p.duration());
+                for _ in 0..80 {
+                    let mid = 0.5 * (lo + hi);
+                    if p.eval(mid).0 < s {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                hi
+            }
+        }
+    }
+
+    /// Acceleration of `s` as the segment starts.
+    fn start_acceleration(&self) -> f64 {
+        match self {
+            Self::Trapezoid(p) => p.a,
+            // The ramp starts from zero.
+            Self::SCurve(_) => 0.0,
+        }
+    }
+}
+
 /// Where the points of each segment go.
 #[derive(Clone, Copy)]
 enum Sampling {
@@ -763,6 +947,9 @@ enum Sampling {
 /// `max_velocity * vel_scale` and `max_acceleration * acc_scale` of the joint space, sampled
 /// every `sample_dt` seconds or finer (each segment is cut into equal time steps) plus every
 /// waypoint. The robot stops at each waypoint. Positions of continuous joints are unwrapped.
+/// A segment in which a joint with a jerk limit (`max_jerk` of the joint space, not scaled)
+/// moves is timed with a jerk-limited S-curve, its acceleration continuous and starting and
+/// ending at zero.
 ///
 /// All joints of a point share the segment's path parameter, so positions, velocities and
 /// accelerations are proportional to the segment's direction: any per-joint spline through
@@ -842,6 +1029,26 @@ fn scaled_limits(
     Ok((vmax, amax))
 }
 
+/// Each joint's jerk limit (`f64::INFINITY`: none); errors name a joint whose limit is not
+/// positive (or NaN). Jerk limits are not scaled: MoveIt's scaling factors scale velocity and
+/// acceleration, and a lower acceleration already asks less of the jerk.
+fn jerk_limits(space: &JointSpace) -> Result<Vec<f64>, TrajectoryError> {
+    (0..space.dof())
+        .map(|j| {
+            let x = space.max_jerk.get(j).copied().unwrap_or(f64::INFINITY);
+            if x > 0.0 {
+                Ok(x)
+            } else {
+                Err(TrajectoryError::BadLimit {
+                    joint: space.names.get(j).cloned().unwrap_or_default(),
+                    what: "jerk",
+                    value: x,
+                })
+            }
+        })
+        .collect()
+}
+
 fn parameterize(
     space: &JointSpace,
     path: &[Vec<f64>],
@@ -851,6 +1058,7 @@ fn parameterize(
 ) -> Result<Trajectory, TrajectoryError> {
     check_waypoints(space, path)?;
     let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
+    let jmax = jerk_limits(space)?;
     let dof = space.dof();
     let mut points = vec![TrajectoryPoint {
         positions: path[0].clone(),
@@ -878,20 +1086,27 @@ fn parameterize(
         }
         let mut v_s = f64::INFINITY;
         let mut a_s = f64::INFINITY;
+        let mut j_s = f64::INFINITY;
         for j in 0..dof {
             let d = delta[j].abs();
             if d > 0.0 {
                 v_s = v_s.min(vmax[j] / d);
                 a_s = a_s.min(amax[j] / d);
+                j_s = j_s.min(jmax[j] / d);
             }
         }
         if !v_s.is_finite() || !a_s.is_finite() {
             offset = next_offset;
             continue; // zero-length segment
         }
-        let profile = SegmentProfile::new(v_s, a_s);
+        let profile = Profile::new(v_s, a_s, j_s);
         if first_acc.is_none() {
-            first_acc = Some(delta.iter().map(|d| d * profile.a).collect());
+            first_acc = Some(
+                delta
+                    .iter()
+                    .map(|d| d * profile.start_acceleration())
+                    .collect(),
+            );
         }
         let duration = profile.duration();
         let steps = match sampling {

@@ -305,6 +305,7 @@ mod tests {
             continuous: vec![false, continuous],
             max_velocity: vec![1.0, 2.0],
             max_acceleration: vec![2.0, 3.0],
+            max_jerk: vec![f64::INFINITY; 2],
         }
     }
 

@@ -53,6 +53,7 @@ pub fn space(dof: usize, continuous: &[usize]) -> JointSpace {
         continuous: vec![false; dof],
         max_velocity: (0..dof).map(|j| 1.0 + 0.5 * j as f64).collect(),
         max_acceleration: (0..dof).map(|j| 2.0 + j as f64).collect(),
+        max_jerk: vec![f64::INFINITY; dof],
     };
     for &j in continuous {
         s.lower[j] = -PI;
