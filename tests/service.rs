@@ -867,3 +867,128 @@ fn the_gpu_warm_up_builds_the_cuda_side_where_the_backend_uses_a_gpu() {
         assert!(cuda_job.run().expect("cuda builds").is_some());
     }
 }
+
+/// A request may name the planning group (MoveIt's `group_name`): on the MBM Fetch, whose
+/// service plans for `arm` by its setting, a request for `arm_with_torso` raises the torso as
+/// the arm moves, and the next one for `arm` (none named) keeps the torso where it is; the
+/// roadmap view draws the last path whatever its group. An unknown group is refused by name,
+/// and `drm` plans only for the setting's group.
+#[test]
+fn a_request_plans_for_the_group_it_names() {
+    let Some(data) = common::mbm_or_skip("a_request_plans_for_the_group_it_names") else {
+        return;
+    };
+    let fetch = gpu_motion_planner::mbm::load_robot(&data, "fetch").expect("fetch");
+    let settings = ServiceSettings {
+        planning_group: "arm".into(),
+        time_limit: 10.0,
+        seed: 3,
+        ..ServiceSettings::default()
+    };
+    let scene = gpu_motion_planner::scene::Scene::new("base_link");
+    let mut s = PlanningService::new(fetch.model.clone(), scene.clone(), settings);
+    let arm = s.group().expect("arm");
+    let torso = s.group_named("arm_with_torso").expect("arm_with_torso");
+    assert_eq!(arm.space.dof(), 7);
+    assert_eq!(torso.space.dof(), 8);
+    let lift = torso
+        .space
+        .names
+        .iter()
+        .position(|n| n == "torso_lift_joint")
+        .expect("torso_lift_joint in arm_with_torso");
+    // From the neutral state: the torso up by 0.2 m, the shoulder turned by 0.8 rad.
+    let neutral = fetch.model.tree.neutral_state();
+    // Every joint with a variable, named, for the joint states.
+    let all: Vec<String> = fetch
+        .model
+        .tree
+        .joints
+        .iter()
+        .filter(|j| j.variable.is_some())
+        .map(|j| j.name.clone())
+        .collect();
+    let named = |state: &[f64]| -> Vec<f64> {
+        fetch
+            .model
+            .tree
+            .joints
+            .iter()
+            .filter_map(|j| j.variable.map(|v| state[v]))
+            .collect()
+    };
+    s.set_joint_state(&all, &named(&neutral))
+        .expect("joint state");
+    let mut goal: Vec<f64> = torso.variables.iter().map(|&v| neutral[v]).collect();
+    goal[lift] += 0.2;
+    let pan = (lift + 1..torso.space.dof())
+        .find(|&k| torso.space.names[k] == "shoulder_pan_joint")
+        .expect("shoulder_pan_joint");
+    goal[pan] += 0.8;
+    let req = ServicePlanRequest {
+        goal: (torso.space.names.clone(), goal.clone()),
+        group: Some("arm_with_torso".into()),
+        ..Default::default()
+    };
+    let res = s.plan(req.clone()).expect("plan for arm_with_torso");
+    assert_eq!(res.group, "arm_with_torso");
+    assert_eq!(res.trajectory.joint_names, torso.space.names);
+    let last = &res.trajectory.points[res.trajectory.points.len() - 1].positions;
+    assert!(torso.space.distance(last, &goal) < 1e-9, "{last:?}");
+    // Valid for an independent CPU checker of that group.
+    let independent = |group: &gpu_motion_planner::robot::PlanningGroup, base: &[f64]| {
+        gpu_motion_planner::collision::CpuChecker::new(
+            &fetch.model,
+            group,
+            base,
+            &scene,
+            gpu_motion_planner::collision::CheckerOptions::default(),
+        )
+        .expect("checker")
+    };
+    let checker = independent(&torso, &neutral);
+    trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01).expect("valid");
+    s.roadmap_view()
+        .expect("the view draws a path of another group");
+
+    // The setting's group, from where that plan ended: the torso holds at its new height.
+    let mut state = neutral.clone();
+    for (k, &v) in torso.variables.iter().enumerate() {
+        state[v] = last[k];
+    }
+    s.set_joint_state(&all, &named(&state))
+        .expect("joint state");
+    let mut back: Vec<f64> = arm.variables.iter().map(|&v| state[v]).collect();
+    back[0] -= 0.8;
+    let res = s
+        .plan(ServicePlanRequest {
+            goal: (arm.space.names.clone(), back),
+            ..Default::default()
+        })
+        .expect("plan for arm");
+    assert_eq!(res.group, "arm");
+    assert_eq!(res.trajectory.joint_names, arm.space.names);
+    // Valid with the torso held up, where the joint state has it (it is not in `arm`).
+    let checker = independent(&arm, &state);
+    trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01).expect("valid");
+    s.roadmap_view().expect("the view draws the arm's path");
+
+    let unknown = s
+        .plan(ServicePlanRequest {
+            group: Some("no_such_group".into()),
+            ..req.clone()
+        })
+        .expect_err("unknown group");
+    assert_eq!(unknown.category(), ErrorCategory::InvalidGroup);
+    assert!(unknown.to_string().contains("no_such_group"), "{unknown}");
+    let drm = s
+        .plan(ServicePlanRequest {
+            planner: Some("drm".into()),
+            ..req
+        })
+        .expect_err("drm for another group");
+    assert!(
+        drm.to_string().contains("'arm'") && drm.to_string().contains("arm_with_torso"),
+        "{drm}"
+    );
+}

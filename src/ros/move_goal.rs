@@ -44,6 +44,7 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
         max_acceleration_scaling_factor: goal.max_acceleration_scaling_factor,
         num_planning_attempts: goal.num_planning_attempts,
         path_constraints: goal.path_constraints.clone(),
+        group_name: goal.group_name.clone(),
     }
 }
 
@@ -265,8 +266,12 @@ mod tests {
         assert_eq!(request.seed, Some(7));
         assert_eq!(request.attempts, Some(3));
         assert!(request.goal_pose.is_none());
+        assert!(request.group.is_none(), "empty: the node's planning_group");
         // A negative seed is the node's parameter.
         goal.seed = -1;
-        assert_eq!(plan::service_request(&plan_request(&goal)).seed, None);
+        goal.group_name = "arm_with_torso".into();
+        let request = plan::service_request(&plan_request(&goal));
+        assert_eq!(request.seed, None);
+        assert_eq!(request.group.as_deref(), Some("arm_with_torso"));
     }
 }

@@ -63,6 +63,7 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         attempts: (req.num_planning_attempts != 0).then_some(i64::from(req.num_planning_attempts)),
         goal_pose: pose_goal(req),
         path_constraints: path_constraints(&req.path_constraints),
+        group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
     }
 }
 
@@ -314,6 +315,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
                 num_planning_attempts: req.num_planning_attempts,
                 path_constraints: req.path_constraints.clone(),
+                group_name: req.group_name.clone(),
             })
         })
         .collect())

@@ -96,7 +96,7 @@ impl PlanningService {
         .map_err(|e| bad(e.to_string()))?;
         let out = plan_cartesian(checker, &mut solver, &start, &poses, &opts)?;
         if out.path.len() > 1 {
-            self.last_path = Some(out.path.clone());
+            self.last_path = Some((group.name.clone(), out.path.clone()));
         }
         Ok(ServiceCartesianResponse {
             trajectory: out.trajectory,

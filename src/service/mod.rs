@@ -145,6 +145,10 @@ pub struct ServicePlanRequest {
     /// ([`crate::planners::constrained`]); without a `planner` override it is used whatever
     /// the `planner` setting.
     pub path_constraints: ConstraintSpec,
+    /// The planning group (an SRDF group of the robot) to plan for; `None` (or empty): the
+    /// `planning_group` setting. Joints outside it hold their start values. The `drm`
+    /// planner's persistent roadmap is for the setting's group only.
+    pub group: Option<String>,
 }
 
 /// A pose goal: where a link of the robot should end up.
@@ -204,6 +208,8 @@ pub struct ServicePlanResponse {
     /// For a pose goal: the link, and the position (m) and orientation (rad) errors of the
     /// trajectory's last point.
     pub pose_error: Option<(String, f64, f64)>,
+    /// The planning group it was planned for.
+    pub group: String,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -639,7 +645,7 @@ pub struct PlanningService {
     has_current: bool,
     cached: Option<CachedChecker>,
     checker_builds: u64,
-    last_path: Option<Vec<Vec<f64>>>,
+    last_path: Option<(String, Vec<Vec<f64>>)>,
     /// The persistent roadmap of the `drm` planner.
     roadmap: Option<roadmap::Persistent>,
     /// Attached objects of the initial scene that could not be attached.
@@ -784,6 +790,8 @@ struct Prepared {
     pose: Option<PoseTarget>,
     /// The path constraints in the planning frame (empty: none).
     constraints: PathConstraints,
+    /// The planning group it plans for.
+    group: PlanningGroup,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -912,19 +920,24 @@ impl PlanningService {
 
     /// The path (group configurations) of the last successful plan.
     pub fn last_plan(&self) -> Option<&[Vec<f64>]> {
-        self.last_path.as_deref()
+        self.last_path.as_ref().map(|(_, path)| path.as_slice())
     }
 
     /// The planning group named by the settings.
     pub fn group(&self) -> Result<PlanningGroup, ServiceError> {
-        let name = &self.settings.planning_group;
+        self.group_named(&self.settings.planning_group)
+    }
+
+    /// The planning group `name` of the robot (empty: all its actuated joints, as the
+    /// `planning_group` setting); an error naming it when the robot has none of that name.
+    pub fn group_named(&self, name: &str) -> Result<PlanningGroup, ServiceError> {
         if name.is_empty() {
             Ok(self.robot.default_group())
         } else {
             self.robot
                 .group(name)
                 .map_err(|source| ServiceError::Group {
-                    group: name.clone(),
+                    group: name.to_string(),
                     source,
                 })
         }
@@ -1052,7 +1065,7 @@ impl PlanningService {
     /// scene. Joints outside the planning group hold their start values.
     pub fn plan(&mut self, req: ServicePlanRequest) -> Result<ServicePlanResponse, ServiceError> {
         let prepared = self.prepare(&req)?;
-        let group = self.group()?;
+        let group = prepared.group.clone();
         if prepared.use_roadmap {
             self.ensure_roadmap(&group, &prepared.start_state)?;
         }
@@ -1099,7 +1112,7 @@ impl PlanningService {
                 (pp.result, Some(errors))
             }
         };
-        self.last_path = Some(result.path.clone());
+        self.last_path = Some((group.name.clone(), result.path.clone()));
         Ok(ServicePlanResponse {
             trajectory: result.trajectory,
             path: result.path,
@@ -1107,6 +1120,7 @@ impl PlanningService {
             planner,
             backend,
             pose_error,
+            group: group.name,
         })
     }
 
@@ -1148,9 +1162,8 @@ impl PlanningService {
         }
         if let Some((_, first)) = shared.first() {
             let (template, base) = (first.request.clone(), first.start_state.clone());
-            let ready = self
-                .group()
-                .and_then(|group| self.ensure_checker(&group, &base));
+            let group = first.group.clone();
+            let ready = self.ensure_checker(&group, &base);
             match ready.and_then(|()| cached_checker(&self.cached)) {
                 // Planned one by one instead, each with the error `plan` gives it.
                 Err(_) => alone.extend(shared.iter().map(|(i, _)| *i)),
@@ -1170,6 +1183,7 @@ impl PlanningService {
                                 stats: r.stats,
                                 backend: backend.clone(),
                                 pose_error: None,
+                                group: group.name.clone(),
                             }));
                     }
                 }
@@ -1179,7 +1193,7 @@ impl PlanningService {
             out[i] = Some(self.plan(reqs[i].clone()));
         }
         if let Some(Ok(last)) = out.iter().rev().flatten().find(|r| r.is_ok()) {
-            self.last_path = Some(last.path.clone());
+            self.last_path = Some((last.group.clone(), last.path.clone()));
         }
         out.into_iter()
             .map(|r| {
@@ -1245,7 +1259,22 @@ impl PlanningService {
                 name: attempts_name,
                 reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
             })?;
-        let group = self.group()?;
+        let group = match req.group.as_deref().filter(|g| !g.is_empty()) {
+            Some(name) => self.group_named(name)?,
+            None => self.group()?,
+        };
+        if use_roadmap && group.name != self.group()?.name {
+            return Err(ServiceError::BadOption {
+                name: "group_name",
+                reason: format!(
+                    "the {DRM_PLANNER} planner's roadmap is kept for the planning group '{}' \
+                     (the planning_group setting), not '{}'; plan for '{}' with another planner",
+                    self.group()?.name,
+                    group.name,
+                    group.name
+                ),
+            });
+        }
 
         let (start_state, start) = self.start_of(&req.start, &group)?;
 
@@ -1298,6 +1327,7 @@ impl PlanningService {
             use_roadmap,
             pose,
             constraints,
+            group,
         })
     }
 

@@ -25,6 +25,36 @@ pub const ROADMAP_NEIGHBORS: usize = 10;
 /// end-effector curve follows the motion rather than cutting corners.
 const DRAW_STEP: f64 = 0.05;
 
+/// Where configurations of a group put its tip link.
+struct TipPositions<'a> {
+    robot: &'a RobotModel,
+    group: &'a PlanningGroup,
+    tip: usize,
+    frames: Vec<nalgebra::Isometry3<f64>>,
+}
+
+impl<'a> TipPositions<'a> {
+    fn new(robot: &'a RobotModel, group: &'a PlanningGroup) -> Self {
+        Self {
+            robot,
+            group,
+            tip: tip_link(robot, group),
+            frames: Vec::new(),
+        }
+    }
+
+    /// The tip's position for group configuration `q` over full state `base`.
+    fn of(&mut self, base: &[f64], q: &[f64]) -> Point3<f64> {
+        self.robot
+            .tree
+            .forward_kinematics_into(&self.group.full_state(base, q), &mut self.frames);
+        self.frames
+            .get(self.tip)
+            .map(|f| Point3::from(f.translation.vector))
+            .unwrap_or_else(Point3::origin)
+    }
+}
+
 /// The persistent roadmap and what it was built for.
 pub(super) struct Persistent {
     /// Planning group name.
@@ -232,21 +262,14 @@ impl PlanningService {
     }
 
     /// What `~/roadmap` shows now: the persistent roadmap (if any) and the last planned
-    /// path, through the end effector's position.
+    /// path, through the end effector's position (the tip of the group each was made for).
     pub fn roadmap_view(&self) -> Result<RoadmapView, ServiceError> {
         let group = self.group()?;
         let tip = tip_link(&self.robot, &group);
-        let tree = &self.robot.tree;
-        let mut frames = Vec::new();
-        let mut position = |base: &[f64], q: &[f64]| {
-            tree.forward_kinematics_into(&group.full_state(base, q), &mut frames);
-            frames
-                .get(tip)
-                .map(|f| Point3::from(f.translation.vector))
-                .unwrap_or_else(Point3::origin)
-        };
         let mut view = RoadmapView {
-            tip_link: tree
+            tip_link: self
+                .robot
+                .tree
                 .links
                 .get(tip)
                 .map(|l| l.name.clone())
@@ -254,14 +277,17 @@ impl PlanningService {
             ..RoadmapView::default()
         };
         if let Some(p) = &self.roadmap {
+            let mut at = TipPositions::new(&self.robot, &group);
             let rm = p.drm.roadmap();
             view.vertices = (0..rm.num_vertices())
                 .filter_map(|v| rm.vertex(v))
-                .map(|q| position(&p.base, q))
+                .map(|q| at.of(&p.base, q))
                 .collect();
             view.edges = p.drm.export_labels();
         }
-        if let Some(path) = &self.last_path {
+        if let Some((name, path)) = &self.last_path {
+            let group = self.group_named(name)?;
+            let mut at = TipPositions::new(&self.robot, &group);
             let base = &self.current;
             let mut mid = vec![0.0; group.space.dof()];
             for (i, q) in path.iter().enumerate() {
@@ -272,10 +298,10 @@ impl PlanningService {
                     for s in 1..steps {
                         let t = s as f64 / steps as f64;
                         group.space.interpolate(prev, q, t, &mut mid);
-                        view.path.push(position(base, &mid));
+                        view.path.push(at.of(base, &mid));
                     }
                 }
-                view.path.push(position(base, q));
+                view.path.push(at.of(base, q));
             }
         }
         Ok(view)

@@ -472,6 +472,8 @@ def joint_limits_checks(plan_until, plain):
               'the accelerations reaching them',
               peak_v <= 1 + 1e-6 and 0.99 < peak_a <= 1 + 1e-6,
               f'peak velocity ratio {peak_v}, peak acceleration ratio {peak_a}')
+    if ok:
+        jerk_checks(plan_until, path, res)
     rc, out = ros2_param('set', NODE, 'joint_limits_path', '/nonexistent/limits.yaml')
     time.sleep(1.0)
     res = plan_until(lambda r: r.success)
@@ -483,6 +485,42 @@ def joint_limits_checks(plan_until, plain):
     check('clearing joint_limits_path restores the URDF\'s limits (the first timing)',
           res is not None and res.success and abs(duration(res.trajectory) - base) < 1e-6,
           res and f'{duration(res.trajectory) if res.success else None} s against {base} s')
+
+
+def jerk_checks(plan_until, path, limited):
+    """The bundled joint limits file with a jerk limit on every joint: the same plan becomes
+    jerk limited (the acceleration starts and ends at zero and changes between points by at
+    most the jerk limit per second, at the limit somewhere) and takes longer than `limited`,
+    the plan of the file without them."""
+    jerk = [12.0, 12.0, 16.0, 24.0, 24.0, 24.0]
+    with open(path) as f:
+        text = f.read()
+    for name, j in zip(ARM, jerk):
+        text = text.replace(f'  {name}:\n',
+                            f'  {name}:\n    has_jerk_limits: true\n    max_jerk: {j}\n')
+    jerk_path = os.path.join(LOG_DIR, 'gmp_arm_joint_limits_jerk.yaml')
+    with open(jerk_path, 'w') as f:
+        f.write(text)
+    base = duration(limited.trajectory)
+    rc, out = ros2_param('set', NODE, 'joint_limits_path', jerk_path)
+    check('ros2 param set joint_limits_path (with jerk limits)',
+          rc == 0 and 'successful' in out.lower(), out)
+    res = plan_until(lambda r: r.success and duration(r.trajectory) > base + 1e-6)
+    ok = res is not None and res.success and duration(res.trajectory) > base + 1e-6
+    points = res.trajectory.points if ok else []
+
+    def seconds(p):
+        return p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+
+    use = max((abs(b.accelerations[j] - a.accelerations[j])
+               / (jerk[j] * (seconds(b) - seconds(a)))
+               for a, b in zip(points, points[1:]) for j in range(len(ARM))), default=0.0)
+    ends = [abs(x) for p in points[:1] + points[-1:] for x in p.accelerations]
+    check('with jerk limits in the file the plan is jerk limited: acceleration from and to '
+          'zero, changing by at most the jerk limit per second, and longer',
+          ok and 0.9 < use <= 1 + 1e-6 and ends and max(ends) < 1e-9,
+          res and f'{duration(res.trajectory) if ok else None} s against {base} s; jerk at '
+          f'{use} of the limits; end accelerations up to {max(ends) if ends else None}')
 
 
 def check_trajectory(traj, obstacles, what):
@@ -644,10 +682,11 @@ def obstacle_checks(node, plan, obstacles, scenes):
 
 def bad_input_checks(node, plan, obstacles):
     """Bad goals and markers get clear errors; the node keeps serving."""
-    def ask(goal_positions, names=ARM):
+    def ask(goal_positions, names=ARM, group=''):
         req = PlanPath.Request()
         req.start_state = joint_state(ARM, START)
         req.goal_state = joint_state(names, goal_positions)
+        req.group_name = group
         return call(node, plan, req, timeout=60.0)
 
     codes = PlanPath.Response
@@ -659,6 +698,8 @@ def bad_input_checks(node, plan, obstacles):
          codes.INVALID_GOAL_CONSTRAINTS, 'no_such_joint'),
         ('a goal in collision', ask([0.0, 1.9, 0.0, 0.0, 0.0, 0.0]),
          codes.GOAL_IN_COLLISION, 'goal'),
+        ('an unknown planning group', ask(GOAL, group='no_such_group'),
+         codes.INVALID_GROUP_NAME, 'no_such_group'),
     ]
     hit = ic.collision(ROBOT, SCENE, ARM, [0.0, 1.9, 0.0, 0.0, 0.0, 0.0])
     check('the collision goal of the test collides by the independent check', hit is not None,
@@ -684,6 +725,13 @@ def bad_input_checks(node, plan, obstacles):
     res = ask(GOAL)
     check('after all the bad input the node still plans', res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
+    named = ask(GOAL, group='arm')
+    check('~/plan with group_name naming the group of the planning_group parameter plans the '
+          'same trajectory',
+          named is not None and named.success and res is not None
+          and named.trajectory.joint_names == res.trajectory.joint_names
+          and len(named.trajectory.points) == len(res.trajectory.points),
+          named and f'code={named.error_code} message={named.message!r}')
 
 
 def batch_checks(node, plan):
