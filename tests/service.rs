@@ -973,6 +973,17 @@ fn a_request_plans_for_the_group_it_names() {
     trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01).expect("valid");
     s.roadmap_view().expect("the view draws the arm's path");
 
+    // A trajectory's joints name its group (for replanning a given trajectory): none for
+    // the setting's group, in any order.
+    let mut shuffled = torso.space.names.clone();
+    shuffled.reverse();
+    assert_eq!(
+        s.group_of_joints(&shuffled).as_deref(),
+        Some("arm_with_torso")
+    );
+    assert_eq!(s.group_of_joints(&arm.space.names), None);
+    assert_eq!(s.group_of_joints(&shuffled[..3]), None);
+
     let unknown = s
         .plan(ServicePlanRequest {
             group: Some("no_such_group".into()),

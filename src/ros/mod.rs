@@ -1080,10 +1080,21 @@ async fn run_async() -> Result<(), NodeError> {
                             respond(req, done.trigger(), "~/execute", &logger);
                         }
                         ExecuteRequest::Given(req) => {
-                            // Replanned, where it comes to that, with the node's settings.
+                            // Replanned, where it comes to that, with the node's settings,
+                            // for the planning group of the trajectory's joints.
+                            let trajectory = req.message.trajectory.clone();
+                            let group = with_service(
+                                &shared,
+                                &logger,
+                                |_| None,
+                                |service| service.group_of_joints(&trajectory.joint_names),
+                            );
                             let plan = LastPlan {
-                                trajectory: req.message.trajectory.clone(),
-                                request: Some(ServicePlanRequest::default()),
+                                trajectory,
+                                request: Some(ServicePlanRequest {
+                                    group,
+                                    ..Default::default()
+                                }),
                             };
                             let done =
                                 execute::serve_execute(shared, logger.clone(), with, Some(plan))

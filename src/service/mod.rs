@@ -928,6 +928,29 @@ impl PlanningService {
         self.group_named(&self.settings.planning_group)
     }
 
+    /// The SRDF group whose joints are exactly `names` (in any order), for a trajectory given
+    /// by joint names: `None` when the settings' group has them (or no group has), else the
+    /// first such group of the SRDF.
+    pub fn group_of_joints(&self, names: &[String]) -> Option<String> {
+        let mut wanted = names.to_vec();
+        wanted.sort();
+        let same = |g: &PlanningGroup| {
+            let mut have = g.space.names.clone();
+            have.sort();
+            have == wanted
+        };
+        if self.group().is_ok_and(|g| same(&g)) {
+            return None;
+        }
+        self.robot.srdf.as_ref()?.groups.iter().find_map(|g| {
+            self.robot
+                .group(&g.name)
+                .ok()
+                .filter(|g| same(g))
+                .map(|g| g.name)
+        })
+    }
+
     /// The planning group `name` of the robot (empty: all its actuated joints, as the
     /// `planning_group` setting); an error naming it when the robot has none of that name.
     pub fn group_named(&self, name: &str) -> Result<PlanningGroup, ServiceError> {
