@@ -815,6 +815,11 @@ fn bad_cartesian_requests_are_errors_naming_the_input() {
     let (_, m) = refused(&mut s, req);
     assert!(m.contains("velocity_scaling"), "{m}");
     let mut req = cartesian_request(&s, "world", &[down]);
+    req.group = Some("no_such_group".into());
+    let (c, m) = refused(&mut s, req);
+    assert_eq!(c, ErrorCategory::InvalidGroup);
+    assert!(m.contains("no_such_group"), "{m}");
+    let mut req = cartesian_request(&s, "world", &[down]);
     req.start = Some((names(&s), vec![0.0; 2]));
     let (c, _) = refused(&mut s, req);
     assert_eq!(c, ErrorCategory::InvalidStart);
@@ -972,6 +977,48 @@ fn a_request_plans_for_the_group_it_names() {
     let checker = independent(&arm, &state);
     trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01).expect("valid");
     s.roadmap_view().expect("the view draws the arm's path");
+
+    // IK and a Cartesian path for the group a request names: the gripper where the torso
+    // plan left it, solved with the torso from the neutral state, and 5 cm up from there.
+    let gripper = fetch.model.tree.link("gripper_link").expect("gripper_link");
+    let at = fetch.model.tree.forward_kinematics(&state)[gripper];
+    let q = at.rotation.quaternion();
+    let pose_goal = ServicePoseGoal {
+        frame: String::new(),
+        link: Some("gripper_link".into()),
+        position: at.translation.vector.into(),
+        orientation: Some([q.i, q.j, q.k, q.w]),
+        position_tolerance: None,
+        orientation_tolerance: None,
+    };
+    let answer = s
+        .compute_ik(&gpu_motion_planner::service::IkRequest {
+            seed_state: Some((all.clone(), named(&neutral))),
+            goal: pose_goal.clone(),
+            avoid_collisions: true,
+            attempts: None,
+            seed: Some(5),
+            group: Some("arm_with_torso".into()),
+        })
+        .expect("ik for arm_with_torso");
+    assert_eq!(answer.joint_names, torso.space.names);
+    assert!(
+        answer.errors.0 < 1e-3 && answer.errors.1 < 1e-2,
+        "{:?}",
+        answer.errors
+    );
+    let up = nalgebra::Translation3::new(0.0, 0.0, 0.05) * at;
+    let q = up.rotation.quaternion();
+    let line = s
+        .plan_cartesian(ServiceCartesianRequest {
+            link: Some("gripper_link".into()),
+            waypoints: vec![(up.translation.vector.into(), [q.i, q.j, q.k, q.w])],
+            group: Some("arm_with_torso".into()),
+            ..Default::default()
+        })
+        .expect("cartesian for arm_with_torso");
+    assert_eq!(line.trajectory.joint_names, torso.space.names);
+    assert!(line.fraction > 0.0, "{:?}", line.stop);
 
     // A trajectory's joints name its group (for replanning a given trajectory): none for
     // the setting's group, in any order.

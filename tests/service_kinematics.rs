@@ -31,6 +31,7 @@ fn ik(s: &PlanningService, pose: &Isometry3<f64>, seed_q: &[f64], avoid: bool) -
         avoid_collisions: avoid,
         attempts: None,
         seed: None,
+        group: None,
     }
 }
 
@@ -223,6 +224,13 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
                 ..base.clone()
             },
             "attempts",
+        ),
+        (
+            IkRequest {
+                group: Some("no_such_group".into()),
+                ..base.clone()
+            },
+            "no_such_group",
         ),
         (
             IkRequest {

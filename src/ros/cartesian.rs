@@ -38,6 +38,7 @@ pub fn cartesian_request(req: &PlanCartesian::Request) -> ServiceCartesianReques
         jump_threshold: nonzero(req.jump_threshold),
         vel_scale: nonzero(req.max_velocity_scaling_factor),
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
+        group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
     }
 }
 

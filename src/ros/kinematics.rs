@@ -35,6 +35,7 @@ pub fn ik_request(req: &ComputeIk::Request) -> IkRequest {
         avoid_collisions: req.avoid_collisions,
         attempts: (req.attempts != 0).then_some(i64::from(req.attempts)),
         seed: u64::try_from(req.seed).ok(),
+        group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
     }
 }
 

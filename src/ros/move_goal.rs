@@ -202,18 +202,16 @@ async fn move_goal(
         result.error_code = codes::PREEMPTED;
         result.message = format!("{plan_message}; cancelled while planning: nothing was sent");
     } else if result.success && !goal.plan_only {
-        {
-            let plan = LastPlan {
-                trajectory: planned.trajectory,
-                request: Some(request),
-            };
-            let with = (controller, outputs);
-            let done = execute::execute(shared, logger, with, plan, stops, Some(report)).await;
-            result.success = done.success();
-            result.error_code = done.code;
-            result.message = format!("planned: {plan_message}; {}", done.message);
-            result.executed_trajectory = done.sent.unwrap_or_default();
-        }
+        let plan = LastPlan {
+            trajectory: planned.trajectory,
+            request: Some(request),
+        };
+        let with = (controller, outputs);
+        let done = execute::execute(shared, logger, with, plan, stops, Some(report)).await;
+        result.success = done.success();
+        result.error_code = done.code;
+        result.message = format!("planned: {plan_message}; {}", done.message);
+        result.executed_trajectory = done.sent.unwrap_or_default();
     }
     drop(slot);
     watcher.abort();

@@ -26,6 +26,8 @@ pub struct ServiceCartesianRequest {
     pub vel_scale: Option<f64>,
     /// Acceleration scaling override, in (0, 1].
     pub acc_scale: Option<f64>,
+    /// The planning group to move (`None`: the `planning_group` setting).
+    pub group: Option<String>,
 }
 
 /// A Cartesian path computed (possibly only part of the way: see `fraction`).
@@ -59,7 +61,7 @@ impl PlanningService {
         req: ServiceCartesianRequest,
     ) -> Result<ServiceCartesianResponse, ServiceError> {
         let bad = |m: String| ServiceError::BadWaypoints(m);
-        let group = self.group()?;
+        let group = self.request_group(req.group.as_deref())?;
         let (start_state, start) = self.start_of(&req.start, &group)?;
         let link = self.link_or_tip(req.link.as_deref(), &group).map_err(bad)?;
         if req.waypoints.is_empty() {

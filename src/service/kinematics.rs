@@ -25,6 +25,8 @@ pub struct IkRequest {
     pub attempts: Option<i64>,
     /// Seed of the random starting configurations; `None`: the node's seed.
     pub seed: Option<u64>,
+    /// The planning group to solve for (`None`: the `planning_group` setting).
+    pub group: Option<String>,
 }
 
 /// A solution of [`PlanningService::compute_ik`].
@@ -53,7 +55,7 @@ impl PlanningService {
     /// within the limits reaches the pose; [`PlanError::InvalidGoal`] when every one found is
     /// in collision.
     pub fn compute_ik(&mut self, req: &IkRequest) -> Result<IkAnswer, ServiceError> {
-        let group = self.group()?;
+        let group = self.request_group(req.group.as_deref())?;
         let (seed_state, seed_q) = self.state_of("seed_state", &req.seed_state, &group)?;
         // The pose goal's checks, answered about ComputeIk's `pose`.
         let ik_pose = |e: ServiceError| match e {

@@ -951,6 +951,14 @@ impl PlanningService {
         })
     }
 
+    /// The group a request names (`None` or empty: the settings' group).
+    pub fn request_group(&self, name: Option<&str>) -> Result<PlanningGroup, ServiceError> {
+        match name.filter(|g| !g.is_empty()) {
+            Some(name) => self.group_named(name),
+            None => self.group(),
+        }
+    }
+
     /// The planning group `name` of the robot (empty: all its actuated joints, as the
     /// `planning_group` setting); an error naming it when the robot has none of that name.
     pub fn group_named(&self, name: &str) -> Result<PlanningGroup, ServiceError> {
@@ -1282,10 +1290,7 @@ impl PlanningService {
                 name: attempts_name,
                 reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
             })?;
-        let group = match req.group.as_deref().filter(|g| !g.is_empty()) {
-            Some(name) => self.group_named(name)?,
-            None => self.group()?,
-        };
+        let group = self.request_group(req.group.as_deref())?;
         if use_roadmap && group.name != self.group()?.name {
             return Err(ServiceError::BadOption {
                 name: "group_name",

@@ -1141,6 +1141,13 @@ def cartesian_checks(node, obstacles, scenes):
           res is not None and not res.success
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'camera_link' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
+    unknown = line_request(0.1)
+    unknown.group_name = 'no_such_group'
+    res = call(node, client, unknown)
+    check('~/plan_cartesian for an unknown group_name: INVALID_GROUP_NAME naming it',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GROUP_NAME and 'no_such_group' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
 
 
 def state_checks(node, plan, obstacles, scenes):
@@ -2385,6 +2392,12 @@ def kinematics_checks(node):
     check('~/compute_ik for an unknown link is refused naming it',
           ires is not None and not ires.success and 'gripper' in ires.message,
           ires and ires.message)
+    ireq.link_name = ''
+    ireq.group_name = 'no_such_group'
+    ires = call(node, ik, ireq, timeout=30.0)
+    check('~/compute_ik for an unknown group_name: INVALID_GROUP_NAME naming it',
+          ires is not None and not ires.success and ires.error_code == -15
+          and 'no_such_group' in ires.message, ires and f'code={ires.error_code} {ires.message!r}')
     req.link_names = ['nowhere']
     res = call(node, fk, req)
     check('~/compute_fk of an unknown link is refused naming it',
