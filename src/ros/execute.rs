@@ -26,7 +26,9 @@
 //! has answered already: the log says what was stopped, replanned and sent.
 //!
 //! `~/execute_trajectory` runs the same for a trajectory given in the request (replanned,
-//! where it comes to that, with the node's planner settings).
+//! where it comes to that, with the node's planner settings), and `~/move`
+//! ([`super::move_goal`]) for the plan it has just made. Every execution ends with an
+//! [`Executed`]: a MoveIt error code ([`codes`]), what happened and what was sent.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! `plan_only`, executed as `~/execute` executes the last plan ([`execute::execute`]: the
 //! checks, `execution_mode`, monitoring and replanning). The goal holds the execution slot
 //! from its start, so `~/execute` and `~/execute_trajectory` are refused meanwhile and a
-//! second `~/move` goal is aborted naming the running one. Feedback tells the stage
+//! second `~/move` goal is aborted (FAILURE: an execution is running). Feedback tells the stage
 //! (`PLANNING`, `EXECUTING`, `WAITING` for `replan_delay` after a stop). Cancelling the goal
 //! stops the execution as `~/stop` does ([`execute::stop_running`]); a cancellation during
 //! planning lets the plan finish (a plan cannot be interrupted) and sends nothing. The
