@@ -1291,17 +1291,19 @@ impl PlanningService {
                 reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
             })?;
         let group = self.request_group(req.group.as_deref())?;
-        if use_roadmap && group.name != self.group()?.name {
-            return Err(ServiceError::BadOption {
-                name: "group_name",
-                reason: format!(
-                    "the {DRM_PLANNER} planner's roadmap is kept for the planning group '{}' \
-                     (the planning_group setting), not '{}'; plan for '{}' with another planner",
-                    self.group()?.name,
-                    group.name,
-                    group.name
-                ),
-            });
+        if use_roadmap {
+            let kept = self.group()?.name;
+            if group.name != kept {
+                let other = &group.name;
+                return Err(ServiceError::BadOption {
+                    name: "group_name",
+                    reason: format!(
+                        "the {DRM_PLANNER} planner's roadmap is kept for the planning group \
+                         '{kept}' (the planning_group setting), not '{other}'; plan for \
+                         '{other}' with another planner"
+                    ),
+                });
+            }
         }
 
         let (start_state, start) = self.start_of(&req.start, &group)?;

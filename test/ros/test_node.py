@@ -1863,6 +1863,14 @@ def set_params(settings):
     return True
 
 
+def goal_request(goal, seed=5):
+    """A ~/plan request from the current joint state to `goal` (ARM positions)."""
+    req = PlanPath.Request()
+    req.goal_state = joint_state(ARM, goal)
+    req.seed = seed
+    return req
+
+
 def planned(node, plan, req, what):
     """~/plan's answer to `req`, checked as `what`; None when it did not plan."""
     res = call(node, plan, req, timeout=60.0)
@@ -1875,9 +1883,7 @@ def monitoring_checks(node, plan, execute, seen, obstacles, scenes):
     it); a cube away from the path, put while the next plan runs, is re-checked and the
     robot arrives."""
 
-    req = PlanPath.Request()  # from the mock's joint state
-    req.goal_state = joint_state(ARM, START)
-    req.seed = 5
+    req = goal_request(START)  # from the mock's joint state
     res = planned(node, plan, req, '~/plan for execution monitoring')
     if res is None:
         return
@@ -1946,9 +1952,7 @@ def replanning_checks(node, plan, clients, seen, obstacles, scenes):
     if not set_params((('replan_attempts', '2'), ('replan_delay', '0.2'))):
         return
     try:
-        req = PlanPath.Request()  # from the mock's joint state
-        req.goal_state = joint_state(ARM, START)
-        req.seed = 5
+        req = goal_request(START)  # from the mock's joint state
         res = planned(node, plan, req, '~/plan for replanning')
         if res is None:
             return
@@ -2059,9 +2063,7 @@ def topic_replanning_checks(node, plan, obstacles, scenes):
         for _ in range(5):
             states.publish(joint_state(ARM, START))
             wait_for(node, lambda: False, 0.1)
-        req = PlanPath.Request()  # from the joint state just published
-        req.goal_state = joint_state(ARM, GOAL)
-        req.seed = 5
+        req = goal_request(GOAL)  # from the joint state just published
         res = planned(node, plan, req, '~/plan for replanning in topic mode')
         if res is None:
             return
