@@ -58,6 +58,7 @@ OVERRIDES = {
     'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',
     'execution_mode': 'action or topic: how ~/execute reaches the controller',
     'controller_action': 'the FollowJointTrajectory action ~/execute sends goals to',
+    'scene_path': 'scene file loaded with the robot (project format or MoveIt PlanningScene YAML)',
 }
 
 

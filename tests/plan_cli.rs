@@ -1119,3 +1119,85 @@ fn plan_carries_the_scene_file_s_attached_objects() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("'bar'") && err.contains("gripper"), "{err}");
 }
+
+/// `gmp scene` converts the bundled scene to MoveIt `.scene` text and back; a plan in the
+/// converted scene is the plan in the original (same seed), and a broken `.scene` file is
+/// refused naming the file and the line.
+#[test]
+fn scene_converts_between_formats_and_plans_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = root().join("config/default_scene.yaml");
+    let text_path = dir.path().join("cell.scene");
+    let yaml_path = dir.path().join("back.yaml");
+    let out = gmp(&[
+        "scene",
+        "--scene",
+        original.to_str().unwrap(),
+        "--out",
+        text_path.to_str().unwrap(),
+    ]);
+    let first = stdout_json(&out);
+    assert_eq!(first["written"]["format"], "moveit_scene_text");
+    let text = std::fs::read_to_string(&text_path).unwrap();
+    assert!(
+        text.starts_with("cell\n* ") && text.ends_with("\n.\n"),
+        "{text}"
+    );
+    let back = stdout_json(&gmp(&[
+        "scene",
+        "--scene",
+        text_path.to_str().unwrap(),
+        "--out",
+        yaml_path.to_str().unwrap(),
+    ]));
+    assert_eq!(back["written"]["format"], "gmp_yaml");
+    // The same obstacles (ids, shapes, positions) in all three.
+    let again = stdout_json(&gmp(&["scene", "--scene", yaml_path.to_str().unwrap()]));
+    assert!(first["obstacles"].as_array().is_some_and(|o| o.len() >= 3));
+    assert_eq!(back["obstacles"], first["obstacles"]);
+    assert_eq!(again["obstacles"], first["obstacles"]);
+
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let (s, g) = (json_list(&start), json_list(&goal));
+    let (urdf, srdf) = (
+        root().join("urdf/gmp_arm.urdf"),
+        root().join("urdf/gmp_arm.srdf"),
+    );
+    let plan_in = |scene: &Path| {
+        stdout_json(&gmp(&[
+            "plan",
+            "--urdf",
+            urdf.to_str().unwrap(),
+            "--srdf",
+            srdf.to_str().unwrap(),
+            "--scene",
+            scene.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--start",
+            &s,
+            "--goal",
+            &g,
+            "--seed",
+            "5",
+        ]))
+    };
+    let (a, b) = (plan_in(&original), plan_in(&text_path));
+    assert_eq!(a["success"], true);
+    assert_eq!(a["path"], b["path"]);
+    assert_eq!(a["points"], b["points"]);
+
+    let broken = dir.path().join("broken.scene");
+    std::fs::write(
+        &broken,
+        "cell\n* a\n1\ncone\n0.1 0.2\n0 0 0\n0 0 0 1\n0 0 0 0\n.\n",
+    )
+    .unwrap();
+    let out = gmp(&["scene", "--scene", broken.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("broken.scene: line 4") && err.contains("cone"),
+        "{err}"
+    );
+}

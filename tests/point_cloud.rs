@@ -53,6 +53,7 @@ fn check(s: &mut PlanningService, q: &[f64]) -> (bool, Vec<String>) {
     let c = s
         .check_state(&StateCheckRequest {
             state: Some((names(s), q.to_vec())),
+            ..Default::default()
         })
         .expect("check");
     (c.valid, c.contacts)

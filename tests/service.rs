@@ -8,6 +8,7 @@ use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
     ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePoseGoal, ServiceSettings,
+    StateCheckRequest, TrajectoryCheckRequest,
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
@@ -955,6 +956,51 @@ fn a_request_plans_for_the_group_it_names() {
     trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01).expect("valid");
     s.roadmap_view()
         .expect("the view draws a path of another group");
+
+    // Re-checking that trajectory (as execution does) checks it for the group whose joints
+    // it has, unless a request names another; a state check names the limits of the group
+    // it names.
+    let positions: Vec<Vec<f64>> = res
+        .trajectory
+        .points
+        .iter()
+        .map(|p| p.positions.clone())
+        .collect();
+    let mut check = TrajectoryCheckRequest {
+        joint_names: res.trajectory.joint_names.clone(),
+        points: positions,
+        resolution: None,
+        group: None,
+    };
+    let verdict = s
+        .check_trajectory(&check)
+        .expect("checked for arm_with_torso");
+    assert!(verdict.valid, "{verdict:?}");
+    check.group = Some("arm".into());
+    let e = s.check_trajectory(&check).unwrap_err().to_string();
+    assert!(
+        e.contains("'torso_lift_joint' is outside planning group 'arm' and moves"),
+        "{e}"
+    );
+    let mut high = neutral.clone();
+    high[torso.variables[lift]] = 5.0;
+    let state = |group: Option<&str>| StateCheckRequest {
+        state: Some((all.clone(), named(&high))),
+        group: group.map(String::from),
+    };
+    let in_arm = s.check_state(&state(None)).expect("arm");
+    assert!(in_arm.out_of_limits.is_empty(), "{in_arm:?}");
+    let with_torso = s
+        .check_state(&state(Some("arm_with_torso")))
+        .expect("arm_with_torso");
+    assert!(
+        with_torso.out_of_limits.len() == 1
+            && with_torso.out_of_limits[0].contains("torso_lift_joint")
+            && !with_torso.valid,
+        "{with_torso:?}"
+    );
+    let e = s.check_state(&state(Some("legs"))).unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::InvalidGroup, "{e}");
 
     // The setting's group, from where that plan ended: the torso holds at its new height.
     let mut state = neutral.clone();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
+use common::service::{cpu_checker, names, pick_up, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::collision::{Checker, ConfigBatch};
 use gpu_motion_planner::robot::AttachedObject;
@@ -53,13 +53,7 @@ fn pick_carry_and_place_an_obstacle() {
     s.apply_marker(cube("part", part_pose, 0.06)).expect("part");
     assert_eq!(s.scene().len(), obstacles + 1);
     let links = s.robot().tree.links.len();
-    s.attach_object(AttachRequest {
-        id: "part/0".into(),
-        link: None,
-        touch_links: vec!["flange_link".into()],
-        object: None,
-    })
-    .expect("attach");
+    pick_up(&mut s, "part/0");
     // The part left the scene and hangs on the group's tip, where it was.
     assert_eq!(s.scene().len(), obstacles);
     assert!(s.scene().get("part/0").is_none());

@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 fn named(s: &gpu_motion_planner::service::PlanningService, q: &[f64]) -> StateCheckRequest {
     StateCheckRequest {
         state: Some((names(s), q.to_vec())),
+        group: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn states_past_limits_and_bad_states_are_answered_by_name() {
     let err = s
         .check_state(&StateCheckRequest {
             state: Some((vec![n[0].clone()], vec![0.1])),
+            group: None,
         })
         .expect_err("partial state");
     assert!(matches!(err, ServiceError::MissingJoint { .. }), "{err}");
@@ -93,6 +95,7 @@ fn states_past_limits_and_bad_states_are_answered_by_name() {
     let check = s
         .check_state(&StateCheckRequest {
             state: Some((vec![n[1].clone()], vec![1.4])),
+            group: None,
         })
         .expect("partial state over the joint state");
     let mut expected = START;
@@ -131,6 +134,7 @@ fn states_past_limits_and_bad_states_are_answered_by_name() {
         let err = s
             .check_state(&StateCheckRequest {
                 state: Some((names, positions)),
+                group: None,
             })
             .expect_err(what);
         assert!(err.to_string().contains(what), "{what}: {err}");
@@ -148,6 +152,7 @@ fn planned(
         joint_names: names(s),
         points: points.clone(),
         resolution: None,
+        group: None,
     };
     (points, req)
 }
@@ -242,6 +247,7 @@ fn trajectories_are_valid_in_the_scene_they_were_planned_in() {
                     joint_names: n.clone(),
                     points,
                     resolution: None,
+                    group: None,
                 })
                 .expect("check");
             assert!(check.valid, "{planner} {k}: {check:?}");
@@ -267,6 +273,7 @@ fn continuous_joints_move_as_a_controller_moves_them() {
             joint_names: n.clone(),
             points: vec![START.to_vec(), q.to_vec()],
             resolution: None,
+            group: None,
         })
         .expect("check")
     };
@@ -291,6 +298,7 @@ fn bad_trajectories_are_refused_by_name() {
                 joint_names: n.clone(),
                 points: Vec::new(),
                 resolution: None,
+                group: None,
             },
             "no points",
         ),
@@ -299,6 +307,7 @@ fn bad_trajectories_are_refused_by_name() {
                 joint_names: n.clone(),
                 points: vec![START.to_vec(), vec![0.0; 5]],
                 resolution: None,
+                group: None,
             },
             "point 1",
         ),
@@ -307,6 +316,7 @@ fn bad_trajectories_are_refused_by_name() {
                 joint_names: n[1..].to_vec(),
                 points: vec![START[1..].to_vec()],
                 resolution: None,
+                group: None,
             },
             &n[0],
         ),
@@ -319,6 +329,7 @@ fn bad_trajectories_are_refused_by_name() {
                     q
                 }],
                 resolution: None,
+                group: None,
             },
             "inf",
         ),
@@ -389,6 +400,7 @@ fn gpu_backends_answer_as_the_cpu() {
                 joint_names: n.clone(),
                 points: points.clone(),
                 resolution: None,
+                group: None,
             };
             let a = cpu.check_trajectory(&req).expect("cpu");
             let b = gpu.check_trajectory(&req).expect(backend);
@@ -610,6 +622,7 @@ fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going(
         joint_names: n.clone(),
         points: points.clone(),
         resolution: None,
+        group: None,
     };
     assert!(
         s.check_remaining(&rest, stop).expect("check").is_some(),
@@ -665,4 +678,51 @@ fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going(
         );
         assert!((a - b).norm() > 0.01, "{a:?} vs {b:?}");
     }
+}
+
+/// Execution monitoring's progress by the joint state: the motion nearest to where the robot
+/// is, bounded by the motion the time allows, and nothing without a joint state.
+#[test]
+fn the_passed_point_follows_the_joint_state() {
+    let mut s = service();
+    let n = names(&s);
+    // Five points along a line from START to GOAL.
+    let points: Vec<Vec<f64>> = (0..5)
+        .map(|k| {
+            let t = k as f64 / 4.0;
+            START
+                .iter()
+                .zip(GOAL)
+                .map(|(a, b)| a + (b - a) * t)
+                .collect()
+        })
+        .collect();
+    assert_eq!(s.passed_point(&n, &points, 3), None, "no joint state yet");
+    // Between points 2 and 3, a little off the line.
+    let mut q: Vec<f64> = points[2]
+        .iter()
+        .zip(&points[3])
+        .map(|(a, b)| 0.4 * a + 0.6 * b)
+        .collect();
+    q[4] += 0.01;
+    s.set_joint_state(&n, &q).expect("joint state");
+    assert_eq!(s.passed_point(&n, &points, 3), Some(2));
+    assert_eq!(s.passed_point(&n, &points, 99), Some(2));
+    // The time allows only motion 1: the nearest of motions 0 and 1.
+    assert_eq!(s.passed_point(&n, &points, 1), Some(1));
+    // At the start.
+    s.set_joint_state(&n, &START).expect("joint state");
+    assert_eq!(s.passed_point(&n, &points, 3), Some(0));
+    // A path that comes back: the earliest motion through the state wins.
+    let back = vec![points[0].clone(), points[2].clone(), points[0].clone()];
+    s.set_joint_state(&n, &points[1]).expect("joint state");
+    assert_eq!(s.passed_point(&n, &back, 1), Some(0));
+    // Names the robot lacks, or points of another length.
+    let mut odd = n.clone();
+    odd[0] = "no_such_joint".into();
+    assert_eq!(s.passed_point(&odd, &points, 3), None);
+    assert_eq!(
+        s.passed_point(&n, &[points[0].clone(), vec![0.0; 2]], 3),
+        None
+    );
 }

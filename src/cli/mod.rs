@@ -24,6 +24,7 @@ pub mod demo;
 pub mod picture;
 pub mod plan;
 pub mod pose;
+pub mod scene;
 pub mod tuning;
 
 /// Errors reported by the CLI (printed as `error: ...`).
@@ -90,6 +91,10 @@ pub enum Command {
     /// A link moved along straight lines through poses (exit 1 with "success": false and the
     /// part achieved when the path ends early).
     Cartesian(cartesian::CartesianArgs),
+    /// Reads a scene file (the project's format, MoveIt PlanningScene YAML or MoveIt `.scene`
+    /// text), prints its obstacles and carried objects, and with `--out` writes it in the
+    /// project's format or as `.scene` text.
+    Scene(scene::SceneArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
     /// Benchmarks (results as JSON and markdown under `results/`).
@@ -299,6 +304,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::Plan(a) => plan::run(&a),
         Command::Ik(a) => pose::run_ik(&a),
         Command::Cartesian(a) => cartesian::run(&a),
+        Command::Scene(a) => scene::run(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),

@@ -15,7 +15,9 @@
 //! Execution monitoring (`monitor_execution`, on by default, as in MoveIt): while a
 //! trajectory runs, every scene change (an obstacle, a cloud, an attached object) re-checks
 //! what is left of it, from the point the robot has passed by the time since the controller
-//! accepted it (less [`MONITOR_LAG`] for a robot behind its timing). Where that is no longer
+//! accepted it (less [`MONITOR_LAG`] for a robot behind its timing), or from the motion the
+//! latest joint state lies nearest to where that is earlier
+//! ([`crate::service::PlanningService::passed_point`]). Where that is no longer
 //! valid the execution is stopped: the goal cancelled and `~/execute` answered with what
 //! collides (action), or an empty trajectory sent and a warning logged (topic).
 //!
@@ -283,6 +285,8 @@ impl Monitor {
                     .map(|p| p.positions.clone())
                     .collect(),
                 resolution: None,
+                // The group whose joints the trajectory has.
+                group: None,
             },
             times: trajectory
                 .points
@@ -313,10 +317,7 @@ impl Monitor {
     /// at the next tick.
     fn poll(&mut self, shared: &Shared, logger: &str) -> Option<String> {
         let elapsed = self.started.elapsed().as_secs_f64();
-        let from = point_at(&self.times, elapsed - MONITOR_LAG);
-        if from + 1 >= self.times.len() {
-            return None;
-        }
+        let by_time = point_at(&self.times, elapsed - MONITOR_LAG);
         try_with_service(
             shared,
             logger,
@@ -324,6 +325,16 @@ impl Monitor {
             |service| {
                 let now = service.world_revision();
                 if now == self.seen {
+                    return None;
+                }
+                // A robot behind its timing (a slow controller) has not passed what the
+                // time says: the rest is checked from the motion its joint state is on,
+                // where that is earlier.
+                let request = &self.request;
+                let from = service
+                    .passed_point(&request.joint_names, &request.points, by_time)
+                    .map_or(by_time, |p| p.min(by_time));
+                if from + 1 >= self.times.len() {
                     return None;
                 }
                 self.seen = now;

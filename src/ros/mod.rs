@@ -23,6 +23,8 @@
 //! | service      | `~/plan_cartesian`  | `gpu_motion_planner_interfaces/PlanCartesian` (straight lines of a link through poses) |
 //! | service      | `~/attach_object`   | `gpu_motion_planner_interfaces/AttachObject` (an obstacle or a new shape moves with a link) |
 //! | service      | `~/detach_object`   | `gpu_motion_planner_interfaces/DetachObject` (put it down, or drop it) |
+//! | service      | `~/load_scene`      | `gpu_motion_planner_interfaces/LoadScene` (a scene file or text replaces or joins the planning scene, see [`scene_io`]) |
+//! | service      | `~/save_scene`      | `gpu_motion_planner_interfaces/SaveScene` (the planning scene as a scene file) |
 //! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
 //! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
@@ -54,6 +56,7 @@ pub mod mock_controller;
 pub mod move_goal;
 pub mod params;
 pub mod plan;
+pub mod scene_io;
 pub mod state;
 pub mod tf;
 
@@ -65,7 +68,7 @@ use futures::{FutureExt, StreamExt};
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
     AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject,
-    ExecuteTrajectory, PlanAgents, PlanBatch, PlanCartesian, PlanPath,
+    ExecuteTrajectory, LoadScene, PlanAgents, PlanBatch, PlanCartesian, PlanPath, SaveScene,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::{JointState, PointCloud2};
@@ -139,8 +142,9 @@ pub struct Shared {
     pub execution: execute::Execution,
 }
 
-/// A planning service for the robot named by `params`, keeping the obstacles of `old`,
-/// resolving frames the robot does not know with `transforms`.
+/// A planning service for the robot named by `params`, keeping the obstacles of `old`
+/// (without one: in the scene of `scene_path` when one is named), resolving frames the robot
+/// does not know with `transforms`.
 fn make_service(
     params: &NodeParams,
     old: Option<&PlanningService>,
@@ -162,7 +166,52 @@ fn make_service(
     };
     let mut service = PlanningService::new(robot, scene, params.service_settings());
     service.set_transforms(transforms.clone());
+    if old.is_none() && !params.scene_path.is_empty() {
+        scene_io::load_file(&mut service, &params.scene_path, false)
+            .map_err(|e| format!("scene_path: {e}"))?;
+    }
     Ok(service)
+}
+
+/// Loads scene file `path` (the `scene_path` parameter set while the node runs) into the
+/// planning scene, replacing it, and republishes the scene and the roadmap on `outputs`.
+/// Without a robot it is only recorded (loaded with the robot). Whether it was taken; a file
+/// that cannot be loaded is logged and changes nothing.
+fn load_scene_path(
+    shared: &Shared,
+    logger: &str,
+    outputs: (&r2r::Publisher<MarkerArray>, &r2r::Publisher<MarkerArray>),
+    path: &str,
+) -> bool {
+    let loaded: Result<_, String> = with_service(
+        shared,
+        logger,
+        |_| Ok(None),
+        |s| {
+            let load = scene_io::load_file(s, path, false)?;
+            relabel_roadmap(s, logger, "scene_path");
+            Ok(Some(load))
+        },
+    );
+    match loaded {
+        Ok(Some(load)) => {
+            let what = scene_io::describe(&load, path, false);
+            r2r::log_info!(logger, "scene_path: loaded {what}");
+            republish(shared, logger, outputs, true, true);
+            true
+        }
+        Ok(None) => {
+            r2r::log_info!(
+                logger,
+                "scene_path: no robot loaded yet; loaded with the robot"
+            );
+            true
+        }
+        Err(e) => {
+            r2r::log_error!(logger, "scene_path: {e}; keeping the scene");
+            false
+        }
+    }
 }
 
 /// The `~/roadmap` message: the persistent roadmap with its labels and the last path
@@ -527,6 +576,10 @@ async fn run_async() -> Result<(), NodeError> {
         "~/detach_object",
         QosProfile::services_default(),
     )?;
+    let load_scene_requests =
+        node.create_service::<LoadScene::Service>("~/load_scene", QosProfile::services_default())?;
+    let save_scene_requests =
+        node.create_service::<SaveScene::Service>("~/save_scene", QosProfile::services_default())?;
     let check_requests = node
         .create_service::<CheckState::Service>("~/check_state", QosProfile::services_default())?;
     let check_trajectory_requests = node.create_service::<CheckTrajectory::Service>(
@@ -620,6 +673,7 @@ async fn run_async() -> Result<(), NodeError> {
     tasks.push(tokio::spawn({
         let shared = shared.clone();
         let logger = logger.clone();
+        let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
         let mut events = param_events;
         async move {
             while let Some((name, value)) = events.next().await {
@@ -631,6 +685,7 @@ async fn run_async() -> Result<(), NodeError> {
                     );
                     continue;
                 }
+                let old_scene_path = typed.scene_path.clone();
                 match typed.set_at_run_time(&name, &value) {
                     Ok(()) => {
                         if name == "robot_description" {
@@ -641,6 +696,18 @@ async fn run_async() -> Result<(), NodeError> {
                         r2r::log_info!(&logger, "parameter '{name}' set to {value:?}");
                         let params = typed.clone();
                         drop(typed);
+                        if name == "scene_path" && !params.scene_path.is_empty() {
+                            let outputs = (&scene_pub, &roadmap_pub);
+                            if !load_scene_path(&shared, &logger, outputs, &params.scene_path) {
+                                // Refused: the old value back, as for an invalid value.
+                                let mut typed = lock(&shared.params);
+                                typed.scene_path = old_scene_path;
+                                if let Some(p) = lock(&param_map).get_mut(&name) {
+                                    p.value = typed.value(&name);
+                                }
+                            }
+                            continue;
+                        }
                         tokio::task::block_in_place(|| {
                             let mut service = lock(&shared.service);
                             if NodeParams::ROBOT.contains(&name.as_str()) {
@@ -1031,6 +1098,38 @@ async fn run_async() -> Result<(), NodeError> {
         },
     )));
 
+    // Scenes: a load republishes the scene and the roadmap (relabelled, or dropped with
+    // the robot when the carried objects changed).
+    tasks.push(tokio::spawn(serve_each(
+        load_scene_requests,
+        "~/load_scene",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
+            move |req: &LoadScene::Request| {
+                let response = with_service(&shared, &logger, LoadScene::Response::refused, |s| {
+                    let response = scene_io::load(s, req);
+                    if response.success {
+                        relabel_roadmap(s, &logger, "~/load_scene");
+                    }
+                    response
+                });
+                if response.success {
+                    republish(&shared, &logger, (&scene_pub, &roadmap_pub), true, true);
+                }
+                response
+            }
+        },
+    )));
+    tasks.push(tokio::spawn(serve_on_service(
+        save_scene_requests,
+        "~/save_scene",
+        (shared.clone(), logger.clone()),
+        scene_io::save,
+        |_: &SaveScene::Response| {},
+    )));
+
     tasks.push(tokio::spawn(roadmap_trigger(
         clear_requests,
         shared.clone(),
@@ -1187,6 +1286,8 @@ summary! {
     PlanAgents::Response;
     AttachObject::Response;
     DetachObject::Response;
+    LoadScene::Response, obstacles, attached;
+    SaveScene::Response;
     CheckState::Response, valid;
     CheckTrajectory::Response, valid;
     ComputeIk::Response, error_code;
@@ -1222,6 +1323,8 @@ macro_rules! refused {
 refused! {
     AttachObject::Response;
     DetachObject::Response;
+    LoadScene::Response;
+    SaveScene::Response;
     CheckState::Response;
     CheckTrajectory::Response, first_invalid_point = -1, first_invalid_segment = -1;
     ComputeIk::Response, error_code = PlanPath::Response::FAILURE as i32;

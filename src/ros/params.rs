@@ -125,6 +125,10 @@ pub struct NodeParams {
     /// The `FollowJointTrajectory` action `~/execute` sends goals to (read when the node
     /// starts: rcl cannot remap action names, and the client is made once).
     pub controller_action: String,
+    /// A scene file (the project's format or a MoveIt `PlanningScene` YAML) loaded when the
+    /// robot is, replacing the planning scene; set while the node runs, it is loaded then
+    /// (empty: none; the bundled robot brings its own scene).
+    pub scene_path: String,
     /// Path of the robot's URDF file (used when `robot_description` is empty).
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
@@ -179,6 +183,7 @@ impl Default for NodeParams {
             replan_attempts: 0,
             replan_delay: 0.5,
             controller_action: DEFAULT_CONTROLLER_ACTION.into(),
+            scene_path: String::new(),
             urdf_path: String::new(),
             srdf_path: String::new(),
             joint_limits_path: String::new(),
@@ -290,7 +295,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(26).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(27).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -419,7 +424,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 35] = [
+    pub const NAMES: [&'static str; 36] = [
         "planner",
         "backend",
         "resolution",
@@ -446,6 +451,7 @@ impl NodeParams {
         "replan_attempts",
         "replan_delay",
         "controller_action",
+        "scene_path",
         "urdf_path",
         "srdf_path",
         "joint_limits_path",
@@ -522,6 +528,9 @@ impl NodeParams {
             "controller_action" => {
                 "the control_msgs/FollowJointTrajectory action ~/execute sends goals to (read when the node starts)"
             }
+            "scene_path" => {
+                "scene file (the project's format or a MoveIt PlanningScene YAML) loaded with the robot, replacing the planning scene; set at run time, loaded then (empty: none)"
+            }
             "urdf_path" => "URDF file, used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "joint_limits_path" => {
@@ -571,6 +580,7 @@ impl NodeParams {
             "replan_attempts" => V::Integer(self.replan_attempts),
             "replan_delay" => V::Double(self.replan_delay),
             "controller_action" => V::String(self.controller_action.clone()),
+            "scene_path" => V::String(self.scene_path.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
@@ -691,6 +701,7 @@ impl NodeParams {
                 valid_name(name, &action)?;
                 self.controller_action = action;
             }
+            "scene_path" => self.scene_path = as_string(name, value)?,
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,

@@ -15,6 +15,7 @@ pub fn check_state(
     let request = StateCheckRequest {
         state: (!req.state.name.is_empty())
             .then(|| (req.state.name.clone(), req.state.position.clone())),
+        group: Some(req.group_name.clone()),
     };
     match service.check_state(&request) {
         Ok(check) => {
@@ -55,6 +56,7 @@ pub fn check_trajectory(
             .map(|p| p.positions.clone())
             .collect(),
         resolution: (req.resolution != 0.0).then_some(req.resolution),
+        group: Some(req.group_name.clone()),
     };
     let index = |i: Option<usize>| i.map_or(-1, |i| i32::try_from(i).unwrap_or(i32::MAX));
     match service.check_trajectory(&request) {
@@ -161,7 +163,9 @@ pub fn execution_verdict(
         service,
         &CheckTrajectory::Request {
             trajectory: trajectory.clone(),
+            // The node's resolution, for the group whose joints the trajectory has.
             resolution: 0.0,
+            group_name: String::new(),
         },
     );
     if !(check.success && check.valid) {

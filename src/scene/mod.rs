@@ -1,12 +1,14 @@
 //! The planning scene: obstacles (boxes, spheres, cylinders, convex meshes) with poses, kept
 //! in stable slots so a device-resident copy can update only what changed.
 //!
-//! Scenes come from the project's own YAML format ([`yaml`]) or from MoveIt
-//! `PlanningScene` YAML ([`moveit`]); [`load_scene`] picks the right one.
+//! Scenes come from the project's own YAML format ([`yaml`]), from MoveIt `PlanningScene`
+//! YAML ([`moveit`]) or from MoveIt's `.scene` text ([`moveit_text`]); [`load_scene`] picks
+//! the right one.
 
 pub mod cloud;
 pub mod cloud_file;
 pub mod moveit;
+pub mod moveit_text;
 pub mod yaml;
 
 use std::collections::HashMap;
@@ -60,6 +62,16 @@ pub enum SceneError {
         path: PathBuf,
         /// The parser's error, with its location.
         source: serde_yaml::Error,
+    },
+    /// A MoveIt `.scene` text is malformed at a line.
+    #[error("{path}: line {line}: {reason}")]
+    Text {
+        /// The file (or where the text came from).
+        path: PathBuf,
+        /// The line (1-based).
+        line: usize,
+        /// What is wrong.
+        reason: String,
     },
     /// One obstacle entry of a file is malformed.
     #[error("{path}: obstacle {obstacle}: {reason}")]
@@ -530,8 +542,9 @@ impl Scene {
     }
 }
 
-/// Loads a scene file in either format: MoveIt `PlanningScene` YAML (a top-level `world`
-/// key) or the project's own format (see [`yaml`]).
+/// Loads a scene file in any of the three formats: MoveIt's `.scene` text (its last line
+/// `.`; poses in the planning frame, see [`moveit_text`]), MoveIt `PlanningScene` YAML (a
+/// top-level `world` key) or the project's own format (see [`yaml`]).
 pub fn load_scene(path: &Path) -> Result<Scene, SceneError> {
     Scene::from_file(path)
 }
@@ -543,18 +556,26 @@ impl Scene {
             path: path.to_path_buf(),
             source,
         })?;
+        Self::from_text(&text, path.parent().unwrap_or(Path::new(".")), path)
+    }
+
+    /// A scene in either format (as [`load_scene`]) from `text`; relative mesh paths of the
+    /// project's format resolve against `base_dir`, and errors name `source`.
+    pub fn from_text(text: &str, base_dir: &Path, source: &Path) -> Result<Scene, SceneError> {
+        if moveit_text::looks_like_scene_text(text) {
+            return moveit_text::parse(text, source);
+        }
         // Detect the format on a generic parse, then parse again typed, so that errors
         // keep their line numbers.
         let value: serde_yaml::Value =
-            serde_yaml::from_str(&text).map_err(|source| SceneError::Yaml {
-                path: path.to_path_buf(),
-                source,
+            serde_yaml::from_str(text).map_err(|e| SceneError::Yaml {
+                path: source.to_path_buf(),
+                source: e,
             })?;
         if moveit::looks_like_moveit(&value) {
-            moveit::parse(&text, path)
+            moveit::parse(text, source)
         } else {
-            let base = path.parent().unwrap_or(Path::new("."));
-            yaml::parse(&text, base, path)
+            yaml::parse(text, base_dir, source)
         }
     }
 }

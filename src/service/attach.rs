@@ -213,7 +213,7 @@ impl PlanningService {
 
     /// Replaces the robot (same links, different attached objects): the cached checker and
     /// the persistent roadmap belong to the old one.
-    fn set_robot(&mut self, robot: crate::robot::RobotModel) {
+    pub(super) fn set_robot(&mut self, robot: crate::robot::RobotModel) {
         self.robot = robot;
         self.robot_changes += 1;
         self.cached = None;

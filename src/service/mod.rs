@@ -13,11 +13,13 @@ pub mod cartesian;
 pub mod cloud;
 pub mod kinematics;
 pub mod roadmap;
+pub mod scene_io;
 pub mod state;
 
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 pub use kinematics::{IkAnswer, IkRequest};
+pub use scene_io::SceneLoad;
 pub use state::{
     point_at, RemainingProblem, StateCheck, StateCheckRequest, TrajectoryCheck,
     TrajectoryCheckRequest, START_TOLERANCE,
@@ -407,6 +409,14 @@ pub enum ServiceError {
         /// What is wrong.
         reason: String,
     },
+    /// A scene file or text could not be loaded or written.
+    #[error("scene '{origin}': {reason}")]
+    SceneFile {
+        /// The file (or where the text came from).
+        origin: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A DELETE for a marker that is not in the scene.
     #[error("marker '{marker}': not in the scene")]
     UnknownMarker {
@@ -482,6 +492,7 @@ impl ServiceError {
             | ServiceError::BadMarker { .. }
             | ServiceError::UnknownMarker { .. }
             | ServiceError::Attach { .. }
+            | ServiceError::SceneFile { .. }
             | ServiceError::BadCloud(_) => C::InvalidObject,
             _ => C::Failure,
         }

@@ -14,6 +14,10 @@ pub struct StateCheckRequest {
     /// Joint names and positions; joints not named take the current joint state. `None`:
     /// the current joint state itself.
     pub state: Option<(Vec<String>, Vec<f64>)>,
+    /// The planning group whose joints must be named (with `state`) and whose limits are
+    /// checked; `None` or empty: the settings' group. Collisions are checked for the whole
+    /// robot either way.
+    pub group: Option<String>,
 }
 
 /// Why a state is or is not valid.
@@ -62,6 +66,10 @@ pub struct TrajectoryCheckRequest {
     /// Check resolution (joint-space distance between checked configurations of a motion);
     /// `None`: the node's `resolution`.
     pub resolution: Option<f64>,
+    /// The planning group the trajectory moves. `None` or empty: the SRDF group whose joints
+    /// are exactly `joint_names` where the settings' group's are not
+    /// ([`PlanningService::group_of_joints`]), else the settings' group.
+    pub group: Option<String>,
 }
 
 /// Which points and motions of a trajectory are valid.
@@ -100,7 +108,7 @@ impl PlanningService {
     /// are not finite, a group joint without a value).
     pub fn check_state(&mut self, req: &StateCheckRequest) -> Result<StateCheck, ServiceError> {
         let which = "state";
-        let group = self.group()?;
+        let group = self.request_group(req.group.as_deref())?;
         let (state, q) = self.state_of(which, &req.state, &group)?;
         let out_of_limits = limit_violations(&group, &q);
         self.ensure_checker(&group, &state)?;
@@ -123,7 +131,7 @@ impl PlanningService {
     ) -> Result<TrajectoryCheck, ServiceError> {
         let which = "trajectory";
         let bad = |message: String| ServiceError::BadJointList { which, message };
-        let group = self.group()?;
+        let group = self.request_group(self.trajectory_group(req).as_deref())?;
         let resolution = req.resolution.unwrap_or(self.settings.resolution);
         if !(resolution > 0.0 && resolution.is_finite()) {
             return Err(ServiceError::BadOption {
@@ -222,6 +230,15 @@ impl PlanningService {
         })
     }
 
+    /// The group a trajectory check is for, by name (`None`: the settings' group): see
+    /// [`TrajectoryCheckRequest::group`].
+    fn trajectory_group(&self, req: &TrajectoryCheckRequest) -> Option<String> {
+        match req.group.as_deref().filter(|g| !g.is_empty()) {
+            Some(name) => Some(name.to_string()),
+            None => self.group_of_joints(&req.joint_names),
+        }
+    }
+
     /// Execution monitoring: whether the part of a trajectory from point `from` on (the
     /// robot is on its way from point `from` to the next) is still valid in the current
     /// scene, as [`PlanningService::check_trajectory`] answers for those points and motions.
@@ -246,6 +263,7 @@ impl PlanningService {
             joint_names: req.joint_names.clone(),
             points: req.points[from..].to_vec(),
             resolution: req.resolution,
+            group: req.group.clone(),
         };
         let check = self.check_trajectory(&rest)?;
         let segment = check.first_invalid_segment;
@@ -262,10 +280,12 @@ impl PlanningService {
                     // What touches what: on this motion, or (the swept check is conservative:
                     // its samples may all be free) the first contact further on.
                     let mut found = None;
+                    let group = self.trajectory_group(req);
                     for k in s..rest.points.len() - 1 {
                         let (a, b) = (&rest.points[k], &rest.points[k + 1]);
+                        let (names, group) = (&req.joint_names, group.clone());
                         if let Some(hit) =
-                            self.motion_contacts(&req.joint_names, a, b, check.resolution)?
+                            self.motion_contacts(names, group, (a, b), check.resolution)?
                         {
                             found = Some((from + k, hit));
                             break;
@@ -304,8 +324,8 @@ impl PlanningService {
     fn motion_contacts(
         &mut self,
         names: &[String],
-        a: &[f64],
-        b: &[f64],
+        group: Option<String>,
+        (a, b): (&[f64], &[f64]),
         resolution: f64,
     ) -> Result<Option<(f64, Vec<String>)>, ServiceError> {
         let longest = a
@@ -320,12 +340,72 @@ impl PlanningService {
             let q: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + (y - x) * t).collect();
             let state = self.check_state(&StateCheckRequest {
                 state: Some((names.to_vec(), q)),
+                group: group.clone(),
             })?;
             if !state.contacts.is_empty() {
                 return Ok(Some((t, state.contacts)));
             }
         }
         Ok(None)
+    }
+
+    /// Execution monitoring by the joint state: the first point of the motion, among a
+    /// trajectory's motions `0..=upto` (the one from point `i` to point `i + 1`), that lies
+    /// nearest to where the current joint state has the trajectory's joints `names`; the
+    /// earliest of equally near ones. Continuous joints are compared the short way round from
+    /// the motion's start. `None` without a joint state, for fewer than two points, or for a
+    /// name the robot lacks or a point of another length.
+    pub fn passed_point(
+        &self,
+        names: &[String],
+        points: &[Vec<f64>],
+        upto: usize,
+    ) -> Option<usize> {
+        if !self.has_current || points.len() < 2 {
+            return None;
+        }
+        // The current value of every named joint, and whether it is continuous.
+        let mut now = Vec::with_capacity(names.len());
+        for name in names {
+            let joint = self.robot.tree.joints.iter().find(|j| &j.name == name)?;
+            let v = joint.variable?;
+            now.push((self.current[v], joint.kind == JointKind::Continuous));
+        }
+        if points.iter().any(|p| p.len() != names.len()) {
+            return None;
+        }
+        let mut best = (f64::INFINITY, 0);
+        for i in 0..=upto.min(points.len() - 2) {
+            let (a, b) = (&points[i], &points[i + 1]);
+            // The motion's step d and the state's offset e from its start.
+            let (mut dd, mut de) = (0.0, 0.0);
+            let offsets: Vec<(f64, f64)> = now
+                .iter()
+                .zip(a.iter().zip(b))
+                .map(|(&(x, continuous), (&a, &b))| {
+                    let e = if continuous {
+                        wrapped_difference(a, x)
+                    } else {
+                        x - a
+                    };
+                    (b - a, e)
+                })
+                .collect();
+            for &(d, e) in &offsets {
+                dd += d * d;
+                de += d * e;
+            }
+            let t = if dd > 0.0 {
+                (de / dd).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            let gap: f64 = offsets.iter().map(|&(d, e)| (e - t * d).powi(2)).sum();
+            if gap < best.0 {
+                best = (gap, i);
+            }
+        }
+        Some(best.1)
     }
 
     /// Where the current joint state is farther than `tolerance` from a trajectory's first

@@ -40,8 +40,8 @@ from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConst
                                                PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject,
-                                              ExecuteTrajectory, PlanAgents, PlanBatch,
-                                              PlanCartesian, PlanPath)
+                                              ExecuteTrajectory, LoadScene, PlanAgents,
+                                              PlanBatch, PlanCartesian, PlanPath, SaveScene)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -427,6 +427,7 @@ def run_checks(node, launch):
     path_constraint_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
+    scene_file_checks(node, scenes)
     state_checks(node, plan, obstacles, scenes)
     cloud_checks(node, plan, scenes)
     tf_checks(node, obstacles, scenes)
@@ -1187,6 +1188,13 @@ def state_checks(node, plan, obstacles, scenes):
     check('~/check_state with an unknown joint is refused naming it',
           res is not None and not res.success and 'no_such_joint' in res.message,
           res and res.message)
+    for group, ok in (('arm', True), ('legs', False)):
+        res = call(node, check_state, CheckState.Request(group_name=group))
+        check(f'~/check_state with group_name {group!r}: '
+              + ('valid, as without one' if ok else 'refused naming the group'),
+              res is not None and (res.success and res.valid if ok
+                                   else not res.success and "'legs'" in res.message),
+              res and f'{res.valid} {res.message!r}')
 
     req = PlanPath.Request()
     req.start_state = joint_state(ARM, START)
@@ -1204,6 +1212,11 @@ def state_checks(node, plan, obstacles, scenes):
           res is not None and res.success and res.valid and len(res.points_valid) == n
           and len(res.segments_valid) == n - 1 and res.first_invalid_point == -1
           and res.first_invalid_segment == -1, res and res.message)
+    named = copy.deepcopy(treq)
+    named.group_name = 'legs'
+    res = call(node, check_traj, named)
+    check('~/check_trajectory with an unknown group_name is refused naming it',
+          res is not None and not res.success and "'legs'" in res.message, res and res.message)
 
     # A cube where the tool passes: the trajectory is now invalid, as the independent
     # re-check finds; deleted, valid again.
@@ -2529,6 +2542,126 @@ def attach_checks(node, plan, obstacles, scenes):
     res = call(node, plan, req, timeout=60.0)
     check('~/plan plans again after the attach requests',
           res is not None and res.success, res and f'code={res.error_code} message={res.message!r}')
+
+
+def scene_file_checks(node, scenes):
+    """~/save_scene, ~/load_scene and the scene_path parameter: the planning scene written to
+    a file (the independent checker reads it back) and returned as text; replaced by a scene
+    text whose box holds the tool (~/check_state finds the contact the independent check
+    finds), joined by a MoveIt PlanningScene YAML, restored from the file; scene_path loads a
+    file at run time and a missing one is refused; bad requests change nothing."""
+    save = node.create_client(SaveScene, f'/{NODE}/save_scene')
+    load = node.create_client(LoadScene, f'/{NODE}/load_scene')
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    if not check('~/save_scene and ~/load_scene appear',
+                 save.wait_for_service(timeout_sec=10.0)
+                 and load.wait_for_service(timeout_sec=10.0)
+                 and check_state.wait_for_service(timeout_sec=10.0)):
+        return
+
+    def shown():
+        # (The DELETEALL marker that opens each message has no namespace.)
+        return sorted({m.ns for m in scenes[-1].markers} - {'attached', ''}) if scenes else []
+
+    def current_state():
+        # The latest joint state is START (published earlier).
+        return call(node, check_state, CheckState.Request())
+
+    before = shown()
+    folder = tempfile.mkdtemp(prefix='gmp_scene_')
+    path = os.path.join(folder, 'cell.yaml')
+    res = call(node, save, SaveScene.Request(path=path))
+    text = open(path).read() if os.path.exists(path) else ''
+    saved = ic.load_scene(path) if text else []
+    check('~/save_scene writes the planning scene: the obstacles ~/scene shows, the text '
+          'returned as written',
+          res is not None and res.success and path in res.message and text == res.scene_yaml
+          and sorted(o.name for o in saved) == before and 'table' in before,
+          res and f'{res.message!r}; file {sorted(o.name for o in saved)}; scene {before}')
+    res = call(node, save, SaveScene.Request())
+    check('~/save_scene without a path returns the same text and writes nothing',
+          res is not None and res.success and res.scene_yaml == text
+          and 'not written' in res.message and os.listdir(folder) == ['cell.yaml'],
+          res and f'{res.message!r} {os.listdir(folder)}')
+
+    tool = ROBOT.link_poses(ARM, START)['tool0'][1]
+    box = [ic.Obstacle('holder', 'box', [0.06] * 3, tool)]
+    hit = ic.collision(ROBOT, box, ARM, START)
+    holder = ('frame: world\nobstacles:\n  - id: holder\n    box: {size: [0.12, 0.12, 0.12]}\n'
+              f'    pose: {{position: [{tool[0]!r}, {tool[1]!r}, {tool[2]!r}]}}\n')
+    res = call(node, load, LoadScene.Request(scene_yaml=holder))
+    check('~/load_scene of a scene text replaces the planning scene',
+          res is not None and res.success and res.obstacles == 1 and res.attached == 0
+          and 'replacing the scene' in res.message, res and res.message)
+    check('~/scene shows only the loaded box', wait_for(node, lambda: shown() == ['holder'], 10.0),
+          f'{shown()}')
+    res = current_state()
+    check('~/check_state at START: the loaded box holds the tool, as the independent check '
+          'finds', hit is not None and res is not None and res.success and not res.valid
+          and any("obstacle 'holder'" in c for c in res.contacts),
+          f'independent {hit}; node {res and list(res.contacts)}')
+
+    moveit = ('world:\n  collision_objects:\n    - id: post\n      header: {frame_id: world}\n'
+              '      primitives:\n        - {type: cylinder, dimensions: [0.5, 0.03]}\n'
+              '      primitive_poses:\n        - position: [-0.6, 0.6, 0.25]\n')
+    res = call(node, load, LoadScene.Request(scene_yaml=moveit, merge=True))
+    check('~/load_scene merges a MoveIt PlanningScene YAML',
+          res is not None and res.success and res.obstacles == 2 and 'merged by id' in res.message
+          and wait_for(node, lambda: shown() == ['holder', 'post'], 10.0),
+          res and f'{res.message!r} {shown()}')
+
+    for req, needle, what in (
+            (LoadScene.Request(path='/nonexistent/cell.yaml'), '/nonexistent/cell.yaml',
+             'a missing file'),
+            (LoadScene.Request(path=path, scene_yaml=holder), 'not both', 'path and text'),
+            (LoadScene.Request(scene_yaml=holder.replace('frame: world', 'frame: nowhere')),
+             "frame 'nowhere'", 'an unknown frame')):
+        res = call(node, load, req)
+        check(f'~/load_scene of {what} is refused naming it; the scene is kept',
+              res is not None and not res.success and needle in res.message
+              and res.obstacles == 2, res and f'{res.message!r} {res.obstacles}')
+
+    res = call(node, load, LoadScene.Request(path=path))
+    check('~/load_scene of the saved file restores the planning scene',
+          res is not None and res.success and res.obstacles == len(before)
+          and wait_for(node, lambda: shown() == before, 10.0),
+          res and f'{res.message!r} {shown()}')
+    res = current_state()
+    check('~/check_state at START: valid again', res is not None and res.success and res.valid,
+          res and f'{list(res.contacts)} {res.message!r}')
+
+    # MoveIt's .scene text (what the RViz MotionPlanning panel exports and imports).
+    moveit_path = os.path.join(folder, 'cell.scene')
+    res = call(node, save, SaveScene.Request(path=moveit_path))
+    text = open(moveit_path).read() if os.path.exists(moveit_path) else ''
+    check('~/save_scene to a .scene path writes MoveIt .scene text, one object per obstacle',
+          res is not None and res.success and 'MoveIt .scene' in res.message
+          and text.startswith('cell\n') and text.rstrip().endswith('\n.')
+          and sorted(line[2:] for line in text.splitlines() if line.startswith('* ')) == before,
+          res and res.message)
+    call(node, load, LoadScene.Request(scene_yaml=holder))
+    res = call(node, load, LoadScene.Request(path=moveit_path))
+    check('~/load_scene of that .scene file restores the planning scene',
+          res is not None and res.success and res.obstacles == len(before)
+          and wait_for(node, lambda: shown() == before, 10.0),
+          res and f'{res.message!r} {shown()}')
+
+    # The scene_path parameter: a file loaded when set; a missing one refused.
+    holder_path = os.path.join(folder, 'holder.yaml')
+    with open(holder_path, 'w') as f:
+        f.write(holder)
+    rc, out = ros2_param('set', NODE, 'scene_path', holder_path)
+    check('ros2 param set scene_path loads the file (~/scene shows its box)',
+          rc == 0 and 'successful' in out.lower()
+          and wait_for(node, lambda: shown() == ['holder'], 10.0), f'{out} {shown()}')
+    rc, out = ros2_param('set', NODE, 'scene_path', '/nonexistent/scene.yaml')
+    time.sleep(1.0)
+    rc, out = ros2_param('get', NODE, 'scene_path')
+    check('a scene_path that cannot be loaded is refused (value and scene stay)',
+          rc == 0 and out.endswith(holder_path) and shown() == ['holder'], f'{out} {shown()}')
+    rc, out = ros2_param('set', NODE, 'scene_path', path)
+    check('scene_path set to the saved file restores the planning scene',
+          rc == 0 and wait_for(node, lambda: shown() == before, 10.0), f'{out} {shown()}')
 
 
 def mid_config():

@@ -75,3 +75,15 @@ pub fn place(
     })
     .expect("marker");
 }
+
+/// Picks obstacle `id` of the scene up with the group's tip (`tool0`), which may touch
+/// `flange_link`.
+pub fn pick_up(s: &mut PlanningService, id: &str) {
+    s.attach_object(gpu_motion_planner::service::AttachRequest {
+        id: id.into(),
+        link: None,
+        touch_links: vec!["flange_link".into()],
+        object: None,
+    })
+    .expect("attach");
+}

@@ -1,0 +1,79 @@
+//! `gmp scene`: reads a scene file in any of the formats [`crate::scene::load_scene`] knows,
+//! prints what it holds, and writes it in the project's format or as MoveIt's `.scene` text
+//! (converting between them).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::CliError;
+use crate::scene::{Scene, Shape};
+use crate::service::scene_io::is_moveit_text;
+
+/// `gmp scene` arguments.
+#[derive(Args, Debug)]
+pub struct SceneArgs {
+    /// The scene file: the project's format, a MoveIt PlanningScene YAML or MoveIt `.scene`
+    /// text.
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// Where to write it: MoveIt `.scene` text for a name ending in `.scene` (obstacles
+    /// only), else the project's format. Written whole or not at all.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// A shape's kind as printed.
+fn kind(shape: &Shape) -> &'static str {
+    match shape {
+        Shape::Box { .. } => "box",
+        Shape::Sphere { .. } => "sphere",
+        Shape::Cylinder { .. } => "cylinder",
+        Shape::ConvexMesh { .. } => "convex",
+    }
+}
+
+/// Runs `gmp scene`: a summary of the scene (frame, obstacles, carried objects) and, with
+/// `--out`, what was written.
+pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
+    let scene = Scene::from_file(&a.scene)?;
+    let obstacles: Vec<Value> = scene
+        .iter()
+        .map(|o| {
+            let t = o.pose.translation.vector;
+            json!({"id": o.id, "shape": kind(&o.shape), "position": [t.x, t.y, t.z]})
+        })
+        .collect();
+    let attached: Vec<Value> = scene
+        .attached()
+        .iter()
+        .map(|o| json!({"id": o.id, "link": o.link, "shape": kind(&o.shape)}))
+        .collect();
+    let mut out = json!({
+        "scene": a.scene.display().to_string(),
+        "frame": scene.frame(),
+        "obstacles": obstacles,
+        "attached": attached,
+    });
+    if let Some(path) = &a.out {
+        let (text, format) = if is_moveit_text(path) {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            if !scene.attached().is_empty() {
+                eprintln!(
+                    "gmp scene: {} carried object(s) left out of {} (MoveIt's .scene text has \
+                     none)",
+                    scene.attached().len(),
+                    path.display()
+                );
+            }
+            (scene.to_moveit_text(&name), "moveit_scene_text")
+        } else {
+            (scene.to_yaml_string(), "gmp_yaml")
+        };
+        crate::report::write_atomically(path, text.as_bytes())
+            .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
+        out["written"] = json!({"path": path.display().to_string(), "format": format});
+    }
+    Ok(out)
+}

@@ -1,0 +1,230 @@
+//! `~/load_scene` (LoadScene), `~/save_scene` (SaveScene) and the `scene_path` parameter:
+//! whole scenes in and out of [`PlanningService`] ([`PlanningService::load_scene`],
+//! [`PlanningService::save_scene`]).
+
+use std::path::Path;
+
+use r2r::gpu_motion_planner_interfaces::srv::{LoadScene, SaveScene};
+
+use crate::scene::Scene;
+use crate::service::scene_io::is_moveit_text;
+use crate::service::{PlanningService, SceneLoad};
+
+/// Where a LoadScene request's text is said to come from in messages.
+const TEXT_SOURCE: &str = "scene_yaml";
+
+/// Reads scene file `path` (either format) and loads it into `service`, replacing the
+/// planning scene unless `merge`. Errors name the file.
+pub fn load_file(
+    service: &mut PlanningService,
+    path: &str,
+    merge: bool,
+) -> Result<SceneLoad, String> {
+    let scene = Scene::from_file(Path::new(path)).map_err(|e| format!("scene '{path}': {e}"))?;
+    service
+        .load_scene(&scene, path, !merge)
+        .map_err(|e| e.to_string())
+}
+
+/// One line on a load: what came from where, and what the planning scene holds now.
+pub fn describe(load: &SceneLoad, source: &str, merge: bool) -> String {
+    format!(
+        "{} from '{source}' ({}): the scene has {} obstacle(s), the robot carries {}",
+        counted(load.loaded, "obstacle", load.attached, "carried object"),
+        if merge {
+            "merged by id"
+        } else {
+            "replacing the scene"
+        },
+        load.obstacles,
+        load.carried
+    )
+}
+
+/// "n a(s) and m b(s)", leaving out a count of zero (both zero: "nothing").
+fn counted(n: usize, a: &str, m: usize, b: &str) -> String {
+    let part = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+    match (n, m) {
+        (0, 0) => "nothing".into(),
+        (_, 0) => part(n, a),
+        (0, _) => part(m, b),
+        _ => format!("{} and {}", part(n, a), part(m, b)),
+    }
+}
+
+/// Answers a LoadScene request on `service`.
+pub fn load(service: &mut PlanningService, req: &LoadScene::Request) -> LoadScene::Response {
+    let outcome = match (req.path.is_empty(), req.scene_yaml.is_empty()) {
+        (true, true) => Err("give the scene: path or scene_yaml".to_string()),
+        (false, false) => Err("give path or scene_yaml, not both".to_string()),
+        (false, true) => {
+            load_file(service, &req.path, req.merge).map(|l| describe(&l, &req.path, req.merge))
+        }
+        (true, false) => Scene::from_text(&req.scene_yaml, Path::new("."), Path::new(TEXT_SOURCE))
+            .map_err(|e| format!("scene '{TEXT_SOURCE}': {e}"))
+            .and_then(|scene| {
+                service
+                    .load_scene(&scene, TEXT_SOURCE, !req.merge)
+                    .map_err(|e| e.to_string())
+            })
+            .map(|l| describe(&l, TEXT_SOURCE, req.merge)),
+    };
+    let (success, message) = match outcome {
+        Ok(m) => (true, format!("loaded {m}")),
+        Err(m) => (false, m),
+    };
+    LoadScene::Response {
+        success,
+        message,
+        obstacles: count(service.scene().len()),
+        attached: count(service.attached_objects().len()),
+    }
+}
+
+/// A count as a message's `uint32`.
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Answers a SaveScene request on `service`.
+pub fn save(service: &mut PlanningService, req: &SaveScene::Request) -> SaveScene::Response {
+    let what = counted(
+        service.scene().len(),
+        "obstacle",
+        service.attached_objects().len(),
+        "carried object",
+    );
+    if req.path.is_empty() {
+        return SaveScene::Response {
+            success: true,
+            message: format!("not written (no path): {what}"),
+            scene_yaml: service.scene_snapshot().to_yaml_string(),
+        };
+    }
+    match service.save_scene(Path::new(&req.path)) {
+        Ok(text) => {
+            let path = Path::new(&req.path);
+            let format = if is_moveit_text(path) {
+                if service.attached_objects().is_empty() {
+                    " as MoveIt .scene text"
+                } else {
+                    " as MoveIt .scene text, without the carried objects (the format has none)"
+                }
+            } else {
+                ""
+            };
+            SaveScene::Response {
+                success: true,
+                message: format!("wrote '{}'{format}: {what}", req.path),
+                scene_yaml: text,
+            }
+        }
+        Err(e) => SaveScene::Response {
+            success: false,
+            message: e.to_string(),
+            scene_yaml: String::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::demo::bundled;
+    use crate::service::ServiceSettings;
+
+    fn service() -> PlanningService {
+        let (robot, scene) = bundled().expect("bundled");
+        PlanningService::new(robot, scene, ServiceSettings::default())
+    }
+
+    #[test]
+    fn save_then_load_through_the_requests() {
+        let mut s = service();
+        let n = s.scene().len();
+        assert!(n > 0);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("cell.yaml").display().to_string();
+        let saved = save(&mut s, &SaveScene::Request { path: path.clone() });
+        assert!(saved.success, "{}", saved.message);
+        assert!(saved.message.contains(&path), "{}", saved.message);
+        let only_text = save(&mut s, &SaveScene::Request::default());
+        assert!(only_text.success && only_text.message.starts_with("not written"));
+        assert_eq!(only_text.scene_yaml, saved.scene_yaml);
+
+        // A text with one obstacle replaces the scene; the file brings it back.
+        let one = "frame: world\nobstacles:\n  - id: b\n    sphere: {radius: 0.1}\n";
+        let r = load(
+            &mut s,
+            &LoadScene::Request {
+                scene_yaml: one.into(),
+                ..Default::default()
+            },
+        );
+        assert!(r.success, "{}", r.message);
+        assert_eq!((r.obstacles, r.attached), (1, 0));
+        assert!(r.message.contains("replacing the scene"), "{}", r.message);
+        let r = load(
+            &mut s,
+            &LoadScene::Request {
+                path: path.clone(),
+                merge: true,
+                ..Default::default()
+            },
+        );
+        assert!(r.success, "{}", r.message);
+        assert_eq!(r.obstacles as usize, n + 1);
+        assert!(
+            r.message.starts_with(&format!(
+                "loaded {n} obstacles from '{path}' (merged by id)"
+            )),
+            "{}",
+            r.message
+        );
+    }
+
+    #[test]
+    fn bad_requests_name_what_is_wrong_and_change_nothing() {
+        let mut s = service();
+        let n = s.scene().len() as u32;
+        let cases = [
+            (LoadScene::Request::default(), "path or scene_yaml"),
+            (
+                LoadScene::Request {
+                    path: "a.yaml".into(),
+                    scene_yaml: "frame: world".into(),
+                    ..Default::default()
+                },
+                "not both",
+            ),
+            (
+                LoadScene::Request {
+                    path: "/no/such/scene.yaml".into(),
+                    ..Default::default()
+                },
+                "scene '/no/such/scene.yaml'",
+            ),
+            (
+                LoadScene::Request {
+                    scene_yaml: "obstacles: [".into(),
+                    ..Default::default()
+                },
+                "scene 'scene_yaml'",
+            ),
+        ];
+        for (req, needle) in cases {
+            let r = load(&mut s, &req);
+            assert!(!r.success);
+            assert!(r.message.contains(needle), "{}", r.message);
+            assert_eq!(r.obstacles, n);
+        }
+        let r = save(
+            &mut s,
+            &SaveScene::Request {
+                path: "/no/such/folder/cell.yaml".into(),
+            },
+        );
+        assert!(!r.success && r.message.contains("/no/such/folder/cell.yaml"));
+        assert!(r.scene_yaml.is_empty());
+    }
+}

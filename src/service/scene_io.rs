@@ -1,0 +1,155 @@
+//! Whole scenes in the service: a scene file (obstacles and carried objects) loaded into the
+//! planning scene ([`PlanningService::load_scene`]), and the planning scene written out as
+//! one ([`PlanningService::scene_snapshot`], [`PlanningService::save_scene`]).
+
+use std::path::Path;
+
+use super::{PlanningService, ServiceError};
+use crate::robot::AttachedObject;
+use crate::scene::{Obstacle, Scene};
+
+/// What a scene load did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SceneLoad {
+    /// Obstacles the loaded scene brought (new, or replacing one of the same id).
+    pub loaded: usize,
+    /// Objects of the loaded scene now attached to the robot.
+    pub attached: usize,
+    /// Obstacles in the planning scene after the load.
+    pub obstacles: usize,
+    /// Objects the robot carries after the load.
+    pub carried: usize,
+}
+
+impl PlanningService {
+    /// Loads `file` (a scene read from `source`, named in errors) into the planning scene.
+    ///
+    /// Obstacles are moved from the file's frame into the planning frame as markers are (the
+    /// planning frame, a robot link at the current joint state, or a frame known from
+    /// `/tf`). The file's attached objects are attached to the links they name.
+    ///
+    /// With `replace` the planning scene becomes the file's: every obstacle and every
+    /// carried object not in the file is dropped. Otherwise the file's obstacles and carried
+    /// objects are added, each replacing one of the same id.
+    ///
+    /// An id may not be both an obstacle and a carried object. On error nothing changes.
+    pub fn load_scene(
+        &mut self,
+        file: &Scene,
+        source: &str,
+        replace: bool,
+    ) -> Result<SceneLoad, ServiceError> {
+        let bad = |reason: String| ServiceError::SceneFile {
+            origin: source.to_string(),
+            reason,
+        };
+        let mut obstacles = Vec::with_capacity(file.len());
+        for o in file.iter() {
+            let pose = self
+                .in_planning_frame(file.frame(), o.pose, &self.current)
+                .map_err(|e| bad(format!("obstacle '{}': {e}", o.id)))?;
+            obstacles.push(Obstacle { pose, ..o.clone() });
+        }
+        let mut carried: Vec<AttachedObject> = if replace {
+            Vec::new()
+        } else {
+            let incoming = |id: &str| file.attached().iter().any(|a| a.id == id);
+            self.robot
+                .attached()
+                .iter()
+                .filter(|a| !incoming(&a.id))
+                .cloned()
+                .collect()
+        };
+        carried.extend(file.attached().iter().cloned());
+
+        let mut scene = self.scene.clone();
+        if replace {
+            scene.clear();
+        }
+        for o in obstacles {
+            let id = o.id.clone();
+            scene
+                .upsert(o)
+                .map_err(|e| bad(format!("obstacle '{id}': {e}")))?;
+        }
+        // Carried objects taken up again leave the scene as `attach_object` takes them; an
+        // obstacle of the file with a carried object's id is an error.
+        for a in &carried {
+            if scene.get(&a.id).is_some() {
+                let in_file = file.get(&a.id).is_some();
+                return Err(bad(format!(
+                    "'{}' is both {} and an object the robot carries{}",
+                    a.id,
+                    if in_file {
+                        "an obstacle of the file"
+                    } else {
+                        "an obstacle of the scene"
+                    },
+                    if in_file { "" } else { " (load with replace)" }
+                )));
+            }
+        }
+        let robot = if carried == self.robot.attached() {
+            None
+        } else {
+            Some(
+                self.base_robot
+                    .with_attached(&carried)
+                    .map_err(|e| bad(format!("attached objects: {e}")))?,
+            )
+        };
+
+        self.scene = scene;
+        if let Some(robot) = robot {
+            self.set_robot(robot);
+        }
+        Ok(SceneLoad {
+            loaded: file.len(),
+            attached: file.attached().len(),
+            obstacles: self.scene.len(),
+            carried: self.robot.attached().len(),
+        })
+    }
+
+    /// The planning scene as a scene file would hold it: its obstacles (in the planning
+    /// frame) and the objects the robot carries, which [`Self::load_scene`] takes back.
+    pub fn scene_snapshot(&self) -> Scene {
+        let mut snapshot = Scene::new(self.settings.planning_frame.clone());
+        for o in self.scene.iter() {
+            // The ids of a scene are unique and its obstacles valid: adding cannot fail.
+            let _ = snapshot.add(o.clone());
+        }
+        for a in self.robot.attached() {
+            // Carried ids differ from the obstacles' (attaching takes one out of the scene).
+            let _ = snapshot.attach(a.clone());
+        }
+        snapshot
+    }
+
+    /// Writes [`Self::scene_snapshot`] to `path`, whole or not at all (a temporary file
+    /// renamed over `path`): in the project's scene format, or as MoveIt's `.scene` text
+    /// (obstacles only, named after the file) where `path` ends in `.scene`. Returns the text
+    /// written.
+    pub fn save_scene(&self, path: &Path) -> Result<String, ServiceError> {
+        let snapshot = self.scene_snapshot();
+        let text = if is_moveit_text(path) {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            snapshot.to_moveit_text(&name)
+        } else {
+            snapshot.to_yaml_string()
+        };
+        crate::report::write_atomically(path, text.as_bytes()).map_err(|e| {
+            ServiceError::SceneFile {
+                origin: path.display().to_string(),
+                reason: format!("could not write it: {e}"),
+            }
+        })?;
+        Ok(text)
+    }
+}
+
+/// Whether `path` names a MoveIt `.scene` file (written in that format).
+pub fn is_moveit_text(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "scene")
+}
