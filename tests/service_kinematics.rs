@@ -264,3 +264,21 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
         .expect_err("no joint state");
     assert!(err.to_string().contains("no joint state"), "{err}");
 }
+
+/// The tip link's pose (the goal marker's home): the group's tip at the current joint state,
+/// the neutral state before one arrives.
+#[test]
+fn the_tip_pose_follows_the_joint_state() {
+    let mut s = service();
+    let neutral = vec![0.0; names(&s).len()];
+    let (link, pose) = s.tip_pose().expect("tip");
+    assert_eq!(link, "tool0");
+    let expected = tool_pose_at(&s, &neutral);
+    assert!((pose.translation.vector - expected.translation.vector).norm() < 1e-12);
+    let n = names(&s);
+    s.set_joint_state(&n, &START).expect("joint state");
+    let (_, pose) = s.tip_pose().expect("tip");
+    let expected = tool_pose_at(&s, &START);
+    assert!((pose.translation.vector - expected.translation.vector).norm() < 1e-12);
+    assert!(pose.rotation.angle_to(&expected.rotation) < 1e-12);
+}

@@ -33,6 +33,7 @@
 //! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
 //! | service      | `~/execute_trajectory` | `gpu_motion_planner_interfaces/ExecuteTrajectory` (send a given trajectory, as `~/execute` does) |
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
+//! | service, topics | `~/goal_marker/get_interactive_markers`, `~/goal_marker/update`, `~/goal_marker/feedback` | an interactive marker server (RViz's InteractiveMarkers display): a handle for the group's tip link that plans there when let go, see [`goal_marker`] |
 //! | action server | `~/move`           | `gpu_motion_planner_interfaces/Move` (plan from the current state and execute, see [`move_goal`]) |
 //! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
 //! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
@@ -50,6 +51,7 @@ pub mod attach;
 pub mod cartesian;
 pub mod cloud;
 pub mod execute;
+pub mod goal_marker;
 pub mod kinematics;
 pub mod markers;
 pub mod mock_controller;
@@ -75,7 +77,10 @@ use r2r::sensor_msgs::msg::{JointState, PointCloud2};
 use r2r::std_srvs::srv::Trigger;
 use r2r::tf2_msgs::msg::TFMessage;
 use r2r::trajectory_msgs::msg::JointTrajectory;
-use r2r::visualization_msgs::msg::MarkerArray;
+use r2r::visualization_msgs::msg::{
+    InteractiveMarkerFeedback, InteractiveMarkerUpdate, MarkerArray,
+};
+use r2r::visualization_msgs::srv::GetInteractiveMarkers;
 use r2r::QosProfile;
 
 use crate::service::agents::{AgentsService, AgentsSettings};
@@ -173,6 +178,23 @@ fn make_service(
     Ok(service)
 }
 
+/// Puts the goal marker on the planning group's tip link where the current joint state has
+/// it and publishes the update on `updates`; without a robot it stays where it is.
+fn marker_on_tip(
+    shared: &Shared,
+    logger: &str,
+    marker: &Mutex<goal_marker::GoalMarker>,
+    updates: &r2r::Publisher<InteractiveMarkerUpdate>,
+) {
+    let tip = with_service(shared, logger, |_| None, |s| s.tip_pose().ok());
+    let Some((_, pose)) = tip else {
+        return;
+    };
+    let frame = lock(&shared.params).planning_frame.clone();
+    let update = lock(marker).moved(&frame, markers::pose_msg(&pose), NODE_NAME);
+    publish(updates, &update, logger, "~/goal_marker/update");
+}
+
 /// Loads scene file `path` (the `scene_path` parameter set while the node runs) into the
 /// planning scene, replacing it, and republishes the scene and the roadmap on `outputs`.
 /// Without a robot it is only recorded (loaded with the robot). Whether it was taken; a file
@@ -264,6 +286,28 @@ fn serve_plan(
         &plan::service_request(request),
         None,
     )
+}
+
+/// Plans a goal that came on a topic (`~/goal`, `~/goal_pose`, the goal marker) as
+/// [`serve_plan`] does, and logs the outcome under `topic`.
+fn plan_topic_goal(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    topic: &str,
+    request: &PlanPath::Request,
+) {
+    let response = serve_plan(shared, logger, outputs, request);
+    if response.success {
+        r2r::log_info!(logger, "{topic}: {}", response.message);
+    } else {
+        r2r::log_warn!(
+            logger,
+            "{topic}: no plan (error_code {}): {}",
+            response.error_code,
+            response.message
+        );
+    }
 }
 
 /// Plans `request` and, on success, publishes the trajectory and the roadmap view, keeping
@@ -580,6 +624,18 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<LoadScene::Service>("~/load_scene", QosProfile::services_default())?;
     let save_scene_requests =
         node.create_service::<SaveScene::Service>("~/save_scene", QosProfile::services_default())?;
+    let marker_requests = node.create_service::<GetInteractiveMarkers::Service>(
+        "~/goal_marker/get_interactive_markers",
+        QosProfile::services_default(),
+    )?;
+    let marker_feedback = node.subscribe::<InteractiveMarkerFeedback>(
+        "~/goal_marker/feedback",
+        QosProfile::default().keep_last(100),
+    )?;
+    let marker_updates = node.create_publisher::<InteractiveMarkerUpdate>(
+        "~/goal_marker/update",
+        QosProfile::default().keep_last(100),
+    )?;
     let check_requests = node
         .create_service::<CheckState::Service>("~/check_state", QosProfile::services_default())?;
     let check_trajectory_requests = node.create_service::<CheckTrajectory::Service>(
@@ -857,17 +913,7 @@ async fn run_async() -> Result<(), NodeError> {
         let mut requests = futures::stream::select(joint_goals, pose_goals);
         async move {
             while let Some((topic, request)) = requests.next().await {
-                let response = serve_plan(&shared, &logger, &outputs, &request);
-                if response.success {
-                    r2r::log_info!(&logger, "{topic}: {}", response.message);
-                } else {
-                    r2r::log_warn!(
-                        &logger,
-                        "{topic}: no plan (error_code {}): {}",
-                        response.error_code,
-                        response.message
-                    );
-                }
+                plan_topic_goal(&shared, &logger, &outputs, topic, &request);
             }
         }
     }));
@@ -1097,6 +1143,58 @@ async fn run_async() -> Result<(), NodeError> {
             }
         },
     )));
+
+    // The goal marker: kept on the tip link until a display moves it; let go (or "Plan to
+    // here"), the tip link is planned there as a ~/goal_pose message would be.
+    let goal_marker = {
+        let frame = lock(&shared.params).planning_frame.clone();
+        let mut home = r2r::geometry_msgs::msg::Pose::default();
+        home.orientation.w = 1.0;
+        Arc::new(Mutex::new(goal_marker::GoalMarker::new(&frame, home)))
+    };
+    tasks.push(tokio::spawn({
+        let (shared, logger) = (shared.clone(), logger.clone());
+        let (marker, updates) = (goal_marker.clone(), marker_updates.clone());
+        let mut requests = marker_requests;
+        async move {
+            while let Some(req) = requests.next().await {
+                if !lock(&marker).touched() {
+                    marker_on_tip(&shared, &logger, &marker, &updates);
+                }
+                let response = lock(&marker).full();
+                if let Err(e) = req.respond(response) {
+                    r2r::log_error!(
+                        &logger,
+                        "~/goal_marker/get_interactive_markers: could not answer: {e}"
+                    );
+                }
+            }
+        }
+    }));
+    tasks.push(tokio::spawn({
+        let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+        let (marker, updates) = (goal_marker, marker_updates);
+        let mut feedback = marker_feedback;
+        async move {
+            while let Some(fb) = feedback.next().await {
+                let request = lock(&marker).feedback(&fb);
+                match request {
+                    Some(goal_marker::Request::Plan(pose)) => {
+                        let request = PlanPath::Request {
+                            goal_pose: pose,
+                            seed: -1,
+                            ..Default::default()
+                        };
+                        plan_topic_goal(&shared, &logger, &outputs, "~/goal_marker", &request);
+                    }
+                    Some(goal_marker::Request::Reset) => {
+                        marker_on_tip(&shared, &logger, &marker, &updates)
+                    }
+                    None => {}
+                }
+            }
+        }
+    }));
 
     // Scenes: a load republishes the scene and the roadmap (relabelled, or dropped with
     // the robot when the carried objects changed).

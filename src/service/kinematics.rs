@@ -132,6 +132,21 @@ impl PlanningService {
         })
     }
 
+    /// The settings' planning group's tip link (the link pose goals move when they name
+    /// none) and its pose in the planning frame at the current joint state (the neutral state
+    /// before one is received).
+    pub fn tip_pose(&self) -> Result<(String, Isometry3<f64>), ServiceError> {
+        let group = self.group()?;
+        let tip = self
+            .link_or_tip(None, &group)
+            .map_err(|reason| ServiceError::BadOption {
+                name: "planning_group",
+                reason,
+            })?;
+        let poses = self.robot.tree.forward_kinematics(&self.current);
+        Ok((self.robot.tree.links[tip].name.clone(), poses[tip]))
+    }
+
     /// Poses of links at a state (joints not named: the current joint state), in `frame`:
     /// the planning frame (also when empty), a link of the robot at that state, or a frame
     /// of the transforms ([`PlanningService::set_transforms`]). `links`

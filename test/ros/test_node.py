@@ -53,7 +53,9 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import (InteractiveMarkerFeedback, InteractiveMarkerUpdate, Marker,
+                                   MarkerArray)
+from visualization_msgs.srv import GetInteractiveMarkers
 
 NODE = 'planner_node'
 # The launch points the node's FollowJointTrajectory client here (controller_action:=...).
@@ -428,6 +430,7 @@ def run_checks(node, launch):
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
     scene_file_checks(node, scenes)
+    goal_marker_checks(node)
     state_checks(node, plan, obstacles, scenes)
     cloud_checks(node, plan, scenes)
     tf_checks(node, obstacles, scenes)
@@ -2662,6 +2665,80 @@ def scene_file_checks(node, scenes):
     rc, out = ros2_param('set', NODE, 'scene_path', path)
     check('scene_path set to the saved file restores the planning scene',
           rc == 0 and wait_for(node, lambda: shown() == before, 10.0), f'{out} {shown()}')
+
+
+def goal_marker_checks(node):
+    """~/goal_marker, the interactive marker server: its marker sits on the tool where the
+    joint state (START) has it; let go at the tool's pose at GOAL, the node plans there (the
+    trajectory published, its tool at the end where the marker was by the test's own forward
+    kinematics), and the marker stays there; "Reset to the tool" puts it back with an update
+    of the next sequence number."""
+    client = node.create_client(GetInteractiveMarkers,
+                                f'/{NODE}/goal_marker/get_interactive_markers')
+    if not check('~/goal_marker/get_interactive_markers appears',
+                 client.wait_for_service(timeout_sec=10.0)):
+        return
+    updates, trajectories = [], []
+    node.create_subscription(InteractiveMarkerUpdate, f'/{NODE}/goal_marker/update',
+                             updates.append, 100)
+    node.create_subscription(JointTrajectory, f'/{NODE}/trajectory', trajectories.append, 10)
+    feedback = node.create_publisher(InteractiveMarkerFeedback,
+                                     f'/{NODE}/goal_marker/feedback', 100)
+    res = call(node, client, GetInteractiveMarkers.Request())
+    marker = res.markers[0] if res is not None and len(res.markers) == 1 else None
+    r_start, t_start = ROBOT.link_poses(ARM, START)['tool0']
+
+    def position(pose):
+        return (pose.position.x, pose.position.y, pose.position.z)
+
+    check('the goal marker sits on the tool at the joint state, six axes and a menu',
+          marker is not None and marker.name == 'goal' and marker.header.frame_id == 'world'
+          and math.dist(position(marker.pose), t_start) < 1e-6 and len(marker.controls) == 7
+          and [e.title for e in marker.menu_entries] == ['Plan to here', 'Reset to the tool'],
+          marker and f'{position(marker.pose)} against {t_start}; {len(marker.controls)} '
+          f'controls')
+    if marker is None:
+        return
+
+    r_goal, t_goal = ROBOT.link_poses(ARM, GOAL)['tool0']
+    event = InteractiveMarkerFeedback()
+    event.header.frame_id = 'world'
+    event.client_id = 'test'
+    event.marker_name = 'goal'
+    event.pose.position.x, event.pose.position.y, event.pose.position.z = t_goal
+    q = quaternion_of(r_goal)
+    (event.pose.orientation.x, event.pose.orientation.y, event.pose.orientation.z,
+     event.pose.orientation.w) = q
+    before = len(trajectories)
+    wait_for(node, lambda: feedback.get_subscription_count() > 0, 10.0)
+    for kind in (InteractiveMarkerFeedback.MOUSE_DOWN, InteractiveMarkerFeedback.POSE_UPDATE,
+                 InteractiveMarkerFeedback.MOUSE_UP):
+        event.event_type = kind
+        feedback.publish(event)
+    got = wait_for(node, lambda: len(trajectories) > before, 30.0)
+    end = None
+    if got:
+        last = trajectories[-1]
+        end = ROBOT.link_poses(list(last.joint_names), list(last.points[-1].positions))['tool0']
+    check('let go at the tool pose of GOAL, the node plans the tool there and publishes it',
+          end is not None and math.dist(end[1], t_goal) < 1e-4
+          and rotation_angle(end[0], r_goal) < 1e-3,
+          end and f'{math.dist(end[1], t_goal):.2e} m, {rotation_angle(end[0], r_goal):.2e} rad')
+    res = call(node, client, GetInteractiveMarkers.Request())
+    check('the marker stays where it was let go',
+          res is not None and math.dist(position(res.markers[0].pose), t_goal) < 1e-9,
+          res and f'{position(res.markers[0].pose)}')
+
+    sequence = res.sequence_number if res is not None else 0
+    event.event_type = InteractiveMarkerFeedback.MENU_SELECT
+    event.menu_entry_id = 2
+    feedback.publish(event)
+    back = wait_for(node, lambda: any(u.seq_num == sequence + 1 for u in updates), 10.0)
+    update = next((u for u in updates if u.seq_num == sequence + 1), None)
+    check('"Reset to the tool" puts the marker back on the tool with the next update',
+          back and update is not None and len(update.poses) == 1
+          and math.dist(position(update.poses[0].pose), t_start) < 1e-6,
+          update and f'seq {update.seq_num}: {[position(p.pose) for p in update.poses]}')
 
 
 def mid_config():
