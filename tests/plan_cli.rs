@@ -28,6 +28,31 @@ fn gmp(args: &[&str]) -> Output {
         .expect("gmp runs")
 }
 
+/// `gmp plan` on the bundled robot (CPU backend) in scene file `scene` from `start` to `goal`
+/// with `seed`.
+fn plan_in_scene(scene: &Path, start: &[f64], goal: &[f64], seed: &str) -> Output {
+    let urdf = root().join("urdf/gmp_arm.urdf");
+    let srdf = root().join("urdf/gmp_arm.srdf");
+    let (s, g) = (json_list(start), json_list(goal));
+    gmp(&[
+        "plan",
+        "--urdf",
+        urdf.to_str().unwrap(),
+        "--srdf",
+        srdf.to_str().unwrap(),
+        "--scene",
+        scene.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--start",
+        &s,
+        "--goal",
+        &g,
+        "--seed",
+        seed,
+    ])
+}
+
 fn json_list(q: &[f64]) -> String {
     serde_json::to_string(q).unwrap()
 }
@@ -1080,27 +1105,7 @@ fn plan_carries_the_scene_file_s_attached_objects() {
         [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0],
         [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0],
     );
-    let run = |scene: &Path| {
-        let urdf = root().join("urdf/gmp_arm.urdf");
-        let srdf = root().join("urdf/gmp_arm.srdf");
-        gmp(&[
-            "plan",
-            "--urdf",
-            urdf.to_str().unwrap(),
-            "--srdf",
-            srdf.to_str().unwrap(),
-            "--scene",
-            scene.to_str().unwrap(),
-            "--backend",
-            "cpu",
-            "--start",
-            &json_list(&start),
-            "--goal",
-            &json_list(&goal),
-            "--seed",
-            "3",
-        ])
-    };
+    let run = |scene: &Path| plan_in_scene(scene, &start, &goal, "3");
     let out = run(&scene_with(&bar("tool0", "flange_link")));
     assert!(
         out.status.success(),
@@ -1158,30 +1163,7 @@ fn scene_converts_between_formats_and_plans_the_same() {
     assert_eq!(again["obstacles"], first["obstacles"]);
 
     let (_, start, goal) = DEMO_QUERIES[0];
-    let (s, g) = (json_list(&start), json_list(&goal));
-    let (urdf, srdf) = (
-        root().join("urdf/gmp_arm.urdf"),
-        root().join("urdf/gmp_arm.srdf"),
-    );
-    let plan_in = |scene: &Path| {
-        stdout_json(&gmp(&[
-            "plan",
-            "--urdf",
-            urdf.to_str().unwrap(),
-            "--srdf",
-            srdf.to_str().unwrap(),
-            "--scene",
-            scene.to_str().unwrap(),
-            "--backend",
-            "cpu",
-            "--start",
-            &s,
-            "--goal",
-            &g,
-            "--seed",
-            "5",
-        ]))
-    };
+    let plan_in = |scene: &Path| stdout_json(&plan_in_scene(scene, &start, &goal, "5"));
     let (a, b) = (plan_in(&original), plan_in(&text_path));
     assert_eq!(a["success"], true);
     assert_eq!(a["path"], b["path"]);

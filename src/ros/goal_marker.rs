@@ -3,8 +3,9 @@
 //!
 //! Drag it and let go, or pick "Plan to here" from its menu: the node plans the tip link to
 //! the handle's pose from the current joint state (as a `~/goal_pose` message would) and
-//! publishes the plan on `~/trajectory`. "Reset to the tool" puts the handle back on the tip
-//! link where the current joint state has it (also where it starts).
+//! publishes the plan on `~/trajectory`. "Execute the last plan" sends it to the controller
+//! as `~/execute` does. "Reset to the tool" puts the handle back on the tip link where the
+//! current joint state has it (also where it starts).
 //!
 //! Protocol (as `interactive_markers`' server speaks it): the service
 //! `~/goal_marker/get_interactive_markers` answers the marker and the sequence number;
@@ -32,6 +33,9 @@ pub const MENU_PLAN: u32 = 1;
 /// Menu entry: put the marker back on the tip link.
 pub const MENU_RESET: u32 = 2;
 
+/// Menu entry: execute the last plan (as `~/execute`).
+pub const MENU_EXECUTE: u32 = 3;
+
 /// Size of the handle (m).
 const SCALE: f32 = 0.2;
 
@@ -42,6 +46,8 @@ pub enum Request {
     Plan(PoseStamped),
     /// Put the marker back on the tip link.
     Reset,
+    /// Execute the last plan.
+    Execute,
 }
 
 /// The server's state: the marker and the sequence number of the last update.
@@ -154,6 +160,7 @@ impl GoalMarker {
                 scale: SCALE,
                 menu_entries: vec![
                     entry(MENU_PLAN, "Plan to here"),
+                    entry(MENU_EXECUTE, "Execute the last plan"),
                     entry(MENU_RESET, "Reset to the tool"),
                 ],
                 controls: controls(),
@@ -248,6 +255,7 @@ impl GoalMarker {
             return match fb.menu_entry_id {
                 MENU_PLAN => Some(Request::Plan(here())),
                 MENU_RESET => Some(Request::Reset),
+                MENU_EXECUTE => Some(Request::Execute),
                 _ => None,
             };
         }
@@ -296,7 +304,7 @@ mod tests {
             assert!((norm - 1.0).abs() < 1e-12, "{}", c.name);
         }
         let ids: Vec<u32> = marker.menu_entries.iter().map(|e| e.id).collect();
-        assert_eq!(ids, [MENU_PLAN, MENU_RESET]);
+        assert_eq!(ids, [MENU_PLAN, MENU_EXECUTE, MENU_RESET]);
     }
 
     #[test]
@@ -324,6 +332,8 @@ mod tests {
         assert_eq!(m.marker().pose.position.x, 0.6);
         menu.menu_entry_id = MENU_PLAN;
         assert!(matches!(m.feedback(&menu), Some(Request::Plan(_))));
+        menu.menu_entry_id = MENU_EXECUTE;
+        assert_eq!(m.feedback(&menu), Some(Request::Execute));
         menu.menu_entry_id = 77;
         assert_eq!(m.feedback(&menu), None);
         // Not finite, or another marker: ignored.

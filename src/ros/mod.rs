@@ -1145,7 +1145,8 @@ async fn run_async() -> Result<(), NodeError> {
     )));
 
     // The goal marker: kept on the tip link until a display moves it; let go (or "Plan to
-    // here"), the tip link is planned there as a ~/goal_pose message would be.
+    // here"), the tip link is planned there as a ~/goal_pose message would be; "Execute the
+    // last plan" is ~/execute.
     let goal_marker = {
         let frame = lock(&shared.params).planning_frame.clone();
         let mut home = r2r::geometry_msgs::msg::Pose::default();
@@ -1174,6 +1175,7 @@ async fn run_async() -> Result<(), NodeError> {
     tasks.push(tokio::spawn({
         let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
         let (marker, updates) = (goal_marker, marker_updates);
+        let controller = controller.clone();
         let mut feedback = marker_feedback;
         async move {
             while let Some(fb) = feedback.next().await {
@@ -1189,6 +1191,20 @@ async fn run_async() -> Result<(), NodeError> {
                     }
                     Some(goal_marker::Request::Reset) => {
                         marker_on_tip(&shared, &logger, &marker, &updates)
+                    }
+                    // As ~/execute, in a task of its own: the marker keeps answering.
+                    Some(goal_marker::Request::Execute) => {
+                        let (shared, logger) = (shared.clone(), logger.clone());
+                        let with = (controller.clone(), outputs.clone());
+                        tokio::spawn(async move {
+                            let done =
+                                execute::serve_execute(shared, logger.clone(), with, None).await;
+                            if done.success() {
+                                r2r::log_info!(&logger, "~/goal_marker: {}", done.message);
+                            } else {
+                                r2r::log_warn!(&logger, "~/goal_marker: {}", done.message);
+                            }
+                        });
                     }
                     None => {}
                 }

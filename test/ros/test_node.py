@@ -2212,8 +2212,8 @@ def move_checks(node, seen, obstacles, scenes):
     cancelling a goal halfway leaves the robot held between the two (PREEMPTED); a cube
     appearing ahead stops it (MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE, naming the cube)
     and, with replan_attempts, it goes around the cube, executed_trajectory the new plan; a
-    goal with an unknown joint is aborted by name, nothing sent. Ends with the robot at
-    GOAL."""
+    goal with an unknown joint is aborted by name, nothing sent; the goal marker's "Execute
+    the last plan" runs a plan of ~/plan. Ends with the robot at GOAL."""
     client = ActionClient(node, Move, f'/{NODE}/move')
     execute = node.create_client(Trigger, f'/{NODE}/execute')
     trajectories = []
@@ -2353,6 +2353,25 @@ def move_checks(node, seen, obstacles, scenes):
           and not trajectories and at(GOAL),
           f'status {status}; error code {result and result.error_code}; '
           f'{result and result.message!r}')
+
+    # The goal marker's "Execute the last plan" sends the plan ~/plan just published to the
+    # controller, as ~/execute does; a ~/move goal brings the robot back.
+    plan = node.create_client(PlanPath, f'/{NODE}/plan')
+    marker = node.create_publisher(InteractiveMarkerFeedback, f'/{NODE}/goal_marker/feedback',
+                                   100)
+    res = call(node, plan, goal_request(mid), timeout=60.0)
+    wait_for(node, lambda: marker.get_subscription_count() > 0, 10.0)
+    marker.publish(InteractiveMarkerFeedback(
+        client_id='test', marker_name='goal', menu_entry_id=3,
+        event_type=InteractiveMarkerFeedback.MENU_SELECT))
+    arrived = wait_for(node, lambda: bool(seen)
+                       and max(abs(a - b) for a, b in zip(seen[-1], mid)) < 1e-6, 30.0)
+    check('the goal marker\'s "Execute the last plan" moves the robot along the plan',
+          res is not None and res.success and arrived,
+          f'{res and res.message!r}; at {seen[-1] if seen else None}')
+    status, result = MoveGoal(node, client, move_goal(GOAL)).result(60.0)
+    check('~/move back to GOAL', status == GoalStatus.STATUS_SUCCEEDED and at(GOAL),
+          f'status {status}; {result and result.message!r}')
 
 
 def kinematics_checks(node):
@@ -2694,7 +2713,8 @@ def goal_marker_checks(node):
     check('the goal marker sits on the tool at the joint state, six axes and a menu',
           marker is not None and marker.name == 'goal' and marker.header.frame_id == 'world'
           and math.dist(position(marker.pose), t_start) < 1e-6 and len(marker.controls) == 7
-          and [e.title for e in marker.menu_entries] == ['Plan to here', 'Reset to the tool'],
+          and [e.title for e in marker.menu_entries]
+          == ['Plan to here', 'Execute the last plan', 'Reset to the tool'],
           marker and f'{position(marker.pose)} against {t_start}; {len(marker.controls)} '
           f'controls')
     if marker is None:
@@ -2731,7 +2751,7 @@ def goal_marker_checks(node):
 
     sequence = res.sequence_number if res is not None else 0
     event.event_type = InteractiveMarkerFeedback.MENU_SELECT
-    event.menu_entry_id = 2
+    event.menu_entry_id = 2  # "Reset to the tool"
     feedback.publish(event)
     back = wait_for(node, lambda: any(u.seq_num == sequence + 1 for u in updates), 10.0)
     update = next((u for u in updates if u.seq_num == sequence + 1), None)
