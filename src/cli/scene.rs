@@ -8,8 +8,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::CliError;
-use crate::scene::{Scene, Shape};
-use crate::service::scene_io::is_moveit_text;
+use crate::scene::{is_moveit_text, Scene, Shape};
 
 /// `gmp scene` arguments.
 #[derive(Args, Debug)]
@@ -57,8 +56,7 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
         "attached": attached,
     });
     if let Some(path) = &a.out {
-        let (text, format) = if is_moveit_text(path) {
-            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+        let format = if is_moveit_text(path) {
             if !scene.attached().is_empty() {
                 eprintln!(
                     "gmp scene: {} carried object(s) left out of {} (MoveIt's .scene text has \
@@ -67,11 +65,11 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
                     path.display()
                 );
             }
-            (scene.to_moveit_text(&name), "moveit_scene_text")
+            "moveit_scene_text"
         } else {
-            (scene.to_yaml_string(), "gmp_yaml")
+            "gmp_yaml"
         };
-        crate::report::write_atomically(path, text.as_bytes())
+        crate::report::write_atomically(path, scene.to_text_for(path).as_bytes())
             .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
         out["written"] = json!({"path": path.display().to_string(), "format": format});
     }

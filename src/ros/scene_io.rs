@@ -6,8 +6,7 @@ use std::path::Path;
 
 use r2r::gpu_motion_planner_interfaces::srv::{LoadScene, SaveScene};
 
-use crate::scene::Scene;
-use crate::service::scene_io::is_moveit_text;
+use crate::scene::{is_moveit_text, Scene};
 use crate::service::{PlanningService, SceneLoad};
 
 /// Where a LoadScene request's text is said to come from in messages.

@@ -542,6 +542,25 @@ impl Scene {
     }
 }
 
+/// Whether `path` names a MoveIt `.scene` file (ends in `.scene`): written in that format.
+pub fn is_moveit_text(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "scene")
+}
+
+impl Scene {
+    /// The scene as file `path` holds it: MoveIt `.scene` text named after the file where
+    /// `path` ends in `.scene` (obstacles only, see [`Scene::to_moveit_text`]), else the
+    /// project's format ([`Scene::to_yaml_string`]).
+    pub fn to_text_for(&self, path: &Path) -> String {
+        if is_moveit_text(path) {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            self.to_moveit_text(&name)
+        } else {
+            self.to_yaml_string()
+        }
+    }
+}
+
 /// Loads a scene file in any of the three formats: MoveIt's `.scene` text (its last line
 /// `.`; poses in the planning frame, see [`moveit_text`]), MoveIt `PlanningScene` YAML (a
 /// top-level `world` key) or the project's own format (see [`yaml`]).

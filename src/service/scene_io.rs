@@ -115,11 +115,7 @@ impl PlanningService {
     /// The planning scene as a scene file would hold it: its obstacles (in the planning
     /// frame) and the objects the robot carries, which [`Self::load_scene`] takes back.
     pub fn scene_snapshot(&self) -> Scene {
-        let mut snapshot = Scene::new(self.settings.planning_frame.clone());
-        for o in self.scene.iter() {
-            // The ids of a scene are unique and its obstacles valid: adding cannot fail.
-            let _ = snapshot.add(o.clone());
-        }
+        let mut snapshot = super::reframed(self.scene.clone(), &self.settings.planning_frame);
         for a in self.robot.attached() {
             // Carried ids differ from the obstacles' (attaching takes one out of the scene).
             let _ = snapshot.attach(a.clone());
@@ -132,13 +128,7 @@ impl PlanningService {
     /// (obstacles only, named after the file) where `path` ends in `.scene`. Returns the text
     /// written.
     pub fn save_scene(&self, path: &Path) -> Result<String, ServiceError> {
-        let snapshot = self.scene_snapshot();
-        let text = if is_moveit_text(path) {
-            let name = path.file_stem().unwrap_or_default().to_string_lossy();
-            snapshot.to_moveit_text(&name)
-        } else {
-            snapshot.to_yaml_string()
-        };
+        let text = self.scene_snapshot().to_text_for(path);
         crate::report::write_atomically(path, text.as_bytes()).map_err(|e| {
             ServiceError::SceneFile {
                 origin: path.display().to_string(),
@@ -147,9 +137,4 @@ impl PlanningService {
         })?;
         Ok(text)
     }
-}
-
-/// Whether `path` names a MoveIt `.scene` file (written in that format).
-pub fn is_moveit_text(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "scene")
 }
