@@ -1183,3 +1183,66 @@ fn scene_converts_between_formats_and_plans_the_same() {
         "{err}"
     );
 }
+
+/// A scene's `allowed_collisions:` entries apply to `gmp plan`: the hand starts inside a pad
+/// it may touch, and the plan leaves it; every point is free of every contact but the allowed
+/// ones for a plain CPU checker of the whole scene. Without the entries the start is refused.
+#[test]
+fn scene_allowed_collisions_apply_to_plans() {
+    use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker};
+    let start = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let goal = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let (robot, _) = gpu_motion_planner::cli::demo::bundled().expect("bundled");
+    let group = robot.default_group();
+    let base = robot.tree.neutral_state();
+    let tool = robot.tree.link("tool0").expect("tool0");
+    let t = robot
+        .tree
+        .forward_kinematics(&group.full_state(&base, &start))[tool]
+        .translation
+        .vector;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = format!(
+        "obstacles:\n  - id: pad\n    box: {{size: [0.16, 0.16, 0.16]}}\n    pose: {{position: [{}, {}, {}]}}\n",
+        t.x, t.y, t.z
+    );
+    let hand = ["flange_link", "wrist_2_link"];
+    let allowed = format!(
+        "{plain}allowed_collisions:\n  - {{a: {}, b: pad}}\n  - {{a: {}, b: pad}}\n",
+        hand[0], hand[1]
+    );
+    let (plain_path, allowed_path) = (dir.path().join("plain.yaml"), dir.path().join("pad.yaml"));
+    std::fs::write(&plain_path, &plain).unwrap();
+    std::fs::write(&allowed_path, &allowed).unwrap();
+
+    let out = plan_in_scene(&plain_path, &start, &goal, "5");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("start") && err.contains("'pad'"), "{err}");
+
+    let out = plan_in_scene(&allowed_path, &start, &goal, "5");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let scene = gpu_motion_planner::scene::Scene::from_file(&allowed_path).expect("scene");
+    let reference =
+        CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).expect("cpu");
+    let struck: Vec<String> = hand
+        .iter()
+        .map(|l| format!("'{l}' with obstacle 'pad'"))
+        .collect();
+    let points = v["points"].as_array().expect("points");
+    let mut touching = 0;
+    for p in points {
+        let q: Vec<f64> = serde_json::from_value(p["positions"].clone()).expect("positions");
+        let contacts = reference.contacts(&q).expect("contacts");
+        touching += usize::from(!contacts.is_empty());
+        let left: Vec<&String> = contacts.iter().filter(|c| !struck.contains(c)).collect();
+        assert!(left.is_empty(), "{left:?} at {q:?}");
+    }
+    // The start touches the pad (allowed), so the entries mattered.
+    assert!(touching >= 1);
+}

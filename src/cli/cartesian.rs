@@ -13,7 +13,7 @@ use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
 use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
-use crate::collision::{make_checker, CheckerOptions};
+use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions};
 use crate::robot::ik::{default_tip_link, pose_from_parts, IkSolver, PoseTarget};
 
@@ -169,7 +169,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         shapes,
         ..Default::default()
     };
-    let checker = make_checker(&a.backend, &robot, &group, &base, &scene, checker_opts)?;
+    let checker = make_scene_checker(&a.backend, &robot, &group, &base, &scene, checker_opts)?;
     let opts = CartesianOptions {
         max_step: a.max_step,
         max_rotation_step: a.max_rotation_step,

@@ -816,7 +816,8 @@ fn build_checker(
         shapes,
         ..Default::default()
     };
-    let checker = crate::collision::make_checker(&c.backend, &robot, &group, &base, &scene, opts)?;
+    let checker =
+        crate::collision::make_scene_checker(&c.backend, &robot, &group, &base, &scene, opts)?;
     Ok((checker, group))
 }
 

@@ -426,8 +426,9 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         shapes: p.shapes,
         ..Default::default()
     };
-    let checker =
-        crate::collision::make_checker(&a.backend, &p.robot, &p.group, &p.base, &p.scene, opts)?;
+    let checker = crate::collision::make_scene_checker(
+        &a.backend, &p.robot, &p.group, &p.base, &p.scene, opts,
+    )?;
     let mut req = request(a, &p.robot, p.start, p.goal)?;
     req.group = p.group.name.clone();
     let set = ConstraintSet::new(
@@ -495,7 +496,8 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         shapes,
         ..Default::default()
     };
-    let checker = crate::collision::make_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
+    let checker =
+        crate::collision::make_scene_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
     let mut template = request(a, &robot, Vec::new(), Vec::new())?;
     template.group = group.name.clone();
     // The options are checked once, before any problem runs (one error rather than one per

@@ -10,7 +10,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
-use crate::collision::{make_checker, CheckerOptions};
+use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::pose::{free_goals, PoseGoals};
 use crate::robot::ik::{
     default_tip_link, pose_from_parts, IkOptions, IkSolver, PoseTarget,
@@ -195,7 +195,7 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
         shapes,
         ..Default::default()
     };
-    let checker = make_checker(&a.backend, &robot, &group, &base, &scene, checker_opts)?;
+    let checker = make_scene_checker(&a.backend, &robot, &group, &base, &scene, checker_opts)?;
     let solver = IkSolver::new(&robot, &group, &base, target.clone())
         .map_err(|e| CliError(e.to_string()))?;
     let t = std::time::Instant::now();

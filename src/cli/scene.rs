@@ -49,11 +49,17 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
         .iter()
         .map(|o| json!({"id": o.id, "link": o.link, "shape": kind(&o.shape)}))
         .collect();
+    let allowed: Vec<Value> = scene
+        .allowed_collisions()
+        .iter()
+        .map(|e| json!({"a": e.a, "b": e.b, "allowed": e.allowed}))
+        .collect();
     let mut out = json!({
         "scene": a.scene.display().to_string(),
         "frame": scene.frame(),
         "obstacles": obstacles,
         "attached": attached,
+        "allowed_collisions": allowed,
     });
     if let Some(path) = &a.out {
         let format = if is_moveit_text(path) {
@@ -62,6 +68,14 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
                     "gmp scene: {} carried object(s) left out of {} (MoveIt's .scene text has \
                      none)",
                     scene.attached().len(),
+                    path.display()
+                );
+            }
+            if !scene.allowed_collisions().is_empty() {
+                eprintln!(
+                    "gmp scene: {} allowed-collision entr(ies) left out of {} (MoveIt's .scene \
+                     text has none)",
+                    scene.allowed_collisions().len(),
                     path.display()
                 );
             }

@@ -5,9 +5,11 @@
 //! when every configuration at the resolution along it is valid (see
 //! [`crate::robot::JointSpace::segments`]).
 
+pub mod allowed;
 mod backend;
 pub mod coherent;
 pub mod combine;
+mod conjoin;
 mod cpu;
 pub mod detmath;
 mod fast;
@@ -19,7 +21,9 @@ pub mod model;
 pub mod prox;
 pub mod sweep;
 
+pub use allowed::make_scene_checker;
 pub use backend::{make_checker, warm_up};
+pub use conjoin::AllOf;
 pub(crate) use cpu::ContactNames;
 pub use cpu::{
     bisection_order, config_valid, frame_poses, frames_valid, piece_configs, prepare_motions,

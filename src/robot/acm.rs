@@ -17,6 +17,8 @@ pub enum AllowedReason {
     Srdf,
     /// An attached object and the link holding it or one of its touch links.
     Attached,
+    /// Allowed by the user at run time (the planning service's allowed collisions).
+    User,
 }
 
 /// A symmetric set of allowed link pairs, stored with the smaller index first.
@@ -102,6 +104,30 @@ impl AllowedPairs {
         }
     }
 
+    /// Every pair of `model`'s collision links: a model with these checks no self pairs.
+    pub fn every_pair(model: &RobotModel) -> Self {
+        let mut out = AllowedPairs::default();
+        let mut links = model.collision_links();
+        if let Some(s) = &model.spherized {
+            links.extend(s.iter().map(|(l, _)| *l));
+            links.sort_unstable();
+            links.dedup();
+        }
+        for (i, &a) in links.iter().enumerate() {
+            for &b in &links[i + 1..] {
+                out.insert(a, b, AllowedReason::User);
+            }
+        }
+        out
+    }
+
+    /// Marks a pair as checked again (whatever allowed it); false when it was not allowed.
+    pub fn remove(&mut self, a: usize, b: usize) -> bool {
+        let k = key(a, b);
+        self.reasons.retain(|(p, _)| *p != k);
+        self.pairs.remove(&k)
+    }
+
     /// True when links `a` and `b` are never checked against each other (always for `a == b`).
     pub fn is_allowed(&self, a: usize, b: usize) -> bool {
         a == b || self.pairs.contains(&key(a, b))
@@ -120,5 +146,21 @@ impl AllowedPairs {
     /// Each allowed pair with the first reason it was allowed for.
     pub fn reasons(&self) -> &[((usize, usize), AllowedReason)] {
         &self.reasons
+    }
+}
+
+impl RobotModel {
+    /// A copy for checking the robot against obstacles that `links` may touch: the bodies
+    /// (and spheres) of `links` are gone and no self pair is checked, so a checker built on it
+    /// tests only the other links against its scene. The planning service joins such a
+    /// checker to the one for the rest of the scene ([`crate::collision::AllOf`]).
+    pub fn obstacle_checks_except(&self, links: &BTreeSet<usize>) -> RobotModel {
+        let mut out = self.clone();
+        out.bodies.retain(|b| !links.contains(&b.link));
+        if let Some(s) = &mut out.spherized {
+            s.retain(|(l, _)| !links.contains(l));
+        }
+        out.allowed = AllowedPairs::every_pair(&out);
+        out
     }
 }

@@ -25,6 +25,7 @@
 //! | service      | `~/detach_object`   | `gpu_motion_planner_interfaces/DetachObject` (put it down, or drop it) |
 //! | service      | `~/load_scene`      | `gpu_motion_planner_interfaces/LoadScene` (a scene file or text replaces or joins the planning scene, see [`scene_io`]) |
 //! | service      | `~/save_scene`      | `gpu_motion_planner_interfaces/SaveScene` (the planning scene as a scene file) |
+//! | service      | `~/allow_collisions` | `gpu_motion_planner_interfaces/AllowCollisions` (links that may touch an obstacle or each other, see [`acm`]) |
 //! | subscription | `~/occupancy_grid`  | `nav_msgs/OccupancyGrid` (for `~/plan_agents`) |
 //! | publisher    | `~/agent_paths`     | `visualization_msgs/MarkerArray` (grid paths) |
 //! | service      | `~/plan_agents`     | `gpu_motion_planner_interfaces/PlanAgents` |
@@ -46,6 +47,7 @@
 //! that cannot be loaded leaves the node up, answering `~/plan` with the reason, until a
 //! robot parameter is set to something loadable.
 
+pub mod acm;
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
@@ -69,7 +71,7 @@ use std::time::Duration;
 use futures::{FutureExt, StreamExt};
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
-    AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject,
+    AllowCollisions, AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject,
     ExecuteTrajectory, LoadScene, PlanAgents, PlanBatch, PlanCartesian, PlanPath, SaveScene,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
@@ -624,6 +626,10 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<LoadScene::Service>("~/load_scene", QosProfile::services_default())?;
     let save_scene_requests =
         node.create_service::<SaveScene::Service>("~/save_scene", QosProfile::services_default())?;
+    let allow_requests = node.create_service::<AllowCollisions::Service>(
+        "~/allow_collisions",
+        QosProfile::services_default(),
+    )?;
     let marker_requests = node.create_service::<GetInteractiveMarkers::Service>(
         "~/goal_marker/get_interactive_markers",
         QosProfile::services_default(),
@@ -1236,6 +1242,26 @@ async fn run_async() -> Result<(), NodeError> {
             }
         },
     )));
+    // Allowed collisions: the roadmap is dropped with the old entries (republished empty).
+    tasks.push(tokio::spawn(serve_each(
+        allow_requests,
+        "~/allow_collisions",
+        logger.clone(),
+        {
+            let (shared, logger) = (shared.clone(), logger.clone());
+            let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
+            move |req: &AllowCollisions::Request| {
+                let response =
+                    with_service(&shared, &logger, AllowCollisions::Response::refused, |s| {
+                        acm::answer(s, req)
+                    });
+                if response.success {
+                    republish(&shared, &logger, (&scene_pub, &roadmap_pub), false, true);
+                }
+                response
+            }
+        },
+    )));
     tasks.push(tokio::spawn(serve_on_service(
         save_scene_requests,
         "~/save_scene",
@@ -1402,6 +1428,7 @@ summary! {
     DetachObject::Response;
     LoadScene::Response, obstacles, attached;
     SaveScene::Response;
+    AllowCollisions::Response;
     CheckState::Response, valid;
     CheckTrajectory::Response, valid;
     ComputeIk::Response, error_code;
@@ -1439,6 +1466,7 @@ refused! {
     DetachObject::Response;
     LoadScene::Response;
     SaveScene::Response;
+    AllowCollisions::Response;
     CheckState::Response;
     CheckTrajectory::Response, first_invalid_point = -1, first_invalid_segment = -1;
     ComputeIk::Response, error_code = PlanPath::Response::FAILURE as i32;

@@ -27,8 +27,13 @@ pub fn load_file(
 
 /// One line on a load: what came from where, and what the planning scene holds now.
 pub fn describe(load: &SceneLoad, source: &str, merge: bool) -> String {
+    let entries = match load.entries {
+        0 => String::new(),
+        1 => ", 1 allowed-collision entry applied".to_string(),
+        n => format!(", {n} allowed-collision entries applied"),
+    };
     format!(
-        "{} from '{source}' ({}): the scene has {} obstacle(s), the robot carries {}",
+        "{} from '{source}' ({}): the scene has {} obstacle(s), the robot carries {}{entries}",
         counted(load.loaded, "obstacle", load.attached, "carried object"),
         if merge {
             "merged by id"
@@ -104,13 +109,23 @@ pub fn save(service: &mut PlanningService, req: &SaveScene::Request) -> SaveScen
         Ok(text) => {
             let path = Path::new(&req.path);
             let format = if is_moveit_text(path) {
-                if service.attached_objects().is_empty() {
-                    " as MoveIt .scene text"
+                let mut left_out = Vec::new();
+                if !service.attached_objects().is_empty() {
+                    left_out.push("the carried objects");
+                }
+                if !service.allowed_collisions().is_empty() {
+                    left_out.push("the allowed collisions");
+                }
+                if left_out.is_empty() {
+                    " as MoveIt .scene text".to_string()
                 } else {
-                    " as MoveIt .scene text, without the carried objects (the format has none)"
+                    format!(
+                        " as MoveIt .scene text, without {} (the format has none)",
+                        left_out.join(" and ")
+                    )
                 }
             } else {
-                ""
+                String::new()
             };
             SaveScene::Response {
                 success: true,

@@ -345,6 +345,21 @@ pub struct Scene {
     log: Vec<(u64, SceneChange)>,
     /// Objects the robot carries (read from a scene file's `attached:` list).
     attached: Vec<AttachedObject>,
+    /// Allowed-collision entries (a scene file's `allowed_collisions:` list).
+    allowed: Vec<AllowedCollision>,
+}
+
+/// An allowed-collision entry, by name: `a` and `b` (links, carried objects, obstacles or
+/// planning groups) may touch (`allowed`), or are checked although the robot model lets them
+/// touch (`!allowed`). See [`crate::service::PlanningService::allow_collisions`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AllowedCollision {
+    /// One name.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// Whether they may touch.
+    pub allowed: bool,
 }
 
 impl Default for Scene {
@@ -364,6 +379,7 @@ impl Scene {
             revision: 0,
             log: Vec::new(),
             attached: Vec::new(),
+            allowed: Vec::new(),
         }
     }
 
@@ -516,6 +532,17 @@ impl Scene {
     /// Takes the attached objects out of the scene (leaving none).
     pub fn take_attached(&mut self) -> Vec<AttachedObject> {
         std::mem::take(&mut self.attached)
+    }
+
+    /// The allowed-collision entries the scene carries, in order (later entries win).
+    pub fn allowed_collisions(&self) -> &[AllowedCollision] {
+        &self.allowed
+    }
+
+    /// Replaces the allowed-collision entries (obstacles are not touched and the revision
+    /// stays: the entries are applied by whoever plans in this scene).
+    pub fn set_allowed_collisions(&mut self, entries: Vec<AllowedCollision>) {
+        self.allowed = entries;
     }
 
     /// Counter bumped by every change (starts at 0).

@@ -17,7 +17,10 @@
 //! `robot_state.attached_collision_objects[]` (`link_name`, `object`, `touch_links`) become the
 //! scene's attached objects; their poses must be in the frame of `link_name` (as MoveIt writes
 //! them; an empty frame counts as that link). The rest of the robot state and the allowed
-//! collision matrix are ignored.
+//! collision matrix are ignored (MotionBenchMaker's Panda scenes carry a matrix that allows
+//! `panda_link3` and `panda_link4` with every link, which its published figures do not use;
+//! allowed collisions come from the project's scene format or the node's service, see
+//! [`crate::collision::allowed`]).
 
 use std::path::Path;
 

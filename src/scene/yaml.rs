@@ -22,6 +22,9 @@
 //!     touch_links: [flange_link]  # links it may touch besides `link` (default none)
 //!     box: {size: [0.04, 0.04, 0.3]}
 //!     pose: {position: [0, 0, 0.15]}  # in the frame of `link`
+//! allowed_collisions:           # names that may touch (see `service::PlanningService::allow_collisions`)
+//!   - {a: base_link, b: table}  # a link and an obstacle
+//!   - {a: upper_arm_link, b: forearm_link, allowed: false}  # a pair checked again
 //! ```
 //!
 //! Each obstacle has exactly one shape key (`box`, `sphere`, `cylinder`, `mesh`, `convex`);
@@ -52,6 +55,25 @@ struct RawDoc {
     obstacles: Vec<RawObstacle>,
     #[serde(default)]
     attached: Vec<RawAttached>,
+    #[serde(default)]
+    allowed_collisions: Vec<RawAllowed>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawAllowed {
+    a: String,
+    b: String,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    allowed: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 #[derive(Deserialize)]
@@ -127,6 +149,8 @@ struct OutDoc {
     obstacles: Vec<OutObstacle>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     attached: Vec<OutAttached>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    allowed_collisions: Vec<RawAllowed>,
 }
 
 #[derive(Serialize)]
@@ -336,6 +360,22 @@ pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene,
             })
             .map_err(|e| format_err(e.to_string()))?;
     }
+    let mut allowed = Vec::with_capacity(doc.allowed_collisions.len());
+    for (index, e) in doc.allowed_collisions.into_iter().enumerate() {
+        if e.a.is_empty() || e.b.is_empty() {
+            return Err(SceneError::Format {
+                path: source.to_path_buf(),
+                obstacle: format!("allowed_collisions #{index}"),
+                reason: "a and b must both name something".into(),
+            });
+        }
+        allowed.push(super::AllowedCollision {
+            a: e.a,
+            b: e.b,
+            allowed: e.allowed,
+        });
+    }
+    scene.set_allowed_collisions(allowed);
     Ok(scene)
 }
 
@@ -413,10 +453,20 @@ impl Scene {
                 }),
             })
             .collect();
+        let allowed_collisions = self
+            .allowed_collisions()
+            .iter()
+            .map(|e| RawAllowed {
+                a: e.a.clone(),
+                b: e.b.clone(),
+                allowed: e.allowed,
+            })
+            .collect();
         let doc = OutDoc {
             frame: self.frame().to_string(),
             obstacles,
             attached,
+            allowed_collisions,
         };
         // Plain data structs of strings and floats always serialise.
         serde_yaml::to_string(&doc).unwrap_or_default()
@@ -614,6 +664,54 @@ attached:
         // Without attached objects the written file has no `attached` key.
         let plain = Scene::from_yaml_str("obstacles: []\n", Path::new(".")).unwrap();
         assert!(!plain.to_yaml_string().contains("attached"));
+    }
+
+    #[test]
+    fn allowed_collisions_read_and_write_back() {
+        let text = "
+obstacles:
+  - id: table
+    box: {size: [1, 1, 0.1]}
+allowed_collisions:
+  - {a: base_link, b: table}
+  - {a: upper_arm_link, b: forearm_link, allowed: false}
+";
+        let s = Scene::from_yaml_str(text, Path::new(".")).unwrap();
+        let entry = |a: &str, b: &str, allowed| super::super::AllowedCollision {
+            a: a.into(),
+            b: b.into(),
+            allowed,
+        };
+        assert_eq!(
+            s.allowed_collisions(),
+            [
+                entry("base_link", "table", true),
+                entry("upper_arm_link", "forearm_link", false)
+            ]
+        );
+        let written = s.to_yaml_string();
+        let back = Scene::from_yaml_str(&written, Path::new(".")).unwrap();
+        assert_eq!(back.allowed_collisions(), s.allowed_collisions());
+        // `allowed: true` is the default and not written; no entries, no key.
+        assert_eq!(written.matches("allowed: false").count(), 1, "{written}");
+        assert!(!written.contains("allowed: true"), "{written}");
+        let plain = Scene::from_yaml_str("obstacles: []\n", Path::new(".")).unwrap();
+        assert!(!plain.to_yaml_string().contains("allowed_collisions"));
+        // Bad entries are named.
+        let err = |t: &str| {
+            Scene::from_yaml_str(t, Path::new("."))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("allowed_collisions:\n  - {a: base_link, b: ''}\n");
+        assert!(
+            e.contains("allowed_collisions #0") && e.contains("name"),
+            "{e}"
+        );
+        let e = err("allowed_collisions:\n  - {a: base_link, b: table, when: never}\n");
+        assert!(e.contains("when"), "{e}");
+        let e = err("allowed_collisions:\n  - {a: base_link}\n");
+        assert!(e.contains("missing field `b`"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! state, and runs [`planners::plan`]. The node (`crate::ros`, feature `ros`) only converts
 //! messages to and from these types, so all of this is tested without ROS.
 
+pub mod acm;
 pub mod agents;
 pub mod attach;
 pub mod cartesian;
@@ -16,6 +17,7 @@ pub mod roadmap;
 pub mod scene_io;
 pub mod state;
 
+pub use crate::collision::allowed::AllowRequest;
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 pub use kinematics::{IkAnswer, IkRequest};
@@ -29,7 +31,7 @@ use std::time::Duration;
 
 use nalgebra::{Isometry3, Point3, Vector3};
 
-use crate::collision::{make_checker, Checker, CheckerOptions, CollisionError, RobotShapes};
+use crate::collision::{Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::dynamic_roadmap::DynamicError;
 use crate::planners::pose::plan_to_pose_with;
@@ -417,6 +419,9 @@ pub enum ServiceError {
         /// What is wrong.
         reason: String,
     },
+    /// An allowed-collision change that cannot be made (an unknown name, two obstacles).
+    #[error(transparent)]
+    AllowedCollision(#[from] crate::collision::allowed::AllowError),
     /// A DELETE for a marker that is not in the scene.
     #[error("marker '{marker}': not in the scene")]
     UnknownMarker {
@@ -493,6 +498,7 @@ impl ServiceError {
             | ServiceError::UnknownMarker { .. }
             | ServiceError::Attach { .. }
             | ServiceError::SceneFile { .. }
+            | ServiceError::AllowedCollision(_)
             | ServiceError::BadCloud(_) => C::InvalidObject,
             _ => C::Failure,
         }
@@ -665,8 +671,11 @@ pub struct PlanningService {
     transforms: Option<SharedTf>,
     /// This service among all made in the process (see [`WorldRevision`]).
     instance: u64,
-    /// Bumped whenever the robot's bodies change (objects attached or detached).
+    /// Bumped whenever the robot's bodies or allowed collisions change (objects attached or
+    /// detached, [`PlanningService::allow_collisions`]).
     robot_changes: u64,
+    /// The allowed collisions set at run time.
+    acm: crate::collision::allowed::AllowedCollisions,
 }
 
 /// Everything a collision verdict of a [`PlanningService`] depends on besides the checked
@@ -832,7 +841,8 @@ impl PlanningService {
     ///
     /// The scene's attached objects (a scene file's `attached:` list) are attached to the
     /// robot; one that cannot be (an unknown link) is left out and named in
-    /// [`PlanningService::attach_errors`].
+    /// [`PlanningService::attach_errors`]. So is an allowed-collision entry of the scene that
+    /// names nothing known; the others are applied ([`PlanningService::allow_collisions`]).
     pub fn new(robot: RobotModel, mut scene: Scene, settings: ServiceSettings) -> Self {
         let current = robot.tree.neutral_state();
         let base_robot = robot.clone();
@@ -844,7 +854,8 @@ impl PlanningService {
             }
         }
         let scene = reframed(scene, &settings.planning_frame);
-        Self {
+        let entries = scene.allowed_collisions().to_vec();
+        let mut service = Self {
             base_robot,
             attach_errors,
             robot,
@@ -859,7 +870,14 @@ impl PlanningService {
             transforms: None,
             instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             robot_changes: 0,
+            acm: Default::default(),
+        };
+        for e in entries {
+            if let Err(err) = service.apply_allowed(std::slice::from_ref(&e), false) {
+                service.attach_errors.push(err.to_string());
+            }
         }
+        service
     }
 
     /// What collision verdicts depend on now (see [`WorldRevision`]).
@@ -884,7 +902,8 @@ impl PlanningService {
         &self.robot
     }
 
-    /// Why attached objects of the scene given to [`PlanningService::new`] were left out.
+    /// Why attached objects or allowed-collision entries of the scene given to
+    /// [`PlanningService::new`] were left out.
     pub fn attach_errors(&self) -> &[String] {
         &self.attach_errors
     }
@@ -1566,21 +1585,20 @@ impl PlanningService {
         });
         if !fresh {
             self.cached = None;
-            let checker = make_checker(
-                &backend,
-                &self.robot,
-                group,
-                base,
-                &self.scene,
-                CheckerOptions {
-                    shapes,
-                    ..CheckerOptions::default()
-                },
-            )
-            .map_err(|source| ServiceError::Checker {
-                backend: backend.clone(),
-                source,
-            })?;
+            let checker = self
+                .world_checker(
+                    &backend,
+                    group,
+                    base,
+                    CheckerOptions {
+                        shapes,
+                        ..CheckerOptions::default()
+                    },
+                )
+                .map_err(|source| ServiceError::Checker {
+                    backend: backend.clone(),
+                    source,
+                })?;
             self.checker_builds += 1;
             self.cached = Some(CachedChecker {
                 revision,

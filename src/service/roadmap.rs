@@ -241,7 +241,7 @@ impl PlanningService {
                 ..DynamicRoadmapOptions::default()
             };
             let drm = DynamicRoadmap::sample(
-                &self.robot,
+                &self.checked_robot(),
                 group,
                 &masked,
                 size,

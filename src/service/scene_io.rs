@@ -19,6 +19,8 @@ pub struct SceneLoad {
     pub obstacles: usize,
     /// Objects the robot carries after the load.
     pub carried: usize,
+    /// Allowed-collision entries of the loaded scene.
+    pub entries: usize,
 }
 
 impl PlanningService {
@@ -31,6 +33,10 @@ impl PlanningService {
     /// With `replace` the planning scene becomes the file's: every obstacle and every
     /// carried object not in the file is dropped. Otherwise the file's obstacles and carried
     /// objects are added, each replacing one of the same id.
+    ///
+    /// The file's allowed-collision entries are applied after its obstacles and carried
+    /// objects are in place ([`Self::allow_collisions`], one entry at a time, later ones
+    /// winning); with `replace` they replace the entries set before.
     ///
     /// An id may not be both an obstacle and a carried object. On error nothing changes.
     pub fn load_scene(
@@ -100,26 +106,39 @@ impl PlanningService {
             )
         };
 
+        // The entries name what the loaded scene holds, so they are checked against it.
+        let acm = self
+            .allowed_after(
+                robot.as_ref().unwrap_or(&self.robot),
+                &scene,
+                file.allowed_collisions(),
+                replace,
+            )
+            .map_err(|e| bad(e.to_string()))?;
         self.scene = scene;
         if let Some(robot) = robot {
             self.set_robot(robot);
         }
+        self.set_acm(acm);
         Ok(SceneLoad {
             loaded: file.len(),
             attached: file.attached().len(),
             obstacles: self.scene.len(),
             carried: self.robot.attached().len(),
+            entries: file.allowed_collisions().len(),
         })
     }
 
     /// The planning scene as a scene file would hold it: its obstacles (in the planning
-    /// frame) and the objects the robot carries, which [`Self::load_scene`] takes back.
+    /// frame), the objects the robot carries and the allowed-collision entries, which
+    /// [`Self::load_scene`] takes back.
     pub fn scene_snapshot(&self) -> Scene {
         let mut snapshot = super::reframed(self.scene.clone(), &self.settings.planning_frame);
         for a in self.robot.attached() {
             // Carried ids differ from the obstacles' (attaching takes one out of the scene).
             let _ = snapshot.attach(a.clone());
         }
+        snapshot.set_allowed_collisions(self.allowed_collisions());
         snapshot
     }
 

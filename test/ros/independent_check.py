@@ -185,10 +185,15 @@ class Obstacle:
 
 
 def load_scene(path):
-    """Obstacles of the project's scene YAML (box/sphere/cylinder entries)."""
-    import yaml
+    """Obstacles of the project's scene YAML file (box/sphere/cylinder entries)."""
     with open(path) as f:
-        doc = yaml.safe_load(f)
+        return load_scene_text(f.read())
+
+
+def load_scene_text(text):
+    """Obstacles of the project's scene YAML text (box/sphere/cylinder entries)."""
+    import yaml
+    doc = yaml.safe_load(text)
     out = []
     for o in doc.get('obstacles', []):
         pose = o.get('pose', {})
@@ -204,18 +209,20 @@ def load_scene(path):
     return out
 
 
-def collision(robot, obstacles, names, positions):
-    """(link, obstacle) of the first sampled robot point inside an obstacle, or None."""
+def collision(robot, obstacles, names, positions, allowed=frozenset()):
+    """(link, obstacle) of the first sampled robot point inside an obstacle, or None.
+    Pairs (link, obstacle name) in `allowed` may touch."""
     for link, p in robot.world_points(names, positions):
         for o in obstacles:
-            if o.contains(p):
+            if (link, o.name) not in allowed and o.contains(p):
                 return link, o.name
     return None
 
 
-def first_collision(robot, obstacles, trajectory, step=0.02):
+def first_collision(robot, obstacles, trajectory, step=0.02, allowed=frozenset()):
     """Re-checks a trajectory_msgs/JointTrajectory densely (joint steps <= `step` rad).
-    Returns None when free, else (time index, link, obstacle)."""
+    Returns None when free, else (time index, link, obstacle); pairs (link, obstacle name)
+    in `allowed` may touch."""
     names = list(trajectory.joint_names)
     pts = [list(p.positions) for p in trajectory.points]
     for i, q in enumerate(pts):
@@ -225,7 +232,7 @@ def first_collision(robot, obstacles, trajectory, step=0.02):
             n = max(1, int(math.ceil(max(abs(a - b) for a, b in zip(q, prev)) / step)))
             segment = [[a + (b - a) * k / n for a, b in zip(prev, q)] for k in range(1, n + 1)]
         for s in segment:
-            hit = collision(robot, obstacles, names, s)
+            hit = collision(robot, obstacles, names, s, allowed)
             if hit is not None:
                 return (i, *hit)
     return None

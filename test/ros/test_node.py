@@ -38,7 +38,7 @@ from action_msgs.msg import GoalStatus
 from gpu_motion_planner_interfaces.action import Move
 from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConstraint,
                                                PositionConstraint)
-from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
+from gpu_motion_planner_interfaces.srv import (AllowCollisions, AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject,
                                               ExecuteTrajectory, LoadScene, PlanAgents,
                                               PlanBatch, PlanCartesian, PlanPath, SaveScene)
@@ -430,6 +430,7 @@ def run_checks(node, launch):
     cartesian_checks(node, obstacles, scenes)
     attach_checks(node, plan, obstacles, scenes)
     scene_file_checks(node, scenes)
+    allowed_collision_checks(node, plan, scenes)
     goal_marker_checks(node)
     state_checks(node, plan, obstacles, scenes)
     cloud_checks(node, plan, scenes)
@@ -527,8 +528,9 @@ def jerk_checks(plan_until, path, limited):
           f'{use} of the limits; end accelerations up to {max(ends) if ends else None}')
 
 
-def check_trajectory(traj, obstacles, what):
-    """Limits, monotone time and an independent collision re-check of a trajectory."""
+def check_trajectory(traj, obstacles, what, allowed=frozenset()):
+    """Limits, monotone time and an independent collision re-check of a trajectory (pairs
+    (link, obstacle) in `allowed` may touch)."""
     names = list(traj.joint_names)
     limits = {'shoulder_pan_joint': 3.1, 'shoulder_lift_joint': 2.0, 'elbow_joint': 2.6,
               'wrist_1_joint': 3.1, 'wrist_2_joint': 2.1}
@@ -538,7 +540,7 @@ def check_trajectory(traj, obstacles, what):
     inside = all(abs(p.positions[names.index(j)]) <= lim + 1e-9
                  for p in traj.points for j, lim in limits.items())
     check(f'{what}: positions within the URDF limits', inside)
-    hit = ic.first_collision(ROBOT, obstacles, traj)
+    hit = ic.first_collision(ROBOT, obstacles, traj, allowed=allowed)
     check(f'{what}: collision free by an independent re-check', hit is None,
           f'first hit {hit}' if hit else f'{len(traj.points)} points re-checked densely')
     return hit is None
@@ -2684,6 +2686,94 @@ def scene_file_checks(node, scenes):
     rc, out = ros2_param('set', NODE, 'scene_path', path)
     check('scene_path set to the saved file restores the planning scene',
           rc == 0 and wait_for(node, lambda: shown() == before, 10.0), f'{out} {shown()}')
+
+
+def allowed_collision_checks(node, plan, scenes):
+    """~/allow_collisions: a box around the tool at START puts the hand in collision; allowed
+    to touch it, the hand's links make START valid and a plan from there succeeds whose
+    trajectory the independent check finds free but for the allowed contacts; taken back,
+    START is in collision again; a link pair the model allows can be checked again; an
+    unknown name is refused naming it, with the entries kept; reset drops them all."""
+    allow = node.create_client(AllowCollisions, f'/{NODE}/allow_collisions')
+    load = node.create_client(LoadScene, f'/{NODE}/load_scene')
+    save = node.create_client(SaveScene, f'/{NODE}/save_scene')
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    if not check('~/allow_collisions appears', allow.wait_for_service(timeout_sec=10.0)):
+        return
+    saved = call(node, save, SaveScene.Request())
+    if not check('~/save_scene keeps the scene to restore', saved is not None and saved.success):
+        return
+    tool = ROBOT.link_poses(ARM, START)['tool0'][1]
+    holder = ('frame: world\nobstacles:\n  - id: holder\n    box: {size: [0.12, 0.12, 0.12]}\n'
+              f'    pose: {{position: [{tool[0]!r}, {tool[1]!r}, {tool[2]!r}]}}\n')
+    res = call(node, load, LoadScene.Request(scene_yaml=holder, merge=True))
+    check('~/load_scene merges a box around the tool', res is not None and res.success,
+          res and res.message)
+    res = call(node, check_state, CheckState.Request())
+    hand = sorted({c.split("'")[1] for c in res.contacts}) if res else []
+    check('~/check_state at START: the hand is in the box',
+          res is not None and not res.valid and hand
+          and all("obstacle 'holder'" in c for c in res.contacts),
+          res and f'{list(res.contacts)}')
+
+    res = call(node, allow, AllowCollisions.Request(names=hand, others=['holder'], allowed=True))
+    check('~/allow_collisions lets the hand touch the box and lists the entries',
+          res is not None and res.success and list(res.entry_a) == hand
+          and list(res.entry_b) == ['holder'] * len(hand) and all(res.entry_allowed),
+          res and f'{res.message!r} {list(res.entry_a)} {list(res.entry_b)}')
+    res = call(node, check_state, CheckState.Request())
+    check('~/check_state at START: valid with the allowed contacts',
+          res is not None and res.success and res.valid, res and f'{list(res.contacts)}')
+    obstacles = ic.load_scene_text(saved.scene_yaml) + [
+        ic.Obstacle('holder', 'box', [0.06] * 3, tool)]
+    allowed = frozenset((link, 'holder') for link in hand)
+    res = call(node, plan, goal_request(GOAL), timeout=60.0)
+    if check('~/plan from START in the box succeeds with the allowed contacts',
+             res is not None and res.success, res and f'{res.error_code} {res.message!r}'):
+        check_trajectory(res.trajectory, obstacles, 'the plan out of the box', allowed)
+
+    res = call(node, allow, AllowCollisions.Request(names=hand, others=['holder'], allowed=False))
+    check('~/allow_collisions takes the contacts back (no entries left)',
+          res is not None and res.success and not res.entry_a, res and res.message)
+    res = call(node, check_state, CheckState.Request())
+    check('~/check_state at START: in collision again',
+          res is not None and not res.valid, res and f'{list(res.contacts)}')
+
+    res = call(node, allow, AllowCollisions.Request(
+        names=['upper_arm_link'], others=['forearm_link'], allowed=False))
+    state = call(node, check_state, CheckState.Request())
+    check('~/allow_collisions checks an adjacent pair again: it is named in collision',
+          res is not None and res.success and list(res.entry_allowed) == [False]
+          and state is not None
+          and any("'upper_arm_link'" in c and "'forearm_link'" in c for c in state.contacts),
+          f'{res and res.message!r} {state and list(state.contacts)}')
+    res = call(node, allow, AllowCollisions.Request(
+        names=['no_such_link'], others=['holder'], allowed=True))
+    check('~/allow_collisions with an unknown name is refused naming it; the entries stay',
+          res is not None and not res.success and "'no_such_link'" in res.message
+          and list(res.entry_a) == ['forearm_link'], res and res.message)
+    res = call(node, allow, AllowCollisions.Request())
+    check('~/allow_collisions without names lists the entries and changes nothing',
+          res is not None and res.success and list(res.entry_a) == ['forearm_link']
+          and list(res.entry_b) == ['upper_arm_link'], res and res.message)
+    res = call(node, allow, AllowCollisions.Request(
+        names=['flange_link'], others=['pointcloud/*'], allowed=True))
+    check('~/allow_collisions takes the point cloud namespace (no cloud yet)',
+          res is not None and res.success and 'pointcloud/*' in list(res.entry_b),
+          res and res.message)
+    res = call(node, allow, AllowCollisions.Request(
+        names=['flange_link'], others=['nothing/*'], allowed=True))
+    check('~/allow_collisions refuses a namespace without obstacles, naming it',
+          res is not None and not res.success and "'nothing/*'" in res.message,
+          res and res.message)
+    res = call(node, allow, AllowCollisions.Request(reset=True))
+    check('~/allow_collisions reset drops every entry',
+          res is not None and res.success and not res.entry_a, res and res.message)
+    res = call(node, load, LoadScene.Request(scene_yaml=saved.scene_yaml))
+    state = call(node, check_state, CheckState.Request())
+    check('the scene is restored and START is valid again',
+          res is not None and res.success and state is not None and state.valid,
+          f'{res and res.message!r} {state and list(state.contacts)}')
 
 
 def goal_marker_checks(node):
