@@ -14,6 +14,7 @@ use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit
 use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
 
+pub mod bench_allowed;
 pub mod bench_cloud;
 pub mod bench_collision;
 pub mod bench_dynamic;
@@ -126,6 +127,9 @@ pub enum BenchCommand {
     /// Point clouds as obstacles: points to boxes, and checks in the boxes against the
     /// scene's own obstacles (bundled arm and scene).
     Cloud(bench_cloud::BenchCloudArgs),
+    /// What allowed collisions cost: checks with none, a link pair and an obstacle some links
+    /// may touch, side by side per backend (bundled arm and scene).
+    Allowed(bench_allowed::BenchAllowedArgs),
 }
 
 /// Robot description arguments.
@@ -313,6 +317,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
             BenchCommand::Ik(a) => bench_ik::run(&a),
             BenchCommand::Cloud(a) => bench_cloud::run(&a),
+            BenchCommand::Allowed(a) => bench_allowed::run(&a),
         },
     }
 }

@@ -164,7 +164,7 @@ impl AllowedCollisions {
                 bad(
                     n,
                     "is neither a link of the robot, an attached object, an obstacle of the \
-                     scene nor a planning group"
+                     scene, a namespace of obstacles (ns/*) nor a planning group"
                         .into(),
                 )
             })
