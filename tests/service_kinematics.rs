@@ -282,3 +282,33 @@ fn the_tip_pose_follows_the_joint_state() {
     assert!((pose.translation.vector - expected.translation.vector).norm() < 1e-12);
     assert!(pose.rotation.angle_to(&expected.rotation) < 1e-12);
 }
+
+/// The goal marker's groups: those a pose goal can move, the settings' group first; each has
+/// a tip pose at the current joint state.
+#[test]
+fn pose_goal_groups_and_their_tips() {
+    let s = service();
+    assert_eq!(s.pose_goal_groups(), ["arm"]);
+    let (link, _) = s.tip_pose_of(Some("arm")).expect("arm tip");
+    assert_eq!(link, "tool0");
+    let e = s.tip_pose_of(Some("legs")).expect_err("no such group");
+    assert!(e.to_string().contains("legs"), "{e}");
+
+    let Some(data) = common::mbm_or_skip("pose_goal_groups_and_their_tips") else {
+        return;
+    };
+    let fetch = gpu_motion_planner::mbm::load_robot(&data, "fetch").expect("fetch");
+    let settings = gpu_motion_planner::service::ServiceSettings {
+        planning_group: "arm".into(),
+        ..Default::default()
+    };
+    let f = PlanningService::new(fetch.model, Default::default(), settings);
+    // The gripper (two fingers) and the head (pan and tilt) are left out.
+    assert_eq!(f.pose_goal_groups(), ["arm", "arm_with_torso"]);
+    let (arm_tip, arm_pose) = f.tip_pose_of(Some("arm")).expect("arm");
+    let (torso_tip, torso_pose) = f.tip_pose_of(Some("arm_with_torso")).expect("torso");
+    // Both chains end at the same link, so their tips are one pose.
+    assert_eq!(arm_tip, torso_tip);
+    assert!((arm_pose.translation.vector - torso_pose.translation.vector).norm() < 1e-12);
+    assert_eq!(f.tip_pose().expect("settings' tip").0, arm_tip);
+}

@@ -1,11 +1,14 @@
 //! `~/goal_marker`: an interactive marker server (the protocol of RViz's InteractiveMarkers
-//! display) with one marker, [`MARKER`], a 6-DOF handle for the planning group's tip link.
+//! display) with one marker, [`MARKER`], a 6-DOF handle for a planning group's tip link (the
+//! `planning_group` parameter's at first).
 //!
 //! Drag it and let go, or pick "Plan to here" from its menu: the node plans the tip link to
-//! the handle's pose from the current joint state (as a `~/goal_pose` message would) and
-//! publishes the plan on `~/trajectory`. "Execute the last plan" sends it to the controller
-//! as `~/execute` does. "Reset to the tool" puts the handle back on the tip link where the
-//! current joint state has it (also where it starts).
+//! the handle's pose from the current joint state (as a `~/goal_pose` message would, for the
+//! handle's group) and publishes the plan on `~/trajectory`. "Execute the last plan" sends it
+//! to the controller as `~/execute` does. "Reset to the tool" puts the handle back on the tip
+//! link where the current joint state has it (also where it starts). Where the robot has
+//! several groups a pose goal can move, the "Planning group" submenu moves the handle to
+//! another group's tip link, and its plans are for that group.
 //!
 //! Protocol (as `interactive_markers`' server speaks it): the service
 //! `~/goal_marker/get_interactive_markers` answers the marker and the sequence number;
@@ -36,6 +39,12 @@ pub const MENU_RESET: u32 = 2;
 /// Menu entry: execute the last plan (as `~/execute`).
 pub const MENU_EXECUTE: u32 = 3;
 
+/// Menu entry: the "Planning group" submenu (shown with two groups or more).
+pub const MENU_GROUPS: u32 = 4;
+
+/// Menu entry of the first group of the submenu; the k-th group's entry is this plus k.
+pub const MENU_GROUP_FIRST: u32 = 100;
+
 /// Size of the handle (m).
 const SCALE: f32 = 0.2;
 
@@ -48,6 +57,8 @@ pub enum Request {
     Reset,
     /// Execute the last plan.
     Execute,
+    /// Move the handle to this planning group's tip link and plan for that group.
+    Group(String),
 }
 
 /// The server's state: the marker and the sequence number of the last update.
@@ -57,6 +68,42 @@ pub struct GoalMarker {
     sequence: u64,
     /// Whether a display has moved it since it was put on the tip link.
     touched: bool,
+    /// The groups of the submenu (none: no submenu) and the one the handle serves.
+    groups: Vec<String>,
+    group: Option<String>,
+}
+
+/// A menu entry that sends feedback.
+fn entry(id: u32, parent_id: u32, title: &str) -> MenuEntry {
+    MenuEntry {
+        id,
+        parent_id,
+        title: title.into(),
+        command: String::new(),
+        command_type: MenuEntry::FEEDBACK as u8,
+    }
+}
+
+/// The menu: plan, execute, reset, and with two groups or more the "Planning group"
+/// submenu, `current` marked.
+fn menu(groups: &[String], current: Option<&str>) -> Vec<MenuEntry> {
+    let mut out = vec![
+        entry(MENU_PLAN, 0, "Plan to here"),
+        entry(MENU_EXECUTE, 0, "Execute the last plan"),
+        entry(MENU_RESET, 0, "Reset to the tool"),
+    ];
+    if groups.len() > 1 {
+        out.push(entry(MENU_GROUPS, 0, "Planning group"));
+        for (k, g) in groups.iter().enumerate() {
+            let title = if Some(g.as_str()) == current {
+                format!("{g} (current)")
+            } else {
+                g.clone()
+            };
+            out.push(entry(MENU_GROUP_FIRST + k as u32, MENU_GROUPS, &title));
+        }
+    }
+    out
 }
 
 /// A control turning about or moving along one axis (the x axis of `orientation`).
@@ -141,13 +188,6 @@ fn controls() -> Vec<InteractiveMarkerControl> {
 impl GoalMarker {
     /// The marker at `pose` in `frame`; no update sent yet.
     pub fn new(frame: &str, pose: Pose) -> Self {
-        let entry = |id: u32, title: &str| MenuEntry {
-            id,
-            parent_id: 0,
-            title: title.into(),
-            command: String::new(),
-            command_type: MenuEntry::FEEDBACK as u8,
-        };
         Self {
             marker: InteractiveMarker {
                 header: Header {
@@ -158,16 +198,48 @@ impl GoalMarker {
                 name: MARKER.into(),
                 description: "goal of the planning group's tip link".into(),
                 scale: SCALE,
-                menu_entries: vec![
-                    entry(MENU_PLAN, "Plan to here"),
-                    entry(MENU_EXECUTE, "Execute the last plan"),
-                    entry(MENU_RESET, "Reset to the tool"),
-                ],
+                menu_entries: menu(&[], None),
                 controls: controls(),
             },
             sequence: 0,
             touched: false,
+            groups: Vec::new(),
+            group: None,
         }
+    }
+
+    /// Offers `groups` in the "Planning group" submenu (shown with two or more), marking
+    /// `current` (the node's `planning_group`, which the handle keeps serving until another
+    /// group is picked).
+    pub fn with_groups(mut self, groups: Vec<String>, current: &str) -> Self {
+        self.marker.menu_entries = menu(&groups, Some(current));
+        self.groups = groups;
+        self
+    }
+
+    /// The planning group picked from the menu (`None`: the node's `planning_group`).
+    pub fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// Makes the handle serve `group` with its tip link at `pose` (in `frame`), and returns
+    /// the update carrying the whole marker (its menu marks the new group), with the next
+    /// sequence number.
+    pub fn retargeted(
+        &mut self,
+        group: &str,
+        frame: &str,
+        pose: Pose,
+        server_id: &str,
+    ) -> InteractiveMarkerUpdate {
+        self.group = Some(group.to_string());
+        self.marker.menu_entries = menu(&self.groups, Some(group));
+        self.marker.description = format!("goal of {group}'s tip link");
+        // As a move, but the whole marker goes out (the display takes the new menu).
+        let mut update = self.moved(frame, pose, server_id);
+        update.poses.clear();
+        update.markers = vec![self.marker.clone()];
+        update
     }
 
     /// Whether a display has moved the marker since it was made or last put on the tip link
@@ -256,7 +328,10 @@ impl GoalMarker {
                 MENU_PLAN => Some(Request::Plan(here())),
                 MENU_RESET => Some(Request::Reset),
                 MENU_EXECUTE => Some(Request::Execute),
-                _ => None,
+                id => id
+                    .checked_sub(MENU_GROUP_FIRST)
+                    .and_then(|k| self.groups.get(k as usize))
+                    .map(|g| Request::Group(g.clone())),
             };
         }
         None
@@ -352,5 +427,60 @@ mod tests {
         assert_eq!(update.poses[0].header.frame_id, "world");
         assert_eq!(m.full().sequence_number, 1);
         assert_eq!(m.moved("", at(0.2), "planner_node").seq_num, 2);
+    }
+
+    #[test]
+    fn a_group_submenu_moves_the_handle_to_another_group() {
+        let groups = vec!["arm".to_string(), "arm_with_torso".to_string()];
+        // One group: no submenu.
+        let one = GoalMarker::new("world", at(0.3)).with_groups(groups[..1].to_vec(), "arm");
+        assert_eq!(one.marker().menu_entries.len(), 3);
+        assert_eq!(one.group(), None);
+        let mut m = GoalMarker::new("world", at(0.3)).with_groups(groups.clone(), "arm");
+        // Until a group is picked the handle serves the node's planning_group.
+        assert_eq!(m.group(), None);
+        let entries = &m.marker().menu_entries;
+        let sub: Vec<(u32, u32, &str)> = entries
+            .iter()
+            .filter(|e| e.parent_id == MENU_GROUPS)
+            .map(|e| (e.id, e.parent_id, e.title.as_str()))
+            .collect();
+        assert_eq!(
+            sub,
+            [
+                (MENU_GROUP_FIRST, MENU_GROUPS, "arm (current)"),
+                (MENU_GROUP_FIRST + 1, MENU_GROUPS, "arm_with_torso")
+            ]
+        );
+        assert!(entries
+            .iter()
+            .any(|e| e.id == MENU_GROUPS && e.parent_id == 0 && e.title == "Planning group"));
+        // Picking the second group asks for it; an id past the list asks for nothing.
+        let mut pick = event(InteractiveMarkerFeedback::MENU_SELECT as u8, at(0.3));
+        pick.menu_entry_id = MENU_GROUP_FIRST + 1;
+        assert_eq!(
+            m.feedback(&pick),
+            Some(Request::Group("arm_with_torso".into()))
+        );
+        pick.menu_entry_id = MENU_GROUP_FIRST + 2;
+        assert_eq!(m.feedback(&pick), None);
+        pick.menu_entry_id = MENU_GROUPS;
+        assert_eq!(m.feedback(&pick), None);
+        // Retargeted: the whole marker goes out with the next sequence number, the menu
+        // marking the new group, the handle on its tip and no longer touched.
+        let before = m.full().sequence_number;
+        let update = m.retargeted("arm_with_torso", "world", at(0.9), "node");
+        assert_eq!(update.seq_num, before + 1);
+        assert_eq!(update.markers.len(), 1);
+        let sent = &update.markers[0];
+        assert_eq!(sent.pose.position.x, 0.9);
+        assert!(sent
+            .menu_entries
+            .iter()
+            .any(|e| e.title == "arm_with_torso (current)"));
+        assert!(sent.menu_entries.iter().any(|e| e.title == "arm"));
+        assert_eq!(m.group(), Some("arm_with_torso"));
+        assert!(!m.touched());
+        assert_eq!(m.full().markers[0], *sent);
     }
 }

@@ -34,7 +34,7 @@
 //! | service      | `~/execute`         | `std_srvs/Trigger` (send the last planned trajectory to the controller, see [`execute`]) |
 //! | service      | `~/execute_trajectory` | `gpu_motion_planner_interfaces/ExecuteTrajectory` (send a given trajectory, as `~/execute` does) |
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
-//! | service, topics | `~/goal_marker/get_interactive_markers`, `~/goal_marker/update`, `~/goal_marker/feedback` | an interactive marker server (RViz's InteractiveMarkers display): a handle for the group's tip link that plans there when let go, see [`goal_marker`] |
+//! | service, topics | `~/goal_marker/get_interactive_markers`, `~/goal_marker/update`, `~/goal_marker/feedback` | an interactive marker server (RViz's InteractiveMarkers display): a handle for a group's tip link that plans there when let go, the group picked from its menu, see [`goal_marker`] |
 //! | action server | `~/move`           | `gpu_motion_planner_interfaces/Move` (plan from the current state and execute, see [`move_goal`]) |
 //! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
 //! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
@@ -188,7 +188,13 @@ fn marker_on_tip(
     marker: &Mutex<goal_marker::GoalMarker>,
     updates: &r2r::Publisher<InteractiveMarkerUpdate>,
 ) {
-    let tip = with_service(shared, logger, |_| None, |s| s.tip_pose().ok());
+    let group = lock(marker).group().map(str::to_string);
+    let tip = with_service(
+        shared,
+        logger,
+        |_| None,
+        |s| s.tip_pose_of(group.as_deref()).ok(),
+    );
     let Some((_, pose)) = tip else {
         return;
     };
@@ -1157,7 +1163,18 @@ async fn run_async() -> Result<(), NodeError> {
         let frame = lock(&shared.params).planning_frame.clone();
         let mut home = r2r::geometry_msgs::msg::Pose::default();
         home.orientation.w = 1.0;
-        Arc::new(Mutex::new(goal_marker::GoalMarker::new(&frame, home)))
+        // The groups a pose goal can move, for the "Planning group" submenu.
+        let groups = with_service(
+            &shared,
+            &logger,
+            |_| None,
+            |s| Some((s.pose_goal_groups(), s.group().ok()?.name)),
+        );
+        let mut marker = goal_marker::GoalMarker::new(&frame, home);
+        if let Some((groups, current)) = groups {
+            marker = marker.with_groups(groups, &current);
+        }
+        Arc::new(Mutex::new(marker))
     };
     tasks.push(tokio::spawn({
         let (shared, logger) = (shared.clone(), logger.clone());
@@ -1185,15 +1202,48 @@ async fn run_async() -> Result<(), NodeError> {
         let mut feedback = marker_feedback;
         async move {
             while let Some(fb) = feedback.next().await {
-                let request = lock(&marker).feedback(&fb);
+                let (request, group) = {
+                    let mut m = lock(&marker);
+                    let request = m.feedback(&fb);
+                    (request, m.group().unwrap_or_default().to_string())
+                };
                 match request {
                     Some(goal_marker::Request::Plan(pose)) => {
                         let request = PlanPath::Request {
                             goal_pose: pose,
+                            group_name: group,
                             seed: -1,
                             ..Default::default()
                         };
                         plan_topic_goal(&shared, &logger, &outputs, "~/goal_marker", &request);
+                    }
+                    Some(goal_marker::Request::Group(name)) => {
+                        let tip = with_service(
+                            &shared,
+                            &logger,
+                            |why| Err(why.to_string()),
+                            |s| s.tip_pose_of(Some(&name)).map_err(|e| e.to_string()),
+                        );
+                        match tip {
+                            Ok((link, pose)) => {
+                                let frame = lock(&shared.params).planning_frame.clone();
+                                let update = lock(&marker).retargeted(
+                                    &name,
+                                    &frame,
+                                    markers::pose_msg(&pose),
+                                    NODE_NAME,
+                                );
+                                publish(&updates, &update, &logger, "~/goal_marker/update");
+                                r2r::log_info!(
+                                    &logger,
+                                    "~/goal_marker: now for group '{name}' (tip link '{link}')"
+                                );
+                            }
+                            Err(why) => r2r::log_warn!(
+                                &logger,
+                                "~/goal_marker: cannot serve group '{name}': {why}"
+                            ),
+                        }
                     }
                     Some(goal_marker::Request::Reset) => {
                         marker_on_tip(&shared, &logger, &marker, &updates)

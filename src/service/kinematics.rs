@@ -136,15 +136,48 @@ impl PlanningService {
     /// none) and its pose in the planning frame at the current joint state (the neutral state
     /// before one is received).
     pub fn tip_pose(&self) -> Result<(String, Isometry3<f64>), ServiceError> {
-        let group = self.group()?;
+        self.tip_pose_of(None)
+    }
+
+    /// [`Self::tip_pose`] for planning group `group` (`None`: the settings' group).
+    pub fn tip_pose_of(
+        &self,
+        group: Option<&str>,
+    ) -> Result<(String, Isometry3<f64>), ServiceError> {
+        let group = self.request_group(group)?;
         let tip = self
             .link_or_tip(None, &group)
             .map_err(|reason| ServiceError::BadOption {
-                name: "planning_group",
+                name: "group_name",
                 reason,
             })?;
         let poses = self.robot.tree.forward_kinematics(&self.current);
         Ok((self.robot.tree.links[tip].name.clone(), poses[tip]))
+    }
+
+    /// The planning groups a pose goal can move: the SRDF's groups that form a planning
+    /// group of at least three joints (a gripper's or a pan-tilt head's cannot reach a pose)
+    /// and have a tip link, the settings' group first whatever its size.
+    pub fn pose_goal_groups(&self) -> Vec<String> {
+        let mut names: Vec<String> = match &self.robot.srdf {
+            Some(srdf) => srdf.groups.iter().map(|g| g.name.clone()).collect(),
+            None => Vec::new(),
+        };
+        if let Ok(g) = self.group() {
+            names.retain(|n| *n != g.name);
+            names.insert(0, g.name);
+        }
+        let settings = self.group().map(|g| g.name).unwrap_or_default();
+        names
+            .into_iter()
+            .filter(|n| {
+                self.group_named(n).is_ok_and(|g| {
+                    let joints = g.space.names.len();
+                    (joints >= 3 || (*n == settings && joints > 0))
+                        && self.link_or_tip(None, &g).is_ok()
+                })
+            })
+            .collect()
     }
 
     /// Poses of links at a state (joints not named: the current joint state), in `frame`:
