@@ -151,10 +151,15 @@ pub fn run(a: &BenchAllowedArgs) -> Result<Value, CliError> {
                 CheckerOptions::default(),
             )?;
             let build = t.elapsed().as_secs_f64();
-            let parts = if acm.is_empty() || world == "link pair" {
-                1
-            } else {
+            // An obstacle some links may touch adds the second checker.
+            let on_obstacle = |n: &str| scene.get(n).is_some();
+            let parts = if entries
+                .iter()
+                .any(|e| on_obstacle(&e.a) || on_obstacle(&e.b))
+            {
                 2
+            } else {
+                1
             };
             let (tc, vc) = timed(a.repeats, || Ok(checker.check_configs(&configs)?))?;
             let (tm, vm) = timed(a.repeats, || {

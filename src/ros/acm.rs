@@ -47,11 +47,14 @@ pub fn answer(
         allowed: req.allowed,
         reset: req.reset,
     };
-    let (success, message) = match service.allow_collisions(&request) {
-        Ok(entries) => (true, describe(&entries)),
-        Err(e) => (false, format!("{e}; nothing changed")),
+    let (success, message, entries) = match service.allow_collisions(&request) {
+        Ok(entries) => (true, describe(&entries), entries),
+        Err(e) => (
+            false,
+            format!("{e}; nothing changed"),
+            service.allowed_collisions(),
+        ),
     };
-    let entries = service.allowed_collisions();
     AllowCollisions::Response {
         success,
         message,

@@ -163,11 +163,11 @@ impl PlanningService {
             Some(srdf) => srdf.groups.iter().map(|g| g.name.clone()).collect(),
             None => Vec::new(),
         };
-        if let Ok(g) = self.group() {
-            names.retain(|n| *n != g.name);
-            names.insert(0, g.name);
-        }
         let settings = self.group().map(|g| g.name).unwrap_or_default();
+        if !settings.is_empty() {
+            names.retain(|n| *n != settings);
+            names.insert(0, settings.clone());
+        }
         names
             .into_iter()
             .filter(|n| {
