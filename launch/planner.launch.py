@@ -13,6 +13,9 @@ Arguments (name:=value):
                      (execution_mode action; the parameter of that name, default
                      joint_trajectory_controller/follow_joint_trajectory, a ros2_control
                      joint_trajectory_controller's action; rcl cannot remap actions)
+  controllers_file   a MoveIt moveit_controllers.yaml (e.g. your MoveIt config's): ~/execute
+                     sends each controller listed there the part of a trajectory for its
+                     joints, instead of everything to controller_action
   controller_topic   where ~/execute publishes trajectories (execution_mode topic; default
                      /joint_trajectory_controller/joint_trajectory, the same controller's
                      command topic)
@@ -58,6 +61,7 @@ OVERRIDES = {
     'spherized_urdf_path': '_spherized URDF for collision_shapes spheres',
     'execution_mode': 'action or topic: how ~/execute reaches the controller',
     'controller_action': 'the FollowJointTrajectory action ~/execute sends goals to',
+    'controllers_file': "a MoveIt moveit_controllers.yaml: each controller gets its joints' part",
     'scene_path': 'scene file loaded with the robot (project format or MoveIt PlanningScene YAML)',
 }
 

@@ -33,12 +33,14 @@ fi
 export IDL_PACKAGE_FILTER=${GMP_IDL_PACKAGE_FILTER:-"gpu_motion_planner_interfaces;builtin_interfaces;geometry_msgs;nav_msgs;sensor_msgs;std_msgs;std_srvs;trajectory_msgs;visualization_msgs;service_msgs;rcl_interfaces;tf2_msgs;control_msgs;action_msgs;unique_identifier_msgs"}
 cd "$WS"   # colcon-ros-cargo writes .cargo/config.toml into the current directory
 # r2r generates the Rust types of the messages in its build script, which cargo does not re-run
-# when a .msg/.srv file of interfaces/ changes: after such a change, drop r2r's generated code
-# from both target directories (colcon's and the repository's, used by clippy) so it is
-# generated again.
+# when a .msg/.srv file of interfaces/ changes, nor when scripts/setup_ros.sh builds other
+# interface packages (its stamp in pyextra/ changes then): after such a change, drop r2r's
+# generated code from both target directories (colcon's and the repository's, used by
+# clippy) so it is generated again.
 STAMP=$WS/interfaces.sha256
-NOW=$(cd "$ROOT" && find interfaces -type f \( -name '*.msg' -o -name '*.srv' -o -name '*.action' \) \
-    | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+NOW=$( { (cd "$ROOT" && find interfaces -type f \( -name '*.msg' -o -name '*.srv' -o -name '*.action' \) \
+    | LC_ALL=C sort | xargs sha256sum); cat "$CACHE/pyextra/.gmp-stamp" 2>/dev/null; } \
+    | sha256sum | cut -d' ' -f1)
 # (No stamp yet, from a build before this check existed: regenerate once to be sure.)
 if [[ "$(cat "$STAMP" 2>/dev/null)" != "$NOW" ]]; then
     echo "build_ros: interfaces changed; regenerating r2r's message code"

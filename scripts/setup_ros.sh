@@ -200,12 +200,13 @@ say "colcon ok"
 # peers:
 #   composition_interfaces  launch_ros imports it;
 #   tf2_msgs                /tf and /tf_static (the node's transform listener);
-#   control_msgs            FollowJointTrajectory (how ~/execute drives a controller).
+#   control_msgs            FollowJointTrajectory and GripperCommand (how ~/execute drives
+#                           trajectory and gripper controllers).
 # Each entry: package|dependencies|interface files under share/<package>/ (globs).
 DEP_PKGS=(
     "composition_interfaces|rcl_interfaces|srv/*.srv"
     "tf2_msgs|geometry_msgs|msg/TFMessage.msg"
-    "control_msgs|builtin_interfaces geometry_msgs std_msgs trajectory_msgs action_msgs|action/FollowJointTrajectory.action msg/JointTolerance.msg msg/JointComponentTolerance.msg"
+    "control_msgs|builtin_interfaces geometry_msgs std_msgs trajectory_msgs action_msgs|action/FollowJointTrajectory.action action/GripperCommand.action msg/GripperCommand.msg msg/JointTolerance.msg msg/JointComponentTolerance.msg"
 )
 H_ISAAC=$(hash_of "$ISAAC_WHL" "${ISAAC_PY[@]}" "${DEP_PKGS[@]}")
 if ! stamp_ok "$PYEXTRA/.gmp-stamp" "$H_ISAAC"; then

@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod collision;
+pub mod controllers;
 pub mod gpu;
 pub mod grid;
 pub mod mbm;

@@ -1246,3 +1246,27 @@ fn scene_allowed_collisions_apply_to_plans() {
     // The start touches the pad (allowed), so the entries mattered.
     assert!(touching >= 1);
 }
+
+/// `--start` and `--goal` take named states of the group's SRDF (`ready`, `home`); an
+/// unknown name is refused listing the group's names.
+#[test]
+fn plan_between_named_states() {
+    let out = bundled(&["--start", "ready", "--goal", "home", "--seed", "3"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    assert_trajectory(&v, &ARM_JOINTS, &[-1.2, 0.3, 0.8, 0.0, 0.0, 0.0]);
+    let points = v["points"].as_array().unwrap();
+    let last = &points[points.len() - 1]["positions"];
+    assert_eq!(last, &json!([0.0, 0.0, 0.0, 0.0, 0.0, 0.0]));
+    let out = bundled(&["--start", "ready", "--goal", "nowhere"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--goal: no named state 'nowhere'") && err.contains("home, ready"),
+        "{err}"
+    );
+}

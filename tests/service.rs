@@ -1096,3 +1096,69 @@ fn a_request_plans_for_the_group_it_names() {
         "{drm}"
     );
 }
+
+#[test]
+fn plans_to_named_states_of_the_srdf() {
+    let mut s = service();
+    assert_eq!(s.named_states(None).unwrap(), vec!["home", "ready"]);
+    for (name, at) in [("home", [0.0; 6]), ("ready", GOAL)] {
+        let req = ServicePlanRequest {
+            start: Some((names(&s), START.to_vec())),
+            goal_name: Some(name.into()),
+            ..Default::default()
+        };
+        let res = s.plan(req).expect("plan to a named state");
+        let last = &res.trajectory.points.last().expect("points").positions;
+        for j in 0..6 {
+            assert!((last[j] - at[j]).abs() < 1e-9, "{name}: {last:?}");
+        }
+        assert_valid(&s, &res.path, &res.trajectory);
+    }
+    // An unknown name is refused listing the group's names; a name with another goal too.
+    let unknown = ServicePlanRequest {
+        start: Some((names(&s), START.to_vec())),
+        goal_name: Some("nowhere".into()),
+        ..Default::default()
+    };
+    let e = s.plan(unknown.clone()).unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::InvalidGoal);
+    let text = e.to_string();
+    assert!(
+        text.contains("'nowhere'") && text.contains("home, ready"),
+        "{text}"
+    );
+    let both = ServicePlanRequest {
+        goal: (names(&s), GOAL.to_vec()),
+        goal_name: Some("home".into()),
+        ..unknown.clone()
+    };
+    let e = s.plan(both).unwrap_err();
+    assert!(e.to_string().contains("give one goal"), "{e}");
+    let e = s.named_states(Some("no_group")).unwrap_err();
+    assert!(e.to_string().contains("no_group"), "{e}");
+    // Replanning keeps the configuration reached, not the name.
+    let again = unknown.replan_to(&names(&s), &GOAL);
+    assert_eq!(again.goal_name, None);
+    // An empty name is no name.
+    let empty = ServicePlanRequest {
+        goal_name: Some(String::new()),
+        ..request(&s, &START, &GOAL)
+    };
+    assert!(s.plan(empty).is_ok());
+}
+
+/// A named state that leaves a joint of the group out has no configuration of its own.
+#[test]
+fn a_named_state_missing_a_joint_is_named() {
+    let (mut robot, _) = bundled().expect("bundled robot");
+    let srdf = robot.srdf.as_mut().expect("srdf");
+    let key = ("arm".to_string(), "home".to_string());
+    srdf.group_states
+        .get_mut(&key)
+        .expect("home")
+        .remove("elbow_joint");
+    let group = robot.group("arm").expect("arm");
+    let e = robot.named_config(&group, "home").unwrap_err();
+    assert!(e.contains("gives no value for joint 'elbow_joint'"), "{e}");
+    assert_eq!(robot.named_config(&group, "ready").unwrap(), GOAL.to_vec());
+}

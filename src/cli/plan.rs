@@ -48,12 +48,12 @@ pub struct PlanArgs {
     /// a pose goal. Joints outside the planning group keep the request's start values.
     #[arg(long)]
     pub request: Option<PathBuf>,
-    /// Start configuration as a JSON list in planning-group joint order (overrides the
-    /// request's).
+    /// Start configuration as a JSON list in planning-group joint order, or a named state of
+    /// the group in the SRDF such as `home` (overrides the request's).
     #[arg(long)]
     pub start: Option<String>,
-    /// Goal configuration as a JSON list in planning-group joint order (overrides the
-    /// request's).
+    /// Goal configuration as a JSON list in planning-group joint order, or a named state of
+    /// the group in the SRDF such as `home` (overrides the request's).
     #[arg(long, conflicts_with = "goal_pose")]
     pub goal: Option<String>,
     /// A pose goal instead of a goal configuration (see `gmp ik`).
@@ -184,6 +184,22 @@ pub struct Problem {
 
 /// Parses a configuration given on the command line as a JSON list of numbers.
 pub fn parse_config(text: &str, what: &str, group: &PlanningGroup) -> Result<Vec<f64>, CliError> {
+    parse_config_or_named(text, what, group, None)
+}
+
+/// [`parse_config`], or with `robot` a named state of the group in its SRDF (`home`: text
+/// that does not start with `[`).
+pub fn parse_config_or_named(
+    text: &str,
+    what: &str,
+    group: &PlanningGroup,
+    robot: Option<&RobotModel>,
+) -> Result<Vec<f64>, CliError> {
+    if let Some(robot) = robot.filter(|_| !text.trim_start().starts_with('[')) {
+        return robot
+            .named_config(group, text.trim())
+            .map_err(|e| CliError(format!("--{what}: {e}")));
+    }
     let values: Vec<f64> = serde_json::from_str(text).map_err(|e| {
         CliError(format!(
             "--{what} must be a JSON list of numbers like [0.0, 1.2, ...], got '{text}': {e}"
@@ -307,10 +323,10 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         }
     }
     if let Some(s) = &a.start {
-        start = Some(parse_config(s, "start", &group)?);
+        start = Some(parse_config_or_named(s, "start", &group, Some(&robot))?);
     }
     if let Some(g) = &a.goal {
-        goal = Some(parse_config(g, "goal", &group)?);
+        goal = Some(parse_config_or_named(g, "goal", &group, Some(&robot))?);
     }
     let start = start.ok_or_else(|| CliError("no start: give --start or --request".into()))?;
     let mut scene = scene_attached(&mut robot, a.scene.as_deref())?;

@@ -142,6 +142,62 @@ impl RobotModel {
         Ok(())
     }
 
+    /// The names of group `group`'s named states (SRDF `group_state`s), sorted.
+    pub fn named_states(&self, group: &str) -> Vec<String> {
+        self.srdf
+            .iter()
+            .flat_map(|srdf| srdf.group_states.keys())
+            .filter(|(g, _)| g == group)
+            .map(|(_, name)| name.clone())
+            .collect()
+    }
+
+    /// The joint names and values of group `group`'s named state `name` (an SRDF
+    /// `group_state`, MoveIt's named target); an unknown name is an error listing the
+    /// group's named states.
+    pub fn named_state(&self, group: &str, name: &str) -> Result<(Vec<String>, Vec<f64>), String> {
+        let key = (group.to_string(), name.to_string());
+        match self.srdf.as_ref().and_then(|s| s.group_states.get(&key)) {
+            Some(values) => Ok(values.iter().map(|(j, &x)| (j.clone(), x)).unzip()),
+            None => {
+                let known = self.named_states(group);
+                Err(format!(
+                    "no named state '{name}' for planning group '{group}' in the SRDF (its named \
+                     states: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            }
+        }
+    }
+
+    /// The configuration of `group` (in its joint order) at its named state `name`; an
+    /// unknown name, or a state that leaves a joint of the group out, is an error naming it.
+    pub fn named_config(&self, group: &PlanningGroup, name: &str) -> Result<Vec<f64>, String> {
+        let (names, values) = self.named_state(&group.name, name)?;
+        group
+            .space
+            .names
+            .iter()
+            .map(|joint| {
+                names
+                    .iter()
+                    .position(|n| n == joint)
+                    .map(|i| values[i])
+                    .ok_or_else(|| {
+                        format!(
+                            "named state '{name}' of planning group '{}' gives no value for \
+                             joint '{joint}'",
+                            group.name
+                        )
+                    })
+            })
+            .collect()
+    }
+
     /// The default group: the first SRDF group with moving joints, else every variable.
     pub fn default_group(&self) -> PlanningGroup {
         if let Some(srdf) = &self.srdf {

@@ -27,6 +27,16 @@
 //! monitored in turn, until one finishes or the attempts are spent. In topic mode `~/execute`
 //! has answered already: the log says what was stopped, replanned and sent.
 //!
+//! Several controllers (`controllers_file`, a MoveIt `moveit_controllers.yaml`, see
+//! [`crate::controllers`]): the fewest trajectory controllers covering a trajectory's joints
+//! each get the part for their joints (joints they drive beyond it held where the joint
+//! state has them), all at once: every action server must be there before any goal is
+//! sent, the answer comes when all have finished, the first failure cancels the others, and
+//! `~/stop`, monitoring and the time limit cancel them all. In topic mode each part goes to
+//! its controller's `<name>/joint_trajectory`, and a stop sends an empty trajectory to every
+//! one. A gripper controller (`GripperCommand`) is sent where the trajectory ends
+//! ([`super::controllers`]).
+//!
 //! `~/execute_trajectory` runs the same for a trajectory given in the request (replanned,
 //! where it comes to that, with the node's planner settings), and `~/move`
 //! ([`super::move_goal`]) for the plan it has just made. Every execution ends with an
@@ -36,12 +46,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use r2r::control_msgs::action::FollowJointTrajectory;
 use r2r::std_srvs::srv::Trigger;
 use r2r::trajectory_msgs::msg::JointTrajectory;
-use r2r::{ActionClient, ActionClientGoal, GoalStatus};
+use r2r::GoalStatus;
 
+pub use super::controllers::Controller;
+use super::controllers::{cancel_all, send_goals, GoalHandle, Part};
 use super::{
     lock, params::NodeParams, plan_and_publish, state, try_with_service, with_service, LastPlan,
     PlanOutputs, Shared,
@@ -58,15 +71,15 @@ pub const CONTROLLER_TOPIC: &str = "joint_trajectory_controller/joint_trajectory
 /// How long `~/execute` waits for the action server to appear and to accept a goal, and
 /// `~/stop` for a cancellation to be confirmed. Discovery of a server that has just started
 /// took more than 3 s in the end-to-end test.
-const SERVER_WAIT: Duration = Duration::from_secs(5);
+pub const SERVER_WAIT: Duration = Duration::from_secs(5);
 
 /// The `FollowJointTrajectory` action type.
 pub type Follow = FollowJointTrajectory::Action;
 
-/// The execution in progress, if any (its goal handle, for `~/stop`).
+/// The execution in progress, if any (its goal handles, one per controller, for `~/stop`).
 #[derive(Default)]
 pub struct Execution {
-    goal: Mutex<Option<ActionClientGoal<Follow>>>,
+    goals: Mutex<Vec<GoalHandle>>,
     /// An execution holds the slot from its checks to its result (also before the goal is
     /// accepted, so that a second `~/execute` is refused at once).
     busy: Mutex<bool>,
@@ -92,17 +105,6 @@ impl std::fmt::Debug for Execution {
             .field("busy", &*lock(&self.busy))
             .finish_non_exhaustive()
     }
-}
-
-/// What `~/execute` and `~/stop` send through.
-#[derive(Clone)]
-pub struct Controller {
-    /// The command topic ([`CONTROLLER_TOPIC`]).
-    pub topic: r2r::Publisher<JointTrajectory>,
-    /// The action client (parameter `controller_action`, read at start).
-    pub action: ActionClient<Follow>,
-    /// The action's name, as given.
-    pub action_name: String,
 }
 
 fn answer(success: bool, message: String) -> Trigger::Response {
@@ -389,17 +391,16 @@ async fn monitor_topic(
         if !current() {
             return;
         }
-        match controller.topic.publish(&JointTrajectory::default()) {
-            Ok(()) => r2r::log_warn!(
+        match controller.publish_stop() {
+            Ok(to) => r2r::log_warn!(
                 &logger,
-                "~/execute: stopped the trajectory sent to {CONTROLLER_TOPIC} (an empty \
-                 trajectory sent): {why}"
+                "~/execute: stopped the trajectory sent to {to} (an empty trajectory sent): \
+                 {why}"
             ),
             Err(e) => {
                 r2r::log_error!(
                     &logger,
-                    "~/execute: could not stop the trajectory sent to {CONTROLLER_TOPIC} ({e}): \
-                     {why}"
+                    "~/execute: could not stop the trajectory sent ({e}): {why}"
                 );
                 return;
             }
@@ -427,11 +428,11 @@ async fn monitor_topic(
             let checked = replan
                 .plan(&shared, &logger, &outputs)
                 .and_then(|(planned, what)| {
-                    let (_, seen) = sendable(&shared, &logger, &planned)
+                    let (_, seen, parts) = sendable(&shared, &logger, &controller, &planned)
                         .map_err(|(_, e)| format!("(not sent): {e}"))?;
-                    Ok((planned, seen, what))
+                    Ok((planned, seen, parts, what))
                 });
-            let (planned, seen, what) = match checked {
+            let (planned, seen, parts, what) = match checked {
                 Ok(found) => found,
                 Err(why) => {
                     r2r::log_warn!(
@@ -444,14 +445,17 @@ async fn monitor_topic(
             if !current() {
                 return;
             }
-            if let Err(e) = controller.topic.publish(&planned) {
-                r2r::log_error!(&logger, "{CONTROLLER_TOPIC}: could not publish: {e}");
-                return;
-            }
+            let to = match controller.publish(&parts) {
+                Ok(to) => to,
+                Err(e) => {
+                    r2r::log_error!(&logger, "~/execute: {e}");
+                    return;
+                }
+            };
             r2r::log_info!(
                 &logger,
                 "~/execute: replanned from where the robot holds (attempt {replans}) and sent \
-                 to {CONTROLLER_TOPIC}: {what}"
+                 to {to}: {what}"
             );
             allowed = allowed_seconds(duration_of(&planned), &params);
             monitor = Monitor::new(&planned, seen);
@@ -462,18 +466,26 @@ async fn monitor_topic(
 
 /// [`state::execution_verdict`] of `trajectory` now, with the world revision it was judged
 /// in (for the monitor); else an error code and why.
+/// The parts for the controllers come with it (joints a controller drives beyond the
+/// trajectory held where the same joint state has them).
 fn sendable(
     shared: &Shared,
     logger: &str,
+    controller: &Controller,
     trajectory: &JointTrajectory,
-) -> Result<(String, WorldRevision), (i32, String)> {
+) -> Result<(String, WorldRevision, Vec<Part>), (i32, String)> {
+    let tolerance = lock(&shared.params).execution_start_tolerance;
     with_service(
         shared,
         logger,
         |reason| Err((codes::FAILURE, format!("no robot loaded: {reason}"))),
-        |service| match state::execution_verdict(service, trajectory) {
-            Ok(what) => Ok((what, service.world_revision())),
-            Err(why) => Err((codes::INVALID_MOTION_PLAN, why)),
+        |service| {
+            let what = state::execution_verdict(service, trajectory, tolerance)
+                .map_err(|why| (codes::INVALID_MOTION_PLAN, why))?;
+            let parts = controller
+                .parts(service, trajectory)
+                .map_err(|why| (codes::CONTROL_FAILED, why))?;
+            Ok((what, service.world_revision(), parts))
         },
     )
 }
@@ -503,7 +515,7 @@ impl Execution {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *lock(&self.0.goal) = None;
+        lock(&self.0.goals).clear();
         *lock(&self.0.busy) = false;
     }
 }
@@ -616,7 +628,7 @@ pub async fn execute(
             (stops, report),
         )
         .await;
-        *lock(&shared.execution.goal) = None;
+        lock(&shared.execution.goals).clear();
         let stopped = match ran {
             Ran::Answered(mut done) => {
                 if !history.is_empty() {
@@ -696,7 +708,7 @@ async fn run(
     (stops, report): (u64, Option<&Report>),
 ) -> Ran {
     let trajectory = trajectory.clone();
-    let (what, checked_in) = match sendable(shared, logger, &trajectory) {
+    let (what, checked_in, parts) = match sendable(shared, logger, &controller, &trajectory) {
         Err((code, why)) => {
             return Ran::Answered(Executed::new(code, format!("not executed: {why}")))
         }
@@ -706,18 +718,22 @@ async fn run(
     let seconds = duration_of(&trajectory);
     let allowed = allowed_seconds(seconds, &params);
     let failed = |why: String| Ran::Answered(Executed::new(codes::CONTROL_FAILED, why));
-    if shared.execution.stopped_since(stops) {
-        return Ran::Answered(Executed::new(
+    let preempted = |what: &str| {
+        Ran::Answered(Executed::new(
             codes::PREEMPTED,
             format!("not executed: ~/stop came before {what} was sent"),
-        ));
+        ))
+    };
+    if shared.execution.stopped_since(stops) {
+        return preempted(&what);
     }
     // Whatever the mode, a new trajectory ends the monitor of one sent on the topic before.
     let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
     if params.execution_mode == "topic" {
-        if let Err(e) = controller.topic.publish(&trajectory) {
-            return failed(format!("{CONTROLLER_TOPIC}: could not publish: {e}"));
-        }
+        let to = match controller.publish(&parts) {
+            Ok(to) => to,
+            Err(e) => return failed(e),
+        };
         if params.monitor_execution {
             tokio::spawn(monitor_topic(
                 shared.clone(),
@@ -728,7 +744,7 @@ async fn run(
                 replan,
             ));
         }
-        let message = format!("sent {what} to {CONTROLLER_TOPIC}");
+        let message = format!("sent {what} to {to}");
         tell(report, "EXECUTING", message.clone());
         return Ran::Answered(Executed {
             code: codes::SUCCESS,
@@ -738,55 +754,21 @@ async fn run(
     }
     // ("N points, D s," reads on in "sent ... to"; here it ends a clause.)
     let what = what.trim_end_matches(',').to_string();
-    let action = controller.action_name.clone();
-    let no_server = || {
-        failed(format!(
-            "not executed: no FollowJointTrajectory action server at {} within {} s (is the \
-             controller running? execution_mode: topic publishes on {CONTROLLER_TOPIC} instead)",
-            action,
-            SERVER_WAIT.as_secs()
-        ))
+    let clients = match controller.goal_clients(&parts, &what) {
+        Ok(clients) => clients,
+        Err(e) => return failed(format!("not executed: {e}")),
     };
-    let available = r2r::Node::is_available(&controller.action);
-    match available {
-        Ok(available) => {
-            if !matches!(
-                tokio::time::timeout(SERVER_WAIT, available).await,
-                Ok(Ok(()))
-            ) {
-                return no_server();
-            }
-        }
-        Err(e) => return failed(format!("not executed: {action}: {e}")),
-    }
-    if shared.execution.stopped_since(stops) {
-        return Ran::Answered(Executed::new(
-            codes::PREEMPTED,
-            format!("not executed: ~/stop came before {what} was sent"),
-        ));
-    }
-    let goal = FollowJointTrajectory::Goal {
-        trajectory: trajectory.clone(),
-        ..Default::default()
+    let stopped = || shared.execution.stopped_since(stops);
+    let goals = match send_goals(clients, &what, stopped).await {
+        Ok(goals) => goals,
+        Err((code, why)) => return Ran::Answered(Executed::new(code, why)),
     };
-    let sent = controller.action.send_goal_request(goal);
-    let sent = match sent {
-        Ok(sent) => sent,
-        Err(e) => return failed(format!("not executed: {action}: {e}")),
-    };
-    let (handle, result, mut feedback) = match tokio::time::timeout(SERVER_WAIT, sent).await {
-        Err(_) => return no_server(),
-        Ok(Err(r2r::Error::RCL_RET_ACTION_GOAL_REJECTED)) => {
-            return failed(format!("not executed: the controller rejected {what}"))
-        }
-        Ok(Err(e)) => return failed(format!("not executed: {action}: {e}")),
-        Ok(Ok(accepted)) => accepted,
-    };
-    *lock(&shared.execution.goal) = Some(handle.clone());
-    r2r::log_info!(logger, "~/execute: {action} accepted {what}");
-    tell(report, "EXECUTING", format!("{action} accepted {what}"));
-    // Feedback is not needed; it is drained so that the client's channel never fills.
-    let drain = tokio::spawn(async move { while feedback.next().await.is_some() {} });
+    let handles: Vec<_> = goals.iter().map(|g| g.handle.clone()).collect();
+    *lock(&shared.execution.goals) = handles.clone();
+    let accepted: Vec<&str> = goals.iter().map(|g| g.action.as_str()).collect();
+    let accepted = accepted.join(", ");
+    r2r::log_info!(logger, "~/execute: {accepted} accepted {what}");
+    tell(report, "EXECUTING", format!("{accepted} accepted {what}"));
     let mut monitor = Monitor::new(&trajectory, checked_in);
     let watch = async {
         if params.monitor_execution {
@@ -795,11 +777,29 @@ async fn run(
             std::future::pending().await
         }
     };
+    // The first result that is not a success ends the wait (the other goals are cancelled);
+    // otherwise the last success does.
+    let several = goals.len() > 1;
+    let mut drains = Vec::with_capacity(goals.len());
+    let mut results = FuturesUnordered::new();
+    for g in goals {
+        drains.push(g.drain);
+        results.push(g.ending);
+    }
+    let all = async {
+        let mut succeeded = Vec::new();
+        while let Some((code, message)) = results.next().await {
+            if code != codes::SUCCESS {
+                return (code, message, true);
+            }
+            succeeded.push(message);
+        }
+        (codes::SUCCESS, succeeded.join("; "), false)
+    };
     let waited = tokio::select! {
-        waited = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), result) => waited,
+        waited = tokio::time::timeout(Duration::from_secs_f64(allowed.max(0.0)), all) => waited,
         why = watch => {
-            drain.abort();
-            let cancelled = cancel(&handle).await;
+            let cancelled = cancel_all(&handles).await;
             r2r::log_warn!(logger, "~/execute: stopped {what}: {why}");
             // Only a robot known to hold is planned on from (not one whose controller did
             // not confirm the cancellation).
@@ -816,15 +816,25 @@ async fn run(
             };
         }
     };
-    drain.abort();
     let (code, message) = match waited {
-        Ok(Ok((status, result))) => outcome(status, &result, &what),
-        Ok(Err(e)) => (
-            codes::CONTROL_FAILED,
-            format!("{what}: no result from {action}: {e}"),
-        ),
+        Ok((code, message, false)) => (code, message),
+        Ok((code, message, true)) => {
+            // One controller failed: the others are stopped too (MoveIt stops every
+            // controller of an execution that fails).
+            if several {
+                let cancelled = cancel_all(&handles).await;
+                let others = if cancelled {
+                    "the other controllers' goals were cancelled"
+                } else {
+                    "cancelling the other controllers' goals was not confirmed"
+                };
+                (code, format!("{message}; {others}"))
+            } else {
+                (code, message)
+            }
+        }
         Err(_) => {
-            let cancelled = cancel(&handle).await;
+            let cancelled = cancel_all(&handles).await;
             (
                 codes::TIMED_OUT,
                 format!(
@@ -848,37 +858,30 @@ async fn run(
     })
 }
 
-/// Cancels a goal; whether the controller confirmed it within [`SERVER_WAIT`].
-async fn cancel(handle: &ActionClientGoal<Follow>) -> bool {
-    match handle.cancel() {
-        Ok(done) => matches!(tokio::time::timeout(SERVER_WAIT, done).await, Ok(Ok(()))),
-        Err(_) => false,
-    }
-}
-
 /// Answers `~/stop`: cancels the running execution (action), or publishes an empty
-/// trajectory on the controller topic (topic mode).
+/// trajectory on the controllers' command topics (topic mode).
 pub async fn serve_stop(shared: Arc<Shared>, controller: Controller) -> Trigger::Response {
     let mode = lock(&shared.params).execution_mode.clone();
     if mode == "topic" {
         shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst);
-        return match controller.topic.publish(&JointTrajectory::default()) {
-            Ok(()) => answer(
+        return match controller.publish_stop() {
+            Ok(to) => answer(
                 true,
-                format!("sent an empty trajectory (stop and hold) to {CONTROLLER_TOPIC}"),
+                format!("sent an empty trajectory (stop and hold) to {to}"),
             ),
-            Err(e) => answer(false, format!("{CONTROLLER_TOPIC}: could not publish: {e}")),
+            Err(e) => answer(false, e),
         };
     }
     stop_running(&shared.execution).await
 }
 
 /// Stops the running execution, as `~/stop` does in action mode (and a `~/move` goal's
-/// cancellation in either mode): no further goal is sent, and the goal running is cancelled.
+/// cancellation in either mode): no further goal is sent, and the goals running are
+/// cancelled.
 pub async fn stop_running(execution: &Execution) -> Trigger::Response {
     execution.stops.fetch_add(1, Ordering::SeqCst);
-    let goal = lock(&execution.goal).clone();
-    let Some(goal) = goal else {
+    let goals = lock(&execution.goals).clone();
+    if goals.is_empty() {
         if *lock(&execution.busy) {
             return answer(
                 true,
@@ -888,23 +891,20 @@ pub async fn stop_running(execution: &Execution) -> Trigger::Response {
             );
         }
         return answer(false, "nothing to stop: no execution is running".into());
-    };
-    match goal.cancel() {
-        Ok(done) => match tokio::time::timeout(SERVER_WAIT, done).await {
-            Ok(Ok(())) => answer(
-                true,
-                "the controller cancelled the running execution".into(),
-            ),
-            Ok(Err(e)) => answer(false, format!("the controller refused to cancel: {e}")),
-            Err(_) => answer(
-                false,
-                format!(
-                    "no answer to the cancel request within {} s",
-                    SERVER_WAIT.as_secs()
-                ),
-            ),
-        },
-        Err(e) => answer(false, format!("could not cancel: {e}")),
+    }
+    let cancels = goals.iter().map(GoalHandle::cancel);
+    let problems: Vec<String> = futures::future::join_all(cancels)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if problems.is_empty() {
+        answer(
+            true,
+            "the controller cancelled the running execution".into(),
+        )
+    } else {
+        answer(false, problems.join("; "))
     }
 }
 

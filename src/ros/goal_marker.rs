@@ -45,6 +45,17 @@ pub const MENU_GROUPS: u32 = 4;
 /// Menu entry of the first group of the submenu; the k-th group's entry is this plus k.
 pub const MENU_GROUP_FIRST: u32 = 100;
 
+/// Menu entry: the "Plan to named state" submenu (shown where the handle's group has named
+/// states in the SRDF).
+pub const MENU_NAMED: u32 = 5;
+
+/// Menu entry of the first named state of that submenu; the k-th state's entry is this plus
+/// k.
+pub const MENU_NAMED_FIRST: u32 = 200;
+
+/// The most entries of one submenu (their ids must not run into the next range).
+const MENU_MAX_ENTRIES: usize = 100;
+
 /// Size of the handle (m).
 const SCALE: f32 = 0.2;
 
@@ -59,6 +70,8 @@ pub enum Request {
     Execute,
     /// Move the handle to this planning group's tip link and plan for that group.
     Group(String),
+    /// Plan the handle's group to this named state of the SRDF.
+    Named(String),
 }
 
 /// The server's state: the marker and the sequence number of the last update.
@@ -71,6 +84,8 @@ pub struct GoalMarker {
     /// The groups of the submenu (none: no submenu) and the one the handle serves.
     groups: Vec<String>,
     group: Option<String>,
+    /// The named states of the handle's group (the "Plan to named state" submenu).
+    states: Vec<String>,
 }
 
 /// A menu entry that sends feedback.
@@ -84,9 +99,9 @@ fn entry(id: u32, parent_id: u32, title: &str) -> MenuEntry {
     }
 }
 
-/// The menu: plan, execute, reset, and with two groups or more the "Planning group"
-/// submenu, `current` marked.
-fn menu(groups: &[String], current: Option<&str>) -> Vec<MenuEntry> {
+/// The menu: plan, execute, reset, with two groups or more the "Planning group" submenu
+/// (`current` marked), and with named states the "Plan to named state" submenu.
+fn menu(groups: &[String], current: Option<&str>, states: &[String]) -> Vec<MenuEntry> {
     let mut out = vec![
         entry(MENU_PLAN, 0, "Plan to here"),
         entry(MENU_EXECUTE, 0, "Execute the last plan"),
@@ -101,6 +116,12 @@ fn menu(groups: &[String], current: Option<&str>) -> Vec<MenuEntry> {
                 g.clone()
             };
             out.push(entry(MENU_GROUP_FIRST + k as u32, MENU_GROUPS, &title));
+        }
+    }
+    if !states.is_empty() {
+        out.push(entry(MENU_NAMED, 0, "Plan to named state"));
+        for (k, name) in states.iter().enumerate() {
+            out.push(entry(MENU_NAMED_FIRST + k as u32, MENU_NAMED, name));
         }
     }
     out
@@ -198,23 +219,43 @@ impl GoalMarker {
                 name: MARKER.into(),
                 description: "goal of the planning group's tip link".into(),
                 scale: SCALE,
-                menu_entries: menu(&[], None),
+                menu_entries: menu(&[], None, &[]),
                 controls: controls(),
             },
             sequence: 0,
             touched: false,
             groups: Vec::new(),
             group: None,
+            states: Vec::new(),
         }
     }
 
     /// Offers `groups` in the "Planning group" submenu (shown with two or more), marking
     /// `current` (the node's `planning_group`, which the handle keeps serving until another
     /// group is picked).
-    pub fn with_groups(mut self, groups: Vec<String>, current: &str) -> Self {
-        self.marker.menu_entries = menu(&groups, Some(current));
-        self.groups = groups;
+    /// `states`: the named states of `current` (the "Plan to named state" submenu); each
+    /// list is cut at 100 entries.
+    pub fn with_groups(mut self, groups: Vec<String>, current: &str, states: Vec<String>) -> Self {
+        self.set_menus(groups, current, states);
         self
+    }
+
+    /// As [`Self::with_groups`] on a marker in use (a robot loaded or reloaded since): a
+    /// group picked before that is no longer offered is forgotten (the handle serves
+    /// `current` again). Whether the menu changed (then displays need the whole marker:
+    /// [`Self::moved_whole`]).
+    pub fn set_menus(&mut self, groups: Vec<String>, current: &str, states: Vec<String>) -> bool {
+        let groups: Vec<String> = groups.into_iter().take(MENU_MAX_ENTRIES).collect();
+        if self.group.as_ref().is_some_and(|g| !groups.contains(g)) {
+            self.group = None;
+        }
+        let shown = self.group.clone().unwrap_or_else(|| current.to_string());
+        self.states = states.into_iter().take(MENU_MAX_ENTRIES).collect();
+        let entries = menu(&groups, Some(&shown), &self.states);
+        self.groups = groups;
+        let changed = entries != self.marker.menu_entries;
+        self.marker.menu_entries = entries;
+        changed
     }
 
     /// The planning group picked from the menu (`None`: the node's `planning_group`).
@@ -222,20 +263,31 @@ impl GoalMarker {
         self.group.as_deref()
     }
 
-    /// Makes the handle serve `group` with its tip link at `pose` (in `frame`), and returns
-    /// the update carrying the whole marker (its menu marks the new group), with the next
-    /// sequence number.
+    /// Makes the handle serve `group` (whose named states are `states`) with its tip link at
+    /// `pose` (in `frame`), and returns the update carrying the whole marker (its menu marks
+    /// the new group and offers its named states), with the next sequence number.
     pub fn retargeted(
         &mut self,
-        group: &str,
+        (group, states): (&str, Vec<String>),
         frame: &str,
         pose: Pose,
         server_id: &str,
     ) -> InteractiveMarkerUpdate {
         self.group = Some(group.to_string());
-        self.marker.menu_entries = menu(&self.groups, Some(group));
+        self.states = states.into_iter().take(MENU_MAX_ENTRIES).collect();
+        self.marker.menu_entries = menu(&self.groups, Some(group), &self.states);
         self.marker.description = format!("goal of {group}'s tip link");
-        // As a move, but the whole marker goes out (the display takes the new menu).
+        self.moved_whole(frame, pose, server_id)
+    }
+
+    /// As [`Self::moved`], but the update carries the whole marker (a display takes a new
+    /// menu only that way).
+    pub fn moved_whole(
+        &mut self,
+        frame: &str,
+        pose: Pose,
+        server_id: &str,
+    ) -> InteractiveMarkerUpdate {
         let mut update = self.moved(frame, pose, server_id);
         update.poses.clear();
         update.markers = vec![self.marker.clone()];
@@ -328,6 +380,10 @@ impl GoalMarker {
                 MENU_PLAN => Some(Request::Plan(here())),
                 MENU_RESET => Some(Request::Reset),
                 MENU_EXECUTE => Some(Request::Execute),
+                id if id >= MENU_NAMED_FIRST => self
+                    .states
+                    .get((id - MENU_NAMED_FIRST) as usize)
+                    .map(|n| Request::Named(n.clone())),
                 id => id
                     .checked_sub(MENU_GROUP_FIRST)
                     .and_then(|k| self.groups.get(k as usize))
@@ -433,10 +489,12 @@ mod tests {
     fn a_group_submenu_moves_the_handle_to_another_group() {
         let groups = vec!["arm".to_string(), "arm_with_torso".to_string()];
         // One group: no submenu.
-        let one = GoalMarker::new("world", at(0.3)).with_groups(groups[..1].to_vec(), "arm");
+        let one =
+            GoalMarker::new("world", at(0.3)).with_groups(groups[..1].to_vec(), "arm", Vec::new());
         assert_eq!(one.marker().menu_entries.len(), 3);
         assert_eq!(one.group(), None);
-        let mut m = GoalMarker::new("world", at(0.3)).with_groups(groups.clone(), "arm");
+        let mut m =
+            GoalMarker::new("world", at(0.3)).with_groups(groups.clone(), "arm", Vec::new());
         // Until a group is picked the handle serves the node's planning_group.
         assert_eq!(m.group(), None);
         let entries = &m.marker().menu_entries;
@@ -469,7 +527,7 @@ mod tests {
         // Retargeted: the whole marker goes out with the next sequence number, the menu
         // marking the new group, the handle on its tip and no longer touched.
         let before = m.full().sequence_number;
-        let update = m.retargeted("arm_with_torso", "world", at(0.9), "node");
+        let update = m.retargeted(("arm_with_torso", Vec::new()), "world", at(0.9), "node");
         assert_eq!(update.seq_num, before + 1);
         assert_eq!(update.markers.len(), 1);
         let sent = &update.markers[0];
@@ -482,5 +540,58 @@ mod tests {
         assert_eq!(m.group(), Some("arm_with_torso"));
         assert!(!m.touched());
         assert_eq!(m.full().markers[0], *sent);
+    }
+
+    #[test]
+    fn a_named_state_submenu_plans_to_the_groups_states() {
+        let states = vec!["home".to_string(), "ready".to_string()];
+        let mut m = GoalMarker::new("world", at(0.3)).with_groups(
+            vec!["arm".into()],
+            "arm",
+            states.clone(),
+        );
+        let sub: Vec<(u32, &str)> = m
+            .marker()
+            .menu_entries
+            .iter()
+            .filter(|e| e.parent_id == MENU_NAMED)
+            .map(|e| (e.id, e.title.as_str()))
+            .collect();
+        assert_eq!(
+            sub,
+            [(MENU_NAMED_FIRST, "home"), (MENU_NAMED_FIRST + 1, "ready")]
+        );
+        assert!(m
+            .marker()
+            .menu_entries
+            .iter()
+            .any(|e| e.id == MENU_NAMED && e.parent_id == 0 && e.title == "Plan to named state"));
+        let mut pick = event(InteractiveMarkerFeedback::MENU_SELECT as u8, at(0.3));
+        pick.menu_entry_id = MENU_NAMED_FIRST + 1;
+        assert_eq!(m.feedback(&pick), Some(Request::Named("ready".into())));
+        pick.menu_entry_id = MENU_NAMED_FIRST + 2;
+        assert_eq!(m.feedback(&pick), None);
+        // A reloaded robot: the same menus change nothing; new states do, and a picked
+        // group no longer offered is forgotten.
+        assert!(!m.set_menus(vec!["arm".into()], "arm", states.clone()));
+        assert!(m.set_menus(vec!["arm".into()], "arm", vec!["home".into()]));
+        let whole = m.moved_whole("", at(0.1), "node");
+        assert!(whole.poses.is_empty() && whole.markers.len() == 1);
+        assert!(!whole.markers[0]
+            .menu_entries
+            .iter()
+            .any(|e| e.title == "ready"));
+        m.set_menus(vec!["arm".into()], "arm", states.clone());
+        // Another group brings its own states; none, no submenu.
+        let update = m.retargeted(("gripper", Vec::new()), "world", at(0.5), "node");
+        assert!(!update.markers[0]
+            .menu_entries
+            .iter()
+            .any(|e| e.id == MENU_NAMED || e.parent_id == MENU_NAMED));
+        pick.menu_entry_id = MENU_NAMED_FIRST;
+        assert_eq!(m.feedback(&pick), None);
+        assert_eq!(m.group(), Some("gripper"));
+        m.set_menus(vec!["arm".into()], "arm", Vec::new());
+        assert_eq!(m.group(), None);
     }
 }

@@ -36,8 +36,8 @@
 //! | service      | `~/stop`            | `std_srvs/Trigger` (cancel the running execution) |
 //! | service, topics | `~/goal_marker/get_interactive_markers`, `~/goal_marker/update`, `~/goal_marker/feedback` | an interactive marker server (RViz's InteractiveMarkers display): a handle for a group's tip link that plans there when let go, the group picked from its menu, see [`goal_marker`] |
 //! | action server | `~/move`           | `gpu_motion_planner_interfaces/Move` (plan from the current state and execute, see [`move_goal`]) |
-//! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
-//! | publisher    | `joint_trajectory_controller/joint_trajectory` | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
+//! | action client | `controller_action` (`joint_trajectory_controller/follow_joint_trajectory`), or one per controller of `controllers_file` (`<name>/<action_ns>`) | `control_msgs/FollowJointTrajectory` (`execution_mode: action`) |
+//! | publisher    | `joint_trajectory_controller/joint_trajectory`, or one per controller of `controllers_file` (`<name>/joint_trajectory`) | `trajectory_msgs/JointTrajectory` (`execution_mode: topic`) |
 //! | subscription | `/tf`, `/tf_static` | `tf2_msgs/TFMessage` (frames of clouds, markers and poses the robot does not know) |
 //! | parameters   | see [`params::NodeParams`] and `config/planner.yaml`       |
 //!
@@ -52,6 +52,7 @@ pub mod agents;
 pub mod attach;
 pub mod cartesian;
 pub mod cloud;
+pub mod controllers;
 pub mod execute;
 pub mod goal_marker;
 pub mod kinematics;
@@ -131,8 +132,10 @@ pub struct LastPlan {
 pub struct Shared {
     /// Validated parameters the node works from.
     pub params: Mutex<NodeParams>,
-    /// Latest message received on `joint_states` (handed to the service when a plan starts,
-    /// so that a running plan never holds up the subscription).
+    /// The joint state received on `joint_states`, every message merged in by joint name
+    /// ([`state::merge_joint_state`]: several drivers may publish their own joints); handed
+    /// to the service when a plan starts, so that a running plan never holds up the
+    /// subscription.
     pub joint_state: Mutex<Option<JointState>>,
     /// The engine, or why the robot could not be loaded.
     pub service: Mutex<Result<PlanningService, String>>,
@@ -181,7 +184,9 @@ fn make_service(
 }
 
 /// Puts the goal marker on the planning group's tip link where the current joint state has
-/// it and publishes the update on `updates`; without a robot it stays where it is.
+/// it and publishes the update on `updates`; without a robot it stays where it is. Its
+/// menus follow the robot loaded (its groups and named states; the whole marker goes out
+/// when they changed).
 fn marker_on_tip(
     shared: &Shared,
     logger: &str,
@@ -189,18 +194,40 @@ fn marker_on_tip(
     updates: &r2r::Publisher<InteractiveMarkerUpdate>,
 ) {
     let group = lock(marker).group().map(str::to_string);
-    let tip = with_service(
+    let found = with_service(
         shared,
         logger,
         |_| None,
-        |s| s.tip_pose_of(group.as_deref()).ok(),
+        |s| marker_menus(s, group.as_deref()),
     );
-    let Some((_, pose)) = tip else {
+    let Some(((_, pose), (groups, current, states))) = found else {
         return;
     };
     let frame = lock(&shared.params).planning_frame.clone();
-    let update = lock(marker).moved(&frame, markers::pose_msg(&pose), NODE_NAME);
+    let mut m = lock(marker);
+    let update = if m.set_menus(groups, &current, states) {
+        m.moved_whole(&frame, markers::pose_msg(&pose), NODE_NAME)
+    } else {
+        m.moved(&frame, markers::pose_msg(&pose), NODE_NAME)
+    };
+    drop(m);
     publish(updates, &update, logger, "~/goal_marker/update");
+}
+
+/// A tip link and its pose in the planning frame.
+type Tip = (String, nalgebra::Isometry3<f64>);
+
+/// The goal marker's menus: the groups a pose goal can move, the planning group's name, and
+/// the named states offered.
+type MarkerMenus = (Vec<String>, String, Vec<String>);
+
+/// The goal marker's tip (link and pose) for `group` (`None`: the planning group), and its
+/// menus: the groups a pose goal can move, the planning group's name and `group`'s named
+/// states. `None` where the service cannot say (no such group).
+fn marker_menus(s: &PlanningService, group: Option<&str>) -> Option<(Tip, MarkerMenus)> {
+    let tip = s.tip_pose_of(group).ok()?;
+    let states = s.named_states(group).ok()?;
+    Some((tip, (s.pose_goal_groups(), s.group().ok()?.name, states)))
 }
 
 /// Loads scene file `path` (the `scene_path` parameter set while the node runs) into the
@@ -671,14 +698,15 @@ async fn run_async() -> Result<(), NodeError> {
     let stop_requests =
         node.create_service::<Trigger::Service>("~/stop", QosProfile::services_default())?;
     let move_goals = node.create_action_server::<move_goal::MoveAction>("~/move")?;
-    // One lock, released before the client is made: a guard in the struct literal would live
-    // to the end of the statement, and a second lock there would deadlock.
-    let action_name = lock(&shared.params).controller_action.clone();
-    let controller = execute::Controller {
-        topic: node.create_publisher::<JointTrajectory>(CONTROLLER_TOPIC, QosProfile::default())?,
-        action: node.create_action_client::<execute::Follow>(&action_name)?,
-        action_name,
-    };
+    // One lock, released before the clients are made.
+    let params = lock(&shared.params).clone();
+    let controller = execute::Controller::new(&mut node, &params, &logger)?;
+    drop(params);
+    if let Ok(service) = lock(&shared.service).as_ref() {
+        for unknown in controller.unknown_joints(service.robot()) {
+            r2r::log_warn!(&logger, "controllers_file: {unknown}");
+        }
+    }
     // tf2's listener QoS: /tf keeps 100 messages; /tf_static is latched (transient local).
     let tf_messages = node.subscribe::<TFMessage>("/tf", QosProfile::default().keep_last(100))?;
     let tf_static_messages = node.subscribe::<TFMessage>(
@@ -825,6 +853,8 @@ async fn run_async() -> Result<(), NodeError> {
         let mut joint_states = joint_states;
         async move {
             let mut first = true;
+            // Each kind of bad message is logged once, not at the publisher's rate.
+            let mut warned = std::collections::BTreeSet::new();
             while let Some(msg) = joint_states.next().await {
                 if first {
                     r2r::log_info!(
@@ -834,7 +864,15 @@ async fn run_async() -> Result<(), NodeError> {
                     );
                     first = false;
                 }
-                *lock(&shared.joint_state) = Some(msg);
+                let merged = {
+                    let mut kept = lock(&shared.joint_state);
+                    state::merge_joint_state(kept.get_or_insert_with(Default::default), &msg)
+                };
+                if let Err(why) = merged {
+                    if warned.insert(why.clone()) {
+                        r2r::log_warn!(&logger, "joint_states: {why} (logged once)");
+                    }
+                }
             }
         }
     }));
@@ -1163,16 +1201,12 @@ async fn run_async() -> Result<(), NodeError> {
         let frame = lock(&shared.params).planning_frame.clone();
         let mut home = r2r::geometry_msgs::msg::Pose::default();
         home.orientation.w = 1.0;
-        // The groups a pose goal can move, for the "Planning group" submenu.
-        let groups = with_service(
-            &shared,
-            &logger,
-            |_| None,
-            |s| Some((s.pose_goal_groups(), s.group().ok()?.name)),
-        );
+        // The groups a pose goal can move, for the "Planning group" submenu, and the
+        // planning group's named states.
+        let menus = with_service(&shared, &logger, |_| None, |s| marker_menus(s, None));
         let mut marker = goal_marker::GoalMarker::new(&frame, home);
-        if let Some((groups, current)) = groups {
-            marker = marker.with_groups(groups, &current);
+        if let Some((_, (groups, current, states))) = menus {
+            marker = marker.with_groups(groups, &current, states);
         }
         Arc::new(Mutex::new(marker))
     };
@@ -1217,18 +1251,32 @@ async fn run_async() -> Result<(), NodeError> {
                         };
                         plan_topic_goal(&shared, &logger, &outputs, "~/goal_marker", &request);
                     }
+                    Some(goal_marker::Request::Named(name)) => {
+                        let request = PlanPath::Request {
+                            goal_name: name,
+                            group_name: group,
+                            seed: -1,
+                            ..Default::default()
+                        };
+                        plan_topic_goal(&shared, &logger, &outputs, "~/goal_marker", &request);
+                    }
                     Some(goal_marker::Request::Group(name)) => {
                         let tip = with_service(
                             &shared,
                             &logger,
                             |why| Err(why.to_string()),
-                            |s| s.tip_pose_of(Some(&name)).map_err(|e| e.to_string()),
+                            |s| {
+                                let tip = s.tip_pose_of(Some(&name)).map_err(|e| e.to_string())?;
+                                let states =
+                                    s.named_states(Some(&name)).map_err(|e| e.to_string())?;
+                                Ok((tip, states))
+                            },
                         );
                         match tip {
-                            Ok((link, pose)) => {
+                            Ok(((link, pose), states)) => {
                                 let frame = lock(&shared.params).planning_frame.clone();
                                 let update = lock(&marker).retargeted(
-                                    &name,
+                                    (&name, states),
                                     &frame,
                                     markers::pose_msg(&pose),
                                     NODE_NAME,

@@ -32,6 +32,7 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
     PlanPath::Request {
         start_state: Default::default(),
         goal_state: goal.goal_state.clone(),
+        goal_name: goal.goal_name.clone(),
         goal_pose: goal.goal_pose.clone(),
         goal_link: goal.goal_link.clone(),
         goal_position_only: goal.goal_position_only,

@@ -33,24 +33,20 @@ pub const SHAPES: &[&str] = &["polytopes", "spheres", "fitted"];
 /// namespace).
 pub const DEFAULT_CONTROLLER_ACTION: &str = "joint_trajectory_controller/follow_joint_trajectory";
 
-/// Refuses a ROS name rcl would refuse: empty, characters other than letters, digits, `_`,
-/// `/` and a leading `~`, a token starting with a digit, `//`, or a trailing `/`.
+/// Refuses a ROS name rcl would refuse ([`crate::controllers::ros_name_problem`]).
 fn valid_name(name: &str, value: &str) -> Result<(), ParamError> {
-    let body = value.strip_prefix('~').unwrap_or(value);
-    let bad = value.is_empty()
-        || body.ends_with('/')
-        || body.contains("//")
-        || !body
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/')
-        || body
-            .split('/')
-            .any(|t| t.starts_with(|c: char| c.is_ascii_digit()));
-    if bad {
-        return Err(err(name, format!("'{value}' is not a valid ROS name")));
+    match crate::controllers::ros_name_problem(value) {
+        Some(problem) => Err(err(name, problem)),
+        None => Ok(()),
     }
-    Ok(())
 }
+
+/// The largest `execution_start_tolerance` (rad or m): a trajectory starting farther from
+/// the robot would make the controller jump.
+pub const MAX_START_TOLERANCE: f64 = 1.0;
+
+/// The parameters read only when the node starts (its action clients are made once).
+const START_ONLY: [&str; 2] = ["controller_action", "controllers_file"];
 
 /// How `~/execute` reaches the controller (the `execution_mode` parameter).
 pub const EXECUTION_MODES: &[&str] = &["action", "topic"];
@@ -122,9 +118,17 @@ pub struct NodeParams {
     /// Seconds (0 ..= [`MAX_REPLAN_DELAY`]) between a stop and each replanning attempt: the
     /// robot comes to rest, and a passing obstacle may move on.
     pub replan_delay: f64,
+    /// How far (rad or m, in (0, [`MAX_START_TOLERANCE`]]) each joint of the current joint
+    /// state may be from a trajectory's first point for `~/execute` to send it (MoveIt's
+    /// `trajectory_execution.allowed_start_tolerance`, default 0.01).
+    pub execution_start_tolerance: f64,
     /// The `FollowJointTrajectory` action `~/execute` sends goals to (read when the node
     /// starts: rcl cannot remap action names, and the client is made once).
     pub controller_action: String,
+    /// A MoveIt `moveit_controllers.yaml` listing the controllers `~/execute` sends
+    /// trajectories to, each the part for its joints (read when the node starts; empty: one
+    /// controller at `controller_action` taking every joint). See [`crate::controllers`].
+    pub controllers_file: String,
     /// A scene file (the project's format or a MoveIt `PlanningScene` YAML) loaded when the
     /// robot is, replacing the planning scene; set while the node runs, it is loaded then
     /// (empty: none; the bundled robot brings its own scene).
@@ -182,7 +186,9 @@ impl Default for NodeParams {
             monitor_execution: true,
             replan_attempts: 0,
             replan_delay: 0.5,
+            execution_start_tolerance: crate::service::START_TOLERANCE,
             controller_action: DEFAULT_CONTROLLER_ACTION.into(),
+            controllers_file: String::new(),
             scene_path: String::new(),
             urdf_path: String::new(),
             srdf_path: String::new(),
@@ -295,7 +301,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
     /// changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(27).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(29).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -424,7 +430,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 36] = [
+    pub const NAMES: [&'static str; 38] = [
         "planner",
         "backend",
         "resolution",
@@ -450,7 +456,9 @@ impl NodeParams {
         "monitor_execution",
         "replan_attempts",
         "replan_delay",
+        "execution_start_tolerance",
         "controller_action",
+        "controllers_file",
         "scene_path",
         "urdf_path",
         "srdf_path",
@@ -525,8 +533,14 @@ impl NodeParams {
             "replan_delay" => {
                 "seconds (0-60) between such a stop and each replanning attempt (the robot comes to rest; a passing obstacle may move on)"
             }
+            "execution_start_tolerance" => {
+                "how far (rad or m, over 0 and at most 1) each joint may be from a trajectory's first point for ~/execute to send it (MoveIt's allowed_start_tolerance)"
+            }
             "controller_action" => {
                 "the control_msgs/FollowJointTrajectory action ~/execute sends goals to (read when the node starts)"
+            }
+            "controllers_file" => {
+                "a MoveIt moveit_controllers.yaml: ~/execute sends each controller the part of a trajectory for its joints (read when the node starts; empty: one controller at controller_action)"
             }
             "scene_path" => {
                 "scene file (the project's format or a MoveIt PlanningScene YAML) loaded with the robot, replacing the planning scene; set at run time, loaded then (empty: none)"
@@ -579,7 +593,9 @@ impl NodeParams {
             "monitor_execution" => V::Bool(self.monitor_execution),
             "replan_attempts" => V::Integer(self.replan_attempts),
             "replan_delay" => V::Double(self.replan_delay),
+            "execution_start_tolerance" => V::Double(self.execution_start_tolerance),
             "controller_action" => V::String(self.controller_action.clone()),
+            "controllers_file" => V::String(self.controllers_file.clone()),
             "scene_path" => V::String(self.scene_path.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
@@ -686,6 +702,16 @@ impl NodeParams {
                 }
                 self.replan_attempts = n;
             }
+            "execution_start_tolerance" => {
+                let v = as_f64(name, value)?;
+                if !(v > 0.0 && v <= MAX_START_TOLERANCE) {
+                    return Err(err(
+                        name,
+                        format!("{v} must be over 0 and at most {MAX_START_TOLERANCE}"),
+                    ));
+                }
+                self.execution_start_tolerance = v;
+            }
             "replan_delay" => {
                 let v = as_f64(name, value)?;
                 if !(0.0..=MAX_REPLAN_DELAY).contains(&v) {
@@ -701,6 +727,7 @@ impl NodeParams {
                 valid_name(name, &action)?;
                 self.controller_action = action;
             }
+            "controllers_file" => self.controllers_file = as_string(name, value)?,
             "scene_path" => self.scene_path = as_string(name, value)?,
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
@@ -729,17 +756,18 @@ impl NodeParams {
         Ok(())
     }
 
-    /// [`Self::set`] for a change while the node runs: `controller_action` is refused (the
-    /// node makes its action client once, when it starts).
+    /// [`Self::set`] for a change while the node runs: `controller_action` and
+    /// `controllers_file` are refused (the node makes its action clients once, when it
+    /// starts).
     pub fn set_at_run_time(
         &mut self,
         name: &str,
         value: &ParameterValue,
     ) -> Result<(), ParamError> {
-        if name == "controller_action" && *value != self.value(name) {
+        if START_ONLY.contains(&name) && *value != self.value(name) {
             return Err(err(
                 name,
-                "is read when the node starts; restart the node (or set it in the launch) to use another action",
+                "is read when the node starts; restart the node (or set it in the launch) to use other controllers",
             ));
         }
         self.set(name, value)
@@ -880,6 +908,14 @@ mod tests {
         .unwrap();
         p.set_at_run_time("execution_mode", &v("topic")).unwrap();
         assert_eq!(p.execution_mode, "topic");
+        // The controllers file likewise.
+        p.set("controllers_file", &v("/a/moveit_controllers.yaml"))
+            .unwrap();
+        let e = p
+            .set_at_run_time("controllers_file", &v("/b.yaml"))
+            .unwrap_err();
+        assert!(e.reason.contains("restart"), "{e}");
+        assert_eq!(p.controllers_file, "/a/moveit_controllers.yaml");
     }
 
     #[test]
@@ -922,6 +958,12 @@ mod tests {
             ("replan_delay", ParameterValue::Double(-0.1)),
             ("replan_delay", ParameterValue::Double(f64::NAN)),
             ("replan_delay", ParameterValue::Double(61.0)),
+            ("execution_start_tolerance", ParameterValue::Double(0.0)),
+            ("execution_start_tolerance", ParameterValue::Double(1.5)),
+            (
+                "execution_start_tolerance",
+                ParameterValue::Double(f64::NAN),
+            ),
         ] {
             let e = p.set(name, &bad).unwrap_err();
             assert_eq!(e.name, name);
@@ -937,6 +979,11 @@ mod tests {
             .unwrap();
         p.set("replan_delay", &ParameterValue::Integer(0)).unwrap();
         assert_eq!((p.replan_attempts, p.replan_delay), (3, 0.0));
+        // MoveIt's allowed_start_tolerance, 0.01 unless set.
+        assert_eq!(p.execution_start_tolerance, 0.01);
+        p.set("execution_start_tolerance", &ParameterValue::Double(0.05))
+            .unwrap();
+        assert_eq!(p.execution_start_tolerance, 0.05);
         assert_eq!(p.value("replan_attempts"), ParameterValue::Integer(3));
     }
 

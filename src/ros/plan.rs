@@ -62,6 +62,7 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
         attempts: (req.num_planning_attempts != 0).then_some(i64::from(req.num_planning_attempts)),
         goal_pose: pose_goal(req),
+        goal_name: (!req.goal_name.is_empty()).then(|| req.goal_name.clone()),
         path_constraints: path_constraints(&req.path_constraints),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
     }
@@ -303,6 +304,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
             service_request(&PlanPath::Request {
                 start_state: req.start_states.get(i).cloned().unwrap_or_default(),
                 goal_state: req.goal_states.get(i).cloned().unwrap_or_default(),
+                goal_name: String::new(),
                 goal_pose: req.goal_poses.get(i).cloned().unwrap_or_default(),
                 goal_link: req.goal_link.clone(),
                 goal_position_only: req.goal_position_only,

@@ -2,9 +2,52 @@
 //! [`PlanningService::check_state`] / [`PlanningService::check_trajectory`], and the answers.
 
 use r2r::gpu_motion_planner_interfaces::srv::{CheckState, CheckTrajectory};
+use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 
-use crate::service::{PlanningService, StateCheckRequest, TrajectoryCheckRequest, START_TOLERANCE};
+use crate::service::{PlanningService, StateCheckRequest, TrajectoryCheckRequest};
+
+/// Merges a `joint_states` message into the joint state kept so far: each joint it names
+/// takes its position (others keep theirs), as robot_state_publisher and MoveIt's state
+/// monitor do where several drivers (an arm's controller, a gripper's) publish their own
+/// joints. The header is the message's. A message whose lists differ in length changes
+/// nothing; a joint whose position is not finite keeps its value. `Err` says what was
+/// left out.
+pub fn merge_joint_state(kept: &mut JointState, msg: &JointState) -> Result<(), String> {
+    if msg.name.len() != msg.position.len() {
+        return Err(format!(
+            "{} names but {} positions; message ignored",
+            msg.name.len(),
+            msg.position.len()
+        ));
+    }
+    kept.header = msg.header.clone();
+    let mut skipped = Vec::new();
+    for (name, &x) in msg.name.iter().zip(&msg.position) {
+        if !x.is_finite() {
+            skipped.push(format!("'{name}' ({x})"));
+            continue;
+        }
+        match kept.name.iter().position(|n| n == name) {
+            Some(i) => kept.position[i] = x,
+            None => {
+                kept.name.push(name.clone());
+                kept.position.push(x);
+            }
+        }
+    }
+    // Only names and positions are kept (the node reads nothing else).
+    kept.velocity.clear();
+    kept.effort.clear();
+    if skipped.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "positions that are not finite left out: {}",
+            skipped.join(", ")
+        ))
+    }
+}
 
 /// Answers a CheckState request on `service`. An empty `state.name` means the current joint
 /// state.
@@ -115,13 +158,16 @@ pub fn check_trajectory(
 }
 
 /// Whether `trajectory` may be sent to a controller now: its `time_from_start` increases
-/// from point to point (from 0 or later), every joint it names is within
-/// [`START_TOLERANCE`] of the current joint state at its first point, and it is valid in the
+/// from point to point (from 0 or later), every joint it names is within `start_tolerance`
+/// (the `execution_start_tolerance` parameter, by default
+/// [`crate::service::START_TOLERANCE`]) of the current
+/// joint state at its first point, and it is valid in the
 /// current scene, points and motions (as `~/check_trajectory` answers). `Ok` describes it
 /// (points and duration); `Err` says why not.
 pub fn execution_verdict(
     service: &mut PlanningService,
     trajectory: &JointTrajectory,
+    start_tolerance: f64,
 ) -> Result<String, String> {
     let first = trajectory
         .points
@@ -151,7 +197,7 @@ pub fn execution_verdict(
         before = t;
     }
     let off = service
-        .start_deviations(&trajectory.joint_names, &first.positions, START_TOLERANCE)
+        .start_deviations(&trajectory.joint_names, &first.positions, start_tolerance)
         .map_err(|e| e.to_string())?;
     if !off.is_empty() {
         return Err(format!(
@@ -178,6 +224,7 @@ pub fn execution_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::START_TOLERANCE;
     use r2r::trajectory_msgs::msg::JointTrajectoryPoint;
 
     fn service() -> PlanningService {
@@ -187,6 +234,34 @@ mod tests {
 
     fn joint_names(service: &PlanningService) -> Vec<String> {
         service.group().expect("group").space.names
+    }
+
+    fn state(names: &[&str], positions: &[f64]) -> JointState {
+        JointState {
+            name: names.iter().map(|s| s.to_string()).collect(),
+            position: positions.to_vec(),
+            velocity: vec![0.0; positions.len()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn joint_states_from_several_publishers_are_merged() {
+        let mut kept = JointState::default();
+        merge_joint_state(&mut kept, &state(&["a", "b"], &[1.0, 2.0])).unwrap();
+        merge_joint_state(&mut kept, &state(&["c"], &[3.0])).unwrap();
+        merge_joint_state(&mut kept, &state(&["b"], &[-2.0])).unwrap();
+        assert_eq!(kept.name, ["a", "b", "c"]);
+        assert_eq!(kept.position, [1.0, -2.0, 3.0]);
+        assert!(kept.velocity.is_empty());
+        // Lists of different lengths change nothing; a NaN keeps its joint's value.
+        let mut bad = state(&["a", "c"], &[9.0]);
+        assert!(merge_joint_state(&mut kept, &bad).is_err());
+        assert_eq!(kept.position, [1.0, -2.0, 3.0]);
+        bad.position = vec![f64::NAN, 4.0];
+        let e = merge_joint_state(&mut kept, &bad).unwrap_err();
+        assert!(e.contains("'a'"), "{e}");
+        assert_eq!(kept.position, [1.0, -2.0, 4.0]);
     }
 
     #[test]
@@ -206,10 +281,10 @@ mod tests {
             points: vec![point(&free, 0), point(&other, 2)],
             ..Default::default()
         };
-        let e = execution_verdict(&mut s, &trajectory).unwrap_err();
+        let e = execution_verdict(&mut s, &trajectory, START_TOLERANCE).unwrap_err();
         assert!(e.contains("no joint state"), "{e}");
         s.set_joint_state(&names, &other).unwrap();
-        let e = execution_verdict(&mut s, &trajectory).unwrap_err();
+        let e = execution_verdict(&mut s, &trajectory, START_TOLERANCE).unwrap_err();
         assert!(
             e.contains("not at the trajectory's start") && e.contains(&names[0]),
             "{e}"
@@ -219,14 +294,21 @@ mod tests {
         let mut near = free;
         near[0] += 0.5 * START_TOLERANCE;
         s.set_joint_state(&names, &near).unwrap();
-        let ok = execution_verdict(&mut s, &trajectory).unwrap();
+        let ok = execution_verdict(&mut s, &trajectory, START_TOLERANCE).unwrap();
         assert!(ok.contains("2 points") && ok.contains("2.00 s"), "{ok}");
+        // A larger tolerance (execution_start_tolerance) lets a farther start through.
+        near[0] = free[0] + 0.05;
+        s.set_joint_state(&names, &near).unwrap();
+        let e = execution_verdict(&mut s, &trajectory, START_TOLERANCE).unwrap_err();
+        assert!(e.contains("tolerance 0.01"), "{e}");
+        execution_verdict(&mut s, &trajectory, 0.06).unwrap();
+        s.set_joint_state(&names, &free).unwrap();
         // Through the shelf: refused with what collides.
         let through = JointTrajectory {
             points: vec![point(&free, 0), point(&low, 2)],
             ..trajectory
         };
-        let e = execution_verdict(&mut s, &through).unwrap_err();
+        let e = execution_verdict(&mut s, &through, START_TOLERANCE).unwrap_err();
         assert!(
             e.contains("not valid in the current scene") && e.contains("shelf"),
             "{e}"
@@ -237,10 +319,10 @@ mod tests {
             points: vec![point(&free, 0), point(&other, 2), point(&free, 2)],
             ..Default::default()
         };
-        let e = execution_verdict(&mut s, &late).unwrap_err();
+        let e = execution_verdict(&mut s, &late, START_TOLERANCE).unwrap_err();
         assert!(e.contains("point 2's time_from_start (2 s)"), "{e}");
         late.points[0].time_from_start.sec = -1;
-        let e = execution_verdict(&mut s, &late).unwrap_err();
+        let e = execution_verdict(&mut s, &late, START_TOLERANCE).unwrap_err();
         assert!(e.contains("point 0's time_from_start (-1 s)"), "{e}");
     }
 

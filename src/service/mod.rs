@@ -142,6 +142,9 @@ pub struct ServicePlanRequest {
     pub attempts: Option<i64>,
     /// A pose goal for a link instead of goal joint positions (`goal` must then be empty).
     pub goal_pose: Option<ServicePoseGoal>,
+    /// A named state of the planning group (an SRDF `group_state`, e.g. `home`) instead of
+    /// goal joint positions (`goal` and `goal_pose` must then be empty); `None` or empty: none.
+    pub goal_name: Option<String>,
     /// Constraints every configuration of the path keeps (empty: none). Their frames are
     /// the planning frame (also when empty), a robot link taken where the start state puts it,
     /// or a frame of the transforms at their latest; the constraints are then fixed in the
@@ -191,6 +194,7 @@ impl ServicePlanRequest {
             start: None,
             goal: (names.to_vec(), positions.to_vec()),
             goal_pose: None,
+            goal_name: None,
             ..self.clone()
         }
     }
@@ -1009,6 +1013,17 @@ impl PlanningService {
         self.has_current
     }
 
+    /// The current position of joint `name`; `None` before any joint state, or for a joint
+    /// the robot does not have or that has no variable (a fixed joint).
+    pub fn current_position(&self, name: &str) -> Option<f64> {
+        if !self.has_current {
+            return None;
+        }
+        let j = self.robot.tree.joint(name).ok()?;
+        let v = self.robot.tree.joints.get(j)?.variable?;
+        self.current.get(v).copied()
+    }
+
     /// Records the current joint state. Unknown names (and joints without a variable, such
     /// as fixed joints) are ignored; a non-finite position or a malformed list is an error and
     /// leaves the state unchanged.
@@ -1339,8 +1354,28 @@ impl PlanningService {
         let (start_state, start) = self.start_of(&req.start, &group)?;
 
         // Goal: every group joint given; goal values of joints outside the group are
-        // ignored (they hold their start values), as PlanPath documents.
-        let (names, positions) = &req.goal;
+        // ignored (they hold their start values), as PlanPath documents. A named state gives
+        // them from the SRDF.
+        let named = match req.goal_name.as_deref().filter(|n| !n.is_empty()) {
+            Some(name) => {
+                if !(req.goal.0.is_empty() && req.goal.1.is_empty()) || req.goal_pose.is_some() {
+                    return Err(ServiceError::BadJointList {
+                        which: "goal",
+                        message: format!(
+                            "give one goal: joint positions, a pose or a named state, not the \
+                             named state '{name}' and another"
+                        ),
+                    });
+                }
+                let named = self.robot.named_state(&group.name, name);
+                Some(named.map_err(|message| ServiceError::BadJointList {
+                    which: "goal",
+                    message,
+                })?)
+            }
+            None => None,
+        };
+        let (names, positions) = named.as_ref().unwrap_or(&req.goal);
         let (goal, pose) = match &req.goal_pose {
             Some(pg) => {
                 if !(names.is_empty() && positions.is_empty()) {
@@ -1389,6 +1424,12 @@ impl PlanningService {
             constraints,
             group,
         })
+    }
+
+    /// The named states of planning group `group` (`None` or empty: the settings' group): the
+    /// SRDF's `group_state` names for it, sorted.
+    pub fn named_states(&self, group: Option<&str>) -> Result<Vec<String>, ServiceError> {
+        Ok(self.robot.named_states(&self.request_group(group)?.name))
     }
 
     /// The path constraints of `spec` in the planning frame, their frames taken where

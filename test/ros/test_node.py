@@ -32,7 +32,7 @@ from rclpy.node import Node
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import independent_check as ic  # noqa: E402
 
-from control_msgs.action import FollowJointTrajectory
+from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
 from action_msgs.msg import GoalStatus
 from gpu_motion_planner_interfaces.action import Move
@@ -52,7 +52,7 @@ from sensor_msgs.msg import JointState, PointCloud2, PointField
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import (InteractiveMarkerFeedback, InteractiveMarkerUpdate, Marker,
                                    MarkerArray)
 from visualization_msgs.srv import GetInteractiveMarkers
@@ -425,6 +425,7 @@ def run_checks(node, launch):
     obstacle_checks(node, plan, obstacles, scenes)
     bad_input_checks(node, plan, obstacles)
     batch_checks(node, plan)
+    named_state_checks(node, plan)
     pose_checks(node, plan)
     path_constraint_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
@@ -438,6 +439,8 @@ def run_checks(node, launch):
     kinematics_checks(node)
     agents_checks(node)
     description_topic_checks(node, plan)
+    # Last: its mock controllers publish joint_states, which the node under test hears too.
+    multi_controller_checks(node)
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
     # launch itself does not forward a SIGINT it received) is checked by main().
@@ -738,6 +741,40 @@ def bad_input_checks(node, plan, obstacles):
           and named.trajectory.joint_names == res.trajectory.joint_names
           and len(named.trajectory.points) == len(res.trajectory.points),
           named and f'code={named.error_code} message={named.message!r}')
+
+
+def named_state_checks(node, plan):
+    """goal_name of ~/plan: a named state of the SRDF (the bundled arm's 'home' and
+    'ready') is the goal; an unknown one is refused listing the group's names, and one given
+    with goal_state too is refused."""
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_name = 'ready'
+    req.seed = 4
+    res = call(node, plan, req, timeout=30.0)
+    end = list(res.trajectory.points[-1].positions) if res and res.success else None
+    check("~/plan with goal_name 'ready' ends at the SRDF's named state",
+          end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-9,
+          res and f'{res.message!r}; ends at {end}')
+    req.goal_name = 'home'
+    res = call(node, plan, req, timeout=30.0)
+    end = list(res.trajectory.points[-1].positions) if res and res.success else None
+    check("~/plan with goal_name 'home' ends at the SRDF's named state",
+          end is not None and max(abs(a) for a in end) < 1e-9,
+          res and f'{res.message!r}; ends at {end}')
+    req.goal_name = 'nowhere'
+    res = call(node, plan, req, timeout=30.0)
+    check('an unknown goal_name is refused with INVALID_GOAL_CONSTRAINTS listing the names',
+          res is not None and not res.success
+          and res.error_code == PlanPath.Response.INVALID_GOAL_CONSTRAINTS
+          and "'nowhere'" in res.message and 'home, ready' in res.message,
+          res and f'code={res.error_code} {res.message!r}')
+    req.goal_name = 'home'
+    req.goal_state = joint_state(ARM, GOAL)
+    res = call(node, plan, req, timeout=30.0)
+    check('goal_name with goal_state too is refused',
+          res is not None and not res.success and 'give one goal' in res.message,
+          res and res.message)
 
 
 def batch_checks(node, plan):
@@ -1563,7 +1600,23 @@ def tf_checks(node, obstacles, scenes):
     check('an empty cloud clears the transformed boxes', cleared)
 
 
-class FakeController:
+class Spinning:
+    """A node of the test's own (`self.node`, with an action server `self.server`) spun by
+    an executor on a thread of its own until stop()."""
+
+    def spin(self, threads):
+        self.executor = MultiThreadedExecutor(num_threads=threads)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.executor.shutdown(timeout_sec=2.0)
+        self.server.destroy()
+        self.node.destroy_node()
+
+
+class FakeController(Spinning):
     """A control_msgs/FollowJointTrajectory server at CONTROLLER_ACTION in a node and executor
     thread of its own. `mode`: succeed, abort (PATH_TOLERANCE_VIOLATED), reject, or hold (runs
     until cancelled, at most 60 s). Keeps every goal's trajectory."""
@@ -1577,10 +1630,7 @@ class FakeController:
             self.node, FollowJointTrajectory, CONTROLLER_ACTION, self.execute,
             goal_callback=self.goal, cancel_callback=lambda _: CancelResponse.ACCEPT,
             callback_group=ReentrantCallbackGroup())
-        self.executor = MultiThreadedExecutor(num_threads=4)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spin(4)
 
     def goal(self, request):
         self.goals.append(request.trajectory)
@@ -1606,11 +1656,6 @@ class FakeController:
         else:
             handle.succeed()
         return result
-
-    def stop(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        self.server.destroy()
-        self.node.destroy_node()
 
 
 def action_execute_checks(node, planned):
@@ -1727,6 +1772,20 @@ def action_execute_checks(node, planned):
         fake.stop()
 
 
+def execute_when_discovered(node, execute, seconds, before=lambda: None):
+    """~/execute, called again (for up to 20 s) while the node answers that it has not yet
+    discovered a controller's action server; `before` runs before each call. The last answer
+    and how long it took."""
+    deadline = time.time() + 20.0
+    while True:
+        before()
+        started = time.time()
+        done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
+        took = time.time() - started
+        if done is None or 'action server at' not in done.message or time.time() > deadline:
+            return done, took
+
+
 def mock_controller_checks(node, plan, obstacles, scenes):
     """The mock controller, run as fake_arm_controller (the node's controller_action is
     there), stands in for the robot: ~/execute moves it along a plan from its joint state
@@ -1765,15 +1824,7 @@ def mock_controller_checks(node, plan, obstacles, scenes):
                      res and res.message):
             return
         seconds = duration(res.trajectory)
-        deadline = time.time() + 20.0
-        while True:  # until the node has discovered the mock's action server
-            del seen[:]
-            started = time.time()
-            done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
-            took = time.time() - started
-            if (done is None or 'no FollowJointTrajectory action server' not in done.message
-                    or time.time() > deadline):
-                break
+        done, took = execute_when_discovered(node, execute, seconds, lambda: seen.clear())
         wait_for(node, lambda: False, 0.3)
         between = [q for q in seen if GOAL[0] + 0.1 < q[0] < START[0] - 0.1
                    or START[0] + 0.1 < q[0] < GOAL[0] - 0.1]
@@ -1816,15 +1867,210 @@ def mock_controller_checks(node, plan, obstacles, scenes):
               < max(GOAL[0], START[0]) - 0.05 and held == still,
               f'{stopped and stopped.message!r}; {first and first.message!r}; at {held}')
     finally:
-        os.killpg(mock.pid, signal.SIGINT)
-        try:
-            mock.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(mock.pid, signal.SIGKILL)
-            mock.wait()
-        log.close()
-        check('the mock controller stops on SIGINT with exit code 0', mock.returncode == 0,
-              f'code {mock.returncode}; see {log_path}')
+        code = stop_process(mock, log)
+        check('the mock controller stops on SIGINT with exit code 0', code == 0,
+              f'code {code}; see {log_path}')
+
+
+MULTI = 'planner_multi'
+# The arm's joints split over two trajectory controllers, its last joint standing in for a
+# gripper driven by a GripperCommand controller.
+ARM_JOINTS, WRIST_JOINTS, GRIPPER_JOINT = ARM[:3], ARM[3:5], ARM[5]
+# A goal that moves joints of both controllers (free in the bundled scene, as START is).
+MULTI_GOAL = [-1.2, 0.3, 0.8, 0.4, 0.3, -0.5]
+CONTROLLERS_YAML = f"""
+moveit_controller_manager: moveit_simple_controller_manager/MoveItSimpleControllerManager
+moveit_simple_controller_manager:
+  controller_names: [arm_controller, wrist_controller, gripper_controller]
+  arm_controller:
+    type: FollowJointTrajectory
+    action_ns: follow_joint_trajectory
+    default: true
+    joints: [{', '.join(ARM_JOINTS)}]
+  wrist_controller:
+    type: FollowJointTrajectory
+    action_ns: follow_joint_trajectory
+    default: true
+    joints: [{', '.join(WRIST_JOINTS)}]
+  gripper_controller:
+    type: GripperCommand
+    action_ns: gripper_cmd
+    default: true
+    max_effort: 12.5
+    joints: [{GRIPPER_JOINT}]
+"""
+
+
+class FakeGripper(Spinning):
+    """A control_msgs/GripperCommand server at /gripper_controller/gripper_cmd in a node and
+    executor thread of its own: it takes the commanded position at once, answers
+    reached_goal, and publishes its joint on joint_states at 20 Hz. Keeps every command."""
+
+    def __init__(self, joint, position):
+        self.joint, self.position, self.commands = joint, position, []
+        self.node = Node('gripper_controller')
+        self.server = ActionServer(self.node, GripperCommand, '/gripper_controller/gripper_cmd',
+                                   self.execute, callback_group=ReentrantCallbackGroup())
+        self.states = self.node.create_publisher(JointState, '/joint_states', 10)
+        self.timer = self.node.create_timer(0.05, self.publish)
+        self.spin(2)
+
+    def publish(self):
+        self.states.publish(joint_state([self.joint], [self.position]))
+
+    def execute(self, handle):
+        command = handle.request.command
+        self.commands.append((command.position, command.max_effort))
+        self.position = command.position
+        handle.succeed()
+        result = GripperCommand.Result()
+        result.position, result.reached_goal = command.position, True
+        return result
+
+
+def stop_process(proc, log):
+    """SIGINT to a process group; its exit code (SIGKILL after 10 s: -9)."""
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    log.close()
+    return proc.returncode
+
+
+def multi_controller_checks(node):
+    """A second planner node with controllers_file (a MoveIt moveit_controllers.yaml: an arm
+    controller for the first three joints, a wrist controller for the next two, a
+    GripperCommand controller for the last), two mock controllers and a fake gripper standing
+    in for them: ~/execute sends each its part at once (the gripper where the trajectory
+    ends, with the file's max_effort) and answers when all have arrived; topic mode
+    publishes the parts on both command topics and sends the gripper its goal;
+    ~/execute_trajectory with two joints holds the others where they are; with the wrist
+    controller gone nothing is sent and the answer names its action; SIGINT stops them."""
+    path = os.path.join(LOG_DIR, 'moveit_controllers.yaml')
+    with open(path, 'w') as f:
+        f.write(CONTROLLERS_YAML)
+    procs = {}
+
+    def start(name, args):
+        log = open(os.path.join(LOG_DIR, f'{name}.log'), 'w')
+        procs[name] = (subprocess.Popen([ROS2, 'run', 'gpu_motion_planner', *args],
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True), log)
+
+    gripper = FakeGripper(GRIPPER_JOINT, START[5])
+    for name, joints, at in (('arm_controller', ARM_JOINTS, START[:3]),
+                             ('wrist_controller', WRIST_JOINTS, START[3:5])):
+        start(name, ['mock_controller', '--ros-args', '-r', f'__node:={name}',
+                     '-p', f'joints:=[{",".join(joints)}]', '-p', f'initial_positions:={at}'])
+    start(MULTI, ['planner_node', '--ros-args', '-r', f'__node:={MULTI}',
+                  '-p', f'urdf_path:={os.path.join(ROOT, "urdf", "gmp_arm.urdf")}',
+                  '-p', f'srdf_path:={os.path.join(ROOT, "urdf", "gmp_arm.srdf")}',
+                  '-p', f'scene_path:={os.path.join(ROOT, "config", "default_scene.yaml")}',
+                  '-p', f'controllers_file:={path}', '-p', 'backend:=cpu'])
+    states = {}
+
+    def heard(m):
+        key = tuple(m.name)
+        if key in (tuple(ARM_JOINTS), tuple(WRIST_JOINTS), (GRIPPER_JOINT,)):
+            states[key] = list(m.position)
+
+    node.create_subscription(JointState, 'joint_states', heard, 100)
+
+    def robot():
+        parts = [states.get(k) for k in (tuple(ARM_JOINTS), tuple(WRIST_JOINTS), (GRIPPER_JOINT,))]
+        return parts[0] + parts[1] + parts[2] if all(parts) else None
+
+    def at(q, timeout=2.0):
+        return wait_for(node, lambda: robot() is not None
+                        and max(abs(a - b) for a, b in zip(robot(), q)) < 1e-6, timeout)
+
+    try:
+        plan = node.create_client(PlanPath, f'/{MULTI}/plan')
+        execute = node.create_client(Trigger, f'/{MULTI}/execute')
+        given = node.create_client(ExecuteTrajectory, f'/{MULTI}/execute_trajectory')
+        up = plan.wait_for_service(timeout_sec=30.0) and at(START, 20.0)
+        if not check('a planner node with controllers_file and two mock controllers come up',
+                     up, f'robot at {robot()}; see {LOG_DIR}/{MULTI}.log'):
+            return
+        rc, out = ros2_param('get', MULTI, 'controllers_file')
+        check('controllers_file reaches the node', rc == 0 and out.endswith(path), out)
+
+        def plan_to(goal):
+            req = PlanPath.Request()  # from the mocks' joint states
+            req.goal_state = joint_state(ARM, goal)
+            req.seed = 3
+            return call(node, plan, req, timeout=60.0)
+
+        res = plan_to(MULTI_GOAL)
+        if not check('~/plan from the two controllers\' joint states', res is not None
+                     and res.success, res and res.message):
+            return
+        seconds = duration(res.trajectory)
+        done, took = execute_when_discovered(node, execute, seconds)
+        check('~/execute sends each controller its part at once and answers when all have '
+              'arrived (each mock refuses joints it does not own; the gripper gets the last '
+              "point's position and the file's max_effort)",
+              done is not None and done.success and done.message.count('SUCCESSFUL') == 2
+              and "(arm_controller's part)" in done.message
+              and "(wrist_controller's part)" in done.message
+              and "(gripper_controller's part)" in done.message and 'goal reached' in done.message
+              and gripper.commands[-1:] == [(MULTI_GOAL[5], 12.5)]
+              and took >= seconds * 0.9 and took < 2 * seconds + 5.0 and at(MULTI_GOAL),
+              f'{done and done.message!r}; {took:.2f} s for {seconds:.2f} s; at {robot()}; '
+              f'gripper commands {gripper.commands}')
+
+        # Two joints given: each controller gets its three, the others held.
+        there = JointTrajectory()
+        there.joint_names = ['wrist_2_joint', 'shoulder_pan_joint']
+        q0 = MULTI_GOAL[:]
+        for k, t in enumerate((0.0, 1.0)):
+            p = JointTrajectoryPoint()
+            p.positions = [q0[4] - 0.2 * k, q0[0] + 0.2 * k]
+            p.velocities = [0.0, 0.0]
+            p.time_from_start = Duration(seconds=t).to_msg()
+            there.points.append(p)
+        r = ExecuteTrajectory.Request()
+        r.trajectory = there
+        done = call(node, given, r, timeout=20.0)
+        moved = q0[:]
+        moved[0] += 0.2
+        moved[4] -= 0.2
+        check('~/execute_trajectory naming two joints: both controllers move theirs and hold '
+              'the others where they are',
+              done is not None and done.success and at(moved), f'{done and done.message!r}; '
+              f'at {robot()}, expected {moved}')
+        rc, out = ros2_param('set', MULTI, 'execution_mode', 'topic')
+        res = plan_to(START)
+        done = call(node, execute, Trigger.Request(), timeout=10.0)
+        arrived = res is not None and res.success and at(START, duration(res.trajectory) + 5.0)
+        check('topic mode: the parts go to both controllers\' command topics, the gripper gets '
+              'its goal, and the robot arrives',
+              rc == 0 and done is not None and done.success
+              and 'arm_controller/joint_trajectory' in done.message
+              and 'wrist_controller/joint_trajectory' in done.message
+              and 'gripper_controller/gripper_cmd' in done.message and arrived,
+              f'{out}; {done and done.message!r}; at {robot()}')
+
+        ros2_param('set', MULTI, 'execution_mode', 'action')
+        code = stop_process(*procs.pop('wrist_controller'))
+        res = plan_to(MULTI_GOAL)
+        done = call(node, execute, Trigger.Request(), timeout=30.0)
+        check('with the wrist controller gone ~/execute sends nothing and names its action',
+              code == 0 and res is not None and res.success and done is not None
+              and not done.success and 'wrist_controller/follow_joint_trajectory' in done.message
+              and 'arm_controller/follow_joint_trajectory' not in done.message
+              and not wait_for(node, lambda: max(abs(a - b) for a, b in zip(
+                  states[tuple(ARM_JOINTS)], START[:3])) > 1e-6, 1.0)
+              and max(abs(a - b) for a, b in zip(states[tuple(ARM_JOINTS)], START[:3])) < 1e-6,
+              f'mock exit {code}; {done and done.message!r}; arm at {states.get(tuple(ARM_JOINTS))}')
+    finally:
+        gripper.stop()
+        codes = {name: stop_process(*p) for name, p in procs.items()}
+        check('the second planner node and the mock controllers stop on SIGINT with code 0',
+              all(c == 0 for c in codes.values()), str(codes))
 
 
 def sample_at(traj, t):
@@ -2252,6 +2498,17 @@ def move_checks(node, seen, obstacles, scenes):
           and at(GOAL),
           f'status {status}; {result and result.message!r}; feedback {goal.feedback}; '
           f'{len(trajectories)} published')
+
+    named = Move.Goal()
+    named.goal_name = 'home'
+    named.plan_only = True
+    status, result = MoveGoal(node, client, named).result(60.0)
+    end = list(result.planned_trajectory.points[-1].positions) if result and result.success \
+        else None
+    check("~/move plan_only with goal_name 'home' plans to the SRDF's named state",
+          status == GoalStatus.STATUS_SUCCEEDED and end is not None
+          and max(abs(a) for a in end) < 1e-9 and at(GOAL),
+          f'status {status}; {result and result.message!r}; ends at {end}')
 
     del trajectories[:]
     goal = MoveGoal(node, client, move_goal(mid))
@@ -2804,7 +3061,9 @@ def goal_marker_checks(node):
           marker is not None and marker.name == 'goal' and marker.header.frame_id == 'world'
           and math.dist(position(marker.pose), t_start) < 1e-6 and len(marker.controls) == 7
           and [e.title for e in marker.menu_entries]
-          == ['Plan to here', 'Execute the last plan', 'Reset to the tool'],
+          == ['Plan to here', 'Execute the last plan', 'Reset to the tool',
+              'Plan to named state', 'home', 'ready']
+          and [e.parent_id for e in marker.menu_entries[4:]] == [5, 5],
           marker and f'{position(marker.pose)} against {t_start}; {len(marker.controls)} '
           f'controls')
     if marker is None:
@@ -2849,6 +3108,14 @@ def goal_marker_checks(node):
           back and update is not None and len(update.poses) == 1
           and math.dist(position(update.poses[0].pose), t_start) < 1e-6,
           update and f'seq {update.seq_num}: {[position(p.pose) for p in update.poses]}')
+
+    before = len(trajectories)
+    event.menu_entry_id = 201  # "Plan to named state" > "ready"
+    feedback.publish(event)
+    got = wait_for(node, lambda: len(trajectories) > before, 30.0)
+    end = list(trajectories[-1].points[-1].positions) if got else None
+    check('"Plan to named state" > "ready" plans to the SRDF state and publishes it',
+          end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-9, f'ends at {end}')
 
 
 def mid_config():
