@@ -21,6 +21,7 @@ pub mod bench_dynamic;
 pub mod bench_ik;
 pub mod bench_mbm;
 pub mod cartesian;
+pub mod controllers;
 pub mod demo;
 pub mod picture;
 pub mod plan;
@@ -96,6 +97,10 @@ pub enum Command {
     /// text), prints its obstacles and carried objects, and with `--out` writes it in the
     /// project's format or as `.scene` text.
     Scene(scene::SceneArgs),
+    /// Reads a MoveIt `moveit_controllers.yaml` (the node's `controllers_file`) and, with a
+    /// robot, names the joints it lacks and the controllers each planning group's
+    /// trajectories would go to.
+    Controllers(controllers::ControllersArgs),
     /// Many-agent grid paths to one goal (A*, planning-block A*, goal wavefront).
     Grid(crate::grid::cli::GridArgs),
     /// Benchmarks (results as JSON and markdown under `results/`).
@@ -309,6 +314,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
         Command::Ik(a) => pose::run_ik(&a),
         Command::Cartesian(a) => cartesian::run(&a),
         Command::Scene(a) => scene::run(&a),
+        Command::Controllers(a) => controllers::run(&a),
         Command::Grid(a) => Ok(crate::grid::cli::run_grid(&a)?),
         Command::Bench(b) => match b.command {
             BenchCommand::Collision(a) => bench_collision::run(&a),

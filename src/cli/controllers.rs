@@ -1,0 +1,106 @@
+//! `gmp controllers`: reads a MoveIt `moveit_controllers.yaml` as the node's
+//! `controllers_file` does and says what `~/execute` would do with it: every controller,
+//! and with a robot, the joints it names that the robot lacks and which controllers would
+//! run a trajectory of each planning group (what a set-up mistake looks like before the
+//! node runs).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::CliError;
+use crate::controllers::{ControllerKind, ControllerSet};
+use crate::robot::{LoadOptions, RobotModel};
+
+/// `gmp controllers` arguments.
+#[derive(Args, Debug)]
+pub struct ControllersArgs {
+    /// The controllers file (MoveIt's `moveit_controllers.yaml`).
+    #[arg(long)]
+    pub file: PathBuf,
+    /// The robot's URDF: checks the joints and, per planning group, the controllers chosen.
+    #[arg(long)]
+    pub urdf: Option<PathBuf>,
+    /// The robot's SRDF (its planning groups; without it, the default group only).
+    #[arg(long, requires = "urdf")]
+    pub srdf: Option<PathBuf>,
+}
+
+/// Runs `gmp controllers`: the controllers, and with `--urdf` the unknown joints and each
+/// group's controllers (or why none can run it).
+pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
+    let set = ControllerSet::load(&a.file).map_err(|e| CliError(e.to_string()))?;
+    let controllers: Vec<Value> = set
+        .controllers()
+        .iter()
+        .map(|c| {
+            let mut v = json!({
+                "name": c.name,
+                "type": c.kind.name(),
+                "action": c.action,
+                "joints": c.joints,
+                "default": c.default,
+            });
+            if c.kind == ControllerKind::FollowJointTrajectory {
+                v["topic"] = json!(c.topic);
+            }
+            if let Some(g) = &c.gripper {
+                v["gripper"] = json!({
+                    "command_joint": g.command_joint,
+                    "parallel": g.parallel,
+                    "max_effort": g.max_effort,
+                    "allow_stalling": g.allow_stalling,
+                });
+            }
+            v
+        })
+        .collect();
+    let mut out = json!({
+        "file": a.file.display().to_string(),
+        "controllers": controllers,
+    });
+    let Some(urdf) = &a.urdf else {
+        return Ok(out);
+    };
+    let opts = LoadOptions {
+        skip_geometry: true,
+        ..LoadOptions::default()
+    };
+    let robot = RobotModel::from_urdf_file(urdf, a.srdf.as_deref(), &opts)?;
+    out["unknown_joints"] = json!(set.unknown_joints(|j| robot.tree.joint(j).is_ok()));
+    let names: Vec<String> = match &robot.srdf {
+        Some(srdf) if !srdf.groups.is_empty() => {
+            srdf.groups.iter().map(|g| g.name.clone()).collect()
+        }
+        _ => vec![robot.default_group().name],
+    };
+    let groups: Vec<Value> = names
+        .iter()
+        .map(|name| {
+            let group = if robot.srdf.is_some() {
+                robot.group(name)
+            } else {
+                Ok(robot.default_group())
+            };
+            let g = match group {
+                Ok(g) => g,
+                Err(e) => return json!({"group": name, "error": e.to_string()}),
+            };
+            let mut v = json!({"group": g.name, "joints": g.space.names});
+            match set.select(&g.space.names) {
+                Ok(chosen) => {
+                    let names: Vec<&str> = chosen
+                        .iter()
+                        .map(|&i| set.controllers()[i].name.as_str())
+                        .collect();
+                    v["controllers"] = json!(names);
+                }
+                Err(e) => v["error"] = json!(e),
+            }
+            v
+        })
+        .collect();
+    out["groups"] = json!(groups);
+    Ok(out)
+}
