@@ -1269,4 +1269,19 @@ fn plan_between_named_states() {
         err.contains("--goal: no named state 'nowhere'") && err.contains("home, ready"),
         "{err}"
     );
+    // gmp ik and gmp cartesian read --start the same way.
+    for (command, target) in [("ik", "--goal-pose"), ("cartesian", "--waypoints")] {
+        let point = if command == "ik" {
+            "[0.4, 0.2, 0.5]"
+        } else {
+            "[[0.4, 0.2, 0.5]]"
+        };
+        let out = bundled_command(command, &["--start", "nowhere", target, point]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(
+            err.contains("--start: no named state 'nowhere'"),
+            "{command}: {err}"
+        );
+    }
 }

@@ -29,7 +29,8 @@ pub struct CartesianArgs {
     /// Planning group (default: the first SRDF group).
     #[arg(long)]
     pub group: Option<String>,
-    /// Start configuration, a JSON list in group joint order (default: the neutral state).
+    /// Start configuration, a JSON list in group joint order or a named state of the SRDF
+    /// (default: the neutral state).
     #[arg(long)]
     pub start: Option<String>,
     /// The poses of the link, a JSON list of `[x, y, z]` (the start orientation kept) or
@@ -151,7 +152,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
     };
     let base = robot.tree.neutral_state();
     let start = match &a.start {
-        Some(s) => super::plan::parse_config(s, "start", &group)?,
+        Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,
         None => group.config_of(&base),
     };
     let mut solver = IkSolver::new(

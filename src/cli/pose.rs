@@ -148,8 +148,9 @@ pub struct IkArgs {
     /// Planning group (default: the first SRDF group).
     #[arg(long)]
     pub group: Option<String>,
-    /// The first starting configuration, a JSON list in group joint order (default: the
-    /// neutral state); the solutions are sorted by their distance from it.
+    /// The first starting configuration, a JSON list in group joint order or a named state
+    /// of the SRDF (default: the neutral state); the solutions are sorted by their distance
+    /// from it.
     #[arg(long)]
     pub start: Option<String>,
     /// Seed of the random starting configurations.
@@ -187,7 +188,7 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
     opts.max_solutions = a.solutions;
     let base = robot.tree.neutral_state();
     let start = match &a.start {
-        Some(s) => super::plan::parse_config(s, "start", &group)?,
+        Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,
         None => group.config_of(&base),
     };
     let scene = scene_attached(&mut robot, a.scene.as_deref())?;
