@@ -15,6 +15,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use r2r::control_msgs::action::{FollowJointTrajectory, GripperCommand};
 use r2r::control_msgs::msg::GripperCommand as GripperCommandMsg;
+use r2r::sensor_msgs::msg::JointState;
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus, QosProfile};
 
@@ -181,14 +182,20 @@ impl Controller {
     }
 
     /// The controllers' parts of `trajectory` ([`ControllerSet::split`]), joints a
-    /// controller drives beyond the trajectory held at their positions in `service`.
+    /// controller drives beyond the trajectory held where `state` (the joint states
+    /// received) has them; a joint no joint state named is never guessed.
     pub fn parts(
         &self,
-        service: &crate::service::PlanningService,
+        state: Option<&JointState>,
         trajectory: &JointTrajectory,
     ) -> Result<Vec<Part>, String> {
         let set = self.set()?;
-        let parts = set.split(&from_message(trajectory), |j| service.current_position(j))?;
+        let hold = |joint: &str| {
+            let state = state?;
+            let i = state.name.iter().position(|n| n == joint)?;
+            state.position.get(i).copied()
+        };
+        let parts = set.split(&from_message(trajectory), hold)?;
         Ok(parts
             .into_iter()
             .map(|p| {

@@ -465,9 +465,8 @@ async fn monitor_topic(
 }
 
 /// [`state::execution_verdict`] of `trajectory` now, with the world revision it was judged
-/// in (for the monitor); else an error code and why.
-/// The parts for the controllers come with it (joints a controller drives beyond the
-/// trajectory held where the same joint state has them).
+/// in (for the monitor) and the controllers' parts of it (joints a controller drives beyond
+/// the trajectory held where the same joint state has them); else an error code and why.
 fn sendable(
     shared: &Shared,
     logger: &str,
@@ -475,6 +474,7 @@ fn sendable(
     trajectory: &JointTrajectory,
 ) -> Result<(String, WorldRevision, Vec<Part>), (i32, String)> {
     let tolerance = lock(&shared.params).execution_start_tolerance;
+    let state = lock(&shared.joint_state).clone();
     with_service(
         shared,
         logger,
@@ -483,7 +483,7 @@ fn sendable(
             let what = state::execution_verdict(service, trajectory, tolerance)
                 .map_err(|why| (codes::INVALID_MOTION_PLAN, why))?;
             let parts = controller
-                .parts(service, trajectory)
+                .parts(state.as_ref(), trajectory)
                 .map_err(|why| (codes::CONTROL_FAILED, why))?;
             Ok((what, service.world_revision(), parts))
         },
@@ -718,14 +718,11 @@ async fn run(
     let seconds = duration_of(&trajectory);
     let allowed = allowed_seconds(seconds, &params);
     let failed = |why: String| Ran::Answered(Executed::new(codes::CONTROL_FAILED, why));
-    let preempted = |what: &str| {
-        Ran::Answered(Executed::new(
+    if shared.execution.stopped_since(stops) {
+        return Ran::Answered(Executed::new(
             codes::PREEMPTED,
             format!("not executed: ~/stop came before {what} was sent"),
-        ))
-    };
-    if shared.execution.stopped_since(stops) {
-        return preempted(&what);
+        ));
     }
     // Whatever the mode, a new trajectory ends the monitor of one sent on the topic before.
     let send = shared.execution.topic_sends.fetch_add(1, Ordering::SeqCst) + 1;
@@ -765,6 +762,22 @@ async fn run(
     };
     let handles: Vec<_> = goals.iter().map(|g| g.handle.clone()).collect();
     *lock(&shared.execution.goals) = handles.clone();
+    // A ~/stop while the goals went out found none to cancel: they are cancelled here.
+    if shared.execution.stopped_since(stops) {
+        let cancelled = cancel_all(&handles).await;
+        return Ran::Answered(Executed {
+            code: codes::PREEMPTED,
+            message: format!(
+                "~/stop came while {what} was being sent; {}",
+                if cancelled {
+                    "the goals sent were cancelled"
+                } else {
+                    "cancelling the goals sent was not confirmed"
+                }
+            ),
+            sent: Some(trajectory),
+        });
+    }
     let accepted: Vec<&str> = goals.iter().map(|g| g.action.as_str()).collect();
     let accepted = accepted.join(", ");
     r2r::log_info!(logger, "~/execute: {accepted} accepted {what}");

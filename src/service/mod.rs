@@ -1013,17 +1013,6 @@ impl PlanningService {
         self.has_current
     }
 
-    /// The current position of joint `name`; `None` before any joint state, or for a joint
-    /// the robot does not have or that has no variable (a fixed joint).
-    pub fn current_position(&self, name: &str) -> Option<f64> {
-        if !self.has_current {
-            return None;
-        }
-        let j = self.robot.tree.joint(name).ok()?;
-        let v = self.robot.tree.joints.get(j)?.variable?;
-        self.current.get(v).copied()
-    }
-
     /// Records the current joint state. Unknown names (and joints without a variable, such
     /// as fixed joints) are ignored; a non-finite position or a malformed list is an error and
     /// leaves the state unchanged.
