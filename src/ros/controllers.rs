@@ -20,9 +20,8 @@ use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus, QosProfile};
 
 use super::execute::{codes, outcome, Follow, CONTROLLER_TOPIC, SERVER_WAIT};
-use super::mock_controller::from_message;
 use super::params::NodeParams;
-use super::plan::joint_trajectory;
+use super::plan::{from_message, joint_trajectory};
 use crate::controllers::{ControllerKind, ControllerSet, GripperGoal, PartGoal};
 
 /// The `GripperCommand` action type.

@@ -25,6 +25,7 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 use r2r::{ActionServerGoal, ParameterValue, QosProfile};
 
 use super::execute::Follow;
+use super::plan::from_message;
 use super::NodeError;
 use crate::trajectory::{Trajectory, TrajectoryPoint};
 
@@ -189,23 +190,6 @@ impl MockRobot {
             m.columns.iter().map(|&c| self.positions[c]).collect(),
             m.columns.iter().map(|&c| self.velocities[c]).collect(),
         ))
-    }
-}
-
-/// A `JointTrajectory` message as a [`Trajectory`] (seconds from the start of each point).
-pub fn from_message(msg: &JointTrajectory) -> Trajectory {
-    Trajectory {
-        joint_names: msg.joint_names.clone(),
-        points: msg
-            .points
-            .iter()
-            .map(|p| TrajectoryPoint {
-                positions: p.positions.clone(),
-                velocities: p.velocities.clone(),
-                accelerations: p.accelerations.clone(),
-                time_from_start: super::plan::seconds(&p.time_from_start),
-            })
-            .collect(),
     }
 }
 

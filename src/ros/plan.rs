@@ -17,7 +17,7 @@ use crate::service::{
     ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
     ServicePoseGoal,
 };
-use crate::trajectory::Trajectory;
+use crate::trajectory::{Trajectory, TrajectoryPoint};
 
 // PlanPath error codes as plain integers (r2r generates the .srv constants as enums).
 const SUCCESS: i32 = PlanPath::Response::SUCCESS as i32;
@@ -180,6 +180,23 @@ pub fn duration(t: f64) -> DurationMsg {
 /// The seconds of a `builtin_interfaces/Duration` (the inverse of [`duration`]).
 pub fn seconds(d: &DurationMsg) -> f64 {
     f64::from(d.sec) + f64::from(d.nanosec) * 1e-9
+}
+
+/// A `JointTrajectory` message as a [`Trajectory`] (seconds from the start of each point).
+pub fn from_message(msg: &JointTrajectory) -> Trajectory {
+    Trajectory {
+        joint_names: msg.joint_names.clone(),
+        points: msg
+            .points
+            .iter()
+            .map(|p| TrajectoryPoint {
+                positions: p.positions.clone(),
+                velocities: p.velocities.clone(),
+                accelerations: p.accelerations.clone(),
+                time_from_start: seconds(&p.time_from_start),
+            })
+            .collect(),
+    }
 }
 
 /// The JointTrajectory message of a trajectory, in `frame_id`.
