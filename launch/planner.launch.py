@@ -2,6 +2,9 @@
 
 Arguments (name:=value):
   params_file        ROS params file (default: <share>/config/planner.yaml)
+  moveit_config      a MoveIt config package (its folder or package name): the robot's URDF
+                     (xacro expanded), SRDF, joint_limits.yaml and moveit_controllers.yaml,
+                     each used where the arguments below give none
   robot_description  URDF text; overrides the params file when not empty
   urdf_path          URDF file; overrides the params file when not empty
   srdf_path          SRDF file; overrides the params file when not empty
@@ -34,11 +37,14 @@ Arguments (name:=value):
   log_level          node log level (default: info)
 """
 
+import json
 import os
+import subprocess
 import tempfile
 
 import yaml
-from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from ament_index_python.packages import (PackageNotFoundError, get_package_prefix,
+                                        get_package_share_directory)
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
@@ -52,6 +58,7 @@ PACKAGE = 'gpu_motion_planner'
 CONTROLLER_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 # Arguments that override the params file when not empty, with what they are.
 OVERRIDES = {
+    'moveit_config': 'MoveIt config package (folder or name): URDF, SRDF, limits, controllers',
     'robot_description': 'URDF text',
     'urdf_path': 'URDF file',
     'srdf_path': 'SRDF file',
@@ -110,15 +117,35 @@ def _mock_controller(context):
         # The node's order: URDF text wins over a file; arguments over the params file.
         path = (_parameter(params_file, 'robot_description', '')
                 or LaunchConfiguration('urdf_path').perform(context)
-                or _parameter(params_file, 'urdf_path', '')
-                or os.path.join(get_package_share_directory(PACKAGE), 'urdf', 'gmp_arm.urdf'))
-        urdf = path
-        if not path.lstrip().startswith('<'):
-            with open(path) as f:
+                or _parameter(params_file, 'urdf_path', ''))
+        moveit_config = (LaunchConfiguration('moveit_config').perform(context)
+                         or _parameter(params_file, 'moveit_config', ''))
+        if path.lstrip().startswith('<'):
+            urdf = path
+        elif path or moveit_config:
+            # The node's reading of the description (xacro expanded), by its own CLI.
+            args = ['--urdf', path] if path else ['--moveit-config', moveit_config]
+            try:
+                urdf = _gmp_description(args)
+            except (OSError, RuntimeError, ValueError) as e:
+                return actions + [LogInfo(msg=f'robot_state_publisher not started: {e}')]
+        else:
+            with open(os.path.join(get_package_share_directory(PACKAGE), 'urdf',
+                                   'gmp_arm.urdf')) as f:
                 urdf = f.read()
     return actions + [Node(package='robot_state_publisher', executable='robot_state_publisher',
                            name='robot_state_publisher', output='log',
                            parameters=[{'robot_description': urdf}])]
+
+
+def _gmp_description(args):
+    """The URDF text `gmp urdf ARGS` prints (the installed gmp: xacro expanded, and
+    checked as planner_node loads it)."""
+    gmp = os.path.join(get_package_prefix(PACKAGE), 'lib', PACKAGE, 'gmp')
+    done = subprocess.run([gmp, 'urdf', *args], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip() or f'gmp urdf exited {done.returncode}')
+    return json.loads(done.stdout)['urdf']
 
 
 def _parameter(params_file, name, default):

@@ -175,6 +175,18 @@ if ! stamp_ok "$PREFIX/.gmp-stamp" "$H_ROS"; then
     done
     echo "$H_ROS" > "$PREFIX/.gmp-stamp"
 fi
+# xacro, for robots described by xacro files (a MoveIt config package's URDF, the node's
+# moveit_config); its own stamp, so adding it left the prefix above as it was.
+XACRO_SPEC=xacro==2.1.1
+if ! stamp_ok "$PREFIX/.gmp-xacro" "$XACRO_SPEC"; then
+    say "installing $XACRO_SPEC into $PREFIX"
+    mkdir -p "$WHEELS/extra"
+    compgen -G "$WHEELS/extra/xacro-2.1.1-*.whl" >/dev/null \
+        || "$PY" -m pip wheel -q -w "$WHEELS/extra" "$XACRO_SPEC"
+    "$PREFIX/bin/pip" install -q --no-index --find-links "$WHEELS/extra" \
+        --find-links "$WHEELS/ros" "$XACRO_SPEC"
+    echo "$XACRO_SPEC" > "$PREFIX/.gmp-xacro"
+fi
 # Fix 2: r2r links -lrmw_implementation, which the wheels do not ship; Fast DDS is the
 # only RMW here, so a link-time alias to it is enough.
 mkdir -p "$SHIM"
@@ -322,5 +334,6 @@ fi
     set +u; . "$ENV_FILE"; set -u
     python -c 'import rclpy, launch, launch_ros, ros2cli, composition_interfaces.srv, tf2_msgs.msg, control_msgs.action, sensor_msgs.msg, visualization_msgs.msg, nav_msgs.msg' \
         || { echo "setup_ros: the assembled environment does not import" >&2; exit 1; }
+    command -v xacro >/dev/null || { echo "setup_ros: xacro is not on PATH" >&2; exit 1; }
 )
 say "done; source $ENV_FILE"

@@ -11,26 +11,48 @@ use serde_json::{json, Value};
 
 use super::CliError;
 use crate::controllers::{ControllerKind, ControllerSet};
+use crate::robot::moveit_config::{read_description, MoveItConfig};
 use crate::robot::{LoadOptions, RobotModel};
 
 /// `gmp controllers` arguments.
 #[derive(Args, Debug)]
 pub struct ControllersArgs {
-    /// The controllers file (MoveIt's `moveit_controllers.yaml`).
-    #[arg(long)]
-    pub file: PathBuf,
+    /// The controllers file (MoveIt's `moveit_controllers.yaml`; default: the one of
+    /// `--moveit-config`).
+    #[arg(long, required_unless_present = "moveit_config")]
+    pub file: Option<PathBuf>,
     /// The robot's URDF: checks the joints and, per planning group, the controllers chosen.
     #[arg(long)]
     pub urdf: Option<PathBuf>,
     /// The robot's SRDF (its planning groups; without it, the default group only).
     #[arg(long, requires = "urdf")]
     pub srdf: Option<PathBuf>,
+    /// A MoveIt configuration package (folder or package name): its
+    /// `config/moveit_controllers.yaml` and robot (URDF, SRDF), unless `--file` / `--urdf`
+    /// give others.
+    #[arg(long = "moveit-config")]
+    pub moveit_config: Option<String>,
 }
 
 /// Runs `gmp controllers`: the controllers, and with `--urdf` the unknown joints and each
 /// group's controllers (or why none can run it).
 pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
-    let set = ControllerSet::load(&a.file).map_err(|e| CliError(e.to_string()))?;
+    let cfg = a
+        .moveit_config
+        .as_deref()
+        .map(MoveItConfig::locate)
+        .transpose()?;
+    let file = match (&a.file, &cfg) {
+        (Some(f), _) => f.clone(),
+        (None, Some(c)) => c.controllers.clone().ok_or_else(|| {
+            CliError(format!(
+                "MoveIt config {} has no config/moveit_controllers.yaml; give --file",
+                c.dir.display()
+            ))
+        })?,
+        (None, None) => return Err(CliError("--file or --moveit-config is needed".into())),
+    };
+    let set = ControllerSet::load(&file).map_err(|e| CliError(e.to_string()))?;
     let controllers: Vec<Value> = set
         .controllers()
         .iter()
@@ -57,17 +79,35 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
         })
         .collect();
     let mut out = json!({
-        "file": a.file.display().to_string(),
+        "file": file.display().to_string(),
         "controllers": controllers,
     });
-    let Some(urdf) = &a.urdf else {
-        return Ok(out);
-    };
+    if let Some(c) = &cfg {
+        out["moveit_config"] = super::moveit_config_json(c);
+    }
     let opts = LoadOptions {
         skip_geometry: true,
         ..LoadOptions::default()
     };
-    let robot = RobotModel::from_urdf_file(urdf, a.srdf.as_deref(), &opts)?;
+    let robot = match (&a.urdf, &cfg) {
+        (Some(urdf), _) => {
+            let text = read_description(urdf, &[])?;
+            let srdf = match (&a.srdf, &cfg) {
+                (Some(p), _) => Some((read_description(p, &[])?, p.display().to_string())),
+                (None, Some(c)) => Some((c.srdf_text()?, c.srdf.display().to_string())),
+                (None, None) => None,
+            };
+            RobotModel::from_urdf_str_named(
+                &text,
+                &urdf.display().to_string(),
+                urdf.parent(),
+                srdf.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
+                &opts,
+            )?
+        }
+        (None, Some(c)) => c.load_robot(&opts)?,
+        (None, None) => return Ok(out),
+    };
     out["unknown_joints"] = json!(set.unknown_joints(|j| robot.tree.joint(j).is_ok()));
     let names: Vec<String> = match &robot.srdf {
         Some(srdf) if !srdf.groups.is_empty() => {

@@ -10,6 +10,7 @@ use crate::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
 use crate::robot::dh::DhChain;
+use crate::robot::moveit_config::{is_xacro, read_description, FoundBy, MoveItConfig};
 use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
 use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -46,6 +47,7 @@ macro_rules! cli_from {
 cli_from!(
     crate::grid::GridError,
     crate::robot::RobotError,
+    crate::robot::moveit_config::MoveItConfigError,
     crate::collision::CollisionError,
     crate::scene::SceneError,
     crate::mbm::MbmError,
@@ -69,6 +71,9 @@ pub struct Cli {
 pub enum Command {
     /// Summary of a robot: links, joints, groups, collision bodies, allowed pairs.
     Info(RobotArgs),
+    /// The robot's URDF (xacro expanded) and SRDF as text, as the other commands and the
+    /// node load them (e.g. for robot_state_publisher with `--moveit-config`).
+    Urdf(RobotArgs),
     /// Forward kinematics: every link pose for each configuration.
     Fk(FkArgs),
     /// The DH table of a serial chain.
@@ -140,9 +145,14 @@ pub enum BenchCommand {
 /// Robot description arguments.
 #[derive(Args, Debug, Clone)]
 pub struct RobotArgs {
-    /// URDF file.
-    #[arg(long)]
-    pub urdf: PathBuf,
+    /// URDF file (a `.xacro` one is expanded by the xacro program).
+    #[arg(long, required_unless_present = "moveit_config")]
+    pub urdf: Option<PathBuf>,
+    /// A MoveIt configuration package (its folder, or its name looked up in
+    /// `AMENT_PREFIX_PATH`): its URDF (xacro expanded), SRDF and `config/joint_limits.yaml`
+    /// (see `robot::moveit_config`); `--urdf`, `--srdf` and `--joint-limits` replace its files.
+    #[arg(long = "moveit-config")]
+    pub moveit_config: Option<String>,
     /// SRDF file (groups, disabled collision pairs).
     #[arg(long)]
     pub srdf: Option<PathBuf>,
@@ -303,6 +313,7 @@ pub struct MbmValidityArgs {
 pub fn run(cli: Cli) -> Result<Value, CliError> {
     match cli.command {
         Command::Info(a) => info(&a),
+        Command::Urdf(a) => description(&a),
         Command::Fk(a) => fk(&a),
         Command::Dh(a) => dh(&a),
         Command::Check(a) => check(&a),
@@ -335,15 +346,92 @@ fn read_json(path: &Path) -> Result<Value, CliError> {
         .map_err(|e| CliError(format!("{}: invalid JSON: {e}", path.display())))
 }
 
-/// Loads a robot from CLI arguments.
+/// `gmp urdf`: `{"urdf": text, "urdf_file": path, "srdf": text or null, "srdf_file": ...}`,
+/// the robot loaded first so that only a description the other commands accept is printed.
+fn description(a: &RobotArgs) -> Result<Value, CliError> {
+    load_robot(a, true)?;
+    let cfg = moveit_config(a)?;
+    let (urdf, urdf_file) = urdf_text(a, cfg.as_ref())?;
+    let (srdf, srdf_file) = match (&a.srdf, &cfg) {
+        (Some(p), _) => (Some(read_description(p, &[])?), Some(p.clone())),
+        (None, Some(c)) => (Some(c.srdf_text()?), Some(c.srdf.clone())),
+        (None, None) => (None, None),
+    };
+    Ok(json!({
+        "urdf": urdf,
+        "urdf_file": urdf_file.display().to_string(),
+        "srdf": srdf,
+        "srdf_file": srdf_file.map(|p| p.display().to_string()),
+    }))
+}
+
+/// The MoveIt configuration package of `--moveit-config`, if given.
+pub fn moveit_config(a: &RobotArgs) -> Result<Option<MoveItConfig>, CliError> {
+    Ok(a.moveit_config
+        .as_deref()
+        .map(MoveItConfig::locate)
+        .transpose()?)
+}
+
+/// The URDF of the arguments as `(text, name)`: `--urdf` (xacro expanded), else the one of
+/// `--moveit-config`.
+pub fn urdf_text(a: &RobotArgs, cfg: Option<&MoveItConfig>) -> Result<(String, PathBuf), CliError> {
+    match (&a.urdf, cfg) {
+        (Some(path), _) => Ok((read_description(path, &[])?, path.clone())),
+        (None, Some(c)) => Ok((c.urdf_text()?, c.urdf.clone())),
+        (None, None) => Err(CliError(
+            "a robot is needed: --urdf FILE or --moveit-config PACKAGE".into(),
+        )),
+    }
+}
+
+/// Loads a robot from CLI arguments: `--urdf`, `--srdf` and `--joint-limits`, each taken from
+/// `--moveit-config` where not given.
 pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliError> {
-    let opts = LoadOptions {
+    let cfg = moveit_config(a)?;
+    let mut opts = LoadOptions {
         search_paths: a.package_paths.clone(),
         skip_geometry,
         spherized_urdf: a.spherized.clone(),
     };
-    let mut robot = RobotModel::from_urdf_file(&a.urdf, a.srdf.as_deref(), &opts)?;
-    if let Some(path) = &a.joint_limits {
+    let srdf: Option<(String, String)> = match (&a.srdf, &cfg) {
+        (Some(path), _) => Some((read_description(path, &[])?, path.display().to_string())),
+        (None, Some(c)) => Some((c.srdf_text()?, c.srdf.display().to_string())),
+        (None, None) => None,
+    };
+    let srdf = srdf.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
+    let mut robot = match (&a.urdf, &cfg) {
+        (Some(path), _) if !is_xacro(path) => {
+            if let Some(c) = &cfg {
+                opts.search_paths.extend(c.search_paths());
+            }
+            RobotModel::from_urdf_file_with_srdf(path, srdf, &opts)?
+        }
+        (Some(path), _) => {
+            let text = read_description(path, &[])?;
+            if let Some(c) = &cfg {
+                opts.search_paths.extend(c.search_paths());
+            }
+            RobotModel::from_urdf_str_named(
+                &text,
+                &path.display().to_string(),
+                path.parent(),
+                srdf,
+                &opts,
+            )?
+        }
+        (None, Some(c)) => c.robot_from_text(&c.urdf_text()?, srdf, &opts)?,
+        (None, None) => {
+            return Err(CliError(
+                "a robot is needed: --urdf FILE or --moveit-config PACKAGE".into(),
+            ))
+        }
+    };
+    let limits = a
+        .joint_limits
+        .clone()
+        .or_else(|| cfg.as_ref().and_then(|c| c.joint_limits.clone()));
+    if let Some(path) = &limits {
         let file = JointLimitsFile::read(path)?;
         robot.apply_joint_limits(&file, &path.display().to_string())?;
     }
@@ -460,7 +548,8 @@ fn full_state_from_names(
 fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
     load_robot(
         &RobotArgs {
-            urdf: urdf.to_path_buf(),
+            urdf: Some(urdf.to_path_buf()),
+            moveit_config: None,
             srdf: None,
             spherized: None,
             joint_limits: None,
@@ -687,10 +776,10 @@ fn spherize(a: &SpherizeArgs) -> Result<Value, CliError> {
         }
     }
     if let Some(out) = &a.out {
-        let text = std::fs::read_to_string(&a.robot.urdf)
-            .map_err(|e| CliError(format!("cannot read {}: {e}", a.robot.urdf.display())))?;
+        let cfg = moveit_config(&a.robot)?;
+        let (text, name) = urdf_text(&a.robot, cfg.as_ref())?;
         let urdf = spherized_urdf(&text, &robot, &spheres)
-            .map_err(|e| CliError(format!("{}: {e}", a.robot.urdf.display())))?;
+            .map_err(|e| CliError(format!("{}: {e}", name.display())))?;
         crate::report::write_atomically(out, urdf.as_bytes())
             .map_err(|e| CliError(format!("cannot write {}: {e}", out.display())))?;
     }
@@ -914,7 +1003,27 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
             "velocity": robot.default_scaling.velocity,
             "acceleration": robot.default_scaling.acceleration,
         },
+        "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)),
     }))
+}
+
+/// What `gmp info` and `gmp controllers` say of a MoveIt configuration package: its folder
+/// and the files used.
+pub fn moveit_config_json(c: &MoveItConfig) -> Value {
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    json!({
+        "dir": c.dir.display().to_string(),
+        "robot_name": c.robot_name,
+        "found_by": match c.found_by {
+            FoundBy::SetupAssistant => ".setup_assistant",
+            FoundBy::Convention => "file names",
+        },
+        "urdf": c.urdf.display().to_string(),
+        "xacro_args": c.xacro_args,
+        "srdf": c.srdf.display().to_string(),
+        "joint_limits": path(&c.joint_limits),
+        "controllers": path(&c.controllers),
+    })
 }
 
 /// Start/goal validity of every MBM problem, per robot and scene.

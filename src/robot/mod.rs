@@ -12,6 +12,7 @@ mod limits;
 mod load;
 pub mod mesh;
 mod model;
+pub mod moveit_config;
 mod space;
 pub mod spheres;
 pub mod spherize;

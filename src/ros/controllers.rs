@@ -103,21 +103,29 @@ pub struct Part {
 
 impl Controller {
     /// The clients of the controllers the parameters name (read once, here): the file of
-    /// `controllers_file`, else `controller_action` and [`CONTROLLER_TOPIC`]. A file that
+    /// `controllers_file` or of `moveit_config` ([`NodeParams::controllers_source`]), else
+    /// `controller_action` and [`CONTROLLER_TOPIC`]. A file that
     /// cannot be read is logged and makes every `~/execute` fail naming it; the node runs on.
     pub fn new(
         node: &mut r2r::Node,
         params: &NodeParams,
         logger: &str,
     ) -> Result<Self, r2r::Error> {
-        let set = if params.controllers_file.is_empty() {
-            Ok(ControllerSet::single(
+        let source = params.controllers_source();
+        let set = match &source {
+            Ok(None) => Ok(ControllerSet::single(
                 &params.controller_action,
                 CONTROLLER_TOPIC,
-            ))
-        } else {
-            ControllerSet::load(std::path::Path::new(&params.controllers_file))
-                .map_err(|e| format!("controllers_file {e}"))
+            )),
+            Ok(Some(path)) => {
+                let from = if params.controllers_file.is_empty() {
+                    "moveit_config"
+                } else {
+                    "controllers_file"
+                };
+                ControllerSet::load(std::path::Path::new(path)).map_err(|e| format!("{from} {e}"))
+            }
+            Err(e) => Err(e.clone()),
         };
         let mut topics = Vec::new();
         let mut actions = Vec::new();
@@ -142,7 +150,7 @@ impl Controller {
                         }
                     }
                 }
-                if !params.controllers_file.is_empty() {
+                if let Ok(Some(path)) = &source {
                     let names: Vec<String> = set
                         .controllers()
                         .iter()
@@ -153,7 +161,7 @@ impl Controller {
                     r2r::log_info!(
                         logger,
                         "controllers from {} (controller_action is not used): {}",
-                        params.controllers_file,
+                        path,
                         names.join(", ")
                     );
                 }

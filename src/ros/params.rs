@@ -13,6 +13,7 @@ use crate::cli::MAX_FITTED_SPHERES;
 use crate::collision::RobotShapes;
 use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
+use crate::robot::moveit_config::{read_description, MoveItConfig};
 use crate::robot::spherize::{fit_robot, SphereFit};
 use crate::robot::{load_spherized, JointLimitsFile, LoadOptions, RobotModel};
 use crate::scene::cloud::CloudSettings;
@@ -133,7 +134,14 @@ pub struct NodeParams {
     /// robot is, replacing the planning scene; set while the node runs, it is loaded then
     /// (empty: none; the bundled robot brings its own scene).
     pub scene_path: String,
-    /// Path of the robot's URDF file (used when `robot_description` is empty).
+    /// A MoveIt configuration package (its folder, or its name looked up in
+    /// `AMENT_PREFIX_PATH`): the URDF (xacro expanded), SRDF, joint limits and controllers
+    /// that `robot_description` / `urdf_path`, `robot_description_semantic` / `srdf_path`,
+    /// `joint_limits_path` and `controllers_file` do not give (see
+    /// [`crate::robot::moveit_config`]). Its controllers are read when the node starts.
+    pub moveit_config: String,
+    /// Path of the robot's URDF file (used when `robot_description` is empty; a `.xacro`
+    /// file is expanded by the xacro program).
     pub urdf_path: String,
     /// Path of the robot's SRDF file (empty: no disabled collision pairs).
     pub srdf_path: String,
@@ -190,6 +198,7 @@ impl Default for NodeParams {
             controller_action: DEFAULT_CONTROLLER_ACTION.into(),
             controllers_file: String::new(),
             scene_path: String::new(),
+            moveit_config: String::new(),
             urdf_path: String::new(),
             srdf_path: String::new(),
             joint_limits_path: String::new(),
@@ -299,17 +308,19 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 }
 
 impl NodeParams {
-    /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `urdf_path` on:
-    /// changing one reloads it.
+    /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `moveit_config`
+    /// on: changing one reloads it.
     pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(29).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
     /// neither the `robot_description` parameter (unless it holds what the topic sent before,
-    /// `from_topic`) nor `urdf_path` names a robot, and the text is not the one loaded.
+    /// `from_topic`) nor `urdf_path` nor `moveit_config` names a robot, and the text is not
+    /// the one loaded.
     pub fn takes_topic_description(&self, text: &str, from_topic: bool) -> bool {
         !text.trim().is_empty()
             && self.urdf_path.is_empty()
+            && self.moveit_config.is_empty()
             && (self.robot_description.is_empty() || from_topic)
             && self.robot_description != text
     }
@@ -354,19 +365,49 @@ impl NodeParams {
         }
     }
 
-    /// Loads the robot named by `robot_description` (URDF text) or `urdf_path`, with the SRDF
-    /// of `robot_description_semantic` (text) or `srdf_path` if set; with neither URDF, the
-    /// bundled robot and its demo scene. Another robot starts with an empty scene. A
-    /// `joint_limits_path` file's limits are applied to it. With `collision_shapes` `spheres`
-    /// the robot gets the sphere model of `spherized_urdf_path`, with `fitted` one fitted to
-    /// its collision geometry. Errors name the file or parameter.
+    /// The MoveIt configuration package of `moveit_config`, if set; errors name it.
+    pub fn moveit_config(&self) -> Result<Option<MoveItConfig>, String> {
+        if self.moveit_config.is_empty() {
+            return Ok(None);
+        }
+        MoveItConfig::locate(&self.moveit_config)
+            .map(Some)
+            .map_err(|e| format!("moveit_config: {e}"))
+    }
+
+    /// The controllers file `~/execute` uses: `controllers_file`, else the
+    /// `config/moveit_controllers.yaml` of `moveit_config` where it has one, else none (one
+    /// controller at `controller_action`). Errors name the parameter.
+    pub fn controllers_source(&self) -> Result<Option<String>, String> {
+        if !self.controllers_file.is_empty() {
+            return Ok(Some(self.controllers_file.clone()));
+        }
+        Ok(self
+            .moveit_config()?
+            .and_then(|c| c.controllers)
+            .map(|p| p.display().to_string()))
+    }
+
+    /// Loads the robot named by `robot_description` (URDF text), `urdf_path` or
+    /// `moveit_config`, in that order, with the SRDF of `robot_description_semantic` (text),
+    /// `srdf_path` or `moveit_config` if set; with none of them, the bundled robot and its
+    /// demo scene. Another robot starts with an empty scene. The `joint_limits_path` file's
+    /// limits (else those of `moveit_config`'s package) are applied to it. With
+    /// `collision_shapes` `spheres` the robot gets the sphere model of `spherized_urdf_path`,
+    /// with `fitted` one fitted to its collision geometry. Errors name the file or parameter.
     pub fn load_robot(&self) -> Result<(RobotModel, Scene), String> {
-        let (mut robot, scene) = self.load_geometry()?;
+        let cfg = self.moveit_config()?;
+        let (mut robot, scene) = self.load_geometry(cfg.as_ref())?;
         if !self.joint_limits_path.is_empty() {
             let path = Path::new(&self.joint_limits_path);
             JointLimitsFile::read(path)
                 .and_then(|f| robot.apply_joint_limits(&f, &self.joint_limits_path))
                 .map_err(|e| format!("joint_limits_path: {e}"))?;
+        } else if let Some(path) = cfg.as_ref().and_then(|c| c.joint_limits.as_ref()) {
+            let name = path.display().to_string();
+            JointLimitsFile::read(path)
+                .and_then(|f| robot.apply_joint_limits(&f, &name))
+                .map_err(|e| format!("moveit_config: {e}"))?;
         }
         match self.collision_shapes.as_str() {
             "spheres" => {
@@ -391,19 +432,26 @@ impl NodeParams {
         Ok((robot, scene))
     }
 
-    /// The robot and scene of [`Self::load_robot`] before the sphere model.
-    fn load_geometry(&self) -> Result<(RobotModel, Scene), String> {
-        let opts = LoadOptions::default();
-        // The SRDF as (text, name in errors): robot_description_semantic, else srdf_path.
+    /// The robot and scene of [`Self::load_robot`] before the joint limits and sphere model.
+    fn load_geometry(&self, cfg: Option<&MoveItConfig>) -> Result<(RobotModel, Scene), String> {
+        let mut opts = LoadOptions::default();
+        if let Some(c) = cfg {
+            opts.search_paths.extend(c.search_paths());
+        }
+        // The SRDF as (text, name in errors): robot_description_semantic, else srdf_path,
+        // else the MoveIt config's.
         let srdf: Option<(String, String)> = if !self.robot_description_semantic.is_empty() {
             Some((
                 self.robot_description_semantic.clone(),
                 "robot_description_semantic".into(),
             ))
         } else if !self.srdf_path.is_empty() {
-            let text = std::fs::read_to_string(&self.srdf_path)
+            let text = read_description(Path::new(&self.srdf_path), &[])
                 .map_err(|e| format!("srdf_path '{}': {e}", self.srdf_path))?;
             Some((text, format!("srdf_path '{}'", self.srdf_path)))
+        } else if let Some(c) = cfg {
+            let text = c.srdf_text().map_err(|e| format!("moveit_config: {e}"))?;
+            Some((text, c.srdf.display().to_string()))
         } else {
             None
         };
@@ -420,9 +468,18 @@ impl NodeParams {
             .map_err(|e| format!("robot_description: {e}"))?;
             Ok((robot, empty()))
         } else if !self.urdf_path.is_empty() {
+            let path = Path::new(&self.urdf_path);
+            let text = read_description(path, &[])
+                .map_err(|e| format!("urdf_path '{}': {e}", self.urdf_path))?;
             let robot =
-                RobotModel::from_urdf_file_with_srdf(Path::new(&self.urdf_path), srdf, &opts)
+                RobotModel::from_urdf_str_named(&text, &self.urdf_path, path.parent(), srdf, &opts)
                     .map_err(|e| format!("urdf_path '{}': {e}", self.urdf_path))?;
+            Ok((robot, empty()))
+        } else if let Some(c) = cfg {
+            let text = c.urdf_text().map_err(|e| format!("moveit_config: {e}"))?;
+            let robot = c
+                .robot_from_text(&text, srdf, &LoadOptions::default())
+                .map_err(|e| format!("moveit_config: {e}"))?;
             Ok((robot, empty()))
         } else {
             crate::cli::demo::bundled().map_err(|e| format!("bundled robot: {}", e.0))
@@ -430,7 +487,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 38] = [
+    pub const NAMES: [&'static str; 39] = [
         "planner",
         "backend",
         "resolution",
@@ -460,6 +517,7 @@ impl NodeParams {
         "controller_action",
         "controllers_file",
         "scene_path",
+        "moveit_config",
         "urdf_path",
         "srdf_path",
         "joint_limits_path",
@@ -545,7 +603,10 @@ impl NodeParams {
             "scene_path" => {
                 "scene file (the project's format or a MoveIt PlanningScene YAML) loaded with the robot, replacing the planning scene; set at run time, loaded then (empty: none)"
             }
-            "urdf_path" => "URDF file, used when robot_description is empty",
+            "moveit_config" => {
+                "a MoveIt config package (folder or package name): its URDF (xacro expanded), SRDF, joint_limits.yaml and moveit_controllers.yaml where the other parameters give none (its controllers read when the node starts)"
+            }
+            "urdf_path" => "URDF file (.xacro expanded), used when robot_description is empty",
             "srdf_path" => "SRDF file (empty: no disabled collision pairs)",
             "joint_limits_path" => {
                 "MoveIt joint_limits.yaml: velocity, acceleration and narrower position limits, default scaling (empty: the URDF's limits)"
@@ -597,6 +658,7 @@ impl NodeParams {
             "controller_action" => V::String(self.controller_action.clone()),
             "controllers_file" => V::String(self.controllers_file.clone()),
             "scene_path" => V::String(self.scene_path.clone()),
+            "moveit_config" => V::String(self.moveit_config.clone()),
             "urdf_path" => V::String(self.urdf_path.clone()),
             "srdf_path" => V::String(self.srdf_path.clone()),
             "joint_limits_path" => V::String(self.joint_limits_path.clone()),
@@ -729,6 +791,7 @@ impl NodeParams {
             }
             "controllers_file" => self.controllers_file = as_string(name, value)?,
             "scene_path" => self.scene_path = as_string(name, value)?,
+            "moveit_config" => self.moveit_config = as_string(name, value)?,
             "urdf_path" => self.urdf_path = as_string(name, value)?,
             "srdf_path" => self.srdf_path = as_string(name, value)?,
             "joint_limits_path" => self.joint_limits_path = as_string(name, value)?,
@@ -1029,9 +1092,9 @@ mod tests {
 
     #[test]
     fn the_robot_parameters_are_the_tail_of_the_names() {
-        assert_eq!(NodeParams::ROBOT.first(), Some(&"urdf_path"));
+        assert_eq!(NodeParams::ROBOT.first(), Some(&"moveit_config"));
         assert_eq!(NodeParams::ROBOT.last(), Some(&"max_spheres_per_body"));
-        assert_eq!(NodeParams::ROBOT.len(), 9);
+        assert_eq!(NodeParams::ROBOT.len(), 10);
     }
 
     #[test]
@@ -1106,6 +1169,72 @@ mod tests {
             assert_eq!(e.name, "acceleration_scaling");
         }
         assert_eq!(p.acceleration_scaling, 0.0);
+    }
+
+    #[test]
+    fn moveit_config_gives_what_the_other_robot_parameters_do_not() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("gmp_arm_moveit_config");
+        std::fs::create_dir_all(cfg.join("config")).unwrap();
+        for (from, to) in [
+            ("urdf/gmp_arm.urdf", "config/gmp_arm.urdf"),
+            ("urdf/gmp_arm.srdf", "config/gmp_arm.srdf"),
+            (
+                "config/gmp_arm_joint_limits.yaml",
+                "config/joint_limits.yaml",
+            ),
+        ] {
+            std::fs::copy(format!("{root}/{from}"), cfg.join(to)).unwrap();
+        }
+        let mut p = NodeParams::default();
+        let set = |p: &mut NodeParams, name: &str, v: String| {
+            p.set(name, &ParameterValue::String(v)).unwrap();
+        };
+        set(&mut p, "moveit_config", cfg.display().to_string());
+        let (robot, scene) = p.load_robot().expect("the MoveIt config's robot");
+        assert!(robot.srdf.as_ref().is_some_and(|s| !s.groups.is_empty()));
+        assert_eq!(robot.default_scaling.velocity, Some(0.5));
+        assert!(
+            scene.is_empty(),
+            "another robot than the bundled one starts with no scene"
+        );
+        // No moveit_controllers.yaml: the single controller; with one, that file.
+        assert_eq!(p.controllers_source(), Ok(None));
+        std::fs::write(cfg.join("config/moveit_controllers.yaml"), "x: 1\n").unwrap();
+        let from_cfg = cfg
+            .join("config/moveit_controllers.yaml")
+            .display()
+            .to_string();
+        assert_eq!(p.controllers_source(), Ok(Some(from_cfg)));
+        set(&mut p, "controllers_file", "/mine.yaml".into());
+        assert_eq!(p.controllers_source(), Ok(Some("/mine.yaml".into())));
+        // joint_limits_path wins over the package's file; srdf_path over its SRDF.
+        set(
+            &mut p,
+            "joint_limits_path",
+            format!("{root}/config/gmp_arm_joint_limits.yaml"),
+        );
+        set(&mut p, "srdf_path", "/no/such.srdf".into());
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("srdf_path '/no/such.srdf'"), "{e}");
+        set(&mut p, "srdf_path", String::new());
+        assert!(p.load_robot().is_ok());
+        // The robot_description topic yields to it.
+        assert!(!p.takes_topic_description("<robot name='b'/>", false));
+        // A package that is not there is named.
+        set(&mut p, "moveit_config", "no_such_moveit_config".into());
+        let e = p.load_robot().unwrap_err();
+        assert!(
+            e.starts_with("moveit_config:") && e.contains("no_such_moveit_config"),
+            "{e}"
+        );
+        assert!(
+            p.controllers_source().is_ok(),
+            "controllers_file still wins"
+        );
+        set(&mut p, "controllers_file", String::new());
+        assert!(p.controllers_source().is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@ import glob
 import math
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -439,6 +440,7 @@ def run_checks(node, launch):
     kinematics_checks(node)
     agents_checks(node)
     description_topic_checks(node, plan)
+    moveit_config_checks(node)
     # Last: its mock controllers publish joint_states, which the node under test hears too.
     multi_controller_checks(node)
 
@@ -1938,6 +1940,104 @@ def stop_process(proc, log):
         proc.wait()
     log.close()
     return proc.returncode
+
+
+MOVEIT = 'planner_moveit'
+# A description package's URDF as xacro: the bundled arm's URDF, included through
+# $(find gpu_motion_planner) (the ament index) and named by a xacro argument.
+ARM_XACRO = """<?xml version="1.0"?>
+<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="gmp_arm">
+  <xacro:arg name="arm_file" default="missing.urdf"/>
+  <xacro:include filename="$(find gpu_motion_planner)/urdf/$(arg arm_file)"/>
+</robot>
+"""
+SETUP_ASSISTANT = """moveit_setup_assistant_config:
+  urdf:
+    package: gmp_test_description
+    relative_path: urdf/arm.urdf.xacro
+    xacro_args: "arm_file:=gmp_arm.urdf"
+  srdf:
+    relative_path: config/gmp_arm.srdf
+"""
+
+
+def moveit_config_checks(node):
+    """A planner node given only moveit_config: a MoveIt config package (.setup_assistant,
+    SRDF, joint_limits.yaml, moveit_controllers.yaml) whose URDF is a xacro file in a
+    description package beside it. The real xacro expands it; named states of its SRDF plan;
+    its joint limits file's default scaling (0.5) times the trajectory; its controllers file
+    is used; a package that is not there is refused and the robot kept."""
+    ws = tempfile.mkdtemp(prefix='gmp_moveit_ws_')
+    desc = os.path.join(ws, 'gmp_test_description')
+    cfg = os.path.join(ws, 'gmp_arm_moveit_config')
+    os.makedirs(os.path.join(desc, 'urdf'))
+    os.makedirs(os.path.join(cfg, 'config'))
+    with open(os.path.join(desc, 'package.xml'), 'w') as f:
+        f.write('<?xml version="1.0"?>\n<package format="3"><name>gmp_test_description</name>'
+                '<version>0.0.1</version><description>test</description>'
+                '<maintainer email="a@b.c">a</maintainer><license>Apache-2.0</license>'
+                '</package>\n')
+    with open(os.path.join(desc, 'urdf', 'arm.urdf.xacro'), 'w') as f:
+        f.write(ARM_XACRO)
+    with open(os.path.join(cfg, '.setup_assistant'), 'w') as f:
+        f.write(SETUP_ASSISTANT)
+    shutil.copy(os.path.join(ROOT, 'urdf', 'gmp_arm.srdf'), os.path.join(cfg, 'config'))
+    shutil.copy(os.path.join(ROOT, 'config', 'gmp_arm_joint_limits.yaml'),
+                os.path.join(cfg, 'config', 'joint_limits.yaml'))
+    controllers = os.path.join(cfg, 'config', 'moveit_controllers.yaml')
+    with open(controllers, 'w') as f:
+        f.write(CONTROLLERS_YAML)
+    log_path = os.path.join(LOG_DIR, f'{MOVEIT}.log')
+    log = open(log_path, 'w')
+    proc = subprocess.Popen([ROS2, 'run', 'gpu_motion_planner', 'planner_node', '--ros-args',
+                             '-r', f'__node:={MOVEIT}', '-p', f'moveit_config:={cfg}',
+                             '-p', 'backend:=cpu'],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        plan = node.create_client(PlanPath, f'/{MOVEIT}/plan')
+        if not check('a planner node with moveit_config (a xacro URDF) comes up',
+                     plan.wait_for_service(timeout_sec=30.0), f'see {log_path}'):
+            return
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, START)
+        req.goal_name = 'ready'
+        req.seed = 4
+        res = None
+        deadline = time.time() + 30.0
+        while time.time() < deadline:  # the robot loads after the services appear
+            res = call(node, plan, req, timeout=30.0)
+            if res is not None and res.success:
+                break
+            time.sleep(0.5)
+        end = list(res.trajectory.points[-1].positions) if res and res.success else None
+        check("the MoveIt config's robot plans to its SRDF's named state 'ready'",
+              end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-9,
+              res and f'{res.message!r}; ends at {end}; see {log_path}')
+        if end is None:
+            return
+        scaled = duration(res.trajectory)
+        req.max_velocity_scaling_factor = 1.0
+        req.max_acceleration_scaling_factor = 1.0
+        full = call(node, plan, req, timeout=30.0)
+        check("its joint_limits.yaml's default scaling (0.5) slows a request that gives none",
+              full is not None and full.success and scaled > 1.3 * duration(full.trajectory),
+              full and f'{scaled:.3f} s at the default, {duration(full.trajectory):.3f} s at 1')
+        with open(log_path) as f:
+            text = f.read()
+        check("its moveit_controllers.yaml is the node's controllers file",
+              f'controllers from {controllers}' in text, f'see {log_path}')
+        rc, out = ros2_param('set', MOVEIT, 'moveit_config', '/no/such_moveit_config')
+        time.sleep(1.0)
+        res = call(node, plan, req, timeout=30.0)
+        with open(log_path) as f:
+            text = f.read()
+        check('a moveit_config that is not there is refused naming it; the robot is kept',
+              'such_moveit_config' in text and 'keeping the robot loaded before' in text
+              and res is not None and res.success,
+              f'{out}; {res and res.message!r}; see {log_path}')
+    finally:
+        stop_process(proc, log)
+        shutil.rmtree(ws, ignore_errors=True)
 
 
 def multi_controller_checks(node):
