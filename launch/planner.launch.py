@@ -2,6 +2,8 @@
 
 Arguments (name:=value):
   params_file        ROS params file (default: <share>/config/planner.yaml)
+  namespace          a namespace for every node started (default none), e.g. one planner
+                     per robot: /<namespace>/planner_node, its joint_states and controllers
   moveit_config      a MoveIt config package (its folder or package name): the robot's URDF
                      (xacro expanded), SRDF, joint_limits.yaml and moveit_controllers.yaml,
                      each used where the arguments below give none
@@ -29,7 +31,10 @@ Arguments (name:=value):
                      joint_trajectory_controller's action and topic, publishing joint_states;
                      <share>/config/mock_controller.yaml, the bundled arm's joints), so
                      ~/execute moves it, and robot_state_publisher with the robot's URDF when
-                     it is installed (RViz then shows the robot moving)
+                     it is installed (RViz then shows the robot moving). With a controllers
+                     file (controllers_file, or moveit_config's moveit_controllers.yaml), one
+                     mock per controller listed there instead (grippers as GripperCommand
+                     servers), starting at moveit_config's initial_positions.yaml
   mock_controller_params  params file of the mock controller (default:
                      <share>/config/mock_controller.yaml)
   rviz               'true' also starts rviz2 with <share>/config/planner.rviz, its
@@ -93,6 +98,7 @@ def _planner_node(context):
             package=PACKAGE,
             executable='planner_node',
             name='planner_node',
+            namespace=_namespace(context) or None,
             output='screen',
             parameters=params,
             remappings=remappings,
@@ -103,9 +109,12 @@ def _planner_node(context):
 
 
 def _mock_controller(context):
-    params = LaunchConfiguration('mock_controller_params').perform(context)
-    actions = [Node(package=PACKAGE, executable='mock_controller',
-                    name='joint_trajectory_controller', output='screen', parameters=[params])]
+    actions = _mock_per_controller(context)
+    if actions is None:
+        params = LaunchConfiguration('mock_controller_params').perform(context)
+        actions = [Node(package=PACKAGE, executable='mock_controller',
+                        name='joint_trajectory_controller', namespace=_namespace(context) or None,
+                        output='screen', parameters=[params])]
     try:
         get_package_share_directory('robot_state_publisher')
     except PackageNotFoundError:
@@ -134,18 +143,73 @@ def _mock_controller(context):
                                    'gmp_arm.urdf')) as f:
                 urdf = f.read()
     return actions + [Node(package='robot_state_publisher', executable='robot_state_publisher',
-                           name='robot_state_publisher', output='log',
+                           name='robot_state_publisher', namespace=_namespace(context) or None,
+                           output='log',
                            parameters=[{'robot_description': urdf}])]
 
 
-def _gmp_description(args):
-    """The URDF text `gmp urdf ARGS` prints (the installed gmp: xacro expanded, and
-    checked as planner_node loads it)."""
+def _namespace(context):
+    """The namespace argument, without outer slashes ('' for none)."""
+    return LaunchConfiguration('namespace').perform(context).strip('/')
+
+
+def _gmp(args):
+    """What the installed `gmp ARGS` prints, parsed (RuntimeError with its message when it
+    fails)."""
     gmp = os.path.join(get_package_prefix(PACKAGE), 'lib', PACKAGE, 'gmp')
-    done = subprocess.run([gmp, 'urdf', *args], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([gmp, *args], capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip() or f'gmp urdf exited {done.returncode}')
-    return json.loads(done.stdout)['urdf']
+        raise RuntimeError(done.stderr.strip() or f'gmp {args[0]} exited {done.returncode}')
+    return json.loads(done.stdout)
+
+
+def _gmp_description(args):
+    """The URDF text `gmp urdf ARGS` prints (xacro expanded, and checked as planner_node
+    loads it)."""
+    return _gmp(['urdf', *args])['urdf']
+
+
+def _mock_per_controller(context):
+    """With a controllers file (controllers_file, else the moveit_config package's
+    moveit_controllers.yaml), one mock controller per controller listed: its joints, type
+    (FollowJointTrajectory or GripperCommand), action_ns and start positions (the package's
+    initial_positions.yaml, else 0 within the joint's limits), as `gmp controllers` reads
+    them. None without such a file: the one mock of mock_controller_params."""
+    params_file = LaunchConfiguration('params_file').perform(context)
+
+    def setting(name):
+        return LaunchConfiguration(name).perform(context) or _parameter(params_file, name, '')
+
+    controllers_file, moveit_config = setting('controllers_file'), setting('moveit_config')
+    if not controllers_file and not moveit_config:
+        return None
+    args = ['controllers']
+    if controllers_file:
+        args += ['--file', controllers_file]
+    if moveit_config:
+        args += ['--moveit-config', moveit_config]
+    urdf_path, srdf_path = setting('urdf_path'), setting('srdf_path')
+    if urdf_path:
+        args += ['--urdf', urdf_path] + (['--srdf', srdf_path] if srdf_path else [])
+    try:
+        listed = _gmp(args)['controllers']
+    except (OSError, RuntimeError, ValueError, KeyError) as e:
+        if controllers_file:
+            return [LogInfo(msg=f'no mock controllers: {e}')]
+        return None  # a MoveIt config without moveit_controllers.yaml: the one mock
+    mocks = []
+    for c in listed:
+        namespace, _, name = c['name'].strip('/').rpartition('/')
+        joints = c['joints']
+        at = c.get('initial_positions') or [0.0] * len(joints)
+        mocks.append(Node(
+            package=PACKAGE, executable='mock_controller', name=name,
+            namespace='/'.join(p for p in (_namespace(context), namespace) if p) or None,
+            output='screen',
+            parameters=[{'joints': joints, 'initial_positions': [float(x) for x in at],
+                         'type': c['type'], 'action_ns': c['action_ns'],
+                         'parallel': bool((c.get('gripper') or {}).get('parallel', False))}]))
+    return mocks
 
 
 def _parameter(params_file, name, default):
@@ -193,6 +257,9 @@ def generate_launch_description():
             name, default_value='',
             description=f'{what} (overrides the params file when not empty)')
           for name, what in OVERRIDES.items()],
+        DeclareLaunchArgument(
+            'namespace', default_value='',
+            description='namespace of every node started (e.g. one planner per robot)'),
         DeclareLaunchArgument(
             'controller_topic', default_value='',
             description='where ~/execute publishes trajectories in execution_mode topic '

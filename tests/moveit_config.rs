@@ -363,8 +363,33 @@ fn the_cli_takes_a_moveit_config_package() {
     let (code, v, err) = gmp(&["controllers", "--moveit-config", c], Some(&xacro));
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["controllers"][0]["name"], "arm_controller");
+    assert_eq!(v["controllers"][0]["action_ns"], "follow_joint_trajectory");
     assert_eq!(v["groups"][0]["controllers"][0], "arm_controller");
     assert_eq!(v["unknown_joints"].as_array().map(Vec::len), Some(0));
+    // Where mock controllers would start: 0 within every joint's limits ...
+    assert_eq!(
+        v["controllers"][0]["initial_positions"],
+        serde_json::json!([0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    );
+    // ... or the package's initial_positions.yaml.
+    write(
+        &cfg.join("config/initial_positions.yaml"),
+        "initial_positions:\n  shoulder_pan_joint: -2.8\n  elbow_joint: 0.8\n",
+    );
+    let (code, v, err) = gmp(&["controllers", "--moveit-config", c], Some(&xacro));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        v["controllers"][0]["initial_positions"],
+        serde_json::json!([-2.8, 0.0, 0.8, 0.0, 0.0, 0.0])
+    );
+    write(
+        &cfg.join("config/initial_positions.yaml"),
+        "initial_positions:\n  elbow_joint: wide\n",
+    );
+    let (code, _, err) = gmp(&["controllers", "--moveit-config", c], Some(&xacro));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("initial_positions.elbow_joint"), "{err}");
+    std::fs::remove_file(cfg.join("config/initial_positions.yaml")).unwrap();
 
     // No xacro program: refused, naming the file and what to install.
     let (code, _, err) = gmp(

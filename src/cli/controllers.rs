@@ -61,6 +61,7 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
                 "name": c.name,
                 "type": c.kind.name(),
                 "action": c.action,
+                "action_ns": c.action.strip_prefix(&format!("{}/", c.name)).unwrap_or(&c.action),
                 "joints": c.joints,
                 "default": c.default,
             });
@@ -109,6 +110,34 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
         (None, None) => return Ok(out),
     };
     out["unknown_joints"] = json!(set.unknown_joints(|j| robot.tree.joint(j).is_ok()));
+    // Where mock controllers of these controllers start: the MoveIt config's
+    // initial_positions.yaml, else 0 brought within the joint's limits.
+    let given = match &cfg {
+        Some(c) => c.initial_positions()?,
+        None => Vec::new(),
+    };
+    for (i, c) in set.controllers().iter().enumerate() {
+        let at: Vec<Value> = c
+            .joints
+            .iter()
+            .map(|j| {
+                let from_file = given.iter().find(|(n, _)| n == j).map(|(_, x)| *x);
+                let limits = robot
+                    .tree
+                    .joint(j)
+                    .ok()
+                    .map(|k| &robot.tree.joints[k].limits);
+                let x = from_file.unwrap_or_else(|| match limits {
+                    Some(l) if l.lower.is_finite() && l.upper.is_finite() => {
+                        0.0_f64.clamp(l.lower, l.upper)
+                    }
+                    _ => 0.0,
+                });
+                json!(x)
+            })
+            .collect();
+        out["controllers"][i]["initial_positions"] = json!(at);
+    }
     let names: Vec<String> = match &robot.srdf {
         Some(srdf) if !srdf.groups.is_empty() => {
             srdf.groups.iter().map(|g| g.name.clone()).collect()

@@ -97,6 +97,8 @@ pub struct MoveItConfig {
     pub joint_limits: Option<PathBuf>,
     /// `config/moveit_controllers.yaml`, where present.
     pub controllers: Option<PathBuf>,
+    /// `config/initial_positions.yaml` (where mock hardware starts), where present.
+    pub initial_positions: Option<PathBuf>,
     /// How the URDF and SRDF were found.
     pub found_by: FoundBy,
 }
@@ -231,6 +233,7 @@ impl MoveItConfig {
         Ok(Self {
             joint_limits: optional("joint_limits.yaml"),
             controllers: optional("moveit_controllers.yaml"),
+            initial_positions: optional("initial_positions.yaml"),
             dir,
             robot_name,
             urdf,
@@ -367,6 +370,40 @@ impl MoveItConfig {
         let urdf = pick("URDF", &[".urdf.xacro", ".urdf"])?;
         let srdf = pick("SRDF", &[".srdf", ".srdf.xacro"])?;
         Ok((urdf, srdf))
+    }
+
+    /// The joint positions of `config/initial_positions.yaml` (its `initial_positions`
+    /// mapping of joint names to numbers; none without the file). Errors name the file and
+    /// joint.
+    pub fn initial_positions(&self) -> Result<Vec<(String, f64)>, MoveItConfigError> {
+        let Some(path) = &self.initial_positions else {
+            return Ok(Vec::new());
+        };
+        let bad = |message: String| MoveItConfigError::Missing {
+            package: self.dir.display().to_string(),
+            message: format!("{}: {message}", path.display()),
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let doc: serde_yaml::Value =
+            serde_yaml::from_str(&text).map_err(|e| bad(format!("invalid YAML: {e}")))?;
+        let Some(map) = doc.get("initial_positions") else {
+            return Ok(Vec::new());
+        };
+        let map = map
+            .as_mapping()
+            .ok_or_else(|| bad("initial_positions must map joint names to numbers".into()))?;
+        let mut out = Vec::new();
+        for (k, v) in map {
+            let name = k
+                .as_str()
+                .ok_or_else(|| bad(format!("initial_positions: key {k:?} is not a joint name")))?;
+            let x = v
+                .as_f64()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| bad(format!("initial_positions.{name}: {v:?} is not a number")))?;
+            out.push((name.to_string(), x));
+        }
+        Ok(out)
     }
 
     /// The URDF's text, expanded by xacro where it is a xacro file.

@@ -13,17 +13,26 @@
 //! the one being followed (an active goal is aborted, "preempted"). A trajectory naming a
 //! joint it does not own, or that cannot be followed ([`Trajectory::check_followable`]), is
 //! aborted with `INVALID_JOINTS` / `INVALID_GOAL` and a message saying why; the joints hold.
+//!
+//! With `type: GripperCommand` it stands in for ros2_control's `gripper_action_controller`
+//! instead: the `control_msgs/GripperCommand` action `~/<action_ns>` (default `gripper_cmd`)
+//! moves its first joint (with `parallel`, its first two, each to half the position, whose sum
+//! MoveIt commands) to the commanded position in `gripper_seconds` and reports `reached_goal`
+//! there. `action_ns` renames the trajectory action too, so one mock per controller of a MoveIt
+//! `moveit_controllers.yaml` answers where `planner_node` sends (the launch file's
+//! `mock_controller:=true` with `moveit_config` or `controllers_file`).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use r2r::builtin_interfaces::msg::Time;
-use r2r::control_msgs::action::FollowJointTrajectory;
+use r2r::control_msgs::action::{FollowJointTrajectory, GripperCommand};
 use r2r::sensor_msgs::msg::JointState;
 use r2r::std_msgs::msg::Header;
 use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 use r2r::{ActionServerGoal, ParameterValue, QosProfile};
 
+use super::controllers::Grip;
 use super::execute::Follow;
 use super::plan::from_message;
 use super::NodeError;
@@ -181,6 +190,47 @@ impl MockRobot {
         }
     }
 
+    /// The motion of a gripper command to `position`: from where they are, the first joint
+    /// (with `parallel`, the first two, each to `position / 2`) reaching it after `seconds`.
+    pub fn gripper_motion(
+        &self,
+        position: f64,
+        parallel: bool,
+        seconds: f64,
+    ) -> Result<Trajectory, String> {
+        if !position.is_finite() {
+            return Err(format!("position {position} is not finite"));
+        }
+        let n = if parallel { 2 } else { 1 };
+        if self.joints.len() < n {
+            return Err("a parallel gripper needs two joints".into());
+        }
+        let target = if parallel { position / 2.0 } else { position };
+        let point = |q: Vec<f64>, t: f64| TrajectoryPoint {
+            positions: q,
+            velocities: vec![0.0; n],
+            accelerations: Vec::new(),
+            time_from_start: t,
+        };
+        Ok(Trajectory {
+            joint_names: self.joints[..n].to_vec(),
+            points: vec![
+                point(self.positions[..n].to_vec(), 0.0),
+                point(vec![target; n], seconds.max(1e-3)),
+            ],
+        })
+    }
+
+    /// A gripper's position as its controller reports it: the first joint's, or with
+    /// `parallel` the sum of the first two.
+    pub fn gripper_position(&self, parallel: bool) -> f64 {
+        if parallel && self.positions.len() >= 2 {
+            self.positions[0] + self.positions[1]
+        } else {
+            self.positions[0]
+        }
+    }
+
     /// The joint names and current positions and velocities of the trajectory being
     /// followed, in its joint order (`None` when idle).
     pub fn followed(&self) -> Option<(Vec<String>, Vec<f64>, Vec<f64>)> {
@@ -220,12 +270,120 @@ fn doubles(map: &r2r::indexmap::IndexMap<String, r2r::Parameter>, name: &str) ->
     }
 }
 
+/// A string parameter (`default` when unset).
+fn string(
+    map: &r2r::indexmap::IndexMap<String, r2r::Parameter>,
+    name: &str,
+    default: &str,
+) -> String {
+    match map.get(name).map(|p| &p.value) {
+        Some(ParameterValue::String(v)) if !v.is_empty() => v.clone(),
+        _ => default.to_string(),
+    }
+}
+
+/// What the mock stands in for: the `type` of a MoveIt controllers file entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MockKind {
+    /// A `joint_trajectory_controller`.
+    Trajectory,
+    /// A `gripper_action_controller`.
+    Gripper,
+}
+
+/// The mock's settings besides its joints: what it stands in for, its action's name under the
+/// node, whether a gripper is parallel, and how long a gripper command takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockSettings {
+    /// Trajectory or gripper controller.
+    pub kind: MockKind,
+    /// The action's name under the node (`~/<action_ns>`).
+    pub action_ns: String,
+    /// A parallel gripper (two joints, position = their sum).
+    pub parallel: bool,
+    /// Seconds a gripper command takes.
+    pub gripper_seconds: f64,
+}
+
+impl MockSettings {
+    /// The settings of parameters `type`, `action_ns`, `parallel` and `gripper_seconds`; the
+    /// error names the parameter.
+    pub fn new(
+        kind: &str,
+        action_ns: Option<&str>,
+        parallel: bool,
+        gripper_seconds: f64,
+        joints: usize,
+    ) -> Result<Self, String> {
+        let kind = match kind {
+            "FollowJointTrajectory" => MockKind::Trajectory,
+            "GripperCommand" => MockKind::Gripper,
+            other => {
+                return Err(format!(
+                "parameter 'type' must be FollowJointTrajectory or GripperCommand, got '{other}'"
+            ))
+            }
+        };
+        let action_ns = action_ns
+            .map(|a| a.trim_matches('/').to_string())
+            .unwrap_or_else(|| match kind {
+                MockKind::Trajectory => "follow_joint_trajectory".into(),
+                MockKind::Gripper => "gripper_cmd".into(),
+            });
+        if action_ns.is_empty() {
+            return Err("parameter 'action_ns' is empty".into());
+        }
+        if !(gripper_seconds.is_finite() && gripper_seconds > 0.0 && gripper_seconds <= 60.0) {
+            return Err(format!(
+                "parameter 'gripper_seconds' must be in (0, 60], got {gripper_seconds}"
+            ));
+        }
+        if kind == MockKind::Gripper && parallel && joints < 2 {
+            return Err("parameter 'parallel' needs two joints".into());
+        }
+        Ok(Self {
+            kind,
+            action_ns,
+            parallel,
+            gripper_seconds,
+        })
+    }
+}
+
 /// The result of a goal, with `code` and `why`.
 fn result(code: i32, why: impl Into<String>) -> FollowJointTrajectory::Result {
     FollowJointTrajectory::Result {
         error_code: code,
         error_string: why.into(),
     }
+}
+
+/// The next goal request of an action server the mock has (never, for one it has not).
+async fn next_goal<S: futures::Stream + Unpin>(server: &mut Option<S>) -> Option<S::Item> {
+    match server {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Accepts every cancel request of a goal and sends its id on `tx`.
+fn forward_cancels(
+    cancel_requests: impl futures::Stream<Item = r2r::ActionServerCancelRequest>
+        + Unpin
+        + Send
+        + 'static,
+    tx: tokio::sync::mpsc::UnboundedSender<r2r::uuid::Uuid>,
+) {
+    tokio::spawn(async move {
+        let mut cancel_requests = cancel_requests;
+        while let Some(c) = cancel_requests.next().await {
+            let uuid = c.uuid;
+            c.accept();
+            if tx.send(uuid).is_err() {
+                break;
+            }
+        }
+    });
 }
 
 /// Runs the mock controller until SIGINT/SIGTERM.
@@ -237,32 +395,62 @@ async fn run_async() -> Result<(), NodeError> {
     let ctx = r2r::Context::create()?;
     let mut node = r2r::Node::create(ctx, MOCK_NODE_NAME, "")?;
     let logger = node.logger().to_owned();
-    let (joints, initial, rate) = {
-        let map = super::lock(&node.params);
-        let rate = match map.get("publish_rate").map(|p| &p.value) {
+    let number =
+        |map: &r2r::indexmap::IndexMap<String, r2r::Parameter>, name: &str, default| match map
+            .get(name)
+            .map(|p| &p.value)
+        {
             Some(ParameterValue::Double(r)) => *r,
             Some(ParameterValue::Integer(r)) => *r as f64,
-            _ => 50.0,
+            _ => default,
         };
+    let (joints, initial, rate, settings) = {
+        let map = super::lock(&node.params);
+        let joints = strings(&map, "joints");
+        let action_ns = match map.get("action_ns").map(|p| &p.value) {
+            Some(ParameterValue::String(a)) => Some(a.clone()),
+            _ => None,
+        };
+        let parallel = matches!(
+            map.get("parallel").map(|p| &p.value),
+            Some(ParameterValue::Bool(true))
+        );
+        let settings = MockSettings::new(
+            &string(&map, "type", "FollowJointTrajectory"),
+            action_ns.as_deref(),
+            parallel,
+            number(&map, "gripper_seconds", 0.5),
+            joints.len(),
+        );
         (
-            strings(&map, "joints"),
+            joints,
             doubles(&map, "initial_positions"),
-            rate,
+            number(&map, "publish_rate", 50.0),
+            settings,
         )
     };
-    let mut robot = match MockRobot::new(joints, initial) {
-        Ok(r) => r,
-        Err(e) => {
-            r2r::log_error!(&logger, "{e}");
-            return Err(NodeError::Config(e));
-        }
-    };
+    let (mut robot, settings) =
+        match MockRobot::new(joints, initial).and_then(|r| Ok((r, settings?))) {
+            Ok(r) => r,
+            Err(e) => {
+                r2r::log_error!(&logger, "{e}");
+                return Err(NodeError::Config(e));
+            }
+        };
     if !(rate.is_finite() && rate > 0.0 && rate <= 1000.0) {
         let e = format!("parameter 'publish_rate' must be in (0, 1000] Hz, got {rate}");
         r2r::log_error!(&logger, "{e}");
         return Err(NodeError::Config(e));
     }
-    let mut goals = node.create_action_server::<Follow>("~/follow_joint_trajectory")?;
+    let action = format!("~/{}", settings.action_ns);
+    let mut goals = match settings.kind {
+        MockKind::Trajectory => Some(node.create_action_server::<Follow>(&action)?),
+        MockKind::Gripper => None,
+    };
+    let mut grips = match settings.kind {
+        MockKind::Gripper => Some(node.create_action_server::<Grip>(&action)?),
+        MockKind::Trajectory => None,
+    };
     let mut commands =
         node.subscribe::<JointTrajectory>("~/joint_trajectory", QosProfile::default())?;
     let states = node.create_publisher::<JointState>("joint_states", QosProfile::default())?;
@@ -277,7 +465,11 @@ async fn run_async() -> Result<(), NodeError> {
     };
     r2r::log_info!(
         &logger,
-        "mock controller of {:?} at {:?}, publishing joint_states at {rate} Hz",
+        "mock {} controller of {:?} at {:?} ({action}), publishing joint_states at {rate} Hz",
+        match settings.kind {
+            MockKind::Trajectory => "trajectory",
+            MockKind::Gripper => "gripper",
+        },
         robot.joints(),
         robot.positions()
     );
@@ -287,6 +479,14 @@ async fn run_async() -> Result<(), NodeError> {
     let (cancel_tx, mut cancels) = tokio::sync::mpsc::unbounded_channel::<r2r::uuid::Uuid>();
     // The goal being followed, if it came through the action.
     let mut active: Option<ActionServerGoal<Follow>> = None;
+    // The gripper goal being carried out.
+    let mut active_grip: Option<ActionServerGoal<Grip>> = None;
+    let grip_result = |robot: &MockRobot, reached: bool| GripperCommand::Result {
+        position: robot.gripper_position(settings.parallel),
+        effort: 0.0,
+        stalled: false,
+        reached_goal: reached,
+    };
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
     let shutdown = super::wait_for_shutdown_signal();
     tokio::pin!(shutdown);
@@ -323,6 +523,11 @@ async fn run_async() -> Result<(), NodeError> {
                 }
                 if progress == Progress::Finished {
                     finish(&mut active, &|g| g.succeed(result(0, "")));
+                    if let Some(mut g) = active_grip.take() {
+                        if let Err(e) = g.succeed(grip_result(&robot, true)) {
+                            r2r::log_warn!(&logger, "could not end a goal: {e}");
+                        }
+                    }
                     r2r::log_info!(&logger, "trajectory done at {:?}", robot.positions());
                 }
                 let msg = JointState {
@@ -336,7 +541,37 @@ async fn run_async() -> Result<(), NodeError> {
                     r2r::log_warn!(&logger, "joint_states: {e}");
                 }
             }
-            Some(request) = goals.next() => {
+            Some(request) = next_goal(&mut grips) => {
+                let command = request.goal.command.clone();
+                let (goal, cancel_requests) = match request.accept() {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        r2r::log_warn!(&logger, "could not accept a goal: {e}");
+                        continue;
+                    }
+                };
+                let motion = robot.gripper_motion(command.position, settings.parallel, settings.gripper_seconds);
+                match motion.and_then(|m| robot.start(m, seconds()).map_err(|(_, why)| why)) {
+                    Ok(()) => {
+                        if let Some(mut old) = active_grip.take() {
+                            if let Err(e) = old.abort(grip_result(&robot, false)) {
+                                r2r::log_warn!(&logger, "could not end a goal: {e}");
+                            }
+                        }
+                        r2r::log_info!(&logger, "goal {}: gripper to {}", goal.uuid, command.position);
+                        forward_cancels(cancel_requests, cancel_tx.clone());
+                        active_grip = Some(goal);
+                    }
+                    Err(why) => {
+                        r2r::log_warn!(&logger, "goal {}: {why}", goal.uuid);
+                        let mut goal = goal;
+                        if let Err(e) = goal.abort(grip_result(&robot, false)) {
+                            r2r::log_warn!(&logger, "could not abort a goal: {e}");
+                        }
+                    }
+                }
+            }
+            Some(request) = next_goal(&mut goals) => {
                 let trajectory = from_message(&request.goal.trajectory);
                 let points = trajectory.points.len();
                 let (goal, cancel_requests) = match request.accept() {
@@ -353,17 +588,7 @@ async fn run_async() -> Result<(), NodeError> {
                             "preempted by a newer goal",
                         )));
                         r2r::log_info!(&logger, "goal {}: following {points} points", goal.uuid);
-                        let tx = cancel_tx.clone();
-                        tokio::spawn(async move {
-                            let mut cancel_requests = cancel_requests;
-                            while let Some(c) = cancel_requests.next().await {
-                                let uuid = c.uuid;
-                                c.accept();
-                                if tx.send(uuid).is_err() {
-                                    break;
-                                }
-                            }
-                        });
+                        forward_cancels(cancel_requests, cancel_tx.clone());
                         active = Some(goal);
                     }
                     Err((joints, why)) => {
@@ -384,6 +609,15 @@ async fn run_async() -> Result<(), NodeError> {
                 if active.as_ref().is_some_and(|a| a.uuid == uuid) {
                     robot.hold();
                     finish(&mut active, &|g| g.cancel(result(0, "cancelled: holding position")));
+                    r2r::log_info!(&logger, "goal {uuid} cancelled at {:?}", robot.positions());
+                }
+                if active_grip.as_ref().is_some_and(|a| a.uuid == uuid) {
+                    robot.hold();
+                    if let Some(mut g) = active_grip.take() {
+                        if let Err(e) = g.cancel(grip_result(&robot, false)) {
+                            r2r::log_warn!(&logger, "could not end a goal: {e}");
+                        }
+                    }
                     r2r::log_info!(&logger, "goal {uuid} cancelled at {:?}", robot.positions());
                 }
             }
@@ -490,6 +724,66 @@ mod tests {
         assert!(!joints && why.contains("time_from_start"), "{why}");
         assert!(!r.is_moving());
         assert!((r.positions()[0] - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_gripper_moves_its_command_joint_or_both_halves() {
+        let mut r = two_joints();
+        let m = r.gripper_motion(0.08, false, 0.5).expect("motion");
+        assert_eq!(m.joint_names, vec!["a".to_string()]);
+        r.start(m, 0.0).expect("start");
+        assert_eq!(r.advance(0.25), Progress::Moving);
+        assert_eq!(r.advance(0.5), Progress::Finished);
+        assert!((r.gripper_position(false) - 0.08).abs() < 1e-12);
+        assert_eq!(r.positions()[1], -0.5, "the second joint holds");
+        let m = r.gripper_motion(0.06, true, 1.0).expect("parallel motion");
+        r.start(m, 0.0).expect("start");
+        r.advance(1.0);
+        assert!((r.positions()[0] - 0.03).abs() < 1e-12);
+        assert!((r.positions()[1] - 0.03).abs() < 1e-12);
+        assert!((r.gripper_position(true) - 0.06).abs() < 1e-12);
+        assert!(r.gripper_motion(f64::NAN, false, 1.0).is_err());
+        let one = MockRobot::new(vec!["f".into()], vec![]).expect("robot");
+        assert!(one
+            .gripper_motion(0.1, true, 1.0)
+            .unwrap_err()
+            .contains("two joints"));
+    }
+
+    #[test]
+    fn mock_settings_follow_the_controllers_file_types() {
+        let t =
+            MockSettings::new("FollowJointTrajectory", None, false, 0.5, 6).expect("trajectory");
+        assert_eq!(
+            (t.kind, t.action_ns.as_str()),
+            (MockKind::Trajectory, "follow_joint_trajectory")
+        );
+        let g = MockSettings::new("GripperCommand", Some("/gripper_action/"), true, 0.5, 2)
+            .expect("gripper");
+        assert_eq!(
+            (g.kind, g.action_ns.as_str()),
+            (MockKind::Gripper, "gripper_action")
+        );
+        assert_eq!(
+            MockSettings::new("GripperCommand", None, false, 0.5, 1)
+                .expect("default")
+                .action_ns,
+            "gripper_cmd"
+        );
+        assert!(MockSettings::new("Velocity", None, false, 0.5, 1)
+            .unwrap_err()
+            .contains("'type'"));
+        assert!(
+            MockSettings::new("GripperCommand", Some("/"), false, 0.5, 1)
+                .unwrap_err()
+                .contains("action_ns")
+        );
+        assert!(MockSettings::new("GripperCommand", None, true, 0.5, 1)
+            .unwrap_err()
+            .contains("parallel"));
+        assert!(MockSettings::new("GripperCommand", None, false, 0.0, 1)
+            .unwrap_err()
+            .contains("gripper_seconds"));
     }
 
     #[test]

@@ -1062,7 +1062,7 @@ async fn run_async() -> Result<(), NodeError> {
                 if !params.takes_topic_description(&msg.data, from_topic) {
                     r2r::log_info!(
                         &logger,
-                        "robot_description topic: a URDF of {} bytes not used (the robot_description or urdf_path parameter names the robot, or it is loaded already)",
+                        "robot_description topic: a URDF of {} bytes not used (the robot_description, urdf_path or moveit_config parameter names the robot, or it is loaded already)",
                         msg.data.len()
                     );
                     continue;

@@ -1942,7 +1942,7 @@ def stop_process(proc, log):
     return proc.returncode
 
 
-MOVEIT = 'planner_moveit'
+MOVEIT_NS = 'moveit_test'
 # A description package's URDF as xacro: the bundled arm's URDF, included through
 # $(find gpu_motion_planner) (the ament index) and named by a xacro argument.
 ARM_XACRO = """<?xml version="1.0"?>
@@ -1961,13 +1961,11 @@ SETUP_ASSISTANT = """moveit_setup_assistant_config:
 """
 
 
-def moveit_config_checks(node):
-    """A planner node given only moveit_config: a MoveIt config package (.setup_assistant,
-    SRDF, joint_limits.yaml, moveit_controllers.yaml) whose URDF is a xacro file in a
-    description package beside it. The real xacro expands it; named states of its SRDF plan;
-    its joint limits file's default scaling (0.5) times the trajectory; its controllers file
-    is used; a package that is not there is refused and the robot kept."""
-    ws = tempfile.mkdtemp(prefix='gmp_moveit_ws_')
+def moveit_config_package(ws):
+    """A MoveIt config package for the bundled arm in `ws` as the Setup Assistant leaves one
+    (.setup_assistant, SRDF, joint_limits.yaml, moveit_controllers.yaml with the arm split
+    over two trajectory controllers and a gripper, initial_positions.yaml at START), its URDF
+    a xacro file in a description package beside it. Returns the package's folder."""
     desc = os.path.join(ws, 'gmp_test_description')
     cfg = os.path.join(ws, 'gmp_arm_moveit_config')
     os.makedirs(os.path.join(desc, 'urdf'))
@@ -1984,33 +1982,67 @@ def moveit_config_checks(node):
     shutil.copy(os.path.join(ROOT, 'urdf', 'gmp_arm.srdf'), os.path.join(cfg, 'config'))
     shutil.copy(os.path.join(ROOT, 'config', 'gmp_arm_joint_limits.yaml'),
                 os.path.join(cfg, 'config', 'joint_limits.yaml'))
-    controllers = os.path.join(cfg, 'config', 'moveit_controllers.yaml')
-    with open(controllers, 'w') as f:
+    with open(os.path.join(cfg, 'config', 'moveit_controllers.yaml'), 'w') as f:
         f.write(CONTROLLERS_YAML)
-    log_path = os.path.join(LOG_DIR, f'{MOVEIT}.log')
+    with open(os.path.join(cfg, 'config', 'initial_positions.yaml'), 'w') as f:
+        f.write('initial_positions:\n' + ''.join(f'  {j}: {x}\n' for j, x in zip(ARM, START)))
+    return cfg
+
+
+def moveit_config_checks(node):
+    """The launch file with moveit_config (a MoveIt config package whose URDF is a xacro file
+    in a description package beside it), mock_controller:=true and a namespace: the real
+    xacro expands the URDF; one mock per controller of the package's moveit_controllers.yaml
+    (a gripper among them) starts at its initial_positions.yaml; its SRDF's named states plan;
+    its joint limits file's default scaling (0.5) times the trajectory; ~/execute moves the
+    three mocks to the goal; a package that is not there is refused and the robot kept."""
+    ws = tempfile.mkdtemp(prefix='gmp_moveit_ws_')
+    cfg = moveit_config_package(ws)
+    name = f'/{MOVEIT_NS}/planner_node'
+    log_path = os.path.join(LOG_DIR, 'moveit_launch.log')
     log = open(log_path, 'w')
-    proc = subprocess.Popen([ROS2, 'run', 'gpu_motion_planner', 'planner_node', '--ros-args',
-                             '-r', f'__node:={MOVEIT}', '-p', f'moveit_config:={cfg}',
-                             '-p', 'backend:=cpu'],
+    proc = subprocess.Popen([ROS2, 'launch', 'gpu_motion_planner', 'planner.launch.py',
+                             f'namespace:={MOVEIT_NS}', f'moveit_config:={cfg}',
+                             'mock_controller:=true'],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    states = {}
+
+    def heard(m):
+        states.update(zip(m.name, m.position))
+
+    node.create_subscription(JointState, f'/{MOVEIT_NS}/joint_states', heard, 100)
+
+    def robot():
+        return [states[j] for j in ARM] if all(j in states for j in ARM) else None
+
+    def at(q, timeout):
+        return wait_for(node, lambda: robot() is not None
+                        and max(abs(a - b) for a, b in zip(robot(), q)) < 1e-6, timeout)
+
+    def log_text():
+        with open(log_path) as f:
+            return f.read()
+
     try:
-        plan = node.create_client(PlanPath, f'/{MOVEIT}/plan')
-        if not check('a planner node with moveit_config (a xacro URDF) comes up',
-                     plan.wait_for_service(timeout_sec=30.0), f'see {log_path}'):
+        plan = node.create_client(PlanPath, f'{name}/plan')
+        execute = node.create_client(Trigger, f'{name}/execute')
+        up = plan.wait_for_service(timeout_sec=40.0) and at(START, 20.0)
+        if not check('the launch file with moveit_config and mock_controller: the node and one '
+                     "mock per controller (in the namespace) come up at initial_positions.yaml",
+                     up, f'robot at {robot()}; see {log_path}'):
             return
-        req = PlanPath.Request()
-        req.start_state = joint_state(ARM, START)
+        req = PlanPath.Request()  # from the mocks' joint states
         req.goal_name = 'ready'
         req.seed = 4
         res = None
         deadline = time.time() + 30.0
-        while time.time() < deadline:  # the robot loads after the services appear
+        while time.time() < deadline:  # the robot may load after the services appear
             res = call(node, plan, req, timeout=30.0)
             if res is not None and res.success:
                 break
             time.sleep(0.5)
         end = list(res.trajectory.points[-1].positions) if res and res.success else None
-        check("the MoveIt config's robot plans to its SRDF's named state 'ready'",
+        check("the MoveIt config's robot (xacro expanded) plans to its SRDF's state 'ready'",
               end is not None and max(abs(a - b) for a, b in zip(end, GOAL)) < 1e-9,
               res and f'{res.message!r}; ends at {end}; see {log_path}')
         if end is None:
@@ -2022,15 +2054,26 @@ def moveit_config_checks(node):
         check("its joint_limits.yaml's default scaling (0.5) slows a request that gives none",
               full is not None and full.success and scaled > 1.3 * duration(full.trajectory),
               full and f'{scaled:.3f} s at the default, {duration(full.trajectory):.3f} s at 1')
-        with open(log_path) as f:
-            text = f.read()
         check("its moveit_controllers.yaml is the node's controllers file",
-              f'controllers from {controllers}' in text, f'see {log_path}')
-        rc, out = ros2_param('set', MOVEIT, 'moveit_config', '/no/such_moveit_config')
+              'controllers from ' + os.path.join(cfg, 'config', 'moveit_controllers.yaml')
+              in log_text(), f'see {log_path}')
+        goal = PlanPath.Request()
+        goal.goal_state = joint_state(ARM, MULTI_GOAL)
+        goal.seed = 3
+        res = call(node, plan, goal, timeout=30.0)
+        if check('~/plan to a goal for all three controllers', res is not None and res.success,
+                 res and res.message):
+            seconds = duration(res.trajectory)
+            done, took = execute_when_discovered(node, execute, seconds)
+            check('~/execute moves the three mocks (two trajectory controllers and a '
+                  'GripperCommand mock) to the goal',
+                  done is not None and done.success and "(gripper_controller's part)"
+                  in done.message and at(MULTI_GOAL, 5.0),
+                  f'{done and done.message!r}; at {robot()}')
+        rc, out = ros2_param('set', name, 'moveit_config', '/no/such_moveit_config')
         time.sleep(1.0)
         res = call(node, plan, req, timeout=30.0)
-        with open(log_path) as f:
-            text = f.read()
+        text = log_text()
         check('a moveit_config that is not there is refused naming it; the robot is kept',
               'such_moveit_config' in text and 'keeping the robot loaded before' in text
               and res is not None and res.success,
