@@ -26,7 +26,8 @@ Arguments (name:=value):
                      command topic)
   execution_mode     action | topic; overrides the params file when not empty
   pointcloud_topic   a PointCloud2 topic (e.g. a depth camera's /camera/depth/points) whose
-                     clouds become obstacles (remaps ~/points; default: ~/points itself)
+                     clouds become obstacles (remaps ~/points; default: the first point cloud
+                     sensor of moveit_config's sensors_3d.yaml, else ~/points itself)
   mock_controller    'true' also starts the mock controller (a stand-in robot behind a
                      joint_trajectory_controller's action and topic, publishing joint_states;
                      <share>/config/mock_controller.yaml, the bundled arm's joints), so
@@ -91,9 +92,25 @@ def _planner_node(context):
     controller = LaunchConfiguration('controller_topic').perform(context)
     cloud = LaunchConfiguration('pointcloud_topic').perform(context)
     remappings = [(CONTROLLER_TOPIC, controller)] if controller else []
+    notes = []
+    moveit_config = (LaunchConfiguration('moveit_config').perform(context)
+                     or _parameter(params[0], 'moveit_config', ''))
+    if not cloud and moveit_config:
+        # The point cloud sensor of the MoveIt config's sensors_3d.yaml, as gmp reads it.
+        try:
+            topics = _gmp(['info', '--moveit-config', moveit_config])['moveit_config'][
+                'point_cloud_topics']
+        except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
+            topics = []
+            notes.append(LogInfo(msg=f'moveit_config: no point cloud sensor read: {e}'))
+        if topics:
+            cloud = topics[0]
+            notes.append(LogInfo(msg=f'point clouds from {cloud} (sensors_3d.yaml)' + (
+                f'; not used: {", ".join(topics[1:])} (one cloud topic per node)'
+                if len(topics) > 1 else '')))
     if cloud:
         remappings.append(('~/points', cloud))
-    return [
+    return notes + [
         Node(
             package=PACKAGE,
             executable='planner_node',

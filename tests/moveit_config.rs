@@ -463,3 +463,71 @@ fn meshes_of_a_source_workspace_resolve_through_its_packages() {
         "{err}"
     );
 }
+
+#[test]
+fn point_cloud_sensors_of_sensors_3d_are_read() {
+    let ws = tempfile::tempdir().unwrap();
+    let cfg_dir = workspace(ws.path(), "urdf/my_arm.urdf", "");
+    let sensors = cfg_dir.join("config/sensors_3d.yaml");
+    // Sensors by name (the Setup Assistant's layout); a depth image sensor is left out.
+    write(
+        &sensors,
+        "sensors:\n  - wrist_camera\n  - head_depth\n  - cell_camera\n\
+         wrist_camera:\n  sensor_plugin: occupancy_map_monitor/PointCloudOctomapUpdater\n  \
+         point_cloud_topic: /wrist_camera/depth/points\n  max_range: 2.0\n\
+         head_depth:\n  sensor_plugin: occupancy_map_monitor/DepthImageOctomapUpdater\n  \
+         image_topic: /head/depth\n\
+         cell_camera:\n  sensor_plugin: occupancy_map_monitor/PointCloudOctomapUpdater\n  \
+         point_cloud_topic: /cell/points\n",
+    );
+    let cfg = MoveItConfig::locate_in(cfg_dir.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(
+        cfg.point_cloud_topics().unwrap(),
+        vec![
+            "/wrist_camera/depth/points".to_string(),
+            "/cell/points".into()
+        ]
+    );
+    // Sensors as mappings (older files).
+    write(
+        &sensors,
+        "sensors:\n  - sensor_plugin: occupancy_map_monitor/PointCloudOctomapUpdater\n    \
+         point_cloud_topic: /camera/points\n",
+    );
+    assert_eq!(
+        cfg.point_cloud_topics().unwrap(),
+        vec!["/camera/points".to_string()]
+    );
+    // Broken files are named with the key.
+    for (text, want) in [
+        ("sensors:\n  - ghost\n", "'ghost', which has no entry"),
+        (
+            "sensors: [c]\nc:\n  sensor_plugin: occupancy_map_monitor/PointCloudOctomapUpdater\n",
+            "c.point_cloud_topic is missing",
+        ),
+        ("sensors: 3\n", "sensors must be a list"),
+    ] {
+        write(&sensors, text);
+        let msg = cfg.point_cloud_topics().unwrap_err().to_string();
+        assert!(
+            msg.contains(want) && msg.contains("sensors_3d.yaml"),
+            "{text}: {msg}"
+        );
+    }
+    // gmp info shows the topics.
+    write(
+        &sensors,
+        "sensors: [c]\nc:\n  sensor_plugin: occupancy_map_monitor/PointCloudOctomapUpdater\n  \
+         point_cloud_topic: /c/points\n",
+    );
+    let (code, v, err) = gmp(
+        &["info", "--moveit-config", cfg_dir.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["moveit_config"]["point_cloud_topics"][0], "/c/points");
+    // No file: none.
+    std::fs::remove_file(&sensors).unwrap();
+    let cfg = MoveItConfig::locate_in(cfg_dir.to_str().unwrap(), &[]).unwrap();
+    assert!(cfg.point_cloud_topics().unwrap().is_empty());
+}

@@ -877,8 +877,7 @@ fn the_gpu_warm_up_builds_the_cuda_side_where_the_backend_uses_a_gpu() {
 /// A request may name the planning group (MoveIt's `group_name`): on the MBM Fetch, whose
 /// service plans for `arm` by its setting, a request for `arm_with_torso` raises the torso as
 /// the arm moves, and the next one for `arm` (none named) keeps the torso where it is; the
-/// roadmap view draws the last path whatever its group. An unknown group is refused by name,
-/// and `drm` plans only for the setting's group.
+/// roadmap view draws the last path whatever its group. An unknown group is refused by name.
 #[test]
 fn a_request_plans_for_the_group_it_names() {
     let Some(data) = common::mbm_or_skip("a_request_plans_for_the_group_it_names") else {
@@ -1085,16 +1084,152 @@ fn a_request_plans_for_the_group_it_names() {
         .expect_err("unknown group");
     assert_eq!(unknown.category(), ErrorCategory::InvalidGroup);
     assert!(unknown.to_string().contains("no_such_group"), "{unknown}");
-    let drm = s
-        .plan(ServicePlanRequest {
-            planner: Some("drm".into()),
-            ..req
-        })
-        .expect_err("drm for another group");
-    assert!(
-        drm.to_string().contains("'arm'") && drm.to_string().contains("arm_with_torso"),
-        "{drm}"
+}
+
+/// `drm` keeps a roadmap per planning group it plans for (the bundled arm with four more
+/// groups of its joints): each plan is re-checked; the setting's group's roadmap is the one
+/// summarised and drawn whatever was used last; obstacle changes relabel every roadmap;
+/// a fifth group's roadmap replaces the one used longest ago; clearing drops them all.
+#[test]
+fn drm_keeps_a_roadmap_per_planning_group() {
+    let (bundled_robot, _) = bundled().expect("bundled");
+    // No obstacles but the cube put in below.
+    let scene = gpu_motion_planner::scene::Scene::new("world");
+    let urdf = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/urdf/gmp_arm.urdf"))
+        .expect("urdf");
+    let srdf = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/urdf/gmp_arm.srdf"))
+        .expect("srdf");
+    let joints = |names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|n| format!("<joint name=\"{n}\"/>"))
+            .collect()
+    };
+    let groups = [
+        (
+            "wrist",
+            vec!["wrist_1_joint", "wrist_2_joint", "wrist_3_joint"],
+        ),
+        (
+            "elbow_wrist",
+            vec!["elbow_joint", "wrist_1_joint", "wrist_2_joint"],
+        ),
+        (
+            "shoulder",
+            vec!["shoulder_pan_joint", "shoulder_lift_joint"],
+        ),
+        (
+            "upper",
+            vec!["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint"],
+        ),
+    ];
+    let extra: String = groups
+        .iter()
+        .map(|(g, j)| format!("<group name=\"{g}\">{}</group>", joints(j)))
+        .collect();
+    let srdf = srdf.replace(
+        "<group_state name=\"home\"",
+        &format!("{extra}<group_state name=\"home\""),
     );
+    let robot = gpu_motion_planner::robot::RobotModel::from_urdf_str(
+        &urdf,
+        None,
+        Some(&srdf),
+        &gpu_motion_planner::robot::LoadOptions::default(),
+    )
+    .expect("robot with more groups");
+    assert_eq!(robot.tree.variable_names, bundled_robot.tree.variable_names);
+    let settings = ServiceSettings {
+        time_limit: 10.0,
+        seed: 7,
+        roadmap_size: 80,
+        planner: "drm".into(),
+        ..ServiceSettings::default()
+    };
+    let mut s = PlanningService::new(robot, scene, settings);
+    let all = names(&s);
+    s.set_joint_state(&all, &START).expect("joint state");
+    // A goal for `group`: START with its joints moved by `by`.
+    let plan_for = |s: &mut PlanningService, group: &str, by: f64| {
+        let g = s.group_named(group).expect("group");
+        let goal: Vec<f64> = g
+            .space
+            .names
+            .iter()
+            .map(|n| START[all.iter().position(|a| a == n).expect("joint")] + by)
+            .collect();
+        let res = s
+            .plan(ServicePlanRequest {
+                goal: (g.space.names.clone(), goal),
+                group: Some(group.into()),
+                ..Default::default()
+            })
+            .unwrap_or_else(|e| panic!("drm plan for {group}: {e}"));
+        assert_eq!(res.planner, "drm");
+        assert_eq!(res.group, group);
+        // Re-checked for that group over START by an independent CPU checker.
+        let checker = gpu_motion_planner::collision::CpuChecker::new(
+            s.robot(),
+            &g,
+            &g.full_state(&s.robot().tree.neutral_state(), &START),
+            s.scene(),
+            gpu_motion_planner::collision::CheckerOptions::default(),
+        )
+        .expect("checker");
+        trajectory::validate_along(&checker, &res.path, &res.trajectory, 0.01)
+            .expect("valid for its group");
+        res
+    };
+    plan_for(&mut s, "arm", 0.3);
+    let arm_build = s.roadmap_summary().expect("arm roadmap").build_time;
+    plan_for(&mut s, "wrist", 0.5);
+    assert_eq!(
+        s.roadmap_groups(),
+        vec!["arm".to_string(), "wrist".to_string()]
+    );
+    // The setting's group's roadmap is summarised and drawn, though the wrist's was used last.
+    assert_eq!(s.roadmap_summary().expect("shown").build_time, arm_build);
+    assert_eq!(s.roadmap_view().expect("view").tip_link, "tool0");
+    assert_eq!(s.roadmap_view().expect("view").vertices.len(), 80);
+    // The arm's roadmap is used again as it was built.
+    plan_for(&mut s, "arm", -0.2);
+    assert_eq!(s.roadmap_summary().expect("kept").build_time, arm_build);
+    assert_eq!(
+        s.roadmap_groups(),
+        vec!["wrist".to_string(), "arm".to_string()]
+    );
+    // An obstacle change relabels both.
+    s.apply_marker(cube(
+        "c",
+        1,
+        tool_at(&s, &START) + Vector3::new(0.0, 0.0, 0.3),
+        0.1,
+    ))
+    .expect("cube");
+    let stats = s.update_roadmap().expect("update").expect("roadmaps");
+    assert!(stats.slots >= 2, "one slot per roadmap: {stats:?}");
+    // Three more groups: the wrist's roadmap, used longest ago, goes.
+    for g in ["elbow_wrist", "shoulder", "upper"] {
+        plan_for(&mut s, g, 0.2);
+    }
+    assert_eq!(
+        s.roadmap_groups(),
+        vec![
+            "arm".to_string(),
+            "elbow_wrist".into(),
+            "shoulder".into(),
+            "upper".into()
+        ]
+    );
+    assert_eq!(
+        s.roadmap_summary().expect("arm's kept").build_time,
+        arm_build
+    );
+    // rebuild_roadmap rebuilds the setting's group's only; clear drops them all.
+    s.rebuild_roadmap().expect("rebuild");
+    assert_eq!(s.roadmap_groups().len(), 4);
+    assert!(s.clear_roadmap());
+    assert!(!s.has_roadmap() && s.roadmap_groups().is_empty());
 }
 
 #[test]

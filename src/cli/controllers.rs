@@ -84,7 +84,7 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
         "controllers": controllers,
     });
     if let Some(c) = &cfg {
-        out["moveit_config"] = super::moveit_config_json(c);
+        out["moveit_config"] = super::moveit_config_json(c)?;
     }
     let opts = LoadOptions {
         skip_geometry: true,

@@ -1003,15 +1003,15 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
             "velocity": robot.default_scaling.velocity,
             "acceleration": robot.default_scaling.acceleration,
         },
-        "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)),
+        "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)).transpose()?,
     }))
 }
 
-/// What `gmp info` and `gmp controllers` say of a MoveIt configuration package: its folder
-/// and the files used.
-pub fn moveit_config_json(c: &MoveItConfig) -> Value {
+/// What `gmp info` and `gmp controllers` say of a MoveIt configuration package: its folder,
+/// the files used and the point cloud topics of its `sensors_3d.yaml`.
+pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
     let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    json!({
+    Ok(json!({
         "dir": c.dir.display().to_string(),
         "robot_name": c.robot_name,
         "found_by": match c.found_by {
@@ -1023,7 +1023,10 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Value {
         "srdf": c.srdf.display().to_string(),
         "joint_limits": path(&c.joint_limits),
         "controllers": path(&c.controllers),
-    })
+        "initial_positions": path(&c.initial_positions),
+        "sensors_3d": path(&c.sensors_3d),
+        "point_cloud_topics": c.point_cloud_topics()?,
+    }))
 }
 
 /// Start/goal validity of every MBM problem, per robot and scene.

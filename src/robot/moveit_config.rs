@@ -99,6 +99,8 @@ pub struct MoveItConfig {
     pub controllers: Option<PathBuf>,
     /// `config/initial_positions.yaml` (where mock hardware starts), where present.
     pub initial_positions: Option<PathBuf>,
+    /// `config/sensors_3d.yaml` (the depth sensors of MoveIt's occupancy map), where present.
+    pub sensors_3d: Option<PathBuf>,
     /// How the URDF and SRDF were found.
     pub found_by: FoundBy,
 }
@@ -234,6 +236,7 @@ impl MoveItConfig {
             joint_limits: optional("joint_limits.yaml"),
             controllers: optional("moveit_controllers.yaml"),
             initial_positions: optional("initial_positions.yaml"),
+            sensors_3d: optional("sensors_3d.yaml"),
             dir,
             robot_name,
             urdf,
@@ -372,6 +375,21 @@ impl MoveItConfig {
         Ok((urdf, srdf))
     }
 
+    /// An error about one of the package's files.
+    fn file_error(&self, path: &Path, message: String) -> MoveItConfigError {
+        MoveItConfigError::Missing {
+            package: self.dir.display().to_string(),
+            message: format!("{}: {message}", path.display()),
+        }
+    }
+
+    /// One of the package's YAML files, parsed.
+    fn read_yaml(&self, path: &Path) -> Result<serde_yaml::Value, MoveItConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| self.file_error(path, e.to_string()))?;
+        serde_yaml::from_str(&text).map_err(|e| self.file_error(path, format!("invalid YAML: {e}")))
+    }
+
     /// The joint positions of `config/initial_positions.yaml` (its `initial_positions`
     /// mapping of joint names to numbers; none without the file). Errors name the file and
     /// joint.
@@ -379,13 +397,8 @@ impl MoveItConfig {
         let Some(path) = &self.initial_positions else {
             return Ok(Vec::new());
         };
-        let bad = |message: String| MoveItConfigError::Missing {
-            package: self.dir.display().to_string(),
-            message: format!("{}: {message}", path.display()),
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let doc: serde_yaml::Value =
-            serde_yaml::from_str(&text).map_err(|e| bad(format!("invalid YAML: {e}")))?;
+        let bad = |message: String| self.file_error(path, message);
+        let doc = self.read_yaml(path)?;
         let Some(map) = doc.get("initial_positions") else {
             return Ok(Vec::new());
         };
@@ -404,6 +417,55 @@ impl MoveItConfig {
             out.push((name.to_string(), x));
         }
         Ok(out)
+    }
+
+    /// The `point_cloud_topic` of every point cloud sensor of `config/sensors_3d.yaml`
+    /// (`sensor_plugin` `occupancy_map_monitor/PointCloudOctomapUpdater`), in the file's
+    /// order; `sensors` lists them by name (each a top-level mapping) or as mappings. None
+    /// without the file; depth image sensors are left out. Errors name the file and key.
+    pub fn point_cloud_topics(&self) -> Result<Vec<String>, MoveItConfigError> {
+        let Some(path) = &self.sensors_3d else {
+            return Ok(Vec::new());
+        };
+        let bad = |message: String| self.file_error(path, message);
+        let doc = self.read_yaml(path)?;
+        let Some(sensors) = doc.get("sensors") else {
+            return Ok(Vec::new());
+        };
+        let sensors = sensors
+            .as_sequence()
+            .ok_or_else(|| bad("sensors must be a list".into()))?;
+        let mut topics = Vec::new();
+        for entry in sensors {
+            let (name, sensor) = match entry {
+                serde_yaml::Value::String(name) => (
+                    name.clone(),
+                    doc.get(name.as_str()).ok_or_else(|| {
+                        bad(format!("sensors names '{name}', which has no entry"))
+                    })?,
+                ),
+                serde_yaml::Value::Mapping(_) => ("sensors[]".to_string(), entry),
+                other => {
+                    return Err(bad(format!(
+                        "sensors: {other:?} is neither a name nor a mapping"
+                    )))
+                }
+            };
+            let plugin = sensor
+                .get("sensor_plugin")
+                .and_then(|p| p.as_str())
+                .unwrap_or("");
+            if !plugin.ends_with("PointCloudOctomapUpdater") {
+                continue;
+            }
+            let topic = sensor
+                .get("point_cloud_topic")
+                .and_then(|t| t.as_str())
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| bad(format!("{name}.point_cloud_topic is missing")))?;
+            topics.push(topic.trim().to_string());
+        }
+        Ok(topics)
     }
 
     /// The URDF's text, expanded by xacro where it is a xacro file.

@@ -68,7 +68,7 @@ impl PlanningService {
             self.acm = acm;
             self.robot_changes += 1;
             self.cached = None;
-            self.roadmap = None;
+            self.roadmaps.clear();
         }
     }
 

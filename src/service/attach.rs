@@ -217,6 +217,6 @@ impl PlanningService {
         self.robot = robot;
         self.robot_changes += 1;
         self.cached = None;
-        self.roadmap = None;
+        self.roadmaps.clear();
     }
 }

@@ -48,6 +48,9 @@ use crate::trajectory::Trajectory;
 
 /// The planner name of the persistent dynamic roadmap.
 pub const DRM_PLANNER: &str = "drm";
+/// Persistent roadmaps kept at once, one per planning group the `drm` planner planned for;
+/// the one used longest ago goes first.
+pub const MAX_ROADMAPS: usize = 4;
 
 /// Longest planning time budget accepted, seconds (keeps `Duration` conversion in range).
 const MAX_TIME_LIMIT: f64 = 1.0e6;
@@ -667,8 +670,9 @@ pub struct PlanningService {
     cached: Option<CachedChecker>,
     checker_builds: u64,
     last_path: Option<(String, Vec<Vec<f64>>)>,
-    /// The persistent roadmap of the `drm` planner.
-    roadmap: Option<roadmap::Persistent>,
+    /// The persistent roadmaps of the `drm` planner, one per planning group planned for
+    /// (at most [`MAX_ROADMAPS`]), the one used last at the end.
+    roadmaps: Vec<roadmap::Persistent>,
     /// Attached objects of the initial scene that could not be attached.
     attach_errors: Vec<String>,
     /// Transforms of frames the robot does not know (a camera, `map`), from `/tf`.
@@ -870,7 +874,7 @@ impl PlanningService {
             cached: None,
             checker_builds: 0,
             last_path: None,
-            roadmap: None,
+            roadmaps: Vec::new(),
             transforms: None,
             instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             robot_changes: 0,
@@ -1138,7 +1142,7 @@ impl PlanningService {
         let checker = cached_checker(&self.cached)?;
         let preq = &prepared.request;
         let backend = checker.backend().name().to_string();
-        let mut roadmap = self.roadmap.as_mut().filter(|_| prepared.use_roadmap);
+        let mut roadmap = self.roadmaps.last_mut().filter(|_| prepared.use_roadmap);
         let planner = match &roadmap {
             Some(_) => DRM_PLANNER.to_string(),
             None => preq.planner.as_str().to_string(),
@@ -1325,21 +1329,6 @@ impl PlanningService {
                 reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
             })?;
         let group = self.request_group(req.group.as_deref())?;
-        if use_roadmap {
-            let kept = self.group()?.name;
-            if group.name != kept {
-                let other = &group.name;
-                return Err(ServiceError::BadOption {
-                    name: "group_name",
-                    reason: format!(
-                        "the {DRM_PLANNER} planner's roadmap is kept for the planning group \
-                         '{kept}' (the planning_group setting), not '{other}'; plan for \
-                         '{other}' with another planner"
-                    ),
-                });
-            }
-        }
-
         let (start_state, start) = self.start_of(&req.start, &group)?;
 
         // Goal: every group joint given; goal values of joints outside the group are

@@ -1,17 +1,17 @@
-//! The node's persistent roadmap (planner `drm`) and what `~/roadmap` shows.
+//! The node's persistent roadmaps (planner `drm`) and what `~/roadmap` shows.
 //!
-//! The `drm` planner keeps one [`DynamicRoadmap`] across requests: it is sampled for the
-//! planning group and the joints outside it (the base state) on the first `drm` request or
-//! on [`PlanningService::rebuild_roadmap`], its edge labels follow every obstacle change
-//! (Red-Green-Gray: valid / invalid / unknown), and each query validates only the unknown
-//! edges of its candidate paths (lazy PRM). Other planners build their own structures per
-//! request and leave this roadmap alone.
+//! The `drm` planner keeps a [`DynamicRoadmap`] per planning group across requests (at most
+//! [`MAX_ROADMAPS`] groups): it is sampled for the group and the joints outside it (the base
+//! state) on the group's first `drm` request or on [`PlanningService::rebuild_roadmap`], its
+//! edge labels follow every obstacle change (Red-Green-Gray: valid / invalid / unknown), and
+//! each query validates only the unknown edges of its candidate paths (lazy PRM). Other
+//! planners build their own structures per request and leave these roadmaps alone.
 
 use std::time::Duration;
 
 use nalgebra::Point3;
 
-use super::{PlanningService, ServiceError};
+use super::{PlanningService, ServiceError, MAX_ROADMAPS};
 use crate::planners::dynamic_roadmap::{
     DynamicRoadmap, DynamicRoadmapOptions, LabelCounts, UpdateStats,
 };
@@ -162,19 +162,22 @@ impl PlanningService {
 
     /// Whether a persistent roadmap exists.
     pub fn has_roadmap(&self) -> bool {
-        self.roadmap.is_some()
+        !self.roadmaps.is_empty()
     }
 
-    /// Drops the persistent roadmap; returns whether there was one.
+    /// Drops the persistent roadmaps (of every planning group); returns whether there was
+    /// one.
     pub fn clear_roadmap(&mut self) -> bool {
-        self.roadmap.take().is_some()
+        let had = !self.roadmaps.is_empty();
+        self.roadmaps.clear();
+        had
     }
 
-    /// Builds the persistent roadmap now (replacing any), for the current planning group,
-    /// joint state, `roadmap_size` and resolution, labelled for the current scene.
+    /// Builds the persistent roadmap of the current planning group now (replacing it), for
+    /// the joint state, `roadmap_size` and resolution, labelled for the current scene.
     pub fn rebuild_roadmap(&mut self) -> Result<RoadmapSummary, ServiceError> {
-        self.roadmap = None;
         let group = self.group()?;
+        self.roadmaps.retain(|p| p.group != group.name);
         let base = self.current.clone();
         self.ensure_roadmap(&group, &base)?;
         self.roadmap_summary()
@@ -184,9 +187,19 @@ impl PlanningService {
             })
     }
 
-    /// The persistent roadmap's summary, when there is one.
+    /// The roadmap `~/roadmap` shows and [`Self::roadmap_summary`] describes: the planning
+    /// group setting's, else the one used last.
+    fn shown_roadmap(&self) -> Option<&Persistent> {
+        let default = self.group().ok().map(|g| g.name);
+        self.roadmaps
+            .iter()
+            .find(|p| Some(&p.group) == default.as_ref())
+            .or_else(|| self.roadmaps.last())
+    }
+
+    /// The summary of the roadmap shown ([`Self::shown_roadmap`]), when there is one.
     pub fn roadmap_summary(&self) -> Option<RoadmapSummary> {
-        self.roadmap.as_ref().map(|p| {
+        self.shown_roadmap().map(|p| {
             let (vertices, edges) = (p.drm.roadmap().num_vertices(), p.drm.roadmap().num_edges());
             RoadmapSummary {
                 vertices,
@@ -197,18 +210,26 @@ impl PlanningService {
         })
     }
 
-    /// Brings the persistent roadmap's labels up to date with the scene (call after
-    /// obstacle changes); `None` when there is no roadmap.
-    pub fn update_roadmap(&mut self) -> Result<Option<UpdateStats>, ServiceError> {
-        match self.roadmap.as_mut() {
-            Some(p) => Ok(Some(p.drm.update(&self.scene)?)),
-            None => Ok(None),
-        }
+    /// The planning groups that have a persistent roadmap, the one used last at the end.
+    pub fn roadmap_groups(&self) -> Vec<String> {
+        self.roadmaps.iter().map(|p| p.group.clone()).collect()
     }
 
-    /// Makes sure the persistent roadmap exists for `group` and base state `base` with the
-    /// current settings (rebuilding it when one of them changed) and is labelled for the
-    /// current scene.
+    /// Brings every persistent roadmap's labels up to date with the scene (call after
+    /// obstacle changes): their stats added up; `None` when there is no roadmap.
+    pub fn update_roadmap(&mut self) -> Result<Option<UpdateStats>, ServiceError> {
+        let mut total: Option<UpdateStats> = None;
+        for p in &mut self.roadmaps {
+            let stats = p.drm.update(&self.scene)?;
+            total.get_or_insert_with(UpdateStats::default).add(&stats);
+        }
+        Ok(total)
+    }
+
+    /// Makes sure the persistent roadmap of `group` exists for base state `base` with the
+    /// current settings (rebuilding it when one of them changed), is the one used last, and
+    /// is labelled for the current scene. A new group's roadmap beyond [`MAX_ROADMAPS`]
+    /// replaces the one used longest ago.
     pub(super) fn ensure_roadmap(
         &mut self,
         group: &PlanningGroup,
@@ -223,48 +244,63 @@ impl PlanningService {
             });
         }
         let resolution = self.settings.resolution;
-        let fits = self.roadmap.as_ref().is_some_and(|p| {
-            p.group == group.name
-                && p.base == masked
-                && p.size == size
-                && p.resolution == resolution
+        let found = self.roadmaps.iter().position(|p| p.group == group.name);
+        let fits = found.is_some_and(|i| {
+            let p = &self.roadmaps[i];
+            p.base == masked && p.size == size && p.resolution == resolution
         });
-        if !fits {
-            self.roadmap = None;
-            let opts = DynamicRoadmapOptions {
-                resolution,
-                // The voxel map only serves the DRM comparison; queries use RGG labels.
-                drm_cell_size: None,
-                // Build checks and label updates on the GPU unless the CPU is asked for
-                // (without a GPU this falls back to the CPU with one log line).
-                gpu: self.settings.backend != "cpu",
-                ..DynamicRoadmapOptions::default()
-            };
-            let drm = DynamicRoadmap::sample(
-                &self.checked_robot(),
-                group,
-                &masked,
-                size,
-                ROADMAP_NEIGHBORS,
-                self.settings.seed,
-                opts,
-            )?;
-            self.roadmap = Some(Persistent {
-                group: group.name.clone(),
-                base: masked,
-                size,
-                resolution,
-                drm,
-            });
+        if let Some(i) = found {
+            let p = self.roadmaps.remove(i);
+            if fits {
+                // Used now: to the end, where the planner takes it.
+                self.roadmaps.push(p);
+                let p = self.roadmaps.last_mut().expect("pushed");
+                p.drm.update(&self.scene)?;
+                return Ok(());
+            }
         }
-        self.update_roadmap()?;
+        let opts = DynamicRoadmapOptions {
+            resolution,
+            // The voxel map only serves the DRM comparison; queries use RGG labels.
+            drm_cell_size: None,
+            // Build checks and label updates on the GPU unless the CPU is asked for
+            // (without a GPU this falls back to the CPU with one log line).
+            gpu: self.settings.backend != "cpu",
+            ..DynamicRoadmapOptions::default()
+        };
+        let drm = DynamicRoadmap::sample(
+            &self.checked_robot(),
+            group,
+            &masked,
+            size,
+            ROADMAP_NEIGHBORS,
+            self.settings.seed,
+            opts,
+        )?;
+        if self.roadmaps.len() >= MAX_ROADMAPS {
+            self.roadmaps.remove(0);
+        }
+        self.roadmaps.push(Persistent {
+            group: group.name.clone(),
+            base: masked,
+            size,
+            resolution,
+            drm,
+        });
+        let p = self.roadmaps.last_mut().expect("pushed");
+        p.drm.update(&self.scene)?;
         Ok(())
     }
 
-    /// What `~/roadmap` shows now: the persistent roadmap (if any) and the last planned
-    /// path, through the end effector's position (the tip of the group each was made for).
+    /// What `~/roadmap` shows now: the persistent roadmap shown ([`Self::shown_roadmap`], if
+    /// any) and the last planned path, through the end effector's position (the tip of the
+    /// group each was made for).
     pub fn roadmap_view(&self) -> Result<RoadmapView, ServiceError> {
-        let group = self.group()?;
+        let shown = self.shown_roadmap();
+        let group = match shown {
+            Some(p) => self.group_named(&p.group)?,
+            None => self.group()?,
+        };
         let tip = tip_link(&self.robot, &group);
         let mut view = RoadmapView {
             tip_link: self
@@ -276,7 +312,7 @@ impl PlanningService {
                 .unwrap_or_default(),
             ..RoadmapView::default()
         };
-        if let Some(p) = &self.roadmap {
+        if let Some(p) = shown {
             let mut at = TipPositions::new(&self.robot, &group);
             let rm = p.drm.roadmap();
             view.vertices = (0..rm.num_vertices())

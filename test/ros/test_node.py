@@ -1943,6 +1943,8 @@ def stop_process(proc, log):
 
 
 MOVEIT_NS = 'moveit_test'
+# The point cloud topic of the test package's sensors_3d.yaml.
+MOVEIT_CLOUD = '/moveit_test_cell_camera/points'
 # A description package's URDF as xacro: the bundled arm's URDF, included through
 # $(find gpu_motion_planner) (the ament index) and named by a xacro argument.
 ARM_XACRO = """<?xml version="1.0"?>
@@ -1986,6 +1988,10 @@ def moveit_config_package(ws):
         f.write(CONTROLLERS_YAML)
     with open(os.path.join(cfg, 'config', 'initial_positions.yaml'), 'w') as f:
         f.write('initial_positions:\n' + ''.join(f'  {j}: {x}\n' for j, x in zip(ARM, START)))
+    with open(os.path.join(cfg, 'config', 'sensors_3d.yaml'), 'w') as f:
+        f.write(f'sensors: [cell_camera]\ncell_camera:\n  sensor_plugin: '
+                f'occupancy_map_monitor/PointCloudOctomapUpdater\n  point_cloud_topic: '
+                f'{MOVEIT_CLOUD}\n  max_range: 3.0\n')
     return cfg
 
 
@@ -1994,8 +2000,9 @@ def moveit_config_checks(node):
     in a description package beside it), mock_controller:=true and a namespace: the real
     xacro expands the URDF; one mock per controller of the package's moveit_controllers.yaml
     (a gripper among them) starts at its initial_positions.yaml; its SRDF's named states plan;
-    its joint limits file's default scaling (0.5) times the trajectory; ~/execute moves the
-    three mocks to the goal; a package that is not there is refused and the robot kept."""
+    its joint limits file's default scaling (0.5) times the trajectory; its sensors_3d.yaml's
+    camera topic is subscribed to; ~/execute moves the three mocks to the goal; a package
+    that is not there is refused and the robot kept."""
     ws = tempfile.mkdtemp(prefix='gmp_moveit_ws_')
     cfg = moveit_config_package(ws)
     name = f'/{MOVEIT_NS}/planner_node'
@@ -2057,6 +2064,9 @@ def moveit_config_checks(node):
         check("its moveit_controllers.yaml is the node's controllers file",
               'controllers from ' + os.path.join(cfg, 'config', 'moveit_controllers.yaml')
               in log_text(), f'see {log_path}')
+        check("the node takes point clouds from its sensors_3d.yaml's camera topic",
+              wait_for(node, lambda: node.count_subscribers(MOVEIT_CLOUD) >= 1, 10.0),
+              f'{node.count_subscribers(MOVEIT_CLOUD)} subscribers; see {log_path}')
         goal = PlanPath.Request()
         goal.goal_state = joint_state(ARM, MULTI_GOAL)
         goal.seed = 3

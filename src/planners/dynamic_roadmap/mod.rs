@@ -241,6 +241,22 @@ pub struct UpdateStats {
     pub bookkeeping_time: Duration,
 }
 
+impl UpdateStats {
+    /// Adds `other`'s counts and times to these (the updates of several roadmaps).
+    pub fn add(&mut self, other: &UpdateStats) {
+        self.slots += other.slots;
+        self.full_resync |= other.full_resync;
+        self.drm_candidates += other.drm_candidates;
+        self.rgg_candidates += other.rgg_candidates;
+        self.rgg_listed += other.rgg_listed;
+        self.relabelled += other.relabelled;
+        self.drm_time += other.drm_time;
+        self.rgg_time += other.rgg_time;
+        self.labelling_time += other.labelling_time;
+        self.bookkeeping_time += other.bookkeeping_time;
+    }
+}
+
 /// A path through the roadmap found by [`DynamicRoadmap::search`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoadmapPath {
