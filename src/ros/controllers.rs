@@ -20,9 +20,13 @@ use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ActionClient, ActionClientGoal, GoalStatus, QosProfile};
 
 use super::execute::{codes, outcome, Follow, CONTROLLER_TOPIC, SERVER_WAIT};
+use super::lock;
 use super::params::NodeParams;
 use super::plan::{from_message, joint_trajectory};
 use crate::controllers::{ControllerKind, ControllerSet, GripperGoal, PartGoal};
+
+/// How long a gripper goal sent in topic mode is kept for `~/stop` to cancel.
+const TOPIC_GRIP_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The `GripperCommand` action type.
 pub type Grip = GripperCommand::Action;
@@ -85,6 +89,8 @@ pub struct Controller {
     topics: Vec<Option<r2r::Publisher<JointTrajectory>>>,
     /// Per controller of the set, its action client.
     actions: Vec<Client>,
+    /// Gripper goals sent in topic mode that have not finished: `~/stop` cancels them.
+    topic_grips: Arc<std::sync::Mutex<Vec<ActionClientGoal<Grip>>>>,
 }
 
 /// What one controller is sent, as a message.
@@ -172,6 +178,7 @@ impl Controller {
             set: Arc::new(set),
             topics,
             actions,
+            topic_grips: Arc::default(),
         })
     }
 
@@ -262,9 +269,19 @@ impl Controller {
                     let sent = client
                         .send_goal_request(gripper_goal(g))
                         .map_err(|e| format!("{action}: could not send: {e}"))?;
-                    // The answer is not waited for (topic mode does not follow execution).
+                    // The answer is not waited for (topic mode does not follow execution),
+                    // but the goal is kept until it finishes, for `~/stop` to cancel.
+                    let grips = self.topic_grips.clone();
                     tokio::spawn(async move {
-                        let _ = tokio::time::timeout(SERVER_WAIT, sent).await;
+                        let Ok(Ok((goal, result, _feedback))) =
+                            tokio::time::timeout(SERVER_WAIT, sent).await
+                        else {
+                            return;
+                        };
+                        let uuid = goal.uuid;
+                        lock(&grips).push(goal);
+                        let _ = tokio::time::timeout(TOPIC_GRIP_WAIT, result).await;
+                        lock(&grips).retain(|g| g.uuid != uuid);
                     });
                     to.push(format!("{action} (GripperCommand {:.4})", g.position));
                 }
@@ -285,6 +302,16 @@ impl Controller {
                     .map_err(|e| format!("{topic}: could not publish: {e}"))?;
                 to.push(topic);
             }
+        }
+        let grips: Vec<GoalHandle> = std::mem::take(&mut *lock(&self.topic_grips))
+            .into_iter()
+            .map(GoalHandle::Gripper)
+            .collect();
+        if !grips.is_empty() {
+            to.push(format!("{} gripper goal(s) cancelled", grips.len()));
+            tokio::spawn(async move {
+                cancel_all(&grips).await;
+            });
         }
         Ok(to.join(", "))
     }

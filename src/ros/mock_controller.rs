@@ -17,7 +17,7 @@
 //! With `type: GripperCommand` it stands in for ros2_control's `gripper_action_controller`
 //! instead: the `control_msgs/GripperCommand` action `~/<action_ns>` (default `gripper_cmd`)
 //! moves its first joint (with `parallel`, its first two, each to half the position, whose sum
-//! MoveIt commands) to the commanded position in `gripper_seconds` and reports `reached_goal`
+//! MoveIt commands) to the commanded position in `gripper_seconds` (1) and reports `reached_goal`
 //! there. `action_ns` renames the trajectory action too, so one mock per controller of a MoveIt
 //! `moveit_controllers.yaml` answers where `planner_node` sends (the launch file's
 //! `mock_controller:=true` with `moveit_config` or `controllers_file`).
@@ -419,7 +419,7 @@ async fn run_async() -> Result<(), NodeError> {
             &string(&map, "type", "FollowJointTrajectory"),
             action_ns.as_deref(),
             parallel,
-            number(&map, "gripper_seconds", 0.5),
+            number(&map, "gripper_seconds", 1.0),
             joints.len(),
         );
         (

@@ -2080,6 +2080,27 @@ def moveit_config_checks(node):
                   done is not None and done.success and "(gripper_controller's part)"
                   in done.message and at(MULTI_GOAL, 5.0),
                   f'{done and done.message!r}; at {robot()}')
+            # Topic mode: the gripper's goal is not waited for, but ~/stop cancels it with
+            # the trajectories, and the gripper mock (1 s a command) holds where it is.
+            stop = node.create_client(Trigger, f'{name}/stop')
+            rc, out = ros2_param('set', name, 'execution_mode', 'topic')
+            back = PlanPath.Request()
+            back.goal_state = joint_state(ARM, START)
+            back.seed = 3
+            res = call(node, plan, back, timeout=30.0)
+            sent = call(node, execute, Trigger.Request(), timeout=15.0) if res and res.success else None
+            wait_for(node, lambda: False, 0.3)
+            stopped = call(node, stop, Trigger.Request(), timeout=15.0)
+            wait_for(node, lambda: False, 1.5)
+            grip = robot()[5] if robot() else None
+            check('topic mode: ~/stop cancels the gripper goal sent with the trajectories; the '
+                  'gripper mock holds between',
+                  sent is not None and sent.success and stopped is not None
+                  and 'gripper goal(s) cancelled' in stopped.message
+                  and grip is not None and MULTI_GOAL[5] < grip < START[5],
+                  f'{sent and sent.message!r}; {stopped and stopped.message!r}; {out}; '
+                  f'at {robot()}')
+            ros2_param('set', name, 'execution_mode', 'action')
         rc, out = ros2_param('set', name, 'moveit_config', '/no/such_moveit_config')
         time.sleep(1.0)
         res = call(node, plan, req, timeout=30.0)
