@@ -1297,3 +1297,32 @@ fn a_named_state_missing_a_joint_is_named() {
     assert!(e.contains("gives no value for joint 'elbow_joint'"), "{e}");
     assert_eq!(robot.named_config(&group, "ready").unwrap(), GOAL.to_vec());
 }
+
+/// MoveIt clients name OMPL planners (`RRTConnectkConfigDefault`, the RViz panel's list):
+/// those the node has plan as its own, reported by its name; others are refused by name.
+#[test]
+fn ompl_planner_ids_plan_with_the_planner_of_that_kind() {
+    let mut s = service();
+    for (id, planner) in [
+        ("RRTConnectkConfigDefault", "rrt_connect"),
+        ("RRTkConfigDefault", "rrt"),
+        ("PRM", "prm"),
+    ] {
+        let res = s
+            .plan(ServicePlanRequest {
+                planner: Some(id.into()),
+                ..request(&s, &START, &GOAL)
+            })
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(res.planner, planner, "{id}");
+        assert_valid(&s, &res.path, &res.trajectory);
+    }
+    let e = s
+        .plan(ServicePlanRequest {
+            planner: Some("KPIECEkConfigDefault".into()),
+            ..request(&s, &START, &GOAL)
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'KPIECEkConfigDefault'"), "{e}");
+}

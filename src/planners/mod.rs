@@ -66,6 +66,23 @@ impl PlannerId {
         PlannerId::RrtConnect,
     ];
 
+    /// The planner of an OMPL planner id as MoveIt clients send them (`planner_id` of a
+    /// `MotionPlanRequest`, the RViz panel's planner list): `RRTConnect`, `RRT`, `RRTstar`,
+    /// `PRM` and `LazyPRM`, with or without a `kConfigDefault` (any `kConfig...`) suffix or a
+    /// `geometric::` prefix; `None` for any other.
+    pub fn from_ompl(id: &str) -> Option<PlannerId> {
+        let base = id.rsplit("::").next().unwrap_or(id);
+        let base = base.find("kConfig").map_or(base, |i| &base[..i]);
+        match base {
+            "RRTConnect" => Some(PlannerId::RrtConnect),
+            "RRTstar" => Some(PlannerId::RrtStar),
+            "RRT" => Some(PlannerId::Rrt),
+            "PRM" => Some(PlannerId::Prm),
+            "LazyPRM" => Some(PlannerId::LazyPrm),
+            _ => None,
+        }
+    }
+
     /// The identifier used on the command line and in files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -86,7 +103,10 @@ impl fmt::Display for PlannerId {
 
 /// A planner name that is not one of [`PlannerId::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect)")]
+#[error(
+    "unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect, or the \
+     OMPL ids RRTConnect, RRT, RRTstar, PRM, LazyPRM, e.g. RRTConnectkConfigDefault)"
+)]
 pub struct UnknownPlanner(pub String);
 
 impl FromStr for PlannerId {
@@ -95,6 +115,7 @@ impl FromStr for PlannerId {
         PlannerId::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
+            .or_else(|| PlannerId::from_ompl(s))
             .ok_or_else(|| UnknownPlanner(s.to_string()))
     }
 }
@@ -1306,6 +1327,36 @@ pub(crate) fn complete_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn planner_ids_of_ompl_as_moveit_sends_them() {
+        for (id, want) in [
+            ("rrt_connect", PlannerId::RrtConnect),
+            ("RRTConnect", PlannerId::RrtConnect),
+            ("RRTConnectkConfigDefault", PlannerId::RrtConnect),
+            ("geometric::RRTConnect", PlannerId::RrtConnect),
+            ("RRTstarkConfigDefault", PlannerId::RrtStar),
+            ("RRTkConfigDefault", PlannerId::Rrt),
+            ("PRMkConfigDefault", PlannerId::Prm),
+            ("LazyPRM", PlannerId::LazyPrm),
+            ("LazyPRMkConfig1", PlannerId::LazyPrm),
+        ] {
+            assert_eq!(id.parse::<PlannerId>(), Ok(want), "{id}");
+        }
+        for id in [
+            "KPIECEkConfigDefault",
+            "BiTRRT",
+            "rrtconnect",
+            "",
+            "kConfigDefault",
+        ] {
+            let e = id.parse::<PlannerId>().unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("'{id}'")) && e.contains("RRTConnect"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn an_unset_batch_size_suits_the_planner_and_backend() {
