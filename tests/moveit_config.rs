@@ -402,6 +402,17 @@ fn the_cli_takes_a_moveit_config_package() {
         "{err}"
     );
 
+    // A xacro file given to --urdf and --srdf is expanded too.
+    let xacro_file = ws.path().join("src/arm_description/urdf/my_arm.urdf.xacro");
+    let (code, v, err) = gmp(
+        &["info", "--urdf", xacro_file.to_str().unwrap()],
+        Some(&xacro),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["joints"].as_array().map(Vec::len), Some(7), "{v}");
+    let recorded = std::fs::read_to_string(ws.path().join("args.txt")).unwrap();
+    assert_eq!(recorded.trim(), xacro_file.display().to_string());
+
     // Neither --urdf nor --moveit-config; an unknown package.
     let (code, _, err) = gmp(&["info"], None);
     assert_ne!(code, 0);
