@@ -1229,6 +1229,37 @@ async fn run_async() -> Result<(), NodeError> {
             }
         }
     }));
+    // A robot loaded later or reloaded (a robot parameter, the robot_description topic) brings
+    // its own groups and named states: the marker takes its menus, and its tip, within half
+    // a second, whether or not a display has moved it.
+    tasks.push(tokio::spawn({
+        let shared = shared.clone();
+        let (marker, updates, logger) =
+            (goal_marker.clone(), marker_updates.clone(), logger.clone());
+        let stop = stop.clone();
+        async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let group = lock(&marker).group().map(str::to_string);
+                let found = tokio::task::block_in_place(|| {
+                    let guard = shared.service.try_lock().ok()?;
+                    let s = guard.as_ref().ok()?;
+                    marker_menus(s, group.as_deref()).or_else(|| marker_menus(s, None))
+                });
+                let Some(((_, pose), (groups, current, states))) = found else {
+                    continue;
+                };
+                let frame = lock(&shared.params).planning_frame.clone();
+                let mut m = lock(&marker);
+                if m.set_menus(groups, &current, states) {
+                    let update = m.moved_whole(&frame, markers::pose_msg(&pose), NODE_NAME);
+                    drop(m);
+                    publish(&updates, &update, &logger, "~/goal_marker/update");
+                }
+            }
+        }
+    }));
     tasks.push(tokio::spawn({
         let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
         let (marker, updates) = (goal_marker, marker_updates);
