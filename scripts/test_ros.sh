@@ -41,7 +41,7 @@ set +u
 . "$GMP_ROS_CACHE/ws/install/setup.bash"
 set -u
 # The whole e2e run (about 300 checks, each `ros2 param` call some 4 s) within 12 minutes.
-exec timeout 720 python3 "$GMP_ROOT/test/ros/test_node.py"
+exec timeout 900 python3 "$GMP_ROOT/test/ros/test_node.py"
 EOS
 
 OUT=$LOG_DIR/test_node.out
