@@ -257,6 +257,10 @@ def _rviz(context):
     cloud = LaunchConfiguration('pointcloud_topic').perform(context)
     if cloud:  # the node reads its clouds there: show that topic
         config = config.replace('Value: /planner_node/points', f'Value: {cloud}')
+    namespace = _namespace(context)
+    if namespace:  # the node and robot_state_publisher are in it
+        config = (config.replace(' /planner_node/', f' /{namespace}/planner_node/')
+                  .replace('Value: /robot_description', f'Value: /{namespace}/robot_description'))
     out = tempfile.NamedTemporaryFile('w', prefix='planner_', suffix='.rviz', delete=False)
     with out:
         out.write(config)
