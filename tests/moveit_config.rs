@@ -113,6 +113,16 @@ fn setup_assistant_package_in_a_source_workspace_loads_the_robot() {
         cfg.controllers.as_deref(),
         Some(cfg_dir.join("config/moveit_controllers.yaml").as_path())
     );
+    // What is not read is said: here a kinematics.yaml.
+    write(&cfg_dir.join("config/kinematics.yaml"), "arm: {}\n");
+    assert_eq!(cfg.unread_files(), vec!["kinematics.yaml".to_string()]);
+    let line = cfg.summary();
+    assert!(
+        line.contains("my_arm.urdf")
+            && line.contains("joint_limits.yaml")
+            && line.ends_with("not read: kinematics.yaml"),
+        "{line}"
+    );
     let robot = cfg.load_robot(&LoadOptions::default()).unwrap();
     let want = bundled_with_limits();
     assert_eq!(robot.tree.variable_names, want.tree.variable_names);

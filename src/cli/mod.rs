@@ -1026,6 +1026,7 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
         "initial_positions": path(&c.initial_positions),
         "sensors_3d": path(&c.sensors_3d),
         "point_cloud_topics": c.point_cloud_topics()?,
+        "not_read": c.unread_files(),
     }))
 }
 

@@ -375,6 +375,60 @@ impl MoveItConfig {
         Ok((urdf, srdf))
     }
 
+    /// The files of the package's `config/` folder that nothing here reads (e.g.
+    /// `kinematics.yaml`, `ompl_planning.yaml`, `ros2_controllers.yaml`), by name, sorted.
+    pub fn unread_files(&self) -> Vec<String> {
+        let used: Vec<&Path> = [
+            Some(self.urdf.as_path()),
+            Some(self.srdf.as_path()),
+            self.joint_limits.as_deref(),
+            self.controllers.as_deref(),
+            self.initial_positions.as_deref(),
+            self.sensors_3d.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut names: Vec<String> = std::fs::read_dir(self.dir.join("config"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file() && !used.contains(&p.as_path()))
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// One line saying which files of the package are used, and which of `config/` are not.
+    pub fn summary(&self) -> String {
+        let or_none = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map_or_else(|| "none".to_string(), |p| p.display().to_string())
+        };
+        let args = if self.xacro_args.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.xacro_args.join(" "))
+        };
+        let unread = self.unread_files();
+        format!(
+            "MoveIt config {}: URDF {}{args}, SRDF {}, joint limits {}, controllers {}{}",
+            self.dir.display(),
+            self.urdf.display(),
+            self.srdf.display(),
+            or_none(&self.joint_limits),
+            or_none(&self.controllers),
+            if unread.is_empty() {
+                String::new()
+            } else {
+                format!("; not read: {}", unread.join(", "))
+            }
+        )
+    }
+
     /// An error about one of the package's files.
     fn file_error(&self, path: &Path, message: String) -> MoveItConfigError {
         MoveItConfigError::Missing {

@@ -609,6 +609,9 @@ async fn run_async() -> Result<(), NodeError> {
                 s.scene().len(),
                 s.attached_objects().len()
             );
+            if let Ok(Some(c)) = typed.moveit_config() {
+                r2r::log_info!(&logger, "{}", c.summary());
+            }
             log_attach_errors(s, &logger);
             warm_up_gpu(s, &logger);
         }
@@ -818,6 +821,9 @@ async fn run_async() -> Result<(), NodeError> {
                                             "robot '{}' loaded",
                                             s.robot().tree.name
                                         );
+                                        if let Ok(Some(c)) = params.moveit_config() {
+                                            r2r::log_info!(&logger, "{}", c.summary());
+                                        }
                                         log_attach_errors(&s, &logger);
                                         warm_up_gpu(&s, &logger);
                                         *service = Ok(s);

@@ -1988,6 +1988,8 @@ def moveit_config_package(ws):
         f.write(CONTROLLERS_YAML)
     with open(os.path.join(cfg, 'config', 'initial_positions.yaml'), 'w') as f:
         f.write('initial_positions:\n' + ''.join(f'  {j}: {x}\n' for j, x in zip(ARM, START)))
+    with open(os.path.join(cfg, 'config', 'kinematics.yaml'), 'w') as f:
+        f.write('arm:\n  kinematics_solver: kdl_kinematics_plugin/KDLKinematicsPlugin\n')
     with open(os.path.join(cfg, 'config', 'sensors_3d.yaml'), 'w') as f:
         f.write(f'sensors: [cell_camera]\ncell_camera:\n  sensor_plugin: '
                 f'occupancy_map_monitor/PointCloudOctomapUpdater\n  point_cloud_topic: '
@@ -2064,6 +2066,9 @@ def moveit_config_checks(node):
         check("its moveit_controllers.yaml is the node's controllers file",
               'controllers from ' + os.path.join(cfg, 'config', 'moveit_controllers.yaml')
               in log_text(), f'see {log_path}')
+        check("the node logs the package's files it uses and those it does not read",
+              'MoveIt config ' in log_text() and 'not read: kinematics.yaml' in log_text(),
+              f'see {log_path}')
         check("the node takes point clouds from its sensors_3d.yaml's camera topic",
               wait_for(node, lambda: node.count_subscribers(MOVEIT_CLOUD) >= 1, 10.0),
               f'{node.count_subscribers(MOVEIT_CLOUD)} subscribers; see {log_path}')
