@@ -379,10 +379,13 @@ pub fn urdf_text(a: &RobotArgs, cfg: Option<&MoveItConfig>) -> Result<(String, P
     match (&a.urdf, cfg) {
         (Some(path), _) => Ok((read_description(path, &[])?, path.clone())),
         (None, Some(c)) => Ok((c.urdf_text()?, c.urdf.clone())),
-        (None, None) => Err(CliError(
-            "a robot is needed: --urdf FILE or --moveit-config PACKAGE".into(),
-        )),
+        (None, None) => Err(no_robot()),
     }
+}
+
+/// The error of a command given neither `--urdf` nor `--moveit-config`.
+fn no_robot() -> CliError {
+    CliError("a robot is needed: --urdf FILE or --moveit-config PACKAGE".into())
 }
 
 /// Loads a robot from CLI arguments: `--urdf`, `--srdf` and `--joint-limits`, each taken from
@@ -401,31 +404,24 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
     };
     let srdf = srdf.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
     let mut robot = match (&a.urdf, &cfg) {
-        (Some(path), _) if !is_xacro(path) => {
-            if let Some(c) = &cfg {
-                opts.search_paths.extend(c.search_paths());
-            }
-            RobotModel::from_urdf_file_with_srdf(path, srdf, &opts)?
-        }
         (Some(path), _) => {
-            let text = read_description(path, &[])?;
             if let Some(c) = &cfg {
                 opts.search_paths.extend(c.search_paths());
             }
-            RobotModel::from_urdf_str_named(
-                &text,
-                &path.display().to_string(),
-                path.parent(),
-                srdf,
-                &opts,
-            )?
+            if is_xacro(path) {
+                RobotModel::from_urdf_str_named(
+                    &read_description(path, &[])?,
+                    &path.display().to_string(),
+                    path.parent(),
+                    srdf,
+                    &opts,
+                )?
+            } else {
+                RobotModel::from_urdf_file_with_srdf(path, srdf, &opts)?
+            }
         }
         (None, Some(c)) => c.robot_from_text(&c.urdf_text()?, srdf, &opts)?,
-        (None, None) => {
-            return Err(CliError(
-                "a robot is needed: --urdf FILE or --moveit-config PACKAGE".into(),
-            ))
-        }
+        (None, None) => return Err(no_robot()),
     };
     let limits = a
         .joint_limits
