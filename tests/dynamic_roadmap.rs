@@ -573,3 +573,41 @@ fn the_gpu_option_falls_back_to_the_cpu_without_a_gpu() {
     };
     assert!(dr.rgg_verdicts(&ob, RggEngine::Cuda).is_err());
 }
+
+/// An obstacle some links may touch (allowed collisions): its RGG "in collision" verdicts
+/// become "unknown" (the query's checker decides those edges), its voxel (DRM) verdicts stay,
+/// and the edges it leaves free are the same. Other obstacles are unaffected.
+#[test]
+fn obstacles_that_may_be_touched_leave_their_hits_unknown() {
+    let (robot, group, base) = arm();
+    let fresh = DynamicRoadmap::sample(&robot, &group, &base, 40, 5, 7, options()).unwrap();
+    let mut scene = Scene::default();
+    scene
+        .add(Obstacle {
+            id: "block".into(),
+            shape: Shape::Box {
+                half_extents: Vector3::new(0.3, 0.3, 0.3),
+            },
+            pose: Isometry3::translation(0.5, 0.0, 0.6),
+        })
+        .unwrap();
+    let mut strict = fresh.clone();
+    strict.update(&scene).unwrap();
+    let mut lenient = fresh.clone();
+    lenient.update_with(&scene, &|o| o.id == "block").unwrap();
+    let mut other = fresh.clone();
+    other.update_with(&scene, &|o| o.id == "elsewhere").unwrap();
+    let (drm_strict, rgg_strict) = snapshot(&strict);
+    let (drm_lenient, rgg_lenient) = snapshot(&lenient);
+    // Edges in self-collision are invalid whatever the obstacles.
+    let (_, rgg_empty) = snapshot(&fresh);
+    let hit = |e: usize| rgg_strict[e] == EdgeLabel::Invalid && rgg_empty[e] != EdgeLabel::Invalid;
+    let hits = (0..rgg_strict.len()).filter(|&e| hit(e)).count();
+    assert!(hits > 0, "the block must hit some edges for this test");
+    for (e, (a, b)) in rgg_strict.iter().zip(&rgg_lenient).enumerate() {
+        let want = if hit(e) { EdgeLabel::Unknown } else { *a };
+        assert_eq!(*b, want, "edge {e}");
+    }
+    assert_eq!(drm_strict, drm_lenient, "voxel verdicts stay conservative");
+    assert_eq!(snapshot(&other), snapshot(&strict));
+}

@@ -151,20 +151,34 @@ fn a_plan_may_start_in_an_allowed_contact() {
         ErrorCategory::StartInCollision,
         "{refused}"
     );
-    let on_pad: Vec<String> = contacts(&mut s, &START)
-        .iter()
-        .map(|c| c.split('\'').nth(1).unwrap_or("").to_string())
-        .collect();
-    let hand: Vec<&str> = on_pad.iter().map(String::as_str).collect();
-    allow(&mut s, &hand, &[PAD], true);
+    let hand = allow_hand_on_pad(&mut s);
     let plan = s
         .plan(request(&s, &START, &goal))
         .expect("plan with the allowance");
-    let allowed: Vec<(&str, &str)> = hand.iter().map(|l| (*l, PAD)).collect();
-    let points = &plan.trajectory.points;
-    assert!(points.len() >= 2);
-    for p in points {
-        assert_eq!(reference(&s, &p.positions, &allowed), Vec::<String>::new());
+    assert!(plan.trajectory.points.len() >= 2);
+    assert_free_but_for_the_pad(&s, &plan.trajectory, &hand);
+}
+
+/// Allows the links in the pad at [`START`] to touch it; returns them.
+fn allow_hand_on_pad(s: &mut PlanningService) -> Vec<String> {
+    let hand: Vec<String> = contacts(s, &START)
+        .iter()
+        .map(|c| c.split('\'').nth(1).unwrap_or("").to_string())
+        .collect();
+    let names: Vec<&str> = hand.iter().map(String::as_str).collect();
+    allow(s, &names, &[PAD], true);
+    hand
+}
+
+/// Every point of `trajectory` free by the reference but for `hand` touching the pad.
+fn assert_free_but_for_the_pad(
+    s: &PlanningService,
+    trajectory: &gpu_motion_planner::trajectory::Trajectory,
+    hand: &[String],
+) {
+    let allowed: Vec<(&str, &str)> = hand.iter().map(|l| (l.as_str(), PAD)).collect();
+    for p in &trajectory.points {
+        assert_eq!(reference(s, &p.positions, &allowed), Vec::<String>::new());
     }
 }
 
@@ -537,4 +551,43 @@ fn namespaces_stand_for_their_obstacles_now_and_later() {
         .allowed_collisions()
         .iter()
         .any(|e| e.b == "pointcloud/*" && e.allowed));
+}
+
+/// The `drm` planner's roadmap honours allowed contacts with obstacles: with the hand inside
+/// the pad at the start and allowed to touch it, the roadmap's edges through the pad are left
+/// to the query's checks (which allow the contact), and a `drm` plan starts there; every
+/// point of it is free but for the allowed contacts. Without the allowance the start is
+/// refused, as for the other planners.
+#[test]
+fn drm_plans_through_allowed_contacts() {
+    let mut s = service();
+    let mut settings = s.settings().clone();
+    settings.roadmap_size = 200;
+    s.set_settings(settings);
+    add_pad(&mut s);
+    let goal = common::service::GOAL;
+    let drm = |s: &PlanningService| gpu_motion_planner::service::ServicePlanRequest {
+        planner: Some("drm".into()),
+        ..request(s, &START, &goal)
+    };
+    let refused = s.plan(drm(&s)).expect_err("start in the pad");
+    assert_eq!(
+        refused.category(),
+        ErrorCategory::StartInCollision,
+        "{refused}"
+    );
+    let strict = s
+        .rebuild_roadmap()
+        .expect("roadmap without the allowance")
+        .labels;
+    let hand = allow_hand_on_pad(&mut s);
+    let plan = s.plan(drm(&s)).expect("drm plan with the allowance");
+    assert_eq!(plan.planner, "drm");
+    assert_free_but_for_the_pad(&s, &plan.trajectory, &hand);
+    // The same roadmap with the allowance: the edges the pad alone made invalid are unknown.
+    let lenient = s.roadmap_summary().expect("roadmap").labels;
+    assert!(
+        lenient.invalid < strict.invalid && lenient.unknown > strict.unknown,
+        "{strict:?} -> {lenient:?}"
+    );
 }

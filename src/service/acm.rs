@@ -1,9 +1,9 @@
 //! Allowed collisions edited at run time (see [`crate::collision::allowed`]): the service
 //! keeps one [`AllowedCollisions`] for its robot and scene, and builds its checkers with it.
 //!
-//! The `drm` planner's persistent roadmap labels its edges against every obstacle and ignores
-//! obstacle entries (conservative: it may refuse a motion that an allowed contact makes
-//! valid, never the reverse); link-pair entries apply to it.
+//! The `drm` planner's persistent roadmaps apply link-pair entries; an obstacle with entries
+//! leaves the edges it alone would make invalid unknown, for the query's checks (which know
+//! the entries) to decide ([`crate::planners::dynamic_roadmap::DynamicRoadmap::update_with`]).
 
 use std::borrow::Cow;
 

@@ -17,6 +17,7 @@ use crate::planners::dynamic_roadmap::{
 };
 use crate::roadmap::EdgeLabel;
 use crate::robot::{PlanningGroup, RobotModel};
+use crate::scene::Obstacle;
 
 /// Neighbours each sampled roadmap vertex is joined to.
 pub const ROADMAP_NEIGHBORS: usize = 10;
@@ -219,8 +220,10 @@ impl PlanningService {
     /// obstacle changes): their stats added up; `None` when there is no roadmap.
     pub fn update_roadmap(&mut self) -> Result<Option<UpdateStats>, ServiceError> {
         let mut total: Option<UpdateStats> = None;
+        let acm = &self.acm;
+        let may_touch = |o: &Obstacle| !acm.links_for(&o.id).is_empty();
         for p in &mut self.roadmaps {
-            let stats = p.drm.update(&self.scene)?;
+            let stats = p.drm.update_with(&self.scene, &may_touch)?;
             total.get_or_insert_with(UpdateStats::default).add(&stats);
         }
         Ok(total)
@@ -254,8 +257,7 @@ impl PlanningService {
             if fits {
                 // Used now: to the end, where the planner takes it.
                 self.roadmaps.push(p);
-                let p = self.roadmaps.last_mut().expect("pushed");
-                p.drm.update(&self.scene)?;
+                self.update_roadmap()?;
                 return Ok(());
             }
         }
@@ -287,8 +289,7 @@ impl PlanningService {
             resolution,
             drm,
         });
-        let p = self.roadmaps.last_mut().expect("pushed");
-        p.drm.update(&self.scene)?;
+        self.update_roadmap()?;
         Ok(())
     }
 

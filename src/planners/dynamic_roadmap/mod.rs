@@ -1142,6 +1142,20 @@ impl DynamicRoadmap {
     /// last update are processed (all of them on the first update or when the scene's
     /// change log no longer reaches back). The scene's frame must be the robot's base frame.
     pub fn update(&mut self, scene: &Scene) -> Result<UpdateStats, DynamicError> {
+        self.update_with(scene, &|_| false)
+    }
+
+    /// [`Self::update`] where some obstacles may be touched by some links (allowed
+    /// collisions): for an obstacle `may_touch` holds for, an RGG verdict "in collision"
+    /// becomes "unknown", so that the lazy validation of a query (whose checker knows which
+    /// contacts are allowed) decides those edges; voxel (DRM) verdicts are left as they are
+    /// (conservative). `may_touch` must not change for an obstacle while the obstacle does:
+    /// rebuild the roadmap when the allowed collisions change.
+    pub fn update_with(
+        &mut self,
+        scene: &Scene,
+        may_touch: &dyn Fn(&Obstacle) -> bool,
+    ) -> Result<UpdateStats, DynamicError> {
         let mut stats = UpdateStats::default();
         let changed: Vec<usize> = match self
             .revision
@@ -1175,7 +1189,14 @@ impl DynamicRoadmap {
                 .unwrap_or_default();
             let t0 = Instant::now();
             let new = match scene.slots().get(slot) {
-                Some(Some(o)) => Some(self.slot_state(o, &mut stats)),
+                Some(Some(o)) => {
+                    let mut state = self.slot_state(o, &mut stats);
+                    if may_touch(o) {
+                        // HIT (0b11) -> NEAR (0b01) in every two-bit field; FREE and NEAR stay.
+                        state.rgg.iter_mut().for_each(|w| *w &= 0x5555_5555);
+                    }
+                    Some(state)
+                }
                 _ => None,
             };
             stats.labelling_time += t0.elapsed();
