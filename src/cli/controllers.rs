@@ -10,9 +10,10 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::CliError;
+use super::RobotArgs;
 use crate::controllers::{ControllerKind, ControllerSet};
-use crate::robot::moveit_config::{read_description, MoveItConfig};
-use crate::robot::{LoadOptions, RobotModel};
+use crate::robot::moveit_config::MoveItConfig;
+use crate::robot::spherize::SphereFit;
 
 /// `gmp controllers` arguments.
 #[derive(Args, Debug)]
@@ -86,29 +87,23 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
     if let Some(c) = &cfg {
         out["moveit_config"] = super::moveit_config_json(c)?;
     }
-    let opts = LoadOptions {
-        skip_geometry: true,
-        ..LoadOptions::default()
-    };
-    let robot = match (&a.urdf, &cfg) {
-        (Some(urdf), _) => {
-            let text = read_description(urdf, &[])?;
-            let srdf = match (&a.srdf, &cfg) {
-                (Some(p), _) => Some((read_description(p, &[])?, p.display().to_string())),
-                (None, Some(c)) => Some((c.srdf_text()?, c.srdf.display().to_string())),
-                (None, None) => None,
-            };
-            RobotModel::from_urdf_str_named(
-                &text,
-                &urdf.display().to_string(),
-                urdf.parent(),
-                srdf.as_ref().map(|(t, n)| (t.as_str(), n.as_str())),
-                &opts,
-            )?
-        }
-        (None, Some(c)) => c.load_robot(&opts)?,
-        (None, None) => return Ok(out),
-    };
+    if a.urdf.is_none() && cfg.is_none() {
+        return Ok(out);
+    }
+    // As every command loads a robot (the package's files where --urdf / --srdf give none).
+    let robot = super::load_robot(
+        &RobotArgs {
+            urdf: a.urdf.clone(),
+            moveit_config: a.moveit_config.clone(),
+            srdf: a.srdf.clone(),
+            spherized: None,
+            joint_limits: None,
+            package_paths: Vec::new(),
+            sphere_tolerance: SphereFit::default().tolerance,
+            max_spheres: SphereFit::default().max_per_body,
+        },
+        true,
+    )?;
     out["unknown_joints"] = json!(set.unknown_joints(|j| robot.tree.joint(j).is_ok()));
     // Where mock controllers of these controllers start: the MoveIt config's
     // initial_positions.yaml, else 0 brought within the joint's limits.

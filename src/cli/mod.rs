@@ -347,9 +347,9 @@ fn read_json(path: &Path) -> Result<Value, CliError> {
 }
 
 /// `gmp urdf`: `{"urdf": text, "urdf_file": path, "srdf": text or null, "srdf_file": ...}`,
-/// the robot loaded first so that only a description the other commands accept is printed.
+/// each read (and expanded) once and loaded as a robot first, so that only a description the
+/// other commands accept is printed.
 fn description(a: &RobotArgs) -> Result<Value, CliError> {
-    load_robot(a, true)?;
     let cfg = moveit_config(a)?;
     let (urdf, urdf_file) = urdf_text(a, cfg.as_ref())?;
     let (srdf, srdf_file) = match (&a.srdf, &cfg) {
@@ -357,6 +357,18 @@ fn description(a: &RobotArgs) -> Result<Value, CliError> {
         (None, Some(c)) => (Some(c.srdf_text()?), Some(c.srdf.clone())),
         (None, None) => (None, None),
     };
+    let srdf_name = srdf_file.as_ref().map(|p| p.display().to_string());
+    let opts = LoadOptions {
+        skip_geometry: true,
+        ..LoadOptions::default()
+    };
+    RobotModel::from_urdf_str_named(
+        &urdf,
+        &urdf_file.display().to_string(),
+        urdf_file.parent(),
+        srdf.as_deref().zip(srdf_name.as_deref()),
+        &opts,
+    )?;
     Ok(json!({
         "urdf": urdf,
         "urdf_file": urdf_file.display().to_string(),

@@ -1245,17 +1245,25 @@ async fn run_async() -> Result<(), NodeError> {
         let stop = stop.clone();
         async move {
             let mut tick = tokio::time::interval(Duration::from_millis(500));
+            // The service (robot) whose menus the marker has: only a new one is looked at.
+            let mut seen = None;
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
                 let group = lock(&marker).group().map(str::to_string);
                 let found = tokio::task::block_in_place(|| {
                     let guard = shared.service.try_lock().ok()?;
                     let s = guard.as_ref().ok()?;
-                    marker_menus(s, group.as_deref()).or_else(|| marker_menus(s, None))
+                    if seen == Some(s.instance()) {
+                        return None;
+                    }
+                    let menus =
+                        marker_menus(s, group.as_deref()).or_else(|| marker_menus(s, None))?;
+                    Some((s.instance(), menus))
                 });
-                let Some(((_, pose), (groups, current, states))) = found else {
+                let Some((instance, ((_, pose), (groups, current, states)))) = found else {
                     continue;
                 };
+                seen = Some(instance);
                 let frame = lock(&shared.params).planning_frame.clone();
                 let mut m = lock(&marker);
                 if m.set_menus(groups, &current, states) {

@@ -888,6 +888,11 @@ impl PlanningService {
         service
     }
 
+    /// This service among all made in the process: a new robot (a new service) has another.
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
     /// What collision verdicts depend on now (see [`WorldRevision`]).
     pub fn world_revision(&self) -> WorldRevision {
         WorldRevision {
