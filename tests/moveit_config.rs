@@ -552,3 +552,108 @@ fn point_cloud_sensors_of_sensors_3d_are_read() {
     let cfg = MoveItConfig::locate_in(cfg_dir.to_str().unwrap(), &[]).unwrap();
     assert!(cfg.point_cloud_topics().unwrap().is_empty());
 }
+
+#[test]
+fn ompl_planning_yaml_gives_planner_configs_and_group_defaults() {
+    let ws = tempfile::tempdir().unwrap();
+    let cfg = workspace(ws.path(), "urdf/my_arm.urdf", "");
+    let ompl = cfg.join("config/ompl_planning.yaml");
+    write(
+        &ompl,
+        "planning_plugins: [ompl_interface/OMPLPlanner]
+planner_configs:
+  RRTConnectkConfigDefault: {type: geometric::RRTConnect, range: 0.0}
+  DenseRoadmap: {type: geometric::PRM, max_nearest_neighbors: 6}
+  SBLkConfigDefault: {type: geometric::SBL}
+arm:
+  default_planner_config: DenseRoadmap
+  planner_configs: [RRTConnectkConfigDefault, DenseRoadmap, SBLkConfigDefault]
+  longest_valid_segment_fraction: 0.0005
+",
+    );
+    let located = MoveItConfig::locate_in(cfg.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(located.ompl_planning.as_deref(), Some(ompl.as_path()));
+    // Read now, so no longer listed as not read.
+    assert!(
+        located.unread_files().is_empty(),
+        "{:?}",
+        located.unread_files()
+    );
+    let robot = located.load_robot(&LoadOptions::default()).unwrap();
+    assert_eq!(robot.ompl.configs.len(), 3);
+    assert_eq!(
+        robot.ompl.default_config("arm").map(|(n, _)| n),
+        Some("DenseRoadmap")
+    );
+
+    let c = cfg.to_str().unwrap();
+    let (code, v, err) = gmp(&["info", "--moveit-config", c], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        v["ompl_planning"]["groups"]["arm"]["default_planner_config"],
+        "DenseRoadmap"
+    );
+    assert!(v["moveit_config"]["ompl_planning"]
+        .as_str()
+        .unwrap()
+        .ends_with("ompl_planning.yaml"));
+
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "--moveit-config",
+            c,
+            "--start",
+            "home",
+            "--goal",
+            "ready",
+            "--seed",
+            "3",
+        ];
+        args.extend_from_slice(extra);
+        gmp(&args, None)
+    };
+    // No --planner: the group's default configuration (PRM), and motions checked at the
+    // fraction's step, finer than --resolution's default 0.02.
+    let (code, v, err) = plan(&[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["planner"], "prm", "{v}");
+    assert_eq!(v["planner_config"], "DenseRoadmap");
+    let resolution = v["resolution"].as_f64().unwrap();
+    assert!(resolution < 0.02 && resolution > 0.0, "{resolution}");
+    // A configuration named by --planner; an OMPL id the file does not name plans as before.
+    let (code, v, err) = plan(&["--planner", "RRTConnectkConfigDefault"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        (v["planner"].as_str(), v["planner_config"].as_str()),
+        (Some("rrt_connect"), Some("RRTConnectkConfigDefault"))
+    );
+    let (code, v, err) = plan(&["--planner", "rrt"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["planner"], "rrt");
+    assert!(v["planner_config"].is_null());
+    // A coarser step than --resolution is never taken.
+    let (code, v, err) = plan(&["--planner", "rrt", "--resolution", "0.0001"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["resolution"], 0.0001);
+    // A configuration of a planner not planned here is refused, naming it and the file.
+    let (code, _, err) = plan(&["--planner", "SBLkConfigDefault"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("SBLkConfigDefault")
+            && err.contains("geometric::SBL")
+            && err.contains("ompl_planning.yaml"),
+        "{err}"
+    );
+    // A bad file is named with its key, and the robot is not loaded from it.
+    write(
+        &ompl,
+        "planner_configs:\n  A: {type: geometric::RRT}\narm:\n  default_planner_config: B\n",
+    );
+    let (code, _, err) = gmp(&["info", "--moveit-config", c], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ompl_planning.yaml") && err.contains("arm.default_planner_config"),
+        "{err}"
+    );
+}

@@ -5,10 +5,11 @@ mod common;
 use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
+use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
-    ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePoseGoal, ServiceSettings,
-    StateCheckRequest, TrajectoryCheckRequest,
+    ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePlanResponse,
+    ServicePoseGoal, ServiceSettings, StateCheckRequest, TrajectoryCheckRequest,
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
@@ -1298,6 +1299,14 @@ fn a_named_state_missing_a_joint_is_named() {
     assert_eq!(robot.named_config(&group, "ready").unwrap(), GOAL.to_vec());
 }
 
+/// Plans START to GOAL with planner id `id`.
+fn plan_with(s: &mut PlanningService, id: &str) -> Result<ServicePlanResponse, ServiceError> {
+    s.plan(ServicePlanRequest {
+        planner: Some(id.into()),
+        ..request(s, &START, &GOAL)
+    })
+}
+
 /// MoveIt clients name OMPL planners (`RRTConnectkConfigDefault`, the RViz panel's list):
 /// those the node has plan as its own, reported by its name; others are refused by name.
 #[test]
@@ -1308,21 +1317,83 @@ fn ompl_planner_ids_plan_with_the_planner_of_that_kind() {
         ("RRTkConfigDefault", "rrt"),
         ("PRM", "prm"),
     ] {
-        let res = s
-            .plan(ServicePlanRequest {
-                planner: Some(id.into()),
-                ..request(&s, &START, &GOAL)
-            })
-            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        let res = plan_with(&mut s, id).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert_eq!(res.planner, planner, "{id}");
         assert_valid(&s, &res.path, &res.trajectory);
     }
-    let e = s
-        .plan(ServicePlanRequest {
-            planner: Some("KPIECEkConfigDefault".into()),
-            ..request(&s, &START, &GOAL)
-        })
+    let e = plan_with(&mut s, "KPIECEkConfigDefault")
         .unwrap_err()
         .to_string();
     assert!(e.contains("'KPIECEkConfigDefault'"), "{e}");
+}
+
+/// A robot with an `ompl_planning.yaml` (a MoveIt config's): a request naming no planner gets
+/// the group's default configuration, a planner id naming a configuration plans with it and
+/// its settings, a type not planned here is refused by name, the group's segment fraction
+/// checks motions more finely, and `ompl_planning: false` leaves the file aside.
+#[test]
+fn ompl_planning_yaml_chooses_planner_settings_and_a_finer_step() {
+    let (mut robot, scene) = bundled().expect("bundled robot");
+    robot.ompl = OmplPlanning::parse(
+        "planner_configs:
+  Roadmap: {type: geometric::PRM, max_nearest_neighbors: 5}
+  Short: {type: geometric::RRTConnect, range: 0.3}
+  KPIECEkConfigDefault: {type: geometric::KPIECE1}
+arm:
+  default_planner_config: Roadmap
+  longest_valid_segment_fraction: 0.0001
+",
+        "ompl_planning.yaml",
+    )
+    .unwrap();
+    let settings = ServiceSettings {
+        time_limit: 10.0,
+        seed: 7,
+        ..ServiceSettings::default()
+    };
+    let mut s = PlanningService::new(robot, scene, settings.clone());
+    let res = s.plan(request(&s, &START, &GOAL)).unwrap();
+    assert_eq!(res.planner, "prm");
+    assert_eq!(res.planner_config.as_deref(), Some("Roadmap"));
+    assert_valid(&s, &res.path, &res.trajectory);
+    let res = plan_with(&mut s, "Short").unwrap();
+    assert_eq!(
+        (res.planner.as_str(), res.planner_config.as_deref()),
+        ("rrt_connect", Some("Short"))
+    );
+    assert_valid(&s, &res.path, &res.trajectory);
+    let e = plan_with(&mut s, "KPIECEkConfigDefault")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("planner_id")
+            && e.contains("geometric::KPIECE1")
+            && e.contains("ompl_planning.yaml"),
+        "{e}"
+    );
+    // The same rrt_connect request with the file and without it: the fraction's step (about
+    // 0.0015 rad on this arm, against resolution 0.01) checks many more configurations.
+    let rrtc = ServicePlanRequest {
+        planner: Some("rrt_connect".into()),
+        ..request(&s, &START, &GOAL)
+    };
+    let fine = s.plan(rrtc.clone()).unwrap();
+    assert_eq!(fine.planner_config, None);
+    s.set_settings(ServiceSettings {
+        ompl_planning: false,
+        ..settings
+    });
+    let coarse = s.plan(rrtc).unwrap();
+    assert!(
+        fine.stats.collision_checks > 2 * coarse.stats.collision_checks,
+        "{} vs {}",
+        fine.stats.collision_checks,
+        coarse.stats.collision_checks
+    );
+    // Without the file, the `planner` setting again.
+    let res = s.plan(request(&s, &START, &GOAL)).unwrap();
+    assert_eq!(
+        (res.planner.as_str(), res.planner_config),
+        ("rrt_connect", None)
+    );
 }

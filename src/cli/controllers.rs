@@ -98,6 +98,7 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
             srdf: a.srdf.clone(),
             spherized: None,
             joint_limits: None,
+            ompl_planning: None,
             package_paths: Vec::new(),
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres: SphereFit::default().max_per_body,

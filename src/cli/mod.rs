@@ -11,6 +11,7 @@ use crate::collision::{
 };
 use crate::robot::dh::DhChain;
 use crate::robot::moveit_config::{is_xacro, read_description, FoundBy, MoveItConfig};
+use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
 use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
@@ -149,8 +150,9 @@ pub struct RobotArgs {
     #[arg(long, required_unless_present = "moveit_config")]
     pub urdf: Option<PathBuf>,
     /// A MoveIt configuration package (its folder, or its name looked up in
-    /// `AMENT_PREFIX_PATH`): its URDF (xacro expanded), SRDF and `config/joint_limits.yaml`
-    /// (see `robot::moveit_config`); `--urdf`, `--srdf` and `--joint-limits` replace its files.
+    /// `AMENT_PREFIX_PATH`): its URDF (xacro expanded), SRDF, `config/joint_limits.yaml` and
+    /// `config/ompl_planning.yaml` (see `robot::moveit_config`); `--urdf`, `--srdf`,
+    /// `--joint-limits` and `--ompl-planning` replace its files.
     #[arg(long = "moveit-config")]
     pub moveit_config: Option<String>,
     /// SRDF file (groups, disabled collision pairs).
@@ -163,6 +165,11 @@ pub struct RobotArgs {
     /// limits and the default scaling factors (see `robot::JointLimitsFile`).
     #[arg(long = "joint-limits")]
     pub joint_limits: Option<PathBuf>,
+    /// A MoveIt `ompl_planning.yaml`: named planner configurations (type, range, goal_bias,
+    /// max_nearest_neighbors), per-group default planner and longest_valid_segment_fraction
+    /// (see `robot::ompl_planning`); replaces the one of `--moveit-config`.
+    #[arg(long = "ompl-planning")]
+    pub ompl_planning: Option<PathBuf>,
     /// Extra folders to search for `package://` resources.
     #[arg(long = "package-path")]
     pub package_paths: Vec<PathBuf>,
@@ -443,6 +450,13 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
         let file = JointLimitsFile::read(path)?;
         robot.apply_joint_limits(&file, &path.display().to_string())?;
     }
+    let ompl = a
+        .ompl_planning
+        .clone()
+        .or_else(|| cfg.as_ref().and_then(|c| c.ompl_planning.clone()));
+    if let Some(path) = &ompl {
+        robot.ompl = OmplPlanning::read(path)?;
+    }
     Ok(robot)
 }
 
@@ -561,6 +575,7 @@ fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
             srdf: None,
             spherized: None,
             joint_limits: None,
+            ompl_planning: None,
             package_paths: vec![],
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres: SphereFit::default().max_per_body,
@@ -1011,6 +1026,7 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
             "velocity": robot.default_scaling.velocity,
             "acceleration": robot.default_scaling.acceleration,
         },
+        "ompl_planning": (!robot.ompl.is_empty()).then(|| json!(robot.ompl)),
         "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)).transpose()?,
     }))
 }
@@ -1033,6 +1049,7 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
         "controllers": path(&c.controllers),
         "initial_positions": path(&c.initial_positions),
         "sensors_3d": path(&c.sensors_3d),
+        "ompl_planning": path(&c.ompl_planning),
         "point_cloud_topics": c.point_cloud_topics()?,
         "not_read": c.unread_files(),
     }))

@@ -21,6 +21,7 @@ use super::tuning::PlannerTuning;
 use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::constrained::plan_constrained;
+use crate::planners::ompl::{self, OmplChoice};
 use crate::planners::pose::plan_to_pose_with;
 use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
@@ -67,9 +68,12 @@ pub struct PlanArgs {
     /// link (at the start state).
     #[arg(long = "path-constraints")]
     pub path_constraints: Option<PathBuf>,
-    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect.
-    #[arg(long, default_value = "rrt_connect")]
-    pub planner: String,
+    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect, an OMPL id (e.g. RRTConnect), or
+    /// a configuration of the robot's `ompl_planning.yaml` (`--ompl-planning`, or the
+    /// MoveIt config's). Default: the group's `default_planner_config` there, else
+    /// rrt_connect.
+    #[arg(long)]
+    pub planner: Option<String>,
     /// Planning group from the SRDF (default: the request's group, else the first SRDF group).
     #[arg(long)]
     pub group: Option<String>,
@@ -375,14 +379,23 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     })
 }
 
-/// The request for `a` (planner, limits and options) from `start` to `goal`.
+/// The request for `a` (planner, limits and options) for planning group `group` from
+/// `start` to `goal`, with the robot's `ompl_planning.yaml` applied
+/// ([`crate::planners::ompl`]; the command's options win over a configuration's settings).
 pub fn request(
     a: &PlanArgs,
     robot: &RobotModel,
+    group: &PlanningGroup,
     start: Vec<f64>,
     goal: Vec<f64>,
-) -> Result<PlanRequest, CliError> {
-    let planner: PlannerId = a.planner.parse().map_err(|e| CliError(format!("{e}")))?;
+) -> Result<(PlanRequest, Option<OmplChoice>), CliError> {
+    let chosen = ompl::choice(&robot.ompl, &group.name, a.planner.as_deref())
+        .map_err(|e| CliError(format!("--planner: {e}")))?;
+    let planner: PlannerId = match (&chosen, &a.planner) {
+        (Some(c), _) => c.planner,
+        (None, Some(p)) => p.parse().map_err(|e| CliError(format!("{e}")))?,
+        (None, None) => PlannerId::RrtConnect,
+    };
     if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
         return Err(CliError(format!(
             "--time-limit must be a positive number of seconds, got {}",
@@ -390,13 +403,17 @@ pub fn request(
         )));
     }
     let mut req = PlanRequest::new(start, goal, planner);
+    req.group = group.name.clone();
     req.seed = a.seed;
     req.time_limit = Duration::from_secs_f64(a.time_limit.min(1e9));
-    req.resolution = a.resolution;
+    req.resolution = ompl::resolution(&robot.ompl, group, a.resolution);
     (req.vel_scale, req.acc_scale) = a.scaling.resolve(robot)?;
     req.max_iterations = a.max_iterations;
+    if let Some(c) = &chosen {
+        c.apply(&mut req);
+    }
     a.tuning.apply(&mut req);
-    Ok(req)
+    Ok((req, chosen))
 }
 
 /// The JSON report of a successful plan.
@@ -445,8 +462,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     let checker = crate::collision::make_scene_checker(
         &a.backend, &p.robot, &p.group, &p.base, &p.scene, opts,
     )?;
-    let mut req = request(a, &p.robot, p.start, p.goal)?;
-    req.group = p.group.name.clone();
+    let (req, chosen) = request(a, &p.robot, &p.group, p.start, p.goal)?;
     let set = ConstraintSet::new(
         &p.robot,
         &p.group,
@@ -481,6 +497,8 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
             if let Some(g) = goal {
                 v["goal_pose"] = g;
             }
+            v["planner_config"] = json!(chosen.map(|c| c.name));
+            v["resolution"] = json!(req.resolution);
             Ok(v)
         }
         Err(e @ (PlanError::NoPath { .. } | PlanError::NoIkSolution(_))) => Ok(json!({
@@ -514,8 +532,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     };
     let checker =
         crate::collision::make_scene_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
-    let mut template = request(a, &robot, Vec::new(), Vec::new())?;
-    template.group = group.name.clone();
+    let (template, chosen) = request(a, &robot, &group, Vec::new(), Vec::new())?;
     // The options are checked once, before any problem runs (one error rather than one per
     // problem).
     crate::planners::check_request(&template).map_err(|e| CliError(e.to_string()))?;
@@ -544,6 +561,8 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     let mut out = json!({
         "success": solved == results.len(),
         "planner": template.planner.as_str(),
+        "planner_config": chosen.map(|c| c.name),
+        "resolution": template.resolution,
         "backend": checker.backend().name(),
         "group": group.name,
         "joint_names": group.space.names,

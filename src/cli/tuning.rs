@@ -57,14 +57,17 @@ pub struct PlannerTuning {
 }
 
 impl PlannerTuning {
-    /// Sets the request's fields these options stand for.
+    /// Sets the request's fields these options stand for (`range` only where given, so that
+    /// an `ompl_planning.yaml` configuration's range stays otherwise).
     pub fn apply(&self, req: &mut PlanRequest) {
         req.attempts = self.attempts;
         req.on_device = self.on_device;
         req.device_extra_attempts = self.device_extra_attempts;
         req.device_escalate_after = self.device_escalate_after;
         req.batch_size = self.batch_size;
-        req.range = self.range;
+        if self.range.is_some() {
+            req.range = self.range;
+        }
         req.dd_radius = self.dd_radius;
         req.shortcut_refinements = self.shortcut_refinements;
         req.dynamic_domain = !self.no_dynamic_domain;

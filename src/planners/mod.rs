@@ -18,6 +18,7 @@ pub mod constrained;
 pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;
+pub mod ompl;
 pub mod pose;
 pub mod prm;
 mod rrt;

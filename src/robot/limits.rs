@@ -159,11 +159,7 @@ impl JointLimitsFile {
 
     /// Reads and parses a joint limits file.
     pub fn read(path: &Path) -> Result<Self, RobotError> {
-        let text = std::fs::read_to_string(path).map_err(|e| RobotError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::parse(&text, &path.display().to_string())
+        Self::parse(&super::read_text(path)?, &path.display().to_string())
     }
 
     /// The default scaling factors the file gives.

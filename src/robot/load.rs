@@ -101,6 +101,9 @@ pub struct RobotModel {
     /// Velocity and acceleration scaling for requests that give none, from a joint limits
     /// file ([`RobotModel::apply_joint_limits`]); none without one.
     pub default_scaling: super::DefaultScaling,
+    /// Named planner configurations and per-group planning defaults from a MoveIt
+    /// configuration's `ompl_planning.yaml`; empty without one.
+    pub ompl: super::ompl_planning::OmplPlanning,
 }
 
 fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
@@ -282,13 +285,7 @@ impl RobotModel {
         opts: &LoadOptions,
     ) -> Result<Self, RobotError> {
         let srdf_text = match srdf {
-            Some(p) => Some((
-                std::fs::read_to_string(p).map_err(|e| RobotError::Io {
-                    path: p.display().to_string(),
-                    message: e.to_string(),
-                })?,
-                p.display().to_string(),
-            )),
+            Some(p) => Some((super::read_text(p)?, p.display().to_string())),
             None => None,
         };
         Self::from_urdf_file_with_srdf(
@@ -306,10 +303,7 @@ impl RobotModel {
         srdf: Option<(&str, &str)>,
         opts: &LoadOptions,
     ) -> Result<Self, RobotError> {
-        let text = std::fs::read_to_string(urdf).map_err(|e| RobotError::Io {
-            path: urdf.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = super::read_text(urdf)?;
         let base = urdf.parent().map(|p| {
             if p.as_os_str().is_empty() {
                 Path::new(".")
@@ -374,6 +368,7 @@ impl RobotModel {
             base_dir: base_dir.map(Path::to_path_buf),
             attached: Vec::new(),
             default_scaling: super::DefaultScaling::default(),
+            ompl: super::ompl_planning::OmplPlanning::default(),
         };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)
@@ -395,10 +390,7 @@ pub fn load_spherized(
     path: &Path,
     tree: &KinematicTree,
 ) -> Result<Vec<(usize, Sphere)>, RobotError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RobotError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = super::read_text(path)?;
     let robot = parse_urdf_text(&text, &path.display().to_string())?;
     let mut out = Vec::new();
     for l in &robot.links {

@@ -13,6 +13,7 @@ mod load;
 pub mod mesh;
 mod model;
 pub mod moveit_config;
+pub mod ompl_planning;
 mod space;
 pub mod spheres;
 pub mod spherize;
@@ -29,6 +30,14 @@ pub use load::{
 pub use model::{Joint, JointKind, JointLimits, KinematicTree, Link, Mimic};
 pub use space::{wrap_angle, wrapped_difference, JointSpace, LIMIT_TOLERANCE};
 pub use srdf::{Srdf, SrdfGroup};
+
+/// The text of a file, or [`RobotError::Io`] naming it.
+pub fn read_text(path: &std::path::Path) -> Result<String, RobotError> {
+    std::fs::read_to_string(path).map_err(|e| RobotError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
 
 /// Errors of the robot layer; each names the file, link or joint at fault.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +94,14 @@ pub enum RobotError {
         /// File name.
         source_name: String,
         /// What went wrong (naming the joint and key).
+        message: String,
+    },
+    /// An `ompl_planning.yaml` file is malformed or gives a bad setting.
+    #[error("OMPL planning {source_name}: {message}")]
+    OmplPlanning {
+        /// File name.
+        source_name: String,
+        /// What went wrong (naming the entry and key).
         message: String,
     },
     /// A joint name that is not in the robot.

@@ -17,7 +17,9 @@
 //!   `config/<robot>.srdf` (or `.srdf.xacro`), where `<robot>` is the package's name without
 //!   `_moveit_config`; failing those, the one URDF (or SRDF) file in `config/`.
 //!
-//! `config/joint_limits.yaml` and `config/moveit_controllers.yaml` are used when present.
+//! `config/joint_limits.yaml`, `config/moveit_controllers.yaml`, `config/ompl_planning.yaml`
+//! ([`super::ompl_planning`]), `config/initial_positions.yaml` and `config/sensors_3d.yaml`
+//! are used when present.
 //!
 //! A file whose name ends in `.xacro` is expanded by running the `xacro` program (`GMP_XACRO`
 //! names another one): ROS's `ros-<distro>-xacro`, or `pip install xacro`. Any other file is
@@ -26,6 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::ompl_planning::OmplPlanning;
 use super::{JointLimitsFile, LoadOptions, RobotError, RobotModel};
 
 /// The environment variable naming the xacro program (default `xacro`).
@@ -101,6 +104,8 @@ pub struct MoveItConfig {
     pub initial_positions: Option<PathBuf>,
     /// `config/sensors_3d.yaml` (the depth sensors of MoveIt's occupancy map), where present.
     pub sensors_3d: Option<PathBuf>,
+    /// `config/ompl_planning.yaml` (planner configurations, per-group defaults), where present.
+    pub ompl_planning: Option<PathBuf>,
     /// How the URDF and SRDF were found.
     pub found_by: FoundBy,
 }
@@ -237,6 +242,7 @@ impl MoveItConfig {
             controllers: optional("moveit_controllers.yaml"),
             initial_positions: optional("initial_positions.yaml"),
             sensors_3d: optional("sensors_3d.yaml"),
+            ompl_planning: optional("ompl_planning.yaml"),
             dir,
             robot_name,
             urdf,
@@ -376,7 +382,7 @@ impl MoveItConfig {
     }
 
     /// The files of the package's `config/` folder that nothing here reads (e.g.
-    /// `kinematics.yaml`, `ompl_planning.yaml`, `ros2_controllers.yaml`), by name, sorted.
+    /// `kinematics.yaml`, `ros2_controllers.yaml`), by name, sorted.
     pub fn unread_files(&self) -> Vec<String> {
         let used: Vec<&Path> = [
             Some(self.urdf.as_path()),
@@ -385,6 +391,7 @@ impl MoveItConfig {
             self.controllers.as_deref(),
             self.initial_positions.as_deref(),
             self.sensors_3d.as_deref(),
+            self.ompl_planning.as_deref(),
         ]
         .into_iter()
         .flatten()
@@ -415,12 +422,14 @@ impl MoveItConfig {
         };
         let unread = self.unread_files();
         format!(
-            "MoveIt config {}: URDF {}{args}, SRDF {}, joint limits {}, controllers {}{}",
+            "MoveIt config {}: URDF {}{args}, SRDF {}, joint limits {}, controllers {}, OMPL \
+             planning {}{}",
             self.dir.display(),
             self.urdf.display(),
             self.srdf.display(),
             or_none(&self.joint_limits),
             or_none(&self.controllers),
+            or_none(&self.ompl_planning),
             if unread.is_empty() {
                 String::new()
             } else {
@@ -547,8 +556,9 @@ impl MoveItConfig {
         paths
     }
 
-    /// Loads the robot: the URDF with the SRDF and, where the package has one, its joint
-    /// limits file. `opts.search_paths` gains [`Self::search_paths`].
+    /// Loads the robot: the URDF with the SRDF and, where the package has them, its joint
+    /// limits file and `ompl_planning.yaml`. `opts.search_paths` gains
+    /// [`Self::search_paths`].
     pub fn load_robot(&self, opts: &LoadOptions) -> Result<RobotModel, MoveItConfigError> {
         let urdf = self.urdf_text()?;
         let srdf = self.srdf_text()?;
@@ -558,7 +568,17 @@ impl MoveItConfig {
             let file = JointLimitsFile::read(path)?;
             robot.apply_joint_limits(&file, &path.display().to_string())?;
         }
+        robot.ompl = self.ompl_planning()?;
         Ok(robot)
+    }
+
+    /// The package's `config/ompl_planning.yaml`, read; empty without one. Errors name the
+    /// file and key.
+    pub fn ompl_planning(&self) -> Result<OmplPlanning, MoveItConfigError> {
+        match &self.ompl_planning {
+            Some(path) => Ok(OmplPlanning::read(path)?),
+            None => Ok(OmplPlanning::default()),
+        }
     }
 
     /// The robot of URDF text that came from this package (its resources resolve next to
@@ -595,12 +615,7 @@ pub fn read_description(path: &Path, args: &[String]) -> Result<String, MoveItCo
     if is_xacro(path) {
         expand_xacro(path, args)
     } else {
-        std::fs::read_to_string(path).map_err(|e| {
-            MoveItConfigError::Robot(RobotError::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })
-        })
+        Ok(super::read_text(path)?)
     }
 }
 

@@ -525,6 +525,23 @@ fn scene_message(shared: &Shared) -> MarkerArray {
     }
 }
 
+/// Logs the MoveIt config package's files (used and not read) and what its
+/// `ompl_planning.yaml` gives, where `moveit_config` names one.
+fn log_moveit_config(params: &NodeParams, service: &PlanningService, logger: &str) {
+    if let Ok(Some(c)) = params.moveit_config() {
+        r2r::log_info!(logger, "{}", c.summary());
+        let ompl = &service.robot().ompl;
+        if !ompl.is_empty() {
+            let used = if params.ompl_planning {
+                "used"
+            } else {
+                "not used (ompl_planning false)"
+            };
+            r2r::log_info!(logger, "OMPL planning {}; {used}", ompl.summary());
+        }
+    }
+}
+
 /// Logs the attached objects of the scene that could not be attached to the robot.
 fn log_attach_errors(service: &PlanningService, logger: &str) {
     for e in service.attach_errors() {
@@ -609,9 +626,7 @@ async fn run_async() -> Result<(), NodeError> {
                 s.scene().len(),
                 s.attached_objects().len()
             );
-            if let Ok(Some(c)) = typed.moveit_config() {
-                r2r::log_info!(&logger, "{}", c.summary());
-            }
+            log_moveit_config(&typed, s, &logger);
             log_attach_errors(s, &logger);
             warm_up_gpu(s, &logger);
         }
@@ -821,9 +836,7 @@ async fn run_async() -> Result<(), NodeError> {
                                             "robot '{}' loaded",
                                             s.robot().tree.name
                                         );
-                                        if let Ok(Some(c)) = params.moveit_config() {
-                                            r2r::log_info!(&logger, "{}", c.summary());
-                                        }
+                                        log_moveit_config(&params, &s, &logger);
                                         log_attach_errors(&s, &logger);
                                         warm_up_gpu(&s, &logger);
                                         *service = Ok(s);

@@ -63,6 +63,9 @@ pub const MAX_REPLAN_DELAY: f64 = 60.0;
 pub struct NodeParams {
     /// Default planner, one of [`PLANNERS`].
     pub planner: String,
+    /// Whether the `moveit_config`'s `ompl_planning.yaml` applies
+    /// ([`ServiceSettings::ompl_planning`]).
+    pub ompl_planning: bool,
     /// Collision backend, one of [`BACKENDS`].
     pub backend: String,
     /// Joint-space step (radians) at which motions are collision checked; > 0.
@@ -170,6 +173,7 @@ impl Default for NodeParams {
         let s = ServiceSettings::default();
         Self {
             planner: s.planner,
+            ompl_planning: s.ompl_planning,
             backend: s.backend,
             resolution: s.resolution,
             time_limit: s.time_limit,
@@ -310,7 +314,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `moveit_config`
     /// on: changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(29).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(30).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -329,6 +333,7 @@ impl NodeParams {
     pub fn service_settings(&self) -> ServiceSettings {
         ServiceSettings {
             planner: self.planner.clone(),
+            ompl_planning: self.ompl_planning,
             backend: self.backend.clone(),
             shapes: if self.collision_shapes == "polytopes" {
                 RobotShapes::Polytopes
@@ -409,6 +414,11 @@ impl NodeParams {
                 .and_then(|f| robot.apply_joint_limits(&f, &name))
                 .map_err(|e| format!("moveit_config: {e}"))?;
         }
+        if let Some(c) = &cfg {
+            robot.ompl = c
+                .ompl_planning()
+                .map_err(|e| format!("moveit_config: {e}"))?;
+        }
         match self.collision_shapes.as_str() {
             "spheres" => {
                 if self.spherized_urdf_path.is_empty() {
@@ -487,8 +497,9 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 39] = [
+    pub const NAMES: [&'static str; 40] = [
         "planner",
+        "ompl_planning",
         "backend",
         "resolution",
         "time_limit",
@@ -533,6 +544,9 @@ impl NodeParams {
     pub fn description(name: &str) -> &'static str {
         match name {
             "planner" => "default planner: prm, lazy_prm, rrt, rrt_star, rrt_connect or drm",
+            "ompl_planning" => {
+                "use the moveit_config's ompl_planning.yaml: planner ids naming its configurations, each group's default_planner_config (before planner), longest_valid_segment_fraction where finer than resolution"
+            }
             "backend" => "collision backend: auto (hybrid with a GPU, else cpu), cpu, cuda or hybrid",
             "resolution" => "joint-space step (rad) at which motions are collision checked",
             "time_limit" => "default planning time budget in seconds",
@@ -630,6 +644,7 @@ impl NodeParams {
         use ParameterValue as V;
         match name {
             "planner" => V::String(self.planner.clone()),
+            "ompl_planning" => V::Bool(self.ompl_planning),
             "backend" => V::String(self.backend.clone()),
             "resolution" => V::Double(self.resolution),
             "time_limit" => V::Double(self.time_limit),
@@ -676,6 +691,7 @@ impl NodeParams {
     pub fn set(&mut self, name: &str, value: &ParameterValue) -> Result<(), ParamError> {
         match name {
             "planner" => self.planner = one_of(name, as_string(name, value)?, PLANNERS)?,
+            "ompl_planning" => self.ompl_planning = as_bool(name, value)?,
             "backend" => self.backend = one_of(name, as_string(name, value)?, BACKENDS)?,
             "resolution" => self.resolution = positive(name, as_f64(name, value)?)?,
             "time_limit" => self.time_limit = positive(name, as_f64(name, value)?)?,
@@ -1220,6 +1236,24 @@ mod tests {
         assert!(e.contains("srdf_path '/no/such.srdf'"), "{e}");
         set(&mut p, "srdf_path", String::new());
         assert!(p.load_robot().is_ok());
+        // Its ompl_planning.yaml comes with the robot; the parameter chooses whether it is
+        // used; a bad one is named.
+        let ompl = cfg.join("config/ompl_planning.yaml");
+        std::fs::write(
+            &ompl,
+            "planner_configs:\n  R: {type: geometric::RRT}\narm:\n  default_planner_config: R\n",
+        )
+        .unwrap();
+        let (robot, _) = p.load_robot().unwrap();
+        assert_eq!(robot.ompl.default_config("arm").map(|(n, _)| n), Some("R"));
+        assert!(p.service_settings().ompl_planning);
+        p.set("ompl_planning", &ParameterValue::Bool(false))
+            .unwrap();
+        assert!(!p.service_settings().ompl_planning);
+        std::fs::write(&ompl, "arm:\n  default_planner_config: Q\n").unwrap();
+        let e = p.load_robot().unwrap_err();
+        assert!(e.contains("ompl_planning.yaml") && e.contains("'Q'"), "{e}");
+        std::fs::remove_file(&ompl).unwrap();
         // The robot_description topic yields to it.
         assert!(!p.takes_topic_description("<robot name='b'/>", false));
         // A package that is not there is named.

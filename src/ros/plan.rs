@@ -252,11 +252,15 @@ pub fn response(
             success: true,
             error_code: SUCCESS,
             message: format!(
-                "{} waypoints, {} trajectory points, {:.3} s long, planned by {} in {:.3} s{}",
+                "{} waypoints, {} trajectory points, {:.3} s long, planned by {}{} in {:.3} s{}",
                 plan.path.len(),
                 plan.trajectory.points.len(),
                 plan.trajectory.duration(),
                 plan.planner,
+                plan.planner_config
+                    .as_ref()
+                    .map(|c| format!(" (OMPL config {c})"))
+                    .unwrap_or_default(),
                 plan.stats.planning_time.as_secs_f64(),
                 plan.pose_error
                     .as_ref()

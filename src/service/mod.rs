@@ -40,6 +40,7 @@ use crate::planners::{
 };
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
+use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
@@ -98,6 +99,13 @@ pub struct ServiceSettings {
     pub device_escalate_after: u32,
     /// How point clouds become obstacles ([`PlanningService::set_point_cloud`]).
     pub cloud: CloudSettings,
+    /// Whether the robot's `ompl_planning.yaml` ([`RobotModel::ompl`], from a MoveIt
+    /// config) applies ([`crate::planners::ompl`]): a planner id naming one of its
+    /// configurations plans with it, a request naming no planner gets its group's
+    /// `default_planner_config` (before the `planner` setting), and a group's
+    /// `longest_valid_segment_fraction` makes the motion checks finer than `resolution` where
+    /// it is finer.
+    pub ompl_planning: bool,
 }
 
 impl Default for ServiceSettings {
@@ -119,6 +127,7 @@ impl Default for ServiceSettings {
             device_extra_attempts: None,
             device_escalate_after: crate::planners::device::DEFAULT_ESCALATE_AFTER,
             cloud: CloudSettings::default(),
+            ompl_planning: true,
         }
     }
 }
@@ -221,6 +230,9 @@ pub struct ServicePlanResponse {
     pub pose_error: Option<(String, f64, f64)>,
     /// The planning group it was planned for.
     pub group: String,
+    /// The `ompl_planning.yaml` configuration it was planned with (named by the request or
+    /// the group's default), if any ([`crate::planners::ompl`]).
+    pub planner_config: Option<String>,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -820,6 +832,8 @@ struct Prepared {
     constraints: PathConstraints,
     /// The planning group it plans for.
     group: PlanningGroup,
+    /// The `ompl_planning.yaml` configuration it plans with, if any.
+    planner_config: Option<String>,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -1195,6 +1209,7 @@ impl PlanningService {
             backend,
             pose_error,
             group: group.name,
+            planner_config: prepared.planner_config,
         })
     }
 
@@ -1248,7 +1263,7 @@ impl PlanningService {
                         .map(|(_, p)| (p.request.start.clone(), p.request.goal.clone()))
                         .collect();
                     let results = planners::plan_many(checker, &template, &ends);
-                    for ((i, _), r) in shared.iter().zip(results) {
+                    for ((i, p), r) in shared.iter().zip(results) {
                         out[*i] =
                             Some(r.map_err(ServiceError::from).map(|r| ServicePlanResponse {
                                 planner: r.planner.as_str().to_string(),
@@ -1258,6 +1273,7 @@ impl PlanningService {
                                 backend: backend.clone(),
                                 pose_error: None,
                                 group: group.name.clone(),
+                                planner_config: p.planner_config.clone(),
                             }));
                     }
                 }
@@ -1285,6 +1301,26 @@ impl PlanningService {
     /// settings, its start (over the current state) and goal as group configurations.
     fn prepare(&self, req: &ServicePlanRequest) -> Result<Prepared, ServiceError> {
         let s = &self.settings;
+        let group = self.request_group(req.group.as_deref())?;
+        // The robot's ompl_planning.yaml: a configuration the request names, else (no
+        // planner named, no path constraints) the group's default.
+        let no_ompl = OmplPlanning::default();
+        let ompl = if s.ompl_planning {
+            &self.robot.ompl
+        } else {
+            &no_ompl
+        };
+        let requested = req.planner.as_deref().filter(|p| !p.is_empty());
+        let chosen = if requested.is_none() && !req.path_constraints.is_empty() {
+            None
+        } else {
+            crate::planners::ompl::choice(ompl, &group.name, requested).map_err(|e| {
+                ServiceError::BadOption {
+                    name: "planner_id",
+                    reason: e.to_string(),
+                }
+            })?
+        };
         // Path constraints without a planner named: the one planner that plans under them,
         // whatever the `planner` setting.
         let default_planner = if req.path_constraints.is_empty() {
@@ -1292,7 +1328,10 @@ impl PlanningService {
         } else {
             PlannerId::RrtConnect.as_str()
         };
-        let planner_name = req.planner.as_deref().unwrap_or(default_planner);
+        let planner_name = match &chosen {
+            Some(c) => c.planner.as_str(),
+            None => requested.unwrap_or(default_planner),
+        };
         // `drm` answers with the persistent roadmap, searched lazily (lazy PRM).
         let use_roadmap = planner_name == DRM_PLANNER;
         let planner: PlannerId = if use_roadmap {
@@ -1308,13 +1347,13 @@ impl PlanningService {
             });
         }
         let (vel_scale, acc_scale) = self.scalings(req.vel_scale, req.acc_scale)?;
-        let resolution = s.resolution;
-        if !(resolution > 0.0 && resolution.is_finite()) {
+        if !(s.resolution > 0.0 && s.resolution.is_finite()) {
             return Err(ServiceError::BadOption {
                 name: "resolution",
-                reason: format!("must be positive and finite, got {resolution}"),
+                reason: format!("must be positive and finite, got {}", s.resolution),
             });
         }
+        let resolution = crate::planners::ompl::resolution(ompl, &group, s.resolution);
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
         let (device_extra_attempts, device_escalate_after) =
@@ -1333,7 +1372,6 @@ impl PlanningService {
                 name: attempts_name,
                 reason: format!("must be in 1..={MAX_ATTEMPTS}, got {attempts}"),
             })?;
-        let group = self.request_group(req.group.as_deref())?;
         let (start_state, start) = self.start_of(&req.start, &group)?;
 
         // Goal: every group joint given; goal values of joints outside the group are
@@ -1398,6 +1436,9 @@ impl PlanningService {
         preq.on_device = on_device && constraints.is_empty();
         preq.device_extra_attempts = device_extra_attempts;
         preq.device_escalate_after = Some(device_escalate_after);
+        if let Some(c) = &chosen {
+            c.apply(&mut preq);
+        }
         Ok(Prepared {
             request: preq,
             base: Self::masked_base(&group, &start_state),
@@ -1406,6 +1447,7 @@ impl PlanningService {
             pose,
             constraints,
             group,
+            planner_config: chosen.map(|c| c.name),
         })
     }
 

@@ -1990,6 +1990,12 @@ def moveit_config_package(ws):
         f.write('initial_positions:\n' + ''.join(f'  {j}: {x}\n' for j, x in zip(ARM, START)))
     with open(os.path.join(cfg, 'config', 'kinematics.yaml'), 'w') as f:
         f.write('arm:\n  kinematics_solver: kdl_kinematics_plugin/KDLKinematicsPlugin\n')
+    with open(os.path.join(cfg, 'config', 'ompl_planning.yaml'), 'w') as f:
+        f.write('planning_plugins: [ompl_interface/OMPLPlanner]\nplanner_configs:\n'
+                '  RRTConnectkConfigDefault: {type: geometric::RRTConnect, range: 0.0}\n'
+                '  GmpRoadmap: {type: geometric::PRM, max_nearest_neighbors: 8}\n'
+                'arm:\n  default_planner_config: GmpRoadmap\n'
+                '  planner_configs: [RRTConnectkConfigDefault, GmpRoadmap]\n')
     with open(os.path.join(cfg, 'config', 'sensors_3d.yaml'), 'w') as f:
         f.write(f'sensors: [cell_camera]\ncell_camera:\n  sensor_plugin: '
                 f'occupancy_map_monitor/PointCloudOctomapUpdater\n  point_cloud_topic: '
@@ -2069,6 +2075,19 @@ def moveit_config_checks(node):
         check("the node logs the package's files it uses and those it does not read",
               'MoveIt config ' in log_text() and 'not read: kinematics.yaml' in log_text(),
               f'see {log_path}')
+        check("a request naming no planner plans with its ompl_planning.yaml's group default",
+              'planned by prm (OMPL config GmpRoadmap)' in res.message
+              and 'OMPL planning ' in log_text() and 'arm (default GmpRoadmap)' in log_text(),
+              f'{res.message!r}; see {log_path}')
+        named = PlanPath.Request()
+        named.goal_name = 'home'
+        named.planner_id = 'RRTConnectkConfigDefault'
+        named.seed = 4
+        res_named = call(node, plan, named, timeout=30.0)
+        check("a planner_id naming one of its configurations plans with it",
+              res_named is not None and res_named.success
+              and 'planned by rrt_connect (OMPL config RRTConnectkConfigDefault)'
+              in res_named.message, res_named and res_named.message)
         check("the node takes point clouds from its sensors_3d.yaml's camera topic",
               wait_for(node, lambda: node.count_subscribers(MOVEIT_CLOUD) >= 1, 10.0),
               f'{node.count_subscribers(MOVEIT_CLOUD)} subscribers; see {log_path}')
