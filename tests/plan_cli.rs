@@ -760,16 +760,28 @@ fn spherize_writes_a_sphere_model_that_checks_like_fitted() {
 }
 
 /// The bundled robot, its default group and the tool's pose at group configuration `q`.
+/// The bundled arm, loaded once (kinematics only).
+fn arm() -> &'static gpu_motion_planner::robot::RobotModel {
+    use gpu_motion_planner::robot::{LoadOptions, RobotModel};
+    static ARM: std::sync::OnceLock<RobotModel> = std::sync::OnceLock::new();
+    ARM.get_or_init(|| {
+        RobotModel::from_urdf_file(
+            &root().join("urdf/gmp_arm.urdf"),
+            Some(&root().join("urdf/gmp_arm.srdf")),
+            &LoadOptions {
+                skip_geometry: true,
+                ..LoadOptions::default()
+            },
+        )
+        .expect("bundled robot")
+    })
+}
+
 fn tool_pose(q: &[f64]) -> nalgebra::Isometry3<f64> {
-    use gpu_motion_planner::robot::{ik::default_tip_link, LoadOptions, RobotModel};
-    let robot = RobotModel::from_urdf_file(
-        &root().join("urdf/gmp_arm.urdf"),
-        Some(&root().join("urdf/gmp_arm.srdf")),
-        &LoadOptions::default(),
-    )
-    .expect("bundled robot");
+    use gpu_motion_planner::robot::ik::default_tip_link;
+    let robot = arm();
     let group = robot.default_group();
-    let tip = default_tip_link(&robot, &group).expect("tip");
+    let tip = default_tip_link(robot, &group).expect("tip");
     let state = group.full_state(&robot.tree.neutral_state(), q);
     robot.tree.forward_kinematics(&state)[tip]
 }
@@ -1283,5 +1295,86 @@ fn plan_between_named_states() {
             err.contains("--start: no named state 'nowhere'"),
             "{command}: {err}"
         );
+    }
+}
+
+/// The tool's highest speed along a printed trajectory, between points 1 ms apart as a
+/// controller's cubic follows them (positions alone, by the test's own kinematics).
+fn tool_peak_speed(v: &Value) -> f64 {
+    let traj: gpu_motion_planner::trajectory::Trajectory = serde_json::from_value(json!({
+        "joint_names": v["joint_names"],
+        "points": v["points"],
+    }))
+    .expect("a trajectory");
+    let dt = 1e-3;
+    let steps = (traj.duration() / dt).ceil() as usize;
+    let at = |t: f64| tool_pose(&traj.sample(t).0).translation.vector;
+    (0..steps)
+        .map(|i| (at((i + 1) as f64 * dt) - at(i as f64 * dt)).norm() / dt)
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn max_cartesian_speed_slows_plans_and_cartesian_paths() {
+    let start = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let goal = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let free = stdout_json(&bundled_plan(&start, &goal, &["--seed", "2"]));
+    assert_eq!(free["success"], true);
+    assert!(free["link_speed"].is_null());
+    let slow = stdout_json(&bundled_plan(
+        &start,
+        &goal,
+        &["--seed", "2", "--max-cartesian-speed", "0.1"],
+    ));
+    assert_eq!(slow["success"], true, "{slow}");
+    assert_eq!(slow["link_speed"]["link"], "tool0");
+    assert!(slow["link_speed"]["factor"].as_f64().unwrap() > 1.0);
+    assert_eq!(slow["path"], free["path"]);
+    let peak = tool_peak_speed(&slow);
+    assert!(peak <= 0.1 * 1.001, "{peak}");
+    assert!(tool_peak_speed(&free) > 0.1);
+    assert!(slow["duration"].as_f64().unwrap() > free["duration"].as_f64().unwrap());
+
+    // gmp cartesian: the link moved, 10 cm down at 2 cm/s.
+    let t = tool_pose(&start).translation.vector;
+    let down = json_list(&[t.x, t.y, t.z - 0.1]);
+    let out = bundled_command(
+        "cartesian",
+        &[
+            "--start",
+            &json_list(&start),
+            "--waypoints",
+            &format!("[{down}]"),
+            "--max-cartesian-speed",
+            "0.02",
+        ],
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], true);
+    assert_eq!(v["link_speed"]["link"], "tool0");
+    assert!(tool_peak_speed(&v) <= 0.02 * 1.001);
+    assert!(v["duration"].as_f64().unwrap() >= 5.0, "{}", v["duration"]);
+
+    // Bad values are refused by name.
+    for (extra, want) in [
+        (
+            ["--max-cartesian-speed", "0"].as_slice(),
+            "--max-cartesian-speed",
+        ),
+        (
+            [
+                "--max-cartesian-speed",
+                "0.1",
+                "--speed-limited-link",
+                "nope",
+            ]
+            .as_slice(),
+            "--speed-limited-link",
+        ),
+    ] {
+        let out = bundled_plan(&start, &goal, extra);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{err}");
     }
 }

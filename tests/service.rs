@@ -9,7 +9,7 @@ use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
     ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePlanResponse,
-    ServicePoseGoal, ServiceSettings, StateCheckRequest, TrajectoryCheckRequest,
+    ServicePoseGoal, ServiceSettings, SpeedLimit, StateCheckRequest, TrajectoryCheckRequest,
 };
 use gpu_motion_planner::trajectory;
 use nalgebra::{Isometry3, Point3, Vector3};
@@ -1395,5 +1395,116 @@ arm:
     assert_eq!(
         (res.planner.as_str(), res.planner_config),
         ("rrt_connect", None)
+    );
+}
+
+/// The highest speed of `tool0` along `traj` by positions alone (poses 0.1 ms apart).
+fn tool_peak_speed(s: &PlanningService, traj: &trajectory::Trajectory) -> f64 {
+    let dt = 1e-4;
+    let steps = (traj.duration() / dt).ceil() as usize;
+    let at = |t: f64| tool_at(s, &traj.sample(t).0);
+    (0..steps)
+        .map(|i| (at((i + 1) as f64 * dt) - at(i as f64 * dt)).norm() / dt)
+        .fold(0.0, f64::max)
+}
+
+/// A Cartesian speed limit (MoveIt's `max_cartesian_speed`) slows the plan uniformly until
+/// the link moves no faster, on the same path; plans within it are unchanged; a bad speed or
+/// link is refused by name; a Cartesian path's moved link is limited too.
+#[test]
+fn a_cartesian_speed_limit_slows_the_link_on_the_same_path() {
+    let mut s = service();
+    let free = s.plan(request(&s, &START, &GOAL)).unwrap();
+    let free_peak = tool_peak_speed(&s, &free.trajectory);
+    assert!(free.link_speed.is_none());
+    let limit = free_peak / 3.0;
+    let slow = s
+        .plan(ServicePlanRequest {
+            speed_limit: Some(SpeedLimit {
+                link: None,
+                max_speed: limit,
+            }),
+            ..request(&s, &START, &GOAL)
+        })
+        .unwrap();
+    let ls = slow.link_speed.clone().expect("reported");
+    assert_eq!(ls.link, "tool0");
+    assert!(ls.factor > 2.9 && ls.factor < 3.1, "{ls:?}");
+    let peak = tool_peak_speed(&s, &slow.trajectory);
+    assert!(peak <= limit * (1.0 + 1e-4), "{peak} m/s over {limit}");
+    assert_eq!(slow.path, free.path);
+    assert_eq!(
+        slow.trajectory.positions(),
+        free.trajectory.positions(),
+        "the same points, later"
+    );
+    assert!((slow.trajectory.duration() - ls.factor * free.trajectory.duration()).abs() < 1e-9);
+    assert_valid(&s, &slow.path, &slow.trajectory);
+    // A limit above the plan's speed changes nothing; another link can be named.
+    let same = s
+        .plan(ServicePlanRequest {
+            speed_limit: Some(SpeedLimit {
+                link: Some("wrist_2_link".into()),
+                max_speed: 100.0,
+            }),
+            ..request(&s, &START, &GOAL)
+        })
+        .unwrap();
+    assert_eq!(same.trajectory, free.trajectory);
+    assert_eq!(
+        same.link_speed.map(|l| (l.link, l.factor)),
+        Some(("wrist_2_link".into(), 1.0))
+    );
+    for (limit, want) in [
+        (
+            SpeedLimit {
+                link: None,
+                max_speed: 0.0,
+            },
+            "max_cartesian_speed",
+        ),
+        (
+            SpeedLimit {
+                link: None,
+                max_speed: f64::NAN,
+            },
+            "max_cartesian_speed",
+        ),
+        (
+            SpeedLimit {
+                link: Some("nope".into()),
+                max_speed: 0.1,
+            },
+            "'nope'",
+        ),
+    ] {
+        let e = s
+            .plan(ServicePlanRequest {
+                speed_limit: Some(limit),
+                ..request(&s, &START, &GOAL)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e}");
+    }
+    // A Cartesian path: 10 cm down at most 2 cm/s.
+    let from = tool_pose_at(&s, &START);
+    let down = nalgebra::Translation3::new(0.0, 0.0, -0.1) * from;
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.speed_limit = Some(SpeedLimit {
+        link: None,
+        max_speed: 0.02,
+    });
+    let out = s.plan_cartesian(req).unwrap();
+    assert_eq!(out.fraction, 1.0);
+    let ls = out.link_speed.expect("reported");
+    assert_eq!(ls.link, "tool0");
+    let peak = tool_peak_speed(&s, &out.trajectory);
+    assert!(peak <= 0.02 * (1.0 + 1e-4) && peak > 0.015, "{peak}");
+    // 10 cm at 2 cm/s takes at least 5 s.
+    assert!(
+        out.trajectory.duration() >= 5.0,
+        "{}",
+        out.trajectory.duration()
     );
 }

@@ -12,7 +12,9 @@ use clap::Args;
 use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
-use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
+use super::{
+    load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs, SpeedLimitArgs,
+};
 use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions};
 use crate::robot::ik::{default_tip_link, pose_from_parts, IkSolver, PoseTarget};
@@ -59,6 +61,9 @@ pub struct CartesianArgs {
     /// Scaling of the joint velocity and acceleration limits.
     #[command(flatten)]
     pub scaling: ScalingArgs,
+    /// A Cartesian speed limit (default link: the one moved).
+    #[command(flatten)]
+    pub speed: SpeedLimitArgs,
     /// Collision backend: auto, cpu, cuda or hybrid.
     #[arg(long, default_value = "auto")]
     pub backend: String,
@@ -150,6 +155,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
             ))
         })?,
     };
+    let speed = a.speed.resolve(&robot, link)?;
     let base = robot.tree.neutral_state();
     let start = match &a.start {
         Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,
@@ -181,8 +187,9 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         acc_scale,
         ..CartesianOptions::default()
     };
-    let out = plan_cartesian(checker.as_ref(), &mut solver, &start, &waypoints, &opts)
+    let mut out = plan_cartesian(checker.as_ref(), &mut solver, &start, &waypoints, &opts)
         .map_err(|e| CliError(e.to_string()))?;
+    let link_speed = super::limit_speed(&mut out.trajectory, &robot, &group, &base, &speed);
     let st = &out.stats;
     let mut v = json!({
         "success": out.fraction >= 1.0,
@@ -199,6 +206,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         "path": out.path,
         "stops_at_steps": out.stops_at_steps,
         "spline_deviation": out.spline_deviation,
+        "link_speed": link_speed,
         "stats": {
             "ik_time_s": st.ik_time.as_secs_f64(),
             "check_time_s": st.check_time.as_secs_f64(),

@@ -460,6 +460,69 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
     Ok(robot)
 }
 
+/// `--max-cartesian-speed` and `--speed-limited-link` of the commands that time
+/// trajectories: a Cartesian speed limit for one link ([`crate::trajectory::link_speed`]).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SpeedLimitArgs {
+    /// Largest speed of a link's origin (m/s, MoveIt's `max_cartesian_speed`): the trajectory
+    /// is slowed uniformly until the link moves no faster, on the same path.
+    #[arg(long = "max-cartesian-speed")]
+    pub max_cartesian_speed: Option<f64>,
+    /// The link `--max-cartesian-speed` limits (default: the link moved, else the group's
+    /// tip link).
+    #[arg(long = "speed-limited-link", requires = "max_cartesian_speed")]
+    pub speed_limited_link: Option<String>,
+}
+
+impl SpeedLimitArgs {
+    /// The limit as `(link, link name, m/s)`, the link `default_link` when none is named;
+    /// errors name the option.
+    pub fn resolve(
+        &self,
+        robot: &RobotModel,
+        default_link: usize,
+    ) -> Result<Option<(usize, String, f64)>, CliError> {
+        let Some(max) = self.max_cartesian_speed else {
+            return Ok(None);
+        };
+        if !(max.is_finite() && max > 0.0) {
+            return Err(CliError(format!(
+                "--max-cartesian-speed must be a positive speed (m/s), got {max}"
+            )));
+        }
+        let link = match &self.speed_limited_link {
+            Some(name) => robot
+                .tree
+                .link(name)
+                .map_err(|e| CliError(format!("--speed-limited-link: {e}")))?,
+            None => default_link,
+        };
+        Ok(Some((link, robot.tree.links[link].name.clone(), max)))
+    }
+}
+
+/// Slows `traj` (of `group`, the other joints at `base`) to a limit of
+/// [`SpeedLimitArgs::resolve`]; what it did, as JSON (`null` without a limit).
+pub fn limit_speed(
+    traj: &mut crate::trajectory::Trajectory,
+    robot: &RobotModel,
+    group: &crate::robot::PlanningGroup,
+    base: &[f64],
+    limit: &Option<(usize, String, f64)>,
+) -> Value {
+    match limit {
+        Some((link, name, max)) => json!(crate::trajectory::limit_link_speed(
+            traj,
+            &robot.tree,
+            group,
+            base,
+            (*link, name),
+            *max,
+        )),
+        None => Value::Null,
+    }
+}
+
 /// `--velocity-scaling` and `--acceleration-scaling` of the commands that time trajectories.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ScalingArgs {

@@ -18,7 +18,10 @@ use nalgebra::Isometry3;
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
-use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs};
+use super::{
+    limit_speed, load_robot, scene_attached, shapes_for, CliError, RobotArgs, ScalingArgs,
+    SpeedLimitArgs,
+};
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
@@ -97,6 +100,9 @@ pub struct PlanArgs {
     /// Fractions of the velocity and acceleration limits the trajectory may use.
     #[command(flatten)]
     pub scaling: ScalingArgs,
+    /// A Cartesian speed limit (default link: the group's tip link).
+    #[command(flatten)]
+    pub speed: SpeedLimitArgs,
     /// Stop RRT* after this many iterations (makes its result reproducible).
     #[arg(long = "max-iterations")]
     pub max_iterations: Option<usize>,
@@ -379,6 +385,27 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     })
 }
 
+/// The Cartesian speed limit of `a` (default link: the group's tip link).
+fn speed_limit(
+    a: &PlanArgs,
+    robot: &RobotModel,
+    group: &PlanningGroup,
+) -> Result<Option<(usize, String, f64)>, CliError> {
+    if a.speed.max_cartesian_speed.is_none() {
+        return Ok(None);
+    }
+    let tip = crate::robot::ik::default_tip_link(robot, group).ok_or_else(|| {
+        CliError(format!(
+            "group '{}' has no tip link; give --speed-limited-link",
+            group.name
+        ))
+    });
+    match (&a.speed.speed_limited_link, tip) {
+        (None, Err(e)) => Err(e),
+        (_, tip) => a.speed.resolve(robot, tip.unwrap_or(0)),
+    }
+}
+
 /// The request for `a` (planner, limits and options) for planning group `group` from
 /// `start` to `goal`, with the robot's `ompl_planning.yaml` applied
 /// ([`crate::planners::ompl`]; the command's options win over a configuration's settings).
@@ -463,6 +490,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         &a.backend, &p.robot, &p.group, &p.base, &p.scene, opts,
     )?;
     let (req, chosen) = request(a, &p.robot, &p.group, p.start, p.goal)?;
+    let speed = speed_limit(a, &p.robot, &p.group)?;
     let set = ConstraintSet::new(
         &p.robot,
         &p.group,
@@ -492,8 +520,10 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         }
     };
     match outcome {
-        Ok((res, goal)) => {
+        Ok((mut res, goal)) => {
+            let link_speed = limit_speed(&mut res.trajectory, &p.robot, &p.group, &p.base, &speed);
             let mut v = result_json(&res, checker.as_ref(), &p.group.name);
+            v["link_speed"] = link_speed;
             if let Some(g) = goal {
                 v["goal_pose"] = g;
             }
@@ -533,6 +563,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     let checker =
         crate::collision::make_scene_checker(&a.backend, &robot, &group, &base, &scene, opts)?;
     let (template, chosen) = request(a, &robot, &group, Vec::new(), Vec::new())?;
+    let speed = speed_limit(a, &robot, &group)?;
     // The options are checked once, before any problem runs (one error rather than one per
     // problem).
     crate::planners::check_request(&template).map_err(|e| CliError(e.to_string()))?;
@@ -551,7 +582,14 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         .enumerate()
         .map(|(i, (it, r))| {
             let mut v = match r {
-                Ok(res) => result_json(res, checker.as_ref(), &group.name),
+                Ok(res) => {
+                    let mut res = res.clone();
+                    let link_speed =
+                        limit_speed(&mut res.trajectory, &robot, &group, &base, &speed);
+                    let mut v = result_json(&res, checker.as_ref(), &group.name);
+                    v["link_speed"] = link_speed;
+                    v
+                }
                 Err(e) => json!({"success": false, "error": e.to_string()}),
             };
             v["name"] = json!(it.name.clone().unwrap_or_else(|| i.to_string()));

@@ -39,6 +39,10 @@ pub fn cartesian_request(req: &PlanCartesian::Request) -> ServiceCartesianReques
         vel_scale: nonzero(req.max_velocity_scaling_factor),
         acc_scale: nonzero(req.max_acceleration_scaling_factor),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
+        speed_limit: super::plan::speed_limit(
+            &req.cartesian_speed_limited_link,
+            req.max_cartesian_speed,
+        ),
     }
 }
 
@@ -68,7 +72,7 @@ pub fn cartesian_response(
                         .as_ref()
                         .map(|r| format!("; stopped at {r}"))
                         .unwrap_or_default()
-                ),
+                ) + &super::plan::speed_note(out.link_speed.as_ref()),
                 fraction: out.fraction,
                 stop_reason: out.stop.clone().unwrap_or_default(),
                 trajectory: joint_trajectory(&out.trajectory, &settings.planning_frame),

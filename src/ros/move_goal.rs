@@ -46,6 +46,8 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
         num_planning_attempts: goal.num_planning_attempts,
         path_constraints: goal.path_constraints.clone(),
         group_name: goal.group_name.clone(),
+        cartesian_speed_limited_link: goal.cartesian_speed_limited_link.clone(),
+        max_cartesian_speed: goal.max_cartesian_speed,
     }
 }
 

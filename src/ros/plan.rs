@@ -15,9 +15,9 @@ use crate::planners::PlanStats;
 use crate::robot::constraint::{ConstraintSpec, JointSpec, OrientationSpec, PositionSpec};
 use crate::service::{
     ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
-    ServicePoseGoal,
+    ServicePoseGoal, SpeedLimit,
 };
-use crate::trajectory::{Trajectory, TrajectoryPoint};
+use crate::trajectory::{LinkSpeed, Trajectory, TrajectoryPoint};
 
 // PlanPath error codes as plain integers (r2r generates the .srv constants as enums).
 const SUCCESS: i32 = PlanPath::Response::SUCCESS as i32;
@@ -65,7 +65,33 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         goal_name: (!req.goal_name.is_empty()).then(|| req.goal_name.clone()),
         path_constraints: path_constraints(&req.path_constraints),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
+        speed_limit: speed_limit(&req.cartesian_speed_limited_link, req.max_cartesian_speed),
     }
+}
+
+/// What a speed limit did, for a response's message ("" without one).
+pub fn speed_note(speed: Option<&LinkSpeed>) -> String {
+    match speed {
+        Some(s) if s.factor > 1.0 => format!(
+            "; slowed {:.2}x for '{}' to at most {:.3} m/s (was {:.3} m/s)",
+            s.factor, s.link, s.peak_after, s.peak_before
+        ),
+        Some(s) => format!(
+            "; '{}' at most {:.3} m/s, within its limit of {} m/s",
+            s.link, s.peak_before, s.limit
+        ),
+        None => String::new(),
+    }
+}
+
+/// The speed limit of a request's `cartesian_speed_limited_link` and `max_cartesian_speed`;
+/// none for speed 0 (as MoveIt, which leaves the trajectory as it is for a speed <= 0; a
+/// negative one is passed on, for the service to refuse by name).
+pub fn speed_limit(link: &str, max_speed: f64) -> Option<SpeedLimit> {
+    (max_speed != 0.0).then(|| SpeedLimit {
+        link: (!link.is_empty()).then(|| link.to_string()),
+        max_speed,
+    })
 }
 
 /// The path constraints of a PlanPath request, frames and links by name (the service
@@ -268,7 +294,7 @@ pub fn response(
                         "; '{link}' within {dp:.2e} m and {dr:.2e} rad of the goal pose"
                     ))
                     .unwrap_or_default()
-            ),
+            ) + &speed_note(plan.link_speed.as_ref()),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
             stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
         },
@@ -339,6 +365,8 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 num_planning_attempts: req.num_planning_attempts,
                 path_constraints: req.path_constraints.clone(),
                 group_name: req.group_name.clone(),
+                cartesian_speed_limited_link: req.cartesian_speed_limited_link.clone(),
+                max_cartesian_speed: req.max_cartesian_speed,
             })
         })
         .collect())
@@ -402,6 +430,7 @@ mod tests {
         assert_eq!(r.seed, None);
         assert_eq!(r.vel_scale, None);
         assert_eq!(r.attempts, None);
+        assert_eq!(r.speed_limit, None);
         let req = PlanPath::Request {
             start_state: js(&["a"], &[0.5]),
             goal_state: js(&["a"], &[1.0]),
@@ -410,9 +439,17 @@ mod tests {
             seed: 3,
             max_velocity_scaling_factor: 0.5,
             num_planning_attempts: 4,
+            max_cartesian_speed: 0.25,
             ..Default::default()
         };
         let r = service_request(&req);
+        assert_eq!(
+            r.speed_limit,
+            Some(SpeedLimit {
+                link: None,
+                max_speed: 0.25
+            })
+        );
         assert_eq!(r.attempts, Some(4));
         assert_eq!(r.start, Some((vec!["a".to_string()], vec![0.5])));
         assert_eq!(r.planner.as_deref(), Some("rrt"));

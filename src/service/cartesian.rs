@@ -1,10 +1,10 @@
 //! Cartesian paths through the service ([`PlanningService::plan_cartesian`]): the node's
 //! `~/plan_cartesian`, MoveIt's `compute_cartesian_path` in spirit.
 
-use super::{cached_checker, ik, PlanningService, ServiceError};
+use super::{cached_checker, ik, PlanningService, ServiceError, SpeedLimit};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions, CartesianStats};
 use crate::robot::ik::{IkSolver, PoseTarget};
-use crate::trajectory::Trajectory;
+use crate::trajectory::{LinkSpeed, Trajectory};
 
 /// A Cartesian path request: a link moved along straight lines through poses.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,6 +28,8 @@ pub struct ServiceCartesianRequest {
     pub acc_scale: Option<f64>,
     /// The planning group to move (`None`: the `planning_group` setting).
     pub group: Option<String>,
+    /// A Cartesian speed limit; its link `None` (or empty) means the link moved.
+    pub speed_limit: Option<SpeedLimit>,
 }
 
 /// A Cartesian path computed (possibly only part of the way: see `fraction`).
@@ -49,6 +51,8 @@ pub struct ServiceCartesianResponse {
     pub stats: CartesianStats,
     /// The backend that checked collisions.
     pub backend: String,
+    /// What the request's speed limit did, if it gave one.
+    pub link_speed: Option<LinkSpeed>,
 }
 
 impl PlanningService {
@@ -64,6 +68,17 @@ impl PlanningService {
         let group = self.request_group(req.group.as_deref())?;
         let (start_state, start) = self.start_of(&req.start, &group)?;
         let link = self.link_or_tip(req.link.as_deref(), &group).map_err(bad)?;
+        let link_name = self.robot.tree.links[link].name.clone();
+        let limit = req.speed_limit.as_ref().map(|l| SpeedLimit {
+            link: Some(
+                l.link
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or(link_name.clone()),
+            ),
+            max_speed: l.max_speed,
+        });
+        let speed_limit = self.speed_limit(limit.as_ref(), &group)?;
         if req.waypoints.is_empty() {
             return Err(bad("give at least one waypoint".into()));
         }
@@ -100,15 +115,19 @@ impl PlanningService {
         if out.path.len() > 1 {
             self.last_path = Some((group.name.clone(), out.path.clone()));
         }
+        let mut trajectory = out.trajectory;
+        let link_speed =
+            self.apply_speed_limit(&mut trajectory, &group, &start_state, &speed_limit);
         Ok(ServiceCartesianResponse {
-            trajectory: out.trajectory,
+            trajectory,
             path: out.path,
             fraction: out.fraction,
             stop: out.stop.map(|s| s.to_string()),
-            link: self.robot.tree.links[link].name.clone(),
+            link: link_name,
             steps: (out.steps, out.steps_reached),
             stats: out.stats,
             backend,
+            link_speed,
         })
     }
 }

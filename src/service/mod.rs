@@ -45,7 +45,7 @@ use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::tf::{SharedTf, StampNs};
-use crate::trajectory::Trajectory;
+use crate::trajectory::{self, LinkSpeed, Trajectory};
 
 /// The planner name of the persistent dynamic roadmap.
 pub const DRM_PLANNER: &str = "drm";
@@ -168,6 +168,18 @@ pub struct ServicePlanRequest {
     /// `planning_group` setting. Joints outside it hold their start values. The `drm`
     /// planner's persistent roadmap is for the setting's group only.
     pub group: Option<String>,
+    /// A Cartesian speed limit for one link (MoveIt's `max_cartesian_speed`); `None`: none.
+    pub speed_limit: Option<SpeedLimit>,
+}
+
+/// A Cartesian speed limit: the returned trajectory is slowed uniformly until `link` moves
+/// no faster than `max_speed` ([`trajectory::link_speed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeedLimit {
+    /// The link; `None` (or empty): the planning group's tip link.
+    pub link: Option<String>,
+    /// Largest speed of the link's origin, m/s; positive and finite.
+    pub max_speed: f64,
 }
 
 /// A pose goal: where a link of the robot should end up.
@@ -233,6 +245,8 @@ pub struct ServicePlanResponse {
     /// The `ompl_planning.yaml` configuration it was planned with (named by the request or
     /// the group's default), if any ([`crate::planners::ompl`]).
     pub planner_config: Option<String>,
+    /// What the request's speed limit did, if it gave one.
+    pub link_speed: Option<LinkSpeed>,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -834,6 +848,8 @@ struct Prepared {
     group: PlanningGroup,
     /// The `ompl_planning.yaml` configuration it plans with, if any.
     planner_config: Option<String>,
+    /// The speed limit: link index, link name and m/s.
+    speed_limit: Option<(usize, String, f64)>,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -1200,9 +1216,16 @@ impl PlanningService {
                 (pp.result, Some(errors))
             }
         };
+        let mut trajectory = result.trajectory;
+        let link_speed = self.apply_speed_limit(
+            &mut trajectory,
+            &group,
+            &prepared.start_state,
+            &prepared.speed_limit,
+        );
         self.last_path = Some((group.name.clone(), result.path.clone()));
         Ok(ServicePlanResponse {
-            trajectory: result.trajectory,
+            trajectory,
             path: result.path,
             stats: result.stats,
             planner,
@@ -1210,6 +1233,7 @@ impl PlanningService {
             pose_error,
             group: group.name,
             planner_config: prepared.planner_config,
+            link_speed,
         })
     }
 
@@ -1264,17 +1288,26 @@ impl PlanningService {
                         .collect();
                     let results = planners::plan_many(checker, &template, &ends);
                     for ((i, p), r) in shared.iter().zip(results) {
-                        out[*i] =
-                            Some(r.map_err(ServiceError::from).map(|r| ServicePlanResponse {
+                        out[*i] = Some(r.map_err(ServiceError::from).map(|r| {
+                            let mut trajectory = r.trajectory;
+                            let link_speed = self.apply_speed_limit(
+                                &mut trajectory,
+                                &group,
+                                &p.start_state,
+                                &p.speed_limit,
+                            );
+                            ServicePlanResponse {
                                 planner: r.planner.as_str().to_string(),
-                                trajectory: r.trajectory,
+                                trajectory,
                                 path: r.path,
                                 stats: r.stats,
                                 backend: backend.clone(),
                                 pose_error: None,
                                 group: group.name.clone(),
                                 planner_config: p.planner_config.clone(),
-                            }));
+                                link_speed,
+                            }
+                        }));
                     }
                 }
             }
@@ -1302,6 +1335,7 @@ impl PlanningService {
     fn prepare(&self, req: &ServicePlanRequest) -> Result<Prepared, ServiceError> {
         let s = &self.settings;
         let group = self.request_group(req.group.as_deref())?;
+        let speed_limit = self.speed_limit(req.speed_limit.as_ref(), &group)?;
         // The robot's ompl_planning.yaml: a configuration the request names, else (no
         // planner named, no path constraints) the group's default.
         let no_ompl = OmplPlanning::default();
@@ -1448,6 +1482,7 @@ impl PlanningService {
             constraints,
             group,
             planner_config: chosen.map(|c| c.name),
+            speed_limit,
         })
     }
 
@@ -1495,6 +1530,52 @@ impl PlanningService {
         };
         let start = Self::group_config("start", group, &start_state, &start_given)?;
         Ok((start_state, start))
+    }
+
+    /// A request's speed limit checked: the link (named, else the group's tip) and the speed;
+    /// errors name the field.
+    pub(crate) fn speed_limit(
+        &self,
+        limit: Option<&SpeedLimit>,
+        group: &PlanningGroup,
+    ) -> Result<Option<(usize, String, f64)>, ServiceError> {
+        let Some(limit) = limit else {
+            return Ok(None);
+        };
+        if !(limit.max_speed.is_finite() && limit.max_speed > 0.0) {
+            return Err(ServiceError::BadOption {
+                name: "max_cartesian_speed",
+                reason: format!("must be positive and finite (m/s), got {}", limit.max_speed),
+            });
+        }
+        let name = limit.link.as_deref().filter(|l| !l.is_empty());
+        let link = self
+            .link_or_tip(name, group)
+            .map_err(|reason| ServiceError::BadOption {
+                name: "cartesian_speed_limited_link",
+                reason,
+            })?;
+        let link_name = self.robot.tree.links[link].name.clone();
+        Ok(Some((link, link_name, limit.max_speed)))
+    }
+
+    /// Slows `traj` (of `group`, the other joints at `state`) to a checked speed limit.
+    pub(crate) fn apply_speed_limit(
+        &self,
+        traj: &mut Trajectory,
+        group: &PlanningGroup,
+        state: &[f64],
+        limit: &Option<(usize, String, f64)>,
+    ) -> Option<LinkSpeed> {
+        let (link, name, max_speed) = limit.as_ref()?;
+        Some(trajectory::limit_link_speed(
+            traj,
+            &self.robot.tree,
+            group,
+            state,
+            (*link, name),
+            *max_speed,
+        ))
     }
 
     /// The link named `link`, or `group`'s tip link when `None`; the error says why not.

@@ -430,6 +430,7 @@ def run_checks(node, launch):
     pose_checks(node, plan)
     path_constraint_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
+    speed_limit_checks(node, plan)
     attach_checks(node, plan, obstacles, scenes)
     scene_file_checks(node, scenes)
     allowed_collision_checks(node, plan, scenes)
@@ -446,6 +447,81 @@ def run_checks(node, launch):
 
     # Clean shutdown on Ctrl-C (the terminal sends SIGINT to the whole process group;
     # launch itself does not forward a SIGINT it received) is checked by main().
+
+
+def tool_peak_speed(traj, dt=1e-3):
+    """The tool's highest speed (m/s) along a JointTrajectory as a controller's cubic follows
+    its points, by the independent forward kinematics (positions dt seconds apart)."""
+    names = list(traj.joint_names)
+    pts = [(p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec, list(p.positions),
+            list(p.velocities)) for p in traj.points]
+    tool = []
+    for (ta, qa, va), (tb, qb, vb) in zip(pts, pts[1:]):
+        h = tb - ta
+        steps = max(1, int(math.ceil(h / dt)))
+        for k in range(steps):
+            u = k / steps
+            u2, u3 = u * u, u * u * u
+            q = [(2 * u3 - 3 * u2 + 1) * a + (u3 - 2 * u2 + u) * h * da + (-2 * u3 + 3 * u2) * b
+                 + (u3 - u2) * h * db for a, b, da, db in zip(qa, qb, va, vb)]
+            tool.append((ta + u * h, ROBOT.link_poses(names, q)['tool0'][1]))
+    tool.append((pts[-1][0], ROBOT.link_poses(names, pts[-1][1])['tool0'][1]))
+    return max((math.dist(p, q) / (t2 - t1) for (t1, p), (t2, q) in zip(tool, tool[1:])
+                if t2 > t1), default=0.0)
+
+
+def speed_limit_checks(node, plan):
+    """max_cartesian_speed: ~/plan's trajectory slowed until the tool moves no faster (by the
+    independent kinematics), on the same points; ~/plan_cartesian's moved link too; a
+    negative speed and an unknown link refused by name."""
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, GOAL)
+    req.planner_id = 'rrt_connect'
+    req.seed = 5
+    free = call(node, plan, req, timeout=30.0)
+    if not check('~/plan START to GOAL for the speed limit checks', free is not None
+                 and free.success, free and free.message):
+        return
+    free_peak = tool_peak_speed(free.trajectory)
+    req.max_cartesian_speed = round(free_peak / 3.0, 4)
+    slow = call(node, plan, req, timeout=30.0)
+    ok = slow is not None and slow.success
+    peak = tool_peak_speed(slow.trajectory) if ok else None
+    same = ok and [list(p.positions) for p in slow.trajectory.points] == [
+        list(p.positions) for p in free.trajectory.points]
+    check('max_cartesian_speed slows ~/plan until the tool moves no faster, on the same points '
+          '(independent kinematics)',
+          ok and same and peak <= req.max_cartesian_speed * 1.001 and 'slowed' in slow.message
+          and duration(slow.trajectory) > 2.5 * duration(free.trajectory),
+          slow and f'{slow.message!r}; peak {peak} m/s against {req.max_cartesian_speed} '
+          f'(free {free_peak:.3f}); same points {same}')
+    for link, speed, want in [('tool0', -1.0, 'max_cartesian_speed'),
+                              ('no_such_link', 0.1, "'no_such_link'")]:
+        req.cartesian_speed_limited_link, req.max_cartesian_speed = link, speed
+        bad = call(node, plan, req, timeout=30.0)
+        check(f'a speed limit with {link!r} at {speed} m/s is refused by name',
+              bad is not None and not bad.success and want in bad.message,
+              bad and bad.message)
+    client = node.create_client(PlanCartesian, f'/{NODE}/plan_cartesian')
+    if not client.wait_for_service(timeout_sec=10.0):
+        return
+    r0, t0 = ROBOT.link_poses(ARM, START)['tool0']
+    line = PlanCartesian.Request()
+    line.header.frame_id = 'world'
+    line.start_state = joint_state(ARM, START)
+    w = Pose()
+    w.position.x, w.position.y, w.position.z = t0[0], t0[1], t0[2] - 0.1
+    (w.orientation.x, w.orientation.y, w.orientation.z,
+     w.orientation.w) = quaternion_of(r0)
+    line.waypoints = [w]
+    line.max_cartesian_speed = 0.02
+    res = call(node, client, line, timeout=60.0)
+    ok = res is not None and res.success and res.fraction == 1.0
+    peak = tool_peak_speed(res.trajectory) if ok else None
+    check('max_cartesian_speed of ~/plan_cartesian: 10 cm at most 2 cm/s takes 5 s or more',
+          ok and peak <= 0.02 * 1.001 and duration(res.trajectory) >= 5.0,
+          res and f'{res.message!r}; peak {peak} m/s')
 
 
 def duration(traj):
