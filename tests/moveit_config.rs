@@ -369,6 +369,10 @@ fn the_cli_takes_a_moveit_config_package() {
         .ends_with("my_arm.urdf.xacro"));
     let srdf = std::fs::read_to_string(root().join("urdf/gmp_arm.srdf")).unwrap();
     assert_eq!(v["srdf"].as_str(), Some(srdf.as_str()));
+    // With what `gmp info` says of the package (the launch file reads its point cloud
+    // topics from here).
+    assert_eq!(v["moveit_config"]["found_by"], ".setup_assistant");
+    assert!(v["moveit_config"]["point_cloud_topics"].is_array());
 
     let (code, v, err) = gmp(&["controllers", "--moveit-config", c], Some(&xacro));
     assert_eq!(code, 0, "{err}");

@@ -353,9 +353,10 @@ fn read_json(path: &Path) -> Result<Value, CliError> {
         .map_err(|e| CliError(format!("{}: invalid JSON: {e}", path.display())))
 }
 
-/// `gmp urdf`: `{"urdf": text, "urdf_file": path, "srdf": text or null, "srdf_file": ...}`,
-/// each read (and expanded) once and loaded as a robot first, so that only a description the
-/// other commands accept is printed.
+/// `gmp urdf`: `{"urdf": text, "urdf_file": path, "srdf": text or null, "srdf_file": ...,
+/// "moveit_config": what `gmp info` says of `--moveit-config` or null}`, each description read
+/// (and expanded) once and loaded as a robot (without collision geometry) first, so that only
+/// a description the other commands accept is printed.
 fn description(a: &RobotArgs) -> Result<Value, CliError> {
     let cfg = moveit_config(a)?;
     let (urdf, urdf_file) = urdf_text(a, cfg.as_ref())?;
@@ -381,6 +382,7 @@ fn description(a: &RobotArgs) -> Result<Value, CliError> {
         "urdf_file": urdf_file.display().to_string(),
         "srdf": srdf,
         "srdf_file": srdf_file.map(|p| p.display().to_string()),
+        "moveit_config": cfg.as_ref().map(moveit_config_json).transpose()?,
     }))
 }
 
