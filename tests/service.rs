@@ -1379,10 +1379,19 @@ arm:
     };
     let fine = s.plan(rrtc.clone()).unwrap();
     assert_eq!(fine.planner_config, None);
+    // Trajectory checks (what ~/execute checks against) use that step too.
+    let traj = TrajectoryCheckRequest {
+        joint_names: names(&s),
+        points: vec![START.to_vec(), GOAL.to_vec()],
+        ..Default::default()
+    };
+    let step = s.check_trajectory(&traj).unwrap().resolution;
+    assert!(step < 0.005, "{step}");
     s.set_settings(ServiceSettings {
         ompl_planning: false,
         ..settings
     });
+    assert_eq!(s.check_trajectory(&traj).unwrap().resolution, 0.01);
     let coarse = s.plan(rrtc).unwrap();
     assert!(
         fine.stats.collision_checks > 2 * coarse.stats.collision_checks,

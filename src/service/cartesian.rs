@@ -91,12 +91,11 @@ impl PlanningService {
                     .map_err(bad)?,
             );
         }
-        let s = &self.settings;
         let (vel_scale, acc_scale) = self.scalings(req.vel_scale, req.acc_scale)?;
         let opts = CartesianOptions {
             max_step: req.max_step.unwrap_or(CartesianOptions::default().max_step),
             jump_threshold: req.jump_threshold.unwrap_or(0.0),
-            resolution: s.resolution,
+            resolution: self.resolution_for(&group),
             vel_scale,
             acc_scale,
             ..CartesianOptions::default()

@@ -1338,12 +1338,7 @@ impl PlanningService {
         let speed_limit = self.speed_limit(req.speed_limit.as_ref(), &group)?;
         // The robot's ompl_planning.yaml: a configuration the request names, else (no
         // planner named, no path constraints) the group's default.
-        let no_ompl = OmplPlanning::default();
-        let ompl = if s.ompl_planning {
-            &self.robot.ompl
-        } else {
-            &no_ompl
-        };
+        let ompl = self.ompl();
         let requested = req.planner.as_deref().filter(|p| !p.is_empty());
         let chosen = if requested.is_none() && !req.path_constraints.is_empty() {
             None
@@ -1387,7 +1382,7 @@ impl PlanningService {
                 reason: format!("must be positive and finite, got {}", s.resolution),
             });
         }
-        let resolution = crate::planners::ompl::resolution(ompl, &group, s.resolution);
+        let resolution = self.resolution_for(&group);
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
         let (device_extra_attempts, device_escalate_after) =
@@ -1530,6 +1525,26 @@ impl PlanningService {
         };
         let start = Self::group_config("start", group, &start_state, &start_given)?;
         Ok((start_state, start))
+    }
+
+    /// The robot's `ompl_planning.yaml` where the settings use it, else an empty one.
+    fn ompl(&self) -> &OmplPlanning {
+        static NONE: OmplPlanning = OmplPlanning {
+            source: String::new(),
+            configs: std::collections::BTreeMap::new(),
+            groups: std::collections::BTreeMap::new(),
+        };
+        if self.settings.ompl_planning {
+            &self.robot.ompl
+        } else {
+            &NONE
+        }
+    }
+
+    /// The motion check step for `group`: the `resolution` setting, or the group's
+    /// `longest_valid_segment_fraction` step where that is finer ([`Self::ompl`]).
+    pub(crate) fn resolution_for(&self, group: &PlanningGroup) -> f64 {
+        crate::planners::ompl::resolution(self.ompl(), group, self.settings.resolution)
     }
 
     /// A request's speed limit checked: the link (named, else the group's tip) and the speed;

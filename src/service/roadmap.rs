@@ -246,7 +246,8 @@ impl PlanningService {
                 reason: "must be > 0".into(),
             });
         }
-        let resolution = self.settings.resolution;
+        // The queries' step, so that the roadmap's labels hold at it.
+        let resolution = self.resolution_for(group);
         let found = self.roadmaps.iter().position(|p| p.group == group.name);
         let fits = found.is_some_and(|i| {
             let p = &self.roadmaps[i];

@@ -64,7 +64,7 @@ pub struct TrajectoryCheckRequest {
     /// Positions, one list per point, in the order of `joint_names`.
     pub points: Vec<Vec<f64>>,
     /// Check resolution (joint-space distance between checked configurations of a motion);
-    /// `None`: the node's `resolution`.
+    /// `None`: the node's `resolution`, or its group's `ompl_planning.yaml` step where finer.
     pub resolution: Option<f64>,
     /// The planning group the trajectory moves. `None` or empty: the SRDF group whose joints
     /// are exactly `joint_names` where the settings' group's are not
@@ -132,7 +132,9 @@ impl PlanningService {
         let which = "trajectory";
         let bad = |message: String| ServiceError::BadJointList { which, message };
         let group = self.request_group(self.trajectory_group(req).as_deref())?;
-        let resolution = req.resolution.unwrap_or(self.settings.resolution);
+        let resolution = req
+            .resolution
+            .unwrap_or_else(|| self.resolution_for(&group));
         if !(resolution > 0.0 && resolution.is_finite()) {
             return Err(ServiceError::BadOption {
                 name: "resolution",
