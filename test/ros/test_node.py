@@ -2201,6 +2201,34 @@ def moveit_config_checks(node):
                   f'{sent and sent.message!r}; {stopped and stopped.message!r}; {out}; '
                   f'at {robot()}')
             ros2_param('set', name, 'execution_mode', 'action')
+        # A robot reloaded while the node runs: a copy of the package whose SRDF has one
+        # more named state; the goal marker's "Plan to named state" menu takes it.
+        cfg2 = os.path.join(ws, 'gmp_arm2_moveit_config')
+        shutil.copytree(cfg, cfg2)
+        srdf2 = os.path.join(cfg2, 'config', 'gmp_arm.srdf')
+        with open(srdf2) as f:
+            text = f.read()
+        tucked = ''.join(f'    <joint name="{j}" value="0.1"/>\n' for j in ARM)
+        with open(srdf2, 'w') as f:
+            f.write(text.replace('</robot>', f'  <group_state name="tucked" group="arm">\n'
+                                             f'{tucked}  </group_state>\n</robot>'))
+        markers = node.create_client(GetInteractiveMarkers,
+                                     f'{name}/goal_marker/get_interactive_markers')
+        rc, out = ros2_param('set', name, 'moveit_config', cfg2)
+
+        def menu():
+            r = call(node, markers, GetInteractiveMarkers.Request(), timeout=5.0)
+            return [e.title for e in r.markers[0].menu_entries] if r and r.markers else []
+
+        titles = []
+        for _ in range(20):
+            titles = menu()
+            if 'tucked' in titles:
+                break
+            time.sleep(0.5)
+        check('a robot reloaded while the node runs (moveit_config set to another package): '
+              "the goal marker's menu takes its SRDF's named states",
+              'tucked' in titles, f'{out}; menu {titles}; see {log_path}')
         rc, out = ros2_param('set', name, 'moveit_config', '/no/such_moveit_config')
         time.sleep(1.0)
         res = call(node, plan, req, timeout=30.0)
