@@ -661,3 +661,64 @@ arm:
         "{err}"
     );
 }
+
+#[test]
+fn pilz_cartesian_limits_bound_the_packages_cartesian_paths() {
+    let ws = tempfile::tempdir().unwrap();
+    let cfg = workspace(ws.path(), "urdf/my_arm.urdf", "");
+    write(
+        &cfg.join("config/pilz_cartesian_limits.yaml"),
+        "cartesian_limits:\n  max_trans_vel: 0.05\n  max_trans_acc: 2.25\n  max_trans_dec: -5\n  \
+         max_rot_vel: 1.57\n",
+    );
+    let c = cfg.to_str().unwrap();
+    let (code, v, err) = gmp(&["info", "--moveit-config", c], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["cartesian_limits"]["max_trans_vel"], 0.05);
+    assert!(v["moveit_config"]["not_read"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // 10 cm down from `ready`: the link moved keeps 0.05 m/s times the package's default
+    // velocity scaling (0.5, its joint_limits.yaml).
+    let robot = bundled_with_limits();
+    let group = robot.default_group();
+    let ready = [-1.2, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let tip = gpu_motion_planner::robot::ik::default_tip_link(&robot, &group).unwrap();
+    let at = robot
+        .tree
+        .forward_kinematics(&group.full_state(&robot.tree.neutral_state(), &ready))[tip]
+        .translation
+        .vector;
+    let waypoints = format!("[[{}, {}, {}]]", at.x, at.y, at.z - 0.1);
+    let (code, v, err) = gmp(
+        &[
+            "cartesian",
+            "--moveit-config",
+            c,
+            "--start",
+            "ready",
+            "--waypoints",
+            &waypoints,
+            "--backend",
+            "cpu",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{err}");
+    // 10 cm at 2.5 cm/s: 4 s at least.
+    assert!(v["duration"].as_f64().unwrap() >= 4.0, "{}", v["duration"]);
+    assert_eq!(v["link_speed"]["limit"], 0.025, "{v}");
+    assert_eq!(v["link_speed"]["angular_limit"], 0.785);
+    assert!(v["link_speed"]["peak_after"].as_f64().unwrap() <= 0.025);
+    write(
+        &cfg.join("config/pilz_cartesian_limits.yaml"),
+        "cartesian_limits:\n  max_trans_vel: 0\n",
+    );
+    let (code, _, err) = gmp(&["info", "--moveit-config", c], None);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("pilz_cartesian_limits.yaml") && err.contains("max_trans_vel"),
+        "{err}"
+    );
+}

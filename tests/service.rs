@@ -5,6 +5,7 @@ mod common;
 use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
+use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
 use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
@@ -1516,4 +1517,68 @@ fn a_cartesian_speed_limit_slows_the_link_on_the_same_path() {
         "{}",
         out.trajectory.duration()
     );
+}
+
+/// A robot with Pilz Cartesian limits (a MoveIt config's `pilz_cartesian_limits.yaml`): its
+/// Cartesian paths keep them, scaled by the velocity scaling, the angular one too; its
+/// joint-space plans do not.
+#[test]
+fn pilz_cartesian_limits_bound_cartesian_paths() {
+    let (mut robot, scene) = bundled().expect("bundled robot");
+    robot.cartesian_limits = Some(
+        CartesianLimits::parse(
+            "cartesian_limits:\n  max_trans_vel: 0.04\n  max_rot_vel: 0.2\n",
+            "pilz_cartesian_limits.yaml",
+        )
+        .unwrap(),
+    );
+    let mut s = PlanningService::new(
+        robot,
+        scene,
+        ServiceSettings {
+            seed: 7,
+            ..ServiceSettings::default()
+        },
+    );
+    let from = tool_pose_at(&s, &START);
+    let down = nalgebra::Translation3::new(0.0, 0.0, -0.1) * from;
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.vel_scale = Some(0.5);
+    let out = s.plan_cartesian(req.clone()).unwrap();
+    let ls = out.link_speed.clone().expect("limited");
+    assert_eq!(
+        (ls.link.as_str(), ls.limit, ls.angular_limit),
+        ("tool0", 0.02, Some(0.1))
+    );
+    let peak = tool_peak_speed(&s, &out.trajectory);
+    assert!(peak <= 0.02 * (1.0 + 1e-4) && peak > 0.015, "{peak}");
+    // A turn about the tool's own axis: the angular limit binds (0.5 rad at 0.1 rad/s).
+    let turn = Isometry3::from_parts(
+        nalgebra::Translation3::identity(),
+        nalgebra::UnitQuaternion::from_euler_angles(0.0, 0.0, 0.5),
+    );
+    let mut req = cartesian_request(&s, "tool0", &[turn]);
+    req.vel_scale = Some(0.5);
+    let out = s.plan_cartesian(req).unwrap();
+    assert_eq!(out.fraction, 1.0, "{:?}", out.stop);
+    let ls = out.link_speed.expect("limited");
+    assert!(ls.angular_peak.1 <= 0.1 && ls.factor > 1.0, "{ls:?}");
+    assert!(
+        out.trajectory.duration() >= 5.0,
+        "{}",
+        out.trajectory.duration()
+    );
+    // A request's own speed replaces max_trans_vel; plans in joint space are not limited.
+    let mut req = cartesian_request(&s, "world", &[down]);
+    req.speed_limit = Some(SpeedLimit {
+        link: None,
+        max_speed: 0.01,
+    });
+    let ls = s.plan_cartesian(req).unwrap().link_speed.expect("limited");
+    assert_eq!((ls.limit, ls.angular_limit), (0.01, Some(0.2)));
+    assert!(s
+        .plan(request(&s, &START, &GOAL))
+        .unwrap()
+        .link_speed
+        .is_none());
 }

@@ -18,6 +18,7 @@ use super::{
 use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions};
 use crate::robot::ik::{default_tip_link, pose_from_parts, IkSolver, PoseTarget};
+use crate::trajectory::LinkLimit;
 
 /// `gmp cartesian` arguments.
 #[derive(Args, Debug)]
@@ -189,6 +190,12 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
     };
     let mut out = plan_cartesian(checker.as_ref(), &mut solver, &start, &waypoints, &opts)
         .map_err(|e| CliError(e.to_string()))?;
+    let speed = LinkLimit::for_cartesian_path(
+        robot.cartesian_limits.as_ref(),
+        (link, &robot.tree.links[link].name),
+        vel_scale,
+        speed,
+    );
     let link_speed = super::limit_speed(&mut out.trajectory, &robot, &group, &base, &speed);
     let st = &out.stats;
     let mut v = json!({

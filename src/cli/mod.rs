@@ -15,6 +15,7 @@ use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
 use crate::robot::{JointLimitsFile, LoadOptions, PlanningGroup, RobotModel};
 use crate::scene::Scene;
+use crate::trajectory::LinkLimit;
 
 pub mod bench_allowed;
 pub mod bench_cloud;
@@ -452,11 +453,10 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
         let file = JointLimitsFile::read(path)?;
         robot.apply_joint_limits(&file, &path.display().to_string())?;
     }
-    let ompl = a
-        .ompl_planning
-        .clone()
-        .or_else(|| cfg.as_ref().and_then(|c| c.ompl_planning.clone()));
-    if let Some(path) = &ompl {
+    if let Some(c) = &cfg {
+        c.apply_planning_files(&mut robot)?;
+    }
+    if let Some(path) = &a.ompl_planning {
         robot.ompl = OmplPlanning::read(path)?;
     }
     Ok(robot)
@@ -483,7 +483,7 @@ impl SpeedLimitArgs {
         &self,
         robot: &RobotModel,
         default_link: usize,
-    ) -> Result<Option<(usize, String, f64)>, CliError> {
+    ) -> Result<Option<LinkLimit>, CliError> {
         let Some(max) = self.max_cartesian_speed else {
             return Ok(None);
         };
@@ -499,7 +499,12 @@ impl SpeedLimitArgs {
                 .map_err(|e| CliError(format!("--speed-limited-link: {e}")))?,
             None => default_link,
         };
-        Ok(Some((link, robot.tree.links[link].name.clone(), max)))
+        Ok(Some(LinkLimit {
+            link,
+            name: robot.tree.links[link].name.clone(),
+            linear: max,
+            angular: None,
+        }))
     }
 }
 
@@ -510,16 +515,15 @@ pub fn limit_speed(
     robot: &RobotModel,
     group: &crate::robot::PlanningGroup,
     base: &[f64],
-    limit: &Option<(usize, String, f64)>,
+    limit: &Option<LinkLimit>,
 ) -> Value {
     match limit {
-        Some((link, name, max)) => json!(crate::trajectory::limit_link_speed(
+        Some(limit) => json!(crate::trajectory::limit_link_speed(
             traj,
             &robot.tree,
             group,
             base,
-            (*link, name),
-            *max,
+            limit
         )),
         None => Value::Null,
     }
@@ -1092,6 +1096,7 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
             "acceleration": robot.default_scaling.acceleration,
         },
         "ompl_planning": (!robot.ompl.is_empty()).then(|| json!(robot.ompl)),
+        "cartesian_limits": robot.cartesian_limits,
         "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)).transpose()?,
     }))
 }
@@ -1115,6 +1120,7 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
         "initial_positions": path(&c.initial_positions),
         "sensors_3d": path(&c.sensors_3d),
         "ompl_planning": path(&c.ompl_planning),
+        "cartesian_limits": path(&c.cartesian_limits),
         "point_cloud_topics": c.point_cloud_topics()?,
         "not_read": c.unread_files(),
     }))

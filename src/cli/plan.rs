@@ -390,7 +390,7 @@ fn speed_limit(
     a: &PlanArgs,
     robot: &RobotModel,
     group: &PlanningGroup,
-) -> Result<Option<(usize, String, f64)>, CliError> {
+) -> Result<Option<crate::trajectory::LinkLimit>, CliError> {
     if a.speed.max_cartesian_speed.is_none() {
         return Ok(None);
     }

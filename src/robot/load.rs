@@ -104,6 +104,9 @@ pub struct RobotModel {
     /// Named planner configurations and per-group planning defaults from a MoveIt
     /// configuration's `ompl_planning.yaml`; empty without one.
     pub ompl: super::ompl_planning::OmplPlanning,
+    /// Cartesian speed limits of Cartesian paths, from a MoveIt configuration's
+    /// `pilz_cartesian_limits.yaml`; none without one.
+    pub cartesian_limits: Option<super::cartesian_limits::CartesianLimits>,
 }
 
 fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
@@ -369,6 +372,7 @@ impl RobotModel {
             attached: Vec::new(),
             default_scaling: super::DefaultScaling::default(),
             ompl: super::ompl_planning::OmplPlanning::default(),
+            cartesian_limits: None,
         };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)

@@ -3,6 +3,7 @@
 
 mod acm;
 mod attach;
+pub mod cartesian_limits;
 pub mod constraint;
 pub mod dh;
 pub mod geometry;
@@ -94,6 +95,14 @@ pub enum RobotError {
         /// File name.
         source_name: String,
         /// What went wrong (naming the joint and key).
+        message: String,
+    },
+    /// A `pilz_cartesian_limits.yaml` file is malformed or gives a bad limit.
+    #[error("Cartesian limits {source_name}: {message}")]
+    CartesianLimits {
+        /// File name.
+        source_name: String,
+        /// What went wrong (naming the key).
         message: String,
     },
     /// An `ompl_planning.yaml` file is malformed or gives a bad setting.

@@ -18,7 +18,8 @@
 //!   `_moveit_config`; failing those, the one URDF (or SRDF) file in `config/`.
 //!
 //! `config/joint_limits.yaml`, `config/moveit_controllers.yaml`, `config/ompl_planning.yaml`
-//! ([`super::ompl_planning`]), `config/initial_positions.yaml` and `config/sensors_3d.yaml`
+//! ([`super::ompl_planning`]), `config/pilz_cartesian_limits.yaml`
+//! ([`super::cartesian_limits`]), `config/initial_positions.yaml` and `config/sensors_3d.yaml`
 //! are used when present.
 //!
 //! A file whose name ends in `.xacro` is expanded by running the `xacro` program (`GMP_XACRO`
@@ -28,6 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::cartesian_limits::CartesianLimits;
 use super::ompl_planning::OmplPlanning;
 use super::{JointLimitsFile, LoadOptions, RobotError, RobotModel};
 
@@ -106,6 +108,8 @@ pub struct MoveItConfig {
     pub sensors_3d: Option<PathBuf>,
     /// `config/ompl_planning.yaml` (planner configurations, per-group defaults), where present.
     pub ompl_planning: Option<PathBuf>,
+    /// `config/pilz_cartesian_limits.yaml` (Cartesian speed limits), where present.
+    pub cartesian_limits: Option<PathBuf>,
     /// How the URDF and SRDF were found.
     pub found_by: FoundBy,
 }
@@ -243,6 +247,7 @@ impl MoveItConfig {
             initial_positions: optional("initial_positions.yaml"),
             sensors_3d: optional("sensors_3d.yaml"),
             ompl_planning: optional("ompl_planning.yaml"),
+            cartesian_limits: optional("pilz_cartesian_limits.yaml"),
             dir,
             robot_name,
             urdf,
@@ -392,6 +397,7 @@ impl MoveItConfig {
             self.initial_positions.as_deref(),
             self.sensors_3d.as_deref(),
             self.ompl_planning.as_deref(),
+            self.cartesian_limits.as_deref(),
         ]
         .into_iter()
         .flatten()
@@ -568,8 +574,20 @@ impl MoveItConfig {
             let file = JointLimitsFile::read(path)?;
             robot.apply_joint_limits(&file, &path.display().to_string())?;
         }
-        robot.ompl = self.ompl_planning()?;
+        self.apply_planning_files(&mut robot)?;
         Ok(robot)
+    }
+
+    /// Gives `robot` the package's `ompl_planning.yaml` and `pilz_cartesian_limits.yaml`
+    /// (none where the package has none). Errors name the file and key.
+    pub fn apply_planning_files(&self, robot: &mut RobotModel) -> Result<(), MoveItConfigError> {
+        robot.ompl = self.ompl_planning()?;
+        robot.cartesian_limits = self
+            .cartesian_limits
+            .as_deref()
+            .map(CartesianLimits::read)
+            .transpose()?;
+        Ok(())
     }
 
     /// The package's `config/ompl_planning.yaml`, read; empty without one. Errors name the

@@ -415,8 +415,7 @@ impl NodeParams {
                 .map_err(|e| format!("moveit_config: {e}"))?;
         }
         if let Some(c) = &cfg {
-            robot.ompl = c
-                .ompl_planning()
+            c.apply_planning_files(&mut robot)
                 .map_err(|e| format!("moveit_config: {e}"))?;
         }
         match self.collision_shapes.as_str() {

@@ -73,12 +73,13 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
 pub fn speed_note(speed: Option<&LinkSpeed>) -> String {
     match speed {
         Some(s) if s.factor > 1.0 => format!(
-            "; slowed {:.2}x for '{}' to at most {:.3} m/s (was {:.3} m/s)",
-            s.factor, s.link, s.peak_after, s.peak_before
+            "; slowed {:.2}x for '{}' to at most {:.3} m/s and {:.3} rad/s (was {:.3} m/s, \
+             {:.3} rad/s)",
+            s.factor, s.link, s.peak_after, s.angular_peak.1, s.peak_before, s.angular_peak.0
         ),
         Some(s) => format!(
-            "; '{}' at most {:.3} m/s, within its limit of {} m/s",
-            s.link, s.peak_before, s.limit
+            "; '{}' within its speed limit at {:.3} m/s and {:.3} rad/s",
+            s.link, s.peak_before, s.angular_peak.0
         ),
         None => String::new(),
     }

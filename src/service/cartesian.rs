@@ -4,7 +4,7 @@
 use super::{cached_checker, ik, PlanningService, ServiceError, SpeedLimit};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions, CartesianStats};
 use crate::robot::ik::{IkSolver, PoseTarget};
-use crate::trajectory::{LinkSpeed, Trajectory};
+use crate::trajectory::{LinkLimit, LinkSpeed, Trajectory};
 
 /// A Cartesian path request: a link moved along straight lines through poses.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -78,7 +78,7 @@ impl PlanningService {
             ),
             max_speed: l.max_speed,
         });
-        let speed_limit = self.speed_limit(limit.as_ref(), &group)?;
+        let requested = self.speed_limit(limit.as_ref(), &group)?;
         if req.waypoints.is_empty() {
             return Err(bad("give at least one waypoint".into()));
         }
@@ -92,6 +92,13 @@ impl PlanningService {
             );
         }
         let (vel_scale, acc_scale) = self.scalings(req.vel_scale, req.acc_scale)?;
+        // The robot's Pilz Cartesian limits apply to Cartesian paths (as to Pilz's LIN).
+        let speed_limit = LinkLimit::for_cartesian_path(
+            self.robot.cartesian_limits.as_ref(),
+            (link, &link_name),
+            vel_scale,
+            requested,
+        );
         let opts = CartesianOptions {
             max_step: req.max_step.unwrap_or(CartesianOptions::default().max_step),
             jump_threshold: req.jump_threshold.unwrap_or(0.0),

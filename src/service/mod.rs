@@ -45,7 +45,7 @@ use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::tf::{SharedTf, StampNs};
-use crate::trajectory::{self, LinkSpeed, Trajectory};
+use crate::trajectory::{self, LinkLimit, LinkSpeed, Trajectory};
 
 /// The planner name of the persistent dynamic roadmap.
 pub const DRM_PLANNER: &str = "drm";
@@ -848,8 +848,8 @@ struct Prepared {
     group: PlanningGroup,
     /// The `ompl_planning.yaml` configuration it plans with, if any.
     planner_config: Option<String>,
-    /// The speed limit: link index, link name and m/s.
-    speed_limit: Option<(usize, String, f64)>,
+    /// The speed limit.
+    speed_limit: Option<LinkLimit>,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -1553,7 +1553,7 @@ impl PlanningService {
         &self,
         limit: Option<&SpeedLimit>,
         group: &PlanningGroup,
-    ) -> Result<Option<(usize, String, f64)>, ServiceError> {
+    ) -> Result<Option<LinkLimit>, ServiceError> {
         let Some(limit) = limit else {
             return Ok(None);
         };
@@ -1570,8 +1570,12 @@ impl PlanningService {
                 name: "cartesian_speed_limited_link",
                 reason,
             })?;
-        let link_name = self.robot.tree.links[link].name.clone();
-        Ok(Some((link, link_name, limit.max_speed)))
+        Ok(Some(LinkLimit {
+            link,
+            name: self.robot.tree.links[link].name.clone(),
+            linear: limit.max_speed,
+            angular: None,
+        }))
     }
 
     /// Slows `traj` (of `group`, the other joints at `state`) to a checked speed limit.
@@ -1580,16 +1584,14 @@ impl PlanningService {
         traj: &mut Trajectory,
         group: &PlanningGroup,
         state: &[f64],
-        limit: &Option<(usize, String, f64)>,
+        limit: &Option<LinkLimit>,
     ) -> Option<LinkSpeed> {
-        let (link, name, max_speed) = limit.as_ref()?;
         Some(trajectory::limit_link_speed(
             traj,
             &self.robot.tree,
             group,
             state,
-            (*link, name),
-            *max_speed,
+            limit.as_ref()?,
         ))
     }
 

@@ -6,12 +6,14 @@
 //! ([`Trajectory::sample`]): at every point and at sub-steps between points (at least
 //! [`SUBSTEPS`] per interval and one per [`MAX_SAMPLE_GAP`] seconds), as the length of the link
 //! origin's velocity `J(q) q'`, taken from forward kinematics by a central difference along
-//! `q'`. A trajectory faster than the limit is slowed uniformly ([`Trajectory::scale_time`]):
+//! `q'`; its angular speed (a Pilz `max_rot_vel`) likewise, from the rotation between the two
+//! poses of the difference. A trajectory faster than the limit is slowed uniformly ([`Trajectory::scale_time`]):
 //! every time is stretched by one factor, so the path (and its collision check) is unchanged,
 //! joint velocities shrink by the factor, accelerations by its square and jerks by its cube,
 //! and the link's speed everywhere by the factor. The factor aims [`MARGIN`] below the limit,
 //! so that a peak between two samples stays under it.
 
+use crate::robot::cartesian_limits::CartesianLimits;
 use crate::robot::{KinematicTree, PlanningGroup};
 
 use super::Trajectory;
@@ -28,17 +30,68 @@ pub const MAX_SAMPLES: usize = 200_000;
 /// Relative margin below the limit that a slowed trajectory aims at.
 pub const MARGIN: f64 = 1e-3;
 
+/// A speed limit of one link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkLimit {
+    /// The link (index in the kinematic tree).
+    pub link: usize,
+    /// Its name, for the result.
+    pub name: String,
+    /// Largest speed of its origin, m/s (`f64::INFINITY`: none).
+    pub linear: f64,
+    /// Largest angular speed, rad/s, if any.
+    pub angular: Option<f64>,
+}
+
+impl LinkLimit {
+    /// The limit of a Cartesian path that moves `link`: `requested` (a request's own limit),
+    /// else none, with a robot's Pilz limits (`pilz_cartesian_limits.yaml`) scaled by
+    /// `vel_scale` where they apply, as Pilz's LIN scales them: without a request's limit
+    /// they limit the moved link; with one on the moved link, its `max_rot_vel` is added to
+    /// it (the request's speed replaces `max_trans_vel`).
+    pub fn for_cartesian_path(
+        pilz: Option<&CartesianLimits>,
+        (link, name): (usize, &str),
+        vel_scale: f64,
+        requested: Option<LinkLimit>,
+    ) -> Option<LinkLimit> {
+        let Some(p) = pilz else {
+            return requested;
+        };
+        let angular = p.max_rot_vel.map(|w| w * vel_scale);
+        match requested {
+            Some(mut l) => {
+                if l.link == link && l.angular.is_none() {
+                    l.angular = angular;
+                }
+                Some(l)
+            }
+            None if p.max_trans_vel.is_some() || angular.is_some() => Some(LinkLimit {
+                link,
+                name: name.to_string(),
+                linear: p.max_trans_vel.map_or(f64::INFINITY, |v| v * vel_scale),
+                angular,
+            }),
+            None => None,
+        }
+    }
+}
+
 /// What limiting a link's speed did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LinkSpeed {
     /// The link's name.
     pub link: String,
-    /// The limit, m/s.
+    /// The limit, m/s (infinite: none, only an angular one).
     pub limit: f64,
     /// The link's highest measured speed before, m/s.
     pub peak_before: f64,
     /// The link's highest measured speed of the returned trajectory, m/s.
     pub peak_after: f64,
+    /// The angular speed limit, rad/s, if any.
+    pub angular_limit: Option<f64>,
+    /// The link's highest measured angular speed before and after, rad/s.
+    pub angular_peak: (f64, f64),
     /// The factor every time was multiplied by (1: the trajectory was within the limit).
     pub factor: f64,
     /// Measurements taken per pass.
@@ -87,25 +140,26 @@ fn per_interval(h: f64, thin: f64) -> usize {
     ((n as f64 / thin).ceil() as usize).max(1)
 }
 
-/// The highest speed (m/s) of `link`'s origin along `traj` (group joint order, the other
-/// joints of the state at `base`), and the number of measurements.
+/// The highest speed (m/s) of `link`'s origin and angular speed (rad/s) of `link` along
+/// `traj` (group joint order, the other joints of the state at `base`), and the number of
+/// measurements.
 pub fn peak_link_speed(
     traj: &Trajectory,
     tree: &KinematicTree,
     group: &PlanningGroup,
     base: &[f64],
     link: usize,
-) -> (f64, usize) {
+) -> ((f64, f64), usize) {
     let times = sample_times(traj);
     let mut poses = Vec::new();
     let mut at = |q: &[f64]| {
         tree.forward_kinematics_into(&group.full_state(base, q), &mut poses);
-        poses[link].translation.vector
+        poses[link]
     };
     // A step of DT seconds along the velocity: small against the motion, large against
     // rounding.
     const DT: f64 = 1e-5;
-    let mut peak = 0.0f64;
+    let (mut peak, mut angular) = (0.0f64, 0.0f64);
     for &t in &times {
         let (q, v) = traj.sample(t);
         if v.iter().all(|x| *x == 0.0) {
@@ -113,40 +167,41 @@ pub fn peak_link_speed(
         }
         let ahead: Vec<f64> = q.iter().zip(&v).map(|(x, d)| x + d * DT).collect();
         let behind: Vec<f64> = q.iter().zip(&v).map(|(x, d)| x - d * DT).collect();
-        let speed = (at(&ahead) - at(&behind)).norm() / (2.0 * DT);
-        peak = peak.max(speed);
+        let (a, b) = (at(&ahead), at(&behind));
+        peak = peak.max((a.translation.vector - b.translation.vector).norm() / (2.0 * DT));
+        angular = angular.max(a.rotation.angle_to(&b.rotation) / (2.0 * DT));
     }
-    (peak, times.len())
+    ((peak, angular), times.len())
 }
 
-/// Slows `traj` uniformly where `link` would move faster than `limit` m/s (see the module
-/// documentation); `link_name` names it in the result. `limit` must be positive and finite.
+/// Slows `traj` uniformly where the link of `limit` would move or turn faster than it allows
+/// (see the module documentation). Limits must be positive.
 pub fn limit_link_speed(
     traj: &mut Trajectory,
     tree: &KinematicTree,
     group: &PlanningGroup,
     base: &[f64],
-    (link, link_name): (usize, &str),
-    limit: f64,
+    limit: &LinkLimit,
 ) -> LinkSpeed {
-    let (peak_before, samples) = peak_link_speed(traj, tree, group, base, link);
-    let target = limit * (1.0 - MARGIN);
-    let factor = if peak_before > target {
-        peak_before / target
-    } else {
-        1.0
-    };
-    let peak_after = if factor > 1.0 {
+    let (link, angular_limit) = (limit.link, limit.angular);
+    let ((peak_before, angular_before), samples) = peak_link_speed(traj, tree, group, base, link);
+    let over = |peak: f64, limit: f64| peak / (limit * (1.0 - MARGIN));
+    let factor = over(peak_before, limit.linear)
+        .max(angular_limit.map_or(0.0, |w| over(angular_before, w)))
+        .max(1.0);
+    let (peak_after, angular_after) = if factor > 1.0 {
         traj.scale_time(factor);
         peak_link_speed(traj, tree, group, base, link).0
     } else {
-        peak_before
+        (peak_before, angular_before)
     };
     LinkSpeed {
-        link: link_name.to_string(),
-        limit,
+        link: limit.name.clone(),
+        limit: limit.linear,
         peak_before,
         peak_after,
+        angular_limit,
+        angular_peak: (angular_before, angular_after),
         factor,
         samples,
     }
@@ -171,24 +226,24 @@ mod tests {
         .unwrap()
     }
 
-    /// The tool's speed by positions alone: distance between poses `dt` apart over `dt`.
-    fn peak_by_positions(
+    /// The highest rate of change of the link's pose along `traj` by positions alone: `change`
+    /// between poses `dt` apart, over `dt`.
+    fn peak_rate(
         traj: &Trajectory,
         robot: &RobotModel,
         group: &PlanningGroup,
-        base: &[f64],
         link: usize,
+        change: impl Fn(&nalgebra::Isometry3<f64>, &nalgebra::Isometry3<f64>) -> f64,
     ) -> f64 {
         let dt = 1e-4;
+        let base = robot.tree.neutral_state();
         let steps = (traj.duration() / dt).ceil() as usize;
         let at = |t: f64| {
             let q = traj.sample(t).0;
-            robot.tree.forward_kinematics(&group.full_state(base, &q))[link]
-                .translation
-                .vector
+            robot.tree.forward_kinematics(&group.full_state(&base, &q))[link]
         };
         (0..steps)
-            .map(|i| (at((i + 1) as f64 * dt) - at(i as f64 * dt)).norm() / dt)
+            .map(|i| change(&at((i + 1) as f64 * dt), &at(i as f64 * dt)) / dt)
             .fold(0.0, f64::max)
     }
 
@@ -201,27 +256,36 @@ mod tests {
         let n = group.space.dof();
         let path = vec![vec![0.0; n], vec![1.2; n], vec![-0.4; n]];
         let traj = time_parameterize(&group.space, &path, 1.0, 1.0, 0.01).unwrap();
-        let (peak, samples) = peak_link_speed(&traj, &robot.tree, &group, &base, tip);
-        let independent = peak_by_positions(&traj, &robot, &group, &base, tip);
+        let linear = |a: &nalgebra::Isometry3<f64>, b: &nalgebra::Isometry3<f64>| {
+            (a.translation.vector - b.translation.vector).norm()
+        };
+        let turn = |a: &nalgebra::Isometry3<f64>, b: &nalgebra::Isometry3<f64>| {
+            a.rotation.angle_to(&b.rotation)
+        };
+        let ((peak, angular), samples) = peak_link_speed(&traj, &robot.tree, &group, &base, tip);
+        let independent = peak_rate(&traj, &robot, &group, tip, linear);
         assert!(
             (peak - independent).abs() < 1e-2 * independent,
             "{peak} vs {independent}"
         );
         assert!(samples > traj.points.len());
+        let limited = |linear: f64, angular: Option<f64>| {
+            let mut t = traj.clone();
+            let limit = LinkLimit {
+                link: tip,
+                name: "tool".into(),
+                linear,
+                angular,
+            };
+            let r = limit_link_speed(&mut t, &robot.tree, &group, &base, &limit);
+            (t, r)
+        };
 
         let limit = peak / 2.5;
-        let mut slowed = traj.clone();
-        let r = limit_link_speed(
-            &mut slowed,
-            &robot.tree,
-            &group,
-            &base,
-            (tip, "tool"),
-            limit,
-        );
+        let (slowed, r) = limited(limit, None);
         assert!((r.factor - 2.5 / (1.0 - MARGIN)).abs() < 1e-9, "{r:?}");
         assert!(r.peak_after <= limit, "{r:?}");
-        let measured = peak_by_positions(&slowed, &robot, &group, &base, tip);
+        let measured = peak_rate(&slowed, &robot, &group, tip, linear);
         assert!(measured <= limit * (1.0 + 1e-4), "{measured} > {limit}");
         assert!((slowed.duration() - traj.duration() * r.factor).abs() < 1e-9);
         // The same path: the slowed trajectory at k t is the original at t.
@@ -233,16 +297,14 @@ mod tests {
                 assert!((x - y).abs() < 1e-9, "t {t}: {a:?} vs {b:?}");
             }
         }
-        // Within the limit: unchanged.
-        let mut same = traj.clone();
-        let r = limit_link_speed(
-            &mut same,
-            &robot.tree,
-            &group,
-            &base,
-            (tip, "tool"),
-            peak * 2.0,
-        );
+        // Within the limits: unchanged.
+        let (same, r) = limited(peak * 2.0, Some(angular * 2.0));
         assert_eq!((r.factor, &same), (1.0, &traj));
+        // An angular limit alone: the turn rate is brought under it.
+        let (turned, r) = limited(f64::INFINITY, Some(angular / 4.0));
+        assert!((r.factor - 4.0 / (1.0 - MARGIN)).abs() < 1e-9, "{r:?}");
+        assert!(r.angular_peak.1 <= angular / 4.0, "{r:?}");
+        let measured = peak_rate(&turned, &robot, &group, tip, turn);
+        assert!(measured <= angular / 4.0 * (1.0 + 1e-4), "{measured}");
     }
 }

@@ -20,7 +20,7 @@ use crate::robot::JointSpace;
 
 pub mod link_speed;
 mod through;
-pub use link_speed::{limit_link_speed, peak_link_speed, LinkSpeed};
+pub use link_speed::{limit_link_speed, peak_link_speed, LinkLimit, LinkSpeed};
 pub use through::{time_parameterize_through, ThroughTiming};
 
 /// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
