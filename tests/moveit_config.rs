@@ -649,15 +649,26 @@ arm:
             && err.contains("ompl_planning.yaml"),
         "{err}"
     );
-    // A bad file is named with its key, and the robot is not loaded from it.
+    // A default naming no configuration is left out with a warning (the robot loads); a bad
+    // value is named with its key, and the robot is not loaded from it.
     write(
         &ompl,
         "planner_configs:\n  A: {type: geometric::RRT}\narm:\n  default_planner_config: B\n",
     );
+    let (code, v, err) = gmp(&["info", "--moveit-config", c], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(v["ompl_planning"]["warnings"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("arm.default_planner_config: 'B'"));
+    write(
+        &ompl,
+        "planner_configs:\n  A: {type: geometric::RRT, goal_bias: 1.5}\n",
+    );
     let (code, _, err) = gmp(&["info", "--moveit-config", c], None);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("ompl_planning.yaml") && err.contains("arm.default_planner_config"),
+        err.contains("ompl_planning.yaml") && err.contains("planner_configs.A: goal_bias"),
         "{err}"
     );
 }

@@ -25,7 +25,9 @@
 //! `default_planner_config`, `planner_configs` and `longest_valid_segment_fraction`
 //! (the others, e.g. `projection_evaluator`, are OMPL internals with no counterpart here). A
 //! top-level mapping is a group when it has one of those three keys; every other top-level
-//! key is skipped. Errors name the file and the key at fault.
+//! key is skipped. Errors name the file and the key at fault; a group naming a configuration
+//! the file does not define is not an error (MoveIt warns and goes on): the name is left out
+//! and said in [`OmplPlanning::warnings`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -71,6 +73,9 @@ pub struct OmplPlanning {
     pub configs: BTreeMap<String, OmplPlannerConfig>,
     /// Planning group entries, by group name.
     pub groups: BTreeMap<String, OmplGroup>,
+    /// What was left out of the file, and why (e.g. a group naming a configuration the file
+    /// does not define).
+    pub warnings: Vec<String>,
 }
 
 /// The keys that make a top-level mapping a group entry.
@@ -126,7 +131,11 @@ impl OmplPlanning {
             if !GROUP_KEYS.iter().any(|key| entry.contains_key(*key)) {
                 continue;
             }
-            let group = parse_group(v, &out.configs).map_err(|m| bad(format!("{name}.{m}")))?;
+            let mut warnings = Vec::new();
+            let group = parse_group(v, &out.configs, &mut warnings)
+                .map_err(|m| bad(format!("{name}.{m}")))?;
+            out.warnings
+                .extend(warnings.into_iter().map(|w| format!("{name}.{w}")));
             out.groups.insert(name, group);
         }
         Ok(out)
@@ -201,13 +210,18 @@ impl OmplPlanning {
             })
             .collect();
         format!(
-            "{}: {} planner configurations; groups: {}",
+            "{}: {} planner configurations; groups: {}{}",
             self.source,
             self.configs.len(),
             if groups.is_empty() {
                 "none".to_string()
             } else {
                 groups.join(", ")
+            },
+            if self.warnings.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", self.warnings.join("; "))
             }
         )
     }
@@ -283,19 +297,23 @@ fn parse_config(v: &Value) -> Result<OmplPlannerConfig, String> {
     })
 }
 
+/// A group entry; names of configurations the file does not define are left out, each with a
+/// warning in `warnings` (as MoveIt warns and goes on), so that a stale name does not keep the
+/// robot from loading.
 fn parse_group(
     v: &Value,
     configs: &BTreeMap<String, OmplPlannerConfig>,
+    warnings: &mut Vec<String>,
 ) -> Result<OmplGroup, String> {
-    let known = |name: &str, key: &str| -> Result<(), String> {
-        if configs.contains_key(name) {
-            Ok(())
-        } else {
-            Err(format!(
-                "{key}: '{name}' is not one of planner_configs ({})",
+    let mut known = |name: &str, key: &str| -> bool {
+        let ok = configs.contains_key(name);
+        if !ok {
+            warnings.push(format!(
+                "{key}: '{name}' is not one of planner_configs ({}); left out",
                 configs.keys().cloned().collect::<Vec<_>>().join(", ")
-            ))
+            ));
         }
+        ok
     };
     let mut g = OmplGroup::default();
     if let Some(d) = v.get("default_planner_config") {
@@ -304,8 +322,9 @@ fn parse_group(
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| format!("default_planner_config: {d:?} is not a name"))?;
-        known(name, "default_planner_config")?;
-        g.default_planner_config = Some(name.to_string());
+        if known(name, "default_planner_config") {
+            g.default_planner_config = Some(name.to_string());
+        }
     }
     if let Some(list) = v.get("planner_configs") {
         let list = list
@@ -315,8 +334,9 @@ fn parse_group(
             let name = item
                 .as_str()
                 .ok_or_else(|| format!("planner_configs: {item:?} is not a name"))?;
-            known(name, "planner_configs")?;
-            g.planner_configs.push(name.to_string());
+            if known(name, "planner_configs") {
+                g.planner_configs.push(name.to_string());
+            }
         }
     }
     if let Some(f) = v.get("longest_valid_segment_fraction") {
@@ -412,7 +432,10 @@ gripper:
     #[test]
     fn bad_entries_are_named() {
         let cases = [
-            ("planner_configs:\n  X: {range: 1}\n", "planner_configs.X: type is missing"),
+            (
+                "planner_configs:\n  X: {range: 1}\n",
+                "planner_configs.X: type is missing",
+            ),
             (
                 "planner_configs:\n  X: {type: geometric::RRT, goal_bias: 2}\n",
                 "goal_bias: 2 must be in [0, 1]",
@@ -420,10 +443,6 @@ gripper:
             (
                 "planner_configs:\n  X: {type: geometric::PRM, max_nearest_neighbors: 2.5}\n",
                 "max_nearest_neighbors: 2.5",
-            ),
-            (
-                "planner_configs:\n  X: {type: geometric::RRT}\narm:\n  default_planner_config: Y\n",
-                "arm.default_planner_config: 'Y' is not one of planner_configs (X)",
             ),
             (
                 "arm:\n  longest_valid_segment_fraction: 0\n",
@@ -442,5 +461,19 @@ gripper:
             );
         }
         assert!(OmplPlanning::parse("", "e.yaml").unwrap().is_empty());
+        // A group naming configurations the file lacks: left out, with a warning each.
+        let o = OmplPlanning::parse(
+            "planner_configs:\n  X: {type: geometric::RRT}\narm:\n  default_planner_config: Y\n  \
+             planner_configs: [X, Z]\n",
+            "o.yaml",
+        )
+        .unwrap();
+        assert_eq!(o.groups["arm"].default_planner_config, None);
+        assert_eq!(o.groups["arm"].planner_configs, vec!["X"]);
+        assert_eq!(o.warnings.len(), 2, "{:?}", o.warnings);
+        assert!(o.warnings[0].starts_with("arm.default_planner_config: 'Y'"));
+        assert!(o
+            .summary()
+            .contains("'Z' is not one of planner_configs (X); left out"));
     }
 }

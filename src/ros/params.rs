@@ -1249,9 +1249,12 @@ mod tests {
         p.set("ompl_planning", &ParameterValue::Bool(false))
             .unwrap();
         assert!(!p.service_settings().ompl_planning);
-        std::fs::write(&ompl, "arm:\n  default_planner_config: Q\n").unwrap();
+        std::fs::write(&ompl, "arm:\n  longest_valid_segment_fraction: 2\n").unwrap();
         let e = p.load_robot().unwrap_err();
-        assert!(e.contains("ompl_planning.yaml") && e.contains("'Q'"), "{e}");
+        assert!(
+            e.contains("ompl_planning.yaml") && e.contains("arm.longest_valid_segment_fraction"),
+            "{e}"
+        );
         std::fs::remove_file(&ompl).unwrap();
         // The robot_description topic yields to it.
         assert!(!p.takes_topic_description("<robot name='b'/>", false));

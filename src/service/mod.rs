@@ -166,7 +166,7 @@ pub struct ServicePlanRequest {
     pub path_constraints: ConstraintSpec,
     /// The planning group (an SRDF group of the robot) to plan for; `None` (or empty): the
     /// `planning_group` setting. Joints outside it hold their start values. The `drm`
-    /// planner's persistent roadmap is for the setting's group only.
+    /// planner keeps a persistent roadmap per group it plans for (at most four).
     pub group: Option<String>,
     /// A Cartesian speed limit for one link (MoveIt's `max_cartesian_speed`); `None`: none.
     pub speed_limit: Option<SpeedLimit>,
@@ -1533,6 +1533,7 @@ impl PlanningService {
             source: String::new(),
             configs: std::collections::BTreeMap::new(),
             groups: std::collections::BTreeMap::new(),
+            warnings: Vec::new(),
         };
         if self.settings.ompl_planning {
             &self.robot.ompl
