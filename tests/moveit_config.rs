@@ -686,6 +686,11 @@ fn pilz_cartesian_limits_bound_the_packages_cartesian_paths() {
     let (code, v, err) = gmp(&["info", "--moveit-config", c], None);
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["cartesian_limits"]["max_trans_vel"], 0.05);
+    let located = MoveItConfig::locate_in(c, &[]).unwrap();
+    assert!(
+        located.summary().contains("Cartesian limits ")
+            && located.summary().contains("pilz_cartesian_limits.yaml")
+    );
     assert!(v["moveit_config"]["not_read"]
         .as_array()
         .unwrap()

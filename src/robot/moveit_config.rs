@@ -429,13 +429,14 @@ impl MoveItConfig {
         let unread = self.unread_files();
         format!(
             "MoveIt config {}: URDF {}{args}, SRDF {}, joint limits {}, controllers {}, OMPL \
-             planning {}{}",
+             planning {}, Cartesian limits {}{}",
             self.dir.display(),
             self.urdf.display(),
             self.srdf.display(),
             or_none(&self.joint_limits),
             or_none(&self.controllers),
             or_none(&self.ompl_planning),
+            or_none(&self.cartesian_limits),
             if unread.is_empty() {
                 String::new()
             } else {
