@@ -156,7 +156,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
             ))
         })?,
     };
-    let speed = a.speed.resolve(&robot, link)?;
+    let speed = a.speed.resolve(&robot, || Ok(link))?;
     let base = robot.tree.neutral_state();
     let start = match &a.start {
         Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,

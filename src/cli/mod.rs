@@ -453,11 +453,14 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
         let file = JointLimitsFile::read(path)?;
         robot.apply_joint_limits(&file, &path.display().to_string())?;
     }
-    if let Some(c) = &cfg {
-        c.apply_planning_files(&mut robot)?;
+    // --ompl-planning replaces the package's file, which is then not read.
+    match (&a.ompl_planning, &cfg) {
+        (Some(path), _) => robot.ompl = OmplPlanning::read(path)?,
+        (None, Some(c)) => robot.ompl = c.ompl_planning()?,
+        (None, None) => {}
     }
-    if let Some(path) = &a.ompl_planning {
-        robot.ompl = OmplPlanning::read(path)?;
+    if let Some(c) = &cfg {
+        robot.cartesian_limits = c.cartesian_limits()?;
     }
     Ok(robot)
 }
@@ -477,12 +480,12 @@ pub struct SpeedLimitArgs {
 }
 
 impl SpeedLimitArgs {
-    /// The limit as `(link, link name, m/s)`, the link `default_link` when none is named;
-    /// errors name the option.
+    /// The limit, on the link `default_link` gives when none is named; errors name the
+    /// option.
     pub fn resolve(
         &self,
         robot: &RobotModel,
-        default_link: usize,
+        default_link: impl FnOnce() -> Result<usize, CliError>,
     ) -> Result<Option<LinkLimit>, CliError> {
         let Some(max) = self.max_cartesian_speed else {
             return Ok(None);
@@ -497,7 +500,7 @@ impl SpeedLimitArgs {
                 .tree
                 .link(name)
                 .map_err(|e| CliError(format!("--speed-limited-link: {e}")))?,
-            None => default_link,
+            None => default_link()?,
         };
         Ok(Some(LinkLimit {
             link,

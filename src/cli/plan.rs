@@ -391,19 +391,14 @@ fn speed_limit(
     robot: &RobotModel,
     group: &PlanningGroup,
 ) -> Result<Option<crate::trajectory::LinkLimit>, CliError> {
-    if a.speed.max_cartesian_speed.is_none() {
-        return Ok(None);
-    }
-    let tip = crate::robot::ik::default_tip_link(robot, group).ok_or_else(|| {
-        CliError(format!(
-            "group '{}' has no tip link; give --speed-limited-link",
-            group.name
-        ))
-    });
-    match (&a.speed.speed_limited_link, tip) {
-        (None, Err(e)) => Err(e),
-        (_, tip) => a.speed.resolve(robot, tip.unwrap_or(0)),
-    }
+    a.speed.resolve(robot, || {
+        crate::robot::ik::default_tip_link(robot, group).ok_or_else(|| {
+            CliError(format!(
+                "group '{}' has no tip link; give --speed-limited-link",
+                group.name
+            ))
+        })
+    })
 }
 
 /// The request for `a` (planner, limits and options) for planning group `group` from
@@ -576,14 +571,14 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
     let results = crate::planners::plan_many(checker.as_ref(), &template, &ends);
     let wall = t.elapsed().as_secs_f64();
     let solved = results.iter().filter(|r| r.is_ok()).count();
+    let problems = results.len();
     let entries: Vec<Value> = items
         .iter()
-        .zip(&results)
+        .zip(results)
         .enumerate()
         .map(|(i, (it, r))| {
             let mut v = match r {
-                Ok(res) => {
-                    let mut res = res.clone();
+                Ok(mut res) => {
                     let link_speed =
                         limit_speed(&mut res.trajectory, &robot, &group, &base, &speed);
                     let mut v = result_json(&res, checker.as_ref(), &group.name);
@@ -597,24 +592,23 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         })
         .collect();
     let mut out = json!({
-        "success": solved == results.len(),
+        "success": solved == problems,
         "planner": template.planner.as_str(),
         "planner_config": chosen.map(|c| c.name),
         "resolution": template.resolution,
         "backend": checker.backend().name(),
         "group": group.name,
         "joint_names": group.space.names,
-        "problems": results.len(),
+        "problems": problems,
         "solved": solved,
         "one_device_launch": device_launch,
         "wall_time_s": wall,
         "results": entries,
     });
-    if solved < results.len() {
+    if solved < problems {
         out["error"] = json!(format!(
-            "{} of {} problems were not solved (see each result's error)",
-            results.len() - solved,
-            results.len()
+            "{} of {problems} problems were not solved (see each result's error)",
+            problems - solved,
         ));
     }
     Ok(out)

@@ -583,12 +583,18 @@ impl MoveItConfig {
     /// (none where the package has none). Errors name the file and key.
     pub fn apply_planning_files(&self, robot: &mut RobotModel) -> Result<(), MoveItConfigError> {
         robot.ompl = self.ompl_planning()?;
-        robot.cartesian_limits = self
+        robot.cartesian_limits = self.cartesian_limits()?;
+        Ok(())
+    }
+
+    /// The package's `config/pilz_cartesian_limits.yaml`, read; none without one. Errors
+    /// name the file and key.
+    pub fn cartesian_limits(&self) -> Result<Option<CartesianLimits>, MoveItConfigError> {
+        Ok(self
             .cartesian_limits
             .as_deref()
             .map(CartesianLimits::read)
-            .transpose()?;
-        Ok(())
+            .transpose()?)
     }
 
     /// The package's `config/ompl_planning.yaml`, read; empty without one. Errors name the

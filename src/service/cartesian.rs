@@ -69,16 +69,7 @@ impl PlanningService {
         let (start_state, start) = self.start_of(&req.start, &group)?;
         let link = self.link_or_tip(req.link.as_deref(), &group).map_err(bad)?;
         let link_name = self.robot.tree.links[link].name.clone();
-        let limit = req.speed_limit.as_ref().map(|l| SpeedLimit {
-            link: Some(
-                l.link
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or(link_name.clone()),
-            ),
-            max_speed: l.max_speed,
-        });
-        let requested = self.speed_limit(limit.as_ref(), &group)?;
+        let requested = self.speed_limit(req.speed_limit.as_ref(), &group, Some(link))?;
         if req.waypoints.is_empty() {
             return Err(bad("give at least one waypoint".into()));
         }

@@ -1335,7 +1335,7 @@ impl PlanningService {
     fn prepare(&self, req: &ServicePlanRequest) -> Result<Prepared, ServiceError> {
         let s = &self.settings;
         let group = self.request_group(req.group.as_deref())?;
-        let speed_limit = self.speed_limit(req.speed_limit.as_ref(), &group)?;
+        let speed_limit = self.speed_limit(req.speed_limit.as_ref(), &group, None)?;
         // The robot's ompl_planning.yaml: a configuration the request names, else (no
         // planner named, no path constraints) the group's default.
         let ompl = self.ompl();
@@ -1548,12 +1548,13 @@ impl PlanningService {
         crate::planners::ompl::resolution(self.ompl(), group, self.settings.resolution)
     }
 
-    /// A request's speed limit checked: the link (named, else the group's tip) and the speed;
-    /// errors name the field.
+    /// A request's speed limit checked: the link (named, else `default_link`, else the group's
+    /// tip) and the speed; errors name the field.
     pub(crate) fn speed_limit(
         &self,
         limit: Option<&SpeedLimit>,
         group: &PlanningGroup,
+        default_link: Option<usize>,
     ) -> Result<Option<LinkLimit>, ServiceError> {
         let Some(limit) = limit else {
             return Ok(None);
@@ -1564,13 +1565,19 @@ impl PlanningService {
                 reason: format!("must be positive and finite (m/s), got {}", limit.max_speed),
             });
         }
-        let name = limit.link.as_deref().filter(|l| !l.is_empty());
-        let link = self
-            .link_or_tip(name, group)
-            .map_err(|reason| ServiceError::BadOption {
-                name: "cartesian_speed_limited_link",
-                reason,
-            })?;
+        let link = match (
+            limit.link.as_deref().filter(|l| !l.is_empty()),
+            default_link,
+        ) {
+            (None, Some(link)) => link,
+            (name, _) => {
+                self.link_or_tip(name, group)
+                    .map_err(|reason| ServiceError::BadOption {
+                        name: "cartesian_speed_limited_link",
+                        reason,
+                    })?
+            }
+        };
         Ok(Some(LinkLimit {
             link,
             name: self.robot.tree.links[link].name.clone(),

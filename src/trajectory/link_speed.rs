@@ -160,13 +160,16 @@ pub fn peak_link_speed(
     // rounding.
     const DT: f64 = 1e-5;
     let (mut peak, mut angular) = (0.0f64, 0.0f64);
+    let (mut ahead, mut behind) = (Vec::new(), Vec::new());
     for &t in &times {
         let (q, v) = traj.sample(t);
         if v.iter().all(|x| *x == 0.0) {
             continue;
         }
-        let ahead: Vec<f64> = q.iter().zip(&v).map(|(x, d)| x + d * DT).collect();
-        let behind: Vec<f64> = q.iter().zip(&v).map(|(x, d)| x - d * DT).collect();
+        ahead.clear();
+        ahead.extend(q.iter().zip(&v).map(|(x, d)| x + d * DT));
+        behind.clear();
+        behind.extend(q.iter().zip(&v).map(|(x, d)| x - d * DT));
         let (a, b) = (at(&ahead), at(&behind));
         peak = peak.max((a.translation.vector - b.translation.vector).norm() / (2.0 * DT));
         angular = angular.max(a.rotation.angle_to(&b.rotation) / (2.0 * DT));
