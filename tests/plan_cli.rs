@@ -1329,6 +1329,11 @@ fn max_cartesian_speed_slows_plans_and_cartesian_paths() {
     assert_eq!(slow["success"], true, "{slow}");
     assert_eq!(slow["link_speed"]["link"], "tool0");
     assert!(slow["link_speed"]["factor"].as_f64().unwrap() > 1.0);
+    assert_eq!(
+        slow["link_speed"]["retimed"], true,
+        "{}",
+        slow["link_speed"]
+    );
     assert_eq!(slow["path"], free["path"]);
     let peak = tool_peak_speed(&slow);
     assert!(peak <= 0.1 * 1.001, "{peak}");
@@ -1352,6 +1357,7 @@ fn max_cartesian_speed_slows_plans_and_cartesian_paths() {
     let v = stdout_json(&out);
     assert_eq!(v["success"], true);
     assert_eq!(v["link_speed"]["link"], "tool0");
+    assert_eq!(v["link_speed"]["retimed"], true, "{}", v["link_speed"]);
     assert!(tool_peak_speed(&v) <= 0.02 * 1.001);
     assert!(v["duration"].as_f64().unwrap() >= 5.0, "{}", v["duration"]);
 

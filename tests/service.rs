@@ -1418,9 +1418,27 @@ fn tool_peak_speed(s: &PlanningService, traj: &trajectory::Trajectory) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// A Cartesian speed limit (MoveIt's `max_cartesian_speed`) slows the plan uniformly until
-/// the link moves no faster, on the same path; plans within it are unchanged; a bad speed or
-/// link is refused by name; a Cartesian path's moved link is limited too.
+/// Every point within the group's joint velocity and acceleration limits (a hair of rounding).
+fn within_joint_limits(s: &PlanningService, traj: &trajectory::Trajectory) {
+    let space = s.group().expect("group").space;
+    for p in &traj.points {
+        for j in 0..space.dof() {
+            assert!(
+                p.velocities[j].abs() <= space.max_velocity[j] * (1.0 + 1e-9),
+                "{p:?}"
+            );
+            assert!(
+                p.accelerations[j].abs() <= space.max_acceleration[j] * (1.0 + 1e-9),
+                "{p:?}"
+            );
+        }
+    }
+}
+
+/// A Cartesian speed limit (MoveIt's `max_cartesian_speed`) slows the plan until the link
+/// moves no faster, on the same path, timed again with the segment's speed capped (quicker
+/// than stretching every time); plans within it are unchanged; a bad speed or link is
+/// refused by name; a Cartesian path's moved link is limited too.
 #[test]
 fn a_cartesian_speed_limit_slows_the_link_on_the_same_path() {
     let mut s = service();
@@ -1439,17 +1457,21 @@ fn a_cartesian_speed_limit_slows_the_link_on_the_same_path() {
         .unwrap();
     let ls = slow.link_speed.clone().expect("reported");
     assert_eq!(ls.link, "tool0");
-    assert!(ls.factor > 2.9 && ls.factor < 3.1, "{ls:?}");
     let peak = tool_peak_speed(&s, &slow.trajectory);
     assert!(peak <= limit * (1.0 + 1e-4), "{peak} m/s over {limit}");
     assert_eq!(slow.path, free.path);
+    // Timed again along the path: its accelerations stay at the joints' limits where
+    // stretching every time would cut them ninefold, so it takes less than three times as
+    // long.
+    assert!(ls.retimed, "{ls:?}");
+    assert!(ls.factor > 1.0 && ls.factor < 3.0, "{ls:?}");
     assert_eq!(
-        slow.trajectory.positions(),
-        free.trajectory.positions(),
-        "the same points, later"
+        ls.duration,
+        (free.trajectory.duration(), slow.trajectory.duration())
     );
     assert!((slow.trajectory.duration() - ls.factor * free.trajectory.duration()).abs() < 1e-9);
     assert_valid(&s, &slow.path, &slow.trajectory);
+    within_joint_limits(&s, &slow.trajectory);
     // A limit above the plan's speed changes nothing; another link can be named.
     let same = s
         .plan(ServicePlanRequest {
@@ -1511,12 +1533,93 @@ fn a_cartesian_speed_limit_slows_the_link_on_the_same_path() {
     assert_eq!(ls.link, "tool0");
     let peak = tool_peak_speed(&s, &out.trajectory);
     assert!(peak <= 0.02 * (1.0 + 1e-4) && peak > 0.015, "{peak}");
+    within_joint_limits(&s, &out.trajectory);
     // 10 cm at 2 cm/s takes at least 5 s.
     assert!(
         out.trajectory.duration() >= 5.0,
         "{}",
         out.trajectory.duration()
     );
+}
+
+/// Under a link speed limit, a path is timed again with each segment's speed capped: a
+/// segment that swings the tool is slowed, one that only turns the wrist keeps its timing,
+/// and the whole takes less than stretching every time would.
+#[test]
+fn only_the_segments_too_fast_for_a_link_speed_limit_are_slowed() {
+    let s = service();
+    let robot = s.robot();
+    let group = s.group().expect("group");
+    let base = robot.tree.neutral_state();
+    let checker = cpu_checker(&s);
+    let tool = robot.tree.link("tool0").unwrap();
+    let mut swung = START.to_vec();
+    swung[0] += 1.0;
+    let mut turned = swung.clone();
+    turned[5] += 1.5;
+    let path = vec![START.to_vec(), swung.clone(), turned];
+    let timing = trajectory::PathTiming::Stops {
+        vel_scale: 1.0,
+        acc_scale: 1.0,
+        sample_dt: 0.01,
+    };
+    let free = timing.time(&group.space, &path, None).unwrap();
+    trajectory::validate_along(&checker, &path, &free, 0.01).expect("free path");
+    // When each trajectory reaches the middle waypoint, and how long it then takes.
+    let at_middle = |t: &trajectory::Trajectory| {
+        let p = t
+            .points
+            .iter()
+            .find(|p| p.positions == swung)
+            .expect("reaches it");
+        (p.time_from_start, t.duration() - p.time_from_start)
+    };
+    let free_peak = tool_peak_speed(&s, &free);
+    let limit = free_peak / 2.0;
+    let tool_limit = trajectory::LinkLimit {
+        link: tool,
+        name: "tool0".into(),
+        linear: limit,
+        angular: None,
+    };
+    let mut slow = free.clone();
+    let along = trajectory::Along {
+        checker: &checker,
+        path: &path,
+        timing,
+        resolution: 0.01,
+    };
+    let ls = trajectory::limit_link_speed(
+        &mut slow,
+        &robot.tree,
+        &group,
+        &base,
+        &tool_limit,
+        Some(&along),
+    );
+    // At most a hair of uniform stretch for what passes the caps between their sub-steps.
+    assert!(ls.retimed && ls.stretch < 1.001, "{ls:?}");
+    let ((swing, turn), (slow_swing, slow_turn)) = (at_middle(&free), at_middle(&slow));
+    assert!(slow_swing > swing * 1.2, "{swing} -> {slow_swing}");
+    assert!(
+        (slow_turn - turn * ls.stretch).abs() < 1e-9,
+        "{turn} -> {slow_turn}"
+    );
+    assert!(ls.factor < 2.0, "{ls:?}");
+    let peak = tool_peak_speed(&s, &slow);
+    assert!(peak <= limit * (1.0 + 1e-4), "{peak} m/s over {limit}");
+    trajectory::validate_along(&checker, &path, &slow, 0.01).expect("valid");
+    within_joint_limits(&s, &slow);
+    // Without the path, every time is stretched: the turn too.
+    let mut uniform = free.clone();
+    let lu =
+        trajectory::limit_link_speed(&mut uniform, &robot.tree, &group, &base, &tool_limit, None);
+    assert!(
+        !lu.retimed && lu.stretch > 2.0 && lu.factor == lu.stretch,
+        "{lu:?}"
+    );
+    assert!(uniform.duration() > slow.duration());
+    assert!(at_middle(&uniform).1 > turn * 2.0);
 }
 
 /// A robot with Pilz Cartesian limits (a MoveIt config's `pilz_cartesian_limits.yaml`): its
@@ -1552,6 +1655,7 @@ fn pilz_cartesian_limits_bound_cartesian_paths() {
     );
     let peak = tool_peak_speed(&s, &out.trajectory);
     assert!(peak <= 0.02 * (1.0 + 1e-4) && peak > 0.015, "{peak}");
+    within_joint_limits(&s, &out.trajectory);
     // A turn about the tool's own axis: the angular limit binds (0.5 rad at 0.1 rad/s).
     let turn = Isometry3::from_parts(
         nalgebra::Translation3::identity(),

@@ -196,7 +196,17 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
         vel_scale,
         speed,
     );
-    let link_speed = super::limit_speed(&mut out.trajectory, &robot, &group, &base, &speed);
+    let along = crate::trajectory::Along {
+        checker: checker.as_ref(),
+        path: &out.path,
+        timing: crate::trajectory::PathTiming::Through {
+            vel_scale,
+            acc_scale,
+        },
+        resolution: a.resolution,
+    };
+    let link_speed =
+        super::limit_speed(&mut out.trajectory, &robot, (&group, &base), &speed, &along);
     let st = &out.stats;
     let mut v = json!({
         "success": out.fraction >= 1.0,

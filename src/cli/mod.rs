@@ -512,13 +512,14 @@ impl SpeedLimitArgs {
 }
 
 /// Slows `traj` (of `group`, the other joints at `base`) to a limit of
-/// [`SpeedLimitArgs::resolve`]; what it did, as JSON (`null` without a limit).
+/// [`SpeedLimitArgs::resolve`] where it is too fast along the path it was timed from; what it
+/// did, as JSON (`null` without a limit).
 pub fn limit_speed(
     traj: &mut crate::trajectory::Trajectory,
     robot: &RobotModel,
-    group: &crate::robot::PlanningGroup,
-    base: &[f64],
+    (group, base): (&crate::robot::PlanningGroup, &[f64]),
     limit: &Option<LinkLimit>,
+    along: &crate::trajectory::Along<'_>,
 ) -> Value {
     match limit {
         Some(limit) => json!(crate::trajectory::limit_link_speed(
@@ -526,7 +527,8 @@ pub fn limit_speed(
             &robot.tree,
             group,
             base,
-            limit
+            limit,
+            Some(along),
         )),
         None => Value::Null,
     }

@@ -31,6 +31,7 @@ use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
+use crate::trajectory::Along;
 
 /// `gmp plan` arguments.
 #[derive(Args, Debug, Clone)]
@@ -516,7 +517,19 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     };
     match outcome {
         Ok((mut res, goal)) => {
-            let link_speed = limit_speed(&mut res.trajectory, &p.robot, &p.group, &p.base, &speed);
+            let along = Along {
+                checker: checker.as_ref(),
+                path: &res.path,
+                timing: res.timing,
+                resolution: req.resolution,
+            };
+            let link_speed = limit_speed(
+                &mut res.trajectory,
+                &p.robot,
+                (&p.group, &p.base),
+                &speed,
+                &along,
+            );
             let mut v = result_json(&res, checker.as_ref(), &p.group.name);
             v["link_speed"] = link_speed;
             if let Some(g) = goal {
@@ -579,8 +592,14 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
         .map(|(i, (it, r))| {
             let mut v = match r {
                 Ok(mut res) => {
+                    let along = Along {
+                        checker: checker.as_ref(),
+                        path: &res.path,
+                        timing: res.timing,
+                        resolution: template.resolution,
+                    };
                     let link_speed =
-                        limit_speed(&mut res.trajectory, &robot, &group, &base, &speed);
+                        limit_speed(&mut res.trajectory, &robot, (&group, &base), &speed, &along);
                     let mut v = result_json(&res, checker.as_ref(), &group.name);
                     v["link_speed"] = link_speed;
                     v

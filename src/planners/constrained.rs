@@ -414,13 +414,8 @@ impl PostProcess for Constrained<'_, '_> {
         req: &PlanRequest,
         path: &[Vec<f64>],
     ) -> Result<Trajectory, TrajectoryError> {
-        let timed = trajectory::time_parameterize_through(
-            counting.space(),
-            path,
-            req.vel_scale,
-            req.acc_scale,
-        )?;
-        trajectory::validate_along(counting, path, &timed.trajectory, req.resolution)?;
+        let timed = self.timing(req).time(counting.space(), path, None)?;
+        trajectory::validate_along(counting, path, &timed, req.resolution)?;
         let constraint =
             |index: usize, reason: String| TrajectoryError::Constraint { index, reason };
         if let Some(first) = path.first() {
@@ -441,6 +436,13 @@ impl PostProcess for Constrained<'_, '_> {
                 return Err(constraint(index, v.to_string()));
             }
         }
-        Ok(timed.trajectory)
+        Ok(timed)
+    }
+
+    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming {
+        trajectory::PathTiming::Through {
+            vel_scale: req.vel_scale,
+            acc_scale: req.acc_scale,
+        }
     }
 }

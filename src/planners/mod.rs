@@ -351,6 +351,8 @@ pub struct PlanResult {
     pub raw_path: Vec<Vec<f64>>,
     /// The timed trajectory along `path`.
     pub trajectory: Trajectory,
+    /// How `path` was timed into `trajectory` (to time it again).
+    pub timing: trajectory::PathTiming,
     /// Counters and timings.
     pub stats: PlanStats,
 }
@@ -1001,13 +1003,9 @@ fn finish(
     req: &PlanRequest,
     path: &[Vec<f64>],
 ) -> Result<Trajectory, TrajectoryError> {
-    let traj = trajectory::time_parameterize(
-        checker.space(),
-        path,
-        req.vel_scale,
-        req.acc_scale,
-        req.sample_dt,
-    )?;
+    let traj = Unconstrained
+        .timing(req)
+        .time(checker.space(), path, None)?;
     trajectory::validate_along(checker, path, &traj, req.resolution)?;
     Ok(traj)
 }
@@ -1108,6 +1106,9 @@ pub(crate) trait PostProcess {
         req: &PlanRequest,
         path: &[Vec<f64>],
     ) -> Result<Trajectory, TrajectoryError>;
+
+    /// How [`Self::finish`] times a path.
+    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming;
 }
 
 /// The post-processing of every plan without path constraints: batched random shortcuts
@@ -1140,6 +1141,14 @@ impl PostProcess for Unconstrained {
         path: &[Vec<f64>],
     ) -> Result<Trajectory, TrajectoryError> {
         finish(counting, req, path)
+    }
+
+    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming {
+        trajectory::PathTiming::Stops {
+            vel_scale: req.vel_scale,
+            acc_scale: req.acc_scale,
+            sample_dt: req.sample_dt,
+        }
     }
 }
 
@@ -1321,6 +1330,7 @@ pub(crate) fn complete_with(
         path,
         raw_path,
         trajectory: traj,
+        timing: post.timing(req),
         stats,
     })
 }

@@ -73,9 +73,20 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
 pub fn speed_note(speed: Option<&LinkSpeed>) -> String {
     match speed {
         Some(s) if s.factor > 1.0 => format!(
-            "; slowed {:.2}x for '{}' to at most {:.3} m/s and {:.3} rad/s (was {:.3} m/s, \
-             {:.3} rad/s)",
-            s.factor, s.link, s.peak_after, s.angular_peak.1, s.peak_before, s.angular_peak.0
+            "; slowed {} for '{}' from {:.3} s to {:.3} s, to at most {:.3} m/s and {:.3} rad/s \
+             (was {:.3} m/s, {:.3} rad/s)",
+            if s.retimed {
+                "where too fast"
+            } else {
+                "uniformly"
+            },
+            s.link,
+            s.duration.0,
+            s.duration.1,
+            s.peak_after,
+            s.angular_peak.1,
+            s.peak_before,
+            s.angular_peak.0
         ),
         Some(s) => format!(
             "; '{}' within its speed limit at {:.3} m/s and {:.3} rad/s",

@@ -4,7 +4,7 @@
 use super::{cached_checker, ik, PlanningService, ServiceError, SpeedLimit};
 use crate::planners::cartesian::{plan_cartesian, CartesianOptions, CartesianStats};
 use crate::robot::ik::{IkSolver, PoseTarget};
-use crate::trajectory::{LinkLimit, LinkSpeed, Trajectory};
+use crate::trajectory::{Along, LinkLimit, LinkSpeed, PathTiming, Trajectory};
 
 /// A Cartesian path request: a link moved along straight lines through poses.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -113,8 +113,20 @@ impl PlanningService {
             self.last_path = Some((group.name.clone(), out.path.clone()));
         }
         let mut trajectory = out.trajectory;
-        let link_speed =
-            self.apply_speed_limit(&mut trajectory, &group, &start_state, &speed_limit);
+        let link_speed = self.apply_speed_limit(
+            &mut trajectory,
+            (&group, &start_state),
+            &speed_limit,
+            &Along {
+                checker,
+                path: &out.path,
+                timing: PathTiming::Through {
+                    vel_scale,
+                    acc_scale,
+                },
+                resolution: opts.resolution,
+            },
+        );
         Ok(ServiceCartesianResponse {
             trajectory,
             path: out.path,

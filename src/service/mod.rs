@@ -45,7 +45,7 @@ use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
 use crate::scene::{Obstacle, Scene, SceneError, Shape};
 use crate::tf::{SharedTf, StampNs};
-use crate::trajectory::{self, LinkLimit, LinkSpeed, Trajectory};
+use crate::trajectory::{self, Along, LinkLimit, LinkSpeed, Trajectory};
 
 /// The planner name of the persistent dynamic roadmap.
 pub const DRM_PLANNER: &str = "drm";
@@ -1219,9 +1219,14 @@ impl PlanningService {
         let mut trajectory = result.trajectory;
         let link_speed = self.apply_speed_limit(
             &mut trajectory,
-            &group,
-            &prepared.start_state,
+            (&group, &prepared.start_state),
             &prepared.speed_limit,
+            &Along {
+                checker,
+                path: &result.path,
+                timing: result.timing,
+                resolution: preq.resolution,
+            },
         );
         self.last_path = Some((group.name.clone(), result.path.clone()));
         Ok(ServicePlanResponse {
@@ -1292,9 +1297,14 @@ impl PlanningService {
                             let mut trajectory = r.trajectory;
                             let link_speed = self.apply_speed_limit(
                                 &mut trajectory,
-                                &group,
-                                &p.start_state,
+                                (&group, &p.start_state),
                                 &p.speed_limit,
+                                &Along {
+                                    checker,
+                                    path: &r.path,
+                                    timing: r.timing,
+                                    resolution: template.resolution,
+                                },
                             );
                             ServicePlanResponse {
                                 planner: r.planner.as_str().to_string(),
@@ -1586,13 +1596,14 @@ impl PlanningService {
         }))
     }
 
-    /// Slows `traj` (of `group`, the other joints at `state`) to a checked speed limit.
+    /// Slows `traj` (of `group`, the other joints at `state`) to a checked speed limit, where
+    /// it is too fast along the path it was timed from.
     pub(crate) fn apply_speed_limit(
         &self,
         traj: &mut Trajectory,
-        group: &PlanningGroup,
-        state: &[f64],
+        (group, state): (&PlanningGroup, &[f64]),
         limit: &Option<LinkLimit>,
+        along: &Along<'_>,
     ) -> Option<LinkSpeed> {
         Some(trajectory::limit_link_speed(
             traj,
@@ -1600,6 +1611,7 @@ impl PlanningService {
             group,
             state,
             limit.as_ref()?,
+            Some(along),
         ))
     }
 

@@ -7,16 +7,31 @@
 //! [`SUBSTEPS`] per interval and one per [`MAX_SAMPLE_GAP`] seconds), as the length of the link
 //! origin's velocity `J(q) q'`, taken from forward kinematics by a central difference along
 //! `q'`; its angular speed (a Pilz `max_rot_vel`) likewise, from the rotation between the two
-//! poses of the difference. A trajectory faster than the limit is slowed uniformly ([`Trajectory::scale_time`]):
-//! every time is stretched by one factor, so the path (and its collision check) is unchanged,
-//! joint velocities shrink by the factor, accelerations by its square and jerks by its cube,
-//! and the link's speed everywhere by the factor. The factor aims [`MARGIN`] below the limit,
-//! so that a peak between two samples stays under it.
+//! poses of the difference.
+//!
+//! A trajectory faster than the limit is slowed where it is too fast, when the path it was
+//! timed from and how ([`Along`]) are known: each segment of the path gets a cap on its path
+//! speed, the limit over the largest rate at which the link moves per unit of the segment's
+//! path parameter (measured at sub-steps along the segment, [`CAP_STEP`] apart in the
+//! fastest joint, with [`CAP_MARGIN`] to spare), and the path is timed again with those caps
+//! under the same joint limits. Segments slow enough keep their speed, so a trajectory that is
+//! fast in one place is not slowed everywhere. The retimed trajectory is checked again
+//! against the path ([`super::validate_along`]) and measured.
+//!
+//! What remains over the limit (the spline between points of a timing through the waypoints
+//! can pass the caps slightly), or everything without a path, is slowed uniformly
+//! ([`Trajectory::scale_time`]): every time is stretched by one factor, so the path (and its
+//! collision check) is unchanged, joint velocities shrink by the factor, accelerations by its
+//! square and jerks by its cube, and the link's speed everywhere by the factor. The factor
+//! aims [`MARGIN`] below the limit, so that a peak between two samples stays under it. If the
+//! retimed trajectory ends up longer than uniform slowing alone would make it, uniform slowing
+//! is used.
 
+use crate::collision::Checker;
 use crate::robot::cartesian_limits::CartesianLimits;
 use crate::robot::{KinematicTree, PlanningGroup};
 
-use super::Trajectory;
+use super::{PathTiming, Trajectory};
 
 /// Sub-steps measured between two trajectory points at least.
 pub const SUBSTEPS: usize = 16;
@@ -29,6 +44,26 @@ pub const MAX_SAMPLES: usize = 200_000;
 
 /// Relative margin below the limit that a slowed trajectory aims at.
 pub const MARGIN: f64 = 1e-3;
+
+/// Relative margin below the limit of the per-segment speed caps (the link's rate between
+/// two sub-steps of a segment can pass the largest one measured).
+pub const CAP_MARGIN: f64 = 2e-3;
+
+/// Largest step (rad or m of the fastest joint) between two measurements of a segment's rate.
+pub const CAP_STEP: f64 = 0.01;
+
+/// The path a trajectory was timed from, to slow it segment by segment.
+pub struct Along<'a> {
+    /// The checker of the path's joints (its joint space times the path; its collision check
+    /// re-validates the retimed trajectory).
+    pub checker: &'a dyn Checker,
+    /// The path's waypoints (group configurations).
+    pub path: &'a [Vec<f64>],
+    /// How the trajectory was timed from them.
+    pub timing: PathTiming,
+    /// The resolution of the re-validation.
+    pub resolution: f64,
+}
 
 /// A speed limit of one link.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,8 +127,14 @@ pub struct LinkSpeed {
     pub angular_limit: Option<f64>,
     /// The link's highest measured angular speed before and after, rad/s.
     pub angular_peak: (f64, f64),
-    /// The factor every time was multiplied by (1: the trajectory was within the limit).
+    /// How many times longer the returned trajectory takes (1: it was within the limit).
     pub factor: f64,
+    /// Durations before and after, s.
+    pub duration: (f64, f64),
+    /// Whether the path was timed again with per-segment caps ([`Along`]).
+    pub retimed: bool,
+    /// The factor every time was stretched by uniformly (1: none).
+    pub stretch: f64,
     /// Measurements taken per pass.
     pub samples: usize,
 }
@@ -177,37 +218,128 @@ pub fn peak_link_speed(
     ((peak, angular), times.len())
 }
 
-/// Slows `traj` uniformly where the link of `limit` would move or turn faster than it allows
-/// (see the module documentation). Limits must be positive.
+/// The per-segment caps on the path speed of `path` (one per segment, infinite where the link
+/// does not move) that keep `limit`'s link under it; see the module documentation.
+pub fn segment_caps(
+    space: &crate::robot::JointSpace,
+    path: &[Vec<f64>],
+    (tree, group, base): (&KinematicTree, &PlanningGroup, &[f64]),
+    limit: &LinkLimit,
+) -> Vec<f64> {
+    const EPS: f64 = 1e-5;
+    let dof = space.dof();
+    let mut poses = Vec::new();
+    let mut pose_at = |q: &[f64]| {
+        tree.forward_kinematics_into(&group.full_state(base, q), &mut poses);
+        poses[limit.link]
+    };
+    let (mut delta, mut ahead, mut behind) = (vec![0.0; dof], vec![0.0; dof], vec![0.0; dof]);
+    let linear = limit.linear * (1.0 - CAP_MARGIN);
+    let angular = limit.angular.map(|w| w * (1.0 - CAP_MARGIN));
+    path.windows(2)
+        .map(|w| {
+            space.difference(&w[0], &w[1], &mut delta);
+            let widest = delta.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+            let steps = ((widest / CAP_STEP).ceil() as usize).max(2);
+            let (mut rate, mut turn) = (0.0f64, 0.0f64);
+            for i in 0..=steps {
+                let s = i as f64 / steps as f64;
+                for j in 0..dof {
+                    let q = w[0][j] + delta[j] * s;
+                    ahead[j] = q + delta[j] * EPS;
+                    behind[j] = q - delta[j] * EPS;
+                }
+                let (a, b) = (pose_at(&ahead), pose_at(&behind));
+                rate = rate.max((a.translation.vector - b.translation.vector).norm() / (2.0 * EPS));
+                turn = turn.max(a.rotation.angle_to(&b.rotation) / (2.0 * EPS));
+            }
+            let cap = |limit: f64, rate: f64| {
+                if rate > 0.0 {
+                    limit / rate
+                } else {
+                    f64::INFINITY
+                }
+            };
+            cap(linear, rate).min(angular.map_or(f64::INFINITY, |w| cap(w, turn)))
+        })
+        .collect()
+}
+
+/// Slows `traj` where the link of `limit` would move or turn faster than it allows (see the
+/// module documentation): segment by segment along `along`'s path where given, else (and for
+/// what remains) uniformly. Limits must be positive.
 pub fn limit_link_speed(
     traj: &mut Trajectory,
     tree: &KinematicTree,
     group: &PlanningGroup,
     base: &[f64],
     limit: &LinkLimit,
+    along: Option<&Along<'_>>,
 ) -> LinkSpeed {
-    let (link, angular_limit) = (limit.link, limit.angular);
-    let ((peak_before, angular_before), samples) = peak_link_speed(traj, tree, group, base, link);
-    let over = |peak: f64, limit: f64| peak / (limit * (1.0 - MARGIN));
-    let factor = over(peak_before, limit.linear)
-        .max(angular_limit.map_or(0.0, |w| over(angular_before, w)))
-        .max(1.0);
-    let (peak_after, angular_after) = if factor > 1.0 {
-        traj.scale_time(factor);
-        peak_link_speed(traj, tree, group, base, link).0
-    } else {
-        (peak_before, angular_before)
+    let link = limit.link;
+    let peak = |t: &Trajectory| peak_link_speed(t, tree, group, base, link);
+    let over = |(linear, angular): (f64, f64)| {
+        let by = |peak: f64, limit: f64| peak / (limit * (1.0 - MARGIN));
+        by(linear, limit.linear)
+            .max(limit.angular.map_or(0.0, |w| by(angular, w)))
+            .max(1.0)
     };
-    LinkSpeed {
+    let (before, samples) = peak(traj);
+    let uniform = over(before);
+    let duration_before = traj.duration();
+    let mut result = LinkSpeed {
         link: limit.name.clone(),
         limit: limit.linear,
-        peak_before,
-        peak_after,
-        angular_limit,
-        angular_peak: (angular_before, angular_after),
-        factor,
+        peak_before: before.0,
+        peak_after: before.0,
+        angular_limit: limit.angular,
+        angular_peak: (before.1, before.1),
+        factor: 1.0,
+        duration: (duration_before, duration_before),
+        retimed: false,
+        stretch: 1.0,
         samples,
+    };
+    if uniform <= 1.0 {
+        return result;
     }
+    let retimed = along.and_then(|a| {
+        let space = a.checker.space();
+        let caps = segment_caps(space, a.path, (tree, group, base), limit);
+        let t = a.timing.time(space, a.path, Some(&caps)).ok()?;
+        super::validate_along(a.checker, a.path, &t, a.resolution).ok()?;
+        Some(t)
+    });
+    let mut out = match retimed {
+        Some(t) => {
+            result.retimed = true;
+            t
+        }
+        None => traj.clone(),
+    };
+    let mut after = if result.retimed { peak(&out).0 } else { before };
+    result.stretch = over(after);
+    if result.retimed && out.duration() * result.stretch > duration_before * uniform {
+        // Retiming gained nothing: uniform slowing alone.
+        out = traj.clone();
+        after = before;
+        result.retimed = false;
+        result.stretch = uniform;
+    }
+    if result.stretch > 1.0 {
+        out.scale_time(result.stretch);
+        after = peak(&out).0;
+    }
+    result.peak_after = after.0;
+    result.angular_peak.1 = after.1;
+    result.duration.1 = out.duration();
+    result.factor = if duration_before > 0.0 {
+        out.duration() / duration_before
+    } else {
+        1.0
+    };
+    *traj = out;
+    result
 }
 
 #[cfg(test)]
@@ -280,7 +412,7 @@ mod tests {
                 linear,
                 angular,
             };
-            let r = limit_link_speed(&mut t, &robot.tree, &group, &base, &limit);
+            let r = limit_link_speed(&mut t, &robot.tree, &group, &base, &limit, None);
             (t, r)
         };
 

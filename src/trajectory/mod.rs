@@ -20,8 +20,75 @@ use crate::robot::JointSpace;
 
 pub mod link_speed;
 mod through;
-pub use link_speed::{limit_link_speed, peak_link_speed, LinkLimit, LinkSpeed};
+pub use link_speed::{limit_link_speed, peak_link_speed, Along, LinkLimit, LinkSpeed};
 pub use through::{time_parameterize_through, ThroughTiming};
+
+/// How a path was timed, to time it again (under a link speed limit: [`limit_link_speed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PathTiming {
+    /// [`time_parameterize`]: a stop at every waypoint, points every `sample_dt` seconds.
+    Stops {
+        /// Velocity scaling.
+        vel_scale: f64,
+        /// Acceleration scaling.
+        acc_scale: f64,
+        /// Longest time between points, s.
+        sample_dt: f64,
+    },
+    /// [`time_parameterize_through`]: through the waypoints without stopping.
+    Through {
+        /// Velocity scaling.
+        vel_scale: f64,
+        /// Acceleration scaling.
+        acc_scale: f64,
+    },
+}
+
+impl PathTiming {
+    /// Times `path` this way, with the path speed of segment `k` (from waypoint `k` to `k + 1`,
+    /// one unit of path parameter per segment) at most `caps[k]` per second where `caps` is
+    /// given (one per segment; infinite: no cap).
+    pub fn time(
+        &self,
+        space: &JointSpace,
+        path: &[Vec<f64>],
+        caps: Option<&[f64]>,
+    ) -> Result<Trajectory, TrajectoryError> {
+        if let Some(c) = caps {
+            if c.len() + 1 != path.len() || c.iter().any(|x| x.is_nan() || *x <= 0.0) {
+                return Err(TrajectoryError::BadSpeedCaps {
+                    caps: c.len(),
+                    waypoints: path.len(),
+                });
+            }
+        }
+        match *self {
+            PathTiming::Stops {
+                vel_scale,
+                acc_scale,
+                sample_dt,
+            } => {
+                if !(sample_dt > 0.0 && sample_dt.is_finite()) {
+                    return Err(TrajectoryError::BadSampleDt(sample_dt));
+                }
+                parameterize(
+                    space,
+                    path,
+                    (vel_scale, acc_scale),
+                    Sampling::Time(sample_dt),
+                    caps,
+                )
+            }
+            PathTiming::Through {
+                vel_scale,
+                acc_scale,
+            } => Ok(
+                through::time_through_capped(space, path, vel_scale, acc_scale, caps)?.trajectory,
+            ),
+        }
+    }
+}
 
 /// Shortcut attempts drawn per round (checked together in one batched motion check on the GPU).
 pub const SHORTCUTS_PER_ROUND: usize = 64;
@@ -185,6 +252,14 @@ pub enum TrajectoryError {
     /// The sampling period was not positive and finite.
     #[error("sample_dt must be positive and finite, got {0}")]
     BadSampleDt(f64),
+    /// Speed caps not one positive value per segment of the path.
+    #[error("speed caps: need one positive cap per segment, got {caps} for {waypoints} waypoints")]
+    BadSpeedCaps {
+        /// Caps given.
+        caps: usize,
+        /// Waypoints of the path.
+        waypoints: usize,
+    },
     /// The resolution was not positive and finite.
     #[error("resolution must be positive and finite, got {0}")]
     BadResolution(f64),
@@ -963,10 +1038,12 @@ pub fn time_parameterize(
     acc_scale: f64,
     sample_dt: f64,
 ) -> Result<Trajectory, TrajectoryError> {
-    if !(sample_dt > 0.0 && sample_dt.is_finite()) {
-        return Err(TrajectoryError::BadSampleDt(sample_dt));
+    PathTiming::Stops {
+        vel_scale,
+        acc_scale,
+        sample_dt,
     }
-    parameterize(space, path, vel_scale, acc_scale, Sampling::Time(sample_dt))
+    .time(space, path, None)
 }
 
 /// Like [`time_parameterize`], but the points of each segment are exactly the configurations
@@ -986,9 +1063,9 @@ pub fn time_parameterize_steps(
     parameterize(
         space,
         path,
-        vel_scale,
-        acc_scale,
+        (vel_scale, acc_scale),
         Sampling::Steps(resolution),
+        None,
     )
 }
 
@@ -1051,12 +1128,13 @@ fn jerk_limits(space: &JointSpace) -> Result<Vec<f64>, TrajectoryError> {
         .collect()
 }
 
+/// The stop-at-every-waypoint timing; `caps`: the largest path speed per segment, if any.
 fn parameterize(
     space: &JointSpace,
     path: &[Vec<f64>],
-    vel_scale: f64,
-    acc_scale: f64,
+    (vel_scale, acc_scale): (f64, f64),
     sampling: Sampling,
+    caps: Option<&[f64]>,
 ) -> Result<Trajectory, TrajectoryError> {
     check_waypoints(space, path)?;
     let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
@@ -1073,7 +1151,7 @@ fn parameterize(
     let mut t0 = 0.0;
     let mut delta = vec![0.0; dof];
     let mut first_acc: Option<Vec<f64>> = None;
-    for w in path.windows(2) {
+    for (k, w) in path.windows(2).enumerate() {
         let (a, b) = (&w[0], &w[1]);
         space.difference(a, b, &mut delta);
         // Offset that makes `b` continue from `a + delta`.
@@ -1100,6 +1178,9 @@ fn parameterize(
         if !v_s.is_finite() || !a_s.is_finite() {
             offset = next_offset;
             continue; // zero-length segment
+        }
+        if let Some(cap) = caps.and_then(|c| c.get(k)) {
+            v_s = v_s.min(*cap);
         }
         let profile = Profile::new(v_s, a_s, j_s);
         if first_acc.is_none() {

@@ -76,6 +76,18 @@ pub fn time_parameterize_through(
     vel_scale: f64,
     acc_scale: f64,
 ) -> Result<ThroughTiming, TrajectoryError> {
+    time_through_capped(space, path, vel_scale, acc_scale, None)
+}
+
+/// [`time_parameterize_through`] with the path speed of segment `k` (path waypoint `k` to
+/// `k + 1`) at most `caps[k]` where given.
+pub(super) fn time_through_capped(
+    space: &JointSpace,
+    path: &[Vec<f64>],
+    vel_scale: f64,
+    acc_scale: f64,
+    caps: Option<&[f64]>,
+) -> Result<ThroughTiming, TrajectoryError> {
     check_waypoints(space, path)?;
     let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
     let dof = space.dof();
@@ -83,11 +95,18 @@ pub fn time_parameterize_through(
     let mut delta = vec![0.0; dof];
     let mut pos: Vec<Vec<f64>> = vec![path[0].clone()];
     let mut kept: Vec<Vec<f64>> = vec![path[0].clone()];
-    for w in path.windows(2) {
+    // The cap of every kept segment.
+    let mut kept_caps: Vec<f64> = Vec::new();
+    for (k, w) in path.windows(2).enumerate() {
         space.difference(&w[0], &w[1], &mut delta);
         if delta.iter().all(|d| *d == 0.0) {
             continue;
         }
+        kept_caps.push(
+            caps.and_then(|c| c.get(k))
+                .copied()
+                .unwrap_or(f64::INFINITY),
+        );
         let prev = &pos[pos.len() - 1];
         let next: Vec<f64> = (0..dof)
             .map(|j| {
@@ -130,7 +149,11 @@ pub fn time_parameterize_through(
     let vplan: Vec<f64> = vmax.iter().map(|v| v * PLAN_SHARE).collect();
     let aplan: Vec<f64> = amax.iter().map(|a| a * ALONG_SHARE).collect();
     let acorner: Vec<f64> = amax.iter().map(|a| a * TURN_SHARE).collect();
-    let seg_speed: Vec<f64> = d.iter().map(|dk| bound(&vplan, dk)).collect();
+    let seg_speed: Vec<f64> = d
+        .iter()
+        .zip(&kept_caps)
+        .map(|(dk, c)| bound(&vplan, dk).min(*c))
+        .collect();
     let seg_acc: Vec<f64> = d.iter().map(|dk| bound(&aplan, dk)).collect();
     // Per point: the speed cap (0 at the ends).
     let mut cap = vec![0.0; n + 1];
@@ -165,9 +188,9 @@ pub fn time_parameterize_through(
     let trajectory = parameterize(
         space,
         &kept,
-        vel_scale,
-        acc_scale,
+        (vel_scale, acc_scale),
         Sampling::Steps(f64::INFINITY),
+        caps.map(|_| kept_caps.as_slice()),
     )?;
     Ok(ThroughTiming {
         trajectory,
@@ -387,8 +410,8 @@ mod tests {
             }
         }
         // Far faster than stopping at each of the 199 corners.
-        let stopped =
-            parameterize(&s, &path, 1.0, 1.0, Sampling::Steps(f64::INFINITY)).expect("stopped");
+        let stopped = parameterize(&s, &path, (1.0, 1.0), Sampling::Steps(f64::INFINITY), None)
+            .expect("stopped");
         assert!(
             traj.duration() < 0.5 * stopped.duration(),
             "{} vs {}",
