@@ -1384,3 +1384,50 @@ fn max_cartesian_speed_slows_plans_and_cartesian_paths() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+/// `--planner PTP` plans the straight joint motion; `--planner LIN` moves the tool along a
+/// straight line into a joint goal, and refuses (exit 1, "success": false) a goal the line
+/// reaches in another configuration: at the wrist singularity (wrist_2 at 0) the wrist's
+/// other joints trade places.
+#[test]
+fn pilz_ptp_and_lin_from_the_command_line() {
+    let start = [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2];
+    let goal = [-2.6, 0.4, 0.9, 0.3, 0.5, 0.2];
+    let ptp = stdout_json(&bundled_plan(&start, &goal, &["--planner", "PTP"]));
+    assert_eq!(
+        (&ptp["success"], &ptp["planner"]),
+        (&json!(true), &json!("ptp"))
+    );
+    assert_eq!(ptp["path"], json!([start, goal]));
+
+    let lin = stdout_json(&bundled_plan(&start, &goal, &["--planner", "LIN"]));
+    assert_eq!(
+        (&lin["success"], &lin["planner"]),
+        (&json!(true), &json!("lin"))
+    );
+    let path: Vec<Vec<f64>> = serde_json::from_value(lin["path"].clone()).unwrap();
+    assert!(path.len() > 10, "{}", path.len());
+    assert_eq!(path.last().unwrap(), &goal.to_vec());
+    let (a, b) = (
+        tool_pose(&start).translation.vector,
+        tool_pose(&goal).translation.vector,
+    );
+    let dir = (b - a).normalize();
+    for q in &path {
+        let p = tool_pose(q).translation.vector - a;
+        let off = (p - dir * p.dot(&dir)).norm();
+        assert!(off < 2e-3, "{off} m off the line at {q:?}");
+    }
+
+    let singular = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let out = bundled_plan(
+        &singular,
+        &[-2.6, 0.4, 0.9, 0.0, 0.0, 0.0],
+        &["--planner", "LIN"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("another joint configuration"), "{e}");
+}

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::service::{cpu_checker, names, request, service, tool_pose_at, GOAL, START};
+use common::service::{cpu_checker, names, place, request, service, tool_pose_at, GOAL, START};
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
@@ -1576,12 +1576,7 @@ fn only_the_segments_too_fast_for_a_link_speed_limit_are_slowed() {
     };
     let free_peak = tool_peak_speed(&s, &free);
     let limit = free_peak / 2.0;
-    let tool_limit = trajectory::LinkLimit {
-        link: tool,
-        name: "tool0".into(),
-        linear: limit,
-        angular: None,
-    };
+    let tool_limit = trajectory::LinkLimit::speed(tool, "tool0", limit);
     let mut slow = free.clone();
     let along = trajectory::Along {
         checker: &checker,
@@ -1622,27 +1617,27 @@ fn only_the_segments_too_fast_for_a_link_speed_limit_are_slowed() {
     assert!(at_middle(&uniform).1 > turn * 2.0);
 }
 
-/// A robot with Pilz Cartesian limits (a MoveIt config's `pilz_cartesian_limits.yaml`): its
-/// Cartesian paths keep them, scaled by the velocity scaling, the angular one too; its
-/// joint-space plans do not.
-#[test]
-fn pilz_cartesian_limits_bound_cartesian_paths() {
+/// The service on the bundled robot given the Pilz Cartesian limits `yaml`, seed 7.
+fn pilz_service(yaml: &str) -> PlanningService {
     let (mut robot, scene) = bundled().expect("bundled robot");
-    robot.cartesian_limits = Some(
-        CartesianLimits::parse(
-            "cartesian_limits:\n  max_trans_vel: 0.04\n  max_rot_vel: 0.2\n",
-            "pilz_cartesian_limits.yaml",
-        )
-        .unwrap(),
-    );
-    let mut s = PlanningService::new(
+    robot.cartesian_limits =
+        Some(CartesianLimits::parse(yaml, "pilz_cartesian_limits.yaml").unwrap());
+    PlanningService::new(
         robot,
         scene,
         ServiceSettings {
             seed: 7,
             ..ServiceSettings::default()
         },
-    );
+    )
+}
+
+/// A robot with Pilz Cartesian limits (a MoveIt config's `pilz_cartesian_limits.yaml`): its
+/// Cartesian paths keep them, scaled by the velocity scaling, the angular one too; its
+/// joint-space plans do not.
+#[test]
+fn pilz_cartesian_limits_bound_cartesian_paths() {
+    let mut s = pilz_service("cartesian_limits:\n  max_trans_vel: 0.04\n  max_rot_vel: 0.2\n");
     let from = tool_pose_at(&s, &START);
     let down = nalgebra::Translation3::new(0.0, 0.0, -0.1) * from;
     let mut req = cartesian_request(&s, "world", &[down]);
@@ -1685,4 +1680,139 @@ fn pilz_cartesian_limits_bound_cartesian_paths() {
         .unwrap()
         .link_speed
         .is_none());
+}
+
+/// The tool's largest distance from the straight line `a`-`b` along `traj`, sampled every
+/// millisecond.
+fn tool_off_line(
+    s: &PlanningService,
+    traj: &trajectory::Trajectory,
+    a: &Vector3<f64>,
+    b: &Vector3<f64>,
+) -> f64 {
+    let dir = (b - a).normalize();
+    let steps = (traj.duration() / 1e-3).ceil() as usize;
+    (0..=steps)
+        .map(|i| {
+            let p = tool_at(s, &traj.sample(i as f64 * 1e-3).0) - a;
+            (p - dir * p.dot(&dir)).norm()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The tool's largest acceleration along `traj`: second differences of its position 1 ms
+/// apart.
+fn tool_peak_acceleration(s: &PlanningService, traj: &trajectory::Trajectory) -> f64 {
+    let dt = 1e-3;
+    let at = |t: f64| tool_at(s, &traj.sample(t).0);
+    let steps = (traj.duration() / dt).ceil() as usize;
+    (1..steps)
+        .map(|i| {
+            let t = i as f64 * dt;
+            (at(t + dt) - 2.0 * at(t) + at(t - dt)).norm() / (dt * dt)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Pilz's PTP (`planner_id` "PTP"): the straight joint motion, or a refusal naming the
+/// collision where a sampling planner goes around.
+#[test]
+fn ptp_moves_straight_in_joint_space_or_refuses() {
+    let mut s = service();
+    let base = request(&s, &START, &GOAL);
+    let with = |planner: &str| ServicePlanRequest {
+        planner: Some(planner.into()),
+        ..base.clone()
+    };
+    let ptp = s.plan(with("PTP")).unwrap();
+    assert_eq!(ptp.planner, "ptp");
+    assert_eq!(ptp.path, vec![START.to_vec(), GOAL.to_vec()]);
+    assert_valid(&s, &ptp.path, &ptp.trajectory);
+    within_joint_limits(&s, &ptp.trajectory);
+    // An obstacle where the tool passes halfway.
+    let middle: Vec<f64> = START
+        .iter()
+        .zip(&GOAL)
+        .map(|(a, b)| 0.5 * (a + b))
+        .collect();
+    let halfway = tool_at(&s, &middle);
+    place(&mut s, "wall", 0, MarkerKind::Cube, halfway, 0.2);
+    let e = s.plan(with("PTP")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("ptp: the straight joint motion from start to goal collides"),
+        "{e}"
+    );
+    assert_eq!(e.category(), ErrorCategory::PlanningFailed);
+    let around = s.plan(with("rrt_connect")).expect("a detour");
+    assert!(around.path.len() > 2);
+    // CIRC is not planned, and says so.
+    let e = s.plan(with("CIRC")).unwrap_err().to_string();
+    assert!(e.contains("CIRC is not planned"), "{e}");
+}
+
+/// Pilz's LIN (`planner_id` "LIN"): the tool along a straight line to a pose goal, or to a
+/// joint goal's pose when the line ends in that configuration; the robot's Pilz limits bound
+/// its speed and acceleration; a blocked line is refused.
+#[test]
+fn lin_moves_the_tool_along_a_straight_line() {
+    let mut s = pilz_service(
+        "cartesian_limits:\n  max_trans_vel: 0.2\n  max_trans_acc: 0.5\n  \
+         max_trans_dec: -1.0\n  max_rot_vel: 1.0\n",
+    );
+    let from = tool_pose_at(&s, &START);
+    let to = nalgebra::Translation3::new(0.05, 0.0, -0.15) * from;
+    let lin = s
+        .plan(ServicePlanRequest {
+            planner: Some("LIN".into()),
+            ..pose_request(&s, "world", &to)
+        })
+        .unwrap();
+    assert_eq!(lin.planner, "lin");
+    let (a, b) = (from.translation.vector, to.translation.vector);
+    let off = tool_off_line(&s, &lin.trajectory, &a, &b);
+    assert!(off < 2e-3, "{off} m off the line");
+    let end = lin.path.last().unwrap().clone();
+    assert!((tool_at(&s, &end) - b).norm() < 1e-3);
+    assert_valid(&s, &lin.path, &lin.trajectory);
+    within_joint_limits(&s, &lin.trajectory);
+    // The Pilz limits: 0.2 m/s and 0.5 m/s² (the smaller of acceleration and deceleration).
+    let ls = lin.link_speed.clone().expect("limited");
+    assert_eq!(
+        (ls.limit, ls.acceleration_limit),
+        (0.2, Some(0.5)),
+        "{ls:?}"
+    );
+    let peak = tool_peak_speed(&s, &lin.trajectory);
+    assert!(peak <= 0.2 * (1.0 + 1e-3), "{peak} m/s");
+    let acc = tool_peak_acceleration(&s, &lin.trajectory);
+    assert!(acc <= 0.5 * 1.05, "{acc} m/s²");
+    // 15.8 cm from rest to rest at 0.5 m/s² takes at least 2 sqrt(d / a).
+    let d = (b - a).norm();
+    assert!(lin.trajectory.duration() >= 2.0 * (d / 0.5).sqrt());
+
+    // A joint goal: the line to its pose, ending in it.
+    let joint = s
+        .plan(ServicePlanRequest {
+            planner: Some("LIN".into()),
+            ..request(&s, &START, &end)
+        })
+        .unwrap();
+    let last = joint.path.last().unwrap();
+    assert!(last.iter().zip(&end).all(|(x, y)| (x - y).abs() < 1e-3));
+    assert!(tool_off_line(&s, &joint.trajectory, &a, &b) < 2e-3);
+
+    // A box on the line: refused, where a sampling planner goes around.
+    place(&mut s, "box", 0, MarkerKind::Cube, a.lerp(&b, 0.8), 0.02);
+    let e = s
+        .plan(ServicePlanRequest {
+            planner: Some("LIN".into()),
+            ..pose_request(&s, "world", &to)
+        })
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("lin: the straight line stops at"),
+        "{e}"
+    );
+    assert_eq!(e.category(), ErrorCategory::PlanningFailed);
 }

@@ -193,7 +193,7 @@ pub fn run(a: &CartesianArgs) -> Result<Value, CliError> {
     let speed = LinkLimit::for_cartesian_path(
         robot.cartesian_limits.as_ref(),
         (link, &robot.tree.links[link].name),
-        vel_scale,
+        (vel_scale, acc_scale),
         speed,
     );
     let along = crate::trajectory::Along {

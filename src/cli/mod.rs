@@ -502,12 +502,11 @@ impl SpeedLimitArgs {
                 .map_err(|e| CliError(format!("--speed-limited-link: {e}")))?,
             None => default_link()?,
         };
-        Ok(Some(LinkLimit {
+        Ok(Some(LinkLimit::speed(
             link,
-            name: robot.tree.links[link].name.clone(),
-            linear: max,
-            angular: None,
-        }))
+            &robot.tree.links[link].name,
+            max,
+        )))
     }
 }
 

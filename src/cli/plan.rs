@@ -23,15 +23,17 @@ use super::{
     SpeedLimitArgs,
 };
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
+use crate::planners::cartesian::CartesianOptions;
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
+use crate::planners::pilz;
 use crate::planners::pose::plan_to_pose_with;
 use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotModel};
 use crate::scene::Scene;
-use crate::trajectory::Along;
+use crate::trajectory::{Along, LinkLimit};
 
 /// `gmp plan` arguments.
 #[derive(Args, Debug, Clone)]
@@ -472,6 +474,83 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
     })
 }
 
+/// `gmp plan --planner LIN` (see [`crate::planners::pilz`]): the group's tip (or the pose
+/// goal's link) along a straight line, with the robot's Pilz limits.
+fn lin(
+    p: &Problem,
+    checker: &dyn Checker,
+    req: &PlanRequest,
+    speed: Option<LinkLimit>,
+) -> Result<Value, CliError> {
+    if !p.constraints.is_empty() {
+        return Err(CliError(
+            "--path-constraints: LIN moves along a straight line and plans no path constraints"
+                .into(),
+        ));
+    }
+    let tree = &p.robot.tree;
+    let pilz::LinTarget {
+        link,
+        pose: target,
+        goal,
+    } = pilz::lin_target(
+        (tree, &p.group, &p.base),
+        (&req.start, &req.goal),
+        p.pose.as_ref(),
+        crate::robot::ik::default_tip_link(&p.robot, &p.group),
+    )
+    .map_err(CliError)?;
+    let mut solver = IkSolver::new(&p.robot, &p.group, &p.base, PoseTarget::pose(link, target))
+        .map_err(|e| CliError(e.to_string()))?;
+    let opts = CartesianOptions {
+        resolution: req.resolution,
+        vel_scale: req.vel_scale,
+        acc_scale: req.acc_scale,
+        ..CartesianOptions::default()
+    };
+    let mut res = match pilz::lin(checker, &mut solver, &req.start, (&target, goal), &opts) {
+        Ok(res) => res,
+        Err(e @ (PlanError::Blocked { .. } | PlanError::NoIkSolution(_))) => {
+            return Ok(json!({"success": false, "error": e.to_string(), "planner": "lin"}))
+        }
+        Err(e) => return Err(CliError(e.to_string())),
+    };
+    let speed = LinkLimit::for_cartesian_path(
+        p.robot.cartesian_limits.as_ref(),
+        (link, &tree.links[link].name),
+        (req.vel_scale, req.acc_scale),
+        speed,
+    );
+    Ok(limited_json(&mut res, p, checker, &speed, req.resolution))
+}
+
+/// The JSON of a plan, after slowing it to `speed` along its path (checked at `resolution`).
+fn limited_json(
+    res: &mut PlanResult,
+    p: &Problem,
+    checker: &dyn Checker,
+    speed: &Option<LinkLimit>,
+    resolution: f64,
+) -> Value {
+    let along = Along {
+        checker,
+        path: &res.path,
+        timing: res.timing,
+        resolution,
+    };
+    let link_speed = limit_speed(
+        &mut res.trajectory,
+        &p.robot,
+        (&p.group, &p.base),
+        speed,
+        &along,
+    );
+    let mut v = result_json(res, checker, &p.group.name);
+    v["link_speed"] = link_speed;
+    v["resolution"] = json!(resolution);
+    v
+}
+
 /// Runs `gmp plan`. Input errors are `Err`; "no path" is `Ok` with `"success": false`.
 pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     if let Some(path) = &a.batch {
@@ -485,8 +564,11 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     let checker = crate::collision::make_scene_checker(
         &a.backend, &p.robot, &p.group, &p.base, &p.scene, opts,
     )?;
-    let (req, chosen) = request(a, &p.robot, &p.group, p.start, p.goal)?;
+    let (req, chosen) = request(a, &p.robot, &p.group, p.start.clone(), p.goal.clone())?;
     let speed = speed_limit(a, &p.robot, &p.group)?;
+    if req.planner == PlannerId::Lin {
+        return lin(&p, checker.as_ref(), &req, speed);
+    }
     let set = ConstraintSet::new(
         &p.robot,
         &p.group,
@@ -517,29 +599,16 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     };
     match outcome {
         Ok((mut res, goal)) => {
-            let along = Along {
-                checker: checker.as_ref(),
-                path: &res.path,
-                timing: res.timing,
-                resolution: req.resolution,
-            };
-            let link_speed = limit_speed(
-                &mut res.trajectory,
-                &p.robot,
-                (&p.group, &p.base),
-                &speed,
-                &along,
-            );
-            let mut v = result_json(&res, checker.as_ref(), &p.group.name);
-            v["link_speed"] = link_speed;
+            let mut v = limited_json(&mut res, &p, checker.as_ref(), &speed, req.resolution);
             if let Some(g) = goal {
                 v["goal_pose"] = g;
             }
             v["planner_config"] = json!(chosen.map(|c| c.name));
-            v["resolution"] = json!(req.resolution);
             Ok(v)
         }
-        Err(e @ (PlanError::NoPath { .. } | PlanError::NoIkSolution(_))) => Ok(json!({
+        Err(
+            e @ (PlanError::NoPath { .. } | PlanError::NoIkSolution(_) | PlanError::Blocked { .. }),
+        ) => Ok(json!({
             "success": false,
             "planner": req.planner.as_str(),
             "group": p.group.name,

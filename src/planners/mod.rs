@@ -19,6 +19,7 @@ pub use batch::plan_many;
 pub mod device;
 pub mod dynamic_roadmap;
 pub mod ompl;
+pub mod pilz;
 pub mod pose;
 pub mod prm;
 mod rrt;
@@ -55,10 +56,20 @@ pub enum PlannerId {
     RrtStar,
     /// Bidirectional RRT with greedy connection.
     RrtConnect,
+    /// Pilz's PTP: the straight joint-space motion from start to goal, or none (no detour).
+    Ptp,
+    /// Pilz's LIN: a link moved along a straight line to its goal pose, or none (no detour).
+    /// It needs the robot's kinematics: the planning service and `gmp plan` plan it
+    /// ([`pilz::lin`]); [`plan`] refuses it.
+    Lin,
 }
 
 impl PlannerId {
-    /// All planners, in a fixed order.
+    /// The motions of MoveIt's Pilz industrial motion planner that are planned here: `PTP` and
+    /// `LIN` (also lower case). `CIRC` is not.
+    pub const PILZ: [PlannerId; 2] = [PlannerId::Ptp, PlannerId::Lin];
+
+    /// All sampling-based planners, in a fixed order.
     pub const ALL: [PlannerId; 5] = [
         PlannerId::Prm,
         PlannerId::LazyPrm,
@@ -92,6 +103,8 @@ impl PlannerId {
             PlannerId::Rrt => "rrt",
             PlannerId::RrtStar => "rrt_star",
             PlannerId::RrtConnect => "rrt_connect",
+            PlannerId::Ptp => "ptp",
+            PlannerId::Lin => "lin",
         }
     }
 }
@@ -105,8 +118,9 @@ impl fmt::Display for PlannerId {
 /// A planner name that is not one of [`PlannerId::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect, or the \
-     OMPL ids RRTConnect, RRT, RRTstar, PRM, LazyPRM, e.g. RRTConnectkConfigDefault)"
+    "unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect, the \
+     OMPL ids RRTConnect, RRT, RRTstar, PRM, LazyPRM, e.g. RRTConnectkConfigDefault, or the \
+     Pilz motions PTP and LIN; CIRC is not planned)"
 )]
 pub struct UnknownPlanner(pub String);
 
@@ -115,7 +129,8 @@ impl FromStr for PlannerId {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         PlannerId::ALL
             .into_iter()
-            .find(|p| p.as_str() == s)
+            .chain(PlannerId::PILZ)
+            .find(|p| p.as_str() == s || p.as_str().to_uppercase() == s)
             .or_else(|| PlannerId::from_ompl(s))
             .ok_or_else(|| UnknownPlanner(s.to_string()))
     }
@@ -393,6 +408,14 @@ pub enum PlanError {
         iterations: usize,
         /// Vertices in the roadmap or trees.
         vertices: usize,
+    },
+    /// A Pilz motion (PTP, LIN) cannot be made: it plans no detour.
+    #[error("{planner}: {reason}")]
+    Blocked {
+        /// The motion.
+        planner: PlannerId,
+        /// Why, e.g. the straight motion collides.
+        reason: String,
     },
     /// A persistent roadmap was built for a different joint space than the checker's.
     #[error("the roadmap was built for joints [{roadmap}] but the checker plans for [{checker}]")]
@@ -1027,6 +1050,12 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
         PlannerId::Rrt | PlannerId::RrtStar => run(checker, req, |ctx| race(ctx, rrt::solve)),
         PlannerId::RrtConnect if req.on_device => run(checker, req, device::solve),
         PlannerId::RrtConnect => run(checker, req, |ctx| race(ctx, rrt_connect::solve)),
+        PlannerId::Ptp => run(checker, req, pilz::ptp),
+        PlannerId::Lin => Err(PlanError::InvalidRequest(
+            "lin moves a link along a straight line and needs the robot's kinematics: plan it \
+             with the planning service or gmp plan"
+                .into(),
+        )),
     }
 }
 

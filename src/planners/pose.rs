@@ -136,7 +136,7 @@ pub fn plan_to_pose_with(
                     ik_time,
                 })
             }
-            Err(e @ PlanError::NoPath { .. }) => last_err = Some(e),
+            Err(e @ (PlanError::NoPath { .. } | PlanError::Blocked { .. })) => last_err = Some(e),
             Err(e) => return Err(e),
         }
     }

@@ -87,7 +87,7 @@ impl PlanningService {
         let speed_limit = LinkLimit::for_cartesian_path(
             self.robot.cartesian_limits.as_ref(),
             (link, &link_name),
-            vel_scale,
+            (vel_scale, acc_scale),
             requested,
         );
         let opts = CartesianOptions {

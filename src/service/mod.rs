@@ -13,6 +13,7 @@ pub mod attach;
 pub mod cartesian;
 pub mod cloud;
 pub mod kinematics;
+mod pilz;
 pub mod roadmap;
 pub mod scene_io;
 pub mod state;
@@ -523,7 +524,9 @@ impl ServiceError {
             ServiceError::Group { .. } => C::InvalidGroup,
             ServiceError::Plan(PlanError::InvalidStart(_)) => C::StartInCollision,
             ServiceError::Plan(PlanError::InvalidGoal(_)) => C::GoalInCollision,
-            ServiceError::Plan(PlanError::NoPath { .. }) => C::PlanningFailed,
+            ServiceError::Plan(PlanError::NoPath { .. } | PlanError::Blocked { .. }) => {
+                C::PlanningFailed
+            }
             ServiceError::Plan(PlanError::ValidationFailed(_)) => C::InvalidMotionPlan,
             ServiceError::WrongFrame { .. }
             | ServiceError::UnsupportedMarker { .. }
@@ -1176,6 +1179,11 @@ impl PlanningService {
         self.ensure_checker(&group, &prepared.start_state)?;
         let checker = cached_checker(&self.cached)?;
         let preq = &prepared.request;
+        if preq.planner == PlannerId::Lin {
+            let response = self.plan_lin(&prepared, checker)?;
+            self.last_path = Some((group.name.clone(), response.path.clone()));
+            return Ok(response);
+        }
         let backend = checker.backend().name().to_string();
         let mut roadmap = self.roadmaps.last_mut().filter(|_| prepared.use_roadmap);
         let planner = match &roadmap {
@@ -1261,9 +1269,15 @@ impl PlanningService {
         for (i, req) in reqs.iter().enumerate() {
             match self.prepare(req) {
                 Err(e) => out[i] = Some(Err(e)),
-                // Pose goals are solved for one by one (each needs its inverse kinematics).
-                // So are plans under path constraints (planned on the host, one at a time).
-                Ok(p) if p.use_roadmap || p.pose.is_some() || !p.constraints.is_empty() => {
+                // Pose goals are solved for one by one (each needs its inverse kinematics),
+                // as are LIN motions. So are plans under path constraints (planned on the
+                // host, one at a time).
+                Ok(p)
+                    if p.use_roadmap
+                        || p.pose.is_some()
+                        || !p.constraints.is_empty()
+                        || p.request.planner == PlannerId::Lin =>
+                {
                     alone.push(i)
                 }
                 Ok(p) => {
@@ -1588,12 +1602,11 @@ impl PlanningService {
                     })?
             }
         };
-        Ok(Some(LinkLimit {
+        Ok(Some(LinkLimit::speed(
             link,
-            name: self.robot.tree.links[link].name.clone(),
-            linear: limit.max_speed,
-            angular: None,
-        }))
+            &self.robot.tree.links[link].name,
+            limit.max_speed,
+        )))
     }
 
     /// Slows `traj` (of `group`, the other joints at `state`) to a checked speed limit, where

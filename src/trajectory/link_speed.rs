@@ -31,7 +31,7 @@ use crate::collision::Checker;
 use crate::robot::cartesian_limits::CartesianLimits;
 use crate::robot::{KinematicTree, PlanningGroup};
 
-use super::{PathTiming, Trajectory};
+use super::{PathTiming, SegmentCaps, Trajectory};
 
 /// Sub-steps measured between two trajectory points at least.
 pub const SUBSTEPS: usize = 16;
@@ -76,37 +76,56 @@ pub struct LinkLimit {
     pub linear: f64,
     /// Largest angular speed, rad/s, if any.
     pub angular: Option<f64>,
+    /// Largest acceleration of its origin, m/s², if any (a Pilz `max_trans_acc`).
+    pub acceleration: Option<f64>,
 }
 
 impl LinkLimit {
+    /// A limit of `link`'s speed alone.
+    pub fn speed(link: usize, name: &str, linear: f64) -> LinkLimit {
+        LinkLimit {
+            link,
+            name: name.to_string(),
+            linear,
+            angular: None,
+            acceleration: None,
+        }
+    }
+
     /// The limit of a Cartesian path that moves `link`: `requested` (a request's own limit),
-    /// else none, with a robot's Pilz limits (`pilz_cartesian_limits.yaml`) scaled by
-    /// `vel_scale` where they apply, as Pilz's LIN scales them: without a request's limit
-    /// they limit the moved link; with one on the moved link, its `max_rot_vel` is added to
-    /// it (the request's speed replaces `max_trans_vel`).
+    /// else none, with a robot's Pilz limits (`pilz_cartesian_limits.yaml`) scaled by the
+    /// velocity and acceleration scaling where they apply, as Pilz's LIN scales them: without
+    /// a request's limit they limit the moved link; with one on the moved link, its
+    /// `max_rot_vel` and acceleration are added to it (the request's speed replaces
+    /// `max_trans_vel`).
     pub fn for_cartesian_path(
         pilz: Option<&CartesianLimits>,
         (link, name): (usize, &str),
-        vel_scale: f64,
+        (vel_scale, acc_scale): (f64, f64),
         requested: Option<LinkLimit>,
     ) -> Option<LinkLimit> {
         let Some(p) = pilz else {
             return requested;
         };
         let angular = p.max_rot_vel.map(|w| w * vel_scale);
+        let acceleration = p.max_trans_acceleration().map(|a| a * acc_scale);
         match requested {
             Some(mut l) => {
-                if l.link == link && l.angular.is_none() {
-                    l.angular = angular;
+                if l.link == link {
+                    l.angular = l.angular.or(angular);
+                    l.acceleration = l.acceleration.or(acceleration);
                 }
                 Some(l)
             }
-            None if p.max_trans_vel.is_some() || angular.is_some() => Some(LinkLimit {
-                link,
-                name: name.to_string(),
-                linear: p.max_trans_vel.map_or(f64::INFINITY, |v| v * vel_scale),
-                angular,
-            }),
+            None if p.max_trans_vel.is_some() || angular.is_some() || acceleration.is_some() => {
+                Some(LinkLimit {
+                    link,
+                    name: name.to_string(),
+                    linear: p.max_trans_vel.map_or(f64::INFINITY, |v| v * vel_scale),
+                    angular,
+                    acceleration,
+                })
+            }
             None => None,
         }
     }
@@ -127,6 +146,10 @@ pub struct LinkSpeed {
     pub angular_limit: Option<f64>,
     /// The link's highest measured angular speed before and after, rad/s.
     pub angular_peak: (f64, f64),
+    /// The acceleration limit, m/s², if any.
+    pub acceleration_limit: Option<f64>,
+    /// The link's highest measured acceleration before and after, m/s².
+    pub acceleration_peak: (f64, f64),
     /// How many times longer the returned trajectory takes (1: it was within the limit).
     pub factor: f64,
     /// Durations before and after, s.
@@ -181,16 +204,29 @@ fn per_interval(h: f64, thin: f64) -> usize {
     ((n as f64 / thin).ceil() as usize).max(1)
 }
 
-/// The highest speed (m/s) of `link`'s origin and angular speed (rad/s) of `link` along
-/// `traj` (group joint order, the other joints of the state at `base`), and the number of
-/// measurements.
+/// The highest rates of a link along a trajectory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Peaks {
+    /// Speed of its origin, m/s.
+    pub linear: f64,
+    /// Angular speed, rad/s.
+    pub angular: f64,
+    /// Acceleration of its origin, m/s².
+    pub acceleration: f64,
+}
+
+/// The highest speed, angular speed and acceleration of `link` along `traj` (group joint
+/// order, the other joints of the state at `base`), and the number of measurements. Speeds
+/// come from a central difference of forward kinematics along the joint velocity; the
+/// acceleration from a second difference of the link's position along the trajectory in time
+/// ([`ACC_DT`] apart).
 pub fn peak_link_speed(
     traj: &Trajectory,
     tree: &KinematicTree,
     group: &PlanningGroup,
     base: &[f64],
     link: usize,
-) -> ((f64, f64), usize) {
+) -> (Peaks, usize) {
     let times = sample_times(traj);
     let mut poses = Vec::new();
     let mut at = |q: &[f64]| {
@@ -200,7 +236,7 @@ pub fn peak_link_speed(
     // A step of DT seconds along the velocity: small against the motion, large against
     // rounding.
     const DT: f64 = 1e-5;
-    let (mut peak, mut angular) = (0.0f64, 0.0f64);
+    let mut peaks = Peaks::default();
     let (mut ahead, mut behind) = (Vec::new(), Vec::new());
     for &t in &times {
         let (q, v) = traj.sample(t);
@@ -212,20 +248,34 @@ pub fn peak_link_speed(
         behind.clear();
         behind.extend(q.iter().zip(&v).map(|(x, d)| x - d * DT));
         let (a, b) = (at(&ahead), at(&behind));
-        peak = peak.max((a.translation.vector - b.translation.vector).norm() / (2.0 * DT));
-        angular = angular.max(a.rotation.angle_to(&b.rotation) / (2.0 * DT));
+        let linear = (a.translation.vector - b.translation.vector).norm() / (2.0 * DT);
+        peaks.linear = peaks.linear.max(linear);
+        peaks.angular = peaks
+            .angular
+            .max(a.rotation.angle_to(&b.rotation) / (2.0 * DT));
+        let [before, now, after] = [t - ACC_DT, t, t + ACC_DT].map(|x| {
+            let q = traj.sample(x).0;
+            at(&q).translation.vector
+        });
+        peaks.acceleration = peaks
+            .acceleration
+            .max((after - 2.0 * now + before).norm() / (ACC_DT * ACC_DT));
     }
-    ((peak, angular), times.len())
+    (peaks, times.len())
 }
 
-/// The per-segment caps on the path speed of `path` (one per segment, infinite where the link
-/// does not move) that keep `limit`'s link under it; see the module documentation.
+/// Time step (s) of the second difference that measures a link's acceleration.
+pub const ACC_DT: f64 = 1e-4;
+
+/// The per-segment caps on the path parameter of `path` (infinite where the link does not
+/// move) that keep `limit`'s link under its speed and acceleration limits; see the module
+/// documentation.
 pub fn segment_caps(
     space: &crate::robot::JointSpace,
     path: &[Vec<f64>],
     (tree, group, base): (&KinematicTree, &PlanningGroup, &[f64]),
     limit: &LinkLimit,
-) -> Vec<f64> {
+) -> SegmentCaps {
     const EPS: f64 = 1e-5;
     let dof = space.dof();
     let mut poses = Vec::new();
@@ -234,40 +284,45 @@ pub fn segment_caps(
         poses[limit.link]
     };
     let (mut delta, mut ahead, mut behind) = (vec![0.0; dof], vec![0.0; dof], vec![0.0; dof]);
-    let linear = limit.linear * (1.0 - CAP_MARGIN);
-    let angular = limit.angular.map(|w| w * (1.0 - CAP_MARGIN));
-    path.windows(2)
-        .map(|w| {
-            space.difference(&w[0], &w[1], &mut delta);
-            let widest = delta.iter().fold(0.0f64, |m, d| m.max(d.abs()));
-            let steps = ((widest / CAP_STEP).ceil() as usize).max(2);
-            let (mut rate, mut turn) = (0.0f64, 0.0f64);
-            for i in 0..=steps {
-                let s = i as f64 / steps as f64;
-                for j in 0..dof {
-                    let q = w[0][j] + delta[j] * s;
-                    ahead[j] = q + delta[j] * EPS;
-                    behind[j] = q - delta[j] * EPS;
-                }
-                let (a, b) = (pose_at(&ahead), pose_at(&behind));
-                rate = rate.max((a.translation.vector - b.translation.vector).norm() / (2.0 * EPS));
-                turn = turn.max(a.rotation.angle_to(&b.rotation) / (2.0 * EPS));
+    let within = |x: Option<f64>| x.map_or(f64::INFINITY, |x| x * (1.0 - CAP_MARGIN));
+    let (linear, angular, acceleration) = (
+        within(Some(limit.linear)),
+        within(limit.angular),
+        within(limit.acceleration),
+    );
+    let cap = |limit: f64, rate: f64| {
+        if rate > 0.0 {
+            limit / rate
+        } else {
+            f64::INFINITY
+        }
+    };
+    let mut caps = SegmentCaps::default();
+    for w in path.windows(2) {
+        space.difference(&w[0], &w[1], &mut delta);
+        let widest = delta.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+        let steps = ((widest / CAP_STEP).ceil() as usize).max(2);
+        let (mut rate, mut turn) = (0.0f64, 0.0f64);
+        for i in 0..=steps {
+            let s = i as f64 / steps as f64;
+            for j in 0..dof {
+                let q = w[0][j] + delta[j] * s;
+                ahead[j] = q + delta[j] * EPS;
+                behind[j] = q - delta[j] * EPS;
             }
-            let cap = |limit: f64, rate: f64| {
-                if rate > 0.0 {
-                    limit / rate
-                } else {
-                    f64::INFINITY
-                }
-            };
-            cap(linear, rate).min(angular.map_or(f64::INFINITY, |w| cap(w, turn)))
-        })
-        .collect()
+            let (a, b) = (pose_at(&ahead), pose_at(&behind));
+            rate = rate.max((a.translation.vector - b.translation.vector).norm() / (2.0 * EPS));
+            turn = turn.max(a.rotation.angle_to(&b.rotation) / (2.0 * EPS));
+        }
+        caps.speed.push(cap(linear, rate).min(cap(angular, turn)));
+        caps.acceleration.push(cap(acceleration, rate));
+    }
+    caps
 }
 
-/// Slows `traj` where the link of `limit` would move or turn faster than it allows (see the
-/// module documentation): segment by segment along `along`'s path where given, else (and for
-/// what remains) uniformly. Limits must be positive.
+/// Slows `traj` where the link of `limit` would move, turn or accelerate faster than it allows
+/// (see the module documentation): segment by segment along `along`'s path where given, else
+/// (and for what remains) uniformly. Limits must be positive.
 pub fn limit_link_speed(
     traj: &mut Trajectory,
     tree: &KinematicTree,
@@ -278,10 +333,15 @@ pub fn limit_link_speed(
 ) -> LinkSpeed {
     let link = limit.link;
     let peak = |t: &Trajectory| peak_link_speed(t, tree, group, base, link);
-    let over = |(linear, angular): (f64, f64)| {
-        let by = |peak: f64, limit: f64| peak / (limit * (1.0 - MARGIN));
-        by(linear, limit.linear)
-            .max(limit.angular.map_or(0.0, |w| by(angular, w)))
+    // The uniform stretch that brings every peak under its limit: speeds scale with its
+    // inverse, accelerations with its inverse square.
+    let over = |p: Peaks| {
+        let by = |peak: f64, limit: Option<f64>| {
+            limit.map_or(0.0, |limit| peak / (limit * (1.0 - MARGIN)))
+        };
+        by(p.linear, Some(limit.linear))
+            .max(by(p.angular, limit.angular))
+            .max(by(p.acceleration, limit.acceleration).sqrt())
             .max(1.0)
     };
     let (before, samples) = peak(traj);
@@ -290,10 +350,12 @@ pub fn limit_link_speed(
     let mut result = LinkSpeed {
         link: limit.name.clone(),
         limit: limit.linear,
-        peak_before: before.0,
-        peak_after: before.0,
+        peak_before: before.linear,
+        peak_after: before.linear,
         angular_limit: limit.angular,
-        angular_peak: (before.1, before.1),
+        angular_peak: (before.angular, before.angular),
+        acceleration_limit: limit.acceleration,
+        acceleration_peak: (before.acceleration, before.acceleration),
         factor: 1.0,
         duration: (duration_before, duration_before),
         retimed: false,
@@ -330,8 +392,9 @@ pub fn limit_link_speed(
         out.scale_time(result.stretch);
         after = peak(&out).0;
     }
-    result.peak_after = after.0;
-    result.angular_peak.1 = after.1;
+    result.peak_after = after.linear;
+    result.angular_peak.1 = after.angular;
+    result.acceleration_peak.1 = after.acceleration;
     result.duration.1 = out.duration();
     result.factor = if duration_before > 0.0 {
         out.duration() / duration_before
@@ -397,7 +460,8 @@ mod tests {
         let turn = |a: &nalgebra::Isometry3<f64>, b: &nalgebra::Isometry3<f64>| {
             a.rotation.angle_to(&b.rotation)
         };
-        let ((peak, angular), samples) = peak_link_speed(&traj, &robot.tree, &group, &base, tip);
+        let (peaks, samples) = peak_link_speed(&traj, &robot.tree, &group, &base, tip);
+        let (peak, angular) = (peaks.linear, peaks.angular);
         let independent = peak_rate(&traj, &robot, &group, tip, linear);
         assert!(
             (peak - independent).abs() < 1e-2 * independent,
@@ -407,10 +471,8 @@ mod tests {
         let limited = |linear: f64, angular: Option<f64>| {
             let mut t = traj.clone();
             let limit = LinkLimit {
-                link: tip,
-                name: "tool".into(),
-                linear,
                 angular,
+                ..LinkLimit::speed(tip, "tool", linear)
             };
             let r = limit_link_speed(&mut t, &robot.tree, &group, &base, &limit, None);
             (t, r)
@@ -441,5 +503,51 @@ mod tests {
         assert!(r.angular_peak.1 <= angular / 4.0, "{r:?}");
         let measured = peak_rate(&turned, &robot, &group, tip, turn);
         assert!(measured <= angular / 4.0 * (1.0 + 1e-4), "{measured}");
+
+        // An acceleration limit: stretching by k divides accelerations by k squared.
+        let independent = peak_acceleration(&traj, &robot, &group, tip);
+        assert!(
+            (peaks.acceleration - independent).abs() < 2e-2 * independent,
+            "{} vs {independent}",
+            peaks.acceleration
+        );
+        let mut t = traj.clone();
+        let limit = LinkLimit {
+            acceleration: Some(peaks.acceleration / 9.0),
+            ..LinkLimit::speed(tip, "tool", f64::INFINITY)
+        };
+        let r = limit_link_speed(&mut t, &robot.tree, &group, &base, &limit, None);
+        assert!(
+            (r.stretch - 3.0 / (1.0 - MARGIN).sqrt()).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert!(r.acceleration_peak.1 <= peaks.acceleration / 9.0, "{r:?}");
+        let measured = peak_acceleration(&t, &robot, &group, tip);
+        assert!(measured <= peaks.acceleration / 9.0 * 1.02, "{measured}");
+    }
+
+    /// The highest acceleration of the link's origin along `traj` by positions alone: second
+    /// differences 1 ms apart.
+    fn peak_acceleration(
+        traj: &Trajectory,
+        robot: &RobotModel,
+        group: &PlanningGroup,
+        link: usize,
+    ) -> f64 {
+        let dt = 1e-3;
+        let base = robot.tree.neutral_state();
+        let at = |t: f64| {
+            let q = traj.sample(t).0;
+            robot.tree.forward_kinematics(&group.full_state(&base, &q))[link]
+                .translation
+                .vector
+        };
+        let steps = (traj.duration() / dt).ceil() as usize;
+        (1..steps)
+            .map(|i| {
+                let t = i as f64 * dt;
+                (at(t + dt) - 2.0 * at(t) + at(t - dt)).norm() / (dt * dt)
+            })
+            .fold(0.0, f64::max)
     }
 }

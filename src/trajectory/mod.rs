@@ -45,20 +45,36 @@ pub enum PathTiming {
     },
 }
 
+/// Caps on the path parameter of each segment of a path (one unit per segment, from waypoint
+/// `k` to `k + 1`), on top of the joint limits; infinite: none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SegmentCaps {
+    /// Largest path speed per segment, 1/s.
+    pub speed: Vec<f64>,
+    /// Largest path acceleration per segment, 1/s².
+    pub acceleration: Vec<f64>,
+}
+
+impl SegmentCaps {
+    fn cap(v: &[f64], k: usize) -> f64 {
+        v.get(k).copied().unwrap_or(f64::INFINITY)
+    }
+}
+
 impl PathTiming {
-    /// Times `path` this way, with the path speed of segment `k` (from waypoint `k` to `k + 1`,
-    /// one unit of path parameter per segment) at most `caps[k]` per second where `caps` is
-    /// given (one per segment; infinite: no cap).
+    /// Times `path` this way, within `caps` where given (see [`SegmentCaps`]).
     pub fn time(
         &self,
         space: &JointSpace,
         path: &[Vec<f64>],
-        caps: Option<&[f64]>,
+        caps: Option<&SegmentCaps>,
     ) -> Result<Trajectory, TrajectoryError> {
         if let Some(c) = caps {
-            if c.len() + 1 != path.len() || c.iter().any(|x| x.is_nan() || *x <= 0.0) {
+            let bad =
+                |v: &[f64]| v.len() + 1 != path.len() || v.iter().any(|x| x.is_nan() || *x <= 0.0);
+            if bad(&c.speed) || bad(&c.acceleration) {
                 return Err(TrajectoryError::BadSpeedCaps {
-                    caps: c.len(),
+                    caps: c.speed.len().min(c.acceleration.len()),
                     waypoints: path.len(),
                 });
             }
@@ -252,8 +268,11 @@ pub enum TrajectoryError {
     /// The sampling period was not positive and finite.
     #[error("sample_dt must be positive and finite, got {0}")]
     BadSampleDt(f64),
-    /// Speed caps not one positive value per segment of the path.
-    #[error("speed caps: need one positive cap per segment, got {caps} for {waypoints} waypoints")]
+    /// Speed or acceleration caps not one positive value per segment of the path.
+    #[error(
+        "segment caps: need one positive speed and acceleration cap per segment, got {caps} for \
+         {waypoints} waypoints"
+    )]
     BadSpeedCaps {
         /// Caps given.
         caps: usize,
@@ -1128,13 +1147,13 @@ fn jerk_limits(space: &JointSpace) -> Result<Vec<f64>, TrajectoryError> {
         .collect()
 }
 
-/// The stop-at-every-waypoint timing; `caps`: the largest path speed per segment, if any.
+/// The stop-at-every-waypoint timing, within `caps` where given.
 fn parameterize(
     space: &JointSpace,
     path: &[Vec<f64>],
     (vel_scale, acc_scale): (f64, f64),
     sampling: Sampling,
-    caps: Option<&[f64]>,
+    caps: Option<&SegmentCaps>,
 ) -> Result<Trajectory, TrajectoryError> {
     check_waypoints(space, path)?;
     let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
@@ -1179,8 +1198,9 @@ fn parameterize(
             offset = next_offset;
             continue; // zero-length segment
         }
-        if let Some(cap) = caps.and_then(|c| c.get(k)) {
-            v_s = v_s.min(*cap);
+        if let Some(c) = caps {
+            v_s = v_s.min(SegmentCaps::cap(&c.speed, k));
+            a_s = a_s.min(SegmentCaps::cap(&c.acceleration, k));
         }
         let profile = Profile::new(v_s, a_s, j_s);
         if first_acc.is_none() {

@@ -26,7 +26,10 @@
 //! checks cover the straight segments.
 
 use super::TrajectoryPoint;
-use super::{check_waypoints, parameterize, scaled_limits, Sampling, Trajectory, TrajectoryError};
+use super::{
+    check_waypoints, parameterize, scaled_limits, Sampling, SegmentCaps, Trajectory,
+    TrajectoryError,
+};
 use crate::robot::JointSpace;
 
 /// Rounds of lowering speed caps before falling back to stopping at every waypoint.
@@ -80,13 +83,13 @@ pub fn time_parameterize_through(
 }
 
 /// [`time_parameterize_through`] with the path speed of segment `k` (path waypoint `k` to
-/// `k + 1`) at most `caps[k]` where given.
+/// `k + 1`) within `caps` where given.
 pub(super) fn time_through_capped(
     space: &JointSpace,
     path: &[Vec<f64>],
     vel_scale: f64,
     acc_scale: f64,
-    caps: Option<&[f64]>,
+    caps: Option<&SegmentCaps>,
 ) -> Result<ThroughTiming, TrajectoryError> {
     check_waypoints(space, path)?;
     let (vmax, amax) = scaled_limits(space, vel_scale, acc_scale)?;
@@ -96,17 +99,18 @@ pub(super) fn time_through_capped(
     let mut pos: Vec<Vec<f64>> = vec![path[0].clone()];
     let mut kept: Vec<Vec<f64>> = vec![path[0].clone()];
     // The cap of every kept segment.
-    let mut kept_caps: Vec<f64> = Vec::new();
+    let mut kept_caps = SegmentCaps::default();
     for (k, w) in path.windows(2).enumerate() {
         space.difference(&w[0], &w[1], &mut delta);
         if delta.iter().all(|d| *d == 0.0) {
             continue;
         }
-        kept_caps.push(
-            caps.and_then(|c| c.get(k))
-                .copied()
-                .unwrap_or(f64::INFINITY),
-        );
+        if let Some(c) = caps {
+            kept_caps.speed.push(SegmentCaps::cap(&c.speed, k));
+            kept_caps
+                .acceleration
+                .push(SegmentCaps::cap(&c.acceleration, k));
+        }
         let prev = &pos[pos.len() - 1];
         let next: Vec<f64> = (0..dof)
             .map(|j| {
@@ -151,10 +155,14 @@ pub(super) fn time_through_capped(
     let acorner: Vec<f64> = amax.iter().map(|a| a * TURN_SHARE).collect();
     let seg_speed: Vec<f64> = d
         .iter()
-        .zip(&kept_caps)
-        .map(|(dk, c)| bound(&vplan, dk).min(*c))
+        .enumerate()
+        .map(|(k, dk)| bound(&vplan, dk).min(SegmentCaps::cap(&kept_caps.speed, k)))
         .collect();
-    let seg_acc: Vec<f64> = d.iter().map(|dk| bound(&aplan, dk)).collect();
+    let seg_acc: Vec<f64> = d
+        .iter()
+        .enumerate()
+        .map(|(k, dk)| bound(&aplan, dk).min(SegmentCaps::cap(&kept_caps.acceleration, k)))
+        .collect();
     // Per point: the speed cap (0 at the ends).
     let mut cap = vec![0.0; n + 1];
     let mut turn = vec![0.0; dof];
@@ -190,7 +198,7 @@ pub(super) fn time_through_capped(
         &kept,
         (vel_scale, acc_scale),
         Sampling::Steps(f64::INFINITY),
-        caps.map(|_| kept_caps.as_slice()),
+        caps.map(|_| &kept_caps),
     )?;
     Ok(ThroughTiming {
         trajectory,

@@ -431,6 +431,7 @@ def run_checks(node, launch):
     path_constraint_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
     speed_limit_checks(node, plan)
+    pilz_checks(node, plan)
     attach_checks(node, plan, obstacles, scenes)
     scene_file_checks(node, scenes)
     allowed_collision_checks(node, plan, scenes)
@@ -526,6 +527,37 @@ def speed_limit_checks(node, plan):
     check('max_cartesian_speed of ~/plan_cartesian: 10 cm at most 2 cm/s takes 5 s or more',
           ok and peak <= 0.02 * 1.001 and duration(res.trajectory) >= 5.0,
           res and f'{res.message!r}; peak {peak} m/s')
+
+
+def pilz_checks(node, plan):
+    """planner_id PTP: the straight joint motion; LIN: the tool along a straight line (by the
+    independent kinematics) into the joint goal."""
+    start = [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2]
+    goal = [-2.6, 0.4, 0.9, 0.3, 0.5, 0.2]
+    for planner in ('PTP', 'LIN'):
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, start)
+        req.goal_state = joint_state(ARM, goal)
+        req.planner_id = planner
+        res = call(node, plan, req, timeout=30.0)
+        ok = res is not None and res.success
+        pts = [list(p.positions) for p in res.trajectory.points] if ok else []
+        ends = ok and max(abs(a - b) for a, b in zip(pts[-1], goal)) < 1e-9
+        a = ROBOT.link_poses(ARM, start)['tool0'][1]
+        b = ROBOT.link_poses(ARM, goal)['tool0'][1]
+        d = [y - x for x, y in zip(a, b)]
+        n = math.sqrt(sum(x * x for x in d))
+        off = 0.0
+        for q in pts:
+            p = [y - x for x, y in zip(a, ROBOT.link_poses(ARM, q)['tool0'][1])]
+            along = sum(x * y for x, y in zip(p, d)) / n
+            off = max(off, math.sqrt(max(0.0, sum(x * x for x in p) - along * along)))
+        straight = off < 2e-3 if planner == 'LIN' else True
+        check(f'planner_id {planner}: planned by {planner.lower()}, ending in the goal'
+              + (', the tool on the straight line (independent kinematics)'
+                 if planner == 'LIN' else ''),
+              ok and ends and straight and f'by {planner.lower()}' in res.message,
+              res and f'{res.message!r}; tool off the line {off:.5f} m')
 
 
 def duration(traj):

@@ -1,0 +1,97 @@
+//! Pilz's LIN motion through the planning service (`planner_id` `LIN` of `~/plan`): the goal
+//! link moved along a straight line ([`crate::planners::pilz::lin`]), with the robot's Pilz
+//! Cartesian limits and the request's speed limit.
+
+use super::{PlanningService, Prepared, ServiceError, ServicePlanResponse};
+use crate::collision::Checker;
+use crate::planners::cartesian::CartesianOptions;
+use crate::planners::{pilz, PlannerId};
+use crate::robot::ik::{self, IkSolver, PoseTarget};
+use crate::trajectory::{Along, LinkLimit};
+
+impl PlanningService {
+    /// A LIN motion for a prepared request: to its pose goal (a position goal keeps the
+    /// start's orientation) or to the pose of its goal state's tip link, which the line must
+    /// then end in.
+    pub(super) fn plan_lin(
+        &self,
+        prepared: &Prepared,
+        checker: &dyn Checker,
+    ) -> Result<ServicePlanResponse, ServiceError> {
+        let (preq, group) = (&prepared.request, &prepared.group);
+        if !prepared.constraints.is_empty() {
+            return Err(ServiceError::BadPathConstraints(
+                "LIN moves along a straight line and plans no path constraints".into(),
+            ));
+        }
+        let tree = &self.robot.tree;
+        let pilz::LinTarget {
+            link,
+            pose: target,
+            goal,
+        } = pilz::lin_target(
+            (tree, group, &prepared.start_state),
+            (&preq.start, &preq.goal),
+            prepared.pose.as_ref(),
+            ik::default_tip_link(&self.robot, group),
+        )
+        .map_err(|reason| ServiceError::BadOption {
+            name: "planner_id",
+            reason,
+        })?;
+        let pose_at = |q: &[f64], link: usize| {
+            tree.forward_kinematics(&group.full_state(&prepared.start_state, q))[link]
+        };
+        let mut solver = IkSolver::new(
+            &self.robot,
+            group,
+            &prepared.start_state,
+            PoseTarget::pose(link, target),
+        )
+        .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+        let opts = CartesianOptions {
+            resolution: preq.resolution,
+            vel_scale: preq.vel_scale,
+            acc_scale: preq.acc_scale,
+            ..CartesianOptions::default()
+        };
+        let mut result = pilz::lin(checker, &mut solver, &preq.start, (&target, goal), &opts)?;
+        let name = tree.links[link].name.clone();
+        let speed_limit = LinkLimit::for_cartesian_path(
+            self.robot.cartesian_limits.as_ref(),
+            (link, &name),
+            (preq.vel_scale, preq.acc_scale),
+            prepared.speed_limit.clone(),
+        );
+        let link_speed = self.apply_speed_limit(
+            &mut result.trajectory,
+            (group, &prepared.start_state),
+            &speed_limit,
+            &Along {
+                checker,
+                path: &result.path,
+                timing: result.timing,
+                resolution: preq.resolution,
+            },
+        );
+        let pose_error = prepared.pose.as_ref().and_then(|t| {
+            let reached = pose_at(result.path.last()?, link);
+            let position = (reached.translation.vector - t.pose.translation.vector).norm();
+            let orientation = t
+                .orientation_tolerance
+                .map_or(0.0, |_| reached.rotation.angle_to(&t.pose.rotation));
+            Some((name.clone(), position, orientation))
+        });
+        Ok(ServicePlanResponse {
+            trajectory: result.trajectory,
+            path: result.path,
+            stats: result.stats,
+            planner: PlannerId::Lin.as_str().to_string(),
+            backend: checker.backend().name().to_string(),
+            pose_error,
+            group: group.name.clone(),
+            planner_config: None,
+            link_speed,
+        })
+    }
+}
