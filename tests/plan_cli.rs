@@ -1419,6 +1419,39 @@ fn pilz_ptp_and_lin_from_the_command_line() {
         assert!(off < 2e-3, "{off} m off the line at {q:?}");
     }
 
+    // CIRC: a quarter circle of 8 cm about a centre below the tool, to a pose goal.
+    let from = tool_pose(&start);
+    let c = a - nalgebra::Vector3::z() * 0.08;
+    let at =
+        |t: f64| c + (nalgebra::Vector3::z() * t.cos() + nalgebra::Vector3::x() * t.sin()) * 0.08;
+    let (to, q) = (at(std::f64::consts::FRAC_PI_2), from.rotation.coords);
+    let pose = json_list(&[to.x, to.y, to.z, q.x, q.y, q.z, q.w]);
+    let interim = at(std::f64::consts::FRAC_PI_4);
+    let circ_with = |extra: &[&str]| {
+        let start = json_list(&start);
+        let mut args = vec!["--start", &start, "--goal-pose", &pose, "--planner", "CIRC"];
+        args.extend_from_slice(extra);
+        bundled(&args)
+    };
+    let circ = stdout_json(&circ_with(&[
+        "--circ-interim",
+        &json_list(&[interim.x, interim.y, interim.z]),
+    ]));
+    assert_eq!(
+        (&circ["success"], &circ["planner"]),
+        (&json!(true), &json!("circ")),
+        "{circ}"
+    );
+    let path: Vec<Vec<f64>> = serde_json::from_value(circ["path"].clone()).unwrap();
+    for q in &path {
+        let r = (tool_pose(q).translation.vector - c).norm();
+        assert!((r - 0.08).abs() < 2e-3, "{r} m from the centre at {q:?}");
+    }
+    let out = circ_with(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--circ-center or --circ-interim"), "{err}");
+
     let singular = [-2.8, 0.3, 0.8, 0.0, 0.0, 0.0];
     let out = bundled_plan(
         &singular,

@@ -6,6 +6,7 @@ use common::service::{cpu_checker, names, place, request, service, tool_pose_at,
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
+use gpu_motion_planner::robot::constraint::{ConstraintSpec, PositionSpec};
 use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
@@ -1746,9 +1747,9 @@ fn ptp_moves_straight_in_joint_space_or_refuses() {
     assert_eq!(e.category(), ErrorCategory::PlanningFailed);
     let around = s.plan(with("rrt_connect")).expect("a detour");
     assert!(around.path.len() > 2);
-    // CIRC is not planned, and says so.
+    // CIRC needs its circle's point.
     let e = s.plan(with("CIRC")).unwrap_err().to_string();
-    assert!(e.contains("CIRC is not planned"), "{e}");
+    assert!(e.contains("CIRC: give the circle's point"), "{e}");
 }
 
 /// Pilz's LIN (`planner_id` "LIN"): the tool along a straight line to a pose goal, or to a
@@ -1815,4 +1816,93 @@ fn lin_moves_the_tool_along_a_straight_line() {
         "{e}"
     );
     assert_eq!(e.category(), ErrorCategory::PlanningFailed);
+}
+
+/// Path constraints that carry a CIRC motion's circle point, as MoveIt passes it.
+fn circ_constraints(name: &str, point: Vector3<f64>) -> ConstraintSpec {
+    ConstraintSpec {
+        name: name.into(),
+        position: vec![PositionSpec {
+            frame: "world".into(),
+            link: "tool0".into(),
+            offset: [0.0; 3],
+            position: point.into(),
+            orientation: [0.0, 0.0, 0.0, 1.0],
+            size: [1e-3; 3],
+        }],
+        ..ConstraintSpec::default()
+    }
+}
+
+/// Pilz's CIRC (`planner_id` "CIRC", the circle's point a path constraint named `interim` or
+/// `center`): the tool along a quarter circle, on the circle all the way by the test's own
+/// kinematics; bad circle points are refused by name.
+#[test]
+fn circ_moves_the_tool_along_an_arc() {
+    let mut s = service();
+    let from = tool_pose_at(&s, &START);
+    let a = from.translation.vector;
+    // A quarter circle of radius 8 cm in the vertical plane through the tool, centre below it.
+    let r = 0.08;
+    let c = a - Vector3::z() * r;
+    let at = |t: f64| c + (Vector3::z() * t.cos() + Vector3::x() * t.sin()) * r;
+    let to = Isometry3::from_parts(
+        nalgebra::Translation3::from(at(std::f64::consts::FRAC_PI_2)),
+        from.rotation,
+    );
+    let interim = at(std::f64::consts::FRAC_PI_4);
+    for (name, point) in [("interim", interim), ("center", c)] {
+        let out = s
+            .plan(ServicePlanRequest {
+                planner: Some("CIRC".into()),
+                path_constraints: circ_constraints(name, point),
+                ..pose_request(&s, "world", &to)
+            })
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(out.planner, "circ");
+        let traj = &out.trajectory;
+        let steps = (traj.duration() / 1e-3).ceil() as usize;
+        let (mut off, mut nearest) = (0.0f64, f64::INFINITY);
+        for i in 0..=steps {
+            let p = tool_at(&s, &traj.sample(i as f64 * 1e-3).0);
+            off = off.max(((p - c).norm() - r).abs());
+            nearest = nearest.min((p - interim).norm());
+        }
+        assert!(off < 2e-3, "{name}: {off} m off the circle");
+        assert!(nearest < 2e-3, "{name}: {nearest} m from the interim point");
+        assert!((tool_at(&s, out.path.last().unwrap()) - to.translation.vector).norm() < 1e-3);
+        assert_valid(&s, &out.path, traj);
+        within_joint_limits(&s, traj);
+    }
+    for (spec, want) in [
+        (
+            circ_constraints("middle", interim),
+            "named 'center' or 'interim'",
+        ),
+        (
+            ConstraintSpec {
+                name: "interim".into(),
+                ..ConstraintSpec::default()
+            },
+            "got 0 position constraints",
+        ),
+        (
+            circ_constraints("interim", a.lerp(&to.translation.vector, 0.5)),
+            "on one line",
+        ),
+        (
+            circ_constraints("center", c + Vector3::x() * 0.02),
+            "from the centre",
+        ),
+    ] {
+        let e = s
+            .plan(ServicePlanRequest {
+                planner: Some("CIRC".into()),
+                path_constraints: spec,
+                ..pose_request(&s, "world", &to)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e}");
+    }
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use nalgebra::Isometry3;
+use nalgebra::{Isometry3, Vector3};
 use serde_json::{json, Value};
 
 use super::tuning::PlannerTuning;
@@ -26,7 +26,7 @@ use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::cartesian::CartesianOptions;
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
-use crate::planners::pilz;
+use crate::planners::pilz::{self, CircPoint, PilzPath};
 use crate::planners::pose::plan_to_pose_with;
 use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
@@ -74,12 +74,18 @@ pub struct PlanArgs {
     /// link (at the start state).
     #[arg(long = "path-constraints")]
     pub path_constraints: Option<PathBuf>,
-    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect, an OMPL id (e.g. RRTConnect), or
-    /// a configuration of the robot's `ompl_planning.yaml` (`--ompl-planning`, or the
-    /// MoveIt config's). Default: the group's `default_planner_config` there, else
-    /// rrt_connect.
+    /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect, an OMPL id (e.g. RRTConnect), a
+    /// configuration of the robot's `ompl_planning.yaml` (`--ompl-planning`, or the MoveIt
+    /// config's), or a Pilz motion: PTP, LIN or CIRC (see `planners::pilz`). Default: the
+    /// group's `default_planner_config` there, else rrt_connect.
     #[arg(long)]
     pub planner: Option<String>,
+    /// `--planner CIRC`: the centre of the circle, `[x, y, z]` in the robot's root frame.
+    #[arg(long = "circ-center", conflicts_with = "circ_interim")]
+    pub circ_center: Option<String>,
+    /// `--planner CIRC`: a point the arc passes through, `[x, y, z]` in the robot's root frame.
+    #[arg(long = "circ-interim")]
+    pub circ_interim: Option<String>,
     /// Planning group from the SRDF (default: the request's group, else the first SRDF group).
     #[arg(long)]
     pub group: Option<String>,
@@ -474,9 +480,33 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
     })
 }
 
-/// `gmp plan --planner LIN` (see [`crate::planners::pilz`]): the group's tip (or the pose
-/// goal's link) along a straight line, with the robot's Pilz limits.
-fn lin(
+/// The circle's point of `--planner CIRC` (`--circ-center` or `--circ-interim`).
+fn circ_point(a: &PlanArgs) -> Result<CircPoint, CliError> {
+    let parse = |flag: &str, text: &str| -> Result<Vector3<f64>, CliError> {
+        let v: [f64; 3] = serde_json::from_str(text).map_err(|e| {
+            CliError(format!(
+                "{flag} must be a JSON list [x, y, z], got '{text}': {e}"
+            ))
+        })?;
+        if v.iter().all(|x| x.is_finite()) {
+            Ok(Vector3::from(v))
+        } else {
+            Err(CliError(format!("{flag}: {text} is not finite")))
+        }
+    };
+    match (&a.circ_center, &a.circ_interim) {
+        (Some(c), _) => Ok(CircPoint::Center(parse("--circ-center", c)?)),
+        (None, Some(i)) => Ok(CircPoint::Interim(parse("--circ-interim", i)?)),
+        (None, None) => Err(CliError(
+            "--planner CIRC needs the circle's point: --circ-center or --circ-interim".into(),
+        )),
+    }
+}
+
+/// `gmp plan --planner LIN` or `CIRC` (see [`crate::planners::pilz`]): the group's tip (or the
+/// pose goal's link) along a straight line or an arc, with the robot's Pilz limits.
+fn pilz_cartesian(
+    kind: PilzPath,
     p: &Problem,
     checker: &dyn Checker,
     req: &PlanRequest,
@@ -484,8 +514,7 @@ fn lin(
 ) -> Result<Value, CliError> {
     if !p.constraints.is_empty() {
         return Err(CliError(
-            "--path-constraints: LIN moves along a straight line and plans no path constraints"
-                .into(),
+            "--path-constraints: LIN and CIRC plan no path constraints".into(),
         ));
     }
     let tree = &p.robot.tree;
@@ -508,10 +537,19 @@ fn lin(
         acc_scale: req.acc_scale,
         ..CartesianOptions::default()
     };
-    let mut res = match pilz::lin(checker, &mut solver, &req.start, (&target, goal), &opts) {
+    let motion = pilz::cartesian_motion(
+        checker,
+        &mut solver,
+        &req.start,
+        (&target, goal, kind),
+        &opts,
+    );
+    let mut res = match motion {
         Ok(res) => res,
         Err(e @ (PlanError::Blocked { .. } | PlanError::NoIkSolution(_))) => {
-            return Ok(json!({"success": false, "error": e.to_string(), "planner": "lin"}))
+            return Ok(
+                json!({"success": false, "error": e.to_string(), "planner": req.planner.as_str()}),
+            )
         }
         Err(e) => return Err(CliError(e.to_string())),
     };
@@ -566,8 +604,13 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     )?;
     let (req, chosen) = request(a, &p.robot, &p.group, p.start.clone(), p.goal.clone())?;
     let speed = speed_limit(a, &p.robot, &p.group)?;
-    if req.planner == PlannerId::Lin {
-        return lin(&p, checker.as_ref(), &req, speed);
+    let kind = match req.planner {
+        PlannerId::Lin => Some(PilzPath::Lin),
+        PlannerId::Circ => Some(PilzPath::Circ(circ_point(a)?)),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        return pilz_cartesian(kind, &p, checker.as_ref(), &req, speed);
     }
     let set = ConstraintSet::new(
         &p.robot,

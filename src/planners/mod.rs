@@ -60,14 +60,17 @@ pub enum PlannerId {
     Ptp,
     /// Pilz's LIN: a link moved along a straight line to its goal pose, or none (no detour).
     /// It needs the robot's kinematics: the planning service and `gmp plan` plan it
-    /// ([`pilz::lin`]); [`plan`] refuses it.
+    /// ([`pilz::cartesian_motion`]); [`plan`] refuses it.
     Lin,
+    /// Pilz's CIRC: a link moved along an arc of a circle to its goal pose, or none. Like LIN
+    /// it needs the robot's kinematics ([`pilz::cartesian_motion`]).
+    Circ,
 }
 
 impl PlannerId {
-    /// The motions of MoveIt's Pilz industrial motion planner that are planned here: `PTP` and
-    /// `LIN` (also lower case). `CIRC` is not.
-    pub const PILZ: [PlannerId; 2] = [PlannerId::Ptp, PlannerId::Lin];
+    /// The motions of MoveIt's Pilz industrial motion planner: `PTP`, `LIN` and `CIRC` (also
+    /// lower case).
+    pub const PILZ: [PlannerId; 3] = [PlannerId::Ptp, PlannerId::Lin, PlannerId::Circ];
 
     /// All sampling-based planners, in a fixed order.
     pub const ALL: [PlannerId; 5] = [
@@ -105,6 +108,7 @@ impl PlannerId {
             PlannerId::RrtConnect => "rrt_connect",
             PlannerId::Ptp => "ptp",
             PlannerId::Lin => "lin",
+            PlannerId::Circ => "circ",
         }
     }
 }
@@ -120,7 +124,7 @@ impl fmt::Display for PlannerId {
 #[error(
     "unknown planner '{0}' (expected one of prm, lazy_prm, rrt, rrt_star, rrt_connect, the \
      OMPL ids RRTConnect, RRT, RRTstar, PRM, LazyPRM, e.g. RRTConnectkConfigDefault, or the \
-     Pilz motions PTP and LIN; CIRC is not planned)"
+     Pilz motions PTP, LIN and CIRC)"
 )]
 pub struct UnknownPlanner(pub String);
 
@@ -1051,11 +1055,11 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
         PlannerId::RrtConnect if req.on_device => run(checker, req, device::solve),
         PlannerId::RrtConnect => run(checker, req, |ctx| race(ctx, rrt_connect::solve)),
         PlannerId::Ptp => run(checker, req, pilz::ptp),
-        PlannerId::Lin => Err(PlanError::InvalidRequest(
-            "lin moves a link along a straight line and needs the robot's kinematics: plan it \
-             with the planning service or gmp plan"
-                .into(),
-        )),
+        PlannerId::Lin | PlannerId::Circ => Err(PlanError::InvalidRequest(format!(
+            "{} moves a link along a line or an arc and needs the robot's kinematics: plan it \
+             with the planning service or gmp plan",
+            req.planner
+        ))),
     }
 }
 

@@ -880,6 +880,9 @@ pub struct JointSpec {
 /// against a robot and its frames ([`ConstraintSpec::resolve`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConstraintSpec {
+    /// The name (MoveIt's `Constraints.name`): `center` or `interim` for the circle point of a
+    /// Pilz CIRC motion ([`crate::planners::pilz::CircPoint`]); otherwise not used.
+    pub name: String,
     /// Orientation constraints.
     pub orientation: Vec<OrientationSpec>,
     /// Position constraints.
@@ -938,7 +941,10 @@ impl ConstraintSpec {
     /// MoveIt) or 1 (rotation vector); a position constraint's region must be one BOX. Errors
     /// name the entry and the field.
     pub fn from_moveit_yaml(v: &serde_yaml::Value) -> Result<Self, String> {
-        let mut spec = ConstraintSpec::default();
+        let mut spec = ConstraintSpec {
+            name: v["name"].as_str().unwrap_or_default().to_string(),
+            ..ConstraintSpec::default()
+        };
         if !(v.is_mapping() || v.is_null()) {
             return Err(
                 "path constraints must be a mapping with orientation_constraints and \

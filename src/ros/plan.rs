@@ -112,6 +112,7 @@ pub fn path_constraints(msg: &PathConstraints) -> ConstraintSpec {
     let quat = |q: &r2r::geometry_msgs::msg::Quaternion| [q.x, q.y, q.z, q.w];
     let xyz = |v: &r2r::geometry_msgs::msg::Vector3| [v.x, v.y, v.z];
     ConstraintSpec {
+        name: msg.name.clone(),
         orientation: msg
             .orientation_constraints
             .iter()
@@ -603,6 +604,7 @@ mod tests {
         pc.region_size.z = 0.5;
         let req = PlanPath::Request {
             path_constraints: PathConstraints {
+                name: "interim".into(),
                 orientation_constraints: vec![oc],
                 position_constraints: vec![pc],
                 joint_constraints: vec![JointConstraint {
@@ -615,6 +617,7 @@ mod tests {
             ..Default::default()
         };
         let spec = service_request(&req).path_constraints;
+        assert_eq!(spec.name, "interim");
         let o = &spec.orientation[0];
         assert_eq!((o.frame.as_str(), o.link.as_str()), ("camera", "tool0"));
         assert_eq!(

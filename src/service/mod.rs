@@ -853,6 +853,8 @@ struct Prepared {
     planner_config: Option<String>,
     /// The speed limit.
     speed_limit: Option<LinkLimit>,
+    /// The circle's point of a CIRC motion.
+    circ: Option<crate::planners::pilz::CircPoint>,
 }
 
 /// The checker of `cached` (borrowing only that field of the service).
@@ -1179,8 +1181,8 @@ impl PlanningService {
         self.ensure_checker(&group, &prepared.start_state)?;
         let checker = cached_checker(&self.cached)?;
         let preq = &prepared.request;
-        if preq.planner == PlannerId::Lin {
-            let response = self.plan_lin(&prepared, checker)?;
+        if matches!(preq.planner, PlannerId::Lin | PlannerId::Circ) {
+            let response = self.plan_pilz_cartesian(&prepared, checker)?;
             self.last_path = Some((group.name.clone(), response.path.clone()));
             return Ok(response);
         }
@@ -1276,7 +1278,7 @@ impl PlanningService {
                     if p.use_roadmap
                         || p.pose.is_some()
                         || !p.constraints.is_empty()
-                        || p.request.planner == PlannerId::Lin =>
+                        || matches!(p.request.planner, PlannerId::Lin | PlannerId::Circ) =>
                 {
                     alone.push(i)
                 }
@@ -1470,7 +1472,16 @@ impl PlanningService {
             }
         };
 
-        let constraints = self.path_constraints(&req.path_constraints, &start_state)?;
+        // A CIRC motion's path constraints carry its circle's point, not constraints.
+        let (constraints, circ) = if planner == PlannerId::Circ {
+            let point = self.circ_point(&req.path_constraints, &start_state)?;
+            (PathConstraints::default(), Some(point))
+        } else {
+            (
+                self.path_constraints(&req.path_constraints, &start_state)?,
+                None,
+            )
+        };
         if !constraints.is_empty() && use_roadmap {
             return Err(ServiceError::BadPathConstraints(format!(
                 "the {DRM_PLANNER} planner does not plan under path constraints; use rrt_connect"
@@ -1502,6 +1513,7 @@ impl PlanningService {
             group,
             planner_config: chosen.map(|c| c.name),
             speed_limit,
+            circ,
         })
     }
 

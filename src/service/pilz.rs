@@ -1,19 +1,59 @@
-//! Pilz's LIN motion through the planning service (`planner_id` `LIN` of `~/plan`): the goal
-//! link moved along a straight line ([`crate::planners::pilz::lin`]), with the robot's Pilz
-//! Cartesian limits and the request's speed limit.
+//! Pilz's LIN and CIRC motions through the planning service (`planner_id` `LIN` or `CIRC` of
+//! `~/plan`): the goal link moved along a straight line or an arc
+//! ([`crate::planners::pilz::cartesian_motion`]), with the robot's Pilz Cartesian limits and
+//! the request's speed limit.
 
 use super::{PlanningService, Prepared, ServiceError, ServicePlanResponse};
 use crate::collision::Checker;
 use crate::planners::cartesian::CartesianOptions;
-use crate::planners::{pilz, PlannerId};
+use nalgebra::Isometry3;
+
+use crate::planners::pilz::{self, CircPoint, PilzPath};
+use crate::robot::constraint::ConstraintSpec;
 use crate::robot::ik::{self, IkSolver, PoseTarget};
 use crate::trajectory::{Along, LinkLimit};
 
 impl PlanningService {
-    /// A LIN motion for a prepared request: to its pose goal (a position goal keeps the
-    /// start's orientation) or to the pose of its goal state's tip link, which the line must
-    /// then end in.
-    pub(super) fn plan_lin(
+    /// The circle's point of a CIRC motion from its path constraints as MoveIt passes it: name
+    /// `center` or `interim`, one position constraint whose region position (in its frame,
+    /// taken where `start_state` puts the robot) is the point.
+    pub(super) fn circ_point(
+        &self,
+        spec: &ConstraintSpec,
+        start_state: &[f64],
+    ) -> Result<CircPoint, ServiceError> {
+        let bad = |m: String| ServiceError::BadPathConstraints(format!("CIRC: {m}"));
+        let [p] = spec.position.as_slice() else {
+            return Err(bad(format!(
+                "give the circle's point as one position constraint named 'center' or \
+                 'interim', got {} position constraints",
+                spec.position.len()
+            )));
+        };
+        if !(spec.orientation.is_empty() && spec.joint.is_empty()) {
+            return Err(bad(
+                "path constraints other than the circle's point are not planned".into(),
+            ));
+        }
+        let [x, y, z] = p.position;
+        let at = self
+            .in_planning_frame(&p.frame, Isometry3::translation(x, y, z), start_state)
+            .map_err(bad)?
+            .translation
+            .vector;
+        match spec.name.as_str() {
+            "center" | "centre" => Ok(CircPoint::Center(at)),
+            "interim" => Ok(CircPoint::Interim(at)),
+            other => Err(bad(format!(
+                "the path constraints must be named 'center' or 'interim', got '{other}'"
+            ))),
+        }
+    }
+
+    /// A LIN or CIRC motion for a prepared request: to its pose goal (a position goal keeps
+    /// the start's orientation) or to the pose of its goal state's tip link, which the motion
+    /// must then end in.
+    pub(super) fn plan_pilz_cartesian(
         &self,
         prepared: &Prepared,
         checker: &dyn Checker,
@@ -24,6 +64,10 @@ impl PlanningService {
                 "LIN moves along a straight line and plans no path constraints".into(),
             ));
         }
+        let kind = match prepared.circ {
+            Some(point) => PilzPath::Circ(point),
+            None => PilzPath::Lin,
+        };
         let tree = &self.robot.tree;
         let pilz::LinTarget {
             link,
@@ -55,7 +99,13 @@ impl PlanningService {
             acc_scale: preq.acc_scale,
             ..CartesianOptions::default()
         };
-        let mut result = pilz::lin(checker, &mut solver, &preq.start, (&target, goal), &opts)?;
+        let mut result = pilz::cartesian_motion(
+            checker,
+            &mut solver,
+            &preq.start,
+            (&target, goal, kind),
+            &opts,
+        )?;
         let name = tree.links[link].name.clone();
         let speed_limit = LinkLimit::for_cartesian_path(
             self.robot.cartesian_limits.as_ref(),
@@ -86,7 +136,7 @@ impl PlanningService {
             trajectory: result.trajectory,
             path: result.path,
             stats: result.stats,
-            planner: PlannerId::Lin.as_str().to_string(),
+            planner: result.planner.as_str().to_string(),
             backend: checker.backend().name().to_string(),
             pose_error,
             group: group.name.clone(),

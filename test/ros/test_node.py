@@ -558,6 +558,53 @@ def pilz_checks(node, plan):
                  if planner == 'LIN' else ''),
               ok and ends and straight and f'by {planner.lower()}' in res.message,
               res and f'{res.message!r}; tool off the line {off:.5f} m')
+    # CIRC through an interim point 2 cm beside the middle of the line, the point given as
+    # MoveIt gives it: a position constraint of path constraints named 'interim'.
+    a = ROBOT.link_poses(ARM, start)['tool0'][1]
+    b = ROBOT.link_poses(ARM, goal)['tool0'][1]
+    d = [y - x for x, y in zip(a, b)]
+    side = [d[1], -d[0], 0.0] if abs(d[0]) + abs(d[1]) > 1e-6 else [1.0, 0.0, 0.0]
+    k = 0.02 / math.sqrt(sum(x * x for x in side))
+    m = [(x + y) / 2 + k * s for x, y, s in zip(a, b, side)]
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, start)
+    req.goal_state = joint_state(ARM, goal)
+    req.planner_id = 'CIRC'
+    req.path_constraints.name = 'interim'
+    pc = PositionConstraint()
+    pc.header.frame_id = 'world'
+    pc.link_name = 'tool0'
+    pc.region_pose.position.x, pc.region_pose.position.y, pc.region_pose.position.z = m
+    pc.region_pose.orientation.w = 1.0
+    req.path_constraints.position_constraints = [pc]
+    res = call(node, plan, req, timeout=30.0)
+    ok = res is not None and res.success
+    pts = [list(p.positions) for p in res.trajectory.points] if ok else []
+    # The circle through a, m and b: its centre solves |x - a| = |x - m| = |x - b| in their
+    # plane (numpy-free: Cramer's rule on the plane's 3x3 system).
+    u = [y - x for x, y in zip(a, m)]
+    w = [y - x for x, y in zip(a, b)]
+    n = [u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]]
+    rows = [u, w, n]
+    rhs = [sum(x * x for x in u) / 2, sum(x * x for x in w) / 2, 0.0]
+
+    def det(r):
+        return (r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1])
+                - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
+                + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]))
+    full = det(rows)
+    rel = [det([[rhs[i] if j == col else rows[i][j] for j in range(3)] for i in range(3)]) / full
+           for col in range(3)]
+    centre = [x + y for x, y in zip(a, rel)]
+    radius = math.sqrt(sum(x * x for x in rel))
+    off = 0.0
+    for q in pts:
+        p = ROBOT.link_poses(ARM, q)['tool0'][1]
+        off = max(off, abs(math.sqrt(sum((x - y) ** 2 for x, y in zip(p, centre))) - radius))
+    check('planner_id CIRC with an interim point (path_constraints named interim): the tool on '
+          'the circle through start, interim point and goal (independent kinematics)',
+          ok and 'by circ' in res.message and pts and off < 2e-3,
+          res and f'{res.message!r}; off the circle by {off:.5f} m (radius {radius:.4f})')
 
 
 def duration(traj):
