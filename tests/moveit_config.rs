@@ -113,17 +113,31 @@ fn setup_assistant_package_in_a_source_workspace_loads_the_robot() {
         cfg.controllers.as_deref(),
         Some(cfg_dir.join("config/moveit_controllers.yaml").as_path())
     );
-    // What is not read is said: here a kinematics.yaml.
-    write(&cfg_dir.join("config/kinematics.yaml"), "arm: {}\n");
-    assert_eq!(cfg.unread_files(), vec!["kinematics.yaml".to_string()]);
+    // What is not read is said: here a ros2_controllers.yaml. A kinematics.yaml found
+    // after the package was located is not (the package is located again to read it).
+    write(&cfg_dir.join("config/ros2_controllers.yaml"), "{}\n");
+    write(
+        &cfg_dir.join("config/kinematics.yaml"),
+        "arm:\n  kinematics_solver: kdl_kinematics_plugin/KDLKinematicsPlugin\n  \
+         position_only_ik: true\n",
+    );
+    let cfg = MoveItConfig::locate_in(cfg_dir.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(
+        cfg.unread_files(),
+        vec!["ros2_controllers.yaml".to_string()]
+    );
     let line = cfg.summary();
     assert!(
         line.contains("my_arm.urdf")
             && line.contains("joint_limits.yaml")
-            && line.ends_with("not read: kinematics.yaml"),
+            && line.contains("kinematics.yaml")
+            && line.ends_with("not read: ros2_controllers.yaml"),
         "{line}"
     );
+    let kinematics = cfg.kinematics().unwrap().expect("read");
+    assert!(kinematics.position_only("arm"));
     let robot = cfg.load_robot(&LoadOptions::default()).unwrap();
+    assert!(robot.position_only_ik("arm") && !robot.position_only_ik("hand"));
     let want = bundled_with_limits();
     assert_eq!(robot.tree.variable_names, want.tree.variable_names);
     assert_eq!(robot.bodies.len(), want.bodies.len());

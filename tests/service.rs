@@ -7,6 +7,7 @@ use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
 use gpu_motion_planner::robot::constraint::{ConstraintSpec, PositionSpec};
+use gpu_motion_planner::robot::kinematics_config::KinematicsConfig;
 use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
@@ -1905,4 +1906,50 @@ fn circ_moves_the_tool_along_an_arc() {
             .to_string();
         assert!(e.contains(want), "{e}");
     }
+}
+
+/// A group's `position_only_ik` in the robot's `kinematics.yaml` leaves the orientation of
+/// its pose goals free: `~/compute_ik` puts the tool at the position, its orientation where
+/// the solution nearest the seed leaves it, where without it the orientation is reached too.
+#[test]
+fn position_only_ik_of_kinematics_yaml_leaves_the_orientation_free() {
+    let solve = |position_only: bool| {
+        let (mut robot, scene) = bundled().expect("bundled robot");
+        if position_only {
+            robot.kinematics = Some(
+                KinematicsConfig::parse("arm:\n  position_only_ik: true\n", "kinematics.yaml")
+                    .unwrap(),
+            );
+        }
+        let mut s = PlanningService::new(robot, scene, ServiceSettings::default());
+        let at = tool_pose_at(&s, &GOAL);
+        let turned = at.rotation * nalgebra::UnitQuaternion::from_euler_angles(0.0, 0.0, 1.2);
+        let q = turned.quaternion();
+        let answer = s
+            .compute_ik(&gpu_motion_planner::service::IkRequest {
+                seed_state: Some((names(&s), GOAL.to_vec())),
+                goal: ServicePoseGoal {
+                    frame: "world".into(),
+                    link: None,
+                    position: at.translation.vector.into(),
+                    orientation: Some([q.i, q.j, q.k, q.w]),
+                    position_tolerance: None,
+                    orientation_tolerance: None,
+                },
+                avoid_collisions: true,
+                attempts: None,
+                seed: Some(5),
+                group: None,
+            })
+            .expect("a solution");
+        let reached = tool_pose_at(&s, &answer.positions);
+        assert!((reached.translation.vector - at.translation.vector).norm() < 1e-3);
+        (answer.errors.1, reached.rotation.angle_to(&turned))
+    };
+    let (error, off) = solve(false);
+    assert!(error < 1e-2 && off < 1e-2, "{error} {off}");
+    let (error, off) = solve(true);
+    // The seed itself is at the position: it stays, its orientation 1.2 rad from the goal's.
+    assert_eq!(error, 0.0);
+    assert!((off - 1.2).abs() < 1e-2, "{off}");
 }

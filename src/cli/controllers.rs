@@ -99,6 +99,7 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
             spherized: None,
             joint_limits: None,
             ompl_planning: None,
+            kinematics: None,
             package_paths: Vec::new(),
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres: SphereFit::default().max_per_body,

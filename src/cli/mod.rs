@@ -10,6 +10,7 @@ use crate::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
 use crate::robot::dh::DhChain;
+use crate::robot::kinematics_config::KinematicsConfig;
 use crate::robot::moveit_config::{is_xacro, read_description, FoundBy, MoveItConfig};
 use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::spherize::{fit_robot, self_contacts, spherized_urdf, SphereFit};
@@ -152,8 +153,9 @@ pub struct RobotArgs {
     pub urdf: Option<PathBuf>,
     /// A MoveIt configuration package (its folder, or its name looked up in
     /// `AMENT_PREFIX_PATH`): its URDF (xacro expanded), SRDF, `config/joint_limits.yaml` and
-    /// `config/ompl_planning.yaml` (see `robot::moveit_config`); `--urdf`, `--srdf`,
-    /// `--joint-limits` and `--ompl-planning` replace its files.
+    /// `config/ompl_planning.yaml`, `config/pilz_cartesian_limits.yaml` and
+    /// `config/kinematics.yaml` (see `robot::moveit_config`); `--urdf`, `--srdf`,
+    /// `--joint-limits`, `--ompl-planning` and `--kinematics` replace its files.
     #[arg(long = "moveit-config")]
     pub moveit_config: Option<String>,
     /// SRDF file (groups, disabled collision pairs).
@@ -171,6 +173,11 @@ pub struct RobotArgs {
     /// (see `robot::ompl_planning`); replaces the one of `--moveit-config`.
     #[arg(long = "ompl-planning")]
     pub ompl_planning: Option<PathBuf>,
+    /// A MoveIt `kinematics.yaml` (per group: the IK plugin and its settings, shown; its
+    /// `position_only_ik` makes pose goals constrain the position only; see
+    /// `robot::kinematics_config`); replaces the one of `--moveit-config`.
+    #[arg(long = "kinematics")]
+    pub kinematics: Option<PathBuf>,
     /// Extra folders to search for `package://` resources.
     #[arg(long = "package-path")]
     pub package_paths: Vec<PathBuf>,
@@ -462,6 +469,11 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
     if let Some(c) = &cfg {
         robot.cartesian_limits = c.cartesian_limits()?;
     }
+    match (&a.kinematics, &cfg) {
+        (Some(path), _) => robot.kinematics = Some(KinematicsConfig::read(path)?),
+        (None, Some(c)) => robot.kinematics = c.kinematics()?,
+        (None, None) => {}
+    }
     Ok(robot)
 }
 
@@ -649,6 +661,7 @@ fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
             spherized: None,
             joint_limits: None,
             ompl_planning: None,
+            kinematics: None,
             package_paths: vec![],
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres: SphereFit::default().max_per_body,
@@ -1101,6 +1114,7 @@ fn info(a: &RobotArgs) -> Result<Value, CliError> {
         },
         "ompl_planning": (!robot.ompl.is_empty()).then(|| json!(robot.ompl)),
         "cartesian_limits": robot.cartesian_limits,
+        "kinematics": robot.kinematics,
         "moveit_config": moveit_config(a)?.map(|c| moveit_config_json(&c)).transpose()?,
     }))
 }
@@ -1125,6 +1139,7 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
         "sensors_3d": path(&c.sensors_3d),
         "ompl_planning": path(&c.ompl_planning),
         "cartesian_limits": path(&c.cartesian_limits),
+        "kinematics": path(&c.kinematics),
         "point_cloud_topics": c.point_cloud_topics()?,
         "not_read": c.unread_files(),
     }))

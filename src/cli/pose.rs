@@ -98,7 +98,10 @@ impl PoseGoalArgs {
             link,
             pose,
             position_tolerance: self.position_tolerance,
-            orientation_tolerance: quaternion.map(|_| self.orientation_tolerance),
+            // A group whose kinematics.yaml says position_only_ik leaves orientation free.
+            orientation_tolerance: quaternion
+                .filter(|_| !robot.position_only_ik(&group.name))
+                .map(|_| self.orientation_tolerance),
         }))
     }
 

@@ -107,6 +107,9 @@ pub struct RobotModel {
     /// Cartesian speed limits of Cartesian paths, from a MoveIt configuration's
     /// `pilz_cartesian_limits.yaml`; none without one.
     pub cartesian_limits: Option<super::cartesian_limits::CartesianLimits>,
+    /// Inverse kinematics settings per group, from a MoveIt configuration's
+    /// `kinematics.yaml`; none without one.
+    pub kinematics: Option<super::kinematics_config::KinematicsConfig>,
 }
 
 fn pose_from_urdf(p: &urdf_rs::Pose) -> Isometry3<f64> {
@@ -281,6 +284,14 @@ fn geometry_body(
 }
 
 impl RobotModel {
+    /// Whether pose goals of `group` constrain the position only: its `position_only_ik` in
+    /// the robot's `kinematics.yaml`.
+    pub fn position_only_ik(&self, group: &str) -> bool {
+        self.kinematics
+            .as_ref()
+            .is_some_and(|k| k.position_only(group))
+    }
+
     /// Loads a robot from a URDF file, with an optional SRDF file.
     pub fn from_urdf_file(
         urdf: &Path,
@@ -373,6 +384,7 @@ impl RobotModel {
             default_scaling: super::DefaultScaling::default(),
             ompl: super::ompl_planning::OmplPlanning::default(),
             cartesian_limits: None,
+            kinematics: None,
         };
         model.allowed = AllowedPairs::compute(&model);
         Ok(model)

@@ -9,6 +9,7 @@ pub mod dh;
 pub mod geometry;
 mod group;
 pub mod ik;
+pub mod kinematics_config;
 mod limits;
 mod load;
 pub mod mesh;
@@ -95,6 +96,14 @@ pub enum RobotError {
         /// File name.
         source_name: String,
         /// What went wrong (naming the joint and key).
+        message: String,
+    },
+    /// A `kinematics.yaml` file is malformed or gives a bad setting.
+    #[error("kinematics {source_name}: {message}")]
+    Kinematics {
+        /// File name.
+        source_name: String,
+        /// What went wrong (naming the group and key).
         message: String,
     },
     /// A `pilz_cartesian_limits.yaml` file is malformed or gives a bad limit.

@@ -19,8 +19,8 @@
 //!
 //! `config/joint_limits.yaml`, `config/moveit_controllers.yaml`, `config/ompl_planning.yaml`
 //! ([`super::ompl_planning`]), `config/pilz_cartesian_limits.yaml`
-//! ([`super::cartesian_limits`]), `config/initial_positions.yaml` and `config/sensors_3d.yaml`
-//! are used when present.
+//! ([`super::cartesian_limits`]), `config/kinematics.yaml` ([`super::kinematics_config`]),
+//! `config/initial_positions.yaml` and `config/sensors_3d.yaml` are used when present.
 //!
 //! A file whose name ends in `.xacro` is expanded by running the `xacro` program (`GMP_XACRO`
 //! names another one): ROS's `ros-<distro>-xacro`, or `pip install xacro`. Any other file is
@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::cartesian_limits::CartesianLimits;
+use super::kinematics_config::KinematicsConfig;
 use super::ompl_planning::OmplPlanning;
 use super::{JointLimitsFile, LoadOptions, RobotError, RobotModel};
 
@@ -110,6 +111,8 @@ pub struct MoveItConfig {
     pub ompl_planning: Option<PathBuf>,
     /// `config/pilz_cartesian_limits.yaml` (Cartesian speed limits), where present.
     pub cartesian_limits: Option<PathBuf>,
+    /// `config/kinematics.yaml` (inverse kinematics per group), where present.
+    pub kinematics: Option<PathBuf>,
     /// How the URDF and SRDF were found.
     pub found_by: FoundBy,
 }
@@ -248,6 +251,7 @@ impl MoveItConfig {
             sensors_3d: optional("sensors_3d.yaml"),
             ompl_planning: optional("ompl_planning.yaml"),
             cartesian_limits: optional("pilz_cartesian_limits.yaml"),
+            kinematics: optional("kinematics.yaml"),
             dir,
             robot_name,
             urdf,
@@ -387,7 +391,7 @@ impl MoveItConfig {
     }
 
     /// The files of the package's `config/` folder that nothing here reads (e.g.
-    /// `kinematics.yaml`, `ros2_controllers.yaml`), by name, sorted.
+    /// `ros2_controllers.yaml`, `moveit.rviz`), by name, sorted.
     pub fn unread_files(&self) -> Vec<String> {
         let used: Vec<&Path> = [
             Some(self.urdf.as_path()),
@@ -398,6 +402,7 @@ impl MoveItConfig {
             self.sensors_3d.as_deref(),
             self.ompl_planning.as_deref(),
             self.cartesian_limits.as_deref(),
+            self.kinematics.as_deref(),
         ]
         .into_iter()
         .flatten()
@@ -429,7 +434,7 @@ impl MoveItConfig {
         let unread = self.unread_files();
         format!(
             "MoveIt config {}: URDF {}{args}, SRDF {}, joint limits {}, controllers {}, OMPL \
-             planning {}, Cartesian limits {}{}",
+             planning {}, Cartesian limits {}, kinematics {}{}",
             self.dir.display(),
             self.urdf.display(),
             self.srdf.display(),
@@ -437,6 +442,7 @@ impl MoveItConfig {
             or_none(&self.controllers),
             or_none(&self.ompl_planning),
             or_none(&self.cartesian_limits),
+            or_none(&self.kinematics),
             if unread.is_empty() {
                 String::new()
             } else {
@@ -579,12 +585,23 @@ impl MoveItConfig {
         Ok(robot)
     }
 
-    /// Gives `robot` the package's `ompl_planning.yaml` and `pilz_cartesian_limits.yaml`
-    /// (none where the package has none). Errors name the file and key.
+    /// Gives `robot` the package's `ompl_planning.yaml`, `pilz_cartesian_limits.yaml` and
+    /// `kinematics.yaml` (none where the package has none). Errors name the file and key.
     pub fn apply_planning_files(&self, robot: &mut RobotModel) -> Result<(), MoveItConfigError> {
         robot.ompl = self.ompl_planning()?;
         robot.cartesian_limits = self.cartesian_limits()?;
+        robot.kinematics = self.kinematics()?;
         Ok(())
+    }
+
+    /// The package's `config/kinematics.yaml`, read; none without one. Errors name the file
+    /// and key.
+    pub fn kinematics(&self) -> Result<Option<KinematicsConfig>, MoveItConfigError> {
+        Ok(self
+            .kinematics
+            .as_deref()
+            .map(KinematicsConfig::read)
+            .transpose()?)
     }
 
     /// The package's `config/pilz_cartesian_limits.yaml`, read; none without one. Errors

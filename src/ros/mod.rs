@@ -539,6 +539,9 @@ fn log_moveit_config(params: &NodeParams, service: &PlanningService, logger: &st
             };
             r2r::log_info!(logger, "OMPL planning {}; {used}", ompl.summary());
         }
+        if let Some(k) = &service.robot().kinematics {
+            r2r::log_info!(logger, "{}", k.summary());
+        }
     }
 }
 

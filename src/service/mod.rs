@@ -1754,7 +1754,11 @@ impl PlanningService {
             link,
             pose,
             position_tolerance,
-            orientation_tolerance: pg.orientation.map(|_| orientation_tolerance),
+            // A group whose kinematics.yaml says position_only_ik leaves orientation free.
+            orientation_tolerance: pg
+                .orientation
+                .filter(|_| !self.robot.position_only_ik(&group.name))
+                .map(|_| orientation_tolerance),
         })
     }
 

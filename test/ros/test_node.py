@@ -2149,6 +2149,8 @@ def moveit_config_package(ws):
         f.write('initial_positions:\n' + ''.join(f'  {j}: {x}\n' for j, x in zip(ARM, START)))
     with open(os.path.join(cfg, 'config', 'kinematics.yaml'), 'w') as f:
         f.write('arm:\n  kinematics_solver: kdl_kinematics_plugin/KDLKinematicsPlugin\n')
+    with open(os.path.join(cfg, 'config', 'ros2_controllers.yaml'), 'w') as f:
+        f.write('controller_manager:\n  ros__parameters:\n    update_rate: 100\n')
     with open(os.path.join(cfg, 'config', 'ompl_planning.yaml'), 'w') as f:
         f.write('planning_plugins: [ompl_interface/OMPLPlanner]\nplanner_configs:\n'
                 '  RRTConnectkConfigDefault: {type: geometric::RRTConnect, range: 0.0}\n'
@@ -2231,8 +2233,11 @@ def moveit_config_checks(node):
         check("its moveit_controllers.yaml is the node's controllers file",
               'controllers from ' + os.path.join(cfg, 'config', 'moveit_controllers.yaml')
               in log_text(), f'see {log_path}')
-        check("the node logs the package's files it uses and those it does not read",
-              'MoveIt config ' in log_text() and 'not read: kinematics.yaml' in log_text(),
+        check("the node logs the package's files it uses and those it does not read, and "
+              "its kinematics.yaml's plugin (not used: the node's solver)",
+              'MoveIt config ' in log_text() and 'not read: ros2_controllers.yaml' in log_text()
+              and 'arm: kdl_kinematics_plugin/KDLKinematicsPlugin (plugin and its settings not '
+              'used' in log_text(),
               f'see {log_path}')
         check("a request naming no planner plans with its ompl_planning.yaml's group default",
               'planned by prm (OMPL config GmpRoadmap)' in res.message
