@@ -1,12 +1,12 @@
 //! The motions of MoveIt's Pilz industrial motion planner that are planned here, as industrial
-//! robot programs know them: `PTP` (point to point) and `LIN` (linear). Neither searches: the
-//! motion is made as asked or refused ([`PlanError::Blocked`]) when it collides or cannot be
-//! followed, so a cell programmer gets exactly the motion named.
+//! robot programs know them: `PTP` (point to point), `LIN` (linear) and `CIRC` (circular).
+//! None searches: the motion is made as asked or refused ([`PlanError::Blocked`]) when it
+//! collides or cannot be followed, so a cell programmer gets exactly the motion named.
 //!
-//! - **PTP** ([`ptp`]): the straight joint-space motion from start to goal, checked in one
+//! - **PTP** ([`super::plan`] with [`PlannerId::Ptp`]): the straight joint-space motion from start to goal, checked in one
 //!   batched call, timed with every joint on one synchronised profile (the stop-at-waypoints
 //!   timing of a two-waypoint path under the joint velocity, acceleration and jerk limits).
-//! - **LIN** ([`lin`]): the goal link moved along the straight line from its start pose to its
+//! - **LIN** ([`cartesian_motion`] with [`PilzPath::Lin`]): the goal link moved along the straight line from its start pose to its
 //!   goal pose, its orientation interpolated on the shorter arc: a Cartesian path with one
 //!   waypoint ([`super::cartesian::plan_cartesian`]), refused unless it reaches the end. A joint
 //!   goal is reached through its pose and must then be the configuration the line ends in.

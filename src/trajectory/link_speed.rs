@@ -18,12 +18,19 @@
 //! fast in one place is not slowed everywhere. The retimed trajectory is checked again
 //! against the path ([`super::validate_along`]) and measured.
 //!
+//! An acceleration limit of the link (a Pilz `max_trans_acc`) caps each segment's path
+//! acceleration the same way (the limit over the link's largest rate along the segment); the
+//! link's acceleration is measured along the trajectory by second differences of its position
+//! [`ACC_DT`] apart, which also catches what the caps leave out (the path's curvature).
+//!
 //! What remains over the limit (the spline between points of a timing through the waypoints
 //! can pass the caps slightly), or everything without a path, is slowed uniformly
 //! ([`Trajectory::scale_time`]): every time is stretched by one factor, so the path (and its
 //! collision check) is unchanged, joint velocities shrink by the factor, accelerations by its
 //! square and jerks by its cube, and the link's speed everywhere by the factor. The factor
-//! aims [`MARGIN`] below the limit, so that a peak between two samples stays under it. If the
+//! aims [`MARGIN`] below the limit, so that a peak between two samples stays under it (for an
+//! acceleration, the square root of its excess: accelerations shrink with the factor's
+//! square). If the
 //! retimed trajectory ends up longer than uniform slowing alone would make it, uniform slowing
 //! is used.
 
