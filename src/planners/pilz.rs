@@ -3,13 +3,16 @@
 //! None searches: the motion is made as asked or refused ([`PlanError::Blocked`]) when it
 //! collides or cannot be followed, so a cell programmer gets exactly the motion named.
 //!
-//! - **PTP** ([`super::plan`] with [`PlannerId::Ptp`]): the straight joint-space motion from start to goal, checked in one
-//!   batched call, timed with every joint on one synchronised profile (the stop-at-waypoints
-//!   timing of a two-waypoint path under the joint velocity, acceleration and jerk limits).
-//! - **LIN** ([`cartesian_motion`] with [`PilzPath::Lin`]): the goal link moved along the straight line from its start pose to its
-//!   goal pose, its orientation interpolated on the shorter arc: a Cartesian path with one
-//!   waypoint ([`super::cartesian::plan_cartesian`]), refused unless it reaches the end. A joint
-//!   goal is reached through its pose and must then be the configuration the line ends in.
+//! - **PTP** ([`super::plan`] with [`PlannerId::Ptp`]): the straight joint-space motion from
+//!   start to goal, checked in one batched call, timed with every joint on one synchronised
+//!   profile (the stop-at-waypoints timing of a two-waypoint path under the joint velocity,
+//!   acceleration and jerk limits).
+//! - **LIN** ([`cartesian_motion`] with [`PilzPath::Lin`]): the goal link moved along the
+//!   straight line from its start pose to its goal pose, its orientation interpolated on the
+//!   shorter arc: a Cartesian path with one waypoint ([`super::cartesian::plan_cartesian`]),
+//!   refused unless it reaches the end. A joint goal is reached through its pose and must then
+//!   be the configuration the line ends in ([`LIN_GOAL_TOLERANCE`]; it then ends exactly in
+//!   it).
 //!   Its timing keeps the robot's Pilz limits (`pilz_cartesian_limits.yaml`: speed, angular
 //!   speed and acceleration of the link, scaled) where the robot has them; the planning
 //!   service and `gmp plan` apply them ([`crate::trajectory::LinkLimit::for_cartesian_path`]).
@@ -20,21 +23,21 @@
 //!   or `interim`), the orientation interpolated as for LIN: a Cartesian path through poses on
 //!   the arc at most `max_step` apart ([`arc_poses`]), refused as LIN is.
 
+use std::time::Instant;
+
 use nalgebra::{Isometry3, Vector3};
 
 use super::cartesian::{plan_cartesian, CartesianOptions, CartesianPath};
-use std::time::Instant;
-
 use super::{Context, PlanError, PlanResult, PlanStats, PlannerId, RawSolution};
 use crate::collision::{Checker, MotionBatch};
 use crate::robot::ik::{IkSolver, PoseTarget};
 use crate::robot::{KinematicTree, PlanningGroup};
 use crate::trajectory::{self, PathTiming};
 
-/// Largest joint difference (rad or m) between a LIN motion's end and a joint goal.
+/// Largest joint difference (rad or m) between a LIN or CIRC motion's end and a joint goal.
 pub const LIN_GOAL_TOLERANCE: f64 = 1e-3;
 
-/// Where a LIN motion goes.
+/// Where a LIN or CIRC motion goes.
 pub struct LinTarget<'g> {
     /// The link moved.
     pub link: usize,
@@ -44,9 +47,10 @@ pub struct LinTarget<'g> {
     pub goal: Option<&'g [f64]>,
 }
 
-/// The link, target pose and joint goal of a LIN motion from `start` (group configuration; the
-/// other joints at `base`): a pose goal's link and pose (a position goal keeps the start's
-/// orientation), else `tip`'s pose at the joint `goal`, which the line must then end in.
+/// The link, target pose and joint goal of a LIN or CIRC motion from `start` (group
+/// configuration; the other joints at `base`): a pose goal's link and pose (a position goal
+/// keeps the start's orientation), else `tip`'s pose at the joint `goal`, which the motion
+/// must then end in.
 pub fn lin_target<'g>(
     (tree, group, base): (&KinematicTree, &PlanningGroup, &[f64]),
     (start, goal): (&[f64], &'g [f64]),
@@ -70,7 +74,7 @@ pub fn lin_target<'g>(
         None => {
             let link = tip.ok_or_else(|| {
                 format!(
-                    "LIN: group '{}' has no tip link to move; give a pose goal",
+                    "group '{}' has no tip link to move along a line or an arc; give a pose goal",
                     group.name
                 )
             })?;

@@ -3,11 +3,11 @@
 //! ([`crate::planners::pilz::cartesian_motion`]), with the robot's Pilz Cartesian limits and
 //! the request's speed limit.
 
+use nalgebra::Isometry3;
+
 use super::{PlanningService, Prepared, ServiceError, ServicePlanResponse};
 use crate::collision::Checker;
 use crate::planners::cartesian::CartesianOptions;
-use nalgebra::Isometry3;
-
 use crate::planners::pilz::{self, CircPoint, PilzPath};
 use crate::robot::constraint::ConstraintSpec;
 use crate::robot::ik::{self, IkSolver, PoseTarget};
@@ -61,7 +61,8 @@ impl PlanningService {
         let (preq, group) = (&prepared.request, &prepared.group);
         if !prepared.constraints.is_empty() {
             return Err(ServiceError::BadPathConstraints(
-                "LIN moves along a straight line and plans no path constraints".into(),
+                "LIN and CIRC plan no path constraints (CIRC's carry only its circle's point)"
+                    .into(),
             ));
         }
         let kind = match prepared.circ {
