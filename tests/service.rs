@@ -1953,3 +1953,93 @@ fn position_only_ik_of_kinematics_yaml_leaves_the_orientation_free() {
     assert_eq!(error, 0.0);
     assert!((off - 1.2).abs() < 1e-2, "{off}");
 }
+
+/// A motion sequence: PTP to a state, LIN down 5 cm, rrt_connect back to the start, joined
+/// into one trajectory that runs on through every item's end (at rest); a later item giving
+/// a start, or a failing item (a line out of reach), fails the sequence naming it.
+#[test]
+fn a_motion_sequence_joins_its_items_into_one_trajectory() {
+    let mut s = service();
+    let first = [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2];
+    let middle = [-2.6, 0.4, 0.9, 0.3, 0.5, 0.2];
+    let below = nalgebra::Translation3::new(0.0, 0.0, -0.05) * tool_pose_at(&s, &middle);
+    let items = vec![
+        ServicePlanRequest {
+            planner: Some("PTP".into()),
+            ..request(&s, &first, &middle)
+        },
+        ServicePlanRequest {
+            start: None,
+            planner: Some("LIN".into()),
+            ..pose_request(&s, "world", &below)
+        },
+        ServicePlanRequest {
+            goal: (names(&s), first.to_vec()),
+            planner: Some("rrt_connect".into()),
+            ..Default::default()
+        },
+    ];
+    let seq = s.plan_sequence(&items).unwrap();
+    assert_eq!(
+        seq.items
+            .iter()
+            .map(|p| p.planner.as_str())
+            .collect::<Vec<_>>(),
+        ["ptp", "lin", "rrt_connect"]
+    );
+    let traj = &seq.trajectory;
+    let total: usize = seq.items.iter().map(|p| p.trajectory.points.len()).sum();
+    assert_eq!(traj.points.len(), total - 2);
+    assert_eq!(seq.item_ends.len(), 3);
+    let at = |i: usize| &traj.points[seq.item_ends[i]];
+    assert_eq!(at(0).positions, middle.to_vec());
+    assert!((tool_at(&s, &at(1).positions) - below.translation.vector).norm() < 1e-3);
+    assert_eq!(at(2).positions, first.to_vec());
+    assert_eq!(seq.item_ends[2], traj.points.len() - 1);
+    for i in 0..3 {
+        assert!(
+            at(i).velocities.iter().all(|v| *v == 0.0),
+            "item {i} ends at rest"
+        );
+    }
+    // Each item's own trajectory, later in time.
+    let t1 = at(0).time_from_start;
+    let own = &seq.items[1].trajectory.points;
+    for (k, p) in own.iter().enumerate().skip(1) {
+        let q = &traj.points[seq.item_ends[0] + k];
+        assert_eq!(q.positions, p.positions);
+        assert!((q.time_from_start - (t1 + p.time_from_start)).abs() < 1e-12);
+    }
+    for w in traj.points.windows(2) {
+        assert!(w[1].time_from_start > w[0].time_from_start);
+    }
+    trajectory::validate(&cpu_checker(&s), traj, 0.01).expect("the joined trajectory is free");
+
+    // A later item with its own start, and a blocked PTP, fail naming the item.
+    let mut bad = items.clone();
+    bad[1].start = Some((names(&s), first.to_vec()));
+    let e = s.plan_sequence(&bad).unwrap_err().to_string();
+    assert!(
+        e.starts_with("item 1 (LIN): ") && e.contains("only the first motion"),
+        "{e}"
+    );
+    // A line out of the arm's reach.
+    let mut back = items.clone();
+    back[2] = ServicePlanRequest {
+        start: None,
+        planner: Some("LIN".into()),
+        ..pose_request(
+            &s,
+            "world",
+            &(nalgebra::Translation3::new(0.0, 0.0, 2.0) * below),
+        )
+    };
+    let e = s.plan_sequence(&back).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("item 2 (LIN): lin: the straight line stops at"),
+        "{e}"
+    );
+    assert_eq!(e.category(), ErrorCategory::PlanningFailed);
+    assert!(s.plan_sequence(&[]).is_err());
+}

@@ -20,6 +20,7 @@
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
 //! | service      | `~/plan_batch`      | `gpu_motion_planner_interfaces/PlanBatch` (many problems, one launch on the GPU) |
+//! | service      | `~/plan_sequence`   | `gpu_motion_planner_interfaces/PlanSequence` (motions one after another, joined) |
 //! | service      | `~/plan_cartesian`  | `gpu_motion_planner_interfaces/PlanCartesian` (straight lines of a link through poses) |
 //! | service      | `~/attach_object`   | `gpu_motion_planner_interfaces/AttachObject` (an obstacle or a new shape moves with a link) |
 //! | service      | `~/detach_object`   | `gpu_motion_planner_interfaces/DetachObject` (put it down, or drop it) |
@@ -62,6 +63,7 @@ pub mod move_goal;
 pub mod params;
 pub mod plan;
 pub mod scene_io;
+pub mod sequence;
 pub mod state;
 pub mod tf;
 
@@ -73,7 +75,8 @@ use futures::{FutureExt, StreamExt};
 use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::srv::{
     AllowCollisions, AttachObject, CheckState, CheckTrajectory, ComputeFk, ComputeIk, DetachObject,
-    ExecuteTrajectory, LoadScene, PlanAgents, PlanBatch, PlanCartesian, PlanPath, SaveScene,
+    ExecuteTrajectory, LoadScene, PlanAgents, PlanBatch, PlanCartesian, PlanPath, PlanSequence,
+    SaveScene,
 };
 use r2r::nav_msgs::msg::OccupancyGrid;
 use r2r::sensor_msgs::msg::{JointState, PointCloud2};
@@ -493,6 +496,33 @@ fn serve_batch(shared: &Shared, logger: &str, request: &PlanBatch::Request) -> P
     )
 }
 
+/// Answers a `~/plan_sequence` request; the joined trajectory is published on
+/// `~/trajectory` with the roadmap view and becomes the plan `~/execute` sends.
+fn serve_sequence(
+    shared: &Shared,
+    logger: &str,
+    outputs: &PlanOutputs,
+    request: &PlanSequence::Request,
+) -> PlanSequence::Response {
+    let failure = PlanPath::Response::FAILURE as i32;
+    let response = with_service(
+        shared,
+        logger,
+        |reason| sequence::sequence_refused(failure, format!("no robot loaded: {reason}")),
+        |service| match sequence::sequence_requests(request) {
+            Err(message) => sequence::sequence_refused(failure, message),
+            Ok(items) => {
+                let outcome = service.plan_sequence(&items);
+                sequence::sequence_response(&outcome, service)
+            }
+        },
+    );
+    if response.success {
+        publish_plan(shared, logger, outputs, &response.trajectory, None);
+    }
+    response
+}
+
 /// Answers a `~/plan_cartesian` request; a whole path (fraction 1) is published on
 /// `~/trajectory` with the roadmap view, as `~/plan` publishes its plans.
 fn serve_cartesian(
@@ -664,6 +694,10 @@ async fn run_async() -> Result<(), NodeError> {
         node.create_service::<PlanPath::Service>("~/plan", QosProfile::services_default())?;
     let batch_requests =
         node.create_service::<PlanBatch::Service>("~/plan_batch", QosProfile::services_default())?;
+    let sequence_requests = node.create_service::<PlanSequence::Service>(
+        "~/plan_sequence",
+        QosProfile::services_default(),
+    )?;
     let cartesian_requests = node.create_service::<PlanCartesian::Service>(
         "~/plan_cartesian",
         QosProfile::services_default(),
@@ -919,6 +953,15 @@ async fn run_async() -> Result<(), NodeError> {
         {
             let (shared, logger) = (shared.clone(), logger.clone());
             move |req: &PlanBatch::Request| serve_batch(&shared, &logger, req)
+        },
+    )));
+    tasks.push(tokio::spawn(serve_each(
+        sequence_requests,
+        "~/plan_sequence",
+        logger.clone(),
+        {
+            let (shared, logger, outputs) = (shared.clone(), logger.clone(), outputs.clone());
+            move |req: &PlanSequence::Request| serve_sequence(&shared, &logger, &outputs, req)
         },
     )));
     tasks.push(tokio::spawn(serve_each(

@@ -20,7 +20,8 @@ use crate::service::{
 use crate::trajectory::{LinkSpeed, Trajectory, TrajectoryPoint};
 
 // PlanPath error codes as plain integers (r2r generates the .srv constants as enums).
-const SUCCESS: i32 = PlanPath::Response::SUCCESS as i32;
+/// MoveIt's SUCCESS error code.
+pub const SUCCESS: i32 = PlanPath::Response::SUCCESS as i32;
 const FAILURE: i32 = PlanPath::Response::FAILURE as i32;
 const PLANNING_FAILED: i32 = PlanPath::Response::PLANNING_FAILED as i32;
 const INVALID_MOTION_PLAN: i32 = PlanPath::Response::INVALID_MOTION_PLAN as i32;
@@ -260,7 +261,8 @@ pub fn joint_trajectory(traj: &Trajectory, frame_id: &str) -> JointTrajectory {
     }
 }
 
-fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStats {
+/// The PlanningStats message of a plan's statistics.
+pub fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStats {
     PlanningStats {
         planning_time: stats.planning_time.as_secs_f64(),
         simplification_time: stats.simplification_time.as_secs_f64(),

@@ -16,6 +16,7 @@ pub mod kinematics;
 mod pilz;
 pub mod roadmap;
 pub mod scene_io;
+pub mod sequence;
 pub mod state;
 
 pub use crate::collision::allowed::AllowRequest;
@@ -362,6 +363,16 @@ pub enum ServiceError {
     /// Path constraints that cannot be used (a link, frame, tolerance or planner).
     #[error("path_constraints: {0}")]
     BadPathConstraints(String),
+    /// One motion of a sequence failed ([`PlanningService::plan_sequence`]).
+    #[error("item {index} ({planner}): {error}")]
+    SequenceItem {
+        /// Its index, from 0.
+        index: usize,
+        /// The planner it asked for.
+        planner: String,
+        /// Why.
+        error: Box<ServiceError>,
+    },
     /// The request has no start and no joint state was received.
     #[error("start: no start state given and no joint state received yet")]
     NoCurrentState,
@@ -506,6 +517,7 @@ impl ServiceError {
             }
         };
         match self {
+            ServiceError::SequenceItem { error, .. } => error.category(),
             ServiceError::UnknownJoint { which, .. }
             | ServiceError::MissingJoint { which, .. }
             | ServiceError::NotFinite { which, .. }

@@ -37,12 +37,13 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
 from action_msgs.msg import GoalStatus
 from gpu_motion_planner_interfaces.action import Move
-from gpu_motion_planner_interfaces.msg import (JointConstraint, OrientationConstraint,
-                                               PositionConstraint)
+from gpu_motion_planner_interfaces.msg import (JointConstraint, MotionSequenceItem,
+                                               OrientationConstraint, PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AllowCollisions, AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject,
                                               ExecuteTrajectory, LoadScene, PlanAgents,
-                                              PlanBatch, PlanCartesian, PlanPath, SaveScene)
+                                              PlanBatch, PlanCartesian, PlanPath, PlanSequence,
+                                              SaveScene)
 from nav_msgs.msg import OccupancyGrid
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -432,6 +433,7 @@ def run_checks(node, launch):
     cartesian_checks(node, obstacles, scenes)
     speed_limit_checks(node, plan)
     pilz_checks(node, plan)
+    sequence_checks(node)
     attach_checks(node, plan, obstacles, scenes)
     scene_file_checks(node, scenes)
     allowed_collision_checks(node, plan, scenes)
@@ -605,6 +607,46 @@ def pilz_checks(node, plan):
           'the circle through start, interim point and goal (independent kinematics)',
           ok and 'by circ' in res.message and pts and off < 2e-3,
           res and f'{res.message!r}; off the circle by {off:.5f} m (radius {radius:.4f})')
+
+
+def sequence_checks(node):
+    """~/plan_sequence: PTP to a state, then LIN back to the start, joined into one
+    trajectory whose times run on, each item's end at rest; a blend radius is refused by
+    name."""
+    client = node.create_client(PlanSequence, f'/{NODE}/plan_sequence')
+    if not check('~/plan_sequence appears', client.wait_for_service(timeout_sec=10.0)):
+        return
+    start = [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2]
+    goal = [-2.6, 0.4, 0.9, 0.3, 0.5, 0.2]
+    req = PlanSequence.Request()
+    req.start_state = joint_state(ARM, start)
+    there, back = MotionSequenceItem(), MotionSequenceItem()
+    there.goal_state = joint_state(ARM, goal)
+    there.planner_id = 'PTP'
+    back.goal_state = joint_state(ARM, start)
+    back.planner_id = 'LIN'
+    req.items = [there, back]
+    res = call(node, client, req, timeout=60.0)
+    ok = res is not None and res.success
+    pts = res.trajectory.points if ok else []
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts]
+    ends = list(res.item_ends) if ok else []
+    at_rest = ok and len(ends) == 2 and all(
+        all(v == 0.0 for v in pts[i].velocities) for i in ends)
+    reached = ok and len(ends) == 2 and \
+        max(abs(a - b) for a, b in zip(pts[ends[0]].positions, goal)) < 1e-9 and \
+        max(abs(a - b) for a, b in zip(pts[-1].positions, start)) < 1e-9
+    check('~/plan_sequence joins PTP there and LIN back into one trajectory, times running on, '
+          'each motion ending at rest where the next begins',
+          ok and reached and at_rest and all(b > a for a, b in zip(times, times[1:]))
+          and 'ptp, lin' in res.message and len(res.stats) == 2,
+          res and f'{res.message!r}; item ends {ends}')
+    back.blend_radius = 0.05
+    req.items = [there, back]
+    res = call(node, client, req, timeout=30.0)
+    check('~/plan_sequence refuses a blend radius by name',
+          res is not None and not res.success and 'item 1: blend_radius' in res.message,
+          res and res.message)
 
 
 def duration(traj):
