@@ -94,3 +94,42 @@ pub fn sequence_refused(error_code: i32, message: String) -> PlanSequence::Respo
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use r2r::gpu_motion_planner_interfaces::msg::MotionSequenceItem;
+
+    #[test]
+    fn items_read_as_plan_requests_the_first_from_the_start_state() {
+        let mut req = PlanSequence::Request {
+            group_name: "arm".into(),
+            seed: 3,
+            ..Default::default()
+        };
+        req.start_state.name = vec!["shoulder_pan_joint".into()];
+        req.start_state.position = vec![0.5];
+        let item = |planner: &str| MotionSequenceItem {
+            goal_name: "home".into(),
+            planner_id: planner.into(),
+            ..Default::default()
+        };
+        req.items = vec![item("PTP"), item("LIN")];
+        let reqs = sequence_requests(&req).unwrap();
+        assert_eq!(reqs.len(), 2);
+        assert_eq!(
+            reqs[0].start,
+            Some((vec!["shoulder_pan_joint".to_string()], vec![0.5]))
+        );
+        assert_eq!(reqs[1].start, None);
+        assert_eq!(reqs[1].planner.as_deref(), Some("LIN"));
+        assert_eq!(reqs[1].group.as_deref(), Some("arm"));
+        assert_eq!(
+            (reqs[1].seed, reqs[1].goal_name.as_deref()),
+            (Some(3), Some("home"))
+        );
+        req.items[1].blend_radius = 0.1;
+        let e = sequence_requests(&req).unwrap_err();
+        assert!(e.starts_with("item 1: blend_radius 0.1"), "{e}");
+    }
+}
