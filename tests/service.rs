@@ -6,7 +6,7 @@ use common::service::{cpu_checker, names, place, request, service, tool_pose_at,
 use gpu_motion_planner::cli::demo::bundled;
 use gpu_motion_planner::planners::PlanError;
 use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
-use gpu_motion_planner::robot::constraint::{ConstraintSpec, PositionSpec};
+use gpu_motion_planner::robot::constraint::{ConstraintSpec, JointSpec, PositionSpec};
 use gpu_motion_planner::robot::kinematics_config::KinematicsConfig;
 use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
 use gpu_motion_planner::service::{
@@ -2042,4 +2042,72 @@ fn a_motion_sequence_joins_its_items_into_one_trajectory() {
     );
     assert_eq!(e.category(), ErrorCategory::PlanningFailed);
     assert!(s.plan_sequence(&[]).is_err());
+}
+
+/// A plan under path constraints is timed through its waypoints; a speed limit times it again
+/// the same way, with the too-fast segments capped: the same points, later, the tool under
+/// the limit. In a batch, PTP problems share the batch and LIN ones are planned alone.
+#[test]
+fn speed_limits_retime_constrained_plans_and_batches_take_pilz_motions() {
+    let mut s = service();
+    let constraints = ConstraintSpec {
+        joint: vec![JointSpec {
+            joint: "wrist_3_joint".into(),
+            position: 0.0,
+            below: 0.5,
+            above: 0.5,
+        }],
+        ..ConstraintSpec::default()
+    };
+    let base = request(&s, &START, &GOAL);
+    let constrained = |speed: Option<f64>| ServicePlanRequest {
+        path_constraints: constraints.clone(),
+        speed_limit: speed.map(|max_speed| SpeedLimit {
+            link: None,
+            max_speed,
+        }),
+        ..base.clone()
+    };
+    let free = s.plan(constrained(None)).unwrap();
+    let peak = tool_peak_speed(&s, &free.trajectory);
+    let slow = s.plan(constrained(Some(peak / 3.0))).unwrap();
+    let ls = slow.link_speed.clone().expect("limited");
+    assert!(ls.retimed && ls.factor > 1.0, "{ls:?}");
+    assert_eq!(slow.path, free.path);
+    assert_eq!(slow.trajectory.positions(), free.trajectory.positions());
+    let limited = tool_peak_speed(&s, &slow.trajectory);
+    assert!(
+        limited <= peak / 3.0 * (1.0 + 1e-3),
+        "{limited} over {}",
+        peak / 3.0
+    );
+    within_joint_limits(&s, &slow.trajectory);
+    for p in &slow.trajectory.points {
+        assert!(p.positions[5].abs() <= 0.5 + 1e-9);
+    }
+
+    let (first, middle) = (
+        [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2],
+        [-2.6, 0.4, 0.9, 0.3, 0.5, 0.2],
+    );
+    let reqs: Vec<ServicePlanRequest> = [
+        ("PTP", &START, &GOAL),
+        ("LIN", &first, &middle),
+        ("PTP", &first, &middle),
+    ]
+    .into_iter()
+    .map(|(planner, from, to)| ServicePlanRequest {
+        planner: Some(planner.into()),
+        ..request(&s, from, to)
+    })
+    .collect();
+    let answers = s.plan_batch(&reqs);
+    let planned: Vec<(String, usize)> = answers
+        .into_iter()
+        .map(|a| a.map(|p| (p.planner, p.path.len())).unwrap())
+        .collect();
+    assert_eq!(planned[0], ("ptp".to_string(), 2));
+    assert_eq!(planned[1].0, "lin");
+    assert!(planned[1].1 > 2);
+    assert_eq!(planned[2], ("ptp".to_string(), 2));
 }
