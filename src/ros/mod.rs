@@ -1625,6 +1625,7 @@ summary! {
     PlanPath::Response, error_code;
     PlanCartesian::Response, error_code;
     PlanBatch::Response;
+    PlanSequence::Response, error_code;
     PlanAgents::Response;
     AttachObject::Response;
     DetachObject::Response;
