@@ -23,7 +23,6 @@ use super::{
     SpeedLimitArgs,
 };
 use crate::collision::{Checker, CheckerOptions, RobotShapes};
-use crate::planners::cartesian::CartesianOptions;
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
 use crate::planners::pilz::{self, CircPoint, PilzPath};
@@ -531,12 +530,7 @@ fn pilz_cartesian(
     .map_err(CliError)?;
     let mut solver = IkSolver::new(&p.robot, &p.group, &p.base, PoseTarget::pose(link, target))
         .map_err(|e| CliError(e.to_string()))?;
-    let opts = CartesianOptions {
-        resolution: req.resolution,
-        vel_scale: req.vel_scale,
-        acc_scale: req.acc_scale,
-        ..CartesianOptions::default()
-    };
+    let opts = pilz::options(req);
     let motion = pilz::cartesian_motion(
         checker,
         &mut solver,

@@ -87,6 +87,17 @@ pub fn lin_target<'g>(
     }
 }
 
+/// The Cartesian path options of a LIN or CIRC motion for `req`: its motion check step and
+/// scalings, the default steps along the path.
+pub fn options(req: &super::PlanRequest) -> CartesianOptions {
+    CartesianOptions {
+        resolution: req.resolution,
+        vel_scale: req.vel_scale,
+        acc_scale: req.acc_scale,
+        ..CartesianOptions::default()
+    }
+}
+
 /// How the path of a LIN or CIRC motion is timed: through its configurations.
 fn timing(opts: &CartesianOptions) -> PathTiming {
     PathTiming::Through {

@@ -7,7 +7,6 @@ use nalgebra::Isometry3;
 
 use super::{PlanningService, Prepared, ServiceError, ServicePlanResponse};
 use crate::collision::Checker;
-use crate::planners::cartesian::CartesianOptions;
 use crate::planners::pilz::{self, CircPoint, PilzPath};
 use crate::robot::constraint::ConstraintSpec;
 use crate::robot::ik::{self, IkSolver, PoseTarget};
@@ -94,12 +93,7 @@ impl PlanningService {
             PoseTarget::pose(link, target),
         )
         .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
-        let opts = CartesianOptions {
-            resolution: preq.resolution,
-            vel_scale: preq.vel_scale,
-            acc_scale: preq.acc_scale,
-            ..CartesianOptions::default()
-        };
+        let opts = pilz::options(preq);
         let mut result = pilz::cartesian_motion(
             checker,
             &mut solver,
