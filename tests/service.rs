@@ -9,6 +9,7 @@ use gpu_motion_planner::robot::cartesian_limits::CartesianLimits;
 use gpu_motion_planner::robot::constraint::{ConstraintSpec, JointSpec, PositionSpec};
 use gpu_motion_planner::robot::kinematics_config::KinematicsConfig;
 use gpu_motion_planner::robot::ompl_planning::OmplPlanning;
+use gpu_motion_planner::service::sequence::ServiceSequenceItem;
 use gpu_motion_planner::service::{
     ErrorCategory, MarkerAction, MarkerKind, MarkerUpdate, PlanningService,
     ServiceCartesianRequest, ServiceError, ServicePlanRequest, ServicePlanResponse,
@@ -1979,6 +1980,13 @@ fn a_motion_sequence_joins_its_items_into_one_trajectory() {
             ..Default::default()
         },
     ];
+    let items: Vec<ServiceSequenceItem> = items
+        .into_iter()
+        .map(|request| ServiceSequenceItem {
+            request,
+            blend_radius: 0.0,
+        })
+        .collect();
     let seq = s.plan_sequence(&items).unwrap();
     assert_eq!(
         seq.items
@@ -2017,7 +2025,7 @@ fn a_motion_sequence_joins_its_items_into_one_trajectory() {
 
     // A later item with its own start, and a blocked PTP, fail naming the item.
     let mut bad = items.clone();
-    bad[1].start = Some((names(&s), first.to_vec()));
+    bad[1].request.start = Some((names(&s), first.to_vec()));
     let e = s.plan_sequence(&bad).unwrap_err().to_string();
     assert!(
         e.starts_with("item 1 (LIN): ") && e.contains("only the first motion"),
@@ -2025,7 +2033,7 @@ fn a_motion_sequence_joins_its_items_into_one_trajectory() {
     );
     // A line out of the arm's reach.
     let mut back = items.clone();
-    back[2] = ServicePlanRequest {
+    back[2].request = ServicePlanRequest {
         start: None,
         planner: Some("LIN".into()),
         ..pose_request(

@@ -373,6 +373,10 @@ pub enum ServiceError {
         /// Why.
         error: Box<ServiceError>,
     },
+    /// Two motions of a sequence cannot be blended (the curve collides, leaves its sphere or
+    /// cannot be timed).
+    #[error("blend_radius: {0}")]
+    Blend(String),
     /// The request has no start and no joint state was received.
     #[error("start: no start state given and no joint state received yet")]
     NoCurrentState,
@@ -536,9 +540,8 @@ impl ServiceError {
             ServiceError::Group { .. } => C::InvalidGroup,
             ServiceError::Plan(PlanError::InvalidStart(_)) => C::StartInCollision,
             ServiceError::Plan(PlanError::InvalidGoal(_)) => C::GoalInCollision,
-            ServiceError::Plan(PlanError::NoPath { .. } | PlanError::Blocked { .. }) => {
-                C::PlanningFailed
-            }
+            ServiceError::Plan(PlanError::NoPath { .. } | PlanError::Blocked { .. })
+            | ServiceError::Blend(_) => C::PlanningFailed,
             ServiceError::Plan(PlanError::ValidationFailed(_)) => C::InvalidMotionPlan,
             ServiceError::WrongFrame { .. }
             | ServiceError::UnsupportedMarker { .. }

@@ -4,15 +4,32 @@
 //! Each item is a whole planning request ([`ServicePlanRequest`]): any planner (a Pilz motion,
 //! `PTP`, `LIN`, `CIRC`, or a sampling planner), a goal state, named state or pose, its own
 //! scaling and speed limit. Only the first item may give a start state; every later one starts
-//! where the one before ended, exactly. All items plan for one planning group. The robot stops
-//! at each item's end (Pilz's `blend_radius` 0); blending the motions into each other is not
-//! planned. The joined trajectory holds every item's points in order, the times running on
-//! and each joint between items made continuous (a continuous joint's unwrapped turns carried
-//! over); every item was validated on its own and ends at rest, where the next begins. A
-//! failing item fails the sequence, naming it, and nothing of the sequence is kept.
+//! where the one before ended, exactly. All items plan for one planning group. A failing item
+//! fails the sequence, naming it, and nothing of the sequence is kept.
+//!
+//! An item's `blend_radius` (m, around the position of the group's tip link where the item
+//! ends) lets the robot round that corner instead of stopping there
+//! ([`crate::trajectory::blend`]): the items of a run joined by blends are timed together
+//! through a curve within the sphere, checked for collisions, under each item's scalings and
+//! Cartesian limits. The last item's radius must be 0; blend spheres may not overlap along an
+//! item. Where the radius is 0 the robot stops at the item's end; those runs are joined with
+//! the times running on and each joint made continuous (a continuous joint's unwrapped turns
+//! carried over).
 
-use super::{PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse};
-use crate::trajectory::Trajectory;
+use super::{
+    cached_checker, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
+};
+use crate::trajectory::blend::{self, BlendError, BlendReport, Blended, Kinematics, Motion};
+use crate::trajectory::{LinkLimit, Trajectory};
+
+/// One motion of a sequence.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceSequenceItem {
+    /// The motion, planned as [`PlanningService::plan`] plans it.
+    pub request: ServicePlanRequest,
+    /// The blend radius at its end, m (0: the robot stops there).
+    pub blend_radius: f64,
+}
 
 /// A planned sequence.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,8 +40,11 @@ pub struct ServiceSequenceResponse {
     pub group: String,
     /// Every item's own plan, in order.
     pub items: Vec<ServicePlanResponse>,
-    /// For every item, the index of its last point in `trajectory`.
+    /// For every item, the index of its last point in `trajectory` (for a blended item, the
+    /// point in the middle of the blend, where the next takes over).
     pub item_ends: Vec<usize>,
+    /// The blends made (`motion`: the item at whose end).
+    pub blends: Vec<BlendReport>,
 }
 
 impl PlanningService {
@@ -32,7 +52,7 @@ impl PlanningService {
     /// at fault ([`ServiceError::SequenceItem`]).
     pub fn plan_sequence(
         &mut self,
-        items: &[ServicePlanRequest],
+        items: &[ServiceSequenceItem],
     ) -> Result<ServiceSequenceResponse, ServiceError> {
         if items.is_empty() {
             return Err(ServiceError::BadOption {
@@ -40,14 +60,28 @@ impl PlanningService {
                 reason: "a sequence needs at least one motion".into(),
             });
         }
+        for (index, item) in items.iter().enumerate() {
+            let r = item.blend_radius;
+            let reason = if !(r.is_finite() && r >= 0.0) {
+                "must be finite and 0 or more"
+            } else if index + 1 == items.len() && r != 0.0 {
+                "the last motion ends the sequence: its blend radius must be 0"
+            } else {
+                continue;
+            };
+            return Err(item_error(
+                index,
+                &item.request,
+                ServiceError::BadOption {
+                    name: "blend_radius",
+                    reason: format!("{r}: {reason}"),
+                },
+            ));
+        }
         let mut plans: Vec<ServicePlanResponse> = Vec::with_capacity(items.len());
         for (index, item) in items.iter().enumerate() {
-            let failed = |error: ServiceError| ServiceError::SequenceItem {
-                index,
-                planner: item.planner.clone().unwrap_or_else(|| "default".into()),
-                error: Box::new(error),
-            };
-            let mut req = item.clone();
+            let failed = |error: ServiceError| item_error(index, &item.request, error);
+            let mut req = item.request.clone();
             if let Some(before) = plans.last() {
                 if req.start.is_some() {
                     return Err(failed(ServiceError::BadOption {
@@ -80,27 +114,143 @@ impl PlanningService {
             }
             plans.push(plan);
         }
-        let (trajectory, item_ends) = join(&plans);
+        // Runs of items joined by blends, each timed as one; single items as planned.
+        let mut runs: Vec<(Trajectory, Vec<usize>)> = Vec::new();
+        let mut blends = Vec::new();
+        let mut first = 0;
+        while first < items.len() {
+            let mut last = first;
+            while items[last].blend_radius > 0.0 {
+                last += 1;
+            }
+            if last == first {
+                let t = plans[first].trajectory.clone();
+                runs.push((t.clone(), vec![t.points.len().saturating_sub(1)]));
+            } else {
+                let run = self.blend_run(&items[first..=last], &plans[first..=last], first)?;
+                runs.push((run.trajectory, run.ends));
+                blends.extend(run.blends);
+            }
+            first = last + 1;
+        }
+        let (trajectory, item_ends) = join(&runs);
         Ok(ServiceSequenceResponse {
             trajectory,
             group: plans[0].group.clone(),
             items: plans,
             item_ends,
+            blends,
+        })
+    }
+
+    /// Blends the planned `items` (indices from `offset` in the sequence) into one trajectory,
+    /// the blends' items numbered in the sequence.
+    fn blend_run(
+        &mut self,
+        items: &[ServiceSequenceItem],
+        plans: &[ServicePlanResponse],
+        offset: usize,
+    ) -> Result<Blended, ServiceError> {
+        // Each item's scalings and limit, as its plan read them.
+        let mut prepared = Vec::with_capacity(items.len());
+        for (k, (item, plan)) in items.iter().zip(plans).enumerate() {
+            let mut req = item.request.clone();
+            let start = plan.trajectory.points.first().map(|p| p.positions.clone());
+            req.start = Some((
+                plan.trajectory.joint_names.clone(),
+                start.unwrap_or_default(),
+            ));
+            req.group = Some(plan.group.clone());
+            let p = self
+                .prepare(&req)
+                .map_err(|e| item_error(offset + k, &item.request, e))?;
+            prepared.push(p);
+        }
+        let first = &prepared[0];
+        let (group, start_state) = (first.group.clone(), first.start_state.clone());
+        let resolution = first.request.resolution;
+        let tip = self.link_or_tip(None, &group).map_err(|reason| {
+            item_error(
+                offset,
+                &items[0].request,
+                ServiceError::BadOption {
+                    name: "blend_radius",
+                    reason,
+                },
+            )
+        })?;
+        self.ensure_checker(&group, &start_state)?;
+        let checker = cached_checker(&self.cached)?;
+        let limits: Vec<Option<LinkLimit>> =
+            prepared.iter().map(|p| p.speed_limit.clone()).collect();
+        let motions: Vec<Motion<'_>> = plans
+            .iter()
+            .zip(&prepared)
+            .zip(items)
+            .zip(&limits)
+            .map(|(((plan, p), item), limit)| Motion {
+                trajectory: &plan.trajectory,
+                vel_scale: p.request.vel_scale,
+                acc_scale: p.request.acc_scale,
+                limit: limit.as_ref(),
+                radius: item.blend_radius,
+            })
+            .collect();
+        let kin = Kinematics {
+            tree: &self.robot.tree,
+            group: &group,
+            base: &start_state,
+            link: tip,
+        };
+        let blended = blend::blend(checker, kin, &motions, resolution).map_err(|e| {
+            let (k, error) = match e {
+                BlendError::Radius { motion, .. } => (
+                    motion,
+                    ServiceError::BadOption {
+                        name: "blend_radius",
+                        reason: e.to_string(),
+                    },
+                ),
+                BlendError::Blocked { motion, .. } => (motion, ServiceError::Blend(e.to_string())),
+                BlendError::Trajectory(_) => (0, ServiceError::Blend(e.to_string())),
+            };
+            item_error(offset + k, &items[k].request, error)
+        })?;
+        Ok(Blended {
+            blends: blended
+                .blends
+                .into_iter()
+                .map(|b| BlendReport {
+                    motion: b.motion + offset,
+                    ..b
+                })
+                .collect(),
+            ..blended
         })
     }
 }
 
-/// The trajectories of `plans` joined: times running on, the first point of every later one
-/// (its start, where the one before ended) left out, and each joint of a later one shifted
-/// by the whole turns (2 pi) that make it continue from the one before.
-fn join(plans: &[ServicePlanResponse]) -> (Trajectory, Vec<usize>) {
+/// The error of item `index` (asking for `req`'s planner).
+fn item_error(index: usize, req: &ServicePlanRequest, error: ServiceError) -> ServiceError {
+    ServiceError::SequenceItem {
+        index,
+        planner: req.planner.clone().unwrap_or_else(|| "default".into()),
+        error: Box::new(error),
+    }
+}
+
+/// The trajectories of `runs` joined (each with the indices of its items' ends): times running
+/// on, the first point of every later one (its start, where the one before ended) left out,
+/// and each joint of a later one shifted by the whole turns (2 pi) that make it continue from
+/// the one before. The items' ends, as indices in the joined trajectory.
+fn join(runs: &[(Trajectory, Vec<usize>)]) -> (Trajectory, Vec<usize>) {
     let mut out = Trajectory {
-        joint_names: plans[0].trajectory.joint_names.clone(),
+        joint_names: runs[0].0.joint_names.clone(),
         points: Vec::new(),
     };
-    let mut ends = Vec::with_capacity(plans.len());
-    for plan in plans {
-        let points = &plan.trajectory.points;
+    let mut ends = Vec::with_capacity(runs.len());
+    for (trajectory, run_ends) in runs {
+        let points = &trajectory.points;
         let (skip, t0, shift) = match (out.points.last(), points.first()) {
             (Some(last), Some(first)) => {
                 let turns: Vec<f64> = last
@@ -113,6 +263,8 @@ fn join(plans: &[ServicePlanResponse]) -> (Trajectory, Vec<usize>) {
             }
             _ => (0, 0.0, vec![0.0; out.joint_names.len()]),
         };
+        // Index in `out` of the run's point 0 (left out when skipped: the last one before).
+        let base = out.points.len().saturating_sub(skip);
         for p in points.iter().skip(skip) {
             let mut p = p.clone();
             p.time_from_start += t0;
@@ -121,7 +273,7 @@ fn join(plans: &[ServicePlanResponse]) -> (Trajectory, Vec<usize>) {
             }
             out.points.push(p);
         }
-        ends.push(out.points.len().saturating_sub(1));
+        ends.extend(run_ends.iter().map(|e| base + e));
     }
     (out, ends)
 }

@@ -271,6 +271,18 @@ pub fn peak_link_speed(
     (peaks, times.len())
 }
 
+/// The uniform stretch of a trajectory with these peaks that brings each under `limit`
+/// ([`MARGIN`] below it), at least 1: speeds scale with its inverse, accelerations with its
+/// inverse square.
+pub fn stretch_needed(p: Peaks, limit: &LinkLimit) -> f64 {
+    let by =
+        |peak: f64, limit: Option<f64>| limit.map_or(0.0, |limit| peak / (limit * (1.0 - MARGIN)));
+    by(p.linear, Some(limit.linear))
+        .max(by(p.angular, limit.angular))
+        .max(by(p.acceleration, limit.acceleration).sqrt())
+        .max(1.0)
+}
+
 /// Time step (s) of the second difference that measures a link's acceleration.
 pub const ACC_DT: f64 = 1e-4;
 
@@ -340,17 +352,7 @@ pub fn limit_link_speed(
 ) -> LinkSpeed {
     let link = limit.link;
     let peak = |t: &Trajectory| peak_link_speed(t, tree, group, base, link);
-    // The uniform stretch that brings every peak under its limit: speeds scale with its
-    // inverse, accelerations with its inverse square.
-    let over = |p: Peaks| {
-        let by = |peak: f64, limit: Option<f64>| {
-            limit.map_or(0.0, |limit| peak / (limit * (1.0 - MARGIN)))
-        };
-        by(p.linear, Some(limit.linear))
-            .max(by(p.angular, limit.angular))
-            .max(by(p.acceleration, limit.acceleration).sqrt())
-            .max(1.0)
-    };
+    let over = |p: Peaks| stretch_needed(p, limit);
     let (before, samples) = peak(traj);
     let uniform = over(before);
     let duration_before = traj.duration();

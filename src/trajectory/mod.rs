@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::collision::{Checker, CollisionError, ConfigBatch, MotionBatch, MAX_REFINEMENTS};
 use crate::robot::JointSpace;
 
+pub mod blend;
 pub mod link_speed;
 mod through;
 pub use link_speed::{limit_link_speed, peak_link_speed, Along, LinkLimit, LinkSpeed};
