@@ -509,12 +509,9 @@ fn serve_sequence(
         shared,
         logger,
         |reason| sequence::sequence_refused(failure, format!("no robot loaded: {reason}")),
-        |service| match sequence::sequence_requests(request) {
-            Err(message) => sequence::sequence_refused(failure, message),
-            Ok(items) => {
-                let outcome = service.plan_sequence(&items);
-                sequence::sequence_response(&outcome, service)
-            }
+        |service| {
+            let outcome = service.plan_sequence(&sequence::sequence_requests(request));
+            sequence::sequence_response(&outcome, service)
         },
     );
     if response.success {

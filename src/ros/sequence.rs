@@ -6,25 +6,18 @@ use r2r::gpu_motion_planner_interfaces::msg::PlanningStats;
 use r2r::gpu_motion_planner_interfaces::srv::{PlanPath, PlanSequence};
 
 use super::plan::{error_code, joint_trajectory, service_request, stats_msg, SUCCESS};
-use crate::service::sequence::ServiceSequenceResponse;
-use crate::service::{PlanningService, ServiceError, ServicePlanRequest};
+use crate::service::sequence::{ServiceSequenceItem, ServiceSequenceResponse};
+use crate::service::{PlanningService, ServiceError};
 
-/// The service requests of a PlanSequence request: each item read as a PlanPath request (the
-/// sequence's start for the first, its group, time budget and seed for all). Errors name the
-/// item whose blend radius is not 0.
-pub fn sequence_requests(req: &PlanSequence::Request) -> Result<Vec<ServicePlanRequest>, String> {
+/// The service items of a PlanSequence request: each item read as a PlanPath request (the
+/// sequence's start for the first, its group, time budget and seed for all) with its blend
+/// radius (checked by the service).
+pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem> {
     req.items
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            if item.blend_radius != 0.0 {
-                return Err(format!(
-                    "item {i}: blend_radius {} is not planned: give 0 (the robot stops at the \
-                     end of each motion)",
-                    item.blend_radius
-                ));
-            }
-            Ok(service_request(&PlanPath::Request {
+            let request = service_request(&PlanPath::Request {            Ok(service_request(&PlanPath::Request {
                 start_state: if i == 0 {
                     req.start_state.clone()
                 } else {
@@ -47,7 +40,11 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Result<Vec<ServicePlanR
                 group_name: req.group_name.clone(),
                 cartesian_speed_limited_link: item.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: item.max_cartesian_speed,
-            }))
+            });
+            ServiceSequenceItem {
+                request,
+                blend_radius: item.blend_radius,
+            }
         })
         .collect()
 }
@@ -63,13 +60,14 @@ pub fn sequence_response(
             success: true,
             error_code: SUCCESS,
             message: format!(
-                "{} motions ({}), {} trajectory points, {:.3} s long",
+                "{} motions ({}){}, {} trajectory points, {:.3} s long",
                 seq.items.len(),
                 seq.items
                     .iter()
                     .map(|p| p.planner.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
+                blends_text(&seq.blends),
                 seq.trajectory.points.len(),
                 seq.trajectory.duration()
             ),
@@ -83,6 +81,30 @@ pub fn sequence_response(
         },
         Err(e) => sequence_refused(error_code(e.category()), e.to_string()),
     }
+}
+
+/// How the blends went, for the response message ("" without blends).
+fn blends_text(blends: &[crate::trajectory::blend::BlendReport]) -> String {
+    if blends.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = blends
+        .iter()
+        .map(|b| {
+            format!(
+                "after item {} within {} m ({}, {:.3} s, {:.3} s saved)",
+                b.motion,
+                b.radius,
+                match b.kind {
+                    crate::trajectory::blend::BlendKind::Overlap => "overlap",
+                    crate::trajectory::blend::BlendKind::Curve => "curve",
+                },
+                b.duration,
+                b.saved
+            )
+        })
+        .collect();
+    format!(", blended {}", each.join("; "))
 }
 
 /// The PlanSequence answer of a refused or failed sequence.
@@ -115,8 +137,10 @@ mod tests {
             ..Default::default()
         };
         req.items = vec![item("PTP"), item("LIN")];
-        let reqs = sequence_requests(&req).unwrap();
-        assert_eq!(reqs.len(), 2);
+        req.items[0].blend_radius = 0.05;
+        let items = sequence_requests(&req);
+        assert_eq!(items.len(), 2);
+        let reqs: Vec<_> = items.iter().map(|i| &i.request).collect();
         assert_eq!(
             reqs[0].start,
             Some((vec!["shoulder_pan_joint".to_string()], vec![0.5]))
@@ -128,8 +152,6 @@ mod tests {
             (reqs[1].seed, reqs[1].goal_name.as_deref()),
             (Some(3), Some("home"))
         );
-        req.items[1].blend_radius = 0.1;
-        let e = sequence_requests(&req).unwrap_err();
-        assert!(e.starts_with("item 1: blend_radius 0.1"), "{e}");
+        assert_eq!((items[0].blend_radius, items[1].blend_radius), (0.05, 0.0));
     }
 }

@@ -611,8 +611,8 @@ def pilz_checks(node, plan):
 
 def sequence_checks(node):
     """~/plan_sequence: PTP to a state, then LIN back to the start, joined into one
-    trajectory whose times run on, each item's end at rest; a blend radius is refused by
-    name."""
+    trajectory whose times run on, each item's end at rest; a blend radius on the last motion
+    is refused by name; a blended corner (blend_checks)."""
     client = node.create_client(PlanSequence, f'/{NODE}/plan_sequence')
     if not check('~/plan_sequence appears', client.wait_for_service(timeout_sec=10.0)):
         return
@@ -644,9 +644,45 @@ def sequence_checks(node):
     back.blend_radius = 0.05
     req.items = [there, back]
     res = call(node, client, req, timeout=30.0)
-    check('~/plan_sequence refuses a blend radius by name',
-          res is not None and not res.success and 'item 1: blend_radius' in res.message,
+    check('~/plan_sequence refuses a blend radius on the last motion by name',
+          res is not None and not res.success and 'item 1 (LIN): blend_radius' in res.message
+          and 'last motion' in res.message,
           res and res.message)
+    blend_checks(node, client)
+
+
+def blend_checks(node, client):
+    """~/plan_sequence with a 5 cm blend at the corner of a pan turn and an elbow fold (both
+    PTP at half scaling): no stop at the corner, quicker than stopping there, the blend named
+    in the message."""
+    a = [-2.8, 0.3, 0.8, 0.3, 0.5, 0.2]
+    b = [-2.0, 0.3, 0.8, 0.3, 0.5, 0.2]
+    c = [-2.0, 0.9, 0.2, 0.3, 0.5, 0.2]
+
+    def sequence(radius):
+        req = PlanSequence.Request()
+        req.start_state = joint_state(ARM, a)
+        turn, fold = MotionSequenceItem(), MotionSequenceItem()
+        for item, goal in ((turn, b), (fold, c)):
+            item.goal_state = joint_state(ARM, goal)
+            item.planner_id = 'PTP'
+            item.max_velocity_scaling_factor = 0.5
+            item.max_acceleration_scaling_factor = 0.5
+        turn.blend_radius = radius
+        req.items = [turn, fold]
+        return call(node, client, req, timeout=60.0)
+
+    stopping, blended = sequence(0.0), sequence(0.05)
+    ok = stopping is not None and stopping.success and blended is not None and blended.success
+    moving = ok and len(blended.item_ends) == 2 and any(
+        abs(v) > 1e-3 for v in blended.trajectory.points[blended.item_ends[0]].velocities)
+    check('~/plan_sequence blends a 5 cm corner: no stop there, quicker than stopping, named',
+          ok and moving and duration(blended.trajectory) < duration(stopping.trajectory)
+          and 'blended after item 0 within 0.05 m' in blended.message
+          and max(abs(x - y) for x, y in zip(blended.trajectory.points[-1].positions, c))
+          < 1e-9,
+          blended and f'{blended.message!r}; stopping '
+          f'{duration(stopping.trajectory) if ok else None} s')
 
 
 def duration(traj):
