@@ -17,7 +17,7 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            let request = service_request(&PlanPath::Request {            Ok(service_request(&PlanPath::Request {
+            let request = service_request(&PlanPath::Request {
                 start_state: if i == 0 {
                     req.start_state.clone()
                 } else {
