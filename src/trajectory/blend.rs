@@ -838,3 +838,89 @@ fn norm(v: &[f64]) -> f64 {
 fn sub(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(x, y)| x - y).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plane() -> JointSpace {
+        JointSpace {
+            names: vec!["x".into(), "y".into()],
+            lower: vec![-1.0; 2],
+            upper: vec![1.0; 2],
+            continuous: vec![false; 2],
+            max_velocity: vec![1.0, 2.0],
+            max_acceleration: vec![2.0, 3.0],
+            max_jerk: vec![f64::INFINITY; 2],
+        }
+    }
+
+    fn state(positions: [f64; 2], velocities: [f64; 2]) -> TrajectoryPoint {
+        TrajectoryPoint {
+            positions: positions.to_vec(),
+            velocities: velocities.to_vec(),
+            accelerations: vec![0.0; 2],
+            time_from_start: 0.0,
+        }
+    }
+
+    /// A curve around the corner (0.3, 0) from moving along x to moving along y, timed: it
+    /// starts and ends in the given states, its velocities are the positions' rates (the mean
+    /// of two points' velocities is the step over the time between them), every point within
+    /// the velocity limits and within the acceleration limits but for the discretisation, and
+    /// it is quicker than stopping at the corner (for the shapes that can be timed: a flat
+    /// curve bends too sharply at its ends for the speed there). A start too fast for a
+    /// curve's bend is refused.
+    #[test]
+    fn a_timed_curve_meets_its_ends_within_the_limits() {
+        let space = plane();
+        let (from, to) = (state([0.0, 0.0], [0.8, 0.0]), state([0.3, 0.3], [0.0, 1.0]));
+        let corner = [0.3, 0.0];
+        let mut timed = 0;
+        for shape in SHAPES {
+            let curve = Curve::new(&from, &to, &corner, shape);
+            let Some(points) = curve.timed(&space, (&from, &to), (1.0, 1.0)) else {
+                continue;
+            };
+            timed += 1;
+            assert_eq!(points.len(), TOPP_STEPS);
+            let last = &points[points.len() - 1];
+            assert_eq!(
+                (&last.positions, &last.velocities),
+                (&to.positions, &to.velocities)
+            );
+            let mut before = &from;
+            let mut t = 0.0;
+            for p in &points {
+                assert!(p.time_from_start > t);
+                let dt = p.time_from_start - t;
+                for j in 0..2 {
+                    let rate = (p.positions[j] - before.positions[j]) / dt;
+                    let mean = 0.5 * (p.velocities[j] + before.velocities[j]);
+                    assert!(
+                        (rate - mean).abs() < 2e-2 * space.max_velocity[j],
+                        "{shape}: {rate} vs {mean}"
+                    );
+                    assert!(
+                        p.velocities[j].abs() <= space.max_velocity[j] * TOPP_SHARE * (1.0 + 1e-9)
+                    );
+                    assert!(
+                        p.accelerations[j].abs() <= space.max_acceleration[j] * 1.05,
+                        "{shape}: {p:?}"
+                    );
+                }
+                t = p.time_from_start;
+                before = p;
+            }
+            // Stopping at the corner: along x at 0.8 until braking at 2 stops it there, then up
+            // y from rest at 3 until moving at 1, and on at 1.
+            let brake = (0.3 - 0.8 * 0.8 / 4.0) / 0.8 + 0.8 / 2.0;
+            let up = 1.0 / 3.0 + (0.3 - 0.5 * 3.0 * (1.0f64 / 3.0).powi(2)) / 1.0;
+            assert!(t < brake + up, "{shape}: {t} s against {} s", brake + up);
+        }
+        assert!(timed >= 2, "{timed} shapes timed");
+        let fast = state([0.0, 0.0], [0.9, 0.0]);
+        let sharp = Curve::new(&fast, &to, &corner, 0.05);
+        assert!(sharp.timed(&space, (&fast, &to), (1.0, 1.0)).is_none());
+    }
+}
