@@ -1464,3 +1464,74 @@ fn pilz_ptp_and_lin_from_the_command_line() {
     let e = v["error"].as_str().unwrap();
     assert!(e.contains("another joint configuration"), "{e}");
 }
+
+/// `gmp plan --sequence FILE`: two PTP motions (a pan turn, then an elbow fold) joined, with
+/// a 5 cm blend at the corner quicker than stopping there and not stopping; the output names
+/// the blend; a radius on the last motion and an unknown key are refused (exit 2) naming them.
+#[test]
+fn a_sequence_file_plans_motions_one_after_another_with_blends() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, radius: f64, extra: &str| {
+        let path = dir.path().join(name);
+        let text = format!(
+            "items:\n\
+             - {{planner: PTP, goal: [-2.0, 0.3, 0.8, 0.3, 0.5, 0.2], blend_radius: {radius}, \
+             velocity_scaling: 0.5, acceleration_scaling: 0.5}}\n\
+             - {{planner: PTP, goal: [-2.0, 0.9, 0.2, 0.3, 0.5, 0.2], \
+             velocity_scaling: 0.5, acceleration_scaling: 0.5{extra}}}\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let start = "[-2.8, 0.3, 0.8, 0.3, 0.5, 0.2]";
+    let run = |path: &Path| bundled(&["--start", start, "--sequence", path.to_str().unwrap()]);
+    let stopping = run(&write("stop.yaml", 0.0, ""));
+    assert!(
+        stopping.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stopping.stderr)
+    );
+    let stopping = stdout_json(&stopping);
+    let blended = run(&write("blend.yaml", 0.05, ""));
+    assert!(
+        blended.status.success(),
+        "{}",
+        String::from_utf8_lossy(&blended.stderr)
+    );
+    let blended = stdout_json(&blended);
+    for v in [&stopping, &blended] {
+        assert_eq!(v["success"], json!(true));
+        assert_eq!(v["joint_names"], json!(ARM_JOINTS));
+        let points = v["points"].as_array().unwrap();
+        let last = &points[points.len() - 1];
+        let end: Vec<f64> = serde_json::from_value(last["positions"].clone()).unwrap();
+        for (x, y) in end.iter().zip([-2.0, 0.9, 0.2, 0.3, 0.5, 0.2]) {
+            assert!((x - y).abs() < 1e-9, "{end:?}");
+        }
+        assert_eq!(v["items"].as_array().unwrap().len(), 2);
+    }
+    assert_eq!(stopping["blends"], json!([]));
+    let blends = blended["blends"].as_array().unwrap();
+    assert_eq!((blends.len(), &blends[0]["radius"]), (1, &json!(0.05)));
+    let handover = blended["item_ends"][0].as_u64().unwrap() as usize;
+    let v: Vec<f64> =
+        serde_json::from_value(blended["points"][handover]["velocities"].clone()).unwrap();
+    assert!(
+        v.iter().any(|x| x.abs() > 1e-3),
+        "moving at the corner: {v:?}"
+    );
+    let duration = |v: &Value| v["duration_s"].as_f64().unwrap();
+    assert!(duration(&blended) < duration(&stopping));
+
+    let last = run(&write("last.yaml", 0.0, ", blend_radius: 0.05"));
+    assert_eq!(last.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&last.stderr);
+    assert!(
+        e.contains("item 1 (PTP): blend_radius") && e.contains("last motion"),
+        "{e}"
+    );
+    let unknown = run(&write("bad.yaml", 0.0, ", speed: 3"));
+    assert_eq!(unknown.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&unknown.stderr);
+    assert!(e.contains("bad.yaml") && e.contains("speed"), "{e}");
+}

@@ -31,6 +31,7 @@ pub mod picture;
 pub mod plan;
 pub mod pose;
 pub mod scene;
+pub mod sequence;
 pub mod tuning;
 
 /// Errors reported by the CLI (printed as `error: ...`).

@@ -1,6 +1,7 @@
 //! `gmp plan`: one planning query from files and the command line, answered with the timed
 //! trajectory as JSON; or, with `--batch FILE`, many queries in the same scene (one report with
-//! a result per problem; see [`run_batch`]).
+//! a result per problem; see [`run_batch`]); or, with `--sequence FILE`, several motions one
+//! after another joined into one trajectory ([`super::sequence`]).
 //!
 //! Exit status: 0 with `"success": true` when a trajectory was found; 1 with
 //! `"success": false` on stdout (and the reason on stderr) when the planner found no path
@@ -123,6 +124,12 @@ pub struct PlanArgs {
     /// problem is planned in one device launch.
     #[arg(long, conflicts_with_all = ["start", "goal", "request", "goal_pose", "path_constraints"])]
     pub batch: Option<PathBuf>,
+    /// Several motions one after another from `--start`, joined into one trajectory, with
+    /// blends where an item gives a `blend_radius`: a YAML (or JSON) file with `items:`, each
+    /// a `planner`, a `goal` (configuration or named state) or `pose`, optional
+    /// `blend_radius`, scalings and Cartesian speed limit (see `cli::sequence`).
+    #[arg(long, conflicts_with_all = ["goal", "request", "goal_pose", "path_constraints", "batch", "planner"])]
+    pub sequence: Option<PathBuf>,
 }
 
 /// One problem of a `--batch` file.
@@ -587,6 +594,9 @@ fn limited_json(
 pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     if let Some(path) = &a.batch {
         return run_batch(a, path);
+    }
+    if let Some(path) = &a.sequence {
+        return super::sequence::run_sequence(a, path);
     }
     let p = problem(a)?;
     let opts = CheckerOptions {
