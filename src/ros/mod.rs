@@ -20,7 +20,7 @@
 //! | publisher    | `~/roadmap`         | `visualization_msgs/MarkerArray` (transient local) |
 //! | service      | `~/plan`            | `gpu_motion_planner_interfaces/PlanPath` |
 //! | service      | `~/plan_batch`      | `gpu_motion_planner_interfaces/PlanBatch` (many problems, one launch on the GPU) |
-//! | service      | `~/plan_sequence`   | `gpu_motion_planner_interfaces/PlanSequence` (motions one after another, joined) |
+//! | service      | `~/plan_sequence`   | `gpu_motion_planner_interfaces/PlanSequence` (motions one after another, joined, blended where a motion gives a `blend_radius`) |
 //! | service      | `~/plan_cartesian`  | `gpu_motion_planner_interfaces/PlanCartesian` (straight lines of a link through poses) |
 //! | service      | `~/attach_object`   | `gpu_motion_planner_interfaces/AttachObject` (an obstacle or a new shape moves with a link) |
 //! | service      | `~/detach_object`   | `gpu_motion_planner_interfaces/DetachObject` (put it down, or drop it) |

@@ -519,8 +519,8 @@ fn choose(
         }
     }
     Err(format!(
-        "no blend keeps within the sphere, the limits and free of collisions ({why}); give a \
-         smaller radius"
+        "no blend keeps within the sphere, the limits and free of collisions ({why}); lower \
+         the motions' scaling (a blend may use twice it) or the radius"
     ))
 }
 
