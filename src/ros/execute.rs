@@ -698,6 +698,85 @@ pub async fn execute(
     }
 }
 
+/// Topic mode with `topic_arrival_tolerance` > 0: waits until the joint state has every joint
+/// of `trajectory` within `tolerance` of its last point (a revolute joint also modulo whole
+/// turns), for at most `allowed` seconds, or until another `~/execute` or `~/stop` came (the
+/// trajectory was published as `send`, `~/stop`s and cancellations counted `stops` before).
+/// The answer's code and message (`sent` says what was sent where).
+async fn arrival(
+    shared: &Shared,
+    trajectory: &JointTrajectory,
+    (send, stops, allowed): (u64, u64, f64),
+    tolerance: f64,
+    sent: &str,
+) -> (i32, String) {
+    let started = Instant::now();
+    let Some(goal) = trajectory.points.last().map(|p| p.positions.clone()) else {
+        return (codes::SUCCESS, sent.to_string());
+    };
+    loop {
+        // The joint farthest from its goal, and how far (none: no state for some joint).
+        let farthest = {
+            let state = lock(&shared.joint_state);
+            let mut worst: Option<(usize, f64)> = Some((0, 0.0));
+            for (j, name) in trajectory.joint_names.iter().enumerate() {
+                let at = state.as_ref().and_then(|s| {
+                    let i = s.name.iter().position(|n| n == name)?;
+                    s.position.get(i).copied()
+                });
+                match (at, goal.get(j), worst) {
+                    (Some(x), Some(g), Some((_, w))) => {
+                        let d = (x - g)
+                            .abs()
+                            .min(crate::robot::wrapped_difference(*g, x).abs());
+                        if d > w {
+                            worst = Some((j, d));
+                        }
+                    }
+                    _ => worst = None,
+                }
+            }
+            worst
+        };
+        if let Some((_, d)) = farthest {
+            if d <= tolerance {
+                return (
+                    codes::SUCCESS,
+                    format!(
+                        "{sent}; arrived (every joint within {tolerance} of the goal) after {:.2} s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
+            }
+        }
+        if shared.execution.topic_sends.load(Ordering::SeqCst) != send
+            || shared.execution.stopped_since(stops)
+        {
+            return (
+                codes::PREEMPTED,
+                format!("{sent}; stopped or replaced before it arrived"),
+            );
+        }
+        if started.elapsed().as_secs_f64() > allowed {
+            let why = match farthest {
+                Some((j, d)) => format!(
+                    "joint '{}' is {d:.4} from its goal",
+                    trajectory.joint_names[j]
+                ),
+                None => "no joint state for every joint of the trajectory".to_string(),
+            };
+            return (
+                codes::TIMED_OUT,
+                format!(
+                    "{sent}; not arrived within {allowed:.2} s (topic_arrival_tolerance \
+                     {tolerance}): {why}"
+                ),
+            );
+        }
+        tokio::time::sleep(MONITOR_PERIOD).await;
+    }
+}
+
 /// Sends one trajectory (checks, the topic or the action, monitoring) and waits for how it
 /// ends; nothing is sent once a `~/stop` has come since `stops` was read.
 async fn run(
@@ -743,6 +822,21 @@ async fn run(
         }
         let message = format!("sent {what} to {to}");
         tell(report, "EXECUTING", message.clone());
+        if params.topic_arrival_tolerance > 0.0 {
+            let (code, message) = arrival(
+                shared,
+                &trajectory,
+                (send, stops, allowed),
+                params.topic_arrival_tolerance,
+                &message,
+            )
+            .await;
+            return Ran::Answered(Executed {
+                code,
+                message,
+                sent: Some(trajectory),
+            });
+        }
         return Ran::Answered(Executed {
             code: codes::SUCCESS,
             message,

@@ -112,6 +112,10 @@ pub struct NodeParams {
     pub execution_duration_scaling: f64,
     /// ... plus this many seconds (>= 0) before it is cancelled.
     pub execution_goal_margin: f64,
+    /// Topic mode: 0 answers `~/execute` once the trajectory is sent; above 0, once every
+    /// joint of the joint state is within this (rad or m) of the trajectory's end, within
+    /// the time an action goal is allowed.
+    pub topic_arrival_tolerance: f64,
     /// Whether a running execution is stopped when a scene change makes the rest of its
     /// trajectory invalid (MoveIt's execution monitoring).
     pub monitor_execution: bool,
@@ -195,6 +199,7 @@ impl Default for NodeParams {
             execution_mode: "action".into(),
             execution_duration_scaling: 1.2,
             execution_goal_margin: 0.5,
+            topic_arrival_tolerance: 0.0,
             monitor_execution: true,
             replan_attempts: 0,
             replan_delay: 0.5,
@@ -520,6 +525,7 @@ impl NodeParams {
         "execution_mode",
         "execution_duration_scaling",
         "execution_goal_margin",
+        "topic_arrival_tolerance",
         "monitor_execution",
         "replan_attempts",
         "replan_delay",
@@ -595,6 +601,9 @@ impl NodeParams {
             "execution_goal_margin" => {
                 "action execution: seconds (>= 0) a goal may run past its scaled duration before it is cancelled"
             }
+            "topic_arrival_tolerance" => {
+                "topic execution: 0 answers ~/execute once sent; above 0, once every joint of the joint state is within this of the trajectory's end (TIMED_OUT after the scaled duration plus execution_goal_margin)"
+            }
             "monitor_execution" => {
                 "stop a running ~/execute when a scene change (obstacle, cloud, attached object) makes the rest of its trajectory invalid: the goal is cancelled (action) or an empty trajectory sent (topic)"
             }
@@ -665,6 +674,7 @@ impl NodeParams {
             "execution_mode" => V::String(self.execution_mode.clone()),
             "execution_duration_scaling" => V::Double(self.execution_duration_scaling),
             "execution_goal_margin" => V::Double(self.execution_goal_margin),
+            "topic_arrival_tolerance" => V::Double(self.topic_arrival_tolerance),
             "monitor_execution" => V::Bool(self.monitor_execution),
             "replan_attempts" => V::Integer(self.replan_attempts),
             "replan_delay" => V::Double(self.replan_delay),
@@ -767,6 +777,13 @@ impl NodeParams {
                     return Err(err(name, format!("{v} must be finite")));
                 }
                 self.execution_goal_margin = v;
+            }
+            "topic_arrival_tolerance" => {
+                let v = non_negative(name, as_f64(name, value)?)?;
+                if !v.is_finite() {
+                    return Err(err(name, format!("{v} must be finite")));
+                }
+                self.topic_arrival_tolerance = v;
             }
             "monitor_execution" => self.monitor_execution = as_bool(name, value)?,
             "replan_attempts" => {
@@ -1020,6 +1037,9 @@ mod tests {
             .unwrap();
         p.set("execution_goal_margin", &ParameterValue::Double(0.0))
             .unwrap();
+        assert_eq!(p.topic_arrival_tolerance, 0.0);
+        p.set("topic_arrival_tolerance", &ParameterValue::Double(0.01))
+            .unwrap();
         for (name, bad) in [
             ("execution_mode", ParameterValue::String("teleport".into())),
             ("execution_mode", ParameterValue::Integer(1)),
@@ -1030,6 +1050,11 @@ mod tests {
             ),
             ("execution_goal_margin", ParameterValue::Double(-0.1)),
             ("execution_goal_margin", ParameterValue::Double(f64::NAN)),
+            ("topic_arrival_tolerance", ParameterValue::Double(-0.01)),
+            (
+                "topic_arrival_tolerance",
+                ParameterValue::Double(f64::INFINITY),
+            ),
             ("replan_attempts", ParameterValue::Integer(-1)),
             ("replan_attempts", ParameterValue::Integer(101)),
             ("replan_attempts", ParameterValue::Double(2.0)),
@@ -1051,6 +1076,7 @@ mod tests {
             (p.execution_duration_scaling, p.execution_goal_margin),
             (2.0, 0.0)
         );
+        assert_eq!(p.topic_arrival_tolerance, 0.01);
         // No replanning unless asked for; the refused values above left the defaults.
         assert_eq!((p.replan_attempts, p.replan_delay), (0, 0.5));
         p.set("replan_attempts", &ParameterValue::Integer(3))

@@ -1715,6 +1715,7 @@ def execute_checks(node, planned, cube, obstacles, scenes):
           res is not None and not res.success and "not at the trajectory's start" in res.message
           and 'shoulder_pan_joint' in res.message and 'elbow_joint' not in res.message,
           res and res.message)
+    arrival_checks(node, execute, states, planned)
     res = execute_while(START, lambda r: r.success)
     check('~/execute once the robot is back at the start sends it again',
           res is not None and res.success, res and res.message)
@@ -2009,6 +2010,41 @@ def action_execute_checks(node, planned):
             ros2_param('set', NODE, name, value)
     finally:
         fake.stop()
+
+
+def arrival_checks(node, execute, states, planned):
+    """Topic mode with topic_arrival_tolerance 0.01: ~/execute answers once the joint state
+    (published by the test: at the start until the trajectory is sent, then at its end)
+    arrives, and TIMED_OUT, naming a joint, when the robot stays at the start."""
+    rc, out = ros2_param('set', NODE, 'topic_arrival_tolerance', '0.01')
+    check('ros2 param set topic_arrival_tolerance 0.01', rc == 0 and 'successful' in out.lower(),
+          out)
+    end = list(planned.points[-1].positions)
+
+    def execute_then(positions, timeout):
+        for _ in range(5):
+            states.publish(joint_state(ARM, START))
+            rclpy.spin_once(node, timeout_sec=0.1)
+        future = execute.call_async(Trigger.Request())
+        started = time.time()
+        while not future.done() and time.time() - started < timeout:
+            moved = time.time() - started > 0.5
+            states.publish(joint_state(ARM, positions if moved else START))
+            rclpy.spin_once(node, timeout_sec=0.05)
+        return (future.result() if future.done() else None), time.time() - started
+
+    res, took = execute_then(end, 20.0)
+    check('topic mode with topic_arrival_tolerance: ~/execute answers once the robot arrives',
+          res is not None and res.success and 'arrived' in res.message and took >= 0.5,
+          f'{res and res.message!r} after {took:.2f} s')
+    seconds = duration(planned)
+    res, took = execute_then(START, seconds * 1.2 + 10.0)
+    check('topic mode with topic_arrival_tolerance: TIMED_OUT naming a joint when the robot '
+          'stays at the start',
+          res is not None and not res.success and 'not arrived within' in res.message
+          and '_joint' in res.message and took >= seconds,
+          f'{res and res.message!r} after {took:.2f} s (duration {seconds:.2f} s)')
+    ros2_param('set', NODE, 'topic_arrival_tolerance', '0.0')
 
 
 def execute_when_discovered(node, execute, seconds, before=lambda: None):
