@@ -9,12 +9,12 @@
 //!
 //! An item's `blend_radius` (m, around the position of the group's tip link where the item
 //! ends) lets the robot round that corner instead of stopping there
-//! ([`crate::trajectory::blend`]): the items of a run joined by blends are timed together
-//! through a curve within the sphere, checked for collisions, under each item's scalings and
-//! Cartesian limits. The last item's radius must be 0; blend spheres may not overlap along an
-//! item. Where the radius is 0 the robot stops at the item's end; those runs are joined with
-//! the times running on and each joint made continuous (a continuous joint's unwrapped turns
-//! carried over).
+//! ([`crate::trajectory::blend`]): inside the sphere the two items overlap or a timed curve
+//! joins them, checked against the joint limits, the sphere, both items' Cartesian limits and
+//! the obstacles; outside the spheres each item keeps its own timing. The last item's radius
+//! must be 0; blend spheres may not overlap along an item. Where the radius is 0 the robot
+//! stops at the item's end; the runs of blended items are joined there with the times running
+//! on and each joint made continuous (a continuous joint's unwrapped turns carried over).
 
 use super::{
     cached_checker, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
