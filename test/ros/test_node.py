@@ -3065,7 +3065,13 @@ def move_checks(node, seen, obstacles, scenes):
             return
         del trajectories[:]
         target = START if attempts == 0 else GOAL
-        goal = MoveGoal(node, client, move_goal(target))
+        # At a third of the speed limits: a short trajectory at full speed leaves the node
+        # too little time on a loaded machine to stop before the cube (it once held inside
+        # it, 0.02 s short, and replanning then started in collision).
+        slow = move_goal(target)
+        slow.max_velocity_scaling_factor = 0.3
+        slow.max_acceleration_scaling_factor = 0.3
+        goal = MoveGoal(node, client, slow)
         first = executing(goal)
         if not check('~/move published the plan it executes', first is not None):
             return
