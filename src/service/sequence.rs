@@ -125,7 +125,8 @@ impl PlanningService {
             }
             if last == first {
                 let t = plans[first].trajectory.clone();
-                runs.push((t.clone(), vec![t.points.len().saturating_sub(1)]));
+                let end = t.points.len().saturating_sub(1);
+                runs.push((t, vec![end]));
             } else {
                 let run = self.blend_run(&items[first..=last], &plans[first..=last], first)?;
                 runs.push((run.trajectory, run.ends));

@@ -434,21 +434,19 @@ fn choose(
     let stopping = (end - entry) + exit;
     let vel_scale = (a.vel_scale.max(b.vel_scale) * BLEND_HEADROOM).min(1.0);
     let acc_scale = (a.acc_scale.max(b.acc_scale) * BLEND_HEADROOM).min(1.0);
-    // Candidates with the time each saves, the most first.
-    let mut candidates: Vec<(f64, BlendKind, f64)> = Vec::new();
+    // Candidates with the time each saves, the most first (a curve with its timed points).
+    let mut candidates: Vec<(f64, BlendKind, f64, Vec<TrajectoryPoint>)> = Vec::new();
     let longest = (end - entry).min(exit);
     for i in 0..OVERLAP_TRIES {
         let overlap = longest * OVERLAP_SHRINK.powi(i as i32);
-        candidates.push((overlap, BlendKind::Overlap, overlap));
+        candidates.push((overlap, BlendKind::Overlap, overlap, Vec::new()));
     }
     let (entering, exiting) = (state_at(a.trajectory, entry), b_at(exit));
-    let mut curves = Vec::new();
     for shape in SHAPES {
         let curve = Curve::new(&entering, &exiting, corner, shape);
         if let Some(points) = curve.timed(space, (&entering, &exiting), (vel_scale, acc_scale)) {
             let duration = points.last().map_or(0.0, |p| p.time_from_start);
-            candidates.push((stopping - duration, BlendKind::Curve, duration));
-            curves.push((duration, points));
+            candidates.push((stopping - duration, BlendKind::Curve, duration, points));
         }
     }
     candidates.sort_by(|x, y| y.0.total_cmp(&x.0));
@@ -461,7 +459,7 @@ fn choose(
         resolution,
     };
     let mut why = String::from("no blend was tried");
-    for (saved, kind, duration) in candidates {
+    for (saved, kind, duration, curve) in candidates {
         let (leave, join, points) = match kind {
             BlendKind::Overlap => {
                 let leave = end - duration;
@@ -489,12 +487,7 @@ fn choose(
                     .collect();
                 (leave, duration, points)
             }
-            BlendKind::Curve => {
-                let Some((_, points)) = curves.iter().find(|c| c.0 == duration) else {
-                    continue;
-                };
-                (entry, exit, points.clone())
-            }
+            BlendKind::Curve => (entry, exit, curve),
         };
         let from = state_at(a.trajectory, leave);
         match checks.run(link, &from, &points) {
