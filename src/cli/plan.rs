@@ -465,6 +465,7 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
         "points": res.trajectory.points,
         "duration": res.trajectory.duration(),
         "path": res.path,
+        "timing": res.timing,
         "stats": {
             "planning_time_s": st.planning_time.as_secs_f64(),
             "simplification_time_s": st.simplification_time.as_secs_f64(),
@@ -574,7 +575,7 @@ fn limited_json(
     let along = Along {
         checker,
         path: &res.path,
-        timing: res.timing,
+        timing: res.timing.clone(),
         resolution,
     };
     let link_speed = limit_speed(
@@ -711,7 +712,7 @@ pub fn run_batch(a: &PlanArgs, path: &std::path::Path) -> Result<Value, CliError
                     let along = Along {
                         checker: checker.as_ref(),
                         path: &res.path,
-                        timing: res.timing,
+                        timing: res.timing.clone(),
                         resolution: template.resolution,
                     };
                     let link_speed =

@@ -54,6 +54,11 @@ pub struct PlannerTuning {
     /// RRT-Connect with the trees strictly taking turns (`PlanRequest::balance_trees` off).
     #[arg(long = "no-balance")]
     pub no_balance: bool,
+    /// Round the shortcut path's corners instead of stopping at them, leaving each waypoint
+    /// by at most this much (rad, joint space; MoveIt's `path_tolerance`;
+    /// `PlanRequest::path_tolerance`). 0: stop at every waypoint.
+    #[arg(long = "path-tolerance", default_value_t = 0.0)]
+    pub path_tolerance: f64,
 }
 
 impl PlannerTuning {
@@ -72,6 +77,7 @@ impl PlannerTuning {
         req.shortcut_refinements = self.shortcut_refinements;
         req.dynamic_domain = !self.no_dynamic_domain;
         req.balance_trees = !self.no_balance;
+        req.path_tolerance = self.path_tolerance;
     }
 
     /// The options as report fields (`null` where the planner's default applies).
@@ -86,6 +92,7 @@ impl PlannerTuning {
             "shortcut_refinements": self.shortcut_refinements,
             "dynamic_domain": !self.no_dynamic_domain,
             "balance_trees": !self.no_balance,
+            "path_tolerance": self.path_tolerance,
         })
     }
 }
@@ -124,6 +131,7 @@ mod tests {
         assert_eq!(req.shortcut_refinements, def.shortcut_refinements);
         assert_eq!(req.dynamic_domain, def.dynamic_domain);
         assert_eq!(req.balance_trees, def.balance_trees);
+        assert_eq!(req.path_tolerance, def.path_tolerance);
     }
 
     #[test]
@@ -146,6 +154,8 @@ mod tests {
             "1",
             "--no-dynamic-domain",
             "--no-balance",
+            "--path-tolerance",
+            "0.1",
         ]);
         assert_eq!(req.attempts, 4);
         assert!(req.on_device);
@@ -157,5 +167,6 @@ mod tests {
         assert_eq!(req.shortcut_refinements, 1);
         assert!(!req.dynamic_domain);
         assert!(!req.balance_trees);
+        assert_eq!(req.path_tolerance, 0.1);
     }
 }

@@ -413,8 +413,12 @@ impl PostProcess for Constrained<'_, '_> {
         counting: &CountingChecker<'_>,
         req: &PlanRequest,
         path: &[Vec<f64>],
-    ) -> Result<Trajectory, TrajectoryError> {
-        let timed = self.timing(req).time(counting.space(), path, None)?;
+    ) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError> {
+        let timing = trajectory::PathTiming::Through {
+            vel_scale: req.vel_scale,
+            acc_scale: req.acc_scale,
+        };
+        let timed = timing.time(counting.space(), path, None)?;
         trajectory::validate_along(counting, path, &timed, req.resolution)?;
         let constraint =
             |index: usize, reason: String| TrajectoryError::Constraint { index, reason };
@@ -436,13 +440,6 @@ impl PostProcess for Constrained<'_, '_> {
                 return Err(constraint(index, v.to_string()));
             }
         }
-        Ok(timed)
-    }
-
-    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming {
-        trajectory::PathTiming::Through {
-            vel_scale: req.vel_scale,
-            acc_scale: req.acc_scale,
-        }
+        Ok((timed, timing))
     }
 }

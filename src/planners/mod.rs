@@ -221,6 +221,12 @@ pub struct PlanRequest {
     pub acc_scale: f64,
     /// Longest time between trajectory points, seconds.
     pub sample_dt: f64,
+    /// Largest deviation (rad, joint space) from a waypoint of the shortcut path where the
+    /// trajectory rounds the corner instead of stopping there ([`trajectory::rounded`], as
+    /// MoveIt's time-optimal parameterization's `path_tolerance`); each arc is collision
+    /// checked and narrowed where it collides. 0 (the default): stop at every waypoint. Not
+    /// used with jerk limits (the timing then stops at every waypoint, jerk limited).
+    pub path_tolerance: f64,
     /// RRT-Connect: plan whole on the GPU (one launch for the whole planner, see
     /// [`device`]) instead of one host round trip per batch of checks. Needs a checker with a
     /// GPU ([`Checker::device_planner`]); off by default. The path is shortcut, timed and
@@ -267,6 +273,7 @@ impl PlanRequest {
             vel_scale: 1.0,
             acc_scale: 1.0,
             sample_dt: 0.02,
+            path_tolerance: 0.0,
             on_device: false,
             device_extra_attempts: None,
             device_escalate_after: None,
@@ -1015,26 +1022,59 @@ pub fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
             req.sample_dt
         ));
     }
+    if !(req.path_tolerance >= 0.0 && req.path_tolerance.is_finite()) {
+        return bad(format!(
+            "path_tolerance must be finite and at least 0, got {}",
+            req.path_tolerance
+        ));
+    }
     Ok(())
 }
 
-/// Re-validates `path` at the request's resolution and times it. Every motion of the path is
-/// checked again (one batched check; [`trajectory::validate_along`]), and the trajectory's
-/// points are checked to lie on those motions in order, so every motion between two
-/// consecutive trajectory points is part of a motion found free. (Until 2026-11-25 the
-/// trajectory's consecutive points were checked as motions of their own: several times the
-/// calls, each with two or three configurations, and a short motion grazing an obstacle could
-/// fail where its whole segment passed, which then needed a second timing.)
+/// Re-validates `path` at the request's resolution and times it; returns the trajectory and
+/// how it was timed. With a [`PlanRequest::path_tolerance`] (and no jerk limits), the corners
+/// are rounded ([`trajectory::rounded::round_corners`], arcs checked in one batched call) and
+/// the trajectory's consecutive points checked as motions ([`trajectory::validate`]); where
+/// the rounded timing fails either or is no quicker, the trajectory stops at every waypoint
+/// instead. That one
+/// re-checks every motion of the path (one batched check; [`trajectory::validate_along`]) and
+/// checks that the trajectory's points lie on those motions in order, so every motion between
+/// two consecutive points is part of a motion found free.
 fn finish(
     checker: &dyn Checker,
     req: &PlanRequest,
     path: &[Vec<f64>],
-) -> Result<Trajectory, TrajectoryError> {
-    let traj = Unconstrained
-        .timing(req)
-        .time(checker.space(), path, None)?;
-    trajectory::validate_along(checker, path, &traj, req.resolution)?;
-    Ok(traj)
+) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError> {
+    let space = checker.space();
+    let stops = trajectory::PathTiming::Stops {
+        vel_scale: req.vel_scale,
+        acc_scale: req.acc_scale,
+        sample_dt: req.sample_dt,
+    };
+    let stopping = stops.time(space, path, None)?;
+    if req.path_tolerance > 0.0 && space.max_jerk.iter().all(|j| !j.is_finite()) {
+        let corners =
+            trajectory::rounded::round_corners(checker, path, req.path_tolerance, req.resolution)?;
+        let timing = trajectory::PathTiming::Rounded {
+            vel_scale: req.vel_scale,
+            acc_scale: req.acc_scale,
+            sample_dt: req.sample_dt,
+            corners,
+        };
+        // Rounded only where it is quicker (a path without corners times the same stopping).
+        match timing.time(space, path, None) {
+            Ok(traj) if traj.duration() < stopping.duration() => {
+                match timing.validate(checker, path, &traj, req.resolution) {
+                    Ok(()) => return Ok((traj, timing)),
+                    Err(TrajectoryError::Checker(e)) => return Err(e.into()),
+                    Err(_) => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    trajectory::validate_along(checker, path, &stopping, req.resolution)?;
+    Ok((stopping, stops))
 }
 
 /// Plans with a fresh planner (PRM variants start from an empty roadmap; keep a
@@ -1132,21 +1172,18 @@ pub(crate) trait PostProcess {
         raw: &[Vec<f64>],
     ) -> Result<Vec<Vec<f64>>, PlanError>;
 
-    /// The timed trajectory along `path`, re-validated.
+    /// The timed trajectory along `path`, re-validated, and how it was timed.
     fn finish(
         &self,
         counting: &CountingChecker<'_>,
         req: &PlanRequest,
         path: &[Vec<f64>],
-    ) -> Result<Trajectory, TrajectoryError>;
-
-    /// How [`Self::finish`] times a path.
-    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming;
+    ) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError>;
 }
 
 /// The post-processing of every plan without path constraints: batched random shortcuts
-/// ([`trajectory::shortcut_refined`]), timing with a stop at every waypoint, re-validation at
-/// the request's resolution.
+/// ([`trajectory::shortcut_refined`]), timing with a stop at every waypoint or through rounded
+/// corners ([`PlanRequest::path_tolerance`]), re-validation at the request's resolution.
 pub(crate) struct Unconstrained;
 
 impl PostProcess for Unconstrained {
@@ -1172,16 +1209,8 @@ impl PostProcess for Unconstrained {
         counting: &CountingChecker<'_>,
         req: &PlanRequest,
         path: &[Vec<f64>],
-    ) -> Result<Trajectory, TrajectoryError> {
+    ) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError> {
         finish(counting, req, path)
-    }
-
-    fn timing(&self, req: &PlanRequest) -> trajectory::PathTiming {
-        trajectory::PathTiming::Stops {
-            vel_scale: req.vel_scale,
-            acc_scale: req.acc_scale,
-            sample_dt: req.sample_dt,
-        }
     }
 }
 
@@ -1325,15 +1354,15 @@ pub(crate) fn complete_with(
     let mut chosen = None;
     for candidate in [simplified, raw_path.clone()] {
         match post.finish(counting, req, &candidate) {
-            Ok(traj) => {
-                chosen = Some((candidate, traj));
+            Ok(timed) => {
+                chosen = Some((candidate, timed));
                 break;
             }
             Err(TrajectoryError::Checker(e)) => return Err(PlanError::Checker(e)),
             Err(e) => last_error = Some(e),
         }
     }
-    let Some((path, traj)) = chosen else {
+    let Some((path, (traj, timing))) = chosen else {
         return Err(PlanError::ValidationFailed(
             last_error.unwrap_or(TrajectoryError::EmptyPath),
         ));
@@ -1363,7 +1392,7 @@ pub(crate) fn complete_with(
         path,
         raw_path,
         trajectory: traj,
-        timing: post.timing(req),
+        timing,
         stats,
     })
 }

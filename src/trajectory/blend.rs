@@ -39,6 +39,7 @@
 use nalgebra::Vector3;
 
 use super::link_speed::{peak_link_speed, stretch_needed};
+use super::phase::{over_limits, speeds, step_acceleration, step_times, Grid};
 use super::{validate, validate_path, LinkLimit, Trajectory, TrajectoryError, TrajectoryPoint};
 use crate::collision::Checker;
 use crate::robot::{JointSpace, KinematicTree, PlanningGroup};
@@ -548,27 +549,13 @@ impl Checks<'_> {
         points: &[TrajectoryPoint],
     ) -> Result<(f64, f64), String> {
         let space = self.checker.space();
-        const SLACK: f64 = 1e-9;
         for p in points {
             space
                 .validate(&p.positions)
                 .map_err(|e| format!("it would leave the joint limits: {e}"))?;
-            for j in 0..space.dof() {
-                if p.velocities[j].abs() > space.max_velocity[j] * self.scales.0 * (1.0 + SLACK) {
-                    return Err(format!(
-                        "joint '{}' would move at {:.3} rad/s, over its limit",
-                        space.names[j], p.velocities[j]
-                    ));
-                }
-                if p.accelerations[j].abs()
-                    > space.max_acceleration[j] * self.scales.1 * (1.0 + SLACK)
-                {
-                    return Err(format!(
-                        "joint '{}' would accelerate at {:.3} rad/s², over its limit",
-                        space.names[j], p.accelerations[j]
-                    ));
-                }
-            }
+        }
+        if let Some(why) = over_limits(space, points, self.scales) {
+            return Err(why);
         }
         let centre = link.at(self.corner);
         let (mut farthest, mut nearest) = (0.0f64, f64::INFINITY);
@@ -692,9 +679,16 @@ impl Curve {
         let dof = space.dof();
         let n = TOPP_STEPS;
         let ds = 1.0 / n as f64;
-        let grid: Vec<Vec<(f64, f64, f64)>> = (0..=n)
-            .map(|i| (0..dof).map(|j| self.at(j, i as f64 * ds)).collect())
-            .collect();
+        let mut grid = Grid::with_capacity(n + 1);
+        let mut at: Vec<Vec<f64>> = Vec::with_capacity(n + 1);
+        for i in 0..=n {
+            let (mut x, mut d, mut dd) = (vec![0.0; dof], vec![0.0; dof], vec![0.0; dof]);
+            for j in 0..dof {
+                (x[j], d[j], dd[j]) = self.at(j, i as f64 * ds);
+            }
+            at.push(x);
+            grid.push(ds, d, dd, (f64::INFINITY, f64::INFINITY));
+        }
         let vmax: Vec<f64> = space
             .max_velocity
             .iter()
@@ -705,101 +699,24 @@ impl Curve {
             .iter()
             .map(|a| a * acc_scale * TOPP_SHARE)
             .collect();
-        // The range of the path acceleration at grid point i moving at path speed sd.
-        let range = |i: usize, sd: f64| -> (f64, f64) {
-            let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
-            for (j, &(_, d, dd)) in grid[i].iter().enumerate() {
-                let centripetal = dd * sd * sd;
-                if d.abs() < 1e-12 {
-                    if centripetal.abs() > amax[j] {
-                        return (1.0, -1.0);
-                    }
-                    continue;
-                }
-                let (x, y) = ((-amax[j] - centripetal) / d, (amax[j] - centripetal) / d);
-                lo = lo.max(x.min(y));
-                hi = hi.min(x.max(y));
-            }
-            (lo, hi)
-        };
-        // The largest feasible path speed at each grid point.
-        let limit: Vec<f64> = (0..=n)
-            .map(|i| {
-                let mut top = f64::INFINITY;
-                for (j, &(_, d, _)) in grid[i].iter().enumerate() {
-                    if d.abs() > 1e-12 {
-                        top = top.min(vmax[j] / d.abs());
-                    }
-                }
-                let top = top.min(1e6);
-                let (mut ok, mut bad) = (0.0, top);
-                let feasible = |sd: f64| {
-                    let (lo, hi) = range(i, sd);
-                    lo <= hi
-                };
-                if feasible(top) {
-                    return top;
-                }
-                for _ in 0..50 {
-                    let mid = 0.5 * (ok + bad);
-                    if feasible(mid) {
-                        ok = mid;
-                    } else {
-                        bad = mid;
-                    }
-                }
-                ok
-            })
-            .collect();
         // The path speeds that match the end velocities.
-        let speed_of = |v: &[f64], i: usize| {
-            let d: Vec<f64> = grid[i].iter().map(|x| x.1).collect();
-            norm(v) / norm(&d).max(1e-300)
-        };
+        let speed_of = |v: &[f64], i: usize| norm(v) / norm(&grid.d[i]).max(1e-300);
         let (sd0, sd1) = (speed_of(&from.velocities, 0), speed_of(&to.velocities, n));
-        if sd0 > limit[0] * (1.0 + 1e-9) || sd1 > limit[n] * (1.0 + 1e-9) {
-            return None;
-        }
-        let mut forward = vec![0.0; n + 1];
-        forward[0] = sd0;
-        for i in 0..n {
-            let (_, hi) = range(i, forward[i]);
-            let sq = forward[i] * forward[i] + 2.0 * hi * ds;
-            forward[i + 1] = sq.max(0.0).sqrt().min(limit[i + 1]);
-        }
-        let mut backward = vec![0.0; n + 1];
-        backward[n] = sd1;
-        for i in (1..=n).rev() {
-            let (lo, _) = range(i, backward[i]);
-            let sq = backward[i] * backward[i] - 2.0 * lo * ds;
-            backward[i - 1] = sq.max(0.0).sqrt().min(limit[i - 1]);
-        }
-        let sd: Vec<f64> = forward
-            .iter()
-            .zip(&backward)
-            .map(|(f, b)| f.min(*b))
-            .collect();
-        if (sd[0] - sd0).abs() > 1e-9 * sd0.max(1.0) || (sd[n] - sd1).abs() > 1e-9 * sd1.max(1.0) {
-            return None;
-        }
+        let sd = speeds(&grid, &vmax, &amax, (sd0, sd1))?;
+        let times = step_times(&grid, &sd)?;
         let mut points = Vec::with_capacity(n);
         let mut t = 0.0;
         for i in 1..=n {
-            let mean = 0.5 * (sd[i - 1] + sd[i]);
-            if mean <= 0.0 {
-                return None;
-            }
-            t += ds / mean;
-            // The path acceleration of the step into this point (out of it for the first).
-            let sdd = (sd[i] * sd[i] - sd[i - 1] * sd[i - 1]) / (2.0 * ds);
+            t += times[i - 1];
+            // The path acceleration of the step into this point.
+            let sdd = step_acceleration(&grid, &sd, i - 1);
             let mut p = TrajectoryPoint {
-                positions: Vec::with_capacity(dof),
+                positions: at[i].clone(),
                 velocities: Vec::with_capacity(dof),
                 accelerations: Vec::with_capacity(dof),
                 time_from_start: t,
             };
-            for &(x, d, dd) in &grid[i] {
-                p.positions.push(x);
+            for (&d, &dd) in grid.d[i].iter().zip(&grid.dd[i]) {
                 p.velocities.push(d * sd[i]);
                 p.accelerations.push(d * sdd + dd * sd[i] * sd[i]);
             }

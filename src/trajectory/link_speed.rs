@@ -378,7 +378,9 @@ pub fn limit_link_speed(
         let space = a.checker.space();
         let caps = segment_caps(space, a.path, (tree, group, base), limit);
         let t = a.timing.time(space, a.path, Some(&caps)).ok()?;
-        super::validate_along(a.checker, a.path, &t, a.resolution).ok()?;
+        a.timing
+            .validate(a.checker, a.path, &t, a.resolution)
+            .ok()?;
         Some(t)
     });
     let mut out = match retimed {

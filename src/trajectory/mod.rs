@@ -20,12 +20,14 @@ use crate::robot::JointSpace;
 
 pub mod blend;
 pub mod link_speed;
+mod phase;
+pub mod rounded;
 mod through;
 pub use link_speed::{limit_link_speed, peak_link_speed, Along, LinkLimit, LinkSpeed};
 pub use through::{time_parameterize_through, ThroughTiming};
 
 /// How a path was timed, to time it again (under a link speed limit: [`limit_link_speed`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PathTiming {
     /// [`time_parameterize`]: a stop at every waypoint, points every `sample_dt` seconds.
@@ -43,6 +45,18 @@ pub enum PathTiming {
         vel_scale: f64,
         /// Acceleration scaling.
         acc_scale: f64,
+    },
+    /// [`rounded`]: through the corners on arcs, points every `sample_dt` seconds or closer.
+    Rounded {
+        /// Velocity scaling.
+        vel_scale: f64,
+        /// Acceleration scaling.
+        acc_scale: f64,
+        /// Longest time between points, s.
+        sample_dt: f64,
+        /// Each waypoint's largest deviation (rad; 0: passed at rest), from
+        /// [`rounded::round_corners`].
+        corners: Vec<f64>,
     },
 }
 
@@ -103,6 +117,35 @@ impl PathTiming {
             } => Ok(
                 through::time_through_capped(space, path, vel_scale, acc_scale, caps)?.trajectory,
             ),
+            PathTiming::Rounded {
+                vel_scale,
+                acc_scale,
+                sample_dt,
+                ref corners,
+            } => rounded::time_rounded(
+                space,
+                path,
+                corners,
+                (vel_scale, acc_scale),
+                sample_dt,
+                caps,
+            ),
+        }
+    }
+
+    /// Re-validates `trajectory`, timed this way from `path`: [`validate_along`] where it lies
+    /// on the path's segments, else (rounded corners) [`validate`], whose straight motions
+    /// between consecutive points are the arcs' chords.
+    pub fn validate(
+        &self,
+        checker: &dyn Checker,
+        path: &[Vec<f64>],
+        trajectory: &Trajectory,
+        resolution: f64,
+    ) -> Result<(), TrajectoryError> {
+        match self {
+            PathTiming::Rounded { .. } => validate(checker, trajectory, resolution),
+            _ => validate_along(checker, path, trajectory, resolution),
         }
     }
 }
@@ -329,6 +372,9 @@ pub enum TrajectoryError {
         /// Which constraint, and by how much.
         reason: String,
     },
+    /// Timing with rounded corners failed (see [`rounded`]); the reason.
+    #[error("rounded corners: {0}")]
+    Rounding(String),
     /// The collision checker failed.
     #[error(transparent)]
     Checker(#[from] CollisionError),
