@@ -35,11 +35,17 @@ fn cube(ns: &str, id: i32, at: Vector3<f64>, size: f64) -> MarkerUpdate {
     }
 }
 
-/// Re-checks a plan on a fresh CPU checker of the service's current scene.
+/// Re-checks a plan on a fresh CPU checker of the service's current scene: along its path
+/// where it lies on it, else (rounded corners) motion by motion between its points.
 fn assert_valid(s: &PlanningService, path: &[Vec<f64>], traj: &trajectory::Trajectory) {
     let group = s.group().expect("group");
     let checker = cpu_checker(s);
-    trajectory::validate_along(&checker, path, traj, 0.01).expect("trajectory collision free");
+    if trajectory::follows_path(&group.space, path, traj).is_ok() {
+        trajectory::validate_along(&checker, path, traj, 0.01)
+    } else {
+        trajectory::validate(&checker, traj, 0.01)
+    }
+    .expect("trajectory collision free");
     for p in &traj.points {
         assert!(group.space.within_limits(&p.positions), "{:?}", p.positions);
     }
@@ -106,6 +112,42 @@ fn start_defaults_to_the_current_joint_state() {
     s.set_joint_state(&js_names, &js).expect("joint state");
     let res = s.plan(req).expect("plan");
     assert!((res.path[0][0] - START[0]).abs() < 1e-9);
+}
+
+/// Around a cube the detour's corners are rounded by default (`path_tolerance` 0.1): the
+/// answer says how many, the trajectory leaves the path's waypoints, is valid and is quicker
+/// than the same path stopping at them (`path_tolerance` 0, which reports no rounding).
+#[test]
+fn a_detour_passes_its_corners_on_arcs_by_default() {
+    let mut s = service();
+    assert_eq!(s.settings().path_tolerance, 0.1);
+    s.apply_marker(cube("blocks", 1, tool_at(&s, &mid()), 0.2))
+        .expect("cube");
+    let around = s.plan(request(&s, &START, &GOAL)).expect("plan around");
+    let corners = around.path.len() - 2;
+    assert!(corners >= 1);
+    let (rounded, of) = around.rounded_corners.expect("rounded");
+    assert_eq!(of, corners);
+    assert!(rounded >= 1);
+    let group = s.group().expect("group");
+    assert!(trajectory::follows_path(&group.space, &around.path, &around.trajectory).is_err());
+    assert_valid(&s, &around.path, &around.trajectory);
+    let settings = ServiceSettings {
+        path_tolerance: 0.0,
+        ..s.settings().clone()
+    };
+    s.set_settings(settings);
+    let stopping = s.plan(request(&s, &START, &GOAL)).expect("plan around");
+    assert_eq!(stopping.path, around.path);
+    assert_eq!(stopping.rounded_corners, None);
+    assert!(stopping.trajectory.duration() > around.trajectory.duration());
+    let bad = ServiceSettings {
+        path_tolerance: -0.1,
+        ..s.settings().clone()
+    };
+    s.set_settings(bad);
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert!(e.to_string().contains("path_tolerance"), "{e}");
 }
 
 #[test]

@@ -192,6 +192,7 @@ pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
         acceleration_scaling,
         planning_group: group.name.clone(),
         planning_frame: scene.frame().to_string(),
+        path_tolerance: a.tuning.path_tolerance,
         ..ServiceSettings::default()
     };
     let mut service = PlanningService::new(robot, scene, settings);

@@ -91,6 +91,9 @@ pub struct NodeParams {
     /// Default acceleration scaling in (0, 1]; 0: the joint limits file's
     /// `default_acceleration_scaling_factor`, 1 without one.
     pub acceleration_scaling: f64,
+    /// Largest joint-space deviation (rad) from a waypoint where planned trajectories round
+    /// the corner instead of stopping ([`ServiceSettings::path_tolerance`]); 0: stop; >= 0.
+    pub path_tolerance: f64,
     /// SRDF planning group to plan for (empty: all actuated joints).
     pub planning_group: String,
     /// Frame of the trajectories and markers the node publishes.
@@ -189,6 +192,7 @@ impl Default for NodeParams {
             device_escalate_after: i64::from(s.device_escalate_after),
             velocity_scaling: s.velocity_scaling,
             acceleration_scaling: s.acceleration_scaling,
+            path_tolerance: s.path_tolerance,
             planning_group: s.planning_group,
             planning_frame: s.planning_frame,
             pointcloud_resolution: s.cloud.resolution,
@@ -319,7 +323,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `moveit_config`
     /// on: changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(31).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(32).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
@@ -350,6 +354,7 @@ impl NodeParams {
             seed: u64::try_from(self.seed).unwrap_or(0),
             velocity_scaling: self.velocity_scaling,
             acceleration_scaling: self.acceleration_scaling,
+            path_tolerance: self.path_tolerance,
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
             roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
@@ -501,7 +506,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 41] = [
+    pub const NAMES: [&'static str; 42] = [
         "planner",
         "ompl_planning",
         "backend",
@@ -515,6 +520,7 @@ impl NodeParams {
         "device_escalate_after",
         "velocity_scaling",
         "acceleration_scaling",
+        "path_tolerance",
         "planning_group",
         "planning_frame",
         "pointcloud_resolution",
@@ -574,6 +580,9 @@ impl NodeParams {
             }
             "acceleration_scaling" => {
                 "default joint acceleration limit scaling in (0, 1]; 0: the joint limits file's default_acceleration_scaling_factor, else 1"
+            }
+            "path_tolerance" => {
+                "largest joint-space deviation (rad) from a waypoint where a planned trajectory rounds the corner instead of stopping (MoveIt's path_tolerance); 0: stop at every waypoint"
             }
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
             "planning_frame" => "frame of published trajectories and markers",
@@ -664,6 +673,7 @@ impl NodeParams {
             "device_escalate_after" => V::Integer(self.device_escalate_after),
             "velocity_scaling" => V::Double(self.velocity_scaling),
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
+            "path_tolerance" => V::Double(self.path_tolerance),
             "planning_group" => V::String(self.planning_group.clone()),
             "planning_frame" => V::String(self.planning_frame.clone()),
             "pointcloud_resolution" => V::Double(self.pointcloud_resolution),
@@ -747,6 +757,13 @@ impl NodeParams {
             "velocity_scaling" => self.velocity_scaling = scale(name, as_f64(name, value)?)?,
             "acceleration_scaling" => {
                 self.acceleration_scaling = scale(name, as_f64(name, value)?)?
+            }
+            "path_tolerance" => {
+                let v = non_negative(name, as_f64(name, value)?)?;
+                if !v.is_finite() {
+                    return Err(err(name, format!("{v} must be finite")));
+                }
+                self.path_tolerance = v;
             }
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
@@ -1040,6 +1057,13 @@ mod tests {
         assert_eq!(p.topic_arrival_tolerance, 0.0);
         p.set("topic_arrival_tolerance", &ParameterValue::Double(0.01))
             .unwrap();
+        // Corners rounded by 0.1 rad as MoveIt's default; 0 stops at every waypoint.
+        assert_eq!(p.service_settings().path_tolerance, 0.1);
+        p.set("path_tolerance", &ParameterValue::Double(0.0))
+            .unwrap();
+        assert_eq!(p.service_settings().path_tolerance, 0.0);
+        p.set("path_tolerance", &ParameterValue::Double(0.25))
+            .unwrap();
         for (name, bad) in [
             ("execution_mode", ParameterValue::String("teleport".into())),
             ("execution_mode", ParameterValue::Integer(1)),
@@ -1051,6 +1075,9 @@ mod tests {
             ("execution_goal_margin", ParameterValue::Double(-0.1)),
             ("execution_goal_margin", ParameterValue::Double(f64::NAN)),
             ("topic_arrival_tolerance", ParameterValue::Double(-0.01)),
+            ("path_tolerance", ParameterValue::Double(-0.01)),
+            ("path_tolerance", ParameterValue::Double(f64::NAN)),
+            ("path_tolerance", ParameterValue::Double(f64::INFINITY)),
             (
                 "topic_arrival_tolerance",
                 ParameterValue::Double(f64::INFINITY),
@@ -1077,6 +1104,7 @@ mod tests {
             (2.0, 0.0)
         );
         assert_eq!(p.topic_arrival_tolerance, 0.01);
+        assert_eq!(p.service_settings().path_tolerance, 0.25);
         // No replanning unless asked for; the refused values above left the defaults.
         assert_eq!((p.replan_attempts, p.replan_delay), (0, 0.5));
         p.set("replan_attempts", &ParameterValue::Integer(3))

@@ -280,6 +280,14 @@ pub fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> Planning
     }
 }
 
+/// "; 2 of 3 corners rounded" for a trajectory with rounded corners, else nothing.
+pub fn corners_note(rounded: Option<(usize, usize)>) -> String {
+    match rounded {
+        Some((n, of)) if of > 0 => format!("; {n} of {of} corners rounded"),
+        _ => String::new(),
+    }
+}
+
 /// The PlanPath response of a plan's outcome; `request` names the planner asked for
 /// (reported in the statistics of a failure).
 pub fn response(
@@ -309,7 +317,8 @@ pub fn response(
                         "; '{link}' within {dp:.2e} m and {dr:.2e} rad of the goal pose"
                     ))
                     .unwrap_or_default()
-            ) + &speed_note(plan.link_speed.as_ref()),
+            ) + &corners_note(plan.rounded_corners)
+                + &speed_note(plan.link_speed.as_ref()),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
             stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
         },

@@ -108,6 +108,11 @@ pub struct ServiceSettings {
     /// `longest_valid_segment_fraction` makes the motion checks finer than `resolution` where
     /// it is finer.
     pub ompl_planning: bool,
+    /// Largest deviation (rad, joint space) from a waypoint where a planned trajectory rounds
+    /// the corner instead of stopping there ([`PlanRequest::path_tolerance`]; MoveIt's
+    /// `path_tolerance`, 0.1 as its default); 0: stop at every waypoint. Cartesian (`LIN`,
+    /// `CIRC`, `~/plan_cartesian`) and constrained plans are timed their own way.
+    pub path_tolerance: f64,
 }
 
 impl Default for ServiceSettings {
@@ -130,6 +135,7 @@ impl Default for ServiceSettings {
             device_escalate_after: crate::planners::device::DEFAULT_ESCALATE_AFTER,
             cloud: CloudSettings::default(),
             ompl_planning: true,
+            path_tolerance: 0.1,
         }
     }
 }
@@ -249,6 +255,10 @@ pub struct ServicePlanResponse {
     pub planner_config: Option<String>,
     /// What the request's speed limit did, if it gave one.
     pub link_speed: Option<LinkSpeed>,
+    /// With rounded corners ([`ServiceSettings::path_tolerance`]): the waypoints between the
+    /// ends passed on an arc, and all of them; `None` where the trajectory stops at every
+    /// waypoint or is timed another way.
+    pub rounded_corners: Option<(usize, usize)>,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -1242,6 +1252,7 @@ impl PlanningService {
             }
         };
         let mut trajectory = result.trajectory;
+        let rounded_corners = result.timing.rounded_corners();
         let link_speed = self.apply_speed_limit(
             &mut trajectory,
             (&group, &prepared.start_state),
@@ -1264,6 +1275,7 @@ impl PlanningService {
             group: group.name,
             planner_config: prepared.planner_config,
             link_speed,
+            rounded_corners,
         })
     }
 
@@ -1326,6 +1338,7 @@ impl PlanningService {
                     for ((i, p), r) in shared.iter().zip(results) {
                         out[*i] = Some(r.map_err(ServiceError::from).map(|r| {
                             let mut trajectory = r.trajectory;
+                            let rounded_corners = r.timing.rounded_corners();
                             let link_speed = self.apply_speed_limit(
                                 &mut trajectory,
                                 (&group, &p.start_state),
@@ -1347,6 +1360,7 @@ impl PlanningService {
                                 group: group.name.clone(),
                                 planner_config: p.planner_config.clone(),
                                 link_speed,
+                                rounded_corners,
                             }
                         }));
                     }
@@ -1424,6 +1438,12 @@ impl PlanningService {
             });
         }
         let resolution = self.resolution_for(&group);
+        if !(s.path_tolerance >= 0.0 && s.path_tolerance.is_finite()) {
+            return Err(ServiceError::BadOption {
+                name: "path_tolerance",
+                reason: format!("must be finite and at least 0, got {}", s.path_tolerance),
+            });
+        }
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
         let (device_extra_attempts, device_escalate_after) =
@@ -1510,6 +1530,7 @@ impl PlanningService {
         preq.resolution = resolution;
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
+        preq.path_tolerance = s.path_tolerance;
         preq.attempts = attempts;
         // Plans under path constraints run on the host.
         preq.on_device = on_device && constraints.is_empty();

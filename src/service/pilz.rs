@@ -137,6 +137,7 @@ impl PlanningService {
             group: group.name.clone(),
             planner_config: None,
             link_speed,
+            rounded_corners: None,
         })
     }
 }

@@ -133,6 +133,18 @@ impl PathTiming {
         }
     }
 
+    /// With rounded corners: how many waypoints between the ends were passed on an arc, of
+    /// how many; `None` for the other timings.
+    pub fn rounded_corners(&self) -> Option<(usize, usize)> {
+        match self {
+            PathTiming::Rounded { corners, .. } => {
+                let inner = &corners[1.min(corners.len())..corners.len().saturating_sub(1)];
+                Some((inner.iter().filter(|c| **c > 0.0).count(), inner.len()))
+            }
+            _ => None,
+        }
+    }
+
     /// Re-validates `trajectory`, timed this way from `path`: [`validate_along`] where it lies
     /// on the path's segments, else (rounded corners) [`validate`], whose straight motions
     /// between consecutive points are the arcs' chords.

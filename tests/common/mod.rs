@@ -206,7 +206,7 @@ impl Checker for BoxWorld {
     }
 }
 
-fn aabb(min: &[f64], max: &[f64]) -> Aabb {
+pub fn aabb(min: &[f64], max: &[f64]) -> Aabb {
     Aabb {
         min: min.to_vec(),
         max: max.to_vec(),
