@@ -126,6 +126,9 @@ pub struct ProblemRecord {
     pub path_length_before: f64,
     /// Shortcut path length.
     pub path_length_after: f64,
+    /// Duration of the timed trajectory, seconds (with `--path-tolerance`, through rounded
+    /// corners).
+    pub trajectory_duration: f64,
     /// Configurations checked (every step of every motion asked for, at the resolution).
     pub collision_checks: u64,
     /// Configurations the checker actually evaluated for the plan (early exits and
@@ -169,6 +172,12 @@ impl ProblemRecord {
             d.push(format!(
                 "length {} vs {}",
                 self.path_length_after, other.path_length_after
+            ));
+        }
+        if self.trajectory_duration.to_bits() != other.trajectory_duration.to_bits() {
+            d.push(format!(
+                "duration {} vs {}",
+                self.trajectory_duration, other.trajectory_duration
             ));
         }
         if self.collision_checks != other.collision_checks {
@@ -224,6 +233,7 @@ fn group_summary(records: &[&ProblemRecord]) -> Value {
         "simplification_time_s": summary(&col(&|r| r.simplification_time)),
         "path_length_before": summary(&col(&|r| r.path_length_before)),
         "path_length_after": summary(&col(&|r| r.path_length_after)),
+        "trajectory_duration_s": summary(&col(&|r| r.trajectory_duration)),
         "collision_checks": summary(&col(&|r| r.collision_checks as f64)),
         "configs_evaluated": summary(
             &solved
@@ -281,8 +291,8 @@ fn markdown(report: &Value) -> String {
     s.push_str(
         "Times in milliseconds over solved problems. Lengths in joint-space radians/metres. Checks: configurations of the motions asked for at the resolution; evaluated: configurations the checker computed (early exits and refinements included; CPU backend only).\n\n",
     );
-    s.push_str("| robot | scene | solved | valid | total | plan median | plan mean | plan p95 | plan max | simplify median | simplify mean | length before | length after | checks / problem | evaluated / problem |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| robot | scene | solved | valid | total | plan median | plan mean | plan p95 | plan max | simplify median | simplify mean | length before | length after | duration mean (s) | checks / problem | evaluated / problem |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     if let Some(robots) = report["robots"].as_object() {
         for (robot, r) in robots {
             let mut rows: Vec<(String, &Value)> = r["scenes"]
@@ -292,7 +302,7 @@ fn markdown(report: &Value) -> String {
             rows.push(("**all**".into(), &r["all"]));
             for (scene, v) in rows {
                 s.push_str(&format!(
-                    "| {robot} | {scene} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {robot} | {scene} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                     v["solved"],
                     v["valid"],
                     v["total"],
@@ -304,6 +314,7 @@ fn markdown(report: &Value) -> String {
                     ms(&v["simplification_time_s"]["mean"]),
                     num(&v["path_length_before"]["mean"], 2),
                     num(&v["path_length_after"]["mean"], 2),
+                    num(&v["trajectory_duration_s"]["mean"], 3),
                     num(&v["collision_checks"]["mean"], 0),
                     num(&v["configs_evaluated"]["mean"], 0),
                 ));
@@ -499,6 +510,7 @@ fn solve_with(
         setup_time,
         path_length_before: 0.0,
         path_length_after: 0.0,
+        trajectory_duration: 0.0,
         collision_checks: 0,
         configs_evaluated: None,
         batch_size,
@@ -533,6 +545,7 @@ fn solve_with(
                 rec.simplification_time = res.stats.simplification_time.as_secs_f64();
                 rec.path_length_before = res.stats.path_length_before;
                 rec.path_length_after = res.stats.path_length_after;
+                rec.trajectory_duration = res.trajectory.duration();
                 rec.collision_checks = res.stats.collision_checks;
                 rec.winning_attempt = res.stats.winning_attempt;
                 rec.iterations = res.stats.iterations;
