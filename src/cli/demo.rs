@@ -191,6 +191,8 @@ fn plan_queries(
             req.seed = a.seed;
             req.time_limit = Duration::from_secs_f64(a.time_limit);
             req.group = group.name.clone();
+            // Corners rounded as the node rounds them.
+            req.path_tolerance = crate::trajectory::rounded::DEFAULT_PATH_TOLERANCE;
             let out = match planner {
                 PlannerId::Prm => prm.solve(checker, &req),
                 _ => plan(checker, &req),
@@ -211,6 +213,7 @@ fn plan_queries(
                         "path_length_after": st.path_length_after,
                         "waypoints": res.path.len(),
                         "duration_s": res.trajectory.duration(),
+                        "rounded_corners": res.timing.rounded_corners(),
                         "roadmap_vertices": st.roadmap_vertices,
                         "roadmap_edges": st.roadmap_edges,
                     }));

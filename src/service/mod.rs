@@ -135,7 +135,7 @@ impl Default for ServiceSettings {
             device_escalate_after: crate::planners::device::DEFAULT_ESCALATE_AFTER,
             cloud: CloudSettings::default(),
             ompl_planning: true,
-            path_tolerance: 0.1,
+            path_tolerance: crate::trajectory::rounded::DEFAULT_PATH_TOLERANCE,
         }
     }
 }

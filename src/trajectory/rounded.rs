@@ -28,6 +28,9 @@ use super::{
 use crate::collision::{Checker, MotionBatch};
 use crate::robot::JointSpace;
 
+/// The node's (and `gmp demo`'s) corner deviation, rad: MoveIt's default `path_tolerance`.
+pub const DEFAULT_PATH_TOLERANCE: f64 = 0.1;
+
 /// Turns (rad) below which a waypoint is passed as if straight.
 pub const STRAIGHT: f64 = 1e-6;
 
