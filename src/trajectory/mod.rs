@@ -146,8 +146,10 @@ impl PathTiming {
     }
 
     /// Re-validates `trajectory`, timed this way from `path`: [`validate_along`] where it lies
-    /// on the path's segments, else (rounded corners) [`validate`], whose straight motions
-    /// between consecutive points are the arcs' chords.
+    /// on the path's segments, else (rounded corners) as [`validate`] does, the straight
+    /// motions between consecutive points (the arcs' chords), with runs of consecutive points
+    /// on one straight line checked as one motion ([`rounded::straight_runs`]): a motion found
+    /// free has its whole straight line free, every piece of it included.
     pub fn validate(
         &self,
         checker: &dyn Checker,
@@ -156,7 +158,11 @@ impl PathTiming {
         resolution: f64,
     ) -> Result<(), TrajectoryError> {
         match self {
-            PathTiming::Rounded { .. } => validate(checker, trajectory, resolution),
+            PathTiming::Rounded { .. } => validate_path(
+                checker,
+                &rounded::straight_runs(&trajectory.positions()),
+                resolution,
+            ),
             _ => validate_along(checker, path, trajectory, resolution),
         }
     }

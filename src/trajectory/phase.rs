@@ -74,7 +74,13 @@ impl Grid {
     }
 
     /// The largest path speed at grid point `i` within `vmax`, the speed cap, and at which
-    /// some path acceleration keeps the joints within `amax`.
+    /// some path acceleration keeps the joints within `amax` (and the acceleration cap).
+    ///
+    /// At `ṡ² = x` joint `j` (moving, `q'_j ≠ 0`) allows path accelerations within
+    /// `−(q''_j/q'_j) x ± a_j/|q'_j|`; two joints' ranges meet while
+    /// `(q''_j/q'_j − q''_i/q'_i) x ≤ a_i/|q'_i| + a_j/|q'_j|`, and a joint that does not move
+    /// along the path needs `|q''_j| x ≤ a_j`. The largest `x` meeting all of these (the
+    /// acceleration cap counts as one more range, `0 ± cap`) is the answer's square.
     fn top_speed(&self, i: usize, vmax: &[f64], amax: &[f64]) -> f64 {
         let mut top = self.speed_cap[i].min(1e6);
         for (&d, &v) in self.d[i].iter().zip(vmax) {
@@ -82,23 +88,28 @@ impl Grid {
                 top = top.min(v / d.abs());
             }
         }
-        let feasible = |sd: f64| {
-            let (lo, hi) = self.range(i, sd, amax);
-            lo <= hi
-        };
-        if feasible(top) {
-            return top;
-        }
-        let (mut ok, mut bad) = (0.0, top);
-        for _ in 0..50 {
-            let mid = 0.5 * (ok + bad);
-            if feasible(mid) {
-                ok = mid;
-            } else {
-                bad = mid;
+        // Each moving joint's range as (slope q''/q', half width a/|q'|); the cap's.
+        let mut ranges: Vec<(f64, f64)> = Vec::with_capacity(amax.len() + 1);
+        let mut x_max = top * top;
+        for ((&d, &dd), &a) in self.d[i].iter().zip(&self.dd[i]).zip(amax) {
+            if d.abs() > 1e-12 {
+                ranges.push((dd / d, a / d.abs()));
+            } else if dd.abs() > 0.0 {
+                x_max = x_max.min(a / dd.abs());
             }
         }
-        ok
+        if self.accel_cap[i].is_finite() {
+            ranges.push((0.0, self.accel_cap[i]));
+        }
+        for (k, &(si, wi)) in ranges.iter().enumerate() {
+            for &(sj, wj) in &ranges[k + 1..] {
+                let slope = (sj - si).abs();
+                if slope > 0.0 {
+                    x_max = x_max.min((wi + wj) / slope);
+                }
+            }
+        }
+        x_max.max(0.0).sqrt()
     }
 }
 

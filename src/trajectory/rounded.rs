@@ -468,6 +468,42 @@ struct Profile<'a> {
     span: &'a [(usize, usize)],
 }
 
+/// Relative tolerance on the direction of two steps for [`straight_runs`] to join them.
+pub const STRAIGHT_RUN: f64 = 1e-9;
+
+/// `points` with every point dropped whose step from the one before goes the way of the run
+/// that point ends (within [`STRAIGHT_RUN`] per unit direction, which keeps every dropped
+/// point within nanometres of the joined motion): the straight parts of a rounded trajectory
+/// become one motion each, its arcs stay chord by chord.
+pub fn straight_runs(points: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let unit = |a: &[f64], b: &[f64]| -> Option<Vec<f64>> {
+        let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+        let n = dot(&d, &d).sqrt();
+        (n > 0.0).then(|| d.iter().map(|x| x / n).collect())
+    };
+    let mut out: Vec<Vec<f64>> = Vec::with_capacity(points.len());
+    // The direction of the last run (from the last kept point but one to the last).
+    let mut run: Option<Vec<f64>> = None;
+    for p in points {
+        let n = out.len();
+        if n >= 2 {
+            if let (Some(dir), Some(d)) = (&run, unit(&out[n - 1], p)) {
+                if d.iter()
+                    .zip(dir)
+                    .all(|(a, b)| (a - b).abs() <= STRAIGHT_RUN)
+                {
+                    // Same line, same way: the run now ends at `p`.
+                    out[n - 1].clone_from(p);
+                    continue;
+                }
+            }
+        }
+        run = out.last().and_then(|last| unit(last, p));
+        out.push(p.clone());
+    }
+    out
+}
+
 fn rest_at(positions: Vec<f64>, dof: usize) -> TrajectoryPoint {
     TrajectoryPoint {
         positions,
@@ -729,6 +765,44 @@ mod tests {
                 assert!(speed(p) <= 0.3 * (1.0 + 1e-9), "{}", speed(p));
             }
         }
+    }
+
+    /// Points along one line in one direction join into one motion; a turn, a step back
+    /// along the line and an arc's chords do not.
+    #[test]
+    fn straight_runs_join_only_collinear_steps_forward() {
+        let p = |x: f64, y: f64| vec![x, y];
+        let pts = vec![
+            p(0.0, 0.0),
+            p(0.1, 0.0),
+            p(0.3, 0.0),
+            p(0.35, 0.0),
+            p(0.35, 0.1),
+            p(0.35, 0.05),
+            p(0.4, 0.1),
+            p(0.5, 0.15),
+        ];
+        let runs = straight_runs(&pts);
+        assert_eq!(
+            runs,
+            vec![
+                p(0.0, 0.0),
+                p(0.35, 0.0),
+                p(0.35, 0.1),
+                p(0.35, 0.05),
+                p(0.4, 0.1),
+                p(0.5, 0.15)
+            ]
+        );
+        // A rounded trajectory: its lines become one motion each.
+        let space = plane(false);
+        let path = vec![vec![-0.6, -0.6], vec![0.4, -0.6], vec![0.4, 0.6]];
+        let traj =
+            time_rounded(&space, &path, &[0.0, 0.1, 0.0], (1.0, 1.0), 0.02, None).expect("timed");
+        let runs = straight_runs(&traj.positions());
+        assert!(runs.len() < traj.points.len() / 2);
+        assert_eq!(runs.first(), traj.positions().first());
+        assert_eq!(runs.last(), traj.positions().last());
     }
 
     /// Unusable input is refused by name: corners not one per waypoint, a negative one, and
