@@ -893,6 +893,14 @@ def obstacle_checks(node, plan, obstacles, scenes):
              second is not None and second.success,
              second and f'code={second.error_code} message={second.message!r}'):
         check_trajectory(second.trajectory, SCENE + [obstacle], 'drm plan around the cube')
+        # The node's path_tolerance (0.1) rounds the detour's corners: it never stops between
+        # its ends.
+        waypoints = int(second.message.split(' ')[0]) if second.message[:1].isdigit() else 0
+        resting = [i for i, p in enumerate(second.trajectory.points[1:-1], 1)
+                   if all(abs(v) < 1e-6 for v in p.velocities)]
+        check('the detour passes its corners moving, the answer naming the corners rounded',
+              waypoints > 2 and 'corners rounded' in second.message and not resting,
+              f'{second.message!r}; points at rest inside: {resting[:5]}')
 
     # Move it away: the short path comes back.
     blocker.pose.position.x, blocker.pose.position.y, blocker.pose.position.z = 5.0, 5.0, 5.0
