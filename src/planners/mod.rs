@@ -1032,14 +1032,17 @@ pub fn check_request(req: &PlanRequest) -> Result<(), PlanError> {
 }
 
 /// Re-validates `path` at the request's resolution and times it; returns the trajectory and
-/// how it was timed. With a [`PlanRequest::path_tolerance`] (and no jerk limits), the corners
-/// are rounded ([`trajectory::rounded::round_corners`], arcs checked in one batched call) and
-/// the trajectory's consecutive points checked as motions ([`trajectory::validate`]); where
-/// the rounded timing fails either or is no quicker, the trajectory stops at every waypoint
-/// instead. That one
-/// re-checks every motion of the path (one batched check; [`trajectory::validate_along`]) and
-/// checks that the trajectory's points lie on those motions in order, so every motion between
-/// two consecutive points is part of a motion found free.
+/// how it was timed.
+///
+/// - With a [`PlanRequest::path_tolerance`] (and no jerk limits) the corners are rounded
+///   ([`trajectory::rounded::round_corners`]: the arcs checked in one batched call) and the
+///   trajectory is re-validated as straight motions between its points
+///   ([`trajectory::PathTiming::validate`]).
+/// - Where that timing fails, its re-validation fails or it is no quicker, and without a
+///   tolerance, the trajectory stops at every waypoint: every motion of the path is checked
+///   again (one batched check; [`trajectory::validate_along`]) and the trajectory's points
+///   are checked to lie on those motions in order, so every motion between two consecutive
+///   points is part of a motion found free.
 fn finish(
     checker: &dyn Checker,
     req: &PlanRequest,
