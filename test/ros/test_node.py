@@ -2342,9 +2342,12 @@ def moveit_config_checks(node):
         req.goal_name = 'ready'
         req.seed = 4
         res = None
-        deadline = time.time() + 30.0
-        while time.time() < deadline:  # the robot may load after the services appear
-            res = call(node, plan, req, timeout=30.0)
+        deadline = time.time() + 60.0
+        # The robot may load after the services appear, and a response sent before the
+        # middleware matched the new client can be lost (the node then logs "could not send
+        # the response: RCL_RET_TIMEOUT", seen once in CI): ask again.
+        while time.time() < deadline:
+            res = call(node, plan, req, timeout=10.0)
             if res is not None and res.success:
                 break
             time.sleep(0.5)
