@@ -1055,7 +1055,7 @@ fn finish(
         sample_dt: req.sample_dt,
     };
     let stopping = stops.time(space, path, None)?;
-    if req.path_tolerance > 0.0 && space.max_jerk.iter().all(|j| !j.is_finite()) {
+    if req.path_tolerance > 0.0 && trajectory::rounded::jerk_limited(space).is_none() {
         let corners =
             trajectory::rounded::round_corners(checker, path, req.path_tolerance, req.resolution)?;
         let timing = trajectory::PathTiming::Rounded {

@@ -138,7 +138,9 @@ impl PathTiming {
     pub fn rounded_corners(&self) -> Option<(usize, usize)> {
         match self {
             PathTiming::Rounded { corners, .. } => {
-                let inner = &corners[1.min(corners.len())..corners.len().saturating_sub(1)];
+                let inner = corners
+                    .get(1..corners.len().saturating_sub(1))
+                    .unwrap_or_default();
                 Some((inner.iter().filter(|c| **c > 0.0).count(), inner.len()))
             }
             _ => None,

@@ -216,27 +216,13 @@ fn round(space: &JointSpace, path: &[Vec<f64>], corners: &[f64]) -> Rounded {
             segment: c - 1,
         });
     }
-    let mut out = Rounded {
-        pieces: Vec::new(),
-        stop_after: Vec::new(),
-        segments: segments.clone(),
-        corner_of: Vec::new(),
-        ends: (
-            points[0].0.clone(),
-            points.last().map(|p| p.0.clone()).unwrap_or_default(),
-        ),
-    };
-    // The corner each kept waypoint stands for: the last path index it was kept from.
-    let mut corner_index = vec![0; m + 1];
-    for (c, &(_, k)) in segments.iter().enumerate() {
-        corner_index[c + 1] = k + 1;
-    }
+    let (mut pieces, mut stop_after, mut corner_of) = (Vec::new(), Vec::new(), Vec::new());
     for c in 0..m {
-        let (len, _) = segments[c];
+        let (len, k) = segments[c];
         let start = tangent[c];
         let rest = len - start - tangent[c + 1];
         if rest > 1e-12 {
-            out.pieces.push(Piece::Line {
+            pieces.push(Piece::Line {
                 from: (0..dof)
                     .map(|j| points[c].0[j] + start * dirs[c][j])
                     .collect(),
@@ -244,16 +230,26 @@ fn round(space: &JointSpace, path: &[Vec<f64>], corners: &[f64]) -> Rounded {
                 len: rest,
                 segment: c,
             });
-            out.stop_after.push(stop[c + 1]);
-            out.corner_of.push(None);
+            stop_after.push(stop[c + 1]);
+            corner_of.push(None);
         }
         if let Some(arc) = arcs[c + 1].take() {
-            out.pieces.push(arc);
-            out.stop_after.push(false);
-            out.corner_of.push(Some(corner_index[c + 1]));
+            pieces.push(arc);
+            stop_after.push(false);
+            // The waypoint that ends path segment `k`.
+            corner_of.push(Some(k + 1));
         }
     }
-    out
+    Rounded {
+        pieces,
+        stop_after,
+        segments,
+        corner_of,
+        ends: (
+            points[0].0.clone(),
+            points.last().map(|p| p.0.clone()).unwrap_or_default(),
+        ),
+    }
 }
 
 /// Deviations for rounding every corner of `path` by up to `tolerance` (rad), lowered where
@@ -331,6 +327,11 @@ pub fn round_corners(
     Ok(corners)
 }
 
+/// The first joint of `space` with a jerk limit, which rounded corners do not follow.
+pub fn jerk_limited(space: &JointSpace) -> Option<usize> {
+    space.max_jerk.iter().position(|x| x.is_finite())
+}
+
 /// Times `path` with its corners rounded by `corners` (one deviation per waypoint, see
 /// [`round_corners`]), within `caps` per segment where given; see the module documentation.
 pub(super) fn time_rounded(
@@ -352,7 +353,7 @@ pub(super) fn time_rounded(
             path.len()
         )));
     }
-    if let Some(j) = space.max_jerk.iter().position(|x| x.is_finite()) {
+    if let Some(j) = jerk_limited(space) {
         return Err(TrajectoryError::Rounding(format!(
             "joint '{}' has a jerk limit, which rounded corners do not follow",
             space.names.get(j).cloned().unwrap_or_default()
