@@ -3158,7 +3158,16 @@ def move_checks(node, seen, obstacles, scenes):
     check('the goal marker\'s "Execute the last plan" moves the robot along the plan',
           res is not None and res.success and arrived,
           f'{res and res.message!r}; at {seen[-1] if seen else None}')
-    status, result = MoveGoal(node, client, move_goal(GOAL)).result(60.0)
+    # The robot reaches the plan's end a moment before the controller's result reaches the
+    # node; until then the node rightly refuses a new motion, so ask again for a few seconds.
+    deadline = time.monotonic() + 15.0
+    while True:
+        status, result = MoveGoal(node, client, move_goal(GOAL)).result(60.0)
+        busy = (status == GoalStatus.STATUS_ABORTED and result is not None
+                and 'an execution is running' in result.message)
+        if not busy or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     check('~/move back to GOAL', status == GoalStatus.STATUS_SUCCEEDED and at(GOAL),
           f'status {status}; {result and result.message!r}')
 
