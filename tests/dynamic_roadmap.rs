@@ -10,11 +10,13 @@ use nalgebra::{Isometry3, Vector3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
+use gpu_motion_planner::collision::{
+    Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch,
+};
 use gpu_motion_planner::planners::dynamic_roadmap::{
     DynamicRoadmap, DynamicRoadmapOptions, LabelMethod, RggEngine,
 };
-use gpu_motion_planner::planners::{PlanRequest, PlannerId};
+use gpu_motion_planner::planners::{PlanError, PlanRequest, PlannerId};
 use gpu_motion_planner::roadmap::EdgeLabel;
 use gpu_motion_planner::robot::{LoadOptions, PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
@@ -610,4 +612,62 @@ fn obstacles_that_may_be_touched_leave_their_hits_unknown() {
     }
     assert_eq!(drm_strict, drm_lenient, "voxel verdicts stay conservative");
     assert_eq!(snapshot(&other), snapshot(&strict));
+}
+
+#[test]
+fn a_goal_set_is_planned_goal_by_goal_past_goals_in_collision() {
+    let (robot, group, base) = arm();
+    let mut dr = DynamicRoadmap::sample(&robot, &group, &base, 200, 8, 1, options()).unwrap();
+    let start = vec![0.0, -0.3, 0.0, 0.0, 0.0, 0.0];
+    let free_goal = vec![-1.6, -0.3, 0.0, 0.0, 0.0, 0.0];
+    let mut scene = Scene::default();
+    scene
+        .add(Obstacle {
+            id: "block".into(),
+            shape: Shape::Box {
+                half_extents: Vector3::new(0.15, 0.15, 0.3),
+            },
+            pose: Isometry3::translation(0.55, 0.55, 1.0),
+        })
+        .unwrap();
+    let checker =
+        CpuChecker::new(&robot, &group, &base, &scene, CheckerOptions::default()).unwrap();
+    dr.update(&scene).unwrap();
+    // A goal the block collides with: the arm turned towards it.
+    let turned: Vec<Vec<f64>> = (0..=32)
+        .map(|k| vec![k as f64 * 0.05, -0.3, 0.0, 0.0, 0.0, 0.0])
+        .collect();
+    let rows: Vec<&Vec<f64>> = turned.iter().collect();
+    let verdicts = checker
+        .check_configs(&ConfigBatch::from_rows(6, &rows).unwrap())
+        .unwrap();
+    let hit = turned[verdicts
+        .iter()
+        .position(|&v| !v)
+        .expect("a turn into the block")]
+    .clone();
+    assert!(
+        verdicts[0]
+            && checker
+                .check_configs(&ConfigBatch::from_rows(6, &[&free_goal]).unwrap())
+                .unwrap()[0]
+    );
+
+    let mut req = PlanRequest::new(start.clone(), hit.clone(), PlannerId::LazyPrm);
+    req.resolution = RES;
+    req.other_goals = vec![free_goal.clone()];
+    let res = dr.plan(&checker, &req).unwrap();
+    assert_eq!(res.reached_goal, 1);
+    assert_eq!(res.path.last(), Some(&free_goal));
+    assert!(path_is_free(&checker, &res.path));
+
+    // Only goals in collision: the goal is refused as such; one outside the limits is named.
+    req.other_goals = vec![hit.clone()];
+    assert!(
+        matches!(dr.plan(&checker, &req), Err(PlanError::InvalidGoal(m)) if m.contains("collision"))
+    );
+    req.other_goals = vec![free_goal.clone(), vec![9.0, 0.0, 0.0, 0.0, 0.0, 0.0]];
+    assert!(
+        matches!(dr.plan(&checker, &req), Err(PlanError::InvalidGoal(m)) if m.contains("other_goals[1]"))
+    );
 }

@@ -1535,3 +1535,43 @@ fn a_sequence_file_plans_motions_one_after_another_with_blends() {
     let e = String::from_utf8_lossy(&unknown.stderr);
     assert!(e.contains("bad.yaml") && e.contains("speed"), "{e}");
 }
+
+#[test]
+fn other_goals_make_a_goal_set_and_the_output_names_the_goal_reached() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    // The goal is in collision (the upper arm through the table): the plan ends at the
+    // other goal, reported as goal 1, for RRT-Connect (one goal tree) and PRM (in turn).
+    let in_table = json_list(&[0.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
+    let other = json_list(&goal);
+    for planner in ["rrt_connect", "prm"] {
+        let out = bundled_plan(
+            &start,
+            &[0.0, 2.0, 0.0, 0.0, 0.0, 0.0],
+            &["--other-goal", &other, "--planner", planner],
+        );
+        assert_eq!(out.status.code(), Some(0), "{planner}");
+        let v = stdout_json(&out);
+        assert_eq!(v["reached_goal"], 1, "{planner}");
+        let last: Vec<f64> =
+            serde_json::from_value(v["path"][v["path"].as_array().unwrap().len() - 1].clone())
+                .unwrap();
+        assert_eq!(last, goal.to_vec(), "{planner}");
+    }
+    // Named states are goals too; a bad one is refused naming the option.
+    let v = stdout_json(&bundled_plan(&start, &goal, &["--other-goal", "home"]));
+    assert_eq!(v["success"], true);
+    let err = refused(&start, &goal, &["--other-goal", "[0.0, 1.0]"]);
+    assert!(
+        err.contains("--other-goal #1") && err.contains("6 joints"),
+        "{err}"
+    );
+    let err = refused(
+        &start,
+        &goal,
+        &["--other-goal", &in_table, "--other-goal", "nowhere"],
+    );
+    assert!(
+        err.contains("--other-goal #2") && err.contains("nowhere"),
+        "{err}"
+    );
+}

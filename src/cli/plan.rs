@@ -63,6 +63,12 @@ pub struct PlanArgs {
     /// the group in the SRDF such as `home` (overrides the request's).
     #[arg(long, conflicts_with = "goal_pose")]
     pub goal: Option<String>,
+    /// One more goal (repeatable), as `--goal` takes it: a goal set, the plan ending at the
+    /// goal or at any of these, whichever the planner reaches (RRT-Connect grows its goal
+    /// tree from all; the other planners take the first three in turn). The output's
+    /// `reached_goal` says which: 0 for the goal, k for the k-th `--other-goal`.
+    #[arg(long = "other-goal", conflicts_with = "goal_pose")]
+    pub other_goals: Vec<String>,
     /// A pose goal instead of a goal configuration (see `gmp ik`).
     #[command(flatten)]
     pub pose: super::pose::PoseGoalArgs,
@@ -122,13 +128,13 @@ pub struct PlanArgs {
     /// `{start: [...], goal: [...]}` (optional `name`), configurations in planning-group joint
     /// order. Prints one report with a result per problem. With `--on-device` and a GPU every
     /// problem is planned in one device launch.
-    #[arg(long, conflicts_with_all = ["start", "goal", "request", "goal_pose", "path_constraints"])]
+    #[arg(long, conflicts_with_all = ["start", "goal", "other_goals", "request", "goal_pose", "path_constraints"])]
     pub batch: Option<PathBuf>,
     /// Several motions one after another from `--start`, joined into one trajectory, with
     /// blends where an item gives a `blend_radius`: a YAML (or JSON) file with `items:`, each
     /// a `planner`, a `goal` (configuration or named state) or `pose`, optional
     /// `blend_radius`, scalings and Cartesian speed limit (see `cli::sequence`).
-    #[arg(long, conflicts_with_all = ["goal", "request", "goal_pose", "path_constraints", "batch", "planner"])]
+    #[arg(long, conflicts_with_all = ["goal", "other_goals", "request", "goal_pose", "path_constraints", "batch", "planner"])]
     pub sequence: Option<PathBuf>,
 }
 
@@ -201,6 +207,8 @@ pub struct Problem {
     pub start: Vec<f64>,
     /// Goal configuration (group order); empty when `pose` is set.
     pub goal: Vec<f64>,
+    /// More goals of `--other-goal` (a goal set with `goal`).
+    pub other_goals: Vec<Vec<f64>>,
     /// The pose goal of `--goal-pose`, which replaces the goal configuration.
     pub pose: Option<PoseTarget>,
     /// Path constraints of `--path-constraints` or the request, in the root frame.
@@ -378,6 +386,14 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
             frame_pose(&robot, &state, scene.frame(), f)
         })
         .map_err(|e| CliError(e.to_string()))?;
+    let other_goals = a
+        .other_goals
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            parse_config_or_named(g, &format!("other-goal #{}", i + 1), &group, Some(&robot))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let goal = match (goal, &pose) {
         (_, Some(_)) => Vec::new(),
         (Some(g), None) => g,
@@ -395,6 +411,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         scene,
         start,
         goal,
+        other_goals,
         pose,
         constraints,
     })
@@ -465,6 +482,7 @@ pub fn result_json(res: &PlanResult, checker: &dyn Checker, group: &str) -> Valu
         "points": res.trajectory.points,
         "duration": res.trajectory.duration(),
         "path": res.path,
+        "reached_goal": res.reached_goal,
         "timing": res.timing,
         "stats": {
             "planning_time_s": st.planning_time.as_secs_f64(),
@@ -607,7 +625,8 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     let checker = crate::collision::make_scene_checker(
         &a.backend, &p.robot, &p.group, &p.base, &p.scene, opts,
     )?;
-    let (req, chosen) = request(a, &p.robot, &p.group, p.start.clone(), p.goal.clone())?;
+    let (mut req, chosen) = request(a, &p.robot, &p.group, p.start.clone(), p.goal.clone())?;
+    req.other_goals = p.other_goals.clone();
     let speed = speed_limit(a, &p.robot, &p.group)?;
     let kind = match req.planner {
         PlannerId::Lin => Some(PilzPath::Lin),
@@ -615,6 +634,12 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         _ => None,
     };
     if let Some(kind) = kind {
+        if !req.other_goals.is_empty() {
+            return Err(CliError(format!(
+                "--other-goal: {} moves to one goal, not a goal set",
+                req.planner
+            )));
+        }
         return pilz_cartesian(kind, &p, checker.as_ref(), &req, speed);
     }
     let set = ConstraintSet::new(

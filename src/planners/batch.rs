@@ -27,7 +27,7 @@ use super::{
 use crate::collision::{Checker, CollisionError, ConfigBatch};
 
 /// Plans from `ends[i].0` to `ends[i].1` for every `i` with the options of `template` (its own
-/// start and goal are ignored), in the order given. See the module documentation for how the
+/// start and goals are ignored), in the order given. See the module documentation for how the
 /// work is shared.
 pub fn plan_many(
     checker: &dyn Checker,
@@ -37,6 +37,7 @@ pub fn plan_many(
     let request = |(start, goal): &(Vec<f64>, Vec<f64>)| PlanRequest {
         start: start.clone(),
         goal: goal.clone(),
+        other_goals: Vec::new(),
         ..template.clone()
     };
     if !one_launch(checker, template) || ends.is_empty() {

@@ -33,8 +33,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{
-    default_range, plan, run_with, shortcut_stream, Context, CountingChecker, PlanError,
-    PlanRequest, PlanResult, PlannerId, PostProcess, RawSolution,
+    default_range, plan, plan_each_goal, run_with, shortcut_stream, Context, CountingChecker,
+    PlanError, PlanRequest, PlanResult, PlannerId, PostProcess, RawSolution,
 };
 use crate::collision::{Checker, MotionBatch};
 use crate::roadmap::NearestNeighbors;
@@ -66,6 +66,12 @@ pub fn plan_constrained(
 ) -> Result<PlanResult, PlanError> {
     if constraints.is_empty() {
         return plan(checker, req);
+    }
+    if !req.other_goals.is_empty() {
+        // A goal set: its goals one after another.
+        return plan_each_goal(checker.space(), req, |one| {
+            plan_constrained(checker, one, constraints)
+        });
     }
     if req.planner != PlannerId::RrtConnect {
         return Err(PlanError::InvalidRequest(format!(

@@ -147,6 +147,15 @@ pub struct PlanRequest {
     pub start: Vec<f64>,
     /// Goal configuration.
     pub goal: Vec<f64>,
+    /// More goal configurations (a goal set, as MoveIt's several goal constraints or the
+    /// configurations that reach a pose goal): the plan ends at `goal` or at any of these,
+    /// whichever the planner reaches ([`PlanResult::reached_goal`]). RRT-Connect grows its
+    /// goal tree from all of them at once (as OMPL does from a goal region's samples); the
+    /// other planners, the device planner and constrained planning plan to them one after
+    /// another, each with an equal share of the time left ([`plan_each_goal`]). Each must
+    /// be inside the joint limits; those in collision are left out while one is free.
+    /// Empty by default.
+    pub other_goals: Vec<Vec<f64>>,
     /// Planning group name (informational: the checker already works in the group's space).
     pub group: String,
     /// Which planner.
@@ -252,6 +261,7 @@ impl PlanRequest {
         Self {
             start,
             goal,
+            other_goals: Vec::new(),
             group: String::new(),
             planner,
             time_limit: Duration::from_secs(5),
@@ -379,6 +389,9 @@ pub struct PlanResult {
     pub trajectory: Trajectory,
     /// How `path` was timed into `trajectory` (to time it again).
     pub timing: trajectory::PathTiming,
+    /// Which goal the plan ends at: 0 for the request's `goal`, `k` for its
+    /// `other_goals[k - 1]`.
+    pub reached_goal: usize,
     /// Counters and timings.
     pub stats: PlanStats,
 }
@@ -1089,6 +1102,9 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
             req.planner
         )));
     }
+    if !req.other_goals.is_empty() && !grows_goal_sets(req) {
+        return plan_each_goal(checker.space(), req, |one| plan(checker, one));
+    }
     match req.planner {
         PlannerId::Prm | PlannerId::LazyPrm => {
             check_space(checker.space())?;
@@ -1104,6 +1120,98 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
             req.planner
         ))),
     }
+}
+
+/// Whether [`plan`] plans `req`'s goal set at once (RRT-Connect on the host grows its goal
+/// tree from every goal) rather than one goal after another ([`plan_each_goal`]).
+pub fn grows_goal_sets(req: &PlanRequest) -> bool {
+    req.planner == PlannerId::RrtConnect && !req.on_device
+}
+
+/// Goals of a goal set that [`plan_each_goal`] plans to at most (the first ones).
+pub const GOALS_IN_TURN: usize = 3;
+
+/// Plans to the goals of `req` (`goal`, then `other_goals`, at most [`GOALS_IN_TURN`]; a goal
+/// equal to the start first) one after another with `plan_one`, each a request with that one goal and an equal share of
+/// the time left, until one is reached; the result's `reached_goal` names it and its planning
+/// time includes the goals tried before. Every goal must be inside the joint limits of
+/// `space` (else the error names it and nothing is planned). A goal that cannot be reached
+/// (no path, blocked, in collision) passes the turn; when none is reached, the error of the
+/// first goal in collision if all were, else the last failure.
+pub fn plan_each_goal(
+    space: &JointSpace,
+    req: &PlanRequest,
+    mut plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
+) -> Result<PlanResult, PlanError> {
+    let started = Instant::now();
+    check_goal_set(space, req)?;
+    let mut goals: Vec<(usize, &Vec<f64>)> = std::iter::once(&req.goal)
+        .chain(&req.other_goals)
+        .enumerate()
+        .collect();
+    // A goal where the start already is comes first: reached without moving.
+    if let Some(at) = goals
+        .iter()
+        .position(|(_, g)| space.distance(&req.start, g) == 0.0)
+    {
+        let here = goals.remove(at);
+        goals.insert(0, here);
+    }
+    goals.truncate(GOALS_IN_TURN);
+    let mut in_collision = None;
+    let mut last = None;
+    for (turn, &(k, goal)) in goals.iter().enumerate() {
+        let left = req.time_limit.saturating_sub(started.elapsed());
+        let share = left / (goals.len() - turn) as u32;
+        let one = PlanRequest {
+            goal: goal.to_vec(),
+            other_goals: Vec::new(),
+            time_limit: share.max(Duration::from_millis(1)),
+            ..req.clone()
+        };
+        let before = started.elapsed();
+        match plan_one(&one) {
+            Ok(mut result) => {
+                result.reached_goal = k;
+                result.stats.planning_time += before;
+                return Ok(result);
+            }
+            Err(e @ PlanError::InvalidGoal(_)) => {
+                in_collision.get_or_insert(e);
+            }
+            Err(e @ (PlanError::NoPath { .. } | PlanError::Blocked { .. })) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last
+        .or(in_collision)
+        .unwrap_or_else(|| PlanError::InvalidGoal("the goal set has no goal".into())))
+}
+
+/// Every goal of `req`'s goal set inside the joint limits of `space`, else the error naming
+/// the first that is not (`goal` or `other_goals[i]`).
+pub(crate) fn check_goal_set(space: &JointSpace, req: &PlanRequest) -> Result<(), PlanError> {
+    space.validate(&req.goal).map_err(PlanError::InvalidGoal)?;
+    for (i, g) in req.other_goals.iter().enumerate() {
+        space
+            .validate(g)
+            .map_err(|e| PlanError::InvalidGoal(format!("other_goals[{i}]: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Which goal of `req`'s goal set `path` ends at: the one nearest its last waypoint (a
+/// planner's path ends exactly at one), 0 for `goal`, `k` for `other_goals[k - 1]`.
+fn goal_reached(space: &JointSpace, req: &PlanRequest, path: &[Vec<f64>]) -> usize {
+    let Some(end) = path.last() else {
+        return 0;
+    };
+    std::iter::once(&req.goal)
+        .chain(&req.other_goals)
+        .map(|g| space.distance(g, end))
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(0, |(k, _)| k)
 }
 
 /// Mixed into the seed of the shortcutting generator (any constant other than 0).
@@ -1134,6 +1242,7 @@ pub(crate) fn run_with(
 ) -> Result<PlanResult, PlanError> {
     let started = Instant::now();
     let counting = CountingChecker::new(checker);
+    let asked = req;
     let resolved = admit(&counting, req)?;
     let req = &resolved;
     let space = counting.space().clone();
@@ -1162,7 +1271,23 @@ pub(crate) fn run_with(
         device_work: ctx.device_work,
         device_time: ctx.device_time,
     };
-    complete_with(&counting, req, raw, planning, post)
+    if req.other_goals.is_empty() && asked.other_goals.is_empty() {
+        return complete_with(&counting, req, raw, planning, post);
+    }
+    // A goal set: the path is completed as a plan to the goal it reached.
+    let reached = goal_reached(&space, asked, &raw.path);
+    let to_reached = PlanRequest {
+        goal: std::iter::once(&asked.goal)
+            .chain(&asked.other_goals)
+            .nth(reached)
+            .unwrap_or(&req.goal)
+            .clone(),
+        other_goals: Vec::new(),
+        ..req.clone()
+    };
+    let mut result = complete_with(&counting, &to_reached, raw, planning, post)?;
+    result.reached_goal = reached;
+    Ok(result)
 }
 
 /// What becomes of a planner's raw path: shortcut, then timed and re-validated.
@@ -1238,7 +1363,9 @@ pub(crate) fn admit(
     req: &PlanRequest,
 ) -> Result<PlanRequest, PlanError> {
     let resolved = admit_limits(counting, req)?;
-    let ends = ConfigBatch::from_rows(counting.space().dof(), &[&resolved.start, &resolved.goal])?;
+    let mut rows = vec![&resolved.start, &resolved.goal];
+    rows.extend(&resolved.other_goals);
+    let ends = ConfigBatch::from_rows(counting.space().dof(), &rows)?;
     let verdicts = counting.check_configs(&ends)?;
     admit_verdicts(resolved, &verdicts, counting)
 }
@@ -1261,16 +1388,16 @@ pub(crate) fn admit_limits(
     space
         .validate(&resolved.start)
         .map_err(PlanError::InvalidStart)?;
-    space
-        .validate(&resolved.goal)
-        .map_err(PlanError::InvalidGoal)?;
+    check_goal_set(space, &resolved)?;
     Ok(resolved)
 }
 
 /// The end of [`admit`]: `resolved` (from [`admit_limits`]) if the verdicts of its start and
-/// goal, in that order, are both free, else the error naming the one in collision.
+/// goals (start, goal, then `other_goals`, in that order) find the start free and at least one
+/// goal free, else the error naming the start, or the goal, in collision. Of a goal set, the
+/// goals in collision are left out (the first free one becomes `goal`).
 pub(crate) fn admit_verdicts(
-    resolved: PlanRequest,
+    mut resolved: PlanRequest,
     verdicts: &[bool],
     checker: &dyn Checker,
 ) -> Result<PlanRequest, PlanError> {
@@ -1281,13 +1408,28 @@ pub(crate) fn admit_verdicts(
             &resolved.start,
         )));
     }
-    if !verdicts.get(1).copied().unwrap_or(false) {
-        return Err(PlanError::InvalidGoal(in_collision(
-            "goal",
-            checker,
-            &resolved.goal,
-        )));
+    let goal_free = |k: usize| verdicts.get(1 + k).copied().unwrap_or(false);
+    if goal_free(0) && resolved.other_goals.is_empty() {
+        return Ok(resolved);
     }
+    let mut free: Vec<Vec<f64>> = std::iter::once(&resolved.goal)
+        .chain(&resolved.other_goals)
+        .enumerate()
+        .filter(|&(k, _)| goal_free(k))
+        .map(|(_, g)| g.clone())
+        .collect();
+    if free.is_empty() {
+        let mut msg = in_collision("goal", checker, &resolved.goal);
+        if !resolved.other_goals.is_empty() {
+            msg += &format!(
+                " (and so are the {} other goals of the goal set)",
+                resolved.other_goals.len()
+            );
+        }
+        return Err(PlanError::InvalidGoal(msg));
+    }
+    resolved.goal = free.remove(0);
+    resolved.other_goals = free;
     Ok(resolved)
 }
 
@@ -1310,8 +1452,11 @@ pub(crate) fn in_collision(which: &str, checker: &dyn Checker, q: &[f64]) -> Str
 
 /// The raw path of a request whose start is its goal (no planning needed), else `None`.
 pub(crate) fn trivial_solution(space: &JointSpace, req: &PlanRequest) -> Option<RawSolution> {
-    (space.distance(&req.start, &req.goal) == 0.0).then(|| RawSolution {
-        path: vec![req.start.clone(), req.goal.clone()],
+    let goal = std::iter::once(&req.goal)
+        .chain(&req.other_goals)
+        .find(|g| space.distance(&req.start, g) == 0.0)?;
+    Some(RawSolution {
+        path: vec![req.start.clone(), goal.clone()],
         iterations: 0,
         vertices: 0,
         edges: 0,
@@ -1396,6 +1541,7 @@ pub(crate) fn complete_with(
         raw_path,
         trajectory: traj,
         timing,
+        reached_goal: 0,
         stats,
     })
 }

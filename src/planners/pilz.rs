@@ -287,6 +287,7 @@ pub fn cartesian_motion(
         path: out.path,
         trajectory: out.trajectory,
         timing: timing(opts),
+        reached_goal: 0,
         stats,
     })
 }

@@ -1,7 +1,8 @@
 //! Planning to a pose goal: inverse kinematics ([`crate::robot::ik`]) turns the goal into
 //! group configurations, one batched check on the request's checker keeps the collision-free
-//! ones, and the planner plans to the nearest of them (joint-space distance from the start),
-//! moving on to the next while the time limit allows when a goal cannot be reached.
+//! ones, and the planner plans to the nearest [`GOAL_SET_SIZE`] of them (joint-space distance
+//! from the start) as one goal set: RRT-Connect grows its goal tree from all of them at once,
+//! the other planners take the nearest ones in turn ([`super::plan_each_goal`]).
 //!
 //! The returned trajectory is the planner's, re-validated as every plan is, and ends at a
 //! configuration whose link pose is within the goal's tolerances.
@@ -12,8 +13,10 @@ use super::{plan, PlanError, PlanRequest, PlanResult};
 use crate::collision::{Checker, ConfigBatch};
 use crate::robot::ik::{IkOptions, IkSolution, IkSolver};
 
-/// Collision-free goal configurations tried at most, nearest first.
-pub const MAX_GOALS_TRIED: usize = 3;
+/// Collision-free goal configurations planned to at most, nearest first: one goal set
+/// ([`PlanRequest::other_goals`]). RRT-Connect grows its goal tree from all of them; the
+/// planners that take the goals in turn take the first [`super::GOALS_IN_TURN`].
+pub const GOAL_SET_SIZE: usize = 8;
 
 /// The goal configurations found for a pose goal.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,30 +120,20 @@ pub fn plan_to_pose_with(
             goals.found
         )));
     }
-    let deadline = t0 + template.time_limit;
-    let mut last_err = None;
-    for i in 0..goals.free.len().min(MAX_GOALS_TRIED) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() && last_err.is_some() {
-            break;
-        }
-        let mut req = template.clone();
-        req.goal = goals.free[i].config.clone();
-        req.time_limit = left.max(Duration::from_millis(1));
-        match plan_one(&req) {
-            Ok(result) => {
-                return Ok(PosePlan {
-                    result,
-                    goal: goals.free[i].clone(),
-                    goals,
-                    ik_time,
-                })
-            }
-            Err(e @ (PlanError::NoPath { .. } | PlanError::Blocked { .. })) => last_err = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last_err.unwrap_or_else(|| {
-        PlanError::InvalidGoal("no collision-free goal configuration was tried".into())
-    }))
+    let left = template.time_limit.saturating_sub(t0.elapsed());
+    let set = &goals.free[..goals.free.len().min(GOAL_SET_SIZE)];
+    let req = PlanRequest {
+        goal: set[0].config.clone(),
+        other_goals: set[1..].iter().map(|g| g.config.clone()).collect(),
+        time_limit: left.max(Duration::from_millis(1)),
+        ..template.clone()
+    };
+    let result = plan_one(&req)?;
+    let goal = set.get(result.reached_goal).unwrap_or(&set[0]).clone();
+    Ok(PosePlan {
+        result,
+        goal,
+        goals,
+        ik_time,
+    })
 }

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::collision::{Checker, MotionBatch};
-use crate::planners::{run, Context, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
+use crate::planners::{
+    plan_each_goal, run, Context, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution,
+};
 use crate::roadmap::{EdgeLabel, NearestNeighbors, Roadmap, UnionFind};
 use crate::robot::JointSpace;
 
@@ -117,6 +119,10 @@ impl Prm {
         checker: &dyn Checker,
         req: &PlanRequest,
     ) -> Result<PlanResult, PlanError> {
+        if !req.other_goals.is_empty() {
+            // A goal set: its goals one after another, on the same roadmap.
+            return plan_each_goal(checker.space(), req, |one| self.solve(checker, one));
+        }
         if checker.space() != &self.space {
             return Err(PlanError::RoadmapMismatch {
                 roadmap: self.space.names.join(", "),

@@ -49,7 +49,7 @@ impl Tree {
         self.cost[v]
     }
 
-    /// Adds `q` under `parent` (the root is its own parent).
+    /// Adds `q` under `parent` (the first vertex is a root, its own parent).
     pub fn push(&mut self, q: &[f64], parent: usize, cost: f64) -> Result<usize, PlanError> {
         let v = self.parent.len();
         self.nn.insert(q, v)?;
@@ -60,6 +60,18 @@ impl Tree {
         if v != 0 {
             self.children[parent].push(v);
         }
+        Ok(v)
+    }
+
+    /// Adds `q` as one more root (its own parent, cost 0): a tree grown from several
+    /// configurations at once, such as the goals of a goal set.
+    pub fn push_root(&mut self, q: &[f64]) -> Result<usize, PlanError> {
+        let v = self.parent.len();
+        self.nn.insert(q, v)?;
+        self.values.extend_from_slice(q);
+        self.parent.push(v);
+        self.cost.push(0.0);
+        self.children.push(Vec::new());
         Ok(v)
     }
 
@@ -82,11 +94,11 @@ impl Tree {
         }
     }
 
-    /// Configurations from the root to `v`.
+    /// Configurations from `v`'s root to `v`.
     pub fn path_from_root(&self, v: usize) -> Vec<Vec<f64>> {
         let mut out = vec![self.q(v).to_vec()];
         let mut x = v;
-        while x != 0 && out.len() <= self.len() {
+        while self.parent[x] != x && out.len() <= self.len() {
             x = self.parent[x];
             out.push(self.q(x).to_vec());
         }

@@ -100,6 +100,20 @@ impl DomainTree {
 
     fn push(&mut self, q: &[f64], parent: usize, cost: f64) -> Result<usize, PlanError> {
         let v = self.tree.push(q, parent, cost)?;
+        self.grown(q);
+        Ok(v)
+    }
+
+    /// Adds `q` as one more root (a goal of a goal set).
+    fn push_root(&mut self, q: &[f64]) -> Result<usize, PlanError> {
+        let v = self.tree.push_root(q)?;
+        self.grown(q);
+        Ok(v)
+    }
+
+    /// The per-vertex state of a vertex `q` just added: an unbounded domain, no failures, the
+    /// bounding box grown to hold it.
+    fn grown(&mut self, q: &[f64]) {
         self.radius.push(f64::INFINITY);
         self.fails.push(0);
         self.unbounded += 1;
@@ -107,7 +121,6 @@ impl DomainTree {
             *lo = lo.min(x);
             *hi = hi.max(x);
         }
-        Ok(v)
     }
 
     /// True when `q` is surely outside the domain of its nearest vertex, without asking for
@@ -182,29 +195,37 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let range = ctx.range();
     let dynamic_domain = ctx.req.dynamic_domain;
     let dd_radius = ctx.dd_radius();
-    // The straight motion first: many problems need no tree at all. Of parallel attempts
-    // only the first checks it: its path (iteration 0) would win over any other attempt's.
-    let mut direct = MotionBatch::new(dof);
-    direct.push(&ctx.req.start, &ctx.req.goal)?;
+    // The straight motion first (to every goal of a goal set, the first valid one taken):
+    // many problems need no tree at all. Of parallel attempts only the first checks it: its
+    // path (iteration 0) would win over any other attempt's.
+    let goals: Vec<&Vec<f64>> = std::iter::once(&ctx.req.goal)
+        .chain(&ctx.req.other_goals)
+        .collect();
     let first_attempt = ctx.race.is_none_or(|(_, attempt)| attempt == 0);
-    let direct_valid = first_attempt
-        && ctx
-            .checker
-            .check_motions(&direct, ctx.req.resolution)?
-            .first()
-            .copied()
-            .unwrap_or(false);
-    if direct_valid {
-        return Ok(RawSolution {
-            path: vec![ctx.req.start.clone(), ctx.req.goal.clone()],
-            iterations: 0,
-            vertices: 2,
-            edges: 1,
-            cost_over_time: Vec::new(),
-        });
+    if first_attempt {
+        let mut direct = MotionBatch::new(dof);
+        for goal in &goals {
+            direct.push(&ctx.req.start, goal)?;
+        }
+        let verdicts = ctx.checker.check_motions(&direct, ctx.req.resolution)?;
+        if let Some(k) = verdicts.iter().position(|&free| free) {
+            return Ok(RawSolution {
+                path: vec![ctx.req.start.clone(), goals[k].clone()],
+                iterations: 0,
+                vertices: 1 + goals.len(),
+                edges: 1,
+                cost_over_time: Vec::new(),
+            });
+        }
     }
     let mut a = DomainTree::new(&space, &ctx.req.start)?;
+    // The goal tree grows from every goal of the set at once.
     let mut b = DomainTree::new(&space, &ctx.req.goal)?;
+    for goal in &ctx.req.other_goals {
+        if !b.tree.contains(goal)? {
+            b.push_root(goal)?;
+        }
+    }
     let mut a_is_start = true;
     let mut iterations = 0;
     let mut target = Vec::with_capacity(dof);

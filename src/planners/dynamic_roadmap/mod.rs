@@ -78,7 +78,9 @@ use crate::collision::{
 use crate::gpu::rgg::{RggDevice, RggTimings};
 use crate::gpu::voxel::{VoxelJob, VoxelTimings};
 use crate::planners::prm::Prm;
-use crate::planners::{run, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
+use crate::planners::{
+    plan_each_goal, run, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution,
+};
 use crate::roadmap::{EdgeLabel, NearestNeighbors, NnError, Roadmap, RoadmapError};
 use crate::robot::{JointSpace, PlanningGroup, RobotModel};
 use crate::scene::{Obstacle, Scene, SceneChange};
@@ -1760,6 +1762,10 @@ impl DynamicRoadmap {
         checker: &dyn Checker,
         req: &PlanRequest,
     ) -> Result<PlanResult, PlanError> {
+        if !req.other_goals.is_empty() {
+            // A goal set: its goals one after another.
+            return plan_each_goal(checker.space(), req, |one| self.plan(checker, one));
+        }
         let vertices = self.roadmap.num_vertices();
         let edges = self.roadmap.num_edges();
         run(checker, req, |ctx| {
