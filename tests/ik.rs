@@ -224,24 +224,14 @@ fn panda_ik_and_plans_to_the_hand_poses_of_mbm_goals() {
     assert!(planned >= 5, "only {planned} MBM pose goals planned");
 }
 
-#[test]
-fn bench_ik_reports_every_robot_and_goal_kind() {
-    let Some(data) = common::mbm_or_skip("bench_ik_reports_every_robot_and_goal_kind") else {
-        return;
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
+/// `gmp bench ARGS --out DIR` on the MBM data: its JSON report (the run must succeed).
+fn run_bench(data: &std::path::Path, args: &[&str], dir: &std::path::Path) -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gmp"))
-        .args([
-            "bench",
-            "ik",
-            "--robots",
-            "panda,ur5",
-            "--poses",
-            "6",
-            "--out",
-        ])
-        .arg(dir.path())
-        .env("GMP_DATA", &data)
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .env("GMP_DATA", data)
         .output()
         .expect("gmp runs");
     assert!(
@@ -249,7 +239,20 @@ fn bench_ik_reports_every_robot_and_goal_kind() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn bench_ik_reports_every_robot_and_goal_kind() {
+    let Some(data) = common::mbm_or_skip("bench_ik_reports_every_robot_and_goal_kind") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let v = run_bench(
+        &data,
+        &["ik", "--robots", "panda,ur5", "--poses", "6"],
+        dir.path(),
+    );
     let rows = v["results"].as_array().expect("results");
     assert_eq!(rows.len(), 4);
     for r in rows {
@@ -269,4 +272,110 @@ fn bench_ik_reports_every_robot_and_goal_kind() {
     assert!(written
         .iter()
         .any(|n| n.starts_with("ik_") && n.ends_with(".md")));
+}
+
+/// `solve_where`: the search ends only once a solution is accepted, so it goes on over more
+/// starts while none is; `free_goals` accepts the collision-free ones, so a pose whose first
+/// solutions all collide still gets a free one.
+#[test]
+fn the_search_ends_only_with_an_accepted_solution() {
+    let b = bundled();
+    let (robot, group, base, tip) = (&b.robot, &b.group, &b.base, b.tip);
+    let start = b.neutral();
+    let q = vec![0.6, -0.4, 1.1, 0.2, 0.9, 0.0];
+    let pose = link_pose(robot, group, base, &q, tip);
+    let solver = IkSolver::new(robot, group, base, PoseTarget::pose(tip, pose)).expect("solver");
+    let opts = IkOptions {
+        max_solutions: 2,
+        ..IkOptions::default()
+    };
+    let plain = solver.solve(Some(&start), &opts).expect("solve");
+    assert!(plain.len() >= 2, "{} solutions", plain.len());
+    // Accepting only solutions the plain search did not find: more found, some accepted,
+    // none of them a plain one.
+    let (found, kept) = solver
+        .solve_where(Some(&start), &opts, |fresh: &[_]| {
+            Ok::<_, gpu_motion_planner::robot::ik::IkError>(
+                fresh
+                    .iter()
+                    .map(|s: &gpu_motion_planner::robot::ik::IkSolution| !plain.contains(s))
+                    .collect(),
+            )
+        })
+        .expect("solve_where");
+    assert_eq!(found.len(), kept.len());
+    assert!(found.len() > plain.len());
+    let accepted: Vec<_> = found.iter().zip(&kept).filter(|(_, &k)| k).collect();
+    assert!(!accepted.is_empty());
+    assert!(accepted.iter().all(|(s, _)| !plain.contains(s)));
+    // Rejecting everything uses every start and accepts none.
+    let (all, none) = solver
+        .solve_where(Some(&start), &opts, |fresh: &[_]| {
+            Ok::<_, gpu_motion_planner::robot::ik::IkError>(vec![false; fresh.len()])
+        })
+        .expect("solve_where");
+    assert!(none.iter().all(|&k| !k));
+    assert!(all.len() >= found.len());
+    // The plain search is the accepting-everything one.
+    let (every, _) = solver
+        .solve_where(Some(&start), &opts, |fresh: &[_]| {
+            Ok::<_, gpu_motion_planner::robot::ik::IkError>(vec![true; fresh.len()])
+        })
+        .expect("solve_where");
+    assert_eq!(every, plain);
+}
+
+#[test]
+fn bench_pose_reports_every_set_size_on_the_same_problems() {
+    let Some(data) = common::mbm_or_skip("bench_pose_reports_every_set_size_on_the_same_problems")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let v = run_bench(
+        &data,
+        &[
+            "pose",
+            "--robots",
+            "panda",
+            "--problems",
+            "1",
+            "--sets",
+            "1,8",
+        ],
+        dir.path(),
+    );
+    let rows = v["results"].as_array().expect("results");
+    assert_eq!(rows.len(), 2);
+    for (r, set) in rows.iter().zip([1, 8]) {
+        assert_eq!(r["goal_set"], set);
+        // The first problem of each of the 7 scenes; the invalid ones left out.
+        let valid = r["valid_problems"].as_u64().expect("valid");
+        assert!((1..=7).contains(&valid), "{r}");
+        let solved = r["solved"].as_u64().expect("solved");
+        let failed: u64 = r["failures"]
+            .as_object()
+            .expect("failures")
+            .values()
+            .map(|v| v.as_u64().expect("count"))
+            .sum();
+        assert_eq!(solved + failed, valid, "{r}");
+        if set == 1 {
+            assert_eq!(
+                r["ended_at_another_goal"], 0,
+                "a set of one has no other goal"
+            );
+        }
+    }
+    assert_eq!(rows[0]["valid_problems"], rows[1]["valid_problems"]);
+    let md = std::fs::read_dir(dir.path())
+        .expect("out dir")
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().ends_with(".md"))
+        .expect("markdown written");
+    let text = std::fs::read_to_string(md.path()).expect("read");
+    assert!(
+        text.contains("| panda | 1 |") && text.contains("| panda | 8 |"),
+        "{text}"
+    );
 }

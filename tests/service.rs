@@ -2161,3 +2161,59 @@ fn speed_limits_retime_constrained_plans_and_batches_take_pilz_motions() {
     assert!(planned[1].1 > 2);
     assert_eq!(planned[2], ("ptp".to_string(), 2));
 }
+
+/// Other goal states make a goal set: with the goal inside a cube, the plan ends at the other
+/// goal and says so, for RRT-Connect, the persistent roadmap (`drm`) and a batch; bad other
+/// goals are refused naming their index, a goal set with a pose goal or LIN by name.
+#[test]
+fn other_goal_states_make_a_goal_set() {
+    let mut s = service();
+    s.apply_marker(cube("blocks", 1, tool_at(&s, &GOAL), 0.2))
+        .expect("cube at the goal");
+    let other = [-1.6, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let set = |s: &PlanningService, planner: Option<&str>| ServicePlanRequest {
+        other_goals: vec![(names(s), other.to_vec())],
+        planner: planner.map(str::to_string),
+        ..request(s, &START, &GOAL)
+    };
+    for planner in [None, Some("drm"), Some("prm")] {
+        let res = s.plan(set(&s, planner)).expect("plans to the other goal");
+        assert_eq!(res.reached_goal, 1, "{planner:?}");
+        assert_eq!(res.path.last().map(Vec::as_slice), Some(&other[..]));
+        assert_valid(&s, &res.path, &res.trajectory);
+    }
+    // Alone, the goal is refused as in collision; in a batch the set is planned alone.
+    let e = s.plan(request(&s, &START, &GOAL)).unwrap_err();
+    assert!(
+        matches!(e, ServiceError::Plan(PlanError::InvalidGoal(_))),
+        "{e}"
+    );
+    let batch = s.plan_batch(&[set(&s, None), request(&s, &START, &other)]);
+    assert_eq!(batch[0].as_ref().expect("set").reached_goal, 1);
+    assert_eq!(batch[1].as_ref().expect("single").reached_goal, 0);
+
+    // A joint the robot lacks, in the second other goal: named with its index.
+    let mut bad = set(&s, None);
+    let mut wrong = names(&s);
+    wrong[2] = "no_such_joint".into();
+    bad.other_goals.push((wrong, other.to_vec()));
+    let e = s.plan(bad).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("other_goal_states[1]") && text.contains("no_such_joint"),
+        "{text}"
+    );
+    assert_eq!(
+        e.category(),
+        gpu_motion_planner::service::ErrorCategory::InvalidGoal
+    );
+    // With LIN, or with a pose goal: refused naming the field.
+    let e = s.plan(set(&s, Some("LIN"))).unwrap_err();
+    assert!(e.to_string().contains("other_goal_states"), "{e}");
+    let pose = ServicePlanRequest {
+        other_goals: vec![(names(&s), other.to_vec())],
+        ..pose_request(&s, "", &tool_pose_at(&s, &other))
+    };
+    let e = s.plan(pose).unwrap_err();
+    assert!(e.to_string().contains("other_goal_states"), "{e}");
+}

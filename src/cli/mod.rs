@@ -24,6 +24,7 @@ pub mod bench_collision;
 pub mod bench_dynamic;
 pub mod bench_ik;
 pub mod bench_mbm;
+pub mod bench_pose;
 pub mod cartesian;
 pub mod controllers;
 pub mod demo;
@@ -138,6 +139,8 @@ pub enum BenchCommand {
     Grid(crate::grid::cli::BenchGridArgs),
     /// Inverse kinematics of pose goals: solved share and time on reachable MBM robot poses.
     Ik(bench_ik::BenchIkArgs),
+    /// Planning to pose goals on the MBM problems, goal sets of several sizes side by side.
+    Pose(bench_pose::BenchPoseArgs),
     /// Point clouds as obstacles: points to boxes, and checks in the boxes against the
     /// scene's own obstacles (bundled arm and scene).
     Cloud(bench_cloud::BenchCloudArgs),
@@ -349,6 +352,7 @@ pub fn run(cli: Cli) -> Result<Value, CliError> {
             BenchCommand::Dynamic(a) => bench_dynamic::run(&a),
             BenchCommand::Grid(a) => Ok(crate::grid::cli::run_bench_grid(&a)?),
             BenchCommand::Ik(a) => bench_ik::run(&a),
+            BenchCommand::Pose(a) => bench_pose::run(&a),
             BenchCommand::Cloud(a) => bench_cloud::run(&a),
             BenchCommand::Allowed(a) => bench_allowed::run(&a),
         },
@@ -1146,6 +1150,30 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
     }))
 }
 
+/// A one-thread CPU checker of MBM problem `p`'s scene (the robot's other joints at the
+/// problem's start), and whether its start and goal configurations are collision free.
+pub(crate) fn mbm_problem_checker(
+    r: &crate::mbm::MbmRobot,
+    p: &crate::mbm::Problem,
+    shapes: RobotShapes,
+) -> Result<(CpuChecker, [bool; 2]), CliError> {
+    let (start, goal) = r.start_goal(p)?;
+    let checker = CpuChecker::new(
+        &r.model,
+        &r.group,
+        &r.start_full_state(p),
+        &p.scene,
+        CheckerOptions {
+            shapes,
+            threads: 1,
+            ..Default::default()
+        },
+    )?;
+    let v = checker.check_configs(&ConfigBatch::from_rows(start.len(), &[start, goal])?)?;
+    let free = |k: usize| v.get(k).copied().unwrap_or(false);
+    Ok((checker, [free(0), free(1)]))
+}
+
 /// Start/goal validity of every MBM problem, per robot and scene.
 pub fn mbm_validity(a: &MbmValidityArgs) -> Result<Value, CliError> {
     let data = crate::mbm::data_dir()?;
@@ -1158,21 +1186,7 @@ pub fn mbm_validity(a: &MbmValidityArgs) -> Result<Value, CliError> {
         let mut per_scene: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let mut invalid = Vec::new();
         for p in &problems {
-            let base = r.start_full_state(p);
-            let (start, goal) = r.start_goal(p)?;
-            let checker = CpuChecker::new(
-                &r.model,
-                &r.group,
-                &base,
-                &p.scene,
-                CheckerOptions {
-                    shapes,
-                    threads: 1,
-                    ..Default::default()
-                },
-            )?;
-            let batch = ConfigBatch::from_rows(start.len(), &[start, goal])?;
-            let v = checker.check_configs(&batch)?;
+            let (_, v) = mbm_problem_checker(&r, p, shapes)?;
             let e = per_scene.entry(p.scene_name.clone()).or_default();
             e.1 += 1;
             if v[0] && v[1] {

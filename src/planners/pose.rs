@@ -11,12 +11,20 @@ use std::time::{Duration, Instant};
 
 use super::{plan, PlanError, PlanRequest, PlanResult};
 use crate::collision::{Checker, ConfigBatch};
-use crate::robot::ik::{IkOptions, IkSolution, IkSolver};
+use crate::robot::ik::{IkError, IkOptions, IkSolution, IkSolver};
 
 /// Collision-free goal configurations planned to at most, nearest first: one goal set
 /// ([`PlanRequest::other_goals`]). RRT-Connect grows its goal tree from all of them; the
 /// planners that take the goals in turn take the first [`super::GOALS_IN_TURN`].
 pub const GOAL_SET_SIZE: usize = 8;
+
+/// An inverse kinematics error of a pose goal (a start of the wrong length) is a goal that
+/// cannot be used.
+impl From<IkError> for PlanError {
+    fn from(e: IkError) -> Self {
+        PlanError::InvalidGoal(e.to_string())
+    }
+}
 
 /// The goal configurations found for a pose goal.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,19 +58,17 @@ pub fn free_goals(
     start: &[f64],
     opts: &IkOptions,
 ) -> Result<PoseGoals, PlanError> {
-    let found = solver
-        .solve(Some(start), opts)
-        .map_err(|e| PlanError::InvalidGoal(e.to_string()))?;
     let space = checker.space();
-    let mut batch = ConfigBatch::with_capacity(space.dof(), found.len());
-    for s in &found {
-        batch.push(&s.config)?;
-    }
-    let verdicts = if found.is_empty() {
-        Vec::new()
-    } else {
-        checker.check_configs(&batch)?
+    // The search ends only once a solution is collision free: in clutter it goes on over
+    // more starts while every solution found collides.
+    let check = |fresh: &[IkSolution]| -> Result<Vec<bool>, PlanError> {
+        let mut batch = ConfigBatch::with_capacity(space.dof(), fresh.len());
+        for s in fresh {
+            batch.push(&s.config)?;
+        }
+        Ok(checker.check_configs(&batch)?)
     };
+    let (found, verdicts) = solver.solve_where(Some(start), opts, check)?;
     let mut free: Vec<IkSolution> = found
         .iter()
         .zip(&verdicts)
@@ -95,13 +101,27 @@ pub fn plan_to_pose(
     plan_to_pose_with(checker, template, solver, opts, |req| plan(checker, req))
 }
 
-/// [`plan_to_pose`] with the planning of one goal configuration left to `plan_one` (the
-/// node's persistent roadmap answers there for the `drm` planner).
+/// [`plan_to_pose`] with the planning left to `plan_one` (the node's persistent roadmap
+/// answers there for the `drm` planner), which gets one request with a goal set
+/// ([`PlanRequest::other_goals`]) and must honour it as [`plan`] does.
 pub fn plan_to_pose_with(
     checker: &dyn Checker,
     template: &PlanRequest,
     solver: &IkSolver,
     opts: &IkOptions,
+    plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
+) -> Result<PosePlan, PlanError> {
+    plan_to_pose_set(checker, template, solver, opts, GOAL_SET_SIZE, plan_one)
+}
+
+/// [`plan_to_pose_with`] with goal sets of at most `set_size` configurations (at least 1;
+/// `gmp bench pose` compares sizes).
+pub fn plan_to_pose_set(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    solver: &IkSolver,
+    opts: &IkOptions,
+    set_size: usize,
     mut plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
 ) -> Result<PosePlan, PlanError> {
     let t0 = Instant::now();
@@ -121,7 +141,7 @@ pub fn plan_to_pose_with(
         )));
     }
     let left = template.time_limit.saturating_sub(t0.elapsed());
-    let set = &goals.free[..goals.free.len().min(GOAL_SET_SIZE)];
+    let set = &goals.free[..goals.free.len().min(set_size.max(1))];
     let req = PlanRequest {
         goal: set[0].config.clone(),
         other_goals: set[1..].iter().map(|g| g.config.clone()).collect(),

@@ -480,14 +480,32 @@ impl<'a> IkSolver<'a> {
         first: Option<&[f64]>,
         opts: &IkOptions,
     ) -> Result<Vec<IkSolution>, IkError> {
+        let all = |fresh: &[IkSolution]| Ok::<_, IkError>(vec![true; fresh.len()]);
+        Ok(self.solve_where(first, opts, all)?.0)
+    }
+
+    /// [`Self::solve`], where the search ends only once `keep` has accepted one of the
+    /// solutions: it stops after the batch of starts in which `opts.max_solutions` distinct
+    /// solutions have been found with at least one accepted, or when the starts run out (a
+    /// pose goal in clutter keeps looking for a collision-free solution). `keep` is asked once
+    /// per batch with that batch's new distinct solutions, in order, and answers one verdict
+    /// each. Returns every distinct solution found and its verdict.
+    pub fn solve_where<E: From<IkError>>(
+        &self,
+        first: Option<&[f64]>,
+        opts: &IkOptions,
+        mut keep: impl FnMut(&[IkSolution]) -> Result<Vec<bool>, E>,
+    ) -> Result<(Vec<IkSolution>, Vec<bool>), E> {
         if let Some(f) = first {
             self.check_len(f)?;
         }
         let space = &self.group.space;
         let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
         let mut found: Vec<IkSolution> = Vec::new();
+        let mut kept: Vec<bool> = Vec::new();
+        let mut accepted = 0usize;
         let mut next = 0usize;
-        while next < opts.starts && found.len() < opts.max_solutions.max(1) {
+        while next < opts.starts && (accepted == 0 || found.len() < opts.max_solutions.max(1)) {
             let count = START_BATCH.min(opts.starts - next);
             let starts: Vec<Vec<f64>> = (next..next + count)
                 .map(|i| match (i, first) {
@@ -500,17 +518,25 @@ impl<'a> IkSolver<'a> {
                 .enumerate()
                 .map(|(i, q0)| self.descend(q0, opts.max_iterations, next + i))
                 .collect();
+            let mut fresh: Vec<IkSolution> = Vec::new();
             for s in solved.into_iter().flatten() {
-                if !found
-                    .iter()
-                    .any(|f| space.distance(&f.config, &s.config) < 1e-3)
-                {
+                let near = |f: &IkSolution| space.distance(&f.config, &s.config) < 1e-3;
+                if !found.iter().any(near) && !fresh.iter().any(near) {
+                    fresh.push(s);
+                }
+            }
+            if !fresh.is_empty() {
+                let verdicts = keep(&fresh)?;
+                for (k, s) in fresh.into_iter().enumerate() {
+                    let ok = verdicts.get(k).copied().unwrap_or(false);
+                    accepted += usize::from(ok);
                     found.push(s);
+                    kept.push(ok);
                 }
             }
             next += count;
         }
-        Ok(found)
+        Ok((found, kept))
     }
 }
 

@@ -33,6 +33,7 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
         start_state: Default::default(),
         goal_state: goal.goal_state.clone(),
         goal_name: goal.goal_name.clone(),
+        other_goal_states: goal.other_goal_states.clone(),
         goal_pose: goal.goal_pose.clone(),
         goal_link: goal.goal_link.clone(),
         goal_position_only: goal.goal_position_only,
@@ -198,6 +199,7 @@ async fn move_goal(
         planned_trajectory: planned.trajectory.clone(),
         executed_trajectory: Default::default(),
         planning_stats: planned.stats,
+        reached_goal: planned.reached_goal,
     };
     let was_cancelled = || cancelled.load(Ordering::SeqCst);
     if result.success && was_cancelled() {
@@ -268,6 +270,15 @@ mod tests {
         assert_eq!(request.attempts, Some(3));
         assert!(request.goal_pose.is_none());
         assert!(request.group.is_none(), "empty: the node's planning_group");
+        assert!(request.other_goals.is_empty());
+        let mut other = goal.goal_state.clone();
+        other.position = vec![0.7];
+        goal.other_goal_states = vec![other];
+        let request = plan::service_request(&plan_request(&goal));
+        assert_eq!(
+            request.other_goals,
+            vec![(vec!["a".to_string()], vec![0.7])]
+        );
         // A negative seed is the node's parameter.
         goal.seed = -1;
         goal.group_name = "arm_with_torso".into();

@@ -67,6 +67,11 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         path_constraints: path_constraints(&req.path_constraints),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
         speed_limit: speed_limit(&req.cartesian_speed_limited_link, req.max_cartesian_speed),
+        other_goals: req
+            .other_goal_states
+            .iter()
+            .map(|g| (g.name.clone(), g.position.clone()))
+            .collect(),
     }
 }
 
@@ -317,10 +322,12 @@ pub fn response(
                         "; '{link}' within {dp:.2e} m and {dr:.2e} rad of the goal pose"
                     ))
                     .unwrap_or_default()
-            ) + &corners_note(plan.rounded_corners)
+            ) + &goal_note(plan.reached_goal)
+                + &corners_note(plan.rounded_corners)
                 + &speed_note(plan.link_speed.as_ref()),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
             stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
+            reached_goal: i32::try_from(plan.reached_goal).unwrap_or(i32::MAX),
         },
         Err(e) => PlanPath::Response {
             success: false,
@@ -336,6 +343,14 @@ pub fn response(
             },
             ..Default::default()
         },
+    }
+}
+
+/// Which goal of a goal set a plan ends at, for a response's message ("" for the goal).
+pub fn goal_note(reached_goal: usize) -> String {
+    match reached_goal {
+        0 => String::new(),
+        k => format!("; ends at other_goal_states[{}]", k - 1),
     }
 }
 
@@ -391,6 +406,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 group_name: req.group_name.clone(),
                 cartesian_speed_limited_link: req.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: req.max_cartesian_speed,
+                other_goal_states: Vec::new(),
             })
         })
         .collect())
@@ -521,6 +537,36 @@ mod tests {
         assert!(!res.success);
         assert_eq!(res.error_code, INVALID_GOAL_CONSTRAINTS);
         assert!(res.message.contains("nope"));
+
+        // A goal set: the goal in collision (the upper arm through the table), the other
+        // goal reached and named; a bad other goal refused naming its index.
+        let mut set = req.clone();
+        set.goal_state.position = vec![0.0, 2.0, 0.0, 0.0, 0.0, 0.0];
+        set.other_goal_states = vec![req.goal_state.clone()];
+        let sreq = service_request(&set);
+        assert_eq!(
+            sreq.other_goals,
+            vec![(req.goal_state.name.clone(), req.goal_state.position.clone())]
+        );
+        let outcome = service.plan(sreq.clone());
+        let res = response(&outcome, &sreq, &service);
+        assert!(res.success, "{}", res.message);
+        assert_eq!(res.reached_goal, 1);
+        assert!(
+            res.message.contains("ends at other_goal_states[0]"),
+            "{}",
+            res.message
+        );
+        set.other_goal_states[0].position.pop();
+        let sreq = service_request(&set);
+        let outcome = service.plan(sreq.clone());
+        let res = response(&outcome, &sreq, &service);
+        assert_eq!(res.error_code, INVALID_GOAL_CONSTRAINTS);
+        assert!(
+            res.message.contains("other_goal_states[0]"),
+            "{}",
+            res.message
+        );
     }
 
     #[test]

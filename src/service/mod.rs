@@ -178,6 +178,12 @@ pub struct ServicePlanRequest {
     pub group: Option<String>,
     /// A Cartesian speed limit for one link (MoveIt's `max_cartesian_speed`); `None`: none.
     pub speed_limit: Option<SpeedLimit>,
+    /// More goal states, each as `goal` (every joint of the planning group): a goal set, the
+    /// plan ending at the goal (`goal` or `goal_name`) or at any of these, whichever the
+    /// planner reaches ([`PlanRequest::other_goals`]; the response's `reached_goal` says
+    /// which). Not with a pose goal (whose inverse kinematics solutions already make one) nor
+    /// with LIN and CIRC.
+    pub other_goals: Vec<(Vec<String>, Vec<f64>)>,
 }
 
 /// A Cartesian speed limit: the returned trajectory is slowed uniformly until `link` moves
@@ -259,6 +265,10 @@ pub struct ServicePlanResponse {
     /// ends passed on an arc, and all of them; `None` where the trajectory stops at every
     /// waypoint or is timed another way.
     pub rounded_corners: Option<(usize, usize)>,
+    /// Which goal of a goal set the plan ends at: 0 for the goal, `k` for the request's
+    /// `other_goals[k - 1]` ([`PlanResult::reached_goal`]); 0 without other goals and for a
+    /// pose goal.
+    pub reached_goal: usize,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -427,6 +437,14 @@ pub enum ServiceError {
     /// goal joint positions).
     #[error("goal_pose: {0}")]
     BadPoseGoal(String),
+    /// A goal of the request's other goals that cannot be used.
+    #[error("other_goal_states[{index}]: {source}")]
+    BadOtherGoal {
+        /// Its index in the request's other goals.
+        index: usize,
+        /// What is wrong with it.
+        source: Box<ServiceError>,
+    },
     /// The pose of an inverse kinematics request that cannot be used (frame, link,
     /// quaternion, tolerances).
     #[error("pose: {0}")]
@@ -538,6 +556,7 @@ impl ServiceError {
             | ServiceError::OutOfLimits { which, .. }
             | ServiceError::BadJointList { which, .. } => by_side(which),
             ServiceError::BadPoseGoal(_)
+            | ServiceError::BadOtherGoal { .. }
             | ServiceError::BadPose(_)
             | ServiceError::BadWaypoints(_)
             | ServiceError::BadPathConstraints(_)
@@ -1253,6 +1272,12 @@ impl PlanningService {
         };
         let mut trajectory = result.trajectory;
         let rounded_corners = result.timing.rounded_corners();
+        // A pose goal's goal set is the node's own (its inverse kinematics solutions).
+        let reached_goal = if prepared.pose.is_some() {
+            0
+        } else {
+            result.reached_goal
+        };
         let link_speed = self.apply_speed_limit(
             &mut trajectory,
             (&group, &prepared.start_state),
@@ -1276,6 +1301,7 @@ impl PlanningService {
             planner_config: prepared.planner_config,
             link_speed,
             rounded_corners,
+            reached_goal,
         })
     }
 
@@ -1299,11 +1325,12 @@ impl PlanningService {
             match self.prepare(req) {
                 Err(e) => out[i] = Some(Err(e)),
                 // Pose goals are solved for one by one (each needs its inverse kinematics),
-                // as are LIN motions. So are plans under path constraints (planned on the
-                // host, one at a time).
+                // as are LIN motions and goal sets. So are plans under path constraints
+                // (planned on the host, one at a time).
                 Ok(p)
                     if p.use_roadmap
                         || p.pose.is_some()
+                        || !p.request.other_goals.is_empty()
                         || !p.constraints.is_empty()
                         || matches!(p.request.planner, PlannerId::Lin | PlannerId::Circ) =>
                 {
@@ -1361,6 +1388,7 @@ impl PlanningService {
                                 planner_config: p.planner_config.clone(),
                                 link_speed,
                                 rounded_corners,
+                                reached_goal: r.reached_goal,
                             }
                         }));
                     }
@@ -1523,7 +1551,9 @@ impl PlanningService {
             )));
         }
 
+        let other_goals = self.other_goals(req, &group, &start_state, planner)?;
         let mut preq = PlanRequest::new(start, goal, planner);
+        preq.other_goals = other_goals;
         preq.group = group.name.clone();
         preq.time_limit = Duration::from_secs_f64(time_limit);
         preq.seed = seed;
@@ -1551,6 +1581,48 @@ impl PlanningService {
             speed_limit,
             circ,
         })
+    }
+
+    /// The group configurations of the request's other goals (see
+    /// [`ServicePlanRequest::other_goals`]), each a full goal of `group` from `start_state`.
+    fn other_goals(
+        &self,
+        req: &ServicePlanRequest,
+        group: &PlanningGroup,
+        start_state: &[f64],
+        planner: PlannerId,
+    ) -> Result<Vec<Vec<f64>>, ServiceError> {
+        if req.other_goals.is_empty() {
+            return Ok(Vec::new());
+        }
+        let refuse = |reason: String| ServiceError::BadOption {
+            name: "other_goal_states",
+            reason,
+        };
+        if req.goal_pose.is_some() {
+            return Err(refuse(
+                "other goal states go with a goal state or a named state, not a goal pose \
+                 (its inverse kinematics solutions already make a goal set)"
+                    .into(),
+            ));
+        }
+        if matches!(planner, PlannerId::Lin | PlannerId::Circ) {
+            return Err(refuse(format!(
+                "{planner} moves to one goal, not a goal set"
+            )));
+        }
+        let mut out = Vec::with_capacity(req.other_goals.len());
+        for (index, (names, positions)) in req.other_goals.iter().enumerate() {
+            let goal = self
+                .apply_named("goal", start_state, names, positions)
+                .and_then(|(state, given)| Self::group_config("goal", group, &state, &given))
+                .map_err(|e| ServiceError::BadOtherGoal {
+                    index,
+                    source: Box::new(e),
+                })?;
+            out.push(goal);
+        }
+        Ok(out)
     }
 
     /// The named states of planning group `group` (`None` or empty: the settings' group): the

@@ -138,6 +138,7 @@ impl PlanningService {
             planner_config: None,
             link_speed,
             rounded_corners: None,
+            reached_goal: 0,
         })
     }
 }

@@ -978,6 +978,30 @@ def bad_input_checks(node, plan, obstacles):
     check('a marker in a wrong frame is logged, naming the frame',
           "marker 'bad/2': frame 'elsewhere' is neither the planning frame 'world' nor a link"
           in log and 'no transform on /tf or /tf_static names it' in log)
+    # A goal set: the goal in collision, GOAL among other_goal_states; the plan ends at GOAL,
+    # reached_goal names it, the independent checker finds the trajectory free. A bad other
+    # goal is refused naming its index.
+    req = PlanPath.Request()
+    req.start_state = joint_state(ARM, START)
+    req.goal_state = joint_state(ARM, [0.0, 1.9, 0.0, 0.0, 0.0, 0.0])
+    req.other_goal_states = [joint_state(ARM, GOAL)]
+    res = call(node, plan, req, timeout=60.0)
+    ends = res and res.trajectory.points and list(res.trajectory.points[-1].positions)
+    bad = ic.first_collision(ROBOT, SCENE, res.trajectory) if res and res.success else None
+    check('~/plan with other_goal_states, the goal in collision, ends at the other goal and '
+          'names it',
+          res is not None and res.success and res.reached_goal == 1
+          and max(abs(a - b) for a, b in zip(ends, GOAL)) < 1e-9 and bad is None
+          and 'ends at other_goal_states[0]' in res.message,
+          res and f'reached_goal {res.reached_goal}; {res.message!r}; independent {bad}')
+    req.other_goal_states = [joint_state(ARM + ['no_such_joint'], GOAL + [0.0])]
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan refuses a bad other goal naming its index',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'other_goal_states[0]' in res.message and 'no_such_joint' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
     res = ask(GOAL)
     check('after all the bad input the node still plans', res is not None and res.success,
           res and f'code={res.error_code} message={res.message!r}')
