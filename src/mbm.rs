@@ -219,6 +219,11 @@ pub struct Request {
     pub pose_goal: Option<RequestPose>,
     /// The request's `path_constraints` (empty when it has none).
     pub path_constraints: crate::robot::constraint::ConstraintSpec,
+    /// The joint constraints of the further goal constraints (`goal_constraints[1..]`, any of
+    /// which MoveIt may satisfy instead of the first): a goal set with `goal`. Each entry in
+    /// request order; empty when there is one goal constraint, when the goal is a pose goal,
+    /// and for further constraints without joint constraints (not used).
+    pub other_goals: Vec<Vec<(String, f64)>>,
 }
 
 /// A pose goal read from a MoveIt request's position and orientation constraints.
@@ -363,18 +368,40 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
             ))
         }
     };
-    let mut goal = Vec::new();
-    for c in jc {
-        let n = c["joint_name"]
-            .as_str()
-            .ok_or_else(|| err("joint_constraints entry without joint_name".into()))?;
-        let p = c["position"]
-            .as_f64()
-            .ok_or_else(|| err(format!("joint constraint '{n}' without position")))?;
-        goal.push((n.to_string(), p));
-    }
+    let joint_goal =
+        |jc: &[serde_yaml::Value], at: usize| -> Result<Vec<(String, f64)>, MbmError> {
+            let mut goal = Vec::new();
+            for c in jc {
+                let n = c["joint_name"].as_str().ok_or_else(|| {
+                    err(format!(
+                        "goal_constraints[{at}]: joint_constraints entry without joint_name"
+                    ))
+                })?;
+                let p = c["position"].as_f64().ok_or_else(|| {
+                    err(format!(
+                        "goal_constraints[{at}]: joint constraint '{n}' without position"
+                    ))
+                })?;
+                goal.push((n.to_string(), p));
+            }
+            Ok(goal)
+        };
+    let goal = joint_goal(jc, 0)?;
     // Joint constraints, when given, are the goal; a pose constraint beside them is not used.
     let pose_goal = pose_goal.filter(|_| goal.is_empty());
+    // Further goal constraints: more joint goals of a goal set, beside a joint goal (those
+    // without joint constraints, and all of them beside a pose goal, are not used).
+    let mut other_goals = Vec::new();
+    let further = doc["goal_constraints"]
+        .as_sequence()
+        .map_or(&[][..], |c| c.as_slice());
+    for (at, c) in further.iter().enumerate().skip(1) {
+        if let Some(jc) = c["joint_constraints"].as_sequence() {
+            if !goal.is_empty() && !jc.is_empty() {
+                other_goals.push(joint_goal(jc, at)?);
+            }
+        }
+    }
     let path_constraints =
         crate::robot::constraint::ConstraintSpec::from_moveit_yaml(&doc["path_constraints"])
             .map_err(|m| err(format!("path_constraints: {m}")))?;
@@ -384,6 +411,7 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
         goal,
         pose_goal,
         path_constraints,
+        other_goals,
     })
 }
 
@@ -417,6 +445,7 @@ pub fn load_problems_where(
                 goal,
                 pose_goal: _,
                 path_constraints,
+                other_goals: _,
             } = read_request(&req)?;
             if !path_constraints.is_empty() {
                 return Err(MbmError::Request {

@@ -1575,3 +1575,44 @@ fn other_goals_make_a_goal_set_and_the_output_names_the_goal_reached() {
         "{err}"
     );
 }
+
+/// A MoveIt request whose goal constraints are two joint goals: a goal set. Its first goal in
+/// collision, the plan ends at the second; a second goal lacking a joint is refused naming it.
+#[test]
+fn a_moveit_request_with_two_joint_goals_is_a_goal_set() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let joints = |q: &[f64]| {
+        ARM_JOINTS
+            .iter()
+            .zip(q)
+            .map(|(n, v)| format!("      - {{joint_name: {n}, position: {v}}}\n"))
+            .collect::<String>()
+    };
+    let yaml = |second: &str| {
+        format!(
+            "group_name: arm\nstart_state:\n  joint_state:\n    name: {names:?}\n    position: {start:?}\n\
+             goal_constraints:\n  - joint_constraints:\n{}  - joint_constraints:\n{second}",
+            joints(&[0.0, 2.0, 0.0, 0.0, 0.0, 0.0]),
+            names = ARM_JOINTS,
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two_goals.yaml");
+    std::fs::write(&path, yaml(&joints(&goal))).unwrap();
+    let out = bundled(&["--request", path.to_str().unwrap()]);
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], true, "{v}");
+    assert_eq!(v["reached_goal"], 1);
+    let path_v = v["path"].as_array().unwrap();
+    let last: Vec<f64> = serde_json::from_value(path_v[path_v.len() - 1].clone()).unwrap();
+    assert_eq!(last, goal.to_vec());
+
+    std::fs::write(&path, yaml(&joints(&goal[..5]))).unwrap();
+    let out = bundled(&["--request", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("goal_constraints[1]") && err.contains(ARM_JOINTS[5]),
+        "{err}"
+    );
+}

@@ -65,8 +65,10 @@ pub struct PlanArgs {
     pub goal: Option<String>,
     /// One more goal (repeatable), as `--goal` takes it: a goal set, the plan ending at the
     /// goal or at any of these, whichever the planner reaches (RRT-Connect grows its goal
-    /// tree from all; the other planners take the first three in turn). The output's
-    /// `reached_goal` says which: 0 for the goal, k for the k-th `--other-goal`.
+    /// tree from all; the other planners take the first three in turn). A `--request` with
+    /// several goal constraints of joint constraints makes one too (its further ones come
+    /// first, then these). The output's `reached_goal` says which: 0 for the goal, k for the
+    /// k-th other goal.
     #[arg(long = "other-goal", conflicts_with = "goal_pose")]
     pub other_goals: Vec<String>,
     /// A pose goal instead of a goal configuration (see `gmp ik`).
@@ -320,6 +322,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     let mut base = robot.tree.neutral_state();
     let mut start = None;
     let mut goal = None;
+    let mut request_goals = Vec::new();
     if let (Some(req), Some(path)) = (&request, &a.request) {
         for (i, name) in robot.tree.variable_names.iter().enumerate() {
             if let (Some(v), Some(slot)) = (req.start.get(name), base.get_mut(i)) {
@@ -354,6 +357,27 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 .snap_to_limits(&mut g, crate::robot::LIMIT_TOLERANCE);
             goal = Some(g);
         }
+        // Further goal constraints: a goal set (unless --goal or a pose goal replaces it).
+        if a.goal.is_none() && a.pose.goal_pose.is_none() {
+            for (k, other) in req.other_goals.iter().enumerate() {
+                let mut g = Vec::with_capacity(group.space.dof());
+                for n in &group.space.names {
+                    let (_, v) = other.iter().find(|(j, _)| j == n).ok_or_else(|| {
+                        CliError(format!(
+                            "{}: goal_constraints[{}] lacks joint '{n}' of group '{}'",
+                            path.display(),
+                            k + 1,
+                            group.name
+                        ))
+                    })?;
+                    g.push(*v);
+                }
+                group
+                    .space
+                    .snap_to_limits(&mut g, crate::robot::LIMIT_TOLERANCE);
+                request_goals.push(g);
+            }
+        }
     }
     if let Some(s) = &a.start {
         start = Some(parse_config_or_named(s, "start", &group, Some(&robot))?);
@@ -386,7 +410,8 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
             frame_pose(&robot, &state, scene.frame(), f)
         })
         .map_err(|e| CliError(e.to_string()))?;
-    let other_goals = a
+    let mut other_goals = request_goals;
+    let given = a
         .other_goals
         .iter()
         .enumerate()
@@ -394,6 +419,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
             parse_config_or_named(g, &format!("other-goal #{}", i + 1), &group, Some(&robot))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    other_goals.extend(given);
     let goal = match (goal, &pose) {
         (_, Some(_)) => Vec::new(),
         (Some(g), None) => g,

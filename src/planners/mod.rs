@@ -1132,9 +1132,9 @@ pub fn grows_goal_sets(req: &PlanRequest) -> bool {
 pub const GOALS_IN_TURN: usize = 3;
 
 /// Plans to the goals of `req` (`goal`, then `other_goals`, at most [`GOALS_IN_TURN`]; a goal
-/// equal to the start first) one after another with `plan_one`, each a request with that one goal and an equal share of
-/// the time left, until one is reached; the result's `reached_goal` names it and its planning
-/// time includes the goals tried before. Every goal must be inside the joint limits of
+/// equal to the start first) one after another with `plan_one`, each a request with that one
+/// goal and an equal share of the time left, until one is reached; the result's
+/// `reached_goal` names it and its planning time includes the goals tried before. Every goal must be inside the joint limits of
 /// `space` (else the error names it and nothing is planned). A goal that cannot be reached
 /// (no path, blocked, in collision) passes the turn; when none is reached, the error of the
 /// first goal in collision if all were, else the last failure.

@@ -10,7 +10,8 @@
 //! Three additions of VAMP's RRT-Connect (Thomason et al. 2024), each of which matters in
 //! narrow spaces such as the MotionBenchMaker shelves:
 //!
-//! - The straight motion from start to goal is tried first (one check).
+//! - The straight motion from start to goal is tried first (one check; with a goal set, the
+//!   straight motions to every goal in one batch, and the goal tree grows from all goals).
 //! - Dynamic domain sampling (Yershova et al. 2005, [`PlanRequest::dynamic_domain`]): every
 //!   vertex has a radius, unbounded until an extension from it fails, then
 //!   [`PlanRequest::dd_radius`] times the range (default [`default_dd_radius`]: 3 or 2 by the
