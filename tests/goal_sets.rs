@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlanResult, PlannerId};
+use gpu_motion_planner::planners::prm::Prm;
+use gpu_motion_planner::planners::{self, plan, PlanError, PlanRequest, PlanResult, PlannerId};
 
 const PLANNERS: [PlannerId; 5] = [
     PlannerId::Prm,
@@ -67,23 +68,47 @@ fn every_planner_reaches_the_free_goal_of_a_set_whose_first_goal_is_enclosed() {
 }
 
 #[test]
-fn rrt_connect_plans_to_the_whole_set_at_once_the_others_in_turn() {
+fn rrt_connect_and_prm_plan_to_the_whole_set_at_once_rrt_in_turn() {
     // The first goal is behind the wall, the second in straight sight of the start. Taken in
-    // turn, the first goal is planned to (and reached); RRT-Connect checks the straight
-    // motions to every goal first and takes the one in sight without growing a tree.
+    // turn (RRT, RRT*), the first goal is planned to and reached. RRT-Connect checks the
+    // straight motions to every goal first and takes the one in sight without growing a
+    // tree; PRM and lazy PRM take the shortest roadmap path to any goal: the one in sight.
     let (world, start, behind) = wall_2d();
     let in_sight = vec![0.3, 0.5];
     for planner in PLANNERS {
         let req = request(&start, &[behind.clone(), in_sight.clone()], planner, 5);
         let res = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
-        if planner == PlannerId::RrtConnect {
-            assert_reaches(&world, &req, &res, 1);
-            assert_eq!(res.stats.iterations, 0, "the straight motion, no tree");
-            assert_eq!(res.path, vec![start.clone(), in_sight.clone()]);
-        } else {
-            assert_reaches(&world, &req, &res, 0);
+        match planner {
+            PlannerId::RrtConnect => {
+                assert_reaches(&world, &req, &res, 1);
+                assert_eq!(res.stats.iterations, 0, "the straight motion, no tree");
+                assert_eq!(res.path, vec![start.clone(), in_sight.clone()]);
+            }
+            PlannerId::Prm | PlannerId::LazyPrm => assert_reaches(&world, &req, &res, 1),
+            _ => assert_reaches(&world, &req, &res, 0),
         }
+        assert!(
+            planners::grows_goal_sets(&req) == (res.reached_goal == 1),
+            "{planner}"
+        );
     }
+}
+
+/// A PRM roadmap kept across queries answers a goal set with the shortest path to any goal,
+/// and the same roadmap then plans to each goal alone.
+#[test]
+fn a_kept_prm_roadmap_takes_the_nearest_goal_of_a_set() {
+    let (world, start, behind) = wall_2d();
+    let near = vec![0.25, 0.45];
+    let mut prm = Prm::new(&world.space).expect("roadmap");
+    let req = request(&start, &[behind.clone(), near.clone()], PlannerId::Prm, 6);
+    let res = prm.solve(&world, &req).expect("plans");
+    assert_reaches(&world, &req, &res, 1);
+    let alone = request(&start, std::slice::from_ref(&behind), PlannerId::Prm, 6);
+    let res = prm
+        .solve(&world, &alone)
+        .expect("plans to the far goal alone");
+    assert_reaches(&world, &alone, &res, 0);
 }
 
 #[test]

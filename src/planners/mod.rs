@@ -150,9 +150,10 @@ pub struct PlanRequest {
     /// More goal configurations (a goal set, as MoveIt's several goal constraints or the
     /// configurations that reach a pose goal): the plan ends at `goal` or at any of these,
     /// whichever the planner reaches ([`PlanResult::reached_goal`]). RRT-Connect grows its
-    /// goal tree from all of them at once (as OMPL does from a goal region's samples); the
-    /// other planners, the device planner and constrained planning plan to them one after
-    /// another, each with an equal share of the time left ([`plan_each_goal`]). Each must
+    /// goal tree from all of them at once (as OMPL does from a goal region's samples), PRM and
+    /// lazy PRM take the shortest roadmap path to any of them; RRT, RRT*, the persistent
+    /// roadmap, the device planner and constrained planning plan to them one after another,
+    /// each with an equal share of the time left ([`plan_each_goal`]). Each must
     /// be inside the joint limits; those in collision are left out while one is free.
     /// Empty by default.
     pub other_goals: Vec<Vec<f64>>,
@@ -1123,9 +1124,14 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
 }
 
 /// Whether [`plan`] plans `req`'s goal set at once (RRT-Connect on the host grows its goal
-/// tree from every goal) rather than one goal after another ([`plan_each_goal`]).
+/// tree from every goal; PRM and lazy PRM search the shortest path to any goal of their
+/// roadmap) rather than one goal after another ([`plan_each_goal`]).
 pub fn grows_goal_sets(req: &PlanRequest) -> bool {
-    req.planner == PlannerId::RrtConnect && !req.on_device
+    match req.planner {
+        PlannerId::RrtConnect => !req.on_device,
+        PlannerId::Prm | PlannerId::LazyPrm => true,
+        _ => false,
+    }
 }
 
 /// Goals of a goal set that [`plan_each_goal`] plans to at most (the first ones).

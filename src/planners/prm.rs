@@ -23,10 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::collision::{Checker, MotionBatch};
-use crate::planners::{
-    plan_each_goal, run, Context, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution,
-};
-use crate::roadmap::{EdgeLabel, NearestNeighbors, Roadmap, UnionFind};
+use crate::planners::{run, Context, PlanError, PlanRequest, PlanResult, PlannerId, RawSolution};
+use crate::roadmap::{Edge, EdgeLabel, GraphPath, NearestNeighbors, Roadmap, UnionFind};
 use crate::robot::JointSpace;
 
 /// Most neighbours a vertex is joined to when the request does not fix `k`.
@@ -119,10 +117,6 @@ impl Prm {
         checker: &dyn Checker,
         req: &PlanRequest,
     ) -> Result<PlanResult, PlanError> {
-        if !req.other_goals.is_empty() {
-            // A goal set: its goals one after another, on the same roadmap.
-            return plan_each_goal(checker.space(), req, |one| self.solve(checker, one));
-        }
         if checker.space() != &self.space {
             return Err(PlanError::RoadmapMismatch {
                 roadmap: self.space.names.join(", "),
@@ -287,49 +281,75 @@ impl Prm {
         }
     }
 
+    /// The shortest path from `s` to any of `goals` (the first of equal cost), over Valid
+    /// edges between connected vertices, or with `lazy` over every edge not known Invalid.
+    fn best_path(&mut self, s: usize, goals: &[usize], lazy: bool) -> Option<GraphPath> {
+        let mut best: Option<GraphPath> = None;
+        for &g in goals {
+            if !lazy && !self.components.connected(s, g) {
+                continue;
+            }
+            let (space, roadmap) = (&self.space, &self.roadmap);
+            let Some(target) = roadmap.vertex(g) else {
+                continue;
+            };
+            let heuristic = |v: usize| roadmap.vertex(v).map_or(0.0, |q| space.distance(q, target));
+            let usable = |e: &Edge| {
+                if lazy {
+                    e.label != EdgeLabel::Invalid
+                } else {
+                    e.label == EdgeLabel::Valid
+                }
+            };
+            if let Some(p) = roadmap.shortest_path(s, g, usable, heuristic) {
+                if best.as_ref().is_none_or(|b| p.cost < b.cost) {
+                    best = Some(p);
+                }
+            }
+        }
+        best
+    }
+
+    /// Grows the roadmap until a path joins the start to a goal of the request's goal set
+    /// (the shortest to any of them); lazily, the unknown edges of a candidate path are
+    /// checked (batched) until one has none left.
     fn search(&mut self, ctx: &mut Context<'_, '_>, lazy: bool) -> Result<RawSolution, PlanError> {
         let (s, s_new) = self.vertex(&ctx.req.start)?;
-        let (g, g_new) = self.vertex(&ctx.req.goal)?;
-        let new: Vec<usize> = [(s, s_new), (g, g_new)]
-            .into_iter()
-            .filter_map(|(v, n)| n.then_some(v))
-            .collect();
+        let mut new: Vec<usize> = Vec::new();
+        if s_new {
+            new.push(s);
+        }
+        let mut goals = Vec::new();
+        for q in std::iter::once(&ctx.req.goal).chain(&ctx.req.other_goals) {
+            let (g, g_new) = self.vertex(q)?;
+            if g_new {
+                new.push(g);
+            }
+            goals.push(g);
+        }
         self.connect(ctx, &new, lazy)?;
-        let goal = ctx.req.goal.clone();
         let mut iterations = 0;
         loop {
-            let space = &self.space;
-            let roadmap = &self.roadmap;
-            let heuristic = |v: usize| roadmap.vertex(v).map_or(0.0, |q| space.distance(q, &goal));
-            if lazy {
-                let found =
-                    roadmap.shortest_path(s, g, |e| e.label != EdgeLabel::Invalid, heuristic);
-                if let Some(p) = found {
-                    let unknown: Vec<usize> = p
-                        .edges
-                        .iter()
-                        .copied()
-                        .filter(|&e| {
-                            roadmap
-                                .edge(e)
-                                .is_some_and(|x| x.label == EdgeLabel::Unknown)
-                        })
-                        .collect();
-                    if unknown.is_empty() {
-                        return Ok(self.solution(&p.vertices, iterations));
-                    }
-                    if ctx.timed_out() {
-                        break;
-                    }
-                    self.check_edges(ctx, &unknown)?;
-                    continue;
-                }
-            } else if self.components.connected(s, g) {
-                if let Some(p) =
-                    roadmap.shortest_path(s, g, |e| e.label == EdgeLabel::Valid, heuristic)
-                {
+            if let Some(p) = self.best_path(s, &goals, lazy) {
+                let roadmap = &self.roadmap;
+                let unknown: Vec<usize> = p
+                    .edges
+                    .iter()
+                    .copied()
+                    .filter(|&e| {
+                        roadmap
+                            .edge(e)
+                            .is_some_and(|x| x.label == EdgeLabel::Unknown)
+                    })
+                    .collect();
+                if unknown.is_empty() {
                     return Ok(self.solution(&p.vertices, iterations));
                 }
+                if ctx.timed_out() {
+                    break;
+                }
+                self.check_edges(ctx, &unknown)?;
+                continue;
             }
             if ctx.must_stop(iterations) {
                 break;

@@ -25,6 +25,8 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
                 },
                 goal_state: item.goal_state.clone(),
                 goal_name: item.goal_name.clone(),
+                // An item moves to one goal: the next item starts where it ends.
+                other_goal_states: Vec::new(),
                 goal_pose: item.goal_pose.clone(),
                 goal_link: item.goal_link.clone(),
                 goal_position_only: item.goal_position_only,
