@@ -102,6 +102,7 @@ def main():
                   f'backend {s.backend}')
         else:
             failures += 1
+    failures += goal_set(node, plan)
     pose = plan_pose(node, plan)
     failures += 0 if pose else 1
     failures += plan_cartesian(node, pose)
@@ -357,6 +358,20 @@ def kinematics(node, trajectory):
     if ires.success:
         print(f'    {[round(v, 3) for v in ires.solution.position]}')
     return 0 if ires.success else 1
+
+
+def goal_set(node, plan):
+    """A goal set: the forearm folded into the shelf (in collision, left out) or either end of
+    the first two motions; the answer names the goal the plan ends at. Returns the failures."""
+    req = plan_request('rrt_connect', REQUESTS[0][1], [0.0, 1.4, 0.4, 0.0, 0.0, 0.0])
+    req.other_goal_states = [state(REQUESTS[1][2]), state(REQUESTS[0][2])]
+    res = call(node, plan, req, 120.0)
+    if res is None:
+        print('goal set: no answer within 120 s')
+        return 1
+    print(f'goal set (3 goals, the first in collision): success={res.success} '
+          f'reached_goal={res.reached_goal} -- {res.message}')
+    return 0 if res.success and res.reached_goal > 0 else 1
 
 
 def plan_pose(node, plan):
