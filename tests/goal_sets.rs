@@ -1,5 +1,7 @@
 //! Goal sets (`PlanRequest::other_goals`): a plan may end at any goal of the set. RRT-Connect
-//! grows its goal tree from all of them; the other planners take them in turn.
+//! grows its goal tree from all of them, PRM searches its roadmap for the nearest, RRT and
+//! RRT* connect to all of them; PTP (and the roadmap, the device, constrained planning) take
+//! them in turn.
 
 mod common;
 
@@ -68,15 +70,17 @@ fn every_planner_reaches_the_free_goal_of_a_set_whose_first_goal_is_enclosed() {
 }
 
 #[test]
-fn rrt_connect_and_prm_plan_to_the_whole_set_at_once_rrt_in_turn() {
-    // The first goal is behind the wall, the second in straight sight of the start. Taken in
-    // turn (RRT, RRT*), the first goal is planned to and reached. RRT-Connect checks the
-    // straight motions to every goal first and takes the one in sight without growing a
-    // tree; PRM and lazy PRM take the shortest roadmap path to any goal: the one in sight.
+fn the_sampling_planners_plan_to_the_whole_set_at_once_ptp_in_turn() {
+    // The first goal is behind the wall, the second in straight sight of the start.
+    // RRT-Connect checks the straight motions to every goal first and takes the one in sight
+    // without growing a tree; PRM and lazy PRM take the shortest roadmap path to any goal, and
+    // RRT* the cheapest path it found to any: the one in sight. RRT ends at the first goal it
+    // connects to. PTP takes the goals in turn: the first is blocked, the second reached.
     let (world, start, behind) = wall_2d();
     let in_sight = vec![0.3, 0.5];
     for planner in PLANNERS {
         let req = request(&start, &[behind.clone(), in_sight.clone()], planner, 5);
+        assert!(planners::grows_goal_sets(&req), "{planner}");
         let res = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
         match planner {
             PlannerId::RrtConnect => {
@@ -84,14 +88,41 @@ fn rrt_connect_and_prm_plan_to_the_whole_set_at_once_rrt_in_turn() {
                 assert_eq!(res.stats.iterations, 0, "the straight motion, no tree");
                 assert_eq!(res.path, vec![start.clone(), in_sight.clone()]);
             }
-            PlannerId::Prm | PlannerId::LazyPrm => assert_reaches(&world, &req, &res, 1),
-            _ => assert_reaches(&world, &req, &res, 0),
+            PlannerId::Rrt => assert_reaches(&world, &req, &res, res.reached_goal),
+            _ => assert_reaches(&world, &req, &res, 1),
         }
-        assert!(
-            planners::grows_goal_sets(&req) == (res.reached_goal == 1),
-            "{planner}"
+        let again = plan(&world, &req).expect("plans again");
+        assert_eq!(
+            (again.reached_goal, again.path),
+            (res.reached_goal, res.path)
         );
     }
+    let req = request(
+        &start,
+        &[behind.clone(), in_sight.clone()],
+        PlannerId::Ptp,
+        5,
+    );
+    assert!(!planners::grows_goal_sets(&req));
+    let res = plan(&world, &req).expect("PTP to the goal in sight");
+    assert_reaches(&world, &req, &res, 1);
+    assert_eq!(res.path, vec![start.clone(), in_sight.clone()]);
+}
+
+/// RRT* keeps the cheapest path to any goal of the set: with a goal far behind the wall and
+/// one near the start, both reachable, it ends at the near one, and its cost only falls.
+#[test]
+fn rrt_star_keeps_the_cheapest_path_to_any_goal() {
+    let (world, start, _) = wall_2d();
+    let far = vec![0.9, 0.1];
+    let near = vec![0.2, 0.6];
+    let mut req = request(&start, &[far, near], PlannerId::RrtStar, 9);
+    req.max_iterations = Some(150);
+    let res = plan(&world, &req).expect("plans");
+    assert_reaches(&world, &req, &res, 1);
+    let costs: Vec<f64> = res.stats.cost_over_time.iter().map(|&(_, c)| c).collect();
+    assert!(!costs.is_empty());
+    assert!(costs.windows(2).all(|w| w[1] < w[0]), "{costs:?}");
 }
 
 /// A PRM roadmap kept across queries answers a goal set with the shortest path to any goal,

@@ -151,9 +151,10 @@ pub struct PlanRequest {
     /// configurations that reach a pose goal): the plan ends at `goal` or at any of these,
     /// whichever the planner reaches ([`PlanResult::reached_goal`]). RRT-Connect grows its
     /// goal tree from all of them at once (as OMPL does from a goal region's samples), PRM and
-    /// lazy PRM take the shortest roadmap path to any of them; RRT, RRT*, the persistent
-    /// roadmap, the device planner and constrained planning plan to them one after another,
-    /// each with an equal share of the time left ([`plan_each_goal`]). Each must
+    /// lazy PRM take the shortest roadmap path to any of them, RRT and RRT* bias towards and
+    /// connect to all of them (RRT*: the cheapest path to any); PTP, the persistent roadmap,
+    /// the device planner and constrained planning plan to them one after another, each with
+    /// an equal share of the time left ([`plan_each_goal`]). Each must
     /// be inside the joint limits; those in collision are left out while one is free.
     /// Empty by default.
     pub other_goals: Vec<Vec<f64>>,
@@ -1125,12 +1126,14 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
 
 /// Whether [`plan`] plans `req`'s goal set at once (RRT-Connect on the host grows its goal
 /// tree from every goal; PRM and lazy PRM search the shortest path to any goal of their
-/// roadmap) rather than one goal after another ([`plan_each_goal`]).
+/// roadmap; RRT and RRT* bias towards and connect to every goal, RRT* keeping the cheapest
+/// path to any) rather than one goal after another ([`plan_each_goal`]: PTP, the device
+/// planner).
 pub fn grows_goal_sets(req: &PlanRequest) -> bool {
     match req.planner {
         PlannerId::RrtConnect => !req.on_device,
-        PlannerId::Prm | PlannerId::LazyPrm => true,
-        _ => false,
+        PlannerId::Prm | PlannerId::LazyPrm | PlannerId::Rrt | PlannerId::RrtStar => true,
+        PlannerId::Ptp | PlannerId::Lin | PlannerId::Circ => false,
     }
 }
 

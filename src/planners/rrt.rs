@@ -137,14 +137,18 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let star = ctx.req.planner == PlannerId::RrtStar;
     let space = ctx.space.clone();
     let dof = space.dof();
-    let goal = ctx.req.goal.clone();
+    // The goal set: the goal, then the request's other goals.
+    let goals: Vec<Vec<f64>> = std::iter::once(&ctx.req.goal)
+        .chain(&ctx.req.other_goals)
+        .cloned()
+        .collect();
     let range = ctx.range();
     let gamma = rrt_star_gamma(&space);
     let mut tree = Tree::new(&space, &ctx.req.start)?;
     let mut iterations = 0;
-    // Vertices with a checked motion to the goal.
-    let mut goal_links: Vec<usize> = Vec::new();
-    let mut best: Option<(f64, usize)> = None;
+    // (vertex, goal) pairs with a checked motion from the vertex to the goal.
+    let mut goal_links: Vec<(usize, usize)> = Vec::new();
+    let mut best: Option<(f64, usize, usize)> = None;
     let mut cost_over_time = Vec::new();
     while !ctx.must_stop(iterations) {
         iterations += 1;
@@ -155,7 +159,13 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         let mut proposals: Vec<Proposal> = Vec::new();
         for _ in 0..ctx.req.batch() {
             let target = if ctx.rng.random_bool(ctx.req.goal_bias) {
-                goal.clone()
+                // One goal of the set (a single goal draws nothing more).
+                let k = if goals.len() > 1 {
+                    ctx.rng.random_range(0..goals.len())
+                } else {
+                    0
+                };
+                goals[k].clone()
             } else {
                 ctx.sample()
             };
@@ -219,10 +229,11 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
                     }
                 }
             }
-            let to_goal = space.distance(&new, &goal);
-            if to_goal <= range.max(radius) {
-                goal_candidates.push(v);
-                goal_motions.push(&new, &goal)?;
+            for (k, goal) in goals.iter().enumerate() {
+                if space.distance(&new, goal) <= range.max(radius) {
+                    goal_candidates.push((v, k));
+                    goal_motions.push(&new, goal)?;
+                }
             }
         }
         // 3. Try to reach the goal from the new vertices near it, in one batch.
@@ -230,33 +241,33 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
             let verdicts = ctx
                 .checker
                 .check_motions(&goal_motions, ctx.req.resolution)?;
-            for (k, &v) in goal_candidates.iter().enumerate() {
-                if verdicts.get(k).copied().unwrap_or(false) {
-                    goal_links.push(v);
+            for (m, &link) in goal_candidates.iter().enumerate() {
+                if verdicts.get(m).copied().unwrap_or(false) {
+                    goal_links.push(link);
                 }
             }
         }
         // 4. Best solution so far (rewiring may have lowered old links' costs).
         let current = goal_links
             .iter()
-            .map(|&v| (tree.cost(v) + space.distance(tree.q(v), &goal), v))
-            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        if let Some((c, v)) = current {
-            if best.is_none_or(|(b, _)| c < b - 1e-12) {
+            .map(|&(v, k)| (tree.cost(v) + space.distance(tree.q(v), &goals[k]), v, k))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        if let Some((c, v, k)) = current {
+            if best.is_none_or(|(b, _, _)| c < b - 1e-12) {
                 cost_over_time.push((ctx.elapsed_secs(), c));
             }
-            best = Some((c, v));
+            best = Some((c, v, k));
             if !star {
                 break;
             }
         }
     }
-    let Some((_, v)) = best else {
+    let Some((_, v, k)) = best else {
         return Err(ctx.no_path(iterations, tree.len()));
     };
     let mut path = tree.path_from_root(v);
-    if space.distance(tree.q(v), &goal) > 0.0 {
-        path.push(goal);
+    if space.distance(tree.q(v), &goals[k]) > 0.0 {
+        path.push(goals[k].clone());
     }
     Ok(RawSolution {
         path,
