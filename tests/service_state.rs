@@ -631,6 +631,14 @@ fn a_stopped_plan_is_replanned_from_where_the_robot_holds_to_where_it_was_going(
 
     let again = original.replan_to(&n, &end);
     assert_eq!(again.start, None, "from the current state");
+    let from_a_set = ServicePlanRequest {
+        other_goals: vec![(n.clone(), points[stop].clone())],
+        ..original.clone()
+    };
+    assert!(
+        from_a_set.replan_to(&n, &end).other_goals.is_empty(),
+        "a goal set replans to the goal the plan was reaching"
+    );
     assert_eq!(again.goal_pose, None);
     assert_eq!(again.goal, (n.clone(), end.clone()));
     assert_eq!(

@@ -223,16 +223,18 @@ impl ServicePlanRequest {
     /// positions: the configuration an earlier plan of this request ended at), with the
     /// same planner, time limit, seed, scaling, attempts and path constraints: what the node
     /// plans when execution monitoring stopped a trajectory and `replan_attempts` allows
-    /// another. A pose goal becomes the configuration that was reached for it, so the robot
-    /// still goes where it was going (not to another solution of the pose, nor to a pose
-    /// re-placed in a link frame that has moved). Path constraints given in the frame of a
-    /// link the joints move are placed again where the new start puts that link.
+    /// another. A pose goal, and a goal set, become the configuration that was reached for
+    /// it, so the robot still goes where it was going (not to another solution of the pose or
+    /// another goal of the set, nor to a pose re-placed in a link frame that has moved). Path
+    /// constraints given in the frame of a link the joints move are placed again where the new
+    /// start puts that link.
     pub fn replan_to(&self, names: &[String], positions: &[f64]) -> Self {
         Self {
             start: None,
             goal: (names.to_vec(), positions.to_vec()),
             goal_pose: None,
             goal_name: None,
+            other_goals: Vec::new(),
             ..self.clone()
         }
     }
