@@ -255,6 +255,12 @@ pub struct PlanRequest {
 }
 
 impl PlanRequest {
+    /// The goal set: `goal`, then `other_goals`, in that order (index 0 is `goal`, as in
+    /// [`PlanResult::reached_goal`]).
+    pub fn goals(&self) -> impl Iterator<Item = &Vec<f64>> {
+        std::iter::once(&self.goal).chain(&self.other_goals)
+    }
+
     /// A request with default options: 5 s, seed 0, resolution 0.02, batches suited to the
     /// planner and backend, goal bias 0.05, dynamic domain and tree balance on (RRT-Connect),
     /// up to 20 shortcut rounds (stopping once a round gains less than 0.5 %), full velocity
@@ -1154,10 +1160,7 @@ pub fn plan_each_goal(
 ) -> Result<PlanResult, PlanError> {
     let started = Instant::now();
     check_goal_set(space, req)?;
-    let mut goals: Vec<(usize, &Vec<f64>)> = std::iter::once(&req.goal)
-        .chain(&req.other_goals)
-        .enumerate()
-        .collect();
+    let mut goals: Vec<(usize, &Vec<f64>)> = req.goals().enumerate().collect();
     // A goal where the start already is comes first: reached without moving.
     if let Some(at) = goals
         .iter()
@@ -1209,18 +1212,25 @@ pub(crate) fn check_goal_set(space: &JointSpace, req: &PlanRequest) -> Result<()
     Ok(())
 }
 
-/// Which goal of `req`'s goal set `path` ends at: the one nearest its last waypoint (a
-/// planner's path ends exactly at one), 0 for `goal`, `k` for `other_goals[k - 1]`.
-fn goal_reached(space: &JointSpace, req: &PlanRequest, path: &[Vec<f64>]) -> usize {
+/// Which goal of `req`'s goal set `path` ends at, and that goal: the one nearest its last
+/// waypoint (a planner's path ends exactly at one), 0 for `goal`, `k` for
+/// `other_goals[k - 1]`.
+fn goal_reached<'r>(
+    space: &JointSpace,
+    req: &'r PlanRequest,
+    path: &[Vec<f64>],
+) -> (usize, &'r Vec<f64>) {
     let Some(end) = path.last() else {
-        return 0;
+        return (0, &req.goal);
     };
-    std::iter::once(&req.goal)
-        .chain(&req.other_goals)
-        .map(|g| space.distance(g, end))
+    req.goals()
         .enumerate()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or(0, |(k, _)| k)
+        .min_by(|a, b| {
+            space
+                .distance(a.1, end)
+                .total_cmp(&space.distance(b.1, end))
+        })
+        .unwrap_or((0, &req.goal))
 }
 
 /// Mixed into the seed of the shortcutting generator (any constant other than 0).
@@ -1284,13 +1294,9 @@ pub(crate) fn run_with(
         return complete_with(&counting, req, raw, planning, post);
     }
     // A goal set: the path is completed as a plan to the goal it reached.
-    let reached = goal_reached(&space, asked, &raw.path);
+    let (reached, goal) = goal_reached(&space, asked, &raw.path);
     let to_reached = PlanRequest {
-        goal: std::iter::once(&asked.goal)
-            .chain(&asked.other_goals)
-            .nth(reached)
-            .unwrap_or(&req.goal)
-            .clone(),
+        goal: goal.clone(),
         other_goals: Vec::new(),
         ..req.clone()
     };
@@ -1421,8 +1427,8 @@ pub(crate) fn admit_verdicts(
     if goal_free(0) && resolved.other_goals.is_empty() {
         return Ok(resolved);
     }
-    let mut free: Vec<Vec<f64>> = std::iter::once(&resolved.goal)
-        .chain(&resolved.other_goals)
+    let mut free: Vec<Vec<f64>> = resolved
+        .goals()
         .enumerate()
         .filter(|&(k, _)| goal_free(k))
         .map(|(_, g)| g.clone())
@@ -1461,9 +1467,7 @@ pub(crate) fn in_collision(which: &str, checker: &dyn Checker, q: &[f64]) -> Str
 
 /// The raw path of a request whose start is its goal (no planning needed), else `None`.
 pub(crate) fn trivial_solution(space: &JointSpace, req: &PlanRequest) -> Option<RawSolution> {
-    let goal = std::iter::once(&req.goal)
-        .chain(&req.other_goals)
-        .find(|g| space.distance(&req.start, g) == 0.0)?;
+    let goal = req.goals().find(|g| space.distance(&req.start, g) == 0.0)?;
     Some(RawSolution {
         path: vec![req.start.clone(), goal.clone()],
         iterations: 0,

@@ -320,7 +320,7 @@ impl Prm {
             new.push(s);
         }
         let mut goals = Vec::new();
-        for q in std::iter::once(&ctx.req.goal).chain(&ctx.req.other_goals) {
+        for q in ctx.req.goals() {
             let (g, g_new) = self.vertex(q)?;
             if g_new {
                 new.push(g);

@@ -138,10 +138,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let space = ctx.space.clone();
     let dof = space.dof();
     // The goal set: the goal, then the request's other goals.
-    let goals: Vec<Vec<f64>> = std::iter::once(&ctx.req.goal)
-        .chain(&ctx.req.other_goals)
-        .cloned()
-        .collect();
+    let goals: Vec<Vec<f64>> = ctx.req.goals().cloned().collect();
     let range = ctx.range();
     let gamma = rrt_star_gamma(&space);
     let mut tree = Tree::new(&space, &ctx.req.start)?;

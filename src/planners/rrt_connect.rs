@@ -199,9 +199,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     // The straight motion first (to every goal of a goal set, the first valid one taken):
     // many problems need no tree at all. Of parallel attempts only the first checks it: its
     // path (iteration 0) would win over any other attempt's.
-    let goals: Vec<&Vec<f64>> = std::iter::once(&ctx.req.goal)
-        .chain(&ctx.req.other_goals)
-        .collect();
+    let goals: Vec<&Vec<f64>> = ctx.req.goals().collect();
     let first_attempt = ctx.race.is_none_or(|(_, attempt)| attempt == 0);
     if first_attempt {
         let mut direct = MotionBatch::new(dof);
