@@ -5,7 +5,9 @@
 // One block plans one attempt at a problem from start to finish: no host round trip per
 // extension (the blocks take their attempts from a queue, "Scheduling" below). The block works
 // bulk-synchronously, so the result depends only on the inputs and the seed, never
-// on the scheduling of the warps:
+// on the scheduling of the warps. A problem may have a goal set: attempt a grows its goal tree
+// from goal a % goals, and the race of the attempts ("Parallel attempts") picks the goal reached.
+// Each iteration:
 //
 //   1. every warp draws a sample (a counter-based generator keyed by seed, iteration and warp),
 //      finds the nearest vertex of tree `a` (a warp-wide scan, ties to the lowest index) and
@@ -71,7 +73,8 @@
 // sizes must match).
 struct GmpRrtcParams {
     const double* start;        // problems x dof
-    const double* goal;         // problems x dof
+    const double* goal;         // goals x dof: problem i's goal set is goal_first[i] .. goal_first[i + 1]
+    const unsigned* goal_first; // problems + 1
     const double* lower;        // dof: sampling bounds (continuous joints: -pi, pi)
     const double* upper;        // dof
     double* tree_q;             // problems x 2 x cap x dof
@@ -625,7 +628,11 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
     const bool dd = (p.flags & 1u) != 0u;
     const bool balance = (p.flags & 2u) != 0u;
     const double* start = p.start + (size_t)prob * dof;
-    const double* goal = p.goal + (size_t)prob * dof;
+    // Attempt a heads for goal a % goals of the problem's goal set (the host gives every goal
+    // an attempt at least).
+    const unsigned goal0 = p.goal_first[prob];
+    const unsigned goals = max(p.goal_first[prob + 1u] - goal0, 1u);
+    const double* goal = p.goal + (size_t)(goal0 + attempt % goals) * dof;
     GmpRrtcTree trees[2];
     for (unsigned t = 0; t < 2u; t++) {
         const size_t base = ((size_t)blockIdx.x * 2u + t) * cap;
@@ -670,9 +677,10 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
         if (cap == 0u) sh.stop = 1u + GMP_RRTC_FULL;
     }
     gmp_block_sync();
-    // The straight motion first (planners::rrt_connect; of parallel attempts only the first),
-    // by the whole block: it is often long, and nothing else is to be done meanwhile.
-    if (sh.stop == 0u && attempt == 0u) {
+    // The straight motion first (planners::rrt_connect; of parallel attempts only the first
+    // for each goal, a main attempt), by the whole block: it is often long, and nothing else is
+    // to be done meanwhile.
+    if (sh.stop == 0u && attempt < goals && race.main) {
         if (threadIdx.x == 0u) {
             set.count = 1u;
             set.aborted = 0u;
@@ -685,9 +693,10 @@ __device__ void gmp_rrtc_attempt(const GmpModel& m, const GmpRrtcParams& p, unsi
             if (set.state[0] == GMP_SET_VALID) {
                 sh.stop = 1u + GMP_RRTC_SOLVED;
                 sh.joined_a = 0xffffffffu;  // the direct path
-                // Key 0: iteration 0, attempt 0 (a main attempt).
-                atomicMax((unsigned*)race.main_best, ~0u);
-                atomicMax((unsigned*)race.all_best, ~0u);
+                // Iteration 0 (key: the attempt, a main one).
+                const unsigned won = ~gmp_rrtc_key(race, 0u, attempt);
+                atomicMax((unsigned*)race.main_best, won);
+                atomicMax((unsigned*)race.all_best, won);
             }
         }
     }

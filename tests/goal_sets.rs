@@ -1,7 +1,7 @@
 //! Goal sets (`PlanRequest::other_goals`): a plan may end at any goal of the set. RRT-Connect
 //! grows its goal tree from all of them, PRM searches its roadmap for the nearest, RRT and
-//! RRT* connect to all of them; PTP (and the roadmap, the device, constrained planning) take
-//! them in turn.
+//! RRT* connect to all of them, the device RRT-Connect races attempts towards all of them
+//! (`tests/gpu_planner.rs`); PTP (and the roadmap, constrained planning) take them in turn.
 
 mod common;
 
@@ -107,6 +107,27 @@ fn the_sampling_planners_plan_to_the_whole_set_at_once_ptp_in_turn() {
     let res = plan(&world, &req).expect("PTP to the goal in sight");
     assert_reaches(&world, &req, &res, 1);
     assert_eq!(res.path, vec![start.clone(), in_sight.clone()]);
+}
+
+#[test]
+fn goals_taken_in_turn_go_past_the_third_while_time_is_left() {
+    // Four goals behind the wall (PTP is blocked at once), the fifth in sight: the time shares
+    // of the first goals are not spent, so PTP goes on to the fifth.
+    let (world, start, behind) = wall_2d();
+    let mut goals: Vec<Vec<f64>> = (0..4)
+        .map(|k| vec![behind[0], behind[1] - 0.01 * k as f64])
+        .collect();
+    for g in &goals {
+        assert!(world.exact_free(g), "{g:?}");
+    }
+    goals.push(vec![0.3, 0.5]);
+    let req = request(&start, &goals, PlannerId::Ptp, 5);
+    let res = plan(&world, &req).expect("PTP to the fifth goal");
+    assert_reaches(&world, &req, &res, 4);
+    // Without the fifth, every goal blocked: the clear "blocked" failure of the last.
+    let req = request(&start, &goals[..4], PlannerId::Ptp, 5);
+    let e = plan(&world, &req).expect_err("all behind the wall");
+    assert!(matches!(e, PlanError::Blocked { .. }), "{e}");
 }
 
 /// RRT* keeps the cheapest path to any goal of the set: with a goal far behind the wall and

@@ -9,7 +9,10 @@
 //!   trajectory passes `trajectory::validate_along` with a fresh CPU checker;
 //! - planning twice with the same seed gives the same raw path; several problems in one launch
 //!   give each the path it gets alone;
-//! - an iteration limit too small to solve a problem ends in a clear "no path".
+//! - an iteration limit too small to solve a problem ends in a clear "no path";
+//! - a goal set races attempts towards every goal: a set of one goal twice plans as the goal
+//!   alone, a goal in straight sight wins over one that needs a tree, two goals that need trees
+//!   give a path ending at the winning attempt's goal, the same alone or beside another problem.
 //!
 //! Without a GPU those tests skip with a message. One test runs everywhere: asking for the
 //! device planner with the CPU checker is a clear error.
@@ -23,7 +26,9 @@ use gpu_motion_planner::collision::{
 };
 use gpu_motion_planner::gpu::{self, CudaChecker};
 use gpu_motion_planner::mbm::{self, MbmRobot, Problem};
-use gpu_motion_planner::planners::device::{DevicePlanner, DeviceRrtcSettings, DeviceStatus};
+use gpu_motion_planner::planners::device::{
+    DevicePlanner, DeviceProblem, DeviceRrtcSettings, DeviceStatus,
+};
 use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlannerId};
 use gpu_motion_planner::trajectory;
 
@@ -434,6 +439,114 @@ fn device_escalation_follows_its_rule() {
     );
 }
 
+/// `q` moved by `by` on every joint, if that stays inside the limits, is free and in straight
+/// sight of `q` for the CPU checker of `p`'s scene.
+fn nearby(r: &MbmRobot, p: &Problem, q: &[f64], by: f64) -> Option<Vec<f64>> {
+    let near: Vec<f64> = q.iter().map(|v| v + by).collect();
+    if !r.group.space.within_limits(&near) {
+        return None;
+    }
+    let (_, verdicts) = cpu_verdicts(r, p, RobotShapes::Spheres, &[q.to_vec(), near.clone()]);
+    verdicts[0].then_some(near)
+}
+
+/// Goal sets on the device: attempt `a` heads for goal `a % goals`, and the race of the
+/// attempts picks the goal reached.
+#[test]
+fn device_goal_sets_race_every_goal() {
+    if !gpu_or_skip("device_goal_sets_race_every_goal") {
+        return;
+    }
+    let (mut straight_won, mut raced) = (0, 0);
+    for_valid_panda_problems(|r, p, cuda, start, goal, what| {
+        let space = &r.group.space;
+        let mut four = settings(space, 11);
+        four.attempts = 4;
+        let alone = &cuda.rrt_connect(&[(start, goal)], &four).expect("runs")[0];
+        // The goal twice: every attempt has the seed and the goal it has alone.
+        let twice = DeviceProblem {
+            start,
+            goals: vec![goal, goal],
+        };
+        let t = &cuda
+            .rrt_connect_sets(std::slice::from_ref(&twice), &four)
+            .expect("runs")[0];
+        assert_eq!(
+            (t.status, &t.path, t.attempt, t.iterations),
+            (alone.status, &alone.path, alone.attempt, alone.iterations),
+            "{what}: the goal twice"
+        );
+        // A goal in straight sight of the start beside the problem's goal: when the straight
+        // motion to the goal is blocked, attempt 1 wins at iteration 0 with the straight path.
+        if let Some(near) = nearby(r, p, start, 0.05) {
+            let set = DeviceProblem {
+                start,
+                goals: vec![goal, &near],
+            };
+            let o = &cuda
+                .rrt_connect_sets(std::slice::from_ref(&set), &four)
+                .expect("runs")[0];
+            assert_eq!(o.status, DeviceStatus::Solved, "{what}");
+            if alone.iterations > 0 {
+                assert_eq!((o.attempt, o.iterations), (1, 0), "{what}");
+                assert_eq!(o.path, vec![start.to_vec(), near.clone()], "{what}");
+                straight_won += 1;
+            }
+            // Planned as a request: the other goal reached, the trajectory re-validated.
+            let mut req = request(r, p, 11);
+            req.other_goals = vec![near.clone()];
+            let res = plan(cuda, &req).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let want = if res.reached_goal == 0 {
+                goal
+            } else {
+                &near[..]
+            };
+            assert_eq!(res.path.last().map(Vec::as_slice), Some(want), "{what}");
+            if alone.iterations > 0 {
+                assert_eq!(res.reached_goal, 1, "{what}");
+            }
+        }
+        // Two goals that need trees: the path ends at the winner's goal, the CPU accepts it,
+        // and the same comes out alone, again, and beside another problem.
+        let Some(other) = nearby(r, p, goal, 0.03) else {
+            return;
+        };
+        let set = DeviceProblem {
+            start,
+            goals: vec![goal, &other],
+        };
+        let a = &cuda
+            .rrt_connect_sets(std::slice::from_ref(&set), &four)
+            .expect("runs")[0];
+        let b = &cuda
+            .rrt_connect_sets(std::slice::from_ref(&set), &four)
+            .expect("runs")[0];
+        let beside = [set.clone(), DeviceProblem::new(goal, start)];
+        let c = &cuda.rrt_connect_sets(&beside, &four).expect("runs")[0];
+        assert_eq!(a.status, DeviceStatus::Solved, "{what}");
+        for o in [b, c] {
+            assert_eq!(
+                (&a.path, a.attempt, a.iterations),
+                (&o.path, o.attempt, o.iterations),
+                "{what}"
+            );
+        }
+        let reached = set.goals[a.attempt as usize % 2];
+        assert_eq!(a.path.last().map(Vec::as_slice), Some(reached), "{what}");
+        assert_eq!(a.path.first().map(Vec::as_slice), Some(start), "{what}");
+        let (_, verdicts) = cpu_verdicts(r, p, RobotShapes::Spheres, &a.path);
+        assert!(verdicts.iter().all(|&v| v), "{what}: {verdicts:?}");
+        if a.iterations > 0 {
+            raced += 1;
+        }
+    });
+    assert!(
+        straight_won > 0,
+        "no problem needed a tree: the straight race was not exercised"
+    );
+    assert!(raced > 0, "every set was solved by a straight motion");
+}
+
 #[test]
 fn device_rrt_connect_iteration_limit_is_a_clear_no_path() {
     if !gpu_or_skip("device_rrt_connect_iteration_limit_is_a_clear_no_path") {
@@ -490,6 +603,15 @@ fn on_device_without_a_gpu_checker_is_a_clear_error() {
         }
         other => panic!("expected a clear error, got {other:?}"),
     }
+    // A goal set too (it is no longer taken goal by goal).
+    req.planner = PlannerId::RrtConnect;
+    req.other_goals = vec![vec![0.3, 0.5]];
+    match plan(&world, &req) {
+        Err(PlanError::InvalidRequest(m)) => assert!(m.contains("on_device"), "{m}"),
+        other => panic!("expected a clear error, got {other:?}"),
+    }
+    req.other_goals.clear();
+    req.planner = PlannerId::Prm;
     // Without on_device the same request plans on the host.
     req.on_device = false;
     assert!(plan(&world, &req).is_ok());

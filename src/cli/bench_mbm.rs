@@ -445,19 +445,7 @@ fn solve_problem(
     shapes: crate::collision::RobotShapes,
 ) -> Result<Outcome, CliError> {
     let setup_start = Instant::now();
-    let base = r.start_full_state(p);
-    let checker = crate::collision::make_checker(
-        &a.backend,
-        &r.model,
-        &r.group,
-        &base,
-        &p.scene,
-        CheckerOptions {
-            shapes,
-            threads: a.threads,
-            ..Default::default()
-        },
-    )?;
+    let checker = super::mbm_backend_checker(&a.backend, r, p, shapes, a.threads)?;
     if a.tuning.on_device {
         // The hybrid backend starts its GPU side at its first large call: start it here, with
         // the checker's other set-up, rather than inside the planning time.

@@ -18,7 +18,9 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::bench_mbm::summary;
-use super::{mbm_problem_checker, shapes_for, CliError};
+use super::{mbm_backend_checker, mbm_problem_checker, shapes_for, CliError};
+use crate::collision::Checker;
+use crate::planners::device::settings_for_request;
 use crate::planners::pose::plan_to_pose_set;
 use crate::planners::{plan, PlanError, PlanRequest, PlannerId};
 use crate::robot::ik::{default_tip_link, IkOptions, IkSolver, PoseTarget};
@@ -48,6 +50,16 @@ pub struct BenchPoseArgs {
     /// Robot geometry: `spheres` (the benchmark's sphere models) or `polytopes`.
     #[arg(long, default_value = "spheres")]
     pub shapes: String,
+    /// Collision backend of the planning (`cpu`: one checker thread; `cuda`, `hybrid`,
+    /// `auto`). Start and goal validity is always the one-thread CPU checker's.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// Plan with the device RRT-Connect (a GPU backend; the goal set raced in one launch).
+    #[arg(long = "on-device")]
+    pub on_device: bool,
+    /// Attempts per problem (parallel attempts; on the device, shared out over the goals).
+    #[arg(long, default_value_t = 1)]
+    pub attempts: usize,
     /// Results folder (nothing written without it).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -93,10 +105,15 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
     let data = crate::mbm::data_dir()?;
     let mut rows = Vec::new();
     let mut md = format!(
-        "Pose goals (the tip link's pose at each MBM goal), {planner}, {} s per problem, seed {}, {} shapes.\n\n\
+        "Pose goals (the tip link's pose at each MBM goal), {planner}{}, {} s per problem, seed {}, {} shapes, backend {}, {} attempt(s).\n\n\
          | robot | goal set | solved | no free pose solution | time median / mean / p95 (ms) | path length mean | ended at another goal |\n\
          |---|---|---|---|---|---|---|\n",
-        a.time_limit, a.seed, a.shapes
+        if a.on_device { " on the device" } else { "" },
+        a.time_limit,
+        a.seed,
+        a.shapes,
+        a.backend,
+        a.attempts.max(1)
     );
     for robot in &a.robots {
         let mut r = crate::mbm::load_robot(&data, robot)?;
@@ -114,10 +131,27 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
         for p in &problems {
             let base = r.start_full_state(p);
             let (start, goal) = r.start_goal(p)?;
-            let (checker, [start_free, goal_free]) = mbm_problem_checker(&r, p, shapes)?;
+            let (cpu, [start_free, goal_free]) = mbm_problem_checker(&r, p, shapes)?;
             if !(start_free && goal_free) {
                 continue; // an invalid MBM problem (see gmp mbm-validity)
             }
+            let other: Box<dyn Checker>;
+            let checker: &dyn Checker = if a.backend == "cpu" {
+                &cpu
+            } else {
+                other = mbm_backend_checker(&a.backend, &r, p, shapes, 0)?;
+                if a.on_device {
+                    // The device planner's buffers before the timing, as a long-lived checker
+                    // (the node's) has them: a run from the start to itself.
+                    if let Some(d) = other.device_planner() {
+                        let mut warm = PlanRequest::new(start.clone(), start.clone(), planner);
+                        warm.attempts = a.attempts;
+                        let s = settings_for_request(&warm, other.space(), Duration::from_secs(1));
+                        let _ = d.rrt_connect(&[(&start, &start)], &s);
+                    }
+                }
+                other.as_ref()
+            };
             valid += 1;
             let pose = r
                 .model
@@ -133,10 +167,12 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
             req.seed = a.seed;
             req.time_limit = Duration::from_secs_f64(a.time_limit);
             req.group = r.group.name.clone();
+            req.on_device = a.on_device;
+            req.attempts = a.attempts.max(1);
             for (&n, tally) in a.sets.iter().zip(&mut tallies) {
                 let t = Instant::now();
                 let out =
-                    plan_to_pose_set(&checker, &req, &solver, &opts, n, |one| plan(&checker, one));
+                    plan_to_pose_set(checker, &req, &solver, &opts, n, |one| plan(checker, one));
                 let wall = t.elapsed().as_secs_f64();
                 match out {
                     Ok(pp) => {
@@ -202,6 +238,9 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
         "time_limit_s": a.time_limit,
         "seed": a.seed,
         "shapes": a.shapes,
+        "backend": a.backend,
+        "on_device": a.on_device,
+        "attempts": a.attempts.max(1),
         "problems_per_scene": a.problems,
         "results": rows,
     });

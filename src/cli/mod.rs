@@ -1150,6 +1150,29 @@ pub fn moveit_config_json(c: &MoveItConfig) -> Result<Value, CliError> {
     }))
 }
 
+/// A checker of `backend` (as `make_checker` takes it) for MBM problem `p`'s scene, the
+/// robot's other joints at the problem's start (`threads`: CPU checker threads, 0 for all).
+pub(crate) fn mbm_backend_checker(
+    backend: &str,
+    r: &crate::mbm::MbmRobot,
+    p: &crate::mbm::Problem,
+    shapes: RobotShapes,
+    threads: usize,
+) -> Result<Box<dyn Checker>, CliError> {
+    Ok(crate::collision::make_checker(
+        backend,
+        &r.model,
+        &r.group,
+        &r.start_full_state(p),
+        &p.scene,
+        CheckerOptions {
+            shapes,
+            threads,
+            ..Default::default()
+        },
+    )?)
+}
+
 /// A one-thread CPU checker of MBM problem `p`'s scene (the robot's other joints at the
 /// problem's start), and whether its start and goal configurations are collision free.
 pub(crate) fn mbm_problem_checker(

@@ -179,12 +179,16 @@ impl CudaBatch {
             });
         }
         let func = self.dev.kernels(self.variant).rrtc[1].clone();
+        let problems: Vec<crate::planners::device::DeviceProblem<'_>> = problems
+            .iter()
+            .map(|&(s, g)| crate::planners::device::DeviceProblem::new(s, g))
+            .collect();
         super::rrtc::plan(
             &mut self.dev,
             &func,
             Some((&self.scenes, scene_of)),
             space,
-            problems,
+            &problems,
             settings,
         )
     }

@@ -2988,9 +2988,9 @@ impl CudaChecker {
 impl crate::planners::device::DevicePlanner for CudaChecker {
     /// Every problem in this checker's scene, on its first device, with the kernels of its
     /// variant.
-    fn rrt_connect(
+    fn rrt_connect_sets(
         &self,
-        problems: &[(&[f64], &[f64])],
+        problems: &[crate::planners::device::DeviceProblem<'_>],
         settings: &crate::planners::device::DeviceRrtcSettings,
     ) -> Result<Vec<crate::planners::device::DeviceOutcome>, CollisionError> {
         let Some(dev) = self.devices.first() else {

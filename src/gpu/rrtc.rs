@@ -10,7 +10,7 @@ use cudarc::driver::{
 
 use super::{backend_err, drv, ensure_dev, DeviceState, MAX_DOF};
 use crate::collision::CollisionError;
-use crate::planners::device::{DeviceOutcome, DeviceRrtcSettings, DeviceStatus};
+use crate::planners::device::{DeviceOutcome, DeviceProblem, DeviceRrtcSettings, DeviceStatus};
 use crate::planners::rrt_connect::{
     DD_ALPHA, DD_MIN_RADIUS_FACTOR, STEP_FLOOR_FACTOR, STEP_HALVE_AFTER, STUCK_AFTER,
 };
@@ -37,6 +37,7 @@ const POOL_PER_PROBLEM: usize = 256;
 pub(super) struct RrtcParams {
     start: u64,
     goal: u64,
+    goal_first: u64,
     lower: u64,
     upper: u64,
     tree_q: u64,
@@ -84,6 +85,7 @@ pub(super) struct RrtcBufs {
     path: CudaSlice<f64>,
     result: CudaSlice<u32>,
     scene_of: CudaSlice<u32>,
+    goal_first: CudaSlice<u32>,
 }
 
 impl RrtcBufs {
@@ -102,19 +104,38 @@ impl RrtcBufs {
             path: one(s)?,
             result: one(s)?,
             scene_of: one(s)?,
+            goal_first: one(s)?,
         })
     }
 }
 
 /// Checks the problems against the space: every configuration has the space's joints and is
-/// finite and inside the limits.
+/// finite and inside the limits, every problem has 1 to `attempts` goals (one attempt at least
+/// per goal) and no straight motion is too long for the device.
 fn check_problems(
     space: &JointSpace,
-    problems: &[(&[f64], &[f64])],
+    problems: &[DeviceProblem<'_>],
     resolution: f64,
+    attempts: u32,
 ) -> Result<(), CollisionError> {
-    for (i, (s, g)) in problems.iter().enumerate() {
-        for (what, q) in [("start", s), ("goal", g)] {
+    for (i, p) in problems.iter().enumerate() {
+        if p.goals.is_empty() || p.goals.len() > attempts as usize {
+            return Err(backend_err(format!(
+                "device planner: problem {i} has {} goals; 1 to {attempts} (the attempts per \
+                 problem) can be planned",
+                p.goals.len()
+            )));
+        }
+        let named = |k: usize| {
+            if p.goals.len() == 1 {
+                "goal".to_string()
+            } else {
+                format!("goal {k}")
+            }
+        };
+        let ends = std::iter::once(("start".to_string(), p.start))
+            .chain(p.goals.iter().enumerate().map(|(k, g)| (named(k), *g)));
+        for (what, q) in ends {
             if q.len() != space.dof() {
                 return Err(CollisionError::WrongDof {
                     expected: space.dof(),
@@ -125,8 +146,10 @@ fn check_problems(
                 backend_err(format!("device planner: the {what} of problem {i}: {e}"))
             })?;
         }
-        crate::planners::device::check_straight(space, s, g, resolution)
-            .map_err(|e| backend_err(format!("device planner: problem {i}: {e}")))?;
+        for g in &p.goals {
+            crate::planners::device::check_straight(space, p.start, g, resolution)
+                .map_err(|e| backend_err(format!("device planner: problem {i}: {e}")))?;
+        }
     }
     Ok(())
 }
@@ -136,7 +159,8 @@ fn check_problems(
 pub const RRTC_ORDER_ENV: &str = "GMP_RRTC_ORDER";
 
 /// The order in which the blocks of a launch take the problems: the longest straight distance
-/// from start to goal first (ties: the order given), unless [`RRTC_ORDER_ENV`] is `given`.
+/// from start to goal first (to the nearest goal of a goal set; ties: the order given), unless
+/// [`RRTC_ORDER_ENV`] is `given`.
 ///
 /// The blocks of a launch start in their order as multiprocessors free up, and a launch of many
 /// problems lasts at least as long as its slowest problem from the moment that problem starts:
@@ -144,19 +168,20 @@ pub const RRTC_ORDER_ENV: &str = "GMP_RRTC_ORDER";
 /// known before planning; on the MotionBenchMaker problems the start-goal distance is a weak
 /// but cheap sign of it (`results/mbm/device_order_H100_2026-11-27/`). A problem's plan does
 /// not depend on the order (nor on the other problems of the launch), only the launch's time.
-pub fn launch_order(space: &JointSpace, problems: &[(&[f64], &[f64])]) -> Vec<usize> {
+pub fn launch_order(space: &JointSpace, problems: &[DeviceProblem<'_>]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..problems.len()).collect();
     if std::env::var(RRTC_ORDER_ENV).is_ok_and(|v| v.trim() == "given") {
         return order;
     }
     let far: Vec<f64> = problems
         .iter()
-        .map(|(s, g)| {
-            if s.len() == space.dof() && g.len() == space.dof() {
-                space.distance(s, g)
-            } else {
-                0.0
-            }
+        .map(|p| {
+            p.goals
+                .iter()
+                .filter(|g| p.start.len() == space.dof() && g.len() == space.dof())
+                .map(|g| space.distance(p.start, g))
+                .min_by(f64::total_cmp)
+                .unwrap_or(0.0)
         })
         .collect();
     order.sort_by(|&a, &b| far[b].total_cmp(&far[a]).then(a.cmp(&b)));
@@ -171,7 +196,7 @@ pub(super) fn plan(
     func: &CudaFunction,
     multi: Option<(&super::hub::DeviceScenes, &[u32])>,
     space: &JointSpace,
-    problems: &[(&[f64], &[f64])],
+    problems: &[DeviceProblem<'_>],
     s: &DeviceRrtcSettings,
 ) -> Result<Vec<DeviceOutcome>, CollisionError> {
     if let Some((_, scene_of)) = multi {
@@ -180,7 +205,7 @@ pub(super) fn plan(
         }
     }
     let order = launch_order(space, problems);
-    let ordered: Vec<(&[f64], &[f64])> = order.iter().map(|&i| problems[i]).collect();
+    let ordered: Vec<DeviceProblem<'_>> = order.iter().map(|&i| problems[i].clone()).collect();
     let scenes: Option<Vec<u32>> = multi.map(|(_, so)| order.iter().map(|&i| so[i]).collect());
     let launched = plan_in_order(
         dev,
@@ -210,7 +235,7 @@ fn plan_in_order(
     func: &CudaFunction,
     multi: Option<(&super::hub::DeviceScenes, &[u32])>,
     space: &JointSpace,
-    problems: &[(&[f64], &[f64])],
+    problems: &[DeviceProblem<'_>],
     s: &DeviceRrtcSettings,
 ) -> Result<Vec<DeviceOutcome>, CollisionError> {
     s.validate()
@@ -226,7 +251,7 @@ fn plan_in_order(
             "device planner: {dof} joints (1 to {MAX_DOF} supported)"
         )));
     }
-    check_problems(space, problems, s.resolution)?;
+    check_problems(space, problems, s.resolution, s.attempts)?;
     let max_threads = func
         .max_threads_per_block()
         .map_err(drv("reading the device planner's limits"))?;
@@ -279,7 +304,9 @@ fn plan_in_order(
     let Some(b) = dev.rrtc.as_mut() else {
         return Err(backend_err("device planner: buffers missing"));
     };
-    ensure_dev(&stream, &mut b.ends, 2 * n * dof)?;
+    let goals: usize = problems.iter().map(|p| p.goals.len()).sum();
+    ensure_dev(&stream, &mut b.ends, (n + goals) * dof)?;
+    ensure_dev(&stream, &mut b.goal_first, n + 1)?;
     ensure_dev(&stream, &mut b.bounds, 2 * dof)?;
     ensure_dev(&stream, &mut b.tree_q, tree_slots * dof)?;
     ensure_dev(&stream, &mut b.tree_parent, tree_slots)?;
@@ -293,13 +320,20 @@ fn plan_in_order(
     // of alignment.
     let words_len = counters + 1 + BEST_WORDS * n + QUEUE_GAP + QUEUE_WORDS + 2 * n + 1;
     ensure_dev(&stream, &mut b.result, words_len)?;
-    // Inputs: starts, then goals; lower bounds, then upper bounds.
-    let mut ends = Vec::with_capacity(2 * n * dof);
-    for (st, _) in problems {
-        ends.extend_from_slice(st);
+    // Inputs: starts, then every problem's goals (problem i's from goal_first[i] up to
+    // goal_first[i + 1]); lower bounds, then upper bounds.
+    let mut ends = Vec::with_capacity((n + goals) * dof);
+    for p in problems {
+        ends.extend_from_slice(p.start);
     }
-    for (_, g) in problems {
-        ends.extend_from_slice(g);
+    let mut goal_first = Vec::with_capacity(n + 1);
+    goal_first.push(0u32);
+    for p in problems {
+        for g in &p.goals {
+            ends.extend_from_slice(g);
+        }
+        let taken = goal_first.last().copied().unwrap_or(0) as usize + p.goals.len();
+        goal_first.push(u32::try_from(taken).map_err(|_| too_many())?);
     }
     let mut bounds = vec![0.0; 2 * dof];
     let mut continuous = 0u32;
@@ -317,6 +351,9 @@ fn plan_in_order(
         .map_err(&copy_in)?;
     stream
         .memcpy_htod(&bounds, &mut b.bounds.slice_mut(0..bounds.len()))
+        .map_err(&copy_in)?;
+    stream
+        .memcpy_htod(&goal_first, &mut b.goal_first.slice_mut(0..n + 1))
         .map_err(&copy_in)?;
     let mut zeroed = b.result.slice_mut(0..words_len);
     stream
@@ -337,9 +374,11 @@ fn plan_in_order(
     let (tf, _g6) = b.tree_fails.device_ptr(&stream);
     let (pa, _g7) = b.path.device_ptr(&stream);
     let (re, _g8) = b.result.device_ptr(&stream);
+    let (gf, _g9) = b.goal_first.device_ptr(&stream);
     let params = RrtcParams {
         start: ends_p,
         goal: ptr(ends_p, n * dof, 8),
+        goal_first: gf,
         lower: bounds_p,
         upper: ptr(bounds_p, dof, 8),
         tree_q: tq,
@@ -564,8 +603,8 @@ mod tests {
 
     #[test]
     fn params_are_laid_out_as_the_kernel_struct() {
-        // 12 pointers, 6 doubles, 2 u64, 12 u32: 96 + 48 + 16 + 48 bytes, no padding.
-        assert_eq!(std::mem::size_of::<RrtcParams>(), 208);
+        // 13 pointers, 6 doubles, 2 u64, 12 u32: 104 + 48 + 16 + 48 bytes, no padding.
+        assert_eq!(std::mem::size_of::<RrtcParams>(), 216);
         assert_eq!(std::mem::align_of::<RrtcParams>(), 8);
     }
 
@@ -631,15 +670,22 @@ mod tests {
         // 6 rad on the continuous joint is 0.28 rad around the circle.
         let wrapped = [0.0, 6.0];
         let tie = [0.0, 0.5];
-        let problems: Vec<(&[f64], &[f64])> = vec![
+        let mut problems: Vec<DeviceProblem<'_>> = [
             (&o, &near),
             (&o, &far),
             (&o, &wrapped),
             (&o, &tie),
             (&far, &o),
-        ];
+        ]
+        .into_iter()
+        .map(|(s, g)| DeviceProblem::new(s, g))
+        .collect();
         assert_eq!(launch_order(&space, &problems), vec![1, 4, 0, 3, 2]);
         assert!(launch_order(&space, &[]).is_empty());
+        // A goal set counts by its nearest goal: problem 1 with `near` too goes after 0 (tie,
+        // the order given).
+        problems[1].goals.push(&near);
+        assert_eq!(launch_order(&space, &problems), vec![4, 0, 1, 3, 2]);
     }
 
     #[test]
@@ -652,20 +698,36 @@ mod tests {
         );
         let good = [0.5, 3.0];
         let outside = [2.5, 0.0];
-        assert!(check_problems(&space, &[(&good, &good)], 0.02).is_ok());
-        let e = check_problems(&space, &[(&good, &outside)], 0.02).expect_err("outside the limits");
+        let check = |p: &[DeviceProblem<'_>], res: f64| check_problems(&space, p, res, 1);
+        assert!(check(&[DeviceProblem::new(&good, &good)], 0.02).is_ok());
+        let e =
+            check(&[DeviceProblem::new(&good, &outside)], 0.02).expect_err("outside the limits");
         assert!(e.to_string().contains("goal of problem 0"), "{e}");
         // 0.5 apart: at 1e-7, 5e6 configurations per pass.
         let near = [1.0, 3.0];
-        assert!(check_problems(&space, &[(&good, &near)], 0.02).is_ok());
-        let e = check_problems(&space, &[(&good, &near)], 1e-7).expect_err("too fine");
+        assert!(check(&[DeviceProblem::new(&good, &near)], 0.02).is_ok());
+        let e = check(&[DeviceProblem::new(&good, &near)], 1e-7).expect_err("too fine");
         assert!(
             e.to_string().contains("too fine for the device planner"),
             "{e}"
         );
+        // A goal set: each goal named, and no more goals than attempts.
+        let set = [DeviceProblem {
+            start: &good,
+            goals: vec![&near, &outside],
+        }];
+        let e = check_problems(&space, &set, 0.02, 2).expect_err("goal 1 outside");
+        assert!(e.to_string().contains("goal 1 of problem 0"), "{e}");
+        let e = check(&set, 0.02).expect_err("two goals, one attempt");
+        assert!(e.to_string().contains("problem 0 has 2 goals"), "{e}");
+        let none = [DeviceProblem {
+            start: &good,
+            goals: Vec::new(),
+        }];
+        assert!(check(&none, 0.02).is_err());
         let short = [0.5];
         assert!(matches!(
-            check_problems(&space, &[(&short, &good)], 0.02),
+            check(&[DeviceProblem::new(&short, &good)], 0.02),
             Err(CollisionError::WrongDof {
                 expected: 2,
                 got: 1

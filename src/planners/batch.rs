@@ -290,39 +290,64 @@ mod tests {
     use crate::collision::{
         Backend, CheckerOptions, CollisionError, ConfigBatch, CpuChecker, MotionBatch,
     };
-    use crate::planners::device::{DeviceOutcome, DevicePlanner, DeviceRrtcSettings, DeviceStatus};
+    use crate::planners::device::{
+        DeviceOutcome, DevicePlanner, DeviceProblem, DeviceRrtcSettings, DeviceStatus,
+    };
     use crate::robot::JointSpace;
 
     /// The bundled arm's CPU checker with a stand-in device planner (no GPU in CI): a "launch"
     /// plans each of its problems with the host RRT-Connect from the launch's seed, so a
     /// problem's raw path does not depend on the others, as on the device. It records the
-    /// problems of every launch, and reports "no path" for the goal `unreachable`.
+    /// problems of every launch and each problem's goals and attempts, and never reaches the
+    /// goal `unreachable` (a problem with no other goal: "no path"). A goal set is planned by
+    /// the host planner as one, the winning attempt being the first for the goal reached.
     struct StandIn {
         cpu: CpuChecker,
         launches: Mutex<Vec<usize>>,
+        /// (goals, attempts) of every problem planned.
+        goal_sets: Mutex<Vec<(usize, u32)>>,
         /// Configuration calls (the device planner's own plans excluded).
         config_calls: std::sync::atomic::AtomicUsize,
         unreachable: Vec<f64>,
     }
 
     impl DevicePlanner for StandIn {
-        fn rrt_connect(
+        fn rrt_connect_sets(
             &self,
-            problems: &[(&[f64], &[f64])],
+            problems: &[DeviceProblem<'_>],
             settings: &DeviceRrtcSettings,
         ) -> Result<Vec<DeviceOutcome>, CollisionError> {
             if let Ok(mut l) = self.launches.lock() {
                 l.push(problems.len());
             }
+            if let Ok(mut l) = self.goal_sets.lock() {
+                l.extend(problems.iter().map(|p| (p.goals.len(), settings.attempts)));
+            }
             Ok(problems
                 .iter()
-                .map(|(s, g)| {
-                    let mut req = PlanRequest::new(s.to_vec(), g.to_vec(), PlannerId::RrtConnect);
-                    req.seed = settings.seed;
-                    req.shortcut_rounds = 0;
-                    let plan = (*g != self.unreachable.as_slice())
-                        .then(|| plan(&self.cpu, &req).ok())
-                        .flatten();
+                .map(|p| {
+                    let reachable: Vec<(usize, &[f64])> = p
+                        .goals
+                        .iter()
+                        .copied()
+                        .enumerate()
+                        .filter(|&(_, g)| g != self.unreachable.as_slice())
+                        .collect();
+                    let plan = reachable.first().and_then(|&(_, first)| {
+                        let mut req = PlanRequest::new(
+                            p.start.to_vec(),
+                            first.to_vec(),
+                            PlannerId::RrtConnect,
+                        );
+                        req.other_goals = reachable[1..].iter().map(|(_, g)| g.to_vec()).collect();
+                        req.seed = settings.seed;
+                        req.shortcut_rounds = 0;
+                        plan(&self.cpu, &req).ok()
+                    });
+                    let attempt = plan
+                        .as_ref()
+                        .and_then(|p| reachable.get(p.reached_goal))
+                        .map_or(0, |&(k, _)| k as u32);
                     DeviceOutcome {
                         status: if plan.is_some() {
                             DeviceStatus::Solved
@@ -334,7 +359,7 @@ mod tests {
                         motions: 1,
                         configs: 1,
                         device_us: 1,
-                        attempt: 0,
+                        attempt,
                         path: plan.map(|p| p.raw_path).unwrap_or_default(),
                     }
                 })
@@ -377,6 +402,7 @@ mod tests {
         StandIn {
             cpu,
             launches: Mutex::new(Vec::new()),
+            goal_sets: Mutex::new(Vec::new()),
             config_calls: std::sync::atomic::AtomicUsize::new(0),
             unreachable: vec![0.3, -0.5, 1.0, -1.0, 0.7, 0.2],
         }
@@ -476,6 +502,34 @@ mod tests {
         // The launch's problems report the device's work and time.
         let solved = results[0].as_ref().unwrap();
         assert_eq!(solved.stats.device_time, Some(Duration::from_micros(1)));
+    }
+
+    /// A goal set on the device is one problem of one launch with every goal, the attempts
+    /// rounded up to a multiple of the goals; the plan ends at the goal the launch reached.
+    #[test]
+    fn a_goal_set_on_the_device_is_one_problem_with_every_goal() {
+        let c = stand_in();
+        let (_, s0, g0) = DEMO_QUERIES[0];
+        let mut req = PlanRequest::new(s0.to_vec(), c.unreachable.clone(), PlannerId::RrtConnect);
+        req.other_goals = vec![in_collision(&c), g0.to_vec()];
+        req.on_device = true;
+        req.attempts = 4;
+        req.seed = 3;
+        let res = plan(&c, &req).expect("the reachable goal");
+        // The goal in collision is left out at admission: two goals, 4 attempts (2 each).
+        assert_eq!(*c.launches.lock().unwrap(), vec![1]);
+        assert_eq!(*c.goal_sets.lock().unwrap(), vec![(2, 4)]);
+        assert_eq!(res.reached_goal, 2);
+        assert_eq!(res.path.last().map(Vec::as_slice), Some(&g0[..]));
+        // Three attempts for two goals become four.
+        req.attempts = 3;
+        c.goal_sets.lock().unwrap().clear();
+        let again = plan(&c, &req).expect("the reachable goal");
+        assert_eq!(*c.goal_sets.lock().unwrap(), vec![(2, 4)]);
+        assert_eq!(again.reached_goal, 2);
+        // Only the unreachable goal (and the one in collision): no path.
+        req.other_goals.pop();
+        assert!(matches!(plan(&c, &req), Err(PlanError::NoPath { .. })));
     }
 
     /// Without `on_device` each problem is planned by `plan` (on the host's cores): the same

@@ -10,6 +10,12 @@
 //! seed. Every motion is checked as [`Checker::check_motions`] checks it (the motion kernels'
 //! per-configuration tests, refined the same way), and the path is re-validated on the host
 //! like every other planner's.
+//!
+//! A goal set is planned in the same launch: the attempts of a problem are shared out over its
+//! goals ([`DeviceProblem`], [`fit_goal_set`]), each attempt growing its goal tree from its own
+//! goal, and the race of the attempts picks the goal reached (the one solved in the fewest
+//! iterations, ties to the lowest attempt), so a goal that cannot be reached costs no more time
+//! than the others take.
 
 use std::time::Duration;
 
@@ -77,10 +83,11 @@ pub struct DeviceRrtcSettings {
     /// Refinements of uncertain motions ([`Checker::check_motions_refined`]).
     pub max_refinements: u32,
     /// Independent attempts per problem, one block each (1 to [`MAX_DEVICE_ATTEMPTS`]):
-    /// attempt `a` is seeded with [`super::attempt_seed`]`(seed, a)`, only attempt 0 tries the
-    /// straight motion, and the attempt that solves the problem in the fewest iterations wins
-    /// (ties: the lowest attempt); the others stop as soon as they cannot win. The result does
-    /// not depend on the timing of the blocks.
+    /// attempt `a` is seeded with [`super::attempt_seed`]`(seed, a)` and heads for goal
+    /// `a % goals` of its problem's goal set ([`DeviceProblem`]); only the first attempt per
+    /// goal (`a < goals`) tries the straight motion, and the attempt that solves the problem in
+    /// the fewest iterations wins (ties: the lowest attempt); the others stop as soon as they
+    /// cannot win. The result does not depend on the timing of the blocks.
     pub attempts: u32,
     /// Extra attempts for a problem that proves hard (0: none; `attempts + extra_attempts` at
     /// most [`MAX_DEVICE_ATTEMPTS`]): when no main attempt has solved the problem within
@@ -209,15 +216,85 @@ pub struct DeviceOutcome {
     pub attempt: u32,
 }
 
+/// One problem of a device run: a start and its goal set. Attempt `a` of the problem grows its
+/// goal tree from `goals[a % goals.len()]` (and, when `a < goals.len()`, tries the straight
+/// motion to it first), so with at least as many attempts as goals every goal is raced
+/// towards and the problem's path ends at the goal of the winning attempt.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceProblem<'a> {
+    /// Where the path starts.
+    pub start: &'a [f64],
+    /// Where it may end (at least one).
+    pub goals: Vec<&'a [f64]>,
+}
+
+impl<'a> DeviceProblem<'a> {
+    /// A problem with one goal.
+    pub fn new(start: &'a [f64], goal: &'a [f64]) -> Self {
+        Self {
+            start,
+            goals: vec![goal],
+        }
+    }
+
+    /// The start and the whole goal set of `req` (`goal`, then `other_goals`).
+    pub fn of_request(req: &'a PlanRequest) -> Self {
+        Self {
+            start: &req.start,
+            goals: req.goals().map(Vec::as_slice).collect(),
+        }
+    }
+}
+
 /// A checker that can plan on its device.
 pub trait DevicePlanner: Send + Sync {
-    /// Plans every `(start, goal)` of `problems` (all in one launch, each attempt a block) in the
-    /// checker's scene. The configurations must be valid ones of the checker's joint space.
+    /// Plans every problem of `problems` (all in one launch, each attempt a block) in the
+    /// checker's scene. The configurations must be valid ones of the checker's joint space, and
+    /// no problem may have more goals than `settings.attempts` (each goal needs an attempt).
+    fn rrt_connect_sets(
+        &self,
+        problems: &[DeviceProblem<'_>],
+        settings: &DeviceRrtcSettings,
+    ) -> Result<Vec<DeviceOutcome>, CollisionError>;
+
+    /// [`rrt_connect_sets`](Self::rrt_connect_sets) for problems of one goal each, given as
+    /// `(start, goal)`.
     fn rrt_connect(
         &self,
         problems: &[(&[f64], &[f64])],
         settings: &DeviceRrtcSettings,
-    ) -> Result<Vec<DeviceOutcome>, CollisionError>;
+    ) -> Result<Vec<DeviceOutcome>, CollisionError> {
+        let sets: Vec<DeviceProblem<'_>> = problems
+            .iter()
+            .map(|&(s, g)| DeviceProblem::new(s, g))
+            .collect();
+        self.rrt_connect_sets(&sets, settings)
+    }
+}
+
+/// Fits `settings` to a goal set of `goals` goals: the main attempts rounded up to a multiple
+/// of `goals` (every goal gets as many attempts; rounded down where that would pass
+/// [`MAX_DEVICE_ATTEMPTS`]) and the extra attempts cut to what is left of
+/// [`MAX_DEVICE_ATTEMPTS`]. An error when the set has more goals than attempts can be.
+pub fn fit_goal_set(settings: &mut DeviceRrtcSettings, goals: usize) -> Result<(), String> {
+    let g = u32::try_from(goals)
+        .ok()
+        .filter(|g| (1..=MAX_DEVICE_ATTEMPTS).contains(g))
+        .ok_or_else(|| {
+            format!(
+                "the device planner races an attempt towards every goal: a goal set of {goals} \
+                 goals is more than the {MAX_DEVICE_ATTEMPTS} attempts a problem may have"
+            )
+        })?;
+    if g == 1 {
+        return Ok(());
+    }
+    let per_goal = settings.attempts.max(1).div_ceil(g);
+    settings.attempts = (per_goal * g).min(MAX_DEVICE_ATTEMPTS / g * g);
+    settings.extra_attempts = settings
+        .extra_attempts
+        .min(MAX_DEVICE_ATTEMPTS - settings.attempts);
+    Ok(())
 }
 
 /// A positive integer from environment variable `var`, else `default`.
@@ -307,15 +384,14 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
     let left = ctx
         .deadline
         .saturating_duration_since(std::time::Instant::now());
-    let settings = settings_for_request(ctx.req, &ctx.space, left);
+    let problem = DeviceProblem::of_request(ctx.req);
+    let mut settings = settings_for_request(ctx.req, &ctx.space, left);
+    fit_goal_set(&mut settings, problem.goals.len()).map_err(PlanError::InvalidRequest)?;
     settings.validate().map_err(PlanError::InvalidRequest)?;
-    check_straight(
-        &ctx.space,
-        &ctx.req.start,
-        &ctx.req.goal,
-        settings.resolution,
-    )
-    .map_err(PlanError::InvalidRequest)?;
+    for goal in &problem.goals {
+        check_straight(&ctx.space, &ctx.req.start, goal, settings.resolution)
+            .map_err(PlanError::InvalidRequest)?;
+    }
     let Some(device) = ctx.checker.device_planner() else {
         return Err(PlanError::InvalidRequest(format!(
             "on_device needs a GPU checker (backend cuda, or auto / hybrid with a GPU); this one is {}",
@@ -323,7 +399,7 @@ pub(crate) fn solve(ctx: &mut Context<'_, '_>) -> Result<RawSolution, PlanError>
         )));
     };
     let outcome = device
-        .rrt_connect(&[(&ctx.req.start, &ctx.req.goal)], &settings)?
+        .rrt_connect_sets(std::slice::from_ref(&problem), &settings)?
         .into_iter()
         .next()
         .ok_or_else(|| CollisionError::Backend {
@@ -403,6 +479,39 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(e.contains("escalate_after"), "{e}");
+    }
+
+    #[test]
+    fn a_goal_set_gets_the_same_attempts_for_every_goal() {
+        let mut req = PlanRequest::new(vec![0.0; 7], vec![1.0; 7], PlannerId::RrtConnect);
+        req.attempts = 8;
+        req.device_extra_attempts = Some(24);
+        let base = settings_for_request(&req, &arm(), Duration::from_secs(1));
+        let fit = |goals: usize| {
+            let mut s = base.clone();
+            fit_goal_set(&mut s, goals).map(|()| (s.attempts, s.extra_attempts))
+        };
+        assert_eq!(fit(1), Ok((8, 24)));
+        assert_eq!(fit(2), Ok((8, 24)));
+        assert_eq!(fit(3), Ok((9, 24)));
+        assert_eq!(fit(20), Ok((20, 24)));
+        // Rounded down where up would pass the keys' 256, the extra attempts cut to fit.
+        assert_eq!(fit(250), Ok((250, 6)));
+        assert_eq!(fit(256), Ok((256, 0)));
+        let e = fit(257).unwrap_err();
+        assert!(e.contains("257 goals"), "{e}");
+        assert!(fit(0).is_err());
+        for goals in [1, 3, 20, 250, 256] {
+            let mut s = base.clone();
+            fit_goal_set(&mut s, goals).expect("fits");
+            assert_eq!(s.validate(), Ok(()));
+            assert_eq!(s.attempts as usize % goals, 0);
+        }
+        // 8 attempts for 100 goals: 100.
+        req.attempts = 8;
+        let mut s = settings_for_request(&req, &arm(), Duration::from_secs(1));
+        fit_goal_set(&mut s, 100).expect("fits");
+        assert_eq!((s.attempts, s.extra_attempts), (100, 24));
     }
 
     #[test]

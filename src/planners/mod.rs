@@ -1131,28 +1131,31 @@ pub fn plan(checker: &dyn Checker, req: &PlanRequest) -> Result<PlanResult, Plan
 }
 
 /// Whether [`plan`] plans `req`'s goal set at once (RRT-Connect on the host grows its goal
-/// tree from every goal; PRM and lazy PRM search the shortest path to any goal of their
-/// roadmap; RRT and RRT* bias towards and connect to every goal, RRT* keeping the cheapest
-/// path to any) rather than one goal after another ([`plan_each_goal`]: PTP, the device
-/// planner).
+/// tree from every goal, on the device it races attempts towards every goal in one launch;
+/// PRM and lazy PRM search the shortest path to any goal of their roadmap; RRT and RRT* bias
+/// towards and connect to every goal, RRT* keeping the cheapest path to any) rather than one
+/// goal after another ([`plan_each_goal`]: PTP).
 pub fn grows_goal_sets(req: &PlanRequest) -> bool {
     match req.planner {
-        PlannerId::RrtConnect => !req.on_device,
+        PlannerId::RrtConnect => true,
         PlannerId::Prm | PlannerId::LazyPrm | PlannerId::Rrt | PlannerId::RrtStar => true,
         PlannerId::Ptp | PlannerId::Lin | PlannerId::Circ => false,
     }
 }
 
-/// Goals of a goal set that [`plan_each_goal`] plans to at most (the first ones).
+/// Goals of a goal set that [`plan_each_goal`] shares the time left between: each goal in
+/// turn gets `left / min(goals still to try, GOALS_IN_TURN)`, so the first goals get a fair
+/// share and the later ones what a quick failure (a goal in collision, a blocked PTP) leaves.
 pub const GOALS_IN_TURN: usize = 3;
 
-/// Plans to the goals of `req` (`goal`, then `other_goals`, at most [`GOALS_IN_TURN`]; a goal
-/// equal to the start first) one after another with `plan_one`, each a request with that one
-/// goal and an equal share of the time left, until one is reached; the result's
-/// `reached_goal` names it and its planning time includes the goals tried before. Every goal must be inside the joint limits of
-/// `space` (else the error names it and nothing is planned). A goal that cannot be reached
-/// (no path, blocked, in collision) passes the turn; when none is reached, the error of the
-/// first goal in collision if all were, else the last failure.
+/// Plans to the goals of `req` (`goal`, then `other_goals`; a goal equal to the start first)
+/// one after another with `plan_one`, each a request with that one goal and a share of the
+/// time left ([`GOALS_IN_TURN`]), until one is reached or the time is spent; the result's
+/// `reached_goal` names it and its planning time includes the goals tried before. Every goal
+/// must be inside the joint limits of `space` (else the error names it and nothing is
+/// planned). A goal that cannot be reached (no path, blocked, in collision) passes the turn;
+/// when none is reached, the error of the first goal in collision if all tried were, else the
+/// last failure.
 pub fn plan_each_goal(
     space: &JointSpace,
     req: &PlanRequest,
@@ -1169,12 +1172,14 @@ pub fn plan_each_goal(
         let here = goals.remove(at);
         goals.insert(0, here);
     }
-    goals.truncate(GOALS_IN_TURN);
     let mut in_collision = None;
     let mut last = None;
     for (turn, &(k, goal)) in goals.iter().enumerate() {
         let left = req.time_limit.saturating_sub(started.elapsed());
-        let share = left / (goals.len() - turn) as u32;
+        if turn > 0 && left.is_zero() {
+            break;
+        }
+        let share = left / (goals.len() - turn).min(GOALS_IN_TURN) as u32;
         let one = PlanRequest {
             goal: goal.to_vec(),
             other_goals: Vec::new(),
