@@ -65,8 +65,9 @@ pub struct PlanArgs {
     pub goal: Option<String>,
     /// One more goal (repeatable), as `--goal` takes it: a goal set, the plan ending at the
     /// goal or at any of these, whichever the planner reaches (RRT-Connect grows its goal
-    /// tree from all, PRM takes the shortest roadmap path to any, RRT and RRT* connect to any;
-    /// PTP and planning under path constraints take the first three in turn). A `--request` with
+    /// tree from all, on the device it races attempts towards all, PRM takes the shortest
+    /// roadmap path to any, RRT and RRT* connect to any; PTP and planning under path
+    /// constraints take them in turn). A `--request` with
     /// several goal constraints of joint constraints makes one too (its further ones come
     /// first, then these). The output's `reached_goal` says which: 0 for the goal, k for the
     /// k-th other goal.

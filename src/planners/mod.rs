@@ -152,9 +152,10 @@ pub struct PlanRequest {
     /// whichever the planner reaches ([`PlanResult::reached_goal`]). RRT-Connect grows its
     /// goal tree from all of them at once (as OMPL does from a goal region's samples), PRM and
     /// lazy PRM take the shortest roadmap path to any of them, RRT and RRT* bias towards and
-    /// connect to all of them (RRT*: the cheapest path to any); PTP, the persistent roadmap,
-    /// the device planner and constrained planning plan to them one after another, each with
-    /// an equal share of the time left ([`plan_each_goal`]). Each must
+    /// connect to all of them (RRT*: the cheapest path to any), the device RRT-Connect races
+    /// attempts towards all of them in one launch ([`device::DeviceProblem`]); PTP, the
+    /// persistent roadmap and constrained planning plan to them one after another, each with
+    /// a share of the time left ([`plan_each_goal`]). Each must
     /// be inside the joint limits; those in collision are left out while one is free.
     /// Empty by default.
     pub other_goals: Vec<Vec<f64>>,

@@ -2,9 +2,9 @@
 //! group configurations, one batched check on the request's checker keeps the collision-free
 //! ones, and the planner plans to the nearest [`GOAL_SET_SIZE`] of them (joint-space distance
 //! from the start) as one goal set: RRT-Connect grows its goal tree from all of them at once,
-//! PRM takes the shortest roadmap path to any, RRT and RRT* connect to any; the persistent
-//! roadmap, the device planner and constrained planning take the nearest ones in turn
-//! ([`super::plan_each_goal`]).
+//! PRM takes the shortest roadmap path to any, RRT and RRT* connect to any, the device
+//! RRT-Connect races attempts towards all of them; the persistent roadmap and constrained
+//! planning take them in turn, nearest first ([`super::plan_each_goal`]).
 //!
 //! The returned trajectory is the planner's, re-validated as every plan is, and ends at a
 //! configuration whose link pose is within the goal's tolerances.
@@ -18,7 +18,7 @@ use crate::robot::ik::{IkError, IkOptions, IkSolution, IkSolver};
 /// Collision-free goal configurations planned to at most, nearest first: one goal set
 /// ([`PlanRequest::other_goals`]). RRT-Connect grows its goal tree from all of them, PRM
 /// searches its roadmap for the nearest, RRT and RRT* connect to any; the planning that takes
-/// the goals in turn takes the first [`super::GOALS_IN_TURN`].
+/// the goals in turn shares the time as [`super::GOALS_IN_TURN`] says.
 pub const GOAL_SET_SIZE: usize = 8;
 
 /// An inverse kinematics error of a pose goal (a start of the wrong length) is a goal that
