@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! `gpu_motion_planner`: GPU-batched sampling-based motion planning.
 //!
 //! The engine is a plain library (robot model, scene, collision checking, roadmaps, planners,

@@ -13,7 +13,7 @@ use crate::robot::JointSpace;
 
 /// The conjunction of checkers (see the module documentation). Later parts see only the
 /// items the earlier parts found free, except for large batches of configurations on the GPU,
-/// which every part checks whole, all at once (see [`CONCURRENT_MIN`]).
+/// which every part checks whole, all at once (see `CONCURRENT_MIN`).
 pub struct AllOf {
     parts: Vec<Box<dyn Checker>>,
 }

@@ -283,7 +283,7 @@ pub const RECOVERY_ITERATIONS: usize = 16;
 /// degenerate simplex or the iteration cap), the `f32` closest point of the simplex may be
 /// off by ~1e-7 m, which tilts `v` by 1e-7 / |v| and, against a face ~1 m wide, moves the
 /// support in `-v` to the far side when the gap is ~1 mm or less. The stall is then handed to
-/// [`separated_finish`], which continues from the same simplex (its vertices are exact
+/// `separated_finish`, which continues from the same simplex (its vertices are exact
 /// support points) with the closest point computed in `f64`. Cases that do not stall are
 /// unchanged, and every `true` still comes from the `f32` test below on a fresh support point.
 pub fn separated(

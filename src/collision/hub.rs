@@ -40,7 +40,7 @@ pub trait BatchExecutor: Send {
     ) -> Result<Vec<bool>, CollisionError>;
 
     /// Status of each prepared motion (one round, no refinement: see
-    /// [`refine_motions`]), motion `i` in scene `scene_of[i]`.
+    /// `refine_motions`), motion `i` in scene `scene_of[i]`.
     fn motion_statuses(
         &mut self,
         p: &PreparedMotions,

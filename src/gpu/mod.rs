@@ -486,7 +486,7 @@ struct Rows<'a> {
 /// Fewest values per staging thread (smaller batches are staged on the calling thread).
 const STAGE_GRAIN: usize = 1 << 18;
 
-/// Environment variable (measurements): values per staging thread instead of [`STAGE_GRAIN`].
+/// Environment variable (measurements): values per staging thread instead of `STAGE_GRAIN`.
 pub const STAGE_GRAIN_ENV: &str = "GMP_STAGE_GRAIN";
 
 /// [`STAGE_GRAIN`], or [`STAGE_GRAIN_ENV`] (read once).
@@ -1983,7 +1983,7 @@ const MOTION_PIECE_MIN: usize = 1 << 15;
 const MOTION_PIECES: usize = 8;
 
 /// Environment variable: the most pieces a motion batch is cut into for pipelining (default
-/// [`MOTION_PIECES`]; `1` checks a batch in one piece, for side-by-side measurements).
+/// `MOTION_PIECES`; `1` checks a batch in one piece, for side-by-side measurements).
 pub const MOTION_PIECES_ENV: &str = "GMP_MOTION_PIECES";
 
 /// Cuts motions with `segments` into the consecutive pieces `DeviceState::motions` checks:

@@ -32,7 +32,7 @@
 //!   function that needs it: the same expression on the same stored values, so the same bits.
 //! - The [`Layout::Looped`] layout computes every world centre once (the same expression),
 //!   stores it, and runs the tests as loops over tables of the robot's constants (see
-//!   [`emit_looped`]); for sphere models a configuration that needs an out-of-line test goes
+//!   `emit_looped`); for sphere models a configuration that needs an out-of-line test goes
 //!   whole to the table-driven twin, the generic kernel's code.
 //!
 //! The broad phase (forward kinematics, every bounding-sphere test) is what the generated code
@@ -302,7 +302,7 @@ pub enum Layout {
     /// Forward kinematics and the world centres unrolled as in [`Layout::Inline`], each centre
     /// stored in a per-thread array; the obstacle tests and the self-pair tests then run as
     /// short loops over compact tables of the robot's bodies, culling bounds and pairs (see
-    /// [`emit_looped`]). Far less code than the unrolled layouts (which miss the instruction
+    /// `emit_looped`). Far less code than the unrolled layouts (which miss the instruction
     /// cache on sphere models), few registers, and every world centre computed once.
     Looped,
     /// [`Layout::Looped`] with fewer loop iterations that wait on each other (each loads a world
@@ -349,7 +349,7 @@ pub enum Layout {
     /// traffic, which the kernel is bound by), decides what it can; the rest go to the exact
     /// `looped-compact-fold` code. Each test of the pass is the exact test at the rounded centres
     /// with its reach grown, and where that fires shrunk, by a bound on the rounding (see
-    /// [`emit_half_slot`]): not firing grown means free, firing shrunk means in collision, as the
+    /// `emit_half_slot`): not firing grown means free, firing shrunk means in collision, as the
     /// exact tests say; in between (within about a millimetre of a contact: 0.3 % of uniformly
     /// random Panda configurations, 2.3 % UR5, 1.5 % Fetch in the host twin) the exact code
     /// decides. `check_configs_half` queues those configurations and `check_configs_rest` checks

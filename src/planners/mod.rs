@@ -221,7 +221,7 @@ pub struct PlanRequest {
     /// one attempt. At most [`MAX_ATTEMPTS`]. Attempt 0 first runs alone for
     /// [`Self::solo_work`].
     pub attempts: usize,
-    /// With parallel attempts: the work ([`Context::progress`]: iterations plus configurations
+    /// With parallel attempts: the work (`Context::progress`: iterations plus configurations
     /// asked to be checked) attempt 0 does alone before the other attempts start, per sample of
     /// a batch (the solo phase lasts `solo_work * batch_size`: a batch of 64 samples asks for
     /// about 64 times the checks of one, so the same number of iterations); a path it finds
@@ -719,14 +719,14 @@ impl Context<'_, '_> {
     }
 }
 
-/// See [`Context::must_stop_lazily`].
+/// See `Context::must_stop_lazily`.
 pub const CLOCK_EVERY: usize = 32;
 
 /// Largest [`PlanRequest::attempts`].
 pub const MAX_ATTEMPTS: usize = 256;
 
 /// Parallel attempts: attempt 0 runs alone until it has done this much work
-/// ([`Context::progress`]); only a run that needs more starts the other attempts. Easy problems
+/// (`Context::progress`); only a run that needs more starts the other attempts. Easy problems
 /// then pay nothing for the threads.
 pub const SOLO_WORK: u64 = 20_000;
 

@@ -22,8 +22,8 @@ pub const MAX_DOF: usize = 12;
 
 /// [`NearestNeighbors::nearest`] scans the stored points when there are at most this many,
 /// and asks the k-d tree beyond (so a query stays O(log n) for large sets). The scan runs over
-/// blocks of [`SCAN_BLOCK`] points side by side (AVX2 where the CPU has it) and gives the tree's
-/// answer (see [`scan`]). Measured on the dev box, 8 joints, on sets grown like RRT trees
+/// blocks of `SCAN_BLOCK` points side by side (AVX2 where the CPU has it) and gives the tree's
+/// answer (see `scan`). Measured on the dev box, 8 joints, on sets grown like RRT trees
 /// (each point a small step from an earlier one) and queried from uniform samples, mostly far
 /// outside them, as RRT queries them: 0.45 / 1.4 / 5.1 / 23 us at 256 / 1,000 / 4,000 /
 /// 16,000 points, against 0.79 / 3.0 / 11.6 / 47 us for kiddo's single-nearest query (the

@@ -64,7 +64,7 @@ pub struct ServiceSettings {
     /// Default planner (`prm`, `lazy_prm`, `rrt`, `rrt_star`, `rrt_connect` or `drm`, the
     /// persistent dynamic roadmap of [`roadmap`]).
     pub planner: String,
-    /// Collision backend (`auto`, `cpu`, `cuda` or `hybrid`, see [`make_checker`]).
+    /// Collision backend (`auto`, `cpu`, `cuda` or `hybrid`, see [`crate::collision::make_checker`]).
     pub backend: String,
     /// The robot geometry the planners check ([`RobotShapes::Spheres`] needs the robot's
     /// sphere model, [`RobotModel::spherized`]); the `drm` planner keeps the polytopes.
@@ -268,7 +268,7 @@ pub struct ServicePlanResponse {
     /// waypoint or is timed another way.
     pub rounded_corners: Option<(usize, usize)>,
     /// Which goal of a goal set the plan ends at: 0 for the goal, `k` for the request's
-    /// `other_goals[k - 1]` ([`PlanResult::reached_goal`]); 0 without other goals and for a
+    /// `other_goals[k - 1]` ([`crate::planners::PlanResult::reached_goal`]); 0 without other goals and for a
     /// pose goal.
     pub reached_goal: usize,
 }

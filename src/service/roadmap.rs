@@ -198,7 +198,7 @@ impl PlanningService {
             .or_else(|| self.roadmaps.last())
     }
 
-    /// The summary of the roadmap shown ([`Self::shown_roadmap`]), when there is one.
+    /// The summary of the roadmap shown (`Self::shown_roadmap`), when there is one.
     pub fn roadmap_summary(&self) -> Option<RoadmapSummary> {
         self.shown_roadmap().map(|p| {
             let (vertices, edges) = (p.drm.roadmap().num_vertices(), p.drm.roadmap().num_edges());
@@ -294,7 +294,7 @@ impl PlanningService {
         Ok(())
     }
 
-    /// What `~/roadmap` shows now: the persistent roadmap shown ([`Self::shown_roadmap`], if
+    /// What `~/roadmap` shows now: the persistent roadmap shown (`Self::shown_roadmap`, if
     /// any) and the last planned path, through the end effector's position (the tip of the
     /// group each was made for).
     pub fn roadmap_view(&self) -> Result<RoadmapView, ServiceError> {

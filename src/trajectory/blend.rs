@@ -738,7 +738,7 @@ pub const TOPP_STEPS: usize = 128;
 /// against the whole).
 pub const TOPP_SHARE: f64 = 0.95;
 
-/// The Bézier shapes tried (see [`Curve::new`]).
+/// The Bézier shapes tried (see `Curve::new`).
 pub const SHAPES: [f64; 5] = [0.9, 0.75, 0.6, 0.45, 0.3];
 
 fn norm(v: &[f64]) -> f64 {

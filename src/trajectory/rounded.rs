@@ -1,7 +1,7 @@
 //! Timing a path through its corners without stopping: each corner is rounded by a circular
 //! arc in joint space that leaves the corner by at most a tolerance (MoveIt's time-optimal
 //! parameterization rounds corners the same way, its `path_tolerance`), and the whole path is
-//! timed as fast as the joint velocity and acceleration limits allow (see [`super::phase`]).
+//! timed as fast as the joint velocity and acceleration limits allow (see `super::phase`).
 //!
 //! - **The arcs.** At a waypoint where the path turns by `α`, the arc of radius
 //!   `r = ℓ / tan(α/2)` starts `ℓ` before the waypoint on the incoming segment and ends `ℓ`
