@@ -2208,12 +2208,21 @@ fn other_goal_states_make_a_goal_set() {
         gpu_motion_planner::service::ErrorCategory::InvalidGoal
     );
     // With LIN, or with a pose goal: refused naming the field.
+    // Both are goals that cannot be planned as asked (MoveIt's INVALID_GOAL_CONSTRAINTS).
     let e = s.plan(set(&s, Some("LIN"))).unwrap_err();
     assert!(e.to_string().contains("other_goal_states"), "{e}");
+    assert_eq!(
+        e.category(),
+        gpu_motion_planner::service::ErrorCategory::InvalidGoal
+    );
     let pose = ServicePlanRequest {
         other_goals: vec![(names(&s), other.to_vec())],
         ..pose_request(&s, "", &tool_pose_at(&s, &other))
     };
     let e = s.plan(pose).unwrap_err();
     assert!(e.to_string().contains("other_goal_states"), "{e}");
+    assert_eq!(
+        e.category(),
+        gpu_motion_planner::service::ErrorCategory::InvalidGoal
+    );
 }

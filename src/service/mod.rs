@@ -562,6 +562,10 @@ impl ServiceError {
             | ServiceError::BadPose(_)
             | ServiceError::BadWaypoints(_)
             | ServiceError::BadPathConstraints(_)
+            | ServiceError::BadOption {
+                name: "other_goal_states",
+                ..
+            }
             | ServiceError::Plan(PlanError::GoalViolatesConstraints(_)) => C::InvalidGoal,
             ServiceError::Plan(PlanError::StartViolatesConstraints(_)) => {
                 C::StartViolatesConstraints
