@@ -323,3 +323,53 @@ fn bad_blend_radii_and_blocked_blends_are_refused_naming_the_item() {
         }
     }
 }
+
+/// An item may have a goal set (`other_goals`): it ends at the goal its planner reaches, the
+/// item's plan says which, and the next item starts there.
+#[test]
+fn an_item_with_a_goal_set_ends_at_the_goal_reached_and_the_next_starts_there() {
+    let mut s = service();
+    // The first goal of item 0 with the tool inside a cube: left out, MIDDLE reached.
+    let blocked = [-1.6, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let at = tool_at(&s, &blocked);
+    place(&mut s, "blocks", 1, MarkerKind::Cube, at, 0.2);
+    let items = vec![
+        ServiceSequenceItem {
+            request: ServicePlanRequest {
+                planner: Some("PTP".into()),
+                other_goals: vec![(names(&s), MIDDLE.to_vec())],
+                ..request(&s, &FIRST, &blocked)
+            },
+            blend_radius: 0.0,
+        },
+        ServiceSequenceItem {
+            request: ServicePlanRequest {
+                planner: Some("PTP".into()),
+                goal: (names(&s), FIRST.to_vec()),
+                ..Default::default()
+            },
+            blend_radius: 0.0,
+        },
+    ];
+    let seq = s.plan_sequence(&items).expect("plans");
+    assert_eq!(seq.items[0].reached_goal, 1);
+    assert_eq!(seq.items[1].reached_goal, 0);
+    let at = |i: usize| seq.trajectory.points[seq.item_ends[i]].positions.clone();
+    assert_eq!(at(0), MIDDLE.to_vec());
+    assert_eq!(at(1), FIRST.to_vec());
+    assert_eq!(
+        seq.items[1].path.first().map(Vec::as_slice),
+        Some(&MIDDLE[..])
+    );
+    assert_sound(&s, &seq);
+    // A LIN item cannot take a goal set: refused naming the item and the field.
+    let mut lin = items;
+    lin[0].request.planner = Some("LIN".into());
+    let e = s.plan_sequence(&lin).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("item 0") && text.contains("other_goal_states"),
+        "{text}"
+    );
+    assert_eq!(e.category(), ErrorCategory::InvalidGoal);
+}

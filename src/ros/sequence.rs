@@ -25,8 +25,8 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
                 },
                 goal_state: item.goal_state.clone(),
                 goal_name: item.goal_name.clone(),
-                // An item moves to one goal: the next item starts where it ends.
-                other_goal_states: Vec::new(),
+                // A goal set: the next item starts where this one ends.
+                other_goal_states: item.other_goal_states.clone(),
                 goal_pose: item.goal_pose.clone(),
                 goal_link: item.goal_link.clone(),
                 goal_position_only: item.goal_position_only,
@@ -62,13 +62,14 @@ pub fn sequence_response(
             success: true,
             error_code: SUCCESS,
             message: format!(
-                "{} motions ({}){}, {} trajectory points, {:.3} s long",
+                "{} motions ({}){}{}, {} trajectory points, {:.3} s long",
                 seq.items.len(),
                 seq.items
                     .iter()
                     .map(|p| p.planner.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
+                goals_text(&seq.items),
                 blends_text(&seq.blends),
                 seq.trajectory.points.len(),
                 seq.trajectory.duration()
@@ -80,8 +81,29 @@ pub fn sequence_response(
                 .iter()
                 .map(|p| stats_msg(&p.stats, &p.backend, &p.planner))
                 .collect::<Vec<PlanningStats>>(),
+            reached_goals: seq
+                .items
+                .iter()
+                .map(|p| i32::try_from(p.reached_goal).unwrap_or(i32::MAX))
+                .collect(),
         },
         Err(e) => sequence_refused(error_code(e.category()), e.to_string()),
+    }
+}
+
+/// Which motions ended at one of their other goal states, for the response message ("" when
+/// every motion ended at its goal).
+fn goals_text(items: &[crate::service::ServicePlanResponse]) -> String {
+    let each: Vec<String> = items
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.reached_goal > 0)
+        .map(|(i, p)| format!("item {i} ends at other_goal_states[{}]", p.reached_goal - 1))
+        .collect();
+    if each.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", each.join(", "))
     }
 }
 
@@ -155,5 +177,17 @@ mod tests {
             (Some(3), Some("home"))
         );
         assert_eq!((items[0].blend_radius, items[1].blend_radius), (0.05, 0.0));
+        assert!(reqs[0].other_goals.is_empty());
+        // An item's other goal states make its goal set.
+        let mut other = r2r::sensor_msgs::msg::JointState::default();
+        other.name = vec!["shoulder_pan_joint".into()];
+        other.position = vec![1.0];
+        req.items[1].other_goal_states = vec![other];
+        let items = sequence_requests(&req);
+        assert_eq!(
+            items[1].request.other_goals,
+            vec![(vec!["shoulder_pan_joint".to_string()], vec![1.0])]
+        );
+        assert!(items[0].request.other_goals.is_empty());
     }
 }

@@ -641,6 +641,29 @@ def sequence_checks(node):
           ok and reached and at_rest and all(b > a for a, b in zip(times, times[1:]))
           and 'ptp, lin' in res.message and len(res.stats) == 2,
           res and f'{res.message!r}; item ends {ends}')
+    # A goal set on the first motion: its goal_state in collision, the goal among its
+    # other_goal_states; it ends there, the LIN starts there, reached_goals says so.
+    blocked = [0.0, 1.9, 0.0, 0.0, 0.0, 0.0]
+    there_set = MotionSequenceItem()
+    there_set.goal_state = joint_state(ARM, blocked)
+    there_set.other_goal_states = [joint_state(ARM, goal)]
+    there_set.planner_id = 'PTP'
+    req.items = [there_set, back]
+    res = call(node, client, req, timeout=60.0)
+    ok = res is not None and res.success
+    pts = res.trajectory.points if ok else []
+    ends = list(res.item_ends) if ok else []
+    reached = ok and len(ends) == 2 and \
+        max(abs(a - b) for a, b in zip(pts[ends[0]].positions, goal)) < 1e-9 and \
+        max(abs(a - b) for a, b in zip(pts[-1].positions, start)) < 1e-9
+    bad = ic.first_collision(ROBOT, SCENE, res.trajectory) if ok else None
+    check('~/plan_sequence with a goal set on a motion: it ends at the goal reached (its '
+          'goal_state in collision), the next starts there, reached_goals names it',
+          ok and reached and list(res.reached_goals) == [1, 0] and bad is None
+          and 'item 0 ends at other_goal_states[0]' in res.message
+          and ic.collision(ROBOT, SCENE, ARM, blocked) is not None,
+          res and f'{res.message!r}; reached_goals {list(res.reached_goals)}; item ends {ends}; '
+          f'independent {bad}')
     back.blend_radius = 0.05
     req.items = [there, back]
     res = call(node, client, req, timeout=30.0)
