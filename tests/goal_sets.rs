@@ -226,3 +226,37 @@ fn a_start_already_at_a_goal_of_the_set_is_a_plan_to_it() {
         assert!(res.trajectory.points.len() <= 2, "{planner}: no motion");
     }
 }
+
+/// A path that reached one goal of the set is cut where a straight motion to a nearer goal of
+/// the set leaves it (`planners::retarget`): with a far goal and a near one both in straight
+/// sight of the start, every planner ends at the near one, straight from the start (PRM and
+/// RRT* find it anyway; RRT-Connect's straight motion and RRT's first connection may reach
+/// the far one first).
+#[test]
+fn a_goal_set_path_ends_at_the_nearer_goal_in_sight_along_the_way() {
+    let world = BoxWorld::new(space(2, &[]), vec![aabb(&[0.45, 0.6], &[0.55, 1.0])]);
+    let start = vec![0.1, 0.1];
+    let far = vec![0.9, 0.3];
+    let near = vec![0.3, 0.1];
+    for planner in PLANNERS {
+        let req = request(&start, &[far.clone(), near.clone()], planner, 9);
+        let res = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
+        assert_reaches(&world, &req, &res, 1);
+        assert_eq!(res.path, vec![start.clone(), near.clone()], "{planner}");
+    }
+    // A goal behind the end of the wall: whichever goal the plan ends at, every motion of it
+    // (the straight one to a retargeted goal included) passes the dense re-check, and the same
+    // seed gives the same plan.
+    let hidden = vec![0.62, 0.9];
+    assert!(world.exact_free(&hidden));
+    for planner in PLANNERS {
+        let req = request(&start, &[far.clone(), hidden.clone()], planner, 9);
+        let res = plan(&world, &req).unwrap_or_else(|e| panic!("{planner}: {e}"));
+        assert_reaches(&world, &req, &res, res.reached_goal);
+        let again = plan(&world, &req).expect("plans again");
+        assert_eq!(
+            (again.reached_goal, again.path),
+            (res.reached_goal, res.path)
+        );
+    }
+}

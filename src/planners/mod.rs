@@ -1299,7 +1299,14 @@ pub(crate) fn run_with(
     if req.other_goals.is_empty() && asked.other_goals.is_empty() {
         return complete_with(&counting, req, raw, planning, post);
     }
-    // A goal set: the path is completed as a plan to the goal it reached.
+    // A goal set: a nearer goal in straight sight of a waypoint first, then the path is
+    // completed as a plan to the goal it reached.
+    let mut raw = raw;
+    if post.retargets() {
+        if let Some(path) = retarget(&counting, req, &raw.path)? {
+            raw.path = path;
+        }
+    }
     let (reached, goal) = goal_reached(&space, asked, &raw.path);
     let to_reached = PlanRequest {
         goal: goal.clone(),
@@ -1328,6 +1335,71 @@ pub(crate) trait PostProcess {
         req: &PlanRequest,
         path: &[Vec<f64>],
     ) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError>;
+
+    /// Whether a goal set's raw path may end with a straight motion to another goal
+    /// ([`retarget`]): not where straight motions could leave path constraints.
+    fn retargets(&self) -> bool {
+        false
+    }
+}
+
+/// Candidate retargets checked at most ([`retarget`]), the cheapest.
+pub const RETARGET_CANDIDATES: usize = 64;
+
+/// A shorter way to a goal set: the raw `path` (ending at one goal of `req`'s set) cut at a
+/// waypoint and continued by a straight motion to another goal of the set, when that is
+/// shorter than the rest of `path` (joint-space length) and the motion is free at the
+/// request's resolution. The planners end at the goal they meet first, often not the one
+/// nearest along the way; this takes the shortest of the [`RETARGET_CANDIDATES`] cheapest
+/// candidates (ties: the earlier waypoint, then the earlier goal), all checked in one batch.
+/// `None` when no candidate is shorter or none is free.
+pub(crate) fn retarget(
+    counting: &CountingChecker<'_>,
+    req: &PlanRequest,
+    path: &[Vec<f64>],
+) -> Result<Option<Vec<Vec<f64>>>, PlanError> {
+    let space = counting.space();
+    let Some(end) = path.last() else {
+        return Ok(None);
+    };
+    if path.len() < 2 || req.other_goals.is_empty() {
+        return Ok(None);
+    }
+    let along = trajectory::lengths_along(space, path);
+    let total = along.last().copied().unwrap_or(0.0);
+    let mut candidates: Vec<(f64, usize, usize)> = Vec::new();
+    for (j, goal) in req.goals().enumerate() {
+        if space.distance(goal, end) == 0.0 {
+            continue; // the goal the path reached
+        }
+        for (i, q) in path[..path.len() - 1].iter().enumerate() {
+            let cost = along[i] + space.distance(q, goal);
+            // Shorter by more than rounding: a real gain.
+            if cost < total * (1.0 - 1e-9) {
+                candidates.push((cost, i, j));
+            }
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    candidates.truncate(RETARGET_CANDIDATES);
+    let goals: Vec<&Vec<f64>> = req.goals().collect();
+    let mut motions = MotionBatch::new(space.dof());
+    for &(_, i, j) in &candidates {
+        motions.push(&path[i], goals[j])?;
+    }
+    let verdicts = counting.check_motions(&motions, req.resolution)?;
+    Ok(candidates
+        .iter()
+        .zip(&verdicts)
+        .find(|(_, &ok)| ok)
+        .map(|(&(_, i, j), _)| {
+            let mut cut = path[..=i].to_vec();
+            cut.push(goals[j].clone());
+            cut
+        }))
 }
 
 /// The post-processing of every plan without path constraints: batched random shortcuts
@@ -1360,6 +1432,10 @@ impl PostProcess for Unconstrained {
         path: &[Vec<f64>],
     ) -> Result<(Trajectory, trajectory::PathTiming), TrajectoryError> {
         finish(counting, req, path)
+    }
+
+    fn retargets(&self) -> bool {
+        true
     }
 }
 

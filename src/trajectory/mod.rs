@@ -424,6 +424,21 @@ pub fn path_length(space: &JointSpace, path: &[Vec<f64>]) -> f64 {
     path.windows(2).map(|w| space.distance(&w[0], &w[1])).sum()
 }
 
+/// Joint-space length of `path` up to each of its waypoints (0 at the first, the path's length
+/// at the last).
+pub fn lengths_along(space: &JointSpace, path: &[Vec<f64>]) -> Vec<f64> {
+    let mut along = Vec::with_capacity(path.len());
+    let mut total = 0.0;
+    if !path.is_empty() {
+        along.push(total);
+    }
+    for w in path.windows(2) {
+        total += space.distance(&w[0], &w[1]);
+        along.push(total);
+    }
+    along
+}
+
 /// A candidate shortcut: from fraction `t1` of segment `i1` to fraction `t2` of segment `i2`.
 struct Candidate {
     i1: usize,
@@ -530,12 +545,7 @@ pub fn shortcut_refined<R: Rng + ?Sized>(
             break;
         }
         // Cumulative arc length at each waypoint.
-        let mut cum = Vec::with_capacity(path.len());
-        cum.push(0.0);
-        for w in path.windows(2) {
-            let last = cum.last().copied().unwrap_or(0.0);
-            cum.push(last + space.distance(&w[0], &w[1]));
-        }
+        let cum = lengths_along(&space, &path);
         let total = cum.last().copied().unwrap_or(0.0);
         if total <= 0.0 {
             break;
