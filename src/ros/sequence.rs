@@ -179,9 +179,11 @@ mod tests {
         assert_eq!((items[0].blend_radius, items[1].blend_radius), (0.05, 0.0));
         assert!(reqs[0].other_goals.is_empty());
         // An item's other goal states make its goal set.
-        let mut other = r2r::sensor_msgs::msg::JointState::default();
-        other.name = vec!["shoulder_pan_joint".into()];
-        other.position = vec![1.0];
+        let other = r2r::sensor_msgs::msg::JointState {
+            name: vec!["shoulder_pan_joint".into()],
+            position: vec![1.0],
+            ..Default::default()
+        };
         req.items[1].other_goal_states = vec![other];
         let items = sequence_requests(&req);
         assert_eq!(
