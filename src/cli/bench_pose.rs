@@ -137,7 +137,7 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
             }
             let other: Box<dyn Checker>;
             let checker: &dyn Checker = if a.backend == "cpu" {
-                &cpu
+                cpu.as_ref()
             } else {
                 other = mbm_backend_checker(&a.backend, &r, p, shapes, 0)?;
                 if a.on_device {

@@ -1179,19 +1179,9 @@ pub(crate) fn mbm_problem_checker(
     r: &crate::mbm::MbmRobot,
     p: &crate::mbm::Problem,
     shapes: RobotShapes,
-) -> Result<(CpuChecker, [bool; 2]), CliError> {
+) -> Result<(Box<dyn Checker>, [bool; 2]), CliError> {
     let (start, goal) = r.start_goal(p)?;
-    let checker = CpuChecker::new(
-        &r.model,
-        &r.group,
-        &r.start_full_state(p),
-        &p.scene,
-        CheckerOptions {
-            shapes,
-            threads: 1,
-            ..Default::default()
-        },
-    )?;
+    let checker = mbm_backend_checker("cpu", r, p, shapes, 1)?;
     let v = checker.check_configs(&ConfigBatch::from_rows(start.len(), &[start, goal])?)?;
     let free = |k: usize| v.get(k).copied().unwrap_or(false);
     Ok((checker, [free(0), free(1)]))
