@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use r2r::control_msgs::action::{FollowJointTrajectory, GripperCommand};
@@ -26,7 +27,7 @@ use super::plan::{from_message, joint_trajectory};
 use crate::controllers::{ControllerKind, ControllerSet, GripperGoal, PartGoal};
 
 /// How long a gripper goal sent in topic mode is kept for `~/stop` to cancel.
-const TOPIC_GRIP_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+const TOPIC_GRIP_WAIT: Duration = Duration::from_secs(120);
 
 /// The `GripperCommand` action type.
 pub type Grip = GripperCommand::Action;
@@ -541,7 +542,8 @@ pub async fn send_goals(
                 refused.push(format!("not executed: the {whose} rejected its goal"))
             }
             Err(Refusal::Late) => refused.push(format!(
-                "not executed: {action} did not answer the goal within {} s",
+                "not executed: {action} did not answer the goal within {} s (should it \
+                 accept the goal later, the node cancels it)",
                 SERVER_WAIT.as_secs()
             )),
             Err(Refusal::Other(e)) => refused.push(format!("not executed: {action}: {e}")),
@@ -561,6 +563,10 @@ pub async fn send_goals(
     }
     Err(failed(message))
 }
+
+/// How long a goal request that was not answered within [`SERVER_WAIT`] is still watched for
+/// a late acceptance (which is then cancelled).
+const LATE_ACCEPTANCE_WAIT: Duration = Duration::from_secs(60);
 
 /// Why a goal was not accepted.
 enum Refusal {
@@ -595,11 +601,26 @@ where
     T::Result: Send + 'static,
     T::Feedback: Send + 'static,
 {
-    let sent = client
-        .send_goal_request(goal)
-        .map_err(|e| Refusal::Other(e.to_string()))?;
-    match tokio::time::timeout(SERVER_WAIT, sent).await {
-        Err(_) => Err(Refusal::Late),
+    let mut sent = Box::pin(
+        client
+            .send_goal_request(goal)
+            .map_err(|e| Refusal::Other(e.to_string()))?,
+    );
+    match tokio::time::timeout(SERVER_WAIT, &mut sent).await {
+        Err(_) => {
+            // The request may only be late: a controller that accepts it after all must not
+            // move the robot unwatched, so its goal is cancelled as soon as it is accepted.
+            tokio::spawn(async move {
+                if let Ok(Ok((handle, _result, _feedback))) =
+                    tokio::time::timeout(LATE_ACCEPTANCE_WAIT, sent).await
+                {
+                    if let Ok(done) = handle.cancel() {
+                        let _ = tokio::time::timeout(SERVER_WAIT, done).await;
+                    }
+                }
+            });
+            Err(Refusal::Late)
+        }
         Ok(Err(r2r::Error::RCL_RET_ACTION_GOAL_REJECTED)) => Err(Refusal::Rejected),
         Ok(Err(e)) => Err(Refusal::Other(e.to_string())),
         Ok(Ok((handle, result, mut feedback))) => {

@@ -1911,10 +1911,15 @@ class Spinning:
         self.node.destroy_node()
 
 
+# Longer than the node waits for a controller to answer a goal (5 s).
+LATE_ANSWER = 6.5
+
+
 class FakeController(Spinning):
     """A control_msgs/FollowJointTrajectory server at CONTROLLER_ACTION in a node and executor
-    thread of its own. `mode`: succeed, abort (PATH_TOLERANCE_VIOLATED), reject, or hold (runs
-    until cancelled, at most 60 s). Keeps every goal's trajectory."""
+    thread of its own. `mode`: succeed, abort (PATH_TOLERANCE_VIOLATED), reject, hold (runs
+    until cancelled, at most 60 s), or late (accepts after LATE_ANSWER s, then holds). Keeps
+    every goal's trajectory."""
 
     def __init__(self):
         self.mode = 'succeed'
@@ -1929,11 +1934,13 @@ class FakeController(Spinning):
 
     def goal(self, request):
         self.goals.append(request.trajectory)
+        if self.mode == 'late':
+            time.sleep(LATE_ANSWER)
         return GoalResponse.REJECT if self.mode == 'reject' else GoalResponse.ACCEPT
 
     def execute(self, handle):
         result = FollowJointTrajectory.Result()
-        if self.mode == 'hold':
+        if self.mode in ('hold', 'late'):
             deadline = time.time() + 60.0
             while time.time() < deadline and not handle.is_cancel_requested:
                 time.sleep(0.05)
@@ -2039,6 +2046,18 @@ def action_execute_checks(node, planned):
               res is not None and not res.success and 'nothing to stop' in res.message,
               res and res.message)
 
+        fake.mode = 'late'
+        cancelled = fake.cancelled
+        res = call(node, execute, Trigger.Request(), timeout=20.0)
+        # The goal is accepted 1.5 s after the node stopped waiting; the node then cancels it.
+        wait_for(node, lambda: fake.cancelled > cancelled, 10.0)
+        check('a controller answering a goal too late: ~/execute fails saying so, and the goal '
+              'it accepts afterwards is cancelled (the robot does not move unwatched)',
+              res is not None and not res.success and 'did not answer the goal' in res.message
+              and fake.cancelled == cancelled + 1,
+              f'{res and res.message!r}; {fake.cancelled - cancelled} cancelled')
+        fake.mode = 'hold'
+
         ros2_param('set', NODE, 'execution_duration_scaling', '0.5')
         time.sleep(0.5)
         rc, out = ros2_param('get', NODE, 'execution_duration_scaling')
@@ -2053,11 +2072,11 @@ def action_execute_checks(node, planned):
         res = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
         took = time.time() - started
         # The server sees the cancellation on its next poll, after it accepted the request.
-        wait_for(node, lambda: fake.cancelled == 2, 3.0)
+        wait_for(node, lambda: fake.cancelled == cancelled + 2, 3.0)
         check('a goal still running after its duration x scaling + margin is cancelled and '
               'reported',
               res is not None and not res.success and 'did not finish within' in res.message
-              and 'the goal was cancelled' in res.message and fake.cancelled == 2
+              and 'the goal was cancelled' in res.message and fake.cancelled == cancelled + 2
               and took >= seconds,
               f'{res and res.message!r} after {took:.2f} s (duration {seconds:.2f} s)')
         for name, value in (('execution_duration_scaling', '1.2'),
@@ -2112,16 +2131,20 @@ def arrival_checks(node, execute, states, planned, sent_by):
 
 
 def execute_when_discovered(node, execute, seconds, before=lambda: None):
-    """~/execute, called again (for up to 20 s) while the node answers that it has not yet
-    discovered a controller's action server; `before` runs before each call. The last answer
-    and how long it took."""
-    deadline = time.time() + 20.0
+    """~/execute, called again (for up to 30 s) while the node answers that it has not yet
+    discovered a controller's action server, or that the server did not answer the goal (a
+    request sent just as the server is discovered can be lost; a late acceptance is cancelled
+    by the node, checked in action_execute_checks); `before` runs before each call. The last
+    answer and how long it took."""
+    deadline = time.time() + 30.0
     while True:
         before()
         started = time.time()
         done = call(node, execute, Trigger.Request(), timeout=seconds + 15.0)
         took = time.time() - started
-        if done is None or 'action server at' not in done.message or time.time() > deadline:
+        if done is None or time.time() > deadline or (
+                'action server at' not in done.message
+                and 'did not answer the goal' not in done.message):
             return done, took
 
 
