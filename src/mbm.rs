@@ -224,6 +224,11 @@ pub struct Request {
     /// request order; empty when there is one goal constraint, when the goal is a pose goal,
     /// and for further constraints without joint constraints (not used).
     pub other_goals: Vec<Vec<(String, f64)>>,
+    /// The pose goals of the further goal constraints beside a pose goal (`pose_goal`): each
+    /// one's first position constraint with its first orientation constraint, in request
+    /// order; empty beside a joint goal (further constraints without a position constraint
+    /// are not used).
+    pub other_pose_goals: Vec<RequestPose>,
 }
 
 /// A pose goal read from a MoveIt request's position and orientation constraints.
@@ -389,9 +394,10 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
     let goal = joint_goal(jc, 0)?;
     // Joint constraints, when given, are the goal; a pose constraint beside them is not used.
     let pose_goal = pose_goal.filter(|_| goal.is_empty());
-    // Further goal constraints: more joint goals of a goal set, beside a joint goal (those
-    // without joint constraints, and all of them beside a pose goal, are not used).
+    // Further goal constraints: more joint goals of a goal set beside a joint goal, more pose
+    // goals beside a pose goal (the others are not used).
     let mut other_goals = Vec::new();
+    let mut other_pose_goals = Vec::new();
     let further = doc["goal_constraints"]
         .as_sequence()
         .map_or(&[][..], |c| c.as_slice());
@@ -400,6 +406,11 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
             if !goal.is_empty() && !jc.is_empty() {
                 other_goals.push(joint_goal(jc, at)?);
             }
+        }
+        if pose_goal.is_some() {
+            let pose =
+                pose_constraint(c).map_err(|m| err(format!("goal_constraints[{at}]: {m}")))?;
+            other_pose_goals.extend(pose);
         }
     }
     let path_constraints =
@@ -412,6 +423,7 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
         pose_goal,
         path_constraints,
         other_goals,
+        other_pose_goals,
     })
 }
 
@@ -446,6 +458,7 @@ pub fn load_problems_where(
                 pose_goal: _,
                 path_constraints,
                 other_goals: _,
+                other_pose_goals: _,
             } = read_request(&req)?;
             if !path_constraints.is_empty() {
                 return Err(MbmError::Request {

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use gpu_motion_planner::mbm;
-use gpu_motion_planner::planners::pose::{free_goals, plan_to_pose};
-use gpu_motion_planner::planners::{PlanError, PlanRequest, PlannerId};
+use gpu_motion_planner::planners::pose::{
+    free_goals, plan_to_pose, plan_to_poses_set, plan_to_poses_with,
+};
+use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlannerId};
 use gpu_motion_planner::robot::ik::{
     default_tip_link, IkOptions, IkSolver, PoseTarget, DEFAULT_ORIENTATION_TOLERANCE,
     DEFAULT_POSITION_TOLERANCE,
@@ -378,4 +380,101 @@ fn bench_pose_reports_every_set_size_on_the_same_problems() {
         text.contains("| panda | 1 |") && text.contains("| panda | 8 |"),
         "{text}"
     );
+}
+
+#[test]
+fn several_goal_poses_make_one_goal_set_round_by_round() {
+    let b = bundled();
+    let (robot, group, base, tip) = (&b.robot, &b.group, &b.base, b.tip);
+    let (checker, start) = b.checker_and_start();
+    // Three reachable, free poses: the tool poses of random free configurations.
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut targets = Vec::new();
+    while targets.len() < 3 {
+        let q = group.space.sample_uniform(&mut rng);
+        if checker.check_config(&q).expect("check") {
+            targets.push(PoseTarget::pose(
+                tip,
+                link_pose(robot, group, base, &q, tip),
+            ));
+        }
+    }
+    let far = PoseTarget::position(tip, Vector3::new(3.0, 0.0, 0.5));
+    let solver = |t: &PoseTarget| IkSolver::new(robot, group, base, t.clone()).expect("solver");
+    let mut req = PlanRequest::new(start.clone(), Vec::new(), PlannerId::RrtConnect);
+    req.seed = 2;
+    req.time_limit = Duration::from_secs(20);
+    let opts = IkOptions {
+        starts: 32,
+        ..IkOptions::default()
+    };
+    let solvers: Vec<IkSolver> = std::iter::once(&far).chain(&targets).map(solver).collect();
+    let singles: Vec<_> = solvers
+        .iter()
+        .map(|s| free_goals(&checker, s, &start, &opts).expect("search"))
+        .collect();
+    assert_eq!(singles[0].found, 0, "the far pose is out of reach");
+    assert!(singles[1..].iter().all(|g| !g.free.is_empty()));
+
+    // The set handed to the planner: with set size 1, one solution per pose that has one
+    // (each pose's nearest), nearest first.
+    let mut seen = Vec::new();
+    let pp = plan_to_poses_set(&checker, &req, &solvers, &opts, 1, |r| {
+        seen.push(r.clone());
+        plan(&checker, r)
+    })
+    .expect("plans");
+    assert_eq!(seen.len(), 1);
+    let set: Vec<&Vec<f64>> = std::iter::once(&seen[0].goal)
+        .chain(&seen[0].other_goals)
+        .collect();
+    let mut nearest: Vec<&Vec<f64>> = singles[1..].iter().map(|g| &g.free[0].config).collect();
+    let d = |q: &Vec<f64>| group.space.distance(&start, q);
+    nearest.sort_by(|a, b| d(a).total_cmp(&d(b)));
+    assert_eq!(set, nearest);
+    // The pose reached is the one whose solution the path ends at; its search is reported.
+    assert!(pp.pose >= 1);
+    assert_eq!(pp.goals.len(), 4);
+    assert_eq!(pp.goals[pp.pose], singles[pp.pose]);
+    assert_eq!(pp.result.path.last(), Some(&pp.goal.config));
+    let traj = &pp.result.trajectory;
+    assert_reaches(
+        &checker,
+        robot,
+        group,
+        base,
+        &targets[pp.pose - 1],
+        &start,
+        traj,
+    );
+
+    // With the default size (8): round after round, so every pose's nearest comes first.
+    seen.clear();
+    let again = plan_to_poses_with(&checker, &req, &solvers, &opts, |r| {
+        seen.push(r.clone());
+        plan(&checker, r)
+    })
+    .expect("plans");
+    let set: Vec<&Vec<f64>> = std::iter::once(&seen[0].goal)
+        .chain(&seen[0].other_goals)
+        .collect();
+    let available: usize = singles.iter().map(|g| g.free.len()).sum();
+    assert_eq!(set.len(), available.min(8));
+    assert_eq!(set[..3], nearest[..]);
+    // Deterministic for the seed.
+    let third =
+        plan_to_poses_with(&checker, &req, &solvers, &opts, |r| plan(&checker, r)).expect("plans");
+    assert_eq!(third.result.path, again.result.path);
+    assert_eq!(third.pose, again.pose);
+
+    // Nothing reachable: the error counts the poses; no poses at all is refused.
+    let nowhere = [solver(&far), solver(&far)];
+    match plan_to_poses_with(&checker, &req, &nowhere, &opts, |r| plan(&checker, r)) {
+        Err(PlanError::NoIkSolution(m)) => assert!(m.contains("any of the 2 goal poses"), "{m}"),
+        other => panic!("expected no IK solution, got {other:?}"),
+    }
+    match plan_to_poses_with(&checker, &req, &[], &opts, |r| plan(&checker, r)) {
+        Err(PlanError::InvalidGoal(m)) => assert!(m.contains("0 goal poses"), "{m}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

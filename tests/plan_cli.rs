@@ -846,6 +846,60 @@ fn plan_to_a_pose_goal_ends_at_the_pose() {
 }
 
 #[test]
+fn other_goal_poses_plan_to_whichever_pose_is_reached() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let target = tool_pose(&goal);
+    let (t, r) = (target.translation.vector, target.rotation.coords);
+    let pose = json_list(&[t.x, t.y, t.z, r.x, r.y, r.z, r.w]);
+    let s = json_list(&start);
+    // The goal pose is out of reach; the other one is the goal's tool pose.
+    let args = [
+        "--start",
+        &s,
+        "--goal-pose",
+        "[3.0, 0.0, 0.5]",
+        "--other-goal-pose",
+        &pose,
+        "--seed",
+        "2",
+    ];
+    let v = pose_plan(&args, &start);
+    assert_eq!(v["reached_goal"], 1);
+    assert_ends_at(&v, &target, 1e-4, 1e-3);
+    let g = &v["goal_pose"];
+    assert!(g["position_error"].as_f64().unwrap() <= 1e-4);
+    let (x, y, z) = (t.x, t.y, t.z);
+    let at = numbers(&g["target"]["position"]);
+    assert!((at[0] - x).abs() + (at[1] - y).abs() + (at[2] - z).abs() < 1e-9);
+    // Without a pose goal, or with a bad pose, refused by name.
+    let out = bundled(&[
+        "--start",
+        &s,
+        "--goal",
+        &json_list(&goal),
+        "--other-goal-pose",
+        &pose,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--other-goal-pose") && err.contains("cannot be used with"),
+        "{err}"
+    );
+    let out = bundled(&[
+        "--start",
+        &s,
+        "--goal-pose",
+        &pose,
+        "--other-goal-pose",
+        "[1, 2]",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--other-goal-pose #1 needs 3 values"), "{err}");
+}
+
+#[test]
 fn bad_pose_goals_are_refused_by_name() {
     let (_, start, goal) = DEMO_QUERIES[0];
     let s = json_list(&start);
@@ -1001,6 +1055,34 @@ fn plan_from_a_moveit_request_with_a_pose_constraint() {
         err.contains("goal_constraints[0]") && err.contains("BOX"),
         "{err}"
     );
+}
+
+#[test]
+fn a_moveit_request_with_several_pose_constraints_plans_to_any() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let target = tool_pose(&goal);
+    let far = nalgebra::Isometry3::translation(3.0, 0.0, 0.5);
+    let region = "{type: 2, dimensions: [0.002]}";
+    // goal_constraints[0]: out of reach; goal_constraints[1]: the goal's tool pose.
+    let first = pose_request_yaml(&start, &far, region);
+    let second = pose_request_yaml(&start, &target, region);
+    let (_, block) = second
+        .split_once("goal_constraints:\n")
+        .expect("a goal_constraints block");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two_poses.yaml");
+    std::fs::write(&path, format!("{first}{block}")).unwrap();
+    let v = pose_plan(&["--request", path.to_str().unwrap()], &start);
+    assert_eq!(v["reached_goal"], 1);
+    assert_ends_at(&v, &target, 0.002, 0.01);
+    // Only the first would be NO_IK_SOLUTION.
+    std::fs::write(&path, &first).unwrap();
+    let out = bundled(&["--request", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout_json(&out)["error"]
+        .as_str()
+        .unwrap()
+        .contains("inverse kinematics"));
 }
 
 #[test]

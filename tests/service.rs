@@ -2226,3 +2226,94 @@ fn other_goal_states_make_a_goal_set() {
         gpu_motion_planner::service::ErrorCategory::InvalidGoal
     );
 }
+
+/// The pose goal of `pose_request` for `pose`, as another goal pose.
+fn pose_goal_of(s: &PlanningService, pose: &Isometry3<f64>) -> ServicePoseGoal {
+    pose_request(s, "world", pose)
+        .goal_pose
+        .expect("a pose goal")
+}
+
+#[test]
+fn other_goal_poses_make_one_goal_set_with_the_goal_pose() {
+    let mut s = service();
+    let far = Isometry3::translation(3.0, 0.0, 0.5);
+    let target = tool_pose_at(&s, &GOAL);
+    // A cube around the tool's pose at `blocked`: every solution of that pose collides.
+    let blocked = [-1.6, 0.3, 0.8, 0.0, 0.0, 0.0];
+    let inside = tool_pose_at(&s, &blocked);
+    s.apply_marker(cube("blocks", 1, inside.translation.vector, 0.2))
+        .expect("cube");
+    let candidates = |s: &PlanningService, others: &[Isometry3<f64>]| ServicePlanRequest {
+        other_goal_poses: others.iter().map(|p| pose_goal_of(s, p)).collect(),
+        ..pose_request(s, "world", &far)
+    };
+    // The goal pose is out of reach and the first other one blocked: the second is reached.
+    for planner in [None, Some("drm"), Some("prm")] {
+        let req = ServicePlanRequest {
+            planner: planner.map(str::to_string),
+            ..candidates(&s, &[inside, target])
+        };
+        let res = s.plan(req).expect("plans to the free pose");
+        assert_eq!(res.reached_goal, 2, "{planner:?}");
+        assert_valid(&s, &res.path, &res.trajectory);
+        let last = &res.trajectory.points.last().expect("points").positions;
+        let reached = tool_pose_at(&s, last);
+        assert!((reached.translation.vector - target.translation.vector).norm() <= 1e-4);
+        assert!(reached.rotation.angle_to(&target.rotation) <= 1e-3);
+        let (_, dp, _) = res.pose_error.expect("pose error of the reached pose");
+        assert!(dp <= 1e-4);
+    }
+    // The same request plans the same path again (seeded).
+    let a = s.plan(candidates(&s, &[inside, target])).expect("plans");
+    let b = s.plan(candidates(&s, &[inside, target])).expect("plans");
+    assert_eq!(a.path, b.path);
+    // In a batch it is planned alone, as plan plans it.
+    let batch = s.plan_batch(&[
+        candidates(&s, &[inside, target]),
+        request(&s, &START, &GOAL),
+    ]);
+    assert_eq!(batch[0].as_ref().expect("candidates").path, a.path);
+    assert_eq!(batch[0].as_ref().expect("candidates").reached_goal, 2);
+
+    // None reachable and free: the error speaks of all the poses.
+    let e = s.plan(candidates(&s, &[inside])).unwrap_err();
+    assert!(e.to_string().contains("2 goal poses"), "{e}");
+    assert!(
+        matches!(
+            e.category(),
+            ErrorCategory::GoalInCollision | ErrorCategory::NoIkSolution
+        ),
+        "{e}"
+    );
+
+    // Refusals name the field: a bad pose (with its index), no goal pose, LIN, too many.
+    let mut bad = candidates(&s, &[target, target]);
+    bad.other_goal_poses[1].frame = "camera".into();
+    let e = s.plan(bad).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("other_goal_poses[1]") && text.contains("frame 'camera'"),
+        "{text}"
+    );
+    assert_eq!(e.category(), ErrorCategory::InvalidGoal);
+    let lonely = ServicePlanRequest {
+        other_goal_poses: vec![pose_goal_of(&s, &target)],
+        ..request(&s, &START, &GOAL)
+    };
+    let e = s.plan(lonely).unwrap_err();
+    assert!(e.to_string().contains("go with a goal pose"), "{e}");
+    assert_eq!(e.category(), ErrorCategory::InvalidGoal);
+    let lin = ServicePlanRequest {
+        planner: Some("LIN".into()),
+        ..candidates(&s, &[target])
+    };
+    let e = s.plan(lin).unwrap_err();
+    assert!(e.to_string().contains("other_goal_poses"), "{e}");
+    assert_eq!(e.category(), ErrorCategory::InvalidGoal);
+    let many = candidates(&s, &vec![target; 64]);
+    let e = s.plan(many).unwrap_err();
+    assert!(e.to_string().contains("at most 63"), "{e}");
+    // The service keeps planning.
+    assert!(s.plan(request(&s, &START, &GOAL)).is_ok());
+}

@@ -27,7 +27,7 @@ use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
 use crate::planners::pilz::{self, CircPoint, PilzPath};
-use crate::planners::pose::plan_to_pose_with;
+use crate::planners::pose::{plan_to_poses_with, MAX_GOAL_POSES};
 use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{IkSolver, PoseTarget};
@@ -76,6 +76,14 @@ pub struct PlanArgs {
     /// A pose goal instead of a goal configuration (see `gmp ik`).
     #[command(flatten)]
     pub pose: super::pose::PoseGoalArgs,
+    /// One more goal pose (repeatable; grasp candidates), as `--goal-pose` takes it and with
+    /// its link and tolerances: the solutions of every pose make one goal set, the plan ending
+    /// at whichever pose the planner reaches. With a pose goal only (`--goal-pose`, or a
+    /// `--request` whose first goal constraint is a pose: its further pose constraints come
+    /// first, then these). The output's `reached_goal` says which: 0 for the goal pose, k for
+    /// the k-th other one.
+    #[arg(long = "other-goal-pose", conflicts_with_all = ["goal", "other_goals"])]
+    pub other_goal_poses: Vec<String>,
     /// Path constraints: a YAML file holding a MoveIt `moveit_msgs/Constraints`
     /// (`orientation_constraints` with XYZ Euler angles or a rotation vector,
     /// `position_constraints` with one BOX region each, `joint_constraints`), kept by every
@@ -215,6 +223,8 @@ pub struct Problem {
     pub other_goals: Vec<Vec<f64>>,
     /// The pose goal of `--goal-pose`, which replaces the goal configuration.
     pub pose: Option<PoseTarget>,
+    /// More goal poses beside `pose` (`--other-goal-pose`, a request's further pose goals).
+    pub other_poses: Vec<PoseTarget>,
     /// Path constraints of `--path-constraints` or the request, in the root frame.
     pub constraints: PathConstraints,
 }
@@ -392,14 +402,39 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
     a.cloud
         .add_to(&mut scene, &robot, &group.full_state(&base, &start))?;
     let mut pose = a.pose.target(&robot, &group)?;
+    let mut other_poses = Vec::new();
     if let (None, None, Some(req), Some(path)) = (&pose, &goal, &request, &a.request) {
         if let Some(rp) = &req.pose_goal {
-            pose = Some(
+            let target = |rp, at: usize| {
                 request_target(&robot, &base, scene.frame(), rp).map_err(|e| {
-                    CliError(format!("{}: goal_constraints[0]: {e}", path.display()))
-                })?,
-            );
+                    CliError(format!("{}: goal_constraints[{at}]: {e}", path.display()))
+                })
+            };
+            pose = Some(target(rp, 0)?);
+            // The further pose goals, numbered as the request's goal constraints with one.
+            let mut at = 0;
+            for c in &req.other_pose_goals {
+                at += 1;
+                other_poses.push(target(c, at)?);
+            }
         }
+    }
+    for (i, text) in a.other_goal_poses.iter().enumerate() {
+        if pose.is_none() {
+            return Err(CliError(
+                "--other-goal-pose goes with a pose goal (--goal-pose, or a --request whose \
+                 goal is a pose); give more goal configurations with --other-goal"
+                    .into(),
+            ));
+        }
+        let option = format!("--other-goal-pose #{}", i + 1);
+        other_poses.push(a.pose.target_of(text, &option, &robot, &group)?);
+    }
+    if 1 + other_poses.len() > MAX_GOAL_POSES {
+        return Err(CliError(format!(
+            "{} goal poses: at most {MAX_GOAL_POSES}",
+            1 + other_poses.len()
+        )));
     }
     let spec = match (&a.path_constraints, &request) {
         (Some(p), _) => read_constraints(p)?,
@@ -441,6 +476,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         goal,
         other_goals,
         pose,
+        other_poses,
         constraints,
     })
 }
@@ -662,6 +698,12 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         _ => None,
     };
     if let Some(kind) = kind {
+        if !p.other_poses.is_empty() {
+            return Err(CliError(format!(
+                "--other-goal-pose: {} moves to one goal, not a goal set",
+                req.planner
+            )));
+        }
         if !req.other_goals.is_empty() {
             return Err(CliError(format!(
                 "--other-goal: {} moves to one goal, not a goal set",
@@ -680,21 +722,29 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     let plan_one = |r: &PlanRequest| plan_constrained(checker.as_ref(), r, &set);
     let outcome = match &p.pose {
         None => plan_one(&req).map(|r| (r, None)),
-        Some(target) => {
-            let solver = IkSolver::new(&p.robot, &p.group, &p.base, target.clone())
+        Some(first) => {
+            let targets: Vec<&PoseTarget> = std::iter::once(first).chain(&p.other_poses).collect();
+            let solvers = targets
+                .iter()
+                .map(|&t| IkSolver::new(&p.robot, &p.group, &p.base, t.clone()))
+                .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| CliError(e.to_string()))?;
             let opts = a.pose.ik_options(a.seed)?;
-            plan_to_pose_with(checker.as_ref(), &req, &solver, &opts, plan_one).map(|pp| {
+            plan_to_poses_with(checker.as_ref(), &req, &solvers, &opts, plan_one).map(|pp| {
                 let (dp, dr) = (pp.goal.position_error, pp.goal.orientation_error);
+                let target = targets[pp.pose];
+                let mut result = pp.result;
+                // The goal reached is the pose's (its solutions are the tool's own set).
+                result.reached_goal = pp.pose;
                 let goal = json!({
                     "target": super::pose::target_json(&p.robot, target),
                     "position_error": dp,
                     "orientation_error": dr,
-                    "configurations_found": pp.goals.found,
-                    "in_collision": pp.goals.in_collision,
+                    "configurations_found": pp.goals[pp.pose].found,
+                    "in_collision": pp.goals[pp.pose].in_collision,
                     "ik_time_s": pp.ik_time.as_secs_f64(),
                 });
-                (pp.result, Some(goal))
+                (result, Some(goal))
             })
         }
     };

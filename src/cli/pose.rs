@@ -49,12 +49,24 @@ impl PoseGoalArgs {
         robot: &RobotModel,
         group: &PlanningGroup,
     ) -> Result<Option<PoseTarget>, CliError> {
-        let Some(text) = &self.goal_pose else {
-            return Ok(None);
-        };
+        match &self.goal_pose {
+            Some(text) => self.target_of(text, "--goal-pose", robot, group).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The target of the pose `text` (as `--goal-pose` takes it) with these options' link
+    /// and tolerances; errors name `option` (or the option at fault).
+    pub fn target_of(
+        &self,
+        text: &str,
+        option: &str,
+        robot: &RobotModel,
+        group: &PlanningGroup,
+    ) -> Result<PoseTarget, CliError> {
         let values: Vec<f64> = serde_json::from_str(text).map_err(|e| {
             CliError(format!(
-                "--goal-pose must be a JSON list [x, y, z] or [x, y, z, qx, qy, qz, qw], got \
+                "{option} must be a JSON list [x, y, z] or [x, y, z, qx, qy, qz, qw], got \
                  '{text}': {e}"
             ))
         })?;
@@ -63,13 +75,13 @@ impl PoseGoalArgs {
             [x, y, z, qx, qy, qz, qw] => ([*x, *y, *z], Some([*qx, *qy, *qz, *qw])),
             _ => {
                 return Err(CliError(format!(
-                    "--goal-pose needs 3 values (position) or 7 (position and quaternion), got {}",
+                    "{option} needs 3 values (position) or 7 (position and quaternion), got {}",
                     values.len()
                 )))
             }
         };
-        let pose = pose_from_parts(position, quaternion, "--goal-pose")
-            .map_err(|e| CliError(e.to_string()))?;
+        let pose =
+            pose_from_parts(position, quaternion, option).map_err(|e| CliError(e.to_string()))?;
         let link = match &self.goal_link {
             Some(name) => robot
                 .tree
@@ -94,7 +106,7 @@ impl PoseGoalArgs {
                 self.orientation_tolerance
             )));
         }
-        Ok(Some(PoseTarget {
+        Ok(PoseTarget {
             link,
             pose,
             position_tolerance: self.position_tolerance,
@@ -102,7 +114,7 @@ impl PoseGoalArgs {
             orientation_tolerance: quaternion
                 .filter(|_| !robot.position_only_ik(&group.name))
                 .map(|_| self.orientation_tolerance),
-        }))
+        })
     }
 
     /// The search options for `seed`; errors name `--ik-starts`.

@@ -6,6 +6,9 @@
 //! RRT-Connect races attempts towards all of them; the persistent roadmap and constrained
 //! planning take them in turn, nearest first ([`super::plan_each_goal`]).
 //!
+//! Several goal poses (grasp candidates, say; [`plan_to_poses_with`]) are solved for alike,
+//! and all their solutions make one goal set: the plan ends at whichever pose it reaches.
+//!
 //! The returned trajectory is the planner's, re-validated as every plan is, and ends at a
 //! configuration whose link pose is within the goal's tolerances.
 
@@ -40,16 +43,22 @@ pub struct PoseGoals {
     pub in_collision: usize,
 }
 
-/// A plan to a pose goal.
+/// The most goal poses one request plans to ([`plan_to_poses_with`]): grasp candidates,
+/// say. Their solutions make one goal set.
+pub const MAX_GOAL_POSES: usize = 64;
+
+/// A plan to a pose goal, or to the first reached of several.
 #[derive(Debug)]
 pub struct PosePlan {
     /// The plan (its last waypoint is `goal.config`).
     pub result: PlanResult,
     /// The goal configuration it reached.
     pub goal: IkSolution,
-    /// What the search found.
-    pub goals: PoseGoals,
-    /// Time spent in inverse kinematics and the goals' collision check.
+    /// Which of the goal poses (solvers) `goal` is for: 0 for a single pose.
+    pub pose: usize,
+    /// What the search found, for each goal pose in order.
+    pub goals: Vec<PoseGoals>,
+    /// Time spent in inverse kinematics and the goals' collision checks.
     pub ik_time: Duration,
 }
 
@@ -125,38 +134,140 @@ pub fn plan_to_pose_set(
     solver: &IkSolver,
     opts: &IkOptions,
     set_size: usize,
+    plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
+) -> Result<PosePlan, PlanError> {
+    plan_to_poses_set(
+        checker,
+        template,
+        std::slice::from_ref(solver),
+        opts,
+        set_size,
+        plan_one,
+    )
+}
+
+/// Plans from `template.start` to whichever of several goal poses (one solver each, at most
+/// [`MAX_GOAL_POSES`]; grasp candidates, say) the planner reaches first: every pose is
+/// solved for (the same `opts`), and the collision-free solutions make one goal set, so that
+/// RRT-Connect grows its goal tree from all of them at once (as for one pose). The set holds
+/// each pose's nearest solution, then each one's second nearest and so on, nearest to the
+/// start first within each round, [`GOAL_SET_SIZE`] or one per pose if more poses have free
+/// solutions.
+/// [`PosePlan::pose`] says which pose was reached. A pose without a solution, or with only
+/// solutions in collision, is left out while another has a free one. Errors as
+/// [`plan_to_pose`], for all poses.
+pub fn plan_to_poses_with(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    solvers: &[IkSolver],
+    opts: &IkOptions,
+    plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
+) -> Result<PosePlan, PlanError> {
+    plan_to_poses_set(checker, template, solvers, opts, GOAL_SET_SIZE, plan_one)
+}
+
+/// [`plan_to_poses_with`] with goal sets of `set_size` configurations (at least one per
+/// pose with a free solution).
+pub fn plan_to_poses_set(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    solvers: &[IkSolver],
+    opts: &IkOptions,
+    set_size: usize,
     mut plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
 ) -> Result<PosePlan, PlanError> {
-    let t0 = Instant::now();
-    let goals = free_goals(checker, solver, &template.start, opts)?;
-    let ik_time = t0.elapsed();
-    if goals.found == 0 {
-        return Err(PlanError::NoIkSolution(format!(
-            "no configuration within the joint limits puts the link at the goal pose within \
-             its tolerances ({} starting configurations tried)",
-            opts.starts
+    if solvers.is_empty() || solvers.len() > MAX_GOAL_POSES {
+        return Err(PlanError::InvalidGoal(format!(
+            "{} goal poses: give 1 to {MAX_GOAL_POSES}",
+            solvers.len()
         )));
     }
-    if goals.free.is_empty() {
-        return Err(PlanError::InvalidGoal(format!(
-            "all {} configurations found for the goal pose are in collision",
-            goals.found
-        )));
+    let t0 = Instant::now();
+    let goals = solvers
+        .iter()
+        .map(|solver| free_goals(checker, solver, &template.start, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ik_time = t0.elapsed();
+    let found: usize = goals.iter().map(|g| g.found).sum();
+    if found == 0 {
+        return Err(PlanError::NoIkSolution(if solvers.len() == 1 {
+            format!(
+                "no configuration within the joint limits puts the link at the goal pose within \
+                 its tolerances ({} starting configurations tried)",
+                opts.starts
+            )
+        } else {
+            format!(
+                "no configuration within the joint limits puts the link at any of the {} goal \
+                 poses within its tolerances ({} starting configurations tried for each)",
+                solvers.len(),
+                opts.starts
+            )
+        }));
+    }
+    let set = goal_set(&goals, template, checker, set_size);
+    if set.is_empty() {
+        return Err(PlanError::InvalidGoal(if solvers.len() == 1 {
+            format!("all {found} configurations found for the goal pose are in collision")
+        } else {
+            format!(
+                "all {found} configurations found for the {} goal poses are in collision",
+                solvers.len()
+            )
+        }));
     }
     let left = template.time_limit.saturating_sub(t0.elapsed());
-    let set = &goals.free[..goals.free.len().min(set_size.max(1))];
     let req = PlanRequest {
-        goal: set[0].config.clone(),
-        other_goals: set[1..].iter().map(|g| g.config.clone()).collect(),
+        goal: set[0].1.config.clone(),
+        other_goals: set[1..].iter().map(|(_, g)| g.config.clone()).collect(),
         time_limit: left.max(Duration::from_millis(1)),
         ..template.clone()
     };
     let result = plan_one(&req)?;
-    let goal = set.get(result.reached_goal).unwrap_or(&set[0]).clone();
+    let (pose, goal) = set.get(result.reached_goal).unwrap_or(&set[0]).clone();
     Ok(PosePlan {
         result,
         goal,
+        pose,
         goals,
         ik_time,
     })
+}
+
+/// The goal set of the free solutions `goals` (each pose's, nearest first), each with its
+/// pose: round after round, every pose's next solution, the round ordered nearest to
+/// `template.start` first, until `set_size` (at least one per pose with a free solution) are
+/// taken.
+fn goal_set(
+    goals: &[PoseGoals],
+    template: &PlanRequest,
+    checker: &dyn Checker,
+    set_size: usize,
+) -> Vec<(usize, IkSolution)> {
+    let with_free = goals.iter().filter(|g| !g.free.is_empty()).count();
+    let size = set_size.max(1).max(with_free);
+    let space = checker.space();
+    let mut set = Vec::with_capacity(size);
+    for round in 0.. {
+        let mut next: Vec<(usize, &IkSolution)> = goals
+            .iter()
+            .enumerate()
+            .filter_map(|(pose, g)| g.free.get(round).map(|s| (pose, s)))
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        // A stable sort: equal distances keep the poses' order.
+        next.sort_by(|a, b| {
+            space
+                .distance(&template.start, &a.1.config)
+                .total_cmp(&space.distance(&template.start, &b.1.config))
+        });
+        set.extend(next.into_iter().map(|(pose, s)| (pose, s.clone())));
+        if set.len() >= size {
+            set.truncate(size);
+            break;
+        }
+    }
+    set
 }

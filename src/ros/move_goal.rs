@@ -34,6 +34,7 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
         goal_state: goal.goal_state.clone(),
         goal_name: goal.goal_name.clone(),
         other_goal_states: goal.other_goal_states.clone(),
+        other_goal_poses: goal.other_goal_poses.clone(),
         goal_pose: goal.goal_pose.clone(),
         goal_link: goal.goal_link.clone(),
         goal_position_only: goal.goal_position_only,

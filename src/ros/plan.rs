@@ -6,6 +6,7 @@
 //! settings hold; every value is checked by the service, whose errors name the input.
 
 use r2r::builtin_interfaces::msg::Duration as DurationMsg;
+use r2r::geometry_msgs::msg::PoseStamped;
 use r2r::gpu_motion_planner_interfaces::msg::{PathConstraints, PlanningStats};
 use r2r::gpu_motion_planner_interfaces::srv::{PlanBatch, PlanPath};
 use r2r::std_msgs::msg::Header;
@@ -71,6 +72,11 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
             .other_goal_states
             .iter()
             .map(|g| (g.name.clone(), g.position.clone()))
+            .collect(),
+        other_goal_poses: req
+            .other_goal_poses
+            .iter()
+            .map(|ps| pose_goal_of(req, ps))
             .collect(),
     }
 }
@@ -174,15 +180,22 @@ pub fn pose_goal(req: &PlanPath::Request) -> Option<ServicePoseGoal> {
     if !pose_given {
         return None;
     }
+    Some(pose_goal_of(req, ps))
+}
+
+/// The pose goal `ps` with the request's goal link, position-only flag and tolerances (zero
+/// tolerances mean the defaults).
+fn pose_goal_of(req: &PlanPath::Request, ps: &PoseStamped) -> ServicePoseGoal {
+    let (p, o) = (&ps.pose.position, &ps.pose.orientation);
     let nonzero = |x: f64| if x == 0.0 { None } else { Some(x) };
-    Some(ServicePoseGoal {
+    ServicePoseGoal {
         frame: ps.header.frame_id.clone(),
         link: (!req.goal_link.is_empty()).then(|| req.goal_link.clone()),
         position: [p.x, p.y, p.z],
         orientation: (!req.goal_position_only).then_some([o.x, o.y, o.z, o.w]),
         position_tolerance: nonzero(req.goal_position_tolerance),
         orientation_tolerance: nonzero(req.goal_orientation_tolerance),
-    })
+    }
 }
 
 /// The PlanPath error code of an error category (MoveIt error code values).
@@ -322,7 +335,7 @@ pub fn response(
                         "; '{link}' within {dp:.2e} m and {dr:.2e} rad of the goal pose"
                     ))
                     .unwrap_or_default()
-            ) + &goal_note(plan.reached_goal)
+            ) + &goal_note(plan.reached_goal, !request.other_goal_poses.is_empty())
                 + &corners_note(plan.rounded_corners)
                 + &speed_note(plan.link_speed.as_ref()),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
@@ -346,11 +359,17 @@ pub fn response(
     }
 }
 
-/// Which goal of a goal set a plan ends at, for a response's message ("" for the goal).
-pub fn goal_note(reached_goal: usize) -> String {
+/// Which goal of a goal set a plan ends at, for a response's message ("" for the goal):
+/// one of the other goal poses (`poses`) or of the other goal states.
+pub fn goal_note(reached_goal: usize, poses: bool) -> String {
+    let field = if poses {
+        "other_goal_poses"
+    } else {
+        "other_goal_states"
+    };
     match reached_goal {
         0 => String::new(),
-        k => format!("; ends at other_goal_states[{}]", k - 1),
+        k => format!("; ends at {field}[{}]", k - 1),
     }
 }
 
@@ -407,6 +426,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 cartesian_speed_limited_link: req.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: req.max_cartesian_speed,
                 other_goal_states: Vec::new(),
+                other_goal_poses: Vec::new(),
             })
         })
         .collect())

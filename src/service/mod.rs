@@ -36,7 +36,7 @@ use nalgebra::{Isometry3, Point3, Vector3};
 use crate::collision::{Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::dynamic_roadmap::DynamicError;
-use crate::planners::pose::plan_to_pose_with;
+use crate::planners::pose::{plan_to_poses_with, MAX_GOAL_POSES};
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
@@ -184,6 +184,12 @@ pub struct ServicePlanRequest {
     /// which). Not with a pose goal (whose inverse kinematics solutions already make one) nor
     /// with LIN and CIRC.
     pub other_goals: Vec<(Vec<String>, Vec<f64>)>,
+    /// More goal poses beside `goal_pose` (grasp candidates, say; at most
+    /// [`MAX_GOAL_POSES`]` - 1`): the solutions of all of them make one goal set and the
+    /// plan ends at whichever pose the planner reaches (the response's `reached_goal`: 0 for
+    /// `goal_pose`, k for `other_goal_poses[k - 1]`). Only with `goal_pose`; not with LIN
+    /// and CIRC.
+    pub other_goal_poses: Vec<ServicePoseGoal>,
 }
 
 /// A Cartesian speed limit: the returned trajectory is slowed uniformly until `link` moves
@@ -235,6 +241,7 @@ impl ServicePlanRequest {
             goal_pose: None,
             goal_name: None,
             other_goals: Vec::new(),
+            other_goal_poses: Vec::new(),
             ..self.clone()
         }
     }
@@ -439,6 +446,15 @@ pub enum ServiceError {
     /// goal joint positions).
     #[error("goal_pose: {0}")]
     BadPoseGoal(String),
+    /// A pose of the request's other goal poses that cannot be used (frame, link,
+    /// quaternion, tolerances).
+    #[error("other_goal_poses[{index}]: {message}")]
+    BadOtherGoalPose {
+        /// Its index in the request's other goal poses.
+        index: usize,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A goal of the request's other goals that cannot be used.
     #[error("other_goal_states[{index}]: {source}")]
     BadOtherGoal {
@@ -559,11 +575,12 @@ impl ServiceError {
             | ServiceError::BadJointList { which, .. } => by_side(which),
             ServiceError::BadPoseGoal(_)
             | ServiceError::BadOtherGoal { .. }
+            | ServiceError::BadOtherGoalPose { .. }
             | ServiceError::BadPose(_)
             | ServiceError::BadWaypoints(_)
             | ServiceError::BadPathConstraints(_)
             | ServiceError::BadOption {
-                name: "other_goal_states",
+                name: "other_goal_states" | "other_goal_poses",
                 ..
             }
             | ServiceError::Plan(PlanError::GoalViolatesConstraints(_)) => C::InvalidGoal,
@@ -895,6 +912,8 @@ struct Prepared {
     use_roadmap: bool,
     /// A pose goal, solved for once the checker is ready (`request.goal` is empty then).
     pose: Option<PoseTarget>,
+    /// Further goal poses beside `pose` (one goal set with it).
+    other_poses: Vec<PoseTarget>,
     /// The path constraints in the planning frame (empty: none).
     constraints: PathConstraints,
     /// The planning group it plans for.
@@ -1260,30 +1279,35 @@ impl PlanningService {
             (None, Some(set)) => plan_constrained(checker, r, set),
             (None, None) => planners::plan(checker, r),
         };
-        let (result, pose_error) = match &prepared.pose {
-            None => (plan_one(preq)?, None),
+        let (result, pose_error, reached_goal) = match &prepared.pose {
+            None => {
+                let result = plan_one(preq)?;
+                let reached = result.reached_goal;
+                (result, None, reached)
+            }
             Some(target) => {
-                let solver =
-                    IkSolver::new(&self.robot, &group, &prepared.start_state, target.clone())
-                        .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
+                let targets = std::iter::once(target).chain(&prepared.other_poses);
+                let solvers = targets
+                    .map(|t| IkSolver::new(&self.robot, &group, &prepared.start_state, t.clone()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
                 let opts = IkOptions {
                     seed: preq.seed,
                     ..IkOptions::default()
                 };
-                let pp = plan_to_pose_with(checker, preq, &solver, &opts, plan_one)?;
-                let link = self.robot.tree.links[target.link].name.clone();
+                let pp = plan_to_poses_with(checker, preq, &solvers, &opts, plan_one)?;
+                let reached = prepared.other_poses.get(pp.pose.wrapping_sub(1));
+                let link = self.robot.tree.links[reached.unwrap_or(target).link]
+                    .name
+                    .clone();
                 let errors = (link, pp.goal.position_error, pp.goal.orientation_error);
-                (pp.result, Some(errors))
+                // A pose goal's goal set is the node's own (its inverse kinematics
+                // solutions): the goal reached is the pose's.
+                (pp.result, Some(errors), pp.pose)
             }
         };
         let mut trajectory = result.trajectory;
         let rounded_corners = result.timing.rounded_corners();
-        // A pose goal's goal set is the node's own (its inverse kinematics solutions).
-        let reached_goal = if prepared.pose.is_some() {
-            0
-        } else {
-            result.reached_goal
-        };
         let link_speed = self.apply_speed_limit(
             &mut trajectory,
             (&group, &prepared.start_state),
@@ -1558,6 +1582,7 @@ impl PlanningService {
         }
 
         let other_goals = self.other_goals(req, &group, &start_state, planner)?;
+        let other_poses = self.other_goal_poses(req, &group, &start_state, planner)?;
         let mut preq = PlanRequest::new(start, goal, planner);
         preq.other_goals = other_goals;
         preq.group = group.name.clone();
@@ -1581,6 +1606,7 @@ impl PlanningService {
             start_state,
             use_roadmap,
             pose,
+            other_poses,
             constraints,
             group,
             planner_config: chosen.map(|c| c.name),
@@ -1629,6 +1655,56 @@ impl PlanningService {
             out.push(goal);
         }
         Ok(out)
+    }
+
+    /// The targets of the request's other goal poses (see
+    /// [`ServicePlanRequest::other_goal_poses`]), each placed as the goal pose is.
+    fn other_goal_poses(
+        &self,
+        req: &ServicePlanRequest,
+        group: &PlanningGroup,
+        start_state: &[f64],
+        planner: PlannerId,
+    ) -> Result<Vec<PoseTarget>, ServiceError> {
+        if req.other_goal_poses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let refuse = |reason: String| ServiceError::BadOption {
+            name: "other_goal_poses",
+            reason,
+        };
+        if req.goal_pose.is_none() {
+            return Err(refuse(
+                "other goal poses go with a goal pose, not with goal joint positions or a named \
+                 state (give those as other goal states)"
+                    .into(),
+            ));
+        }
+        if matches!(planner, PlannerId::Lin | PlannerId::Circ) {
+            return Err(refuse(format!(
+                "{planner} moves to one goal, not a goal set"
+            )));
+        }
+        if req.other_goal_poses.len() >= MAX_GOAL_POSES {
+            return Err(refuse(format!(
+                "{} other goal poses: at most {} beside goal_pose",
+                req.other_goal_poses.len(),
+                MAX_GOAL_POSES - 1
+            )));
+        }
+        req.other_goal_poses
+            .iter()
+            .enumerate()
+            .map(|(index, pg)| {
+                self.pose_target(pg, group, start_state)
+                    .map_err(|e| match e {
+                        ServiceError::BadPoseGoal(message) => {
+                            ServiceError::BadOtherGoalPose { index, message }
+                        }
+                        other => other,
+                    })
+            })
+            .collect()
     }
 
     /// The named states of planning group `group` (`None` or empty: the settings' group): the

@@ -1261,6 +1261,55 @@ def pose_checks(node, plan):
           and res.error_code == codes.INVALID_GOAL_CONSTRAINTS and 'not both' in res.message,
           res and f'code={res.error_code} message={res.message!r}')
 
+    # Grasp candidates: goal_pose out of reach, the first other pose inside the shelf board
+    # (no free solution), the second the goal's tool pose.
+    board = next(o for o in SCENE if o.name == 'shelf_board')
+    candidates = pose_request((3.0, 0.0, 0.5), (0.0, 0.0, 0.0, 1.0))
+    inside = PoseStamped()
+    inside.header.frame_id = 'world'
+    (inside.pose.position.x, inside.pose.position.y,
+     inside.pose.position.z) = board.position
+    inside.pose.orientation.w = 1.0
+    candidates.other_goal_poses = [inside, msg]
+    res = call(node, plan, candidates, timeout=60.0)
+    ok = res is not None and res.success
+    check('~/plan with other_goal_poses (grasp candidates): the one reachable free pose is '
+          'reached, reached_goal and the message say which',
+          ok and res.reached_goal == 2 and 'ends at other_goal_poses[1]' in res.message
+          and ends_at_goal(res.trajectory),
+          res and f'code={res.error_code} reached_goal={res.reached_goal} '
+                  f'message={res.message!r}')
+    if ok:
+        check_trajectory(res.trajectory, SCENE, 'grasp-candidate plan')
+    candidates.other_goal_poses = [inside]
+    res = call(node, plan, candidates, timeout=60.0)
+    check('other_goal_poses none of which can be reached free: fails with a goal error',
+          res is not None and not res.success
+          and res.error_code in (codes.GOAL_IN_COLLISION, codes.NO_IK_SOLUTION)
+          and '2 goal poses' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    bad = PoseStamped()
+    bad.header.frame_id = 'camera_link'
+    bad.pose.orientation.w = 1.0
+    candidates.other_goal_poses = [msg, bad]
+    res = call(node, plan, candidates)
+    check('a bad other goal pose: INVALID_GOAL_CONSTRAINTS naming other_goal_poses[1]',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'other_goal_poses[1]' in res.message and 'camera_link' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    lonely = PlanPath.Request()
+    lonely.start_state = joint_state(ARM, START)
+    lonely.goal_state = joint_state(ARM, GOAL)
+    lonely.other_goal_poses = [msg]
+    res = call(node, plan, lonely)
+    check('other_goal_poses beside a goal state: INVALID_GOAL_CONSTRAINTS saying they go with '
+          'a goal pose',
+          res is not None and not res.success
+          and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'other_goal_poses' in res.message and 'go with a goal pose' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
 
 # A start and goal with the tool pointing straight down, at (0.3, -0.4, 0.3) and
 # (0.25, 0.4, 0.35) m in the bundled scene (solved by the planner's inverse kinematics once;
