@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Demo client of planner_node: asks ~/plan for a few motions of the bundled arm
-(urdf/gmp_arm.urdf) around the bundled scene and for one to a pose of the tool,
+(urdf/gmp_arm.urdf) around the bundled scene, for one to any of a goal set, for one to
+whichever of three tool poses it reaches (grasp candidates) and for one to a pose of the tool,
 ~/plan_cartesian to lower the tool 15 cm straight down from there, then ~/plan_batch for the
 RRT-Connect ones in one call, then carries a 30 cm bar on the tool (~/attach_object) through
 the first motion and drops it (~/detach_object), re-checks the first trajectory against the
@@ -27,7 +28,7 @@ from gpu_motion_planner_interfaces.action import Move
 from gpu_motion_planner_interfaces.srv import (AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject, PlanBatch,
                                               PlanCartesian, PlanPath)
-from geometry_msgs.msg import Pose
+from geometry_msgs.msg import Pose, PoseStamped
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -103,6 +104,7 @@ def main():
         else:
             failures += 1
     failures += goal_set(node, plan)
+    failures += grasp_candidates(node, plan)
     pose = plan_pose(node, plan)
     failures += 0 if pose else 1
     failures += plan_cartesian(node, pose)
@@ -365,13 +367,39 @@ def goal_set(node, plan):
     the first two motions; the answer names the goal the plan ends at. Returns the failures."""
     req = plan_request('rrt_connect', REQUESTS[0][1], [0.0, 1.4, 0.4, 0.0, 0.0, 0.0])
     req.other_goal_states = [state(REQUESTS[1][2]), state(REQUESTS[0][2])]
+    return reaches_another_goal(node, plan, req, 'goal set (3 goals, the first in collision)')
+
+
+def reaches_another_goal(node, plan, req, what):
+    """Asks ~/plan for `req` (a goal set) and prints the answer; the failures: 0 when it
+    planned to one of the other goals."""
     res = call(node, plan, req, 120.0)
     if res is None:
-        print('goal set: no answer within 120 s')
+        print(f'{what}: no answer within 120 s')
         return 1
-    print(f'goal set (3 goals, the first in collision): success={res.success} '
-          f'reached_goal={res.reached_goal} -- {res.message}')
+    print(f'{what}: success={res.success} reached_goal={res.reached_goal} -- {res.message}')
     return 0 if res.success and res.reached_goal > 0 else 1
+
+
+def grasp_candidates(node, plan):
+    """Grasp candidates: the tool pointing down at one of three poses, the first inside the
+    shelf board (no free solution), the others above the table; the answer names the pose the
+    plan ends at. Returns the failures."""
+    req = PlanPath.Request()
+    req.start_state = state(REQUESTS[1][1])
+    poses = []
+    for x, y, z in ((0.58, 0.0, 0.45), (0.3, -0.45, 0.35), (0.35, 0.3, 0.4)):
+        ps = PoseStamped()
+        ps.header.frame_id = 'world'
+        ps.pose.position.x, ps.pose.position.y, ps.pose.position.z = x, y, z
+        ps.pose.orientation.x = 1.0
+        ps.pose.orientation.w = 0.0
+        poses.append(ps)
+    req.goal_pose = poses[0]
+    req.other_goal_poses = poses[1:]
+    req.seed = -1
+    return reaches_another_goal(node, plan, req,
+                                'grasp candidates (3 tool poses, the first inside the shelf board)')
 
 
 def plan_pose(node, plan):

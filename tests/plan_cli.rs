@@ -1618,6 +1618,58 @@ fn a_sequence_file_plans_motions_one_after_another_with_blends() {
     assert!(e.contains("bad.yaml") && e.contains("speed"), "{e}");
 }
 
+/// A sequence item may have a goal set (`other_goals`) or several poses (`other_poses`): it
+/// ends at the goal reached, named in the output, and the next item starts there.
+#[test]
+fn sequence_items_take_other_goals_and_other_poses() {
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let target = tool_pose(&goal);
+    let (t, r) = (target.translation.vector, target.rotation.coords);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sets.yaml");
+    // Item 0: a pose out of reach or the goal's tool pose; item 1: back to a goal in the
+    // table (in collision) or the start.
+    let text = format!(
+        "items:\n\
+         - {{pose: {{position: [3.0, 0.0, 0.5]}}, other_poses: [{{position: [{}, {}, {}], \
+         orientation: [{}, {}, {}, {}]}}]}}\n\
+         - {{goal: [0.0, 2.0, 0.0, 0.0, 0.0, 0.0], other_goals: [{}]}}\n",
+        t.x,
+        t.y,
+        t.z,
+        r.x,
+        r.y,
+        r.z,
+        r.w,
+        json_list(&start)
+    );
+    std::fs::write(&path, text).unwrap();
+    let s = json_list(&start);
+    let out = bundled(&["--start", &s, "--sequence", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stdout_json(&out);
+    let reached: Vec<u64> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["reached_goal"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reached, [1, 1]);
+    let points = v["points"].as_array().unwrap();
+    let at_end = |k: usize| numbers(&points[k]["positions"]);
+    let handover = v["item_ends"][0].as_u64().unwrap() as usize;
+    let reached_pose = tool_pose(&at_end(handover));
+    assert!((reached_pose.translation.vector - t).norm() <= 1e-4);
+    let end = at_end(points.len() - 1);
+    for (x, y) in end.iter().zip(start) {
+        assert!((x - y).abs() < 1e-9, "{end:?}");
+    }
+}
+
 #[test]
 fn other_goals_make_a_goal_set_and_the_output_names_the_goal_reached() {
     let (_, start, goal) = DEMO_QUERIES[0];

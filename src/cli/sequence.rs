@@ -9,6 +9,11 @@
 //! - a goal: `goal` (a configuration in planning-group joint order, or a named state of the
 //!   SRDF) or `pose` (`position: [x, y, z]`, optional `orientation: [x, y, z, w]`, `frame`,
 //!   `link`, `position_tolerance`, `orientation_tolerance`);
+//! - optional `other_goals` (a list of goals as `goal` takes them) beside `goal`, or
+//!   `other_poses` (a list of poses as `pose` takes them: grasp candidates) beside `pose`: a
+//!   goal set, the motion ending at whichever goal its planner reaches (the output's
+//!   `reached_goal` of the item: 0 for the goal, k for the k-th other one) and the next one
+//!   starting there;
 //! - for `CIRC`: `circ_center` or `circ_interim` (`[x, y, z]` in the planning frame);
 //! - optional `blend_radius` (m, default 0: stop there), `velocity_scaling`,
 //!   `acceleration_scaling`, `max_cartesian_speed` with `speed_limited_link`.
@@ -47,6 +52,10 @@ struct ItemSpec {
     goal: Option<GoalSpec>,
     #[serde(default)]
     pose: Option<PoseSpec>,
+    #[serde(default)]
+    other_goals: Vec<GoalSpec>,
+    #[serde(default)]
+    other_poses: Vec<PoseSpec>,
     #[serde(default)]
     circ_center: Option<[f64; 3]>,
     #[serde(default)]
@@ -88,6 +97,20 @@ struct PoseSpec {
     orientation_tolerance: Option<f64>,
 }
 
+impl PoseSpec {
+    /// The service's pose goal of this pose.
+    fn goal(&self) -> ServicePoseGoal {
+        ServicePoseGoal {
+            frame: self.frame.clone(),
+            link: self.link.clone(),
+            position: self.position,
+            orientation: self.orientation,
+            position_tolerance: self.position_tolerance,
+            orientation_tolerance: self.orientation_tolerance,
+        }
+    }
+}
+
 /// `gmp plan --sequence FILE` (see the module documentation).
 pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
     let file = |m: String| CliError(format!("--sequence {}: {m}", path.display()));
@@ -111,16 +134,25 @@ pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
     let mut items = Vec::with_capacity(spec.items.len());
     for (i, it) in spec.items.iter().enumerate() {
         let item = |m: String| file(format!("item {i}: {m}"));
-        let goal = match &it.goal {
-            Some(GoalSpec::Joints(q)) => {
+        let config = |g: &GoalSpec, what: &str| match g {
+            GoalSpec::Joints(q) => {
                 let text = serde_json::to_string(q).map_err(|e| item(e.to_string()))?;
-                parse_config_or_named(&text, "goal", &group, Some(&robot)).map_err(|e| item(e.0))?
+                parse_config_or_named(&text, what, &group, Some(&robot)).map_err(|e| item(e.0))
             }
-            Some(GoalSpec::Named(n)) => {
-                parse_config_or_named(n, "goal", &group, Some(&robot)).map_err(|e| item(e.0))?
+            GoalSpec::Named(n) => {
+                parse_config_or_named(n, what, &group, Some(&robot)).map_err(|e| item(e.0))
             }
+        };
+        let goal = match &it.goal {
+            Some(g) => config(g, "goal")?,
             None => Vec::new(),
         };
+        let other_goals = it
+            .other_goals
+            .iter()
+            .enumerate()
+            .map(|(k, g)| config(g, &format!("other_goals[{k}]")).map(|q| (names.clone(), q)))
+            .collect::<Result<Vec<_>, _>>()?;
         if goal.is_empty() == it.pose.is_none() {
             return Err(item("give one goal: `goal` or `pose`".into()));
         }
@@ -156,14 +188,9 @@ pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
             } else {
                 (names.clone(), goal)
             },
-            goal_pose: it.pose.as_ref().map(|p| ServicePoseGoal {
-                frame: p.frame.clone(),
-                link: p.link.clone(),
-                position: p.position,
-                orientation: p.orientation,
-                position_tolerance: p.position_tolerance,
-                orientation_tolerance: p.orientation_tolerance,
-            }),
+            goal_pose: it.pose.as_ref().map(PoseSpec::goal),
+            other_goals,
+            other_goal_poses: it.other_poses.iter().map(PoseSpec::goal).collect(),
             planner: it.planner.clone(),
             vel_scale: it.velocity_scaling,
             acc_scale: it.acceleration_scaling,
@@ -211,6 +238,7 @@ pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
                 "duration_s": p.trajectory.duration(),
                 "stats": p.stats,
                 "link_speed": p.link_speed,
+                "reached_goal": p.reached_goal,
             })).collect::<Vec<_>>(),
         })),
         Err(e) if failed_to_plan(&e) => Ok(json!({

@@ -510,8 +510,9 @@ fn serve_sequence(
         logger,
         |reason| sequence::sequence_refused(failure, format!("no robot loaded: {reason}")),
         |service| {
-            let outcome = service.plan_sequence(&sequence::sequence_requests(request));
-            sequence::sequence_response(&outcome, service)
+            let items = sequence::sequence_requests(request);
+            let outcome = service.plan_sequence(&items);
+            sequence::sequence_response(&outcome, &items, service)
         },
     );
     if response.success {

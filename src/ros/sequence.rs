@@ -27,6 +27,7 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
                 goal_name: item.goal_name.clone(),
                 // A goal set: the next item starts where this one ends.
                 other_goal_states: item.other_goal_states.clone(),
+                other_goal_poses: item.other_goal_poses.clone(),
                 goal_pose: item.goal_pose.clone(),
                 goal_link: item.goal_link.clone(),
                 goal_position_only: item.goal_position_only,
@@ -51,9 +52,10 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
         .collect()
 }
 
-/// The PlanSequence response of a sequence's outcome.
+/// The PlanSequence response of a sequence's outcome for `items`.
 pub fn sequence_response(
     outcome: &Result<ServiceSequenceResponse, ServiceError>,
+    items: &[ServiceSequenceItem],
     service: &PlanningService,
 ) -> PlanSequence::Response {
     let frame = &service.settings().planning_frame;
@@ -69,7 +71,7 @@ pub fn sequence_response(
                     .map(|p| p.planner.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
-                goals_text(&seq.items),
+                goals_text(&seq.items, items),
                 blends_text(&seq.blends),
                 seq.trajectory.points.len(),
                 seq.trajectory.duration()
@@ -91,14 +93,23 @@ pub fn sequence_response(
     }
 }
 
-/// Which motions ended at one of their other goal states, for the response message ("" when
-/// every motion ended at its goal).
-fn goals_text(items: &[crate::service::ServicePlanResponse]) -> String {
-    let each: Vec<String> = items
+/// Which motions ended at one of their other goal states or poses (`asked`: the items),
+/// for the response message ("" when every motion ended at its goal).
+fn goals_text(
+    planned: &[crate::service::ServicePlanResponse],
+    asked: &[ServiceSequenceItem],
+) -> String {
+    let each: Vec<String> = planned
         .iter()
         .enumerate()
         .filter(|(_, p)| p.reached_goal > 0)
-        .map(|(i, p)| format!("item {i} ends at other_goal_states[{}]", p.reached_goal - 1))
+        .map(|(i, p)| {
+            let poses = asked
+                .get(i)
+                .is_some_and(|a| !a.request.other_goal_poses.is_empty());
+            format!("item {i}{}", super::plan::goal_note(p.reached_goal, poses))
+                .replacen("; ", " ", 1)
+        })
         .collect();
     if each.is_empty() {
         String::new()
@@ -191,5 +202,29 @@ mod tests {
             vec![(vec!["shoulder_pan_joint".to_string()], vec![1.0])]
         );
         assert!(items[0].request.other_goals.is_empty());
+        // And its other goal poses, its set of poses.
+        let mut pose = r2r::geometry_msgs::msg::PoseStamped::default();
+        pose.header.frame_id = "world".into();
+        pose.pose.position.x = 0.4;
+        req.items[0].goal_pose = pose.clone();
+        req.items[0].other_goal_poses = vec![pose];
+        let items = sequence_requests(&req);
+        let others = &items[0].request.other_goal_poses;
+        assert_eq!(others.len(), 1);
+        assert_eq!(
+            (others[0].frame.as_str(), others[0].position),
+            ("world", [0.4, 0.0, 0.0])
+        );
+        assert!(items[1].request.other_goal_poses.is_empty());
+        // The message names the field of the goal reached.
+        assert_eq!(
+            super::super::plan::goal_note(2, true),
+            "; ends at other_goal_poses[1]"
+        );
+        assert_eq!(
+            super::super::plan::goal_note(1, false),
+            "; ends at other_goal_states[0]"
+        );
+        assert_eq!(super::super::plan::goal_note(0, true), "");
     }
 }

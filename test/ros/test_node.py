@@ -3202,6 +3202,15 @@ def move_checks(node, seen, obstacles, scenes):
     for attempts in (0, 1):
         if not set_params((('replan_attempts', str(attempts)), ('replan_delay', '0.2'))):
             return
+        if attempts == 1:
+            # From START, so the way to GOAL is long enough for a cube at 60 % of it to leave
+            # GOAL free (from where the stop before held the robot it may be short).
+            back = MoveGoal(node, client, move_goal(START))
+            back_status, _ = back.result(60.0)
+            if not check('~/move back to START before the replanning check',
+                         back_status == GoalStatus.STATUS_SUCCEEDED and at(START),
+                         f'status {back_status}; at {seen[-1] if seen else None}'):
+                return
         del trajectories[:]
         target = START if attempts == 0 else GOAL
         # At a third of the speed limits: a short trajectory at full speed leaves the node
