@@ -344,13 +344,21 @@ fn bench_pose_reports_every_set_size_on_the_same_problems() {
             "1",
             "--sets",
             "1,8",
+            "--candidates",
+            "1,2",
         ],
         dir.path(),
     );
     let rows = v["results"].as_array().expect("results");
-    assert_eq!(rows.len(), 2);
-    for (r, set) in rows.iter().zip([1, 8]) {
-        assert_eq!(r["goal_set"], set);
+    assert_eq!(rows.len(), 4);
+    for (r, (poses, set)) in rows.iter().zip([(1, 1), (1, 8), (2, 1), (2, 8)]) {
+        assert_eq!(
+            (&r["goal_poses"], &r["goal_set"]),
+            (&serde_json::json!(poses), &serde_json::json!(set))
+        );
+        if poses == 1 {
+            assert_eq!(r["ended_at_another_pose"], 0, "one pose has no other: {r}");
+        }
         // The first problem of each of the 7 scenes; the invalid ones left out.
         let valid = r["valid_problems"].as_u64().expect("valid");
         assert!((1..=7).contains(&valid), "{r}");
@@ -362,14 +370,16 @@ fn bench_pose_reports_every_set_size_on_the_same_problems() {
             .map(|v| v.as_u64().expect("count"))
             .sum();
         assert_eq!(solved + failed, valid, "{r}");
-        if set == 1 {
+        if (poses, set) == (1, 1) {
             assert_eq!(
                 r["ended_at_another_goal"], 0,
                 "a set of one has no other goal"
             );
         }
     }
-    assert_eq!(rows[0]["valid_problems"], rows[1]["valid_problems"]);
+    assert!(rows
+        .iter()
+        .all(|r| r["valid_problems"] == rows[0]["valid_problems"]));
     let md = std::fs::read_dir(dir.path())
         .expect("out dir")
         .filter_map(|e| e.ok())
@@ -377,7 +387,7 @@ fn bench_pose_reports_every_set_size_on_the_same_problems() {
         .expect("markdown written");
     let text = std::fs::read_to_string(md.path()).expect("read");
     assert!(
-        text.contains("| panda | 1 |") && text.contains("| panda | 8 |"),
+        text.contains("| panda | 1 | 8 |") && text.contains("| panda | 2 | 1 |"),
         "{text}"
     );
 }

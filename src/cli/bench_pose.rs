@@ -6,7 +6,11 @@
 //! ([`crate::planners::pose::plan_to_pose_set`]), for every `n` of `--sets` in turn on the same
 //! problem and checker. Reports per robot and set size: solved, time to a trajectory (inverse
 //! kinematics, planning, shortcutting, timing), and how often the plan ended at a goal other
-//! than the nearest. Writes `<out>/pose_<date>.json` and `.md`.
+//! than the nearest. With `--candidates`, each problem is also planned to whichever of `c`
+//! poses it reaches (grasp candidates: the goal pose turned about the tip link's z axis by
+//! multiples of 360/c degrees, as a symmetric gripper may grasp;
+//! [`crate::planners::pose::plan_to_poses_set`]), for every `c` and set size side by side.
+//! Writes `<out>/pose_<date>.json` and `.md`.
 //!
 //! A benchmark, not a test: it measures and reports, it asserts nothing.
 
@@ -21,7 +25,7 @@ use super::bench_mbm::summary;
 use super::{mbm_backend_checker, mbm_problem_checker, shapes_for, CliError};
 use crate::collision::Checker;
 use crate::planners::device::settings_for_request;
-use crate::planners::pose::plan_to_pose_set;
+use crate::planners::pose::{plan_to_poses_set, MAX_GOAL_POSES};
 use crate::planners::{plan, PlanError, PlanRequest, PlannerId};
 use crate::robot::ik::{default_tip_link, IkOptions, IkSolver, PoseTarget};
 use crate::robot::spherize::SphereFit;
@@ -38,6 +42,10 @@ pub struct BenchPoseArgs {
     /// Goal set sizes compared, each planned on every problem.
     #[arg(long, value_delimiter = ',', default_value = "1,8")]
     pub sets: Vec<usize>,
+    /// Numbers of goal poses compared (grasp candidates: the goal pose turned about the tip
+    /// link's z axis by multiples of 360/c degrees), each with every goal set size.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub candidates: Vec<usize>,
     /// Planner.
     #[arg(long, default_value = "rrt_connect")]
     pub planner: String,
@@ -72,6 +80,7 @@ struct Tally {
     failed: BTreeMap<String, usize>,
     times: Vec<f64>,
     not_nearest: usize,
+    other_pose: usize,
     lengths: Vec<f64>,
 }
 
@@ -92,6 +101,21 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
             "--sets: give goal set sizes of at least 1, e.g. 1,8".into(),
         ));
     }
+    if a.candidates.is_empty()
+        || a.candidates
+            .iter()
+            .any(|&c| !(1..=MAX_GOAL_POSES).contains(&c))
+    {
+        return Err(CliError(format!(
+            "--candidates: give numbers of goal poses from 1 to {MAX_GOAL_POSES}, e.g. 1,4"
+        )));
+    }
+    // Every (candidates, set size) pair, candidates first.
+    let combos: Vec<(usize, usize)> = a
+        .candidates
+        .iter()
+        .flat_map(|&c| a.sets.iter().map(move |&n| (c, n)))
+        .collect();
     if !(a.time_limit > 0.0 && a.time_limit.is_finite()) {
         return Err(CliError(format!(
             "--time-limit must be positive, got {}",
@@ -106,8 +130,8 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
     let mut rows = Vec::new();
     let mut md = format!(
         "Pose goals (the tip link's pose at each MBM goal), {planner}{}, {} s per problem, seed {}, {} shapes, backend {}, {} attempt(s).\n\n\
-         | robot | goal set | solved | no free pose solution | time median / mean / p95 (ms) | path length mean | ended at another goal |\n\
-         |---|---|---|---|---|---|---|\n",
+         | robot | poses | goal set | solved | no free pose solution | time median / mean / p95 (ms) | path length mean | ended at another goal | at another pose |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
         if a.on_device { " on the device" } else { "" },
         a.time_limit,
         a.seed,
@@ -126,7 +150,7 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
             *n += 1;
             *n <= a.problems
         })?;
-        let mut tallies: Vec<Tally> = a.sets.iter().map(|_| Tally::default()).collect();
+        let mut tallies: Vec<Tally> = combos.iter().map(|_| Tally::default()).collect();
         let mut valid = 0usize;
         for p in &problems {
             let base = r.start_full_state(p);
@@ -157,8 +181,23 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                 .model
                 .tree
                 .forward_kinematics(&r.group.full_state(&base, &goal))[tip];
-            let solver = IkSolver::new(&r.model, &r.group, &base, PoseTarget::pose(tip, pose))
-                .map_err(|e| CliError(format!("{robot}: {e}")))?;
+            let mut solvers: Vec<Vec<IkSolver>> = Vec::new();
+            for &c in &a.candidates {
+                let turn = |k: usize| {
+                    let angle = std::f64::consts::TAU * k as f64 / c as f64;
+                    pose * nalgebra::UnitQuaternion::from_axis_angle(
+                        &nalgebra::Vector3::z_axis(),
+                        angle,
+                    )
+                };
+                let set = (0..c)
+                    .map(|k| {
+                        IkSolver::new(&r.model, &r.group, &base, PoseTarget::pose(tip, turn(k)))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| CliError(format!("{robot}: {e}")))?;
+                solvers.push(set);
+            }
             let opts = IkOptions {
                 seed: a.seed.wrapping_add(p.index as u64),
                 ..IkOptions::default()
@@ -169,10 +208,13 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
             req.group = r.group.name.clone();
             req.on_device = a.on_device;
             req.attempts = a.attempts.max(1);
-            for (&n, tally) in a.sets.iter().zip(&mut tallies) {
+            for (&(c, n), tally) in combos.iter().zip(&mut tallies) {
+                // The solvers of the first entry of `c` (a repeated one plans the same).
+                let at = a.candidates.iter().position(|&x| x == c).unwrap_or(0);
                 let t = Instant::now();
-                let out =
-                    plan_to_pose_set(checker, &req, &solver, &opts, n, |one| plan(checker, one));
+                let out = plan_to_poses_set(checker, &req, &solvers[at], &opts, n, |one| {
+                    plan(checker, one)
+                });
                 let wall = t.elapsed().as_secs_f64();
                 match out {
                     Ok(pp) => {
@@ -182,6 +224,9 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                         if pp.result.reached_goal > 0 {
                             tally.not_nearest += 1;
                         }
+                        if pp.pose > 0 {
+                            tally.other_pose += 1;
+                        }
                     }
                     Err(e) => {
                         *tally.failed.entry(error_kind(&e)).or_default() += 1;
@@ -189,7 +234,7 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                 }
             }
         }
-        for (&n, tally) in a.sets.iter().zip(&tallies) {
+        for (&(c, n), tally) in combos.iter().zip(&tallies) {
             let count = |kind: &str| tally.failed.get(kind).copied().unwrap_or(0);
             let no_free = count("no pose solution") + count("every pose solution in collision");
             let times = summary(&tally.times);
@@ -200,7 +245,7 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                     .map_or("-".into(), |v| format!("{:.2}", v * 1e3))
             };
             md.push_str(&format!(
-                "| {robot} | {n} | {} / {valid} | {no_free} | {} / {} / {} | {} | {} |\n",
+                "| {robot} | {c} | {n} | {} / {valid} | {no_free} | {} / {} / {} | {} | {} | {} |\n",
                 tally.solved,
                 ms("median"),
                 ms("mean"),
@@ -209,11 +254,13 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                     .as_f64()
                     .map_or("-".into(), |v| format!("{v:.3}")),
                 tally.not_nearest,
+                tally.other_pose,
             ));
             rows.push(json!({
                 "robot": robot,
                 "group": r.group.name,
                 "link": r.model.tree.links[tip].name,
+                "goal_poses": c,
                 "goal_set": n,
                 "valid_problems": valid,
                 "solved": tally.solved,
@@ -221,13 +268,17 @@ pub fn run(a: &BenchPoseArgs) -> Result<Value, CliError> {
                 "time_s": times,
                 "path_length_after": lengths,
                 "ended_at_another_goal": tally.not_nearest,
+                "ended_at_another_pose": tally.other_pose,
             }));
         }
     }
     md.push_str(
         "\nTime: wall time of the whole pose plan (inverse kinematics, planning, shortcutting, \
          timing and re-validation), solved problems only. \"ended at another goal\": solved \
-         plans that ended at a goal other than the nearest collision-free one.\n",
+         plans that ended at a goal other than the first of the set (the nearest collision-free \
+         one). \"poses\": the goal pose and copies turned about the tip link's z axis by \
+         multiples of 360/poses degrees (grasp candidates); \"at another pose\": plans that \
+         ended at one of those copies.\n",
     );
     let date = crate::report::today();
     let v = json!({

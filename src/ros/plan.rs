@@ -173,7 +173,7 @@ pub fn path_constraints(msg: &PathConstraints) -> ConstraintSpec {
 /// zero (the message's default). Zero tolerances mean the defaults.
 pub fn pose_goal(req: &PlanPath::Request) -> Option<ServicePoseGoal> {
     let ps = &req.goal_pose;
-    let (p, o) = (&ps.pose.position, &ps.pose.orientation);
+    let p = &ps.pose.position;
     let pose_given = !ps.header.frame_id.is_empty()
         || !req.goal_link.is_empty()
         || [p.x, p.y, p.z].iter().any(|v| *v != 0.0);
