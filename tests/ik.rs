@@ -419,15 +419,24 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
         ..IkOptions::default()
     };
     let solvers: Vec<IkSolver> = std::iter::once(&far).chain(&targets).map(solver).collect();
-    let singles: Vec<_> = solvers
-        .iter()
-        .map(|s| free_goals(&checker, s, &start, &opts).expect("search"))
-        .collect();
+    // Each pose alone, searching for `share` solutions: what each searches for in a set of
+    // several poses (its share of the set, at least one).
+    let alone = |share: usize| -> Vec<_> {
+        let o = IkOptions {
+            max_solutions: share,
+            ..opts
+        };
+        solvers
+            .iter()
+            .map(|s| free_goals(&checker, s, &start, &o).expect("search"))
+            .collect()
+    };
+    let singles = alone(1);
     assert_eq!(singles[0].found, 0, "the far pose is out of reach");
     assert!(singles[1..].iter().all(|g| !g.free.is_empty()));
 
     // The set handed to the planner: with set size 1, one solution per pose that has one
-    // (each pose's nearest), nearest first.
+    // (each pose's nearest of the one it searched for), nearest first.
     let mut seen = Vec::new();
     let pp = plan_to_poses_set(&checker, &req, &solvers, &opts, 1, |r| {
         seen.push(r.clone());
@@ -458,7 +467,11 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
         traj,
     );
 
-    // With the default size (8): round after round, so every pose's nearest comes first.
+    // With the default size (8): each of the 4 poses searches for 2, and the set takes them
+    // round after round, so every pose's nearest comes first.
+    let pairs = alone(2);
+    let mut nearest: Vec<&Vec<f64>> = pairs[1..].iter().map(|g| &g.free[0].config).collect();
+    nearest.sort_by(|a, b| d(a).total_cmp(&d(b)));
     seen.clear();
     let again = plan_to_poses_with(&checker, &req, &solvers, &opts, |r| {
         seen.push(r.clone());
@@ -468,8 +481,9 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
     let set: Vec<&Vec<f64>> = std::iter::once(&seen[0].goal)
         .chain(&seen[0].other_goals)
         .collect();
-    let available: usize = singles.iter().map(|g| g.free.len()).sum();
+    let available: usize = pairs.iter().map(|g| g.free.len()).sum();
     assert_eq!(set.len(), available.min(8));
+    assert_eq!(again.goals, pairs);
     assert_eq!(set[..3], nearest[..]);
     // Deterministic for the seed.
     let third =

@@ -148,7 +148,8 @@ pub fn plan_to_pose_set(
 
 /// Plans from `template.start` to whichever of several goal poses (one solver each, at most
 /// [`MAX_GOAL_POSES`]; grasp candidates, say) the planner reaches first: every pose is
-/// solved for (the same `opts`), and the collision-free solutions make one goal set, so that
+/// solved for (with `opts`, each pose searching for its share of the set's solutions), and the
+/// collision-free solutions make one goal set, so that
 /// RRT-Connect grows its goal tree from all of them at once (as for one pose). The set holds
 /// each pose's nearest solution, then each one's second nearest and so on, nearest to the
 /// start first within each round, [`GOAL_SET_SIZE`] or one per pose if more poses have free
@@ -183,9 +184,19 @@ pub fn plan_to_poses_set(
         )));
     }
     let t0 = Instant::now();
+    // Several poses share the set: each searches for its share of it (at least one), so
+    // that the inverse kinematics of many candidates costs about what one pose's does.
+    let share = IkOptions {
+        max_solutions: opts
+            .max_solutions
+            .min(set_size.max(1).div_ceil(solvers.len()))
+            .max(1),
+        ..*opts
+    };
+    let per_pose = if solvers.len() == 1 { opts } else { &share };
     let goals = solvers
         .iter()
-        .map(|solver| free_goals(checker, solver, &template.start, opts))
+        .map(|solver| free_goals(checker, solver, &template.start, per_pose))
         .collect::<Result<Vec<_>, _>>()?;
     let ik_time = t0.elapsed();
     let found: usize = goals.iter().map(|g| g.found).sum();
