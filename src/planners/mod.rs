@@ -1343,7 +1343,7 @@ pub(crate) trait PostProcess {
     }
 }
 
-/// Candidate retargets checked at most ([`retarget`]), the cheapest.
+/// Candidate retargets checked at most (`retarget`), the cheapest.
 pub const RETARGET_CANDIDATES: usize = 64;
 
 /// A shorter way to a goal set: the raw `path` (ending at one goal of `req`'s set) cut at a
