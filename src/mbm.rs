@@ -224,11 +224,11 @@ pub struct Request {
     /// request order; empty when there is one goal constraint, when the goal is a pose goal,
     /// and for further constraints without joint constraints (not used).
     pub other_goals: Vec<Vec<(String, f64)>>,
-    /// The pose goals of the further goal constraints beside a pose goal (`pose_goal`): each
-    /// one's first position constraint with its first orientation constraint, in request
-    /// order; empty beside a joint goal (further constraints without a position constraint
-    /// are not used).
-    pub other_pose_goals: Vec<RequestPose>,
+    /// The pose goals of the further goal constraints beside a pose goal (`pose_goal`), each
+    /// with its index in `goal_constraints`: each one's first position constraint with its
+    /// first orientation constraint, in request order; empty beside a joint goal (further
+    /// constraints without a position constraint are not used).
+    pub other_pose_goals: Vec<(usize, RequestPose)>,
 }
 
 /// A pose goal read from a MoveIt request's position and orientation constraints.
@@ -410,7 +410,7 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
         if pose_goal.is_some() {
             let pose =
                 pose_constraint(c).map_err(|m| err(format!("goal_constraints[{at}]: {m}")))?;
-            other_pose_goals.extend(pose);
+            other_pose_goals.extend(pose.map(|p| (at, p)));
         }
     }
     let path_constraints =

@@ -1075,6 +1075,19 @@ fn a_moveit_request_with_several_pose_constraints_plans_to_any() {
     let v = pose_plan(&["--request", path.to_str().unwrap()], &start);
     assert_eq!(v["reached_goal"], 1);
     assert_ends_at(&v, &target, 0.002, 0.01);
+    // A bad further pose is named by its index among the goal constraints, past one without a
+    // position constraint (not used beside a pose goal).
+    let joints =
+        "  - joint_constraints:\n      - {joint_name: shoulder_pan_joint, position: 0.0}\n";
+    let bad = block.replace("frame_id: world", "frame_id: nowhere");
+    std::fs::write(&path, format!("{first}{joints}{bad}")).unwrap();
+    let out = bundled(&["--request", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("goal_constraints[2]") && err.contains("'nowhere'"),
+        "{err}"
+    );
     // Only the first would be NO_IK_SOLUTION.
     std::fs::write(&path, &first).unwrap();
     let out = bundled(&["--request", path.to_str().unwrap()]);

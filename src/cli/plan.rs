@@ -411,11 +411,8 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 })
             };
             pose = Some(target(rp, 0)?);
-            // The further pose goals, numbered as the request's goal constraints with one.
-            let mut at = 0;
-            for c in &req.other_pose_goals {
-                at += 1;
-                other_poses.push(target(c, at)?);
+            for (at, c) in &req.other_pose_goals {
+                other_poses.push(target(c, *at)?);
             }
         }
     }
