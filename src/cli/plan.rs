@@ -27,7 +27,7 @@ use crate::collision::{Checker, CheckerOptions, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::ompl::{self, OmplChoice};
 use crate::planners::pilz::{self, CircPoint, PilzPath};
-use crate::planners::pose::{plan_to_poses_with, MAX_GOAL_POSES};
+use crate::planners::pose::{plan_to_poses_with, solvers_for, MAX_GOAL_POSES};
 use crate::planners::{PlanError, PlanRequest, PlanResult, PlannerId};
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{IkSolver, PoseTarget};
@@ -721,10 +721,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         None => plan_one(&req).map(|r| (r, None)),
         Some(first) => {
             let targets: Vec<&PoseTarget> = std::iter::once(first).chain(&p.other_poses).collect();
-            let solvers = targets
-                .iter()
-                .map(|&t| IkSolver::new(&p.robot, &p.group, &p.base, t.clone()))
-                .collect::<Result<Vec<_>, _>>()
+            let solvers = solvers_for(&p.robot, &p.group, &p.base, targets.iter().copied())
                 .map_err(|e| CliError(e.to_string()))?;
             let opts = a.pose.ik_options(a.seed)?;
             plan_to_poses_with(checker.as_ref(), &req, &solvers, &opts, plan_one).map(|pp| {

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use super::{plan, PlanError, PlanRequest, PlanResult};
 use crate::collision::{Checker, ConfigBatch};
-use crate::robot::ik::{IkError, IkOptions, IkSolution, IkSolver};
+use crate::robot::ik::{IkError, IkOptions, IkSolution, IkSolver, PoseTarget};
+use crate::robot::{PlanningGroup, RobotModel};
 
 /// Collision-free goal configurations planned to at most, nearest first: one goal set
 /// ([`PlanRequest::other_goals`]). RRT-Connect grows its goal tree from all of them, PRM
@@ -60,6 +61,20 @@ pub struct PosePlan {
     pub goals: Vec<PoseGoals>,
     /// Time spent in inverse kinematics and the goals' collision checks.
     pub ik_time: Duration,
+}
+
+/// One solver per target of `targets` for `group` of `robot` at the full state `base`, in
+/// order (what [`plan_to_poses_with`] takes).
+pub fn solvers_for<'a>(
+    robot: &'a RobotModel,
+    group: &'a PlanningGroup,
+    base: &[f64],
+    targets: impl IntoIterator<Item = &'a PoseTarget>,
+) -> Result<Vec<IkSolver<'a>>, IkError> {
+    targets
+        .into_iter()
+        .map(|t| IkSolver::new(robot, group, base, t.clone()))
+        .collect()
 }
 
 /// Solves `solver`'s target from `start` (the first start of the search) and keeps the

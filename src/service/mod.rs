@@ -36,12 +36,12 @@ use nalgebra::{Isometry3, Point3, Vector3};
 use crate::collision::{Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::constrained::plan_constrained;
 use crate::planners::dynamic_roadmap::DynamicError;
-use crate::planners::pose::{plan_to_poses_with, MAX_GOAL_POSES};
+use crate::planners::pose::{plan_to_poses_with, solvers_for, MAX_GOAL_POSES};
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
 use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
-use crate::robot::ik::{self, IkOptions, IkSolver, PoseTarget};
+use crate::robot::ik::{self, IkOptions, PoseTarget};
 use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
@@ -1287,9 +1287,7 @@ impl PlanningService {
             }
             Some(target) => {
                 let targets = std::iter::once(target).chain(&prepared.other_poses);
-                let solvers = targets
-                    .map(|t| IkSolver::new(&self.robot, &group, &prepared.start_state, t.clone()))
-                    .collect::<Result<Vec<_>, _>>()
+                let solvers = solvers_for(&self.robot, &group, &prepared.start_state, targets)
                     .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
                 let opts = IkOptions {
                     seed: preq.seed,
