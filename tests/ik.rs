@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use gpu_motion_planner::mbm;
@@ -13,7 +13,7 @@ use gpu_motion_planner::planners::pose::{
 use gpu_motion_planner::planners::{plan, PlanError, PlanRequest, PlannerId};
 use gpu_motion_planner::robot::ik::{
     default_tip_link, IkOptions, IkSolver, PoseTarget, DEFAULT_ORIENTATION_TOLERANCE,
-    DEFAULT_POSITION_TOLERANCE,
+    DEFAULT_POSITION_TOLERANCE, START_BATCH,
 };
 use gpu_motion_planner::robot::{PlanningGroup, RobotModel};
 use gpu_motion_planner::trajectory::Trajectory;
@@ -500,5 +500,30 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
     match plan_to_poses_with(&checker, &req, &[], &opts, |r| plan(&checker, r)) {
         Err(PlanError::InvalidGoal(m)) => assert!(m.contains("0 goal poses"), "{m}"),
         other => panic!("expected a refusal, got {other:?}"),
+    }
+
+    // The searches take turns: with the deadline already past, each pose still gets its
+    // first batch of starts, so the unreachable pose listed first, allowed 10000 starts,
+    // cannot keep the others from theirs; the plan says its inverse kinematics was cut short.
+    let hurried = IkOptions {
+        starts: 10_000,
+        deadline: Some(Instant::now()),
+        ..opts
+    };
+    let cut = plan_to_poses_with(&checker, &req, &solvers, &hurried, |r| plan(&checker, r))
+        .expect("plans");
+    assert!(cut.ik_cut);
+    let tried: Vec<usize> = cut.goals.iter().map(|g| g.tried).collect();
+    assert!(tried.iter().all(|&t| t == START_BATCH), "{tried:?}");
+    assert_eq!(cut.goals[0].found, 0);
+    assert!(cut.pose >= 1);
+    assert_eq!(cut.result.path.last(), Some(&cut.goal.config));
+    // Only unreachable poses: the error says the search was cut short.
+    match plan_to_poses_with(&checker, &req, &nowhere, &hurried, |r| plan(&checker, r)) {
+        Err(PlanError::NoIkSolution(m)) => assert!(
+            m.contains("32 starting configurations tried in all; the search stopped at the time"),
+            "{m}"
+        ),
+        other => panic!("expected no IK solution, got {other:?}"),
     }
 }

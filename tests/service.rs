@@ -1091,6 +1091,7 @@ fn a_request_plans_for_the_group_it_names() {
             attempts: None,
             seed: Some(5),
             group: Some("arm_with_torso".into()),
+            timeout: None,
         })
         .expect("ik for arm_with_torso");
     assert_eq!(answer.joint_names, torso.space.names);
@@ -1983,6 +1984,7 @@ fn position_only_ik_of_kinematics_yaml_leaves_the_orientation_free() {
                 attempts: None,
                 seed: Some(5),
                 group: None,
+                timeout: None,
             })
             .expect("a solution");
         let reached = tool_pose_at(&s, &answer.positions);

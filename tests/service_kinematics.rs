@@ -32,6 +32,7 @@ fn ik(s: &PlanningService, pose: &Isometry3<f64>, seed_q: &[f64], avoid: bool) -
         attempts: None,
         seed: None,
         group: None,
+        timeout: None,
     }
 }
 
@@ -185,6 +186,24 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
         .compute_ik(&ik(&s, &far, &START, false))
         .expect_err("too far");
     assert_eq!(err.category(), ErrorCategory::NoIkSolution, "{err}");
+    assert!(err.to_string().contains("(128 starting"), "{err}");
+    // A timeout ends the search of an unreachable pose after its first batch of starts
+    // (with or without collision checks), however many attempts were allowed.
+    for avoid in [false, true] {
+        let err = s
+            .compute_ik(&IkRequest {
+                attempts: Some(10_000),
+                timeout: Some(1e-9),
+                ..ik(&s, &far, &START, avoid)
+            })
+            .expect_err("too far");
+        assert_eq!(err.category(), ErrorCategory::NoIkSolution, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("(16 starting configurations tried; the search stopped at the timeout)"),
+            "{text}"
+        );
+    }
     let target = tool_pose_at(&s, &START);
     let base = ik(&s, &target, &START, false);
     let cases: Vec<(IkRequest, &str)> = vec![
@@ -238,6 +257,20 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
                 ..base.clone()
             },
             "got -3",
+        ),
+        (
+            IkRequest {
+                timeout: Some(-0.5),
+                ..base.clone()
+            },
+            "timeout",
+        ),
+        (
+            IkRequest {
+                timeout: Some(f64::NAN),
+                ..base.clone()
+            },
+            "timeout",
         ),
         (
             IkRequest {

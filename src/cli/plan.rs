@@ -737,6 +737,8 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
                     "configurations_found": pp.goals[pp.pose].found,
                     "in_collision": pp.goals[pp.pose].in_collision,
                     "ik_time_s": pp.ik_time.as_secs_f64(),
+                    "ik_starts_tried": pp.goals.iter().map(|g| g.tried).sum::<usize>(),
+                    "ik_cut_at_time_share": pp.ik_cut,
                 });
                 (result, Some(goal))
             })

@@ -238,6 +238,7 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
         "target": target_json(&robot, &target),
         "backend": checker.backend().name(),
         "found": goals.found,
+        "starts_tried": goals.tried,
         "in_collision": goals.in_collision,
         "solutions": solutions,
         "time_s": time,

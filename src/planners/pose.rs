@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::{plan, PlanError, PlanRequest, PlanResult};
 use crate::collision::{Checker, ConfigBatch};
-use crate::robot::ik::{IkError, IkOptions, IkSolution, IkSolver, PoseTarget};
+use crate::robot::ik::{IkError, IkOptions, IkSearch, IkSolution, IkSolver, PoseTarget};
 use crate::robot::{PlanningGroup, RobotModel};
 
 /// Collision-free goal configurations planned to at most, nearest first: one goal set
@@ -42,11 +42,19 @@ pub struct PoseGoals {
     pub found: usize,
     /// Of those, the ones in collision.
     pub in_collision: usize,
+    /// Starting configurations the search tried.
+    pub tried: usize,
 }
 
 /// The most goal poses one request plans to ([`plan_to_poses_with`]): grasp candidates,
 /// say. Their solutions make one goal set.
 pub const MAX_GOAL_POSES: usize = 64;
+
+/// Share of a pose plan's time limit its inverse kinematics may use once a collision-free
+/// goal configuration is known; without one, it may go on to the whole limit (and the plan
+/// fails for want of a goal). The searches of several poses take turns batch by batch
+/// ([`IkSearch`]), so each gets its share of that time.
+pub const IK_TIME_SHARE: f64 = 0.5;
 
 /// A plan to a pose goal, or to the first reached of several.
 #[derive(Debug)]
@@ -61,6 +69,9 @@ pub struct PosePlan {
     pub goals: Vec<PoseGoals>,
     /// Time spent in inverse kinematics and the goals' collision checks.
     pub ik_time: Duration,
+    /// True when the inverse kinematics stopped at its share of the time limit
+    /// ([`IK_TIME_SHARE`]) or at the limit, before every pose's search had ended.
+    pub ik_cut: bool,
 }
 
 /// One solver per target of `targets` for `group` of `robot` at the full state `base`, in
@@ -77,25 +88,30 @@ pub fn solvers_for<'a>(
         .collect()
 }
 
-/// Solves `solver`'s target from `start` (the first start of the search) and keeps the
-/// collision-free solutions (one batched check on `checker`), nearest to `start` first.
-pub fn free_goals(
+/// The verdicts of `checker` on freshly found solutions (one batched check): what the
+/// inverse kinematics search of a pose goal asks before it ends (it goes on over more starts
+/// while every solution found collides).
+fn collision_free(
     checker: &dyn Checker,
-    solver: &IkSolver,
-    start: &[f64],
-    opts: &IkOptions,
-) -> Result<PoseGoals, PlanError> {
-    let space = checker.space();
-    // The search ends only once a solution is collision free: in clutter it goes on over
-    // more starts while every solution found collides.
-    let check = |fresh: &[IkSolution]| -> Result<Vec<bool>, PlanError> {
-        let mut batch = ConfigBatch::with_capacity(space.dof(), fresh.len());
+) -> impl FnMut(&[IkSolution]) -> Result<Vec<bool>, PlanError> + '_ {
+    move |fresh: &[IkSolution]| {
+        let mut batch = ConfigBatch::with_capacity(checker.space().dof(), fresh.len());
         for s in fresh {
             batch.push(&s.config)?;
         }
         Ok(checker.check_configs(&batch)?)
-    };
-    let (found, verdicts) = solver.solve_where(Some(start), opts, check)?;
+    }
+}
+
+/// The goals of a finished search: the accepted (collision-free) solutions nearest to
+/// `start` first, and the counts.
+fn goals_of(
+    checker: &dyn Checker,
+    start: &[f64],
+    (found, verdicts): (Vec<IkSolution>, Vec<bool>),
+    tried: usize,
+) -> PoseGoals {
+    let space = checker.space();
     let mut free: Vec<IkSolution> = found
         .iter()
         .zip(&verdicts)
@@ -108,11 +124,28 @@ pub fn free_goals(
             .distance(start, &a.config)
             .total_cmp(&space.distance(start, &b.config))
     });
-    Ok(PoseGoals {
+    PoseGoals {
         in_collision: found.len() - free.len(),
         found: found.len(),
         free,
-    })
+        tried,
+    }
+}
+
+/// Solves `solver`'s target from `start` (the first start of the search) and keeps the
+/// collision-free solutions (one batched check on `checker` per batch of starts), nearest to
+/// `start` first. The search stops as [`IkSolver::solve_where`] says (`opts.deadline`
+/// included).
+pub fn free_goals(
+    checker: &dyn Checker,
+    solver: &IkSolver,
+    start: &[f64],
+    opts: &IkOptions,
+) -> Result<PoseGoals, PlanError> {
+    let mut search = IkSearch::new(solver, Some(start), opts)?;
+    search.run(collision_free(checker))?;
+    let tried = search.tried();
+    Ok(goals_of(checker, start, search.finish(), tried))
 }
 
 /// Plans from `template.start` to `solver`'s pose goal (`template.goal` is replaced). Errors:
@@ -163,7 +196,9 @@ pub fn plan_to_pose_set(
 
 /// Plans from `template.start` to whichever of several goal poses (one solver each, at most
 /// [`MAX_GOAL_POSES`]; grasp candidates, say) the planner reaches first: every pose is
-/// solved for (with `opts`, each pose searching for its share of the set's solutions), and the
+/// solved for (with `opts`, each pose searching for its share of the set's solutions; the
+/// searches take turns batch by batch and stop at [`IK_TIME_SHARE`] of the time limit once a
+/// free solution is known, or at the limit), and the
 /// collision-free solutions make one goal set, so that
 /// RRT-Connect grows its goal tree from all of them at once (as for one pose). The set holds
 /// each pose's nearest solution, then each one's second nearest and so on, nearest to the
@@ -209,35 +244,38 @@ pub fn plan_to_poses_set(
         ..*opts
     };
     let per_pose = if solvers.len() == 1 { opts } else { &share };
-    let goals = solvers
-        .iter()
-        .map(|solver| free_goals(checker, solver, &template.start, per_pose))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (goals, ik_cut) = interleaved_goals(checker, template, solvers, per_pose, t0)?;
     let ik_time = t0.elapsed();
     let found: usize = goals.iter().map(|g| g.found).sum();
+    let cut_note = if ik_cut {
+        "; the search stopped at the time limit"
+    } else {
+        ""
+    };
     if found == 0 {
         return Err(PlanError::NoIkSolution(if solvers.len() == 1 {
             format!(
                 "no configuration within the joint limits puts the link at the goal pose within \
-                 its tolerances ({} starting configurations tried)",
-                opts.starts
+                 its tolerances ({} starting configurations tried{cut_note})",
+                goals[0].tried
             )
         } else {
             format!(
                 "no configuration within the joint limits puts the link at any of the {} goal \
-                 poses within its tolerances ({} starting configurations tried for each)",
+                 poses within its tolerances ({} starting configurations tried in all{cut_note})",
                 solvers.len(),
-                opts.starts
+                goals.iter().map(|g| g.tried).sum::<usize>()
             )
         }));
     }
     let set = goal_set(&goals, template, checker, set_size);
     if set.is_empty() {
         return Err(PlanError::InvalidGoal(if solvers.len() == 1 {
-            format!("all {found} configurations found for the goal pose are in collision")
+            format!("all {found} configurations found for the goal pose are in collision{cut_note}")
         } else {
             format!(
-                "all {found} configurations found for the {} goal poses are in collision",
+                "all {found} configurations found for the {} goal poses are in \
+                 collision{cut_note}",
                 solvers.len()
             )
         }));
@@ -257,7 +295,62 @@ pub fn plan_to_poses_set(
         pose,
         goals,
         ik_time,
+        ik_cut,
     })
+}
+
+/// The goals of every pose of `solvers` from `template.start`, their searches taking turns
+/// one batch of starts at a time (each search's first batch always runs): no new batch
+/// begins past `t0` + the time limit (or `opts.deadline`), nor past [`IK_TIME_SHARE`] of
+/// the limit once some pose has a collision-free solution. Also says whether a search was
+/// cut short.
+fn interleaved_goals(
+    checker: &dyn Checker,
+    template: &PlanRequest,
+    solvers: &[IkSolver],
+    opts: &IkOptions,
+    t0: Instant,
+) -> Result<(Vec<PoseGoals>, bool), PlanError> {
+    // A time limit past what an instant can hold is no limit.
+    let limit = t0.checked_add(template.time_limit);
+    let hard = match (limit, opts.deadline) {
+        (Some(l), Some(d)) => Some(l.min(d)),
+        (l, d) => l.or(d),
+    };
+    let soft = t0
+        .checked_add(template.time_limit.mul_f64(IK_TIME_SHARE))
+        .map(|s| hard.map_or(s, |h| s.min(h)));
+    let past = |t: Option<Instant>, now: Instant| t.is_some_and(|t| now >= t);
+    let mut searches = solvers
+        .iter()
+        .map(|s| IkSearch::new(s, Some(&template.start), opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut check = collision_free(checker);
+    let mut cut = false;
+    loop {
+        let have_goal = searches.iter().any(|s| s.accepted() > 0);
+        let mut ran = false;
+        for search in searches.iter_mut().filter(|s| !s.done()) {
+            let now = Instant::now();
+            if search.tried() > 0 && (past(hard, now) || (have_goal && past(soft, now))) {
+                cut = true;
+                continue;
+            }
+            search.step(&mut check)?;
+            ran = true;
+        }
+        if !ran {
+            break;
+        }
+    }
+    let goals = searches
+        .into_iter()
+        .map(|s| {
+            let tried = s.tried();
+            goals_of(checker, &template.start, s.finish(), tried)
+        })
+        .collect();
+    Ok((goals, cut))
 }
 
 /// The goal set of the free solutions `goals` (each pose's, nearest first), each with its

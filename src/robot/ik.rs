@@ -17,6 +17,8 @@
 //! Collision checking of the solutions is the caller's (see `planners::pose`): this module
 //! knows the kinematics only.
 
+use std::time::Instant;
+
 use nalgebra::{Isometry3, Matrix6, UnitQuaternion, Vector3, Vector6};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -90,6 +92,16 @@ pub struct IkOptions {
     pub max_iterations: usize,
     /// Stop after the batch in which this many distinct solutions have been found.
     pub max_solutions: usize,
+    /// No batch of starts but the first begins after this instant (`None`: no limit); the
+    /// solutions found by then are the answer.
+    pub deadline: Option<Instant>,
+}
+
+impl IkOptions {
+    /// True when [`Self::deadline`] has passed.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 impl Default for IkOptions {
@@ -99,6 +111,7 @@ impl Default for IkOptions {
             starts: 128,
             max_iterations: 200,
             max_solutions: 8,
+            deadline: None,
         }
     }
 }
@@ -486,57 +499,138 @@ impl<'a> IkSolver<'a> {
 
     /// [`Self::solve`], where the search ends only once `keep` has accepted one of the
     /// solutions: it stops after the batch of starts in which `opts.max_solutions` distinct
-    /// solutions have been found with at least one accepted, or when the starts run out (a
-    /// pose goal in clutter keeps looking for a collision-free solution). `keep` is asked once
-    /// per batch with that batch's new distinct solutions, in order, and answers one verdict
-    /// each. Returns every distinct solution found and its verdict.
+    /// solutions have been found with at least one accepted, when the starts run out (a
+    /// pose goal in clutter keeps looking for a collision-free solution), or at
+    /// `opts.deadline` (the first batch always runs). `keep` is asked once per batch with that
+    /// batch's new distinct solutions, in order, and answers one verdict each. Returns every
+    /// distinct solution found and its verdict.
     pub fn solve_where<E: From<IkError>>(
         &self,
         first: Option<&[f64]>,
         opts: &IkOptions,
         mut keep: impl FnMut(&[IkSolution]) -> Result<Vec<bool>, E>,
     ) -> Result<(Vec<IkSolution>, Vec<bool>), E> {
+        let mut search = IkSearch::new(self, first, opts)?;
+        search.run(&mut keep)?;
+        Ok(search.finish())
+    }
+}
+
+/// An inverse kinematics search in progress, one batch of [`START_BATCH`] starts at a time
+/// ([`IkSolver::solve_where`] runs one to the end): the searches of several goal poses take
+/// turns with it, so that a pose without a solution cannot use up the time of the others.
+/// The batches are those of [`IkSolver::solve_where`], so each search finds the same
+/// solutions however the turns fall.
+pub struct IkSearch<'s, 'a> {
+    solver: &'s IkSolver<'a>,
+    first: Option<Vec<f64>>,
+    opts: IkOptions,
+    rng: ChaCha8Rng,
+    found: Vec<IkSolution>,
+    kept: Vec<bool>,
+    accepted: usize,
+    next: usize,
+}
+
+impl<'s, 'a> IkSearch<'s, 'a> {
+    /// A search for `solver`'s target from `first` (then random starts) with `opts`; nothing
+    /// is solved yet. Errors when `first` is not a group configuration.
+    pub fn new(
+        solver: &'s IkSolver<'a>,
+        first: Option<&[f64]>,
+        opts: &IkOptions,
+    ) -> Result<Self, IkError> {
         if let Some(f) = first {
-            self.check_len(f)?;
+            solver.check_len(f)?;
         }
-        let space = &self.group.space;
-        let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-        let mut found: Vec<IkSolution> = Vec::new();
-        let mut kept: Vec<bool> = Vec::new();
-        let mut accepted = 0usize;
-        let mut next = 0usize;
-        while next < opts.starts && (accepted == 0 || found.len() < opts.max_solutions.max(1)) {
-            let count = START_BATCH.min(opts.starts - next);
-            let starts: Vec<Vec<f64>> = (next..next + count)
-                .map(|i| match (i, first) {
-                    (0, Some(f)) => f.to_vec(),
-                    _ => space.sample_uniform(&mut rng),
-                })
-                .collect();
-            let solved: Vec<Option<IkSolution>> = starts
-                .par_iter()
-                .enumerate()
-                .map(|(i, q0)| self.descend(q0, opts.max_iterations, next + i))
-                .collect();
-            let mut fresh: Vec<IkSolution> = Vec::new();
-            for s in solved.into_iter().flatten() {
-                let near = |f: &IkSolution| space.distance(&f.config, &s.config) < 1e-3;
-                if !found.iter().any(near) && !fresh.iter().any(near) {
-                    fresh.push(s);
-                }
-            }
-            if !fresh.is_empty() {
-                let verdicts = keep(&fresh)?;
-                for (k, s) in fresh.into_iter().enumerate() {
-                    let ok = verdicts.get(k).copied().unwrap_or(false);
-                    accepted += usize::from(ok);
-                    found.push(s);
-                    kept.push(ok);
-                }
-            }
-            next += count;
+        Ok(Self {
+            solver,
+            first: first.map(<[f64]>::to_vec),
+            opts: *opts,
+            rng: ChaCha8Rng::seed_from_u64(opts.seed),
+            found: Vec::new(),
+            kept: Vec::new(),
+            accepted: 0,
+            next: 0,
+        })
+    }
+
+    /// True once the starts have run out or `max_solutions` distinct solutions have been found
+    /// with one accepted (the deadline is the caller's to watch).
+    pub fn done(&self) -> bool {
+        self.next >= self.opts.starts
+            || (self.accepted > 0 && self.found.len() >= self.opts.max_solutions.max(1))
+    }
+
+    /// Starting configurations tried so far.
+    pub fn tried(&self) -> usize {
+        self.next
+    }
+
+    /// Solutions accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted
+    }
+
+    /// Runs the next batch of starts (nothing when [`Self::done`]) and asks `keep` about its
+    /// new distinct solutions.
+    pub fn step<E: From<IkError>>(
+        &mut self,
+        mut keep: impl FnMut(&[IkSolution]) -> Result<Vec<bool>, E>,
+    ) -> Result<(), E> {
+        if self.done() {
+            return Ok(());
         }
-        Ok((found, kept))
+        let space = &self.solver.group.space;
+        let next = self.next;
+        let count = START_BATCH.min(self.opts.starts - next);
+        let starts: Vec<Vec<f64>> = (next..next + count)
+            .map(|i| match (i, &self.first) {
+                (0, Some(f)) => f.clone(),
+                _ => space.sample_uniform(&mut self.rng),
+            })
+            .collect();
+        let solver = self.solver;
+        let max_iterations = self.opts.max_iterations;
+        let solved: Vec<Option<IkSolution>> = starts
+            .par_iter()
+            .enumerate()
+            .map(|(i, q0)| solver.descend(q0, max_iterations, next + i))
+            .collect();
+        let mut fresh: Vec<IkSolution> = Vec::new();
+        for s in solved.into_iter().flatten() {
+            let near = |f: &IkSolution| space.distance(&f.config, &s.config) < 1e-3;
+            if !self.found.iter().any(near) && !fresh.iter().any(near) {
+                fresh.push(s);
+            }
+        }
+        if !fresh.is_empty() {
+            let verdicts = keep(&fresh)?;
+            for (k, s) in fresh.into_iter().enumerate() {
+                let ok = verdicts.get(k).copied().unwrap_or(false);
+                self.accepted += usize::from(ok);
+                self.found.push(s);
+                self.kept.push(ok);
+            }
+        }
+        self.next += count;
+        Ok(())
+    }
+
+    /// Runs batches until [`Self::done`] or, once one batch has run, the options' deadline.
+    pub fn run<E: From<IkError>>(
+        &mut self,
+        mut keep: impl FnMut(&[IkSolution]) -> Result<Vec<bool>, E>,
+    ) -> Result<(), E> {
+        while !self.done() && (self.next == 0 || !self.opts.past_deadline()) {
+            self.step(&mut keep)?;
+        }
+        Ok(())
+    }
+
+    /// Every distinct solution found, in the order of their starts, and its verdict.
+    pub fn finish(self) -> (Vec<IkSolution>, Vec<bool>) {
+        (self.found, self.kept)
     }
 }
 

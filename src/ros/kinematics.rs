@@ -17,8 +17,8 @@ fn named(state: &JointState) -> Option<(Vec<String>, Vec<f64>)> {
     (!state.name.is_empty()).then(|| (state.name.clone(), state.position.clone()))
 }
 
-/// The service request of a ComputeIk request: zero tolerances and attempts and a negative
-/// seed mean the defaults.
+/// The service request of a ComputeIk request: zero tolerances, attempts and timeout and a
+/// negative seed mean the defaults.
 pub fn ik_request(req: &ComputeIk::Request) -> IkRequest {
     let nonzero = |x: f64| (x != 0.0).then_some(x);
     let (p, o) = (&req.pose.pose.position, &req.pose.pose.orientation);
@@ -36,6 +36,7 @@ pub fn ik_request(req: &ComputeIk::Request) -> IkRequest {
         attempts: (req.attempts != 0).then_some(i64::from(req.attempts)),
         seed: u64::try_from(req.seed).ok(),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
+        timeout: (req.timeout != 0.0).then_some(req.timeout),
     }
 }
 

@@ -2,12 +2,14 @@
 //! link at a pose, collision free on request; MoveIt's `compute_ik` in spirit) and
 //! `~/compute_fk` (link poses of a state; MoveIt's `compute_fk`).
 
+use std::time::{Duration, Instant};
+
 use nalgebra::Isometry3;
 
 use super::{cached_checker, PlanningService, ServiceError, ServicePoseGoal};
 use crate::planners::pose::free_goals;
 use crate::planners::PlanError;
-use crate::robot::ik::{IkOptions, IkSolution, IkSolver};
+use crate::robot::ik::{IkError, IkOptions, IkSearch, IkSolution, IkSolver};
 
 /// An inverse-kinematics request.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +29,9 @@ pub struct IkRequest {
     pub seed: Option<u64>,
     /// The planning group to solve for (`None`: the `planning_group` setting).
     pub group: Option<String>,
+    /// Seconds the search may run at most (no batch of starts but the first begins later;
+    /// the solutions found by then are the answer); `None`: no limit but `attempts`.
+    pub timeout: Option<f64>,
 }
 
 /// A solution of [`PlanningService::compute_ik`].
@@ -77,15 +82,28 @@ impl PlanningService {
                     reason: format!("must be in 1..={MAX_IK_ATTEMPTS}, got {n}"),
                 })?,
         };
+        let deadline = match req.timeout {
+            None => None,
+            Some(t) if t > 0.0 && t.is_finite() => {
+                Instant::now().checked_add(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX))
+            }
+            Some(t) => {
+                return Err(ServiceError::BadOption {
+                    name: "timeout",
+                    reason: format!("must be a positive number of seconds, got {t}"),
+                })
+            }
+        };
         let opts = IkOptions {
             seed: req.seed.unwrap_or(self.settings.seed),
             starts,
+            deadline,
             ..defaults
         };
         if req.avoid_collisions {
             self.ensure_checker(&group, &seed_state)?;
         }
-        let (best, found, in_collision) = {
+        let (best, found, in_collision, tried) = {
             let solver = IkSolver::new(&self.robot, &group, &seed_state, target)
                 .map_err(|e| ServiceError::BadPose(e.to_string()))?;
             if req.avoid_collisions {
@@ -95,11 +113,16 @@ impl PlanningService {
                     goals.free.into_iter().next(),
                     goals.found,
                     goals.in_collision,
+                    goals.tried,
                 )
             } else {
-                let found = solver
-                    .solve(Some(&seed_q), &opts)
-                    .map_err(|e| ServiceError::BadPose(e.to_string()))?;
+                let bad_pose = |e: IkError| ServiceError::BadPose(e.to_string());
+                let mut search = IkSearch::new(&solver, Some(&seed_q), &opts).map_err(bad_pose)?;
+                search
+                    .run(|f: &[IkSolution]| Ok::<_, IkError>(vec![true; f.len()]))
+                    .map_err(bad_pose)?;
+                let tried = search.tried();
+                let found = search.finish().0;
                 let n = found.len();
                 let space = &group.space;
                 let nearest = found.into_iter().min_by(|a: &IkSolution, b| {
@@ -107,14 +130,19 @@ impl PlanningService {
                         .distance(&seed_q, &a.config)
                         .total_cmp(&space.distance(&seed_q, &b.config))
                 });
-                (nearest, n, 0)
+                (nearest, n, 0, tried)
             }
         };
         let Some(best) = best else {
             return Err(ServiceError::Plan(if found == 0 {
                 PlanError::NoIkSolution(format!(
                     "no configuration within the joint limits puts '{link}' at the pose within \
-                     its tolerances ({starts} starting configurations tried)"
+                     its tolerances ({tried} starting configurations tried{})",
+                    if tried < starts {
+                        "; the search stopped at the timeout"
+                    } else {
+                        ""
+                    }
                 ))
             } else {
                 PlanError::InvalidGoal(format!(

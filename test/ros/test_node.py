@@ -3350,6 +3350,18 @@ def kinematics_checks(node):
     check('~/compute_ik out of reach: NO_IK_SOLUTION',
           ires is not None and not ires.success and ires.error_code == -31,
           ires and f'code={ires.error_code} {ires.message!r}')
+    ireq.attempts, ireq.timeout = 10000, 1e-9
+    ires = call(node, ik, ireq, timeout=30.0)
+    check('~/compute_ik out of reach with a timeout stops after its first batch of starts',
+          ires is not None and not ires.success and ires.error_code == -31
+          and '16 starting configurations tried; the search stopped at the timeout'
+          in ires.message, ires and f'code={ires.error_code} {ires.message!r}')
+    ireq.timeout = -1.0
+    ires = call(node, ik, ireq, timeout=30.0)
+    check('~/compute_ik with a negative timeout is refused naming it',
+          ires is not None and not ires.success and 'timeout' in ires.message,
+          ires and f'code={ires.error_code} {ires.message!r}')
+    ireq.attempts, ireq.timeout = 0, 0.0
     ireq.link_name = 'gripper'
     ires = call(node, ik, ireq, timeout=30.0)
     check('~/compute_ik for an unknown link is refused naming it',
