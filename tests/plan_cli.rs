@@ -1291,6 +1291,43 @@ fn scene_converts_between_formats_and_plans_the_same() {
     );
 }
 
+/// `gmp scene` lists the allowed pairs of a MoveIt scene's `allowed_collision_matrix`, and
+/// says it leaves them out when it writes the project's format.
+#[test]
+fn scene_lists_a_moveit_matrix_and_says_what_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("cell.yaml");
+    std::fs::write(
+        &from,
+        "allowed_collision_matrix:\n  entry_names: [tool0, pad, ghost]\n  entry_values:\n    \
+         - [false, true, false]\n    - [true, false, false]\n    - [false, false, false]\n\
+         world:\n  collision_objects:\n    - id: pad\n      primitives: [{type: box, \
+         dimensions: [0.1, 0.1, 0.1]}]\n      primitive_poses: [{position: [0.5, 0, 0.2]}]\n",
+    )
+    .unwrap();
+    let to = dir.path().join("out.yaml");
+    let out = gmp(&[
+        "scene",
+        "--scene",
+        from.to_str().unwrap(),
+        "--out",
+        to.to_str().unwrap(),
+    ]);
+    let v = stdout_json(&out);
+    assert_eq!(
+        v["allowed_collision_matrix"],
+        serde_json::json!([{"a": "tool0", "b": "pad", "allowed": true}])
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1 allowed pair(s)") && err.contains("left out"),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&to).unwrap();
+    assert!(!written.contains("allowed_collisions"), "{written}");
+    assert!(written.contains("pad"), "{written}");
+}
+
 /// A scene's `allowed_collisions:` entries apply to `gmp plan`: the hand starts inside a pad
 /// it may touch, and the plan leaves it; every point is free of every contact but the allowed
 /// ones for a plain CPU checker of the whole scene. Without the entries the start is refused.

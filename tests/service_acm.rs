@@ -591,3 +591,93 @@ fn drm_plans_through_allowed_contacts() {
         "{strict:?} -> {lenient:?}"
     );
 }
+
+/// A MoveIt `PlanningScene` YAML with an `allowed_collision_matrix` of `names` (true where
+/// `allowed` says) and a 16 cm box `pad` on the tool at [`START`].
+fn moveit_scene_with_matrix(
+    s: &PlanningService,
+    names: &[&str],
+    allowed: impl Fn(&str, &str) -> bool,
+) -> String {
+    let at = tool_pose_at(s, &START).translation.vector;
+    let rows: Vec<String> = names
+        .iter()
+        .map(|a| {
+            let row: Vec<String> = names
+                .iter()
+                .map(|b| (a != b && allowed(a, b)).to_string())
+                .collect();
+            format!("    - [{}]", row.join(", "))
+        })
+        .collect();
+    format!(
+        "allowed_collision_matrix:\n  entry_names: [{}]\n  entry_values:\n{}\nworld:\n  \
+         collision_objects:\n    - id: pad\n      header: {{frame_id: world}}\n      \
+         primitives: [{{type: box, dimensions: [0.16, 0.16, 0.16]}}]\n      primitive_poses: \
+         [{{position: [{}, {}, {}]}}]\n",
+        names.join(", "),
+        rows.join("\n"),
+        at.x,
+        at.y,
+        at.z
+    )
+}
+
+#[test]
+fn a_moveit_scenes_allowed_collision_matrix_is_applied_with_unknown_names_left_aside() {
+    // Which links the pad holds at START, from the scene without a matrix.
+    let bare = {
+        let s = service();
+        moveit_scene_with_matrix(&s, &[], |_, _| false)
+    };
+    let file = gpu_motion_planner::scene::Scene::from_moveit_yaml_str(&bare).expect("scene");
+    let mut plain = service();
+    plain.load_scene(&file, "bare.yaml", true).expect("load");
+    let hand: Vec<String> = contacts(&mut plain, &START)
+        .iter()
+        .filter(|c| c.contains("'pad'"))
+        .map(|c| c.split('\'').nth(1).unwrap_or("").to_string())
+        .collect();
+    assert!(!hand.is_empty(), "the pad holds the hand at START");
+
+    // The matrix: the hand with the pad allowed, and a link the robot lacks; every other
+    // pair not allowed, among them two adjacent arm links, which stay as the robot model has
+    // them (allowed).
+    let mut names: Vec<&str> = hand.iter().map(String::as_str).collect();
+    names.extend(["upper_arm_link", "forearm_link", "pad", "ghost_link"]);
+    let is_hand = |n: &str| hand.iter().any(|h| h == n);
+    let may_touch_pad = |n: &str| is_hand(n) || n == "ghost_link";
+    let text = moveit_scene_with_matrix(&plain, &names, |a, b| {
+        (may_touch_pad(a) && b == "pad") || (a == "pad" && may_touch_pad(b))
+    });
+    let file = gpu_motion_planner::scene::Scene::from_moveit_yaml_str(&text).expect("scene");
+    let mut s = service();
+    let load = s.load_scene(&file, "cell.yaml", true).expect("load");
+    assert_eq!(load.matrix_unknown, vec!["ghost_link".to_string()]);
+
+    // The same as the entries made one by one through the service.
+    let mut t = service();
+    t.load_scene(
+        &gpu_motion_planner::scene::Scene::from_moveit_yaml_str(&bare).expect("scene"),
+        "bare.yaml",
+        true,
+    )
+    .expect("load");
+    let hand_names: Vec<&str> = hand.iter().map(String::as_str).collect();
+    allow(&mut t, &hand_names, &["pad"], true);
+    assert_eq!(s.allowed_collisions(), t.allowed_collisions());
+    assert_eq!(contacts(&mut s, &START), Vec::<String>::new());
+    for q in around_start(100, 0.9, 12) {
+        assert_eq!(contacts(&mut s, &q), contacts(&mut t, &q), "at {q:?}");
+    }
+
+    // A service made with the scene applies the matrix too, and names what it left aside.
+    let (robot, _) = gpu_motion_planner::cli::demo::bundled().expect("bundled");
+    let u = PlanningService::new(robot, file, Default::default());
+    assert_eq!(u.allowed_collisions(), t.allowed_collisions());
+    assert!(
+        u.attach_errors().len() == 1 && u.attach_errors()[0].contains("ghost_link"),
+        "{:?}",
+        u.attach_errors()
+    );
+}

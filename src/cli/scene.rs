@@ -54,12 +54,18 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
         .iter()
         .map(|e| json!({"a": e.a, "b": e.b, "allowed": e.allowed}))
         .collect();
+    let matrix: Vec<Value> = scene
+        .matrix_collisions()
+        .iter()
+        .map(|e| json!({"a": e.a, "b": e.b, "allowed": e.allowed}))
+        .collect();
     let mut out = json!({
         "scene": a.scene.display().to_string(),
         "frame": scene.frame(),
         "obstacles": obstacles,
         "attached": attached,
         "allowed_collisions": allowed,
+        "allowed_collision_matrix": matrix,
     });
     if let Some(path) = &a.out {
         let format = if is_moveit_text(path) {
@@ -83,6 +89,15 @@ pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
         } else {
             "gmp_yaml"
         };
+        if !matrix.is_empty() {
+            eprintln!(
+                "gmp scene: the {} allowed pair(s) of the allowed_collision_matrix left out of {} \
+                 (they may name links of another robot; give the ones you want as \
+                 allowed_collisions)",
+                matrix.len(),
+                path.display()
+            );
+        }
         crate::report::write_atomically(path, scene.to_text_for(path).as_bytes())
             .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))?;
         out["written"] = json!({"path": path.display().to_string(), "format": format});

@@ -397,8 +397,46 @@ impl AllowedCollisions {
     }
 }
 
+/// The entries of `entries` (a MoveIt allowed collision matrix's, [`Scene::matrix_collisions`])
+/// whose two names `robot` or `scene` has, and the names left aside (each once, in order):
+/// MoveIt leaves a matrix's unknown names aside, and a benchmark's matrix often names links
+/// of another version of the robot.
+pub fn known_entries(
+    robot: &RobotModel,
+    scene: &Scene,
+    entries: &[AllowedCollision],
+) -> (Vec<AllowedCollision>, Vec<String>) {
+    let mut unknown: Vec<String> = Vec::new();
+    let mut known = |name: &str| {
+        let ok = resolve(robot, scene, name).is_some();
+        if !ok && !unknown.iter().any(|u| u == name) {
+            unknown.push(name.to_string());
+        }
+        ok
+    };
+    let kept = entries
+        .iter()
+        .filter(|e| {
+            let (a, b) = (known(&e.a), known(&e.b));
+            a && b
+        })
+        .cloned()
+        .collect();
+    (kept, unknown)
+}
+
+/// The allowed-collision entries `scene` brings for `robot`: its matrix's known ones
+/// ([`known_entries`]) and then its own list ([`Scene::allowed_collisions`]), with the names
+/// of the matrix left aside.
+pub fn scene_entries(robot: &RobotModel, scene: &Scene) -> (Vec<AllowedCollision>, Vec<String>) {
+    let (mut entries, unknown) = known_entries(robot, scene, scene.matrix_collisions());
+    entries.extend_from_slice(scene.allowed_collisions());
+    (entries, unknown)
+}
+
 /// [`make_checker`] for `robot` in `scene` with the scene's allowed-collision entries
-/// ([`Scene::allowed_collisions`]) applied; an entry naming nothing known is an error.
+/// ([`scene_entries`]) applied; an entry of the scene's own list naming nothing known is an
+/// error.
 pub fn make_scene_checker(
     backend: &str,
     robot: &RobotModel,
@@ -407,12 +445,12 @@ pub fn make_scene_checker(
     scene: &Scene,
     opts: CheckerOptions,
 ) -> Result<Box<dyn Checker>, CollisionError> {
-    let acm =
-        AllowedCollisions::from_entries(robot, scene, scene.allowed_collisions()).map_err(|e| {
-            CollisionError::Backend {
-                backend: backend.to_string(),
-                message: e.to_string(),
-            }
-        })?;
+    let (entries, _) = scene_entries(robot, scene);
+    let acm = AllowedCollisions::from_entries(robot, scene, &entries).map_err(|e| {
+        CollisionError::Backend {
+            backend: backend.to_string(),
+            message: e.to_string(),
+        }
+    })?;
     acm.checker(backend, robot, group, base, scene, opts)
 }

@@ -15,8 +15,8 @@ use r2r::trajectory_msgs::msg::{JointTrajectory, JointTrajectoryPoint};
 use crate::planners::PlanStats;
 use crate::robot::constraint::{ConstraintSpec, JointSpec, OrientationSpec, PositionSpec};
 use crate::service::{
-    ErrorCategory, PlanningService, ServiceError, ServicePlanRequest, ServicePlanResponse,
-    ServicePoseGoal, SpeedLimit,
+    ErrorCategory, PlanningService, PoseSearch, ServiceError, ServicePlanRequest,
+    ServicePlanResponse, ServicePoseGoal, SpeedLimit,
 };
 use crate::trajectory::{LinkSpeed, Trajectory, TrajectoryPoint};
 
@@ -279,6 +279,26 @@ pub fn joint_trajectory(traj: &Trajectory, frame_id: &str) -> JointTrajectory {
     }
 }
 
+/// The PlanningStats message of a plan.
+pub fn plan_stats_msg(plan: &ServicePlanResponse) -> PlanningStats {
+    PlanningStats {
+        ik_time: plan.ik.map_or(0.0, |ik| ik.time.as_secs_f64()),
+        ..stats_msg(&plan.stats, &plan.backend, &plan.planner)
+    }
+}
+
+/// "; the goal pose search stopped at its share of the time limit (N starts)" for a pose
+/// goal whose inverse kinematics was cut short, else nothing.
+pub fn ik_note(ik: Option<&PoseSearch>) -> String {
+    match ik {
+        Some(ik) if ik.cut => format!(
+            "; the goal pose search stopped at its share of the time limit ({} starts)",
+            ik.starts_tried
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The PlanningStats message of a plan's statistics.
 pub fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStats {
     PlanningStats {
@@ -337,9 +357,10 @@ pub fn response(
                     .unwrap_or_default()
             ) + &goal_note(plan.reached_goal, !request.other_goal_poses.is_empty())
                 + &corners_note(plan.rounded_corners)
-                + &speed_note(plan.link_speed.as_ref()),
+                + &speed_note(plan.link_speed.as_ref())
+                + &ik_note(plan.ik.as_ref()),
             trajectory: joint_trajectory(&plan.trajectory, &settings.planning_frame),
-            stats: stats_msg(&plan.stats, &plan.backend, &plan.planner),
+            stats: plan_stats_msg(plan),
             reached_goal: i32::try_from(plan.reached_goal).unwrap_or(i32::MAX),
         },
         Err(e) => PlanPath::Response {
@@ -362,15 +383,18 @@ pub fn response(
 /// Which goal of a goal set a plan ends at, for a response's message ("" for the goal):
 /// one of the other goal poses (`poses`) or of the other goal states.
 pub fn goal_note(reached_goal: usize, poses: bool) -> String {
+    other_goal_field(reached_goal, poses).map_or_else(String::new, |f| format!("; ends at {f}"))
+}
+
+/// The field and index of the other goal a plan ends at (`other_goal_poses[k]` with `poses`,
+/// else `other_goal_states[k]`); `None` for the goal itself.
+pub fn other_goal_field(reached_goal: usize, poses: bool) -> Option<String> {
     let field = if poses {
         "other_goal_poses"
     } else {
         "other_goal_states"
     };
-    match reached_goal {
-        0 => String::new(),
-        k => format!("; ends at {field}[{}]", k - 1),
-    }
+    reached_goal.checked_sub(1).map(|k| format!("{field}[{k}]"))
 }
 
 /// The answer when no robot is loaded.

@@ -32,8 +32,17 @@ pub fn describe(load: &SceneLoad, source: &str, merge: bool) -> String {
         1 => ", 1 allowed-collision entry applied".to_string(),
         n => format!(", {n} allowed-collision entries applied"),
     };
+    let unknown = if load.matrix_unknown.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (names of its allowed_collision_matrix the robot does not have, left aside: {})",
+            load.matrix_unknown.join(", ")
+        )
+    };
     format!(
-        "{} from '{source}' ({}): the scene has {} obstacle(s), the robot carries {}{entries}",
+        "{} from '{source}' ({}): the scene has {} obstacle(s), the robot carries \
+         {}{entries}{unknown}",
         counted(load.loaded, "obstacle", load.attached, "carried object"),
         if merge {
             "merged by id"

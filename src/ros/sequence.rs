@@ -5,7 +5,7 @@
 use r2r::gpu_motion_planner_interfaces::msg::PlanningStats;
 use r2r::gpu_motion_planner_interfaces::srv::{PlanPath, PlanSequence};
 
-use super::plan::{error_code, joint_trajectory, service_request, stats_msg, SUCCESS};
+use super::plan::{error_code, joint_trajectory, plan_stats_msg, service_request, SUCCESS};
 use crate::service::sequence::{ServiceSequenceItem, ServiceSequenceResponse};
 use crate::service::{PlanningService, ServiceError};
 
@@ -81,7 +81,7 @@ pub fn sequence_response(
             stats: seq
                 .items
                 .iter()
-                .map(|p| stats_msg(&p.stats, &p.backend, &p.planner))
+                .map(plan_stats_msg)
                 .collect::<Vec<PlanningStats>>(),
             reached_goals: seq
                 .items
@@ -102,13 +102,12 @@ fn goals_text(
     let each: Vec<String> = planned
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.reached_goal > 0)
-        .map(|(i, p)| {
+        .filter_map(|(i, p)| {
             let poses = asked
                 .get(i)
                 .is_some_and(|a| !a.request.other_goal_poses.is_empty());
-            format!("item {i}{}", super::plan::goal_note(p.reached_goal, poses))
-                .replacen("; ", " ", 1)
+            super::plan::other_goal_field(p.reached_goal, poses)
+                .map(|field| format!("item {i} ends at {field}"))
         })
         .collect();
     if each.is_empty() {
@@ -226,5 +225,10 @@ mod tests {
             "; ends at other_goal_states[0]"
         );
         assert_eq!(super::super::plan::goal_note(0, true), "");
+        assert_eq!(
+            super::super::plan::other_goal_field(3, false).as_deref(),
+            Some("other_goal_states[2]")
+        );
+        assert_eq!(super::super::plan::other_goal_field(0, false), None);
     }
 }

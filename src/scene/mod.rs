@@ -347,6 +347,8 @@ pub struct Scene {
     attached: Vec<AttachedObject>,
     /// Allowed-collision entries (a scene file's `allowed_collisions:` list).
     allowed: Vec<AllowedCollision>,
+    /// Entries of a MoveIt `allowed_collision_matrix` (names the robot lacks are left aside).
+    matrix: Vec<AllowedCollision>,
 }
 
 /// An allowed-collision entry, by name: `a` and `b` (links, carried objects, obstacles or
@@ -380,6 +382,7 @@ impl Scene {
             log: Vec::new(),
             attached: Vec::new(),
             allowed: Vec::new(),
+            matrix: Vec::new(),
         }
     }
 
@@ -543,6 +546,19 @@ impl Scene {
     /// stays: the entries are applied by whoever plans in this scene).
     pub fn set_allowed_collisions(&mut self, entries: Vec<AllowedCollision>) {
         self.allowed = entries;
+    }
+
+    /// The entries of the MoveIt `allowed_collision_matrix` the scene was read with, pair by
+    /// pair (see [`moveit`]): applied before [`Self::allowed_collisions`], and unlike those,
+    /// an entry naming what neither the robot nor the scene has is left aside, as MoveIt
+    /// does ([`crate::collision::allowed::known_entries`]).
+    pub fn matrix_collisions(&self) -> &[AllowedCollision] {
+        &self.matrix
+    }
+
+    /// Replaces the matrix entries (see [`Self::matrix_collisions`]).
+    pub fn set_matrix_collisions(&mut self, entries: Vec<AllowedCollision>) {
+        self.matrix = entries;
     }
 
     /// Counter bumped by every change (starts at 0).

@@ -16,11 +16,19 @@
 //!
 //! `robot_state.attached_collision_objects[]` (`link_name`, `object`, `touch_links`) become the
 //! scene's attached objects; their poses must be in the frame of `link_name` (as MoveIt writes
-//! them; an empty frame counts as that link). The rest of the robot state and the allowed
-//! collision matrix are ignored (MotionBenchMaker's Panda scenes carry a matrix that allows
-//! `panda_link3` and `panda_link4` with every link, which its published figures do not use;
-//! allowed collisions come from the project's scene format or the node's service, see
-//! [`crate::collision::allowed`]).
+//! them; an empty frame counts as that link). The rest of the robot state is ignored.
+//!
+//! `allowed_collision_matrix` (`entry_names`, `entry_values` as rows of booleans or of
+//! `{enabled: [...]}`, `default_entry_names` with `default_entry_values`) becomes the scene's
+//! matrix entries ([`Scene::matrix_collisions`]), which whoever plans
+//! in the scene applies: a pair marked allowed may touch (links, or a link and a world
+//! object), a name the robot and the scene do not have is left aside, as MoveIt does
+//! ([`crate::collision::allowed::known_entries`]), and a pair marked not allowed stays as the
+//! robot model has it (where MoveIt would check it; `~/allow_collisions` with `allowed: false`
+//! checks such a pair). MotionBenchMaker's scenes carry their robot's SRDF pairs (UR5: plus a
+//! `box_link` the benchmark's URDF lacks; Fetch: links it lacks), so they plan as without the
+//! matrix; the benchmark itself (`gmp bench mbm`) plans with the SRDF, as its published figures
+//! do.
 
 use std::path::Path;
 
@@ -28,7 +36,7 @@ use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 use serde::Deserialize;
 
 use super::yaml::quaternion_xyzw;
-use super::{Obstacle, Scene, SceneError, Shape};
+use super::{AllowedCollision, Obstacle, Scene, SceneError, Shape};
 use crate::robot::geometry::Polytope;
 use crate::robot::AttachedObject;
 
@@ -38,6 +46,38 @@ struct Doc {
     world: Option<World>,
     #[serde(default)]
     robot_state: Option<RobotState>,
+    #[serde(default)]
+    allowed_collision_matrix: Option<Matrix>,
+}
+
+/// `moveit_msgs/AllowedCollisionMatrix`.
+#[derive(Deserialize, Default)]
+struct Matrix {
+    #[serde(default)]
+    entry_names: Vec<String>,
+    #[serde(default)]
+    entry_values: Vec<Row>,
+    #[serde(default)]
+    default_entry_names: Vec<String>,
+    #[serde(default)]
+    default_entry_values: Vec<bool>,
+}
+
+/// A row of the matrix: a plain list (as MotionBenchMaker writes it) or the message's
+/// `{enabled: [...]}`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Row {
+    Plain(Vec<bool>),
+    Entry { enabled: Vec<bool> },
+}
+
+impl Row {
+    fn values(&self) -> &[bool] {
+        match self {
+            Row::Plain(v) | Row::Entry { enabled: v } => v,
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -322,6 +362,8 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
         .unwrap_or("world")
         .to_string();
     let mut scene = Scene::new(frame.clone());
+    // Each object's obstacle ids (an object of several shapes is several obstacles).
+    let mut object_ids: Vec<(String, Vec<String>)> = Vec::new();
     for (index, object) in objects.iter().enumerate() {
         let label = format!("#{index} '{}'", object.id);
         let err = |reason: String| SceneError::Format {
@@ -337,9 +379,12 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
                 )));
             }
         }
+        let mut ids = Vec::new();
         for o in object_shapes(object, &label, source)? {
+            ids.push(o.id.clone());
             scene.add(o).map_err(|e| err(e.to_string()))?;
         }
+        object_ids.push((object.id.clone(), ids));
     }
     let attached = doc
         .robot_state
@@ -378,7 +423,115 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
                 .map_err(|e| err(e.to_string()))?;
         }
     }
+    if let Some(m) = &doc.allowed_collision_matrix {
+        let entries = matrix_entries(m, &object_ids).map_err(|reason| SceneError::Format {
+            path: source.to_path_buf(),
+            obstacle: "allowed_collision_matrix".into(),
+            reason,
+        })?;
+        scene.set_matrix_collisions(entries);
+    }
     Ok(scene)
+}
+
+/// The entries of an allowed collision matrix, pair by pair (each pair once, in the order of
+/// `entry_names`): a pair allowed both ways may touch (two world objects are never checked
+/// against each other, so they give none). A pair marked not allowed gives no entry: it stays
+/// as the robot model has it, since the model's own allowed pairs (adjacent and rigidly joined
+/// links, the SRDF's) are what its collision geometry needs (MotionBenchMaker's UR5 matrix
+/// leaves adjacent links out, and its Fetch matrix marks one pair the SRDF disables, whose
+/// spheres overlap in 32 of its goals). A world object's name stands for each of its obstacles
+/// (`object_ids`). A name of `default_entry_names` whose value is true may touch every other
+/// name of the matrix and every world object, except where the matrix has the pair.
+fn matrix_entries(
+    m: &Matrix,
+    object_ids: &[(String, Vec<String>)],
+) -> Result<Vec<AllowedCollision>, String> {
+    let n = m.entry_names.len();
+    if m.entry_values.len() != n {
+        return Err(format!(
+            "{} entry_names but {} rows of entry_values",
+            n,
+            m.entry_values.len()
+        ));
+    }
+    if let Some((k, r)) = m
+        .entry_values
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.values().len() != n)
+    {
+        return Err(format!(
+            "row {k} of entry_values has {} values, entry_names {n}",
+            r.values().len()
+        ));
+    }
+    if m.default_entry_values.len() != m.default_entry_names.len() {
+        return Err(format!(
+            "{} default_entry_names but {} default_entry_values",
+            m.default_entry_names.len(),
+            m.default_entry_values.len()
+        ));
+    }
+    let obstacles_of = |name: &str| -> Option<&Vec<String>> {
+        object_ids
+            .iter()
+            .find(|(id, _)| id == name)
+            .map(|(_, ids)| ids)
+    };
+    // One name of the matrix as the names of entries: an object's obstacles, else itself.
+    let expand = |name: &str| -> Vec<String> {
+        obstacles_of(name)
+            .cloned()
+            .unwrap_or_else(|| vec![name.to_string()])
+    };
+    let mut out = Vec::new();
+    // The entries allowing `a` and `b` to touch.
+    let allow = |a: &str, b: &str, out: &mut Vec<AllowedCollision>| {
+        if a == b || (obstacles_of(a).is_some() && obstacles_of(b).is_some()) {
+            return;
+        }
+        for x in expand(a) {
+            for y in expand(b) {
+                out.push(AllowedCollision {
+                    a: x.clone(),
+                    b: y,
+                    allowed: true,
+                });
+            }
+        }
+    };
+    let mut listed = std::collections::BTreeSet::new();
+    for i in 0..n {
+        for j in i + 1..n {
+            let (a, b) = (&m.entry_names[i], &m.entry_names[j]);
+            if m.entry_values[i].values()[j] && m.entry_values[j].values()[i] {
+                allow(a, b, &mut out);
+            }
+            listed.insert((a.clone(), b.clone()));
+            listed.insert((b.clone(), a.clone()));
+        }
+    }
+    let everyone: Vec<&String> = m
+        .entry_names
+        .iter()
+        .chain(object_ids.iter().map(|(id, _)| id))
+        .collect();
+    for (name, _) in m
+        .default_entry_names
+        .iter()
+        .zip(&m.default_entry_values)
+        .filter(|(_, &v)| v)
+    {
+        for other in &everyone {
+            if !listed.contains(&(name.clone(), (*other).clone())) {
+                allow(name, other, &mut out);
+                listed.insert((name.clone(), (*other).clone()));
+                listed.insert(((*other).clone(), name.clone()));
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl Scene {
@@ -599,5 +752,68 @@ robot_state:
             .unwrap_err()
             .to_string();
         assert!(e.contains("link_name"), "{e}");
+    }
+
+    #[test]
+    fn the_allowed_collision_matrix_becomes_entries_pair_by_pair() {
+        let text = "
+allowed_collision_matrix:
+  entry_names: [hand, finger, shelf, arm]
+  entry_values:
+    - [false, true, true, false]
+    - {enabled: [true, false, false, true]}
+    - [true, false, false, false]
+    - [false, false, false, false]
+  default_entry_names: [pad]
+  default_entry_values: [true]
+world:
+  collision_objects:
+    - id: shelf
+      primitives: [{type: box, dimensions: [1, 1, 1]}, {type: sphere, dimensions: [0.1]}]
+      primitive_poses: [{position: [0, 0, 0]}, {position: [0, 0, 1]}]
+    - id: bin
+      primitives: [{type: sphere, dimensions: [0.2]}]
+      primitive_poses: [{position: [2, 0, 0]}]
+";
+        let scene = Scene::from_moveit_yaml_str(text).unwrap();
+        let got: Vec<(&str, &str, bool)> = scene
+            .matrix_collisions()
+            .iter()
+            .map(|e| (e.a.as_str(), e.b.as_str(), e.allowed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("hand", "finger", true),
+                // The object stands for each of its obstacles.
+                ("hand", "shelf", true),
+                ("hand", "shelf/1", true),
+                // Pairs not allowed, and allowed one way only, add nothing: they stay as the
+                // robot model has them. The default entry: with every matrix name and every object.
+                ("pad", "hand", true),
+                ("pad", "finger", true),
+                ("pad", "shelf", true),
+                ("pad", "shelf/1", true),
+                ("pad", "arm", true),
+                ("pad", "bin", true),
+            ]
+        );
+        assert!(scene.allowed_collisions().is_empty());
+        let short = text.replace("    - [false, false, false, false]\n", "");
+        let e = Scene::from_moveit_yaml_str(&short).unwrap_err().to_string();
+        assert!(
+            e.contains("allowed_collision_matrix") && e.contains("4 entry_names but 3 rows"),
+            "{e}"
+        );
+        let ragged = text.replace("[true, false, false, false]", "[true, false]");
+        let e = Scene::from_moveit_yaml_str(&ragged)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 2 of entry_values has 2 values"), "{e}");
+        let defaults = text.replace("default_entry_values: [true]", "default_entry_values: []");
+        let e = Scene::from_moveit_yaml_str(&defaults)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1 default_entry_names but 0"), "{e}");
     }
 }

@@ -274,10 +274,25 @@ pub struct ServicePlanResponse {
     /// ends passed on an arc, and all of them; `None` where the trajectory stops at every
     /// waypoint or is timed another way.
     pub rounded_corners: Option<(usize, usize)>,
+    /// For a pose goal: what its inverse kinematics search did.
+    pub ik: Option<PoseSearch>,
     /// Which goal of a goal set the plan ends at: 0 for the goal, `k` for the request's
     /// `other_goals[k - 1]` ([`crate::planners::PlanResult::reached_goal`]); 0 without other goals and for a
     /// pose goal.
     pub reached_goal: usize,
+}
+
+/// What the inverse kinematics search of a pose goal did ([`crate::planners::pose::PosePlan`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoseSearch {
+    /// Time spent in inverse kinematics and the goals' collision checks (not in the plan's
+    /// planning time).
+    pub time: std::time::Duration,
+    /// Starting configurations tried, over all goal poses.
+    pub starts_tried: usize,
+    /// True when the search stopped at its share of the time limit
+    /// ([`crate::planners::pose::IK_TIME_SHARE`]) or at the limit.
+    pub cut: bool,
 }
 
 /// What a marker update does (ROS `visualization_msgs/Marker` actions).
@@ -955,6 +970,8 @@ impl PlanningService {
     /// robot; one that cannot be (an unknown link) is left out and named in
     /// [`PlanningService::attach_errors`]. So is an allowed-collision entry of the scene that
     /// names nothing known; the others are applied ([`PlanningService::allow_collisions`]).
+    /// The scene's MoveIt `allowed_collision_matrix` entries are applied first, those naming
+    /// what the robot and the scene lack left aside (named there too).
     pub fn new(robot: RobotModel, mut scene: Scene, settings: ServiceSettings) -> Self {
         let current = robot.tree.neutral_state();
         let base_robot = robot.clone();
@@ -965,8 +982,17 @@ impl PlanningService {
                 attach_errors.push(format!("attached object '{}': {e}", o.id));
             }
         }
+        // The entries before the scene is put in the planning frame (which keeps obstacles
+        // only): its MoveIt matrix's known ones, then its own list.
+        let (entries, unknown) = crate::collision::allowed::scene_entries(&robot, &scene);
+        if !unknown.is_empty() {
+            attach_errors.push(format!(
+                "names of the scene's allowed_collision_matrix the robot does not have, left \
+                 aside: {}",
+                unknown.join(", ")
+            ));
+        }
         let scene = reframed(scene, &settings.planning_frame);
-        let entries = scene.allowed_collisions().to_vec();
         let mut service = Self {
             base_robot,
             attach_errors,
@@ -1279,11 +1305,11 @@ impl PlanningService {
             (None, Some(set)) => plan_constrained(checker, r, set),
             (None, None) => planners::plan(checker, r),
         };
-        let (result, pose_error, reached_goal) = match &prepared.pose {
+        let (result, pose_error, reached_goal, ik) = match &prepared.pose {
             None => {
                 let result = plan_one(preq)?;
                 let reached = result.reached_goal;
-                (result, None, reached)
+                (result, None, reached, None)
             }
             Some(target) => {
                 let targets = std::iter::once(target).chain(&prepared.other_poses);
@@ -1299,9 +1325,14 @@ impl PlanningService {
                     .name
                     .clone();
                 let errors = (link, pp.goal.position_error, pp.goal.orientation_error);
+                let ik = PoseSearch {
+                    time: pp.ik_time,
+                    starts_tried: pp.goals.iter().map(|g| g.tried).sum(),
+                    cut: pp.ik_cut,
+                };
                 // A pose goal's goal set is the node's own (its inverse kinematics
                 // solutions): the goal reached is the pose's.
-                (pp.result, Some(errors), pp.pose)
+                (pp.result, Some(errors), pp.pose, Some(ik))
             }
         };
         let mut trajectory = result.trajectory;
@@ -1330,6 +1361,7 @@ impl PlanningService {
             link_speed,
             rounded_corners,
             reached_goal,
+            ik,
         })
     }
 
@@ -1417,6 +1449,7 @@ impl PlanningService {
                                 link_speed,
                                 rounded_corners,
                                 reached_goal: r.reached_goal,
+                                ik: None,
                             }
                         }));
                     }

@@ -139,6 +139,7 @@ impl PlanningService {
             link_speed,
             rounded_corners: None,
             reached_goal: 0,
+            ik: None,
         })
     }
 }

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 use super::{PlanningService, ServiceError};
+use crate::collision::allowed::known_entries;
 use crate::robot::AttachedObject;
 use crate::scene::{Obstacle, Scene};
 
 /// What a scene load did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SceneLoad {
     /// Obstacles the loaded scene brought (new, or replacing one of the same id).
     pub loaded: usize,
@@ -19,8 +20,12 @@ pub struct SceneLoad {
     pub obstacles: usize,
     /// Objects the robot carries after the load.
     pub carried: usize,
-    /// Allowed-collision entries of the loaded scene.
+    /// Allowed-collision entries of the loaded scene applied (its MoveIt matrix's, pair by
+    /// pair, and its own list's).
     pub entries: usize,
+    /// Names of the loaded scene's MoveIt `allowed_collision_matrix` that neither the robot
+    /// nor the scene has, left aside as MoveIt does.
+    pub matrix_unknown: Vec<String>,
 }
 
 impl PlanningService {
@@ -36,7 +41,9 @@ impl PlanningService {
     ///
     /// The file's allowed-collision entries are applied after its obstacles and carried
     /// objects are in place ([`Self::allow_collisions`], one entry at a time, later ones
-    /// winning); with `replace` they replace the entries set before.
+    /// winning): those of its MoveIt `allowed_collision_matrix` first (names neither the robot
+    /// nor the scene has left aside, [`crate::collision::allowed::known_entries`]), then its
+    /// own list; with `replace` they replace the entries set before.
     ///
     /// An id may not be both an obstacle and a carried object. On error nothing changes.
     pub fn load_scene(
@@ -107,13 +114,12 @@ impl PlanningService {
         };
 
         // The entries name what the loaded scene holds, so they are checked against it.
+        let checked_robot = robot.as_ref().unwrap_or(&self.robot);
+        let (mut entries, matrix_unknown) =
+            known_entries(checked_robot, &scene, file.matrix_collisions());
+        entries.extend_from_slice(file.allowed_collisions());
         let acm = self
-            .allowed_after(
-                robot.as_ref().unwrap_or(&self.robot),
-                &scene,
-                file.allowed_collisions(),
-                replace,
-            )
+            .allowed_after(checked_robot, &scene, &entries, replace)
             .map_err(|e| bad(e.to_string()))?;
         self.scene = scene;
         if let Some(robot) = robot {
@@ -125,7 +131,8 @@ impl PlanningService {
             attached: file.attached().len(),
             obstacles: self.scene.len(),
             carried: self.robot.attached().len(),
-            entries: file.allowed_collisions().len(),
+            entries: entries.len(),
+            matrix_unknown,
         })
     }
 

@@ -1173,6 +1173,9 @@ def pose_checks(node, plan):
     check('~/plan to a goal pose plans, saying how close the tool came',
           ok and "'tool0' within" in res.message,
           res and f'code={res.error_code} message={res.message!r}')
+    check('a pose-goal plan reports its inverse kinematics time apart from planning_time',
+          ok and res.stats.ik_time > 0.0 and res.stats.planning_time > 0.0,
+          res and f'ik_time={res.stats.ik_time} planning_time={res.stats.planning_time}')
     if ok:
         r, t = tool_at_end(res)
         dp = math.dist(t, t_goal)
