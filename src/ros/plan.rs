@@ -428,6 +428,13 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
             req.start_states.len(),
         ));
     }
+    if !req.other_goals.is_empty() && req.other_goals.len() != goals {
+        return Err(format!(
+            "other_goals has {} entries but the goals (goal_states or goal_poses) {goals}: give \
+             none or one goal set per goal",
+            req.other_goals.len(),
+        ));
+    }
     Ok((0..goals)
         .map(|i| {
             service_request(&PlanPath::Request {
@@ -449,8 +456,16 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 group_name: req.group_name.clone(),
                 cartesian_speed_limited_link: req.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: req.max_cartesian_speed,
-                other_goal_states: Vec::new(),
-                other_goal_poses: Vec::new(),
+                other_goal_states: req
+                    .other_goals
+                    .get(i)
+                    .map(|g| g.states.clone())
+                    .unwrap_or_default(),
+                other_goal_poses: req
+                    .other_goals
+                    .get(i)
+                    .map(|g| g.poses.clone())
+                    .unwrap_or_default(),
             })
         })
         .collect())
@@ -470,6 +485,7 @@ pub fn batch_response(
         out.messages.push(one.message);
         out.trajectories.push(one.trajectory);
         out.stats.push(one.stats);
+        out.reached_goals.push(one.reached_goal);
     }
     let solved = out.error_codes.iter().filter(|&&c| c == SUCCESS).count();
     out.solved = i32::try_from(solved).unwrap_or(i32::MAX);
@@ -490,6 +506,7 @@ pub fn batch_refused(message: String) -> PlanBatch::Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use r2r::gpu_motion_planner_interfaces::msg::GoalSet;
     use r2r::sensor_msgs::msg::JointState;
 
     fn js(names: &[&str], pos: &[f64]) -> JointState {
@@ -675,6 +692,39 @@ mod tests {
         );
         let e = batch_requests(&PlanBatch::Request::default()).unwrap_err();
         assert!(e.contains("goal_states"), "{e}");
+
+        // Goal sets: the second problem's goal in collision, a free one among its other
+        // goals; it ends there and says so, the first keeps its goal alone.
+        let free = js(&names, &[-1.2, 0.3, 0.8, 0.0, 0.0, 0.0]);
+        let sets = PlanBatch::Request {
+            other_goals: vec![
+                GoalSet::default(),
+                GoalSet {
+                    states: vec![free.clone()],
+                    poses: Vec::new(),
+                },
+            ],
+            ..req.clone()
+        };
+        let requests = batch_requests(&sets).expect("requests");
+        assert_eq!(requests[1].other_goals.len(), 1);
+        let outcomes = service.plan_batch(&requests);
+        let res = batch_response(&outcomes, &requests, &service);
+        assert!(res.success, "{:?}", res.messages);
+        assert_eq!(res.reached_goals, vec![0, 1]);
+        assert!(
+            res.messages[1].contains("ends at other_goal_states[0]"),
+            "{}",
+            res.messages[1]
+        );
+        let last = res.trajectories[1].points.last().expect("points");
+        assert_eq!(last.positions, free.position);
+        let e = batch_requests(&PlanBatch::Request {
+            other_goals: vec![GoalSet::default()],
+            ..req
+        })
+        .unwrap_err();
+        assert!(e.contains("other_goals has 1 entries"), "{e}");
     }
 
     #[test]

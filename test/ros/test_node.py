@@ -37,7 +37,7 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import Point, Pose, PoseStamped, TransformStamped
 from action_msgs.msg import GoalStatus
 from gpu_motion_planner_interfaces.action import Move
-from gpu_motion_planner_interfaces.msg import (JointConstraint, MotionSequenceItem,
+from gpu_motion_planner_interfaces.msg import (GoalSet, JointConstraint, MotionSequenceItem,
                                                OrientationConstraint, PositionConstraint)
 from gpu_motion_planner_interfaces.srv import (AllowCollisions, AttachObject, CheckState, CheckTrajectory,
                                               ComputeFk, ComputeIk, DetachObject,
@@ -1112,6 +1112,20 @@ def batch_checks(node, plan):
           and [list(p.positions) for p in alone.trajectory.points]
           == [list(p.positions) for p in res.trajectories[0].points],
           alone and f'{len(alone.trajectory.points)} against {len(res.trajectories[0].points)} points')
+    # Goal sets: problem 1's goal in collision, GOAL among its other goals; it ends at GOAL,
+    # free for the independent checker, and reached_goals says so.
+    req.other_goals = [GoalSet(), GoalSet(states=[joint_state(ARM, GOAL)]), GoalSet()]
+    res = call(node, batch, req, timeout=60.0)
+    ends = (res and len(res.trajectories) == 3 and res.trajectories[1].points
+            and list(res.trajectories[1].points[-1].positions))
+    free = ic.first_collision(ROBOT, SCENE, res.trajectories[1]) if ends else 'no trajectory'
+    check('~/plan_batch with other_goals: the problem whose goal collides ends at its other '
+          'goal, reached_goals naming it',
+          res is not None and res.success and list(res.reached_goals) == [0, 1, 0]
+          and ends and max(abs(a - b) for a, b in zip(ends, GOAL)) < 1e-9 and free is None
+          and 'ends at other_goal_states[0]' in res.messages[1],
+          res and f'codes={list(res.error_codes)} reached={list(res.reached_goals)} '
+                  f'{list(res.messages)!r}; independent {free}')
     bad = PlanBatch.Request()
     bad.start_states = [joint_state(ARM, START)]
     bad.goal_states = [joint_state(ARM, GOAL), joint_state(ARM, GOAL)]
