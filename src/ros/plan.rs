@@ -299,7 +299,7 @@ pub fn ik_note(ik: Option<&PoseSearch>) -> String {
     }
 }
 
-/// The PlanningStats message of a plan's statistics.
+/// The PlanningStats message of a plan's statistics (`ik_time` 0).
 pub fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> PlanningStats {
     PlanningStats {
         planning_time: stats.planning_time.as_secs_f64(),
@@ -315,6 +315,8 @@ pub fn stats_msg(stats: &PlanStats, backend: &str, planner_id: &str) -> Planning
         planner_id: planner_id.to_string(),
         iterations: stats.iterations as u64,
         device_time: stats.device_time.map_or(0.0, |d| d.as_secs_f64()),
+        // A pose goal's search is the service's, not the planner's: see `plan_stats_msg`.
+        ik_time: 0.0,
     }
 }
 
