@@ -832,6 +832,10 @@ fn plan_to_a_pose_goal_ends_at_the_pose() {
     let g = &v["goal_pose"];
     assert!(g["position_error"].as_f64().unwrap() <= 1e-4);
     assert!(g["orientation_error"].as_f64().unwrap() <= 1e-3);
+    // The search ran whole batches of starts and was not cut short (plenty of time).
+    let tried = g["ik_starts_tried"].as_u64().unwrap();
+    assert!(tried >= 16 && tried % 16 == 0, "{g}");
+    assert_eq!(g["ik_cut_at_time_share"], false);
     assert_ends_at(&v, &target, 1e-4, 1e-3);
     // The same answer for the same seed.
     let again = stdout_json(&bundled(&[

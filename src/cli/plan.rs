@@ -727,6 +727,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
             plan_to_poses_with(checker.as_ref(), &req, &solvers, &opts, plan_one).map(|pp| {
                 let (dp, dr) = (pp.goal.position_error, pp.goal.orientation_error);
                 let target = targets[pp.pose];
+                let starts_tried = pp.starts_tried();
                 let mut result = pp.result;
                 // The goal reached is the pose's (its solutions are the tool's own set).
                 result.reached_goal = pp.pose;
@@ -737,7 +738,7 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
                     "configurations_found": pp.goals[pp.pose].found,
                     "in_collision": pp.goals[pp.pose].in_collision,
                     "ik_time_s": pp.ik_time.as_secs_f64(),
-                    "ik_starts_tried": pp.goals.iter().map(|g| g.tried).sum::<usize>(),
+                    "ik_starts_tried": starts_tried,
                     "ik_cut_at_time_share": pp.ik_cut,
                 });
                 (result, Some(goal))

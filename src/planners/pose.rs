@@ -74,6 +74,13 @@ pub struct PosePlan {
     pub ik_cut: bool,
 }
 
+impl PosePlan {
+    /// Starting configurations the inverse kinematics tried, over all goal poses.
+    pub fn starts_tried(&self) -> usize {
+        self.goals.iter().map(|g| g.tried).sum()
+    }
+}
+
 /// One solver per target of `targets` for `group` of `robot` at the full state `base`, in
 /// order (what [`plan_to_poses_with`] takes).
 pub fn solvers_for<'a>(

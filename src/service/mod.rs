@@ -1327,7 +1327,7 @@ impl PlanningService {
                 let errors = (link, pp.goal.position_error, pp.goal.orientation_error);
                 let ik = PoseSearch {
                     time: pp.ik_time,
-                    starts_tried: pp.goals.iter().map(|g| g.tried).sum(),
+                    starts_tried: pp.starts_tried(),
                     cut: pp.ik_cut,
                 };
                 // A pose goal's goal set is the node's own (its inverse kinematics
