@@ -834,7 +834,7 @@ fn plan_to_a_pose_goal_ends_at_the_pose() {
     assert!(g["orientation_error"].as_f64().unwrap() <= 1e-3);
     // The search ran whole batches of starts and was not cut short (plenty of time).
     let tried = g["ik_starts_tried"].as_u64().unwrap();
-    assert!(tried >= 16 && tried % 16 == 0, "{g}");
+    assert!(tried >= 16 && tried.is_multiple_of(16), "{g}");
     assert_eq!(g["ik_cut_at_time_share"], false);
     assert_ends_at(&v, &target, 1e-4, 1e-3);
     // The same answer for the same seed.
