@@ -991,6 +991,28 @@ fn ik_lists_collision_free_solutions_nearest_first() {
         sols.len() + v["in_collision"].as_u64().unwrap() as usize,
         v["found"].as_u64().unwrap() as usize
     );
+
+    // --timeout: out of reach with 10000 starts allowed, the search stops after its first
+    // batch of 16; a timeout that is not positive is refused naming it.
+    let out = bundled_command(
+        "ik",
+        &[
+            "--goal-pose",
+            "[3.0, 0.0, 0.5]",
+            "--ik-starts",
+            "10000",
+            "--timeout",
+            "1e-9",
+        ],
+    );
+    let v = stdout_json(&out);
+    assert_eq!(v["success"], false);
+    assert_eq!(v["found"], 0);
+    assert_eq!(v["starts_tried"], 16);
+    let out = bundled_command("ik", &["--goal-pose", &pose, "--timeout", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--timeout"), "{err}");
 }
 
 /// A MoveIt MotionPlanRequest for the bundled arm from `start` to a pose constraint of tool0

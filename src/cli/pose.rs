@@ -5,6 +5,7 @@
 //! normalised). The link defaults to the group's tip ([`default_tip_link`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -181,6 +182,10 @@ pub struct IkArgs {
     /// Robot geometry: polytopes, spheres (with --spherized) or fitted.
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
+    /// Seconds the search may take (no batch of 16 starts but the first begins after it);
+    /// none: no limit but --ik-starts.
+    #[arg(long)]
+    pub timeout: Option<f64>,
 }
 
 /// Runs `gmp ik`: the solutions, nearest to the start first, each with its errors and its
@@ -201,6 +206,21 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
     }
     let mut opts = a.pose.ik_options(a.seed)?;
     opts.max_solutions = a.solutions;
+    let timeout = match a.timeout {
+        None => None,
+        Some(t) if t > 0.0 && t.is_finite() => {
+            Some(Duration::try_from_secs_f64(t).map_err(|e| {
+                CliError(format!(
+                    "--timeout must be a positive number of seconds: {e}"
+                ))
+            })?)
+        }
+        Some(t) => {
+            return Err(CliError(format!(
+                "--timeout must be a positive number of seconds, got {t}"
+            )))
+        }
+    };
     let base = robot.tree.neutral_state();
     let start = match &a.start {
         Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,
@@ -215,6 +235,8 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
     let solver = IkSolver::new(&robot, &group, &base, target.clone())
         .map_err(|e| CliError(e.to_string()))?;
     let t = std::time::Instant::now();
+    // The clock starts with the search (the checker's set-up is not the search's).
+    opts.deadline = timeout.and_then(|d| t.checked_add(d));
     let goals: PoseGoals = free_goals(checker.as_ref(), &solver, &start, &opts)
         .map_err(|e| CliError(e.to_string()))?;
     let time = t.elapsed().as_secs_f64();
