@@ -22,6 +22,7 @@ sourced ROS 2 environment with the workspace's install/setup.bash.
 import math
 import struct
 import sys
+import time
 
 import rclpy
 from gpu_motion_planner_interfaces.action import Move
@@ -158,10 +159,15 @@ def execute(node, plan):
 
 def arrival(node, seen, target, line):
     """Prints `line` and where the mock robot is; whether it is at `target`."""
-    for _ in range(5):
-        rclpy.spin_once(node, timeout_sec=0.1)
-    at = seen[-1]
-    arrived = max(abs(a - b) for a, b in zip(at, target)) < 1e-6
+    # The joint states queued while the motion ran come in one per spin: read them until the
+    # latest is at the target, or for 2 s (a fixed number of spins could stop at an old one).
+    deadline = time.monotonic() + 2.0
+    while True:
+        rclpy.spin_once(node, timeout_sec=0.05)
+        at = seen[-1]
+        arrived = max(abs(a - b) for a, b in zip(at, target)) < 1e-6
+        if arrived or time.monotonic() > deadline:
+            break
     print(line)
     print(f'    the mock robot is at [{", ".join(f"{x:.3f}" for x in at)}]'
           f'{"" if arrived else " (not the goal)"}')
