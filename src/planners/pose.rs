@@ -112,12 +112,9 @@ fn collision_free(
 
 /// The goals of a finished search: the accepted (collision-free) solutions nearest to
 /// `start` first, and the counts.
-fn goals_of(
-    checker: &dyn Checker,
-    start: &[f64],
-    (found, verdicts): (Vec<IkSolution>, Vec<bool>),
-    tried: usize,
-) -> PoseGoals {
+fn goals_of(checker: &dyn Checker, start: &[f64], search: IkSearch) -> PoseGoals {
+    let tried = search.tried();
+    let (found, verdicts) = search.finish();
     let space = checker.space();
     let mut free: Vec<IkSolution> = found
         .iter()
@@ -151,8 +148,7 @@ pub fn free_goals(
 ) -> Result<PoseGoals, PlanError> {
     let mut search = IkSearch::new(solver, Some(start), opts)?;
     search.run(collision_free(checker))?;
-    let tried = search.tried();
-    Ok(goals_of(checker, start, search.finish(), tried))
+    Ok(goals_of(checker, start, search))
 }
 
 /// Plans from `template.start` to `solver`'s pose goal (`template.goal` is replaced). Errors:
@@ -352,10 +348,7 @@ fn interleaved_goals(
     }
     let goals = searches
         .into_iter()
-        .map(|s| {
-            let tried = s.tried();
-            goals_of(checker, &template.start, s.finish(), tried)
-        })
+        .map(|s| goals_of(checker, &template.start, s))
         .collect();
     Ok((goals, cut))
 }
