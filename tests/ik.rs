@@ -518,6 +518,33 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
     assert_eq!(cut.goals[0].found, 0);
     assert!(cut.pose >= 1);
     assert_eq!(cut.result.path.last(), Some(&cut.goal.config));
+    // A time share near 0: once the first round of batches found a free goal, no pose's
+    // search goes on, even with no deadline and 10000 starts allowed; a share outside (0, 1]
+    // is refused by name.
+    let many = IkOptions {
+        starts: 10_000,
+        ..opts
+    };
+    let quick = PlanRequest {
+        ik_time_share: 1e-9,
+        ..req.clone()
+    };
+    let shared = plan_to_poses_with(&checker, &quick, &solvers, &many, |r| plan(&checker, r))
+        .expect("plans");
+    assert!(shared.ik_cut);
+    let tried: Vec<usize> = shared.goals.iter().map(|g| g.tried).collect();
+    assert!(tried.iter().all(|&t| t == START_BATCH), "{tried:?}");
+    assert_eq!(shared.result.path.last(), Some(&shared.goal.config));
+    for bad in [0.0, -0.5, 1.5, f64::NAN] {
+        let r = PlanRequest {
+            ik_time_share: bad,
+            ..req.clone()
+        };
+        match plan_to_poses_with(&checker, &r, &solvers, &opts, |r| plan(&checker, r)) {
+            Err(PlanError::InvalidRequest(m)) => assert!(m.contains("ik_time_share"), "{m}"),
+            other => panic!("expected a refusal of {bad}, got {other:?}"),
+        }
+    }
     // Only unreachable poses: the error says the search was cut short.
     match plan_to_poses_with(&checker, &req, &nowhere, &hurried, |r| plan(&checker, r)) {
         Err(PlanError::NoIkSolution(m)) => assert!(

@@ -993,22 +993,22 @@ fn ik_lists_collision_free_solutions_nearest_first() {
     );
 
     // --timeout: out of reach with 10000 starts allowed, the search stops after its first
-    // batch of 16; a timeout that is not positive is refused naming it.
-    let out = bundled_command(
-        "ik",
-        &[
-            "--goal-pose",
-            "[3.0, 0.0, 0.5]",
-            "--ik-starts",
-            "10000",
-            "--timeout",
-            "1e-9",
-        ],
-    );
-    let v = stdout_json(&out);
-    assert_eq!(v["success"], false);
-    assert_eq!(v["found"], 0);
-    assert_eq!(v["starts_tried"], 16);
+    // batch of 16; without --timeout, the group's kinematics_solver_timeout of --kinematics
+    // does the same; a timeout that is not positive is refused naming it.
+    let dir = tempfile::tempdir().unwrap();
+    let kin = dir.path().join("kinematics.yaml");
+    std::fs::write(&kin, "arm:\n  kinematics_solver_timeout: 1.0e-9\n").unwrap();
+    for limit in [
+        ["--timeout", "1e-9"],
+        ["--kinematics", kin.to_str().unwrap()],
+    ] {
+        let mut args = vec!["--goal-pose", "[3.0, 0.0, 0.5]", "--ik-starts", "10000"];
+        args.extend(limit);
+        let v = stdout_json(&bundled_command("ik", &args));
+        assert_eq!(v["success"], false);
+        assert_eq!(v["found"], 0);
+        assert_eq!(v["starts_tried"], 16, "{limit:?}");
+    }
     let out = bundled_command("ik", &["--goal-pose", &pose, "--timeout", "0"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

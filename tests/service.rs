@@ -656,6 +656,27 @@ fn plans_to_a_pose_goal_in_the_planning_frame_or_a_link_frame() {
     // An empty frame is the planning frame: the same plan for the same seed.
     let same = s.plan(pose_request(&s, "", &target)).expect("plans");
     assert_eq!(same.path, plan.path);
+    // The answer says what the inverse kinematics did; with ik_time_share near 0 no batch of
+    // starts follows the first once a free goal is known (cut short if the search had more).
+    let search = plan.ik.expect("pose search reported");
+    assert!(search.starts_tried >= 16);
+    let settings = s.settings().clone();
+    s.set_settings(ServiceSettings {
+        ik_time_share: 1e-9,
+        ..settings.clone()
+    });
+    let quick = s.plan(pose_request(&s, "", &target)).expect("plans");
+    let quick_search = quick.ik.expect("pose search reported");
+    assert_eq!(quick_search.starts_tried, 16);
+    assert_eq!(quick_search.cut, search.starts_tried > 16);
+    assert!(!search.cut);
+    s.set_settings(ServiceSettings {
+        ik_time_share: 0.0,
+        ..settings.clone()
+    });
+    let e = s.plan(pose_request(&s, "", &target)).unwrap_err();
+    assert!(e.to_string().contains("ik_time_share"), "{e}");
+    s.set_settings(settings);
 
     // The same target given in the frame of a link (where the start state puts it).
     let robot = s.robot();

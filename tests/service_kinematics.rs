@@ -204,6 +204,27 @@ fn unreachable_poses_and_bad_requests_are_answered_by_name() {
             "{text}"
         );
     }
+    // Without a timeout in the request, the group's kinematics_solver_timeout is the limit.
+    let (mut robot, scene) = gpu_motion_planner::cli::demo::bundled().expect("bundled robot");
+    robot.kinematics = Some(
+        gpu_motion_planner::robot::kinematics_config::KinematicsConfig::parse(
+            "arm:\n  kinematics_solver_timeout: 0.000000001\n",
+            "kinematics.yaml",
+        )
+        .expect("kinematics.yaml"),
+    );
+    let mut timed = PlanningService::new(robot, scene, Default::default());
+    let err = timed
+        .compute_ik(&IkRequest {
+            attempts: Some(10_000),
+            ..ik(&timed, &far, &START, false)
+        })
+        .expect_err("too far");
+    assert!(
+        err.to_string()
+            .contains("(16 starting configurations tried; the search stopped at the timeout)"),
+        "{err}"
+    );
     let target = tool_pose_at(&s, &START);
     let base = ik(&s, &target, &START, false);
     let cases: Vec<(IkRequest, &str)> = vec![

@@ -5,7 +5,6 @@
 //! normalised). The link defaults to the group's tip ([`default_tip_link`]).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -14,7 +13,7 @@ use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
 use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::pose::{free_goals, PoseGoals};
 use crate::robot::ik::{
-    default_tip_link, pose_from_parts, IkOptions, IkSolver, PoseTarget,
+    default_tip_link, pose_from_parts, timeout_duration, IkOptions, IkSolver, PoseTarget,
     DEFAULT_ORIENTATION_TOLERANCE, DEFAULT_POSITION_TOLERANCE,
 };
 use crate::robot::{PlanningGroup, RobotModel};
@@ -183,7 +182,8 @@ pub struct IkArgs {
     #[arg(long, default_value = "polytopes")]
     pub shapes: String,
     /// Seconds the search may take (no batch of 16 starts but the first begins after it);
-    /// none: no limit but --ik-starts.
+    /// none: the group's kinematics_solver_timeout (--kinematics), else no limit but
+    /// --ik-starts.
     #[arg(long)]
     pub timeout: Option<f64>,
 }
@@ -206,21 +206,12 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
     }
     let mut opts = a.pose.ik_options(a.seed)?;
     opts.max_solutions = a.solutions;
-    let timeout = match a.timeout {
-        None => None,
-        Some(t) if t > 0.0 && t.is_finite() => {
-            Some(Duration::try_from_secs_f64(t).map_err(|e| {
-                CliError(format!(
-                    "--timeout must be a positive number of seconds: {e}"
-                ))
-            })?)
-        }
-        Some(t) => {
-            return Err(CliError(format!(
-                "--timeout must be a positive number of seconds, got {t}"
-            )))
-        }
-    };
+    // No --timeout: the group's kinematics.yaml `kinematics_solver_timeout`, else none.
+    let timeout = a
+        .timeout
+        .or_else(|| robot.ik_timeout(&group.name))
+        .map(|t| timeout_duration(t).map_err(|e| CliError(format!("--timeout {e}"))))
+        .transpose()?;
     let base = robot.tree.neutral_state();
     let start = match &a.start {
         Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,

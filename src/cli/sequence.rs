@@ -220,6 +220,7 @@ pub fn run_sequence(a: &PlanArgs, path: &Path) -> Result<Value, CliError> {
         planning_group: group.name.clone(),
         planning_frame: scene.frame().to_string(),
         path_tolerance: a.tuning.path_tolerance,
+        ik_time_share: a.tuning.ik_time_share,
         ..ServiceSettings::default()
     };
     let mut service = PlanningService::new(robot, scene, settings);

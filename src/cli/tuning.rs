@@ -59,6 +59,11 @@ pub struct PlannerTuning {
     /// `PlanRequest::path_tolerance`). 0: stop at every waypoint.
     #[arg(long = "path-tolerance", default_value_t = 0.0)]
     pub path_tolerance: f64,
+    /// Pose goals: the share of the time limit, in (0, 1], past which no new batch of inverse
+    /// kinematics starts begins once a collision-free goal configuration is known
+    /// (`PlanRequest::ik_time_share`).
+    #[arg(long = "ik-time-share", default_value_t = crate::planners::pose::IK_TIME_SHARE)]
+    pub ik_time_share: f64,
 }
 
 impl PlannerTuning {
@@ -78,6 +83,7 @@ impl PlannerTuning {
         req.dynamic_domain = !self.no_dynamic_domain;
         req.balance_trees = !self.no_balance;
         req.path_tolerance = self.path_tolerance;
+        req.ik_time_share = self.ik_time_share;
     }
 
     /// The options as report fields (`null` where the planner's default applies).
@@ -93,6 +99,7 @@ impl PlannerTuning {
             "dynamic_domain": !self.no_dynamic_domain,
             "balance_trees": !self.no_balance,
             "path_tolerance": self.path_tolerance,
+            "ik_time_share": self.ik_time_share,
         })
     }
 }

@@ -239,6 +239,10 @@ pub struct PlanRequest {
     /// checked and narrowed where it collides. 0 (the default): stop at every waypoint. Not
     /// used with jerk limits (the timing then stops at every waypoint, jerk limited).
     pub path_tolerance: f64,
+    /// Pose goals ([`pose`]): the share of `time_limit`, in (0, 1], past which no new batch of
+    /// inverse kinematics starts begins once a collision-free goal configuration is known
+    /// (the planner gets the rest). Default [`pose::IK_TIME_SHARE`].
+    pub ik_time_share: f64,
     /// RRT-Connect: plan whole on the GPU (one launch for the whole planner, see
     /// [`device`]) instead of one host round trip per batch of checks. Needs a checker with a
     /// GPU ([`Checker::device_planner`]); off by default. The path is shortcut, timed and
@@ -293,6 +297,7 @@ impl PlanRequest {
             acc_scale: 1.0,
             sample_dt: 0.02,
             path_tolerance: 0.0,
+            ik_time_share: pose::IK_TIME_SHARE,
             on_device: false,
             device_extra_attempts: None,
             device_escalate_after: None,

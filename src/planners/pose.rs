@@ -50,11 +50,23 @@ pub struct PoseGoals {
 /// say. Their solutions make one goal set.
 pub const MAX_GOAL_POSES: usize = 64;
 
-/// Share of a pose plan's time limit its inverse kinematics may use once a collision-free
-/// goal configuration is known; without one, it may go on to the whole limit (and the plan
-/// fails for want of a goal). The searches of several poses take turns batch by batch
-/// ([`IkSearch`]), so each gets its share of that time.
+/// Default share of a pose plan's time limit its inverse kinematics may use once a
+/// collision-free goal configuration is known ([`PlanRequest::ik_time_share`]); without one,
+/// it may go on to the whole limit (and the plan fails for want of a goal). The searches of
+/// several poses take turns batch by batch ([`IkSearch`]), so each gets its share of that
+/// time.
 pub const IK_TIME_SHARE: f64 = 0.5;
+
+/// Checks an inverse kinematics time share: in (0, 1]; otherwise the reason.
+pub fn check_ik_time_share(share: f64) -> Result<(), String> {
+    if share > 0.0 && share <= 1.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "ik_time_share must be in (0, 1] (a share of the time limit), got {share}"
+        ))
+    }
+}
 
 /// A plan to a pose goal, or to the first reached of several.
 #[derive(Debug)]
@@ -70,7 +82,7 @@ pub struct PosePlan {
     /// Time spent in inverse kinematics and the goals' collision checks.
     pub ik_time: Duration,
     /// True when the inverse kinematics stopped at its share of the time limit
-    /// ([`IK_TIME_SHARE`]) or at the limit, before every pose's search had ended.
+    /// ([`PlanRequest::ik_time_share`]) or at the limit, before every pose's search had ended.
     pub ik_cut: bool,
 }
 
@@ -200,8 +212,8 @@ pub fn plan_to_pose_set(
 /// Plans from `template.start` to whichever of several goal poses (one solver each, at most
 /// [`MAX_GOAL_POSES`]; grasp candidates, say) the planner reaches first: every pose is
 /// solved for (with `opts`, each pose searching for its share of the set's solutions; the
-/// searches take turns batch by batch and stop at [`IK_TIME_SHARE`] of the time limit once a
-/// free solution is known, or at the limit), and the
+/// searches take turns batch by batch and stop at [`PlanRequest::ik_time_share`] of the time
+/// limit once a free solution is known, or at the limit), and the
 /// collision-free solutions make one goal set, so that
 /// RRT-Connect grows its goal tree from all of them at once (as for one pose). The set holds
 /// each pose's nearest solution, then each one's second nearest and so on, nearest to the
@@ -236,6 +248,7 @@ pub fn plan_to_poses_set(
             solvers.len()
         )));
     }
+    check_ik_time_share(template.ik_time_share).map_err(PlanError::InvalidRequest)?;
     let t0 = Instant::now();
     // Several poses share the set: each searches for its share of it (at least one), so
     // that the inverse kinematics of many candidates costs about what one pose's does.
@@ -304,8 +317,8 @@ pub fn plan_to_poses_set(
 
 /// The goals of every pose of `solvers` from `template.start`, their searches taking turns
 /// one batch of starts at a time (each search's first batch always runs): no new batch
-/// begins past `t0` + the time limit (or `opts.deadline`), nor past [`IK_TIME_SHARE`] of
-/// the limit once some pose has a collision-free solution. Also says whether a search was
+/// begins past `t0` + the time limit (or `opts.deadline`), nor past
+/// [`PlanRequest::ik_time_share`] of the limit once some pose has a collision-free solution. Also says whether a search was
 /// cut short.
 fn interleaved_goals(
     checker: &dyn Checker,
@@ -321,7 +334,7 @@ fn interleaved_goals(
         (l, d) => l.or(d),
     };
     let soft = t0
-        .checked_add(template.time_limit.mul_f64(IK_TIME_SHARE))
+        .checked_add(template.time_limit.mul_f64(template.ik_time_share))
         .map(|s| hard.map_or(s, |h| s.min(h)));
     let past = |t: Option<Instant>, now: Instant| t.is_some_and(|t| now >= t);
     let mut searches = solvers

@@ -17,7 +17,7 @@
 //! Collision checking of the solutions is the caller's (see `planners::pose`): this module
 //! knows the kinematics only.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nalgebra::{Isometry3, Matrix6, UnitQuaternion, Vector3, Vector6};
 use rand::SeedableRng;
@@ -101,6 +101,18 @@ impl IkOptions {
     /// True when [`Self::deadline`] has passed.
     pub fn past_deadline(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// A search time limit in seconds as a duration: positive and finite (a limit too large for a
+/// [`Duration`] is [`Duration::MAX`]); otherwise the reason, for an error naming the input.
+pub fn timeout_duration(seconds: f64) -> Result<Duration, String> {
+    if seconds > 0.0 && seconds.is_finite() {
+        Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+    } else {
+        Err(format!(
+            "must be a positive number of seconds, got {seconds}"
+        ))
     }
 }
 

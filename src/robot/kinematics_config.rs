@@ -15,10 +15,12 @@
 //! Inverse kinematics here is the node's own batched solver ([`super::ik`]), whatever plugin
 //! the file names, so of a group's settings only `position_only_ik` changes what is solved:
 //! its pose goals (`~/plan`, `~/move`, `~/compute_ik`, `gmp plan --goal-pose`, `gmp ik`) put
-//! the link's origin at the position and leave its orientation free, as KDL then does. The
-//! plugin, timeout, attempts and search resolution are read and shown (`gmp info`, the node's
-//! log) but not used: the solver's own starts and iterations bound its work. Errors name the
-//! file and key.
+//! the link's origin at the position and leave its orientation free, as KDL then does.
+//! `kinematics_solver_timeout` (when positive) is the time limit of `~/compute_ik` requests
+//! that give none (timeout 0) and of `gmp ik` without `--timeout`, as in MoveIt; pose goals of
+//! plans share the plan's own time limit instead. The plugin, attempts and search resolution
+//! are read and shown (`gmp info`, the node's log) but not used: the solver's own starts and
+//! iterations bound its work. Errors name the file and key.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,7 +34,8 @@ use super::RobotError;
 pub struct GroupKinematics {
     /// The plugin named (`kinematics_solver`), not used here.
     pub solver: Option<String>,
-    /// `kinematics_solver_timeout`, s (not used here).
+    /// `kinematics_solver_timeout`, s: the default time limit of `~/compute_ik` and `gmp ik`
+    /// ([`KinematicsConfig::timeout`]).
     pub timeout: Option<f64>,
     /// `kinematics_solver_attempts` (not used here).
     pub attempts: Option<u64>,
@@ -136,6 +139,14 @@ impl KinematicsConfig {
         self.groups.get(group).is_some_and(|g| g.position_only_ik)
     }
 
+    /// `group`'s `kinematics_solver_timeout` when positive (0 or none: no limit).
+    pub fn timeout(&self, group: &str) -> Option<f64> {
+        self.groups
+            .get(group)
+            .and_then(|g| g.timeout)
+            .filter(|t| *t > 0.0)
+    }
+
     /// One line naming each group's plugin and settings, for logs.
     pub fn summary(&self) -> String {
         let groups: Vec<String> = self
@@ -143,12 +154,17 @@ impl KinematicsConfig {
             .iter()
             .map(|(name, g)| {
                 format!(
-                    "{name}: {}{} (plugin and its settings not used: the node's batched solver)",
+                    "{name}: {}{}{} (plugin and its other settings not used: the node's \
+                     batched solver)",
                     g.solver.as_deref().unwrap_or("no plugin named"),
                     if g.position_only_ik {
                         ", position_only_ik: pose goals constrain the position only"
                     } else {
                         ""
+                    },
+                    match self.timeout(name) {
+                        Some(t) => format!(", compute_ik timeout {t} s"),
+                        None => String::new(),
                     }
                 )
             })
@@ -180,6 +196,14 @@ mod tests {
         assert_eq!(arm.ignored, vec!["mode".to_string()]);
         assert!(k.position_only("arm") && !k.position_only("hand") && !k.position_only("x"));
         assert!(k.summary().contains("position_only_ik"), "{}", k.summary());
+        assert!(
+            k.summary().contains("compute_ik timeout 0.05 s"),
+            "{}",
+            k.summary()
+        );
+        assert_eq!((k.timeout("arm"), k.timeout("hand")), (Some(0.05), None));
+        let zero = KinematicsConfig::parse("arm:\n  kinematics_solver_timeout: 0\n", "k").unwrap();
+        assert_eq!(zero.timeout("arm"), None, "0 means no limit");
         let wrapped = format!(
             "/**:\n  ros__parameters:\n    robot_description_kinematics:\n{}",
             plain

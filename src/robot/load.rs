@@ -292,6 +292,13 @@ impl RobotModel {
             .is_some_and(|k| k.position_only(group))
     }
 
+    /// The inverse kinematics time limit of `group` (s): its `kinematics_solver_timeout` in the
+    /// robot's `kinematics.yaml`, when positive. `~/compute_ik` and `gmp ik` use it when the
+    /// request gives none, as MoveIt's compute_ik does.
+    pub fn ik_timeout(&self, group: &str) -> Option<f64> {
+        self.kinematics.as_ref().and_then(|k| k.timeout(group))
+    }
+
     /// Loads a robot from a URDF file, with an optional SRDF file.
     pub fn from_urdf_file(
         urdf: &Path,

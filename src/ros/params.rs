@@ -94,6 +94,10 @@ pub struct NodeParams {
     /// Largest joint-space deviation (rad) from a waypoint where planned trajectories round
     /// the corner instead of stopping ([`ServiceSettings::path_tolerance`]); 0: stop; >= 0.
     pub path_tolerance: f64,
+    /// Pose goals: share of the time limit, in (0, 1], after which no new batch of inverse
+    /// kinematics starts begins once a free goal configuration is known
+    /// ([`ServiceSettings::ik_time_share`]).
+    pub ik_time_share: f64,
     /// SRDF planning group to plan for (empty: all actuated joints).
     pub planning_group: String,
     /// Frame of the trajectories and markers the node publishes.
@@ -193,6 +197,7 @@ impl Default for NodeParams {
             velocity_scaling: s.velocity_scaling,
             acceleration_scaling: s.acceleration_scaling,
             path_tolerance: s.path_tolerance,
+            ik_time_share: s.ik_time_share,
             planning_group: s.planning_group,
             planning_frame: s.planning_frame,
             pointcloud_resolution: s.cloud.resolution,
@@ -355,6 +360,7 @@ impl NodeParams {
             velocity_scaling: self.velocity_scaling,
             acceleration_scaling: self.acceleration_scaling,
             path_tolerance: self.path_tolerance,
+            ik_time_share: self.ik_time_share,
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
             roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
@@ -521,6 +527,7 @@ impl NodeParams {
         "velocity_scaling",
         "acceleration_scaling",
         "path_tolerance",
+        "ik_time_share",
         "planning_group",
         "planning_frame",
         "pointcloud_resolution",
@@ -583,6 +590,9 @@ impl NodeParams {
             }
             "path_tolerance" => {
                 "largest joint-space deviation (rad) from a waypoint where a planned trajectory rounds the corner instead of stopping (MoveIt's path_tolerance); 0: stop at every waypoint"
+            }
+            "ik_time_share" => {
+                "pose goals: share of the time limit in (0, 1] past which no new batch of inverse kinematics starts begins once a collision-free goal configuration is known; the planner gets the rest"
             }
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
             "planning_frame" => "frame of published trajectories and markers",
@@ -674,6 +684,7 @@ impl NodeParams {
             "velocity_scaling" => V::Double(self.velocity_scaling),
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "path_tolerance" => V::Double(self.path_tolerance),
+            "ik_time_share" => V::Double(self.ik_time_share),
             "planning_group" => V::String(self.planning_group.clone()),
             "planning_frame" => V::String(self.planning_frame.clone()),
             "pointcloud_resolution" => V::Double(self.pointcloud_resolution),
@@ -764,6 +775,11 @@ impl NodeParams {
                     return Err(err(name, format!("{v} must be finite")));
                 }
                 self.path_tolerance = v;
+            }
+            "ik_time_share" => {
+                let v = as_f64(name, value)?;
+                crate::planners::pose::check_ik_time_share(v).map_err(|e| err(name, e))?;
+                self.ik_time_share = v;
             }
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
@@ -1064,7 +1080,15 @@ mod tests {
         assert_eq!(p.service_settings().path_tolerance, 0.0);
         p.set("path_tolerance", &ParameterValue::Double(0.25))
             .unwrap();
+        // Pose goals' inverse kinematics may use half the time limit by default.
+        assert_eq!(p.service_settings().ik_time_share, 0.5);
+        p.set("ik_time_share", &ParameterValue::Double(1.0))
+            .unwrap();
+        assert_eq!(p.service_settings().ik_time_share, 1.0);
         for (name, bad) in [
+            ("ik_time_share", ParameterValue::Double(0.0)),
+            ("ik_time_share", ParameterValue::Double(1.5)),
+            ("ik_time_share", ParameterValue::Double(f64::NAN)),
             ("execution_mode", ParameterValue::String("teleport".into())),
             ("execution_mode", ParameterValue::Integer(1)),
             ("execution_duration_scaling", ParameterValue::Double(0.99)),

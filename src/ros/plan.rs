@@ -287,12 +287,13 @@ pub fn plan_stats_msg(plan: &ServicePlanResponse) -> PlanningStats {
     }
 }
 
-/// "; the goal pose search stopped at its share of the time limit (N starts)" for a pose
-/// goal whose inverse kinematics was cut short, else nothing.
+/// "; the goal pose search was cut short by the time limit (its ik_time_share or the whole
+/// limit; N starts)" for a pose goal whose inverse kinematics was cut short, else nothing.
 pub fn ik_note(ik: Option<&PoseSearch>) -> String {
     match ik {
         Some(ik) if ik.cut => format!(
-            "; the goal pose search stopped at its share of the time limit ({} starts)",
+            "; the goal pose search was cut short by the time limit (its ik_time_share or the \
+             whole limit; {} starts)",
             ik.starts_tried
         ),
         _ => String::new(),

@@ -2,14 +2,14 @@
 //! link at a pose, collision free on request; MoveIt's `compute_ik` in spirit) and
 //! `~/compute_fk` (link poses of a state; MoveIt's `compute_fk`).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nalgebra::Isometry3;
 
 use super::{cached_checker, PlanningService, ServiceError, ServicePoseGoal};
 use crate::planners::pose::free_goals;
 use crate::planners::PlanError;
-use crate::robot::ik::{IkError, IkOptions, IkSearch, IkSolution, IkSolver};
+use crate::robot::ik::{timeout_duration, IkError, IkOptions, IkSearch, IkSolution, IkSolver};
 
 /// An inverse-kinematics request.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +30,9 @@ pub struct IkRequest {
     /// The planning group to solve for (`None`: the `planning_group` setting).
     pub group: Option<String>,
     /// Seconds the search may run at most (no batch of starts but the first begins later;
-    /// the solutions found by then are the answer); `None`: no limit but `attempts`.
+    /// the solutions found by then are the answer); `None`: the group's
+    /// `kinematics_solver_timeout` from the robot's kinematics.yaml, else no limit but
+    /// `attempts`.
     pub timeout: Option<f64>,
 }
 
@@ -82,16 +84,17 @@ impl PlanningService {
                     reason: format!("must be in 1..={MAX_IK_ATTEMPTS}, got {n}"),
                 })?,
         };
-        let deadline = match req.timeout {
+        // No timeout in the request: the group's kinematics.yaml `kinematics_solver_timeout`
+        // (as MoveIt's compute_ik), else none.
+        let timeout = req.timeout.or_else(|| self.robot.ik_timeout(&group.name));
+        let deadline = match timeout {
             None => None,
-            Some(t) if t > 0.0 && t.is_finite() => {
-                Instant::now().checked_add(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX))
-            }
             Some(t) => {
-                return Err(ServiceError::BadOption {
+                let d = timeout_duration(t).map_err(|reason| ServiceError::BadOption {
                     name: "timeout",
-                    reason: format!("must be a positive number of seconds, got {t}"),
-                })
+                    reason,
+                })?;
+                Instant::now().checked_add(d)
             }
         };
         let opts = IkOptions {

@@ -113,6 +113,10 @@ pub struct ServiceSettings {
     /// `path_tolerance`, 0.1 as its default); 0: stop at every waypoint. Cartesian (`LIN`,
     /// `CIRC`, `~/plan_cartesian`) and constrained plans are timed their own way.
     pub path_tolerance: f64,
+    /// Pose goals: the share of the time limit, in (0, 1], past which no new batch of inverse
+    /// kinematics starts begins once a collision-free goal configuration is known
+    /// ([`PlanRequest::ik_time_share`]).
+    pub ik_time_share: f64,
 }
 
 impl Default for ServiceSettings {
@@ -136,6 +140,7 @@ impl Default for ServiceSettings {
             cloud: CloudSettings::default(),
             ompl_planning: true,
             path_tolerance: crate::trajectory::rounded::DEFAULT_PATH_TOLERANCE,
+            ik_time_share: crate::planners::pose::IK_TIME_SHARE,
         }
     }
 }
@@ -291,7 +296,7 @@ pub struct PoseSearch {
     /// Starting configurations tried, over all goal poses.
     pub starts_tried: usize,
     /// True when the search stopped at its share of the time limit
-    /// ([`crate::planners::pose::IK_TIME_SHARE`]) or at the limit.
+    /// ([`ServiceSettings::ik_time_share`]) or at the limit.
     pub cut: bool,
 }
 
@@ -1533,6 +1538,12 @@ impl PlanningService {
                 reason: format!("must be finite and at least 0, got {}", s.path_tolerance),
             });
         }
+        crate::planners::pose::check_ik_time_share(s.ik_time_share).map_err(|reason| {
+            ServiceError::BadOption {
+                name: "ik_time_share",
+                reason,
+            }
+        })?;
         let seed = req.seed.unwrap_or(s.seed);
         let on_device = s.plan_on_device && planner == PlannerId::RrtConnect;
         let (device_extra_attempts, device_escalate_after) =
@@ -1623,6 +1634,7 @@ impl PlanningService {
         preq.vel_scale = vel_scale;
         preq.acc_scale = acc_scale;
         preq.path_tolerance = s.path_tolerance;
+        preq.ik_time_share = s.ik_time_share;
         preq.attempts = attempts;
         // Plans under path constraints run on the host.
         preq.on_device = on_device && constraints.is_empty();
