@@ -164,6 +164,57 @@ fn the_tool_stays_pointing_down_all_the_way() {
     );
 }
 
+/// RRT, RRT*, PRM and lazy PRM plan under the constraint as RRT-Connect does: from the start
+/// to the goal, the tool pointing down all the way (checked densely), collision free by a
+/// fresh checker, the same path for the same seed. RRT* (stopped by iterations, so that it is
+/// deterministic) reports a cost that only falls over time, ending at its raw path's length.
+#[test]
+fn every_sampling_planner_keeps_the_tool_down() {
+    let b = bundled();
+    let checker = b.checker();
+    let set = ConstraintSet::new(&b.robot, &b.group, &b.base, upright(&b)).expect("set");
+    let s = &b.group.space;
+    for planner in [
+        PlannerId::Rrt,
+        PlannerId::RrtStar,
+        PlannerId::Prm,
+        PlannerId::LazyPrm,
+    ] {
+        let mut req = problem(&b, &checker);
+        req.planner = planner;
+        if planner == PlannerId::RrtStar {
+            req.max_iterations = Some(1000);
+            req.time_limit = Duration::from_secs(60);
+        }
+        let out =
+            plan_constrained(&checker, &req, &set).unwrap_or_else(|e| panic!("{planner}: {e}"));
+        assert!(s.distance(&out.path[0], &req.start) < 1e-12, "{planner}");
+        assert!(
+            s.distance(out.path.last().expect("path"), &req.goal) < 1e-12,
+            "{planner}"
+        );
+        let (worst, _) = recheck(&b, &out, req.resolution);
+        assert!(
+            worst <= tilt_bound(),
+            "{planner}: the tool tilted {worst} rad (bound {})",
+            tilt_bound()
+        );
+        let again = plan_constrained(&checker, &req, &set).expect("planned again");
+        assert_eq!(again.path, out.path, "{planner}: not deterministic");
+        if planner == PlannerId::RrtStar {
+            let costs: Vec<f64> = out.stats.cost_over_time.iter().map(|c| c.1).collect();
+            assert!(costs.len() >= 2, "no improvement: {costs:?}");
+            assert!(costs.windows(2).all(|w| w[1] < w[0]), "{costs:?}");
+            let last = *costs.last().expect("a cost");
+            assert!(
+                (last - out.stats.path_length_before).abs() <= 1e-6 * last,
+                "{last} against {}",
+                out.stats.path_length_before
+            );
+        }
+    }
+}
+
 #[test]
 fn a_box_and_the_orientation_hold_together() {
     let b = bundled();
@@ -207,10 +258,12 @@ fn bad_requests_are_named() {
         }
         other => panic!("expected an invalid start, got {other:?}"),
     }
-    let mut prm = req.clone();
-    prm.planner = PlannerId::Prm;
-    match plan_constrained(&checker, &prm, &set) {
-        Err(PlanError::InvalidRequest(m)) => assert!(m.contains("rrt_connect"), "{m}"),
+    let mut ptp = req.clone();
+    ptp.planner = PlannerId::Ptp;
+    match plan_constrained(&checker, &ptp, &set) {
+        Err(PlanError::InvalidRequest(m)) => {
+            assert!(m.contains("ptp") && m.contains("rrt_connect"), "{m}")
+        }
         other => panic!("expected an invalid request, got {other:?}"),
     }
     // A goal no path can reach under the constraint (time limit ends it): the tool must stay
@@ -292,6 +345,15 @@ fn the_service_plans_under_constraints_from_a_moveit_yaml() {
         }
     }
     assert!(worst <= tilt_bound(), "tilted {worst}");
+    // A request naming prm (MoveIt's PRMkConfigDefault maps to it) plans with it under the
+    // constraints.
+    let mut with_prm = r.clone();
+    with_prm.planner = Some("PRMkConfigDefault".into());
+    let out = s.plan(with_prm).expect("planned with prm");
+    assert_eq!(out.planner, "prm");
+    for p in &out.path {
+        assert!(tilt(&b, p) <= tilt_bound(), "prm: tilted {}", tilt(&b, p));
+    }
     // Its start tipped over: START_STATE_VIOLATES_PATH_CONSTRAINTS.
     let mut tipped = req.start.clone();
     tipped[4] += 0.6;

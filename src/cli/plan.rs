@@ -87,7 +87,7 @@ pub struct PlanArgs {
     /// Path constraints: a YAML file holding a MoveIt `moveit_msgs/Constraints`
     /// (`orientation_constraints` with XYZ Euler angles or a rotation vector,
     /// `position_constraints` with one BOX region each, `joint_constraints`), kept by every
-    /// configuration of the path (see `planners::constrained`; rrt_connect only). Replaces the
+    /// configuration of the path (see `planners::constrained`; not with PTP, LIN, CIRC). Replaces the
     /// request's `path_constraints`. Frames: the scene's, the robot's root link or another
     /// link (at the start state).
     #[arg(long = "path-constraints")]

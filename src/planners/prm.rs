@@ -79,6 +79,18 @@ struct RoadmapFile {
     edges: Vec<(usize, usize, EdgeLabel)>,
 }
 
+/// Neighbours a new vertex of a roadmap of `vertices` vertices in `dof` joints is joined to:
+/// the request's `prm_neighbors`, else `ceil(e (1 + 1/d) ln n)` (PRM*) capped at
+/// [`MAX_NEIGHBORS`].
+pub(crate) fn neighbors_wanted(req: &PlanRequest, vertices: usize, dof: usize) -> usize {
+    req.prm_neighbors.unwrap_or_else(|| {
+        let n = vertices.max(2) as f64;
+        let d = dof as f64;
+        let k = (std::f64::consts::E * (1.0 + 1.0 / d) * n.ln()).ceil();
+        (k as usize).clamp(1, MAX_NEIGHBORS)
+    })
+}
+
 /// A persistent probabilistic roadmap for one joint space (robot and planning group).
 #[derive(Clone, Debug)]
 pub struct Prm {
@@ -149,12 +161,7 @@ impl Prm {
     }
 
     fn neighbors_wanted(&self, req: &PlanRequest) -> usize {
-        req.prm_neighbors.unwrap_or_else(|| {
-            let n = self.roadmap.num_vertices().max(2) as f64;
-            let d = self.space.dof() as f64;
-            let k = (std::f64::consts::E * (1.0 + 1.0 / d) * n.ln()).ceil();
-            (k as usize).clamp(1, MAX_NEIGHBORS)
-        })
+        neighbors_wanted(req, self.roadmap.num_vertices(), self.space.dof())
     }
 
     /// Joins each of `new` to its nearest neighbours. Eager: all new edges in one batched

@@ -1499,8 +1499,8 @@ impl PlanningService {
                 }
             })?
         };
-        // Path constraints without a planner named: the one planner that plans under them,
-        // whatever the `planner` setting.
+        // Path constraints without a planner named: RRT-Connect, the fastest of the planners
+        // that plan under them, whatever the `planner` setting (which may be `drm`).
         let default_planner = if req.path_constraints.is_empty() {
             s.planner.as_str()
         } else {
@@ -1619,7 +1619,8 @@ impl PlanningService {
         };
         if !constraints.is_empty() && use_roadmap {
             return Err(ServiceError::BadPathConstraints(format!(
-                "the {DRM_PLANNER} planner does not plan under path constraints; use rrt_connect"
+                "the {DRM_PLANNER} planner does not plan under path constraints; use rrt_connect, \
+                 rrt, rrt_star, prm or lazy_prm"
             )));
         }
 

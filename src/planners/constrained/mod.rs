@@ -27,19 +27,26 @@
 //! joint space, usually less) a controller's spline stays close to the straight motion
 //! checked (see [`trajectory::ThroughTiming::spline_deviation`]).
 //!
+//! RRT, RRT*, PRM and lazy PRM plan under path constraints the same way, with chains of
+//! projected steps as their edges (submodules `rrt` and `roadmap`); the shortcutting, timing and
+//! re-validation below are shared.
+//!
 //! One attempt runs (`attempts` is not used); the same request and seed give the same path.
+
+mod roadmap;
+mod rrt;
+
+use rrt::{grow, ChainTree};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::{
-    default_range, plan, plan_each_goal, run_with, shortcut_stream, Context, CountingChecker,
-    PlanError, PlanRequest, PlanResult, PlannerId, PostProcess, RawSolution,
+    plan, plan_each_goal, run_with, shortcut_stream, Context, CountingChecker, PlanError,
+    PlanRequest, PlanResult, PlannerId, PostProcess, RawSolution,
 };
 use crate::collision::{Checker, MotionBatch};
-use crate::roadmap::NearestNeighbors;
 use crate::robot::constraint::{ConstraintError, ConstraintSet};
-use crate::robot::JointSpace;
 use crate::trajectory::{self, Trajectory, TrajectoryError};
 
 /// Joint-space distance between consecutive projected configurations of a chain.
@@ -54,8 +61,8 @@ fn bad(e: ConstraintError) -> PlanError {
 }
 
 /// Plans `req` so that every configuration of the path keeps `constraints`; without any
-/// constraint, plans as [`plan`] does. Only RRT-Connect plans under constraints, on the host:
-/// another planner, or `on_device`, is refused by name. A start or goal outside the
+/// constraint, plans as [`plan`] does. RRT-Connect, RRT, RRT*, PRM and lazy PRM plan under
+/// constraints, on the host: PTP, LIN and CIRC, or `on_device`, are refused by name. A start or goal outside the
 /// constraints is [`PlanError::StartViolatesConstraints`] /
 /// [`PlanError::GoalViolatesConstraints`] naming the
 /// constraint, the axis and by how much.
@@ -73,10 +80,18 @@ pub fn plan_constrained(
             plan_constrained(checker, one, constraints)
         });
     }
-    if req.planner != PlannerId::RrtConnect {
+    let planner = req.planner;
+    if !matches!(
+        planner,
+        PlannerId::RrtConnect
+            | PlannerId::Rrt
+            | PlannerId::RrtStar
+            | PlannerId::Prm
+            | PlannerId::LazyPrm
+    ) {
         return Err(PlanError::InvalidRequest(format!(
-            "path constraints: only rrt_connect plans under path constraints, not {}",
-            req.planner
+            "path constraints: {planner} does not plan under path constraints; use \
+             rrt_connect, rrt, rrt_star, prm or lazy_prm"
         )));
     }
     if req.on_device {
@@ -108,7 +123,13 @@ pub fn plan_constrained(
         }
     }
     let post = Constrained { set: constraints };
-    run_with(checker, req, &post, |ctx| solve(ctx, constraints))
+    run_with(checker, req, &post, |ctx| match planner {
+        PlannerId::Rrt => rrt::solve_rrt(ctx, constraints),
+        PlannerId::RrtStar => rrt::solve_rrt_star(ctx, constraints),
+        PlannerId::Prm => roadmap::solve_prm(ctx, constraints, false),
+        PlannerId::LazyPrm => roadmap::solve_prm(ctx, constraints, true),
+        _ => solve(ctx, constraints),
+    })
 }
 
 /// A chain of projected steps from one configuration toward another (collisions not yet
@@ -200,76 +221,14 @@ fn free_prefix(
     Ok(verdicts.iter().position(|ok| !ok).unwrap_or(steps.len()))
 }
 
-/// One tree of the bidirectional search.
-struct Tree {
-    nodes: Vec<Vec<f64>>,
-    parent: Vec<usize>,
-    nn: NearestNeighbors,
-}
-
-impl Tree {
-    fn new(space: &JointSpace, root: &[f64]) -> Result<Self, PlanError> {
-        let mut nn = NearestNeighbors::new(space)?;
-        nn.insert(root, 0)?;
-        Ok(Self {
-            nodes: vec![root.to_vec()],
-            parent: vec![0],
-            nn,
-        })
-    }
-
-    /// Configurations from the root to vertex `i`.
-    fn path_to(&self, mut i: usize) -> Vec<Vec<f64>> {
-        let mut out = vec![self.nodes[i].clone()];
-        while i != 0 {
-            i = self.parent[i];
-            out.push(self.nodes[i].clone());
-        }
-        out.reverse();
-        out
-    }
-
-    /// Grows from the vertex nearest `target` toward it, at most `max_steps` steps: the vertex
-    /// it ended at (a new one, or the nearest when no step was kept) and whether that is
-    /// `target`. `None` when no step was kept and the nearest vertex is not `target`.
-    fn grow(
-        &mut self,
-        ctx: &Context<'_, '_>,
-        set: &ConstraintSet,
-        target: &[f64],
-        max_steps: usize,
-    ) -> Result<Option<(usize, bool)>, PlanError> {
-        let Some(near) = self.nn.nearest(target)? else {
-            return Ok(None);
-        };
-        let from = self.nodes[near.id].clone();
-        let res = ctx.req.resolution;
-        let chain = steer(set, &from, target, max_steps, res)?;
-        let keep = free_prefix(ctx.checker, &from, &chain.steps, res)?;
-        let reached = chain.reached && keep == chain.steps.len();
-        let mut last = near.id;
-        for s in chain.steps.into_iter().take(keep) {
-            let id = self.nodes.len();
-            self.nn.insert(&s, id)?;
-            self.nodes.push(s);
-            self.parent.push(last);
-            last = id;
-        }
-        Ok((keep > 0 || reached).then_some((last, reached)))
-    }
-}
-
 /// Constrained RRT-Connect from the request's start to its goal (both checked before).
 fn solve(ctx: &mut Context<'_, '_>, set: &ConstraintSet) -> Result<RawSolution, PlanError> {
     let space = ctx.space.clone();
     let mut trees = [
-        Tree::new(&space, &ctx.req.start)?,
-        Tree::new(&space, &ctx.req.goal)?,
+        ChainTree::new(&space, &ctx.req.start)?,
+        ChainTree::new(&space, &ctx.req.goal)?,
     ];
-    let range = ctx
-        .req
-        .range
-        .unwrap_or_else(|| default_range(PlannerId::RrtConnect, &space));
+    let range = ctx.range();
     let extend_steps = ((range / STEP).ceil() as usize).max(1);
     let mut a = 0usize;
     let mut iterations = 0usize;
@@ -293,11 +252,11 @@ fn solve(ctx: &mut Context<'_, '_>, set: &ConstraintSet) -> Result<RawSolution, 
                 None => continue,
             }
         };
-        let Some((new, _)) = trees[a].grow(ctx, set, &sample, extend_steps)? else {
+        let Some((new, _)) = grow(ctx, set, &mut trees[a], &sample, extend_steps)? else {
             continue;
         };
         let target = trees[a].nodes[new].clone();
-        let Some((met, true)) = trees[1 - a].grow(ctx, set, &target, MAX_CHAIN)? else {
+        let Some((met, true)) = grow(ctx, set, &mut trees[1 - a], &target, MAX_CHAIN)? else {
             continue;
         };
         let (s, g) = if a == 0 { (new, met) } else { (met, new) };
