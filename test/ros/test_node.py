@@ -1382,6 +1382,17 @@ def path_constraint_checks(node, plan):
               ok, res and f'code={res.error_code} message={res.message!r}')
         if ok:
             constrained_plan_checks(res, tol, how)
+    # The other sampling planners plan under the constraints too (MoveIt's planner ids).
+    for planner, name in [('PRMkConfigDefault', 'prm'), ('RRTstarkConfigDefault', 'rrt_star')]:
+        req = request(DOWN_START, planner=planner)
+        req.allowed_planning_time = 4.0
+        res = call(node, plan, req, timeout=60.0)
+        ok = (res is not None and res.success and res.error_code == codes.SUCCESS
+              and res.stats.planner_id == name)
+        check(f'~/plan under path constraints with {planner} plans with {name}',
+              ok, res and f'code={res.error_code} message={res.message!r}')
+        if ok:
+            constrained_plan_checks(res, tol, f'{name}, XYZ Euler angles')
     tipped = list(DOWN_START)
     tipped[4] += 0.6
     res = call(node, plan, request(tipped), timeout=30.0)
