@@ -1190,6 +1190,17 @@ def pose_checks(node, plan):
     check('a pose-goal plan reports its inverse kinematics time apart from planning_time',
           ok and res.stats.ik_time > 0.0 and res.stats.planning_time > 0.0,
           res and f'ik_time={res.stats.ik_time} planning_time={res.stats.planning_time}')
+    # ik_time_share: a share outside (0, 1] is refused and the value stays; 1.0 is taken.
+    rc, out = ros2_param('set', NODE, 'ik_time_share', '0.0')
+    _, now = ros2_param('get', NODE, 'ik_time_share')
+    check('ros2 param set ik_time_share 0.0 is refused (the value stays 0.5)',
+          'successful' not in out.lower() and now.strip().endswith('0.5'), f'{out} {now}')
+    rc, out = ros2_param('set', NODE, 'ik_time_share', '1.0')
+    again = call(node, plan, pose_request(t_goal, quaternion_of(r_goal)), timeout=60.0)
+    check('with ik_time_share 1.0 the pose goal plans as well',
+          rc == 0 and 'successful' in out.lower() and again is not None and again.success,
+          f'{out} {again and again.message!r}')
+    ros2_param('set', NODE, 'ik_time_share', '0.5')
     if ok:
         r, t = tool_at_end(res)
         dp = math.dist(t, t_goal)
