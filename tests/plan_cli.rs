@@ -1352,6 +1352,36 @@ fn scene_lists_a_moveit_matrix_and_says_what_it_leaves_out() {
     let written = std::fs::read_to_string(&to).unwrap();
     assert!(!written.contains("allowed_collisions"), "{written}");
     assert!(written.contains("pad"), "{written}");
+    // A matrix pair naming what neither the robot nor the scene has: `gmp plan` leaves it
+    // aside and says so on stderr, naming it.
+    let ghostly = dir.path().join("ghost.yaml");
+    let text = std::fs::read_to_string(&from).unwrap().replace(
+        "- [false, true, false]\n    - [true, false, false]\n    - [false, false, false]",
+        "- [false, true, true]\n    - [true, false, false]\n    - [true, false, false]",
+    );
+    assert!(text.contains("[false, true, true]"), "{text}");
+    std::fs::write(&ghostly, text).unwrap();
+    let (_, start, goal) = DEMO_QUERIES[0];
+    let out = gmp(&[
+        "plan",
+        "--urdf",
+        root().join("urdf/gmp_arm.urdf").to_str().unwrap(),
+        "--srdf",
+        root().join("urdf/gmp_arm.srdf").to_str().unwrap(),
+        "--scene",
+        ghostly.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--start",
+        &json_list(&start),
+        "--goal",
+        &json_list(&goal),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("allowed_collision_matrix names ghost") && err.contains("left aside"),
+        "{err}"
+    );
 }
 
 /// A scene's `allowed_collisions:` entries apply to `gmp plan`: the hand starts inside a pad

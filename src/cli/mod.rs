@@ -845,6 +845,17 @@ pub fn scene_attached(robot: &mut RobotModel, path: Option<&Path>) -> Result<Sce
             .attach(o)
             .map_err(|e| CliError(format!("attached object '{}': {e}", o.id)))?;
     }
+    // Names of a MoveIt allowed_collision_matrix that the robot and scene lack are left
+    // aside, as MoveIt does; say so (the node logs the same).
+    let (_, unknown) = crate::collision::allowed::scene_entries(robot, &scene);
+    if let (Some(path), false) = (path, unknown.is_empty()) {
+        eprintln!(
+            "scene {}: allowed_collision_matrix names {} that neither the robot nor the scene \
+             has; left aside",
+            path.display(),
+            unknown.join(", ")
+        );
+    }
     Ok(scene)
 }
 
