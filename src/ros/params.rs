@@ -328,7 +328,7 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `moveit_config`
     /// on: changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(32).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(33).1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
