@@ -247,8 +247,8 @@ fn free_chains(
     Ok(chains)
 }
 
-/// Constrained RRT*: grows as [`solve_rrt`] (one chain step per vertex is not kept: a new
-/// vertex is the end of its chain), picks each new vertex's parent among the vertices within
+/// Constrained RRT*: grows as [`solve_rrt`] (but the steps of a chain are not vertices of
+/// their own: a new vertex is the end of its chain), picks each new vertex's parent among the vertices within
 /// the near radius by the cost of their chains to it (all checked in one call), rewires the
 /// near vertices it reaches more cheaply (one call), and keeps improving the best path to
 /// the goal until the time limit (or `max_iterations`); the cost over time is reported.
