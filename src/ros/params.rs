@@ -325,10 +325,31 @@ fn scale(name: &str, x: f64) -> Result<f64, ParamError> {
     }
 }
 
+/// The index of `name` in `names` (evaluated at compile time: a missing name fails the build).
+const fn position_of(names: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < names.len() {
+        if names[i].len() == name.len() {
+            let (a, b) = (names[i].as_bytes(), name.as_bytes());
+            let mut k = 0;
+            while k < a.len() && a[k] == b[k] {
+                k += 1;
+            }
+            if k == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such parameter name")
+}
+
 impl NodeParams {
     /// Parameters that choose the robot, the tail of [`Self::NAMES`] from `moveit_config`
     /// on: changing one reloads it.
-    pub const ROBOT: &'static [&'static str] = Self::NAMES.split_at(33).1;
+    pub const ROBOT: &'static [&'static str] = Self::NAMES
+        .split_at(position_of(&Self::NAMES, "moveit_config"))
+        .1;
 
     /// Whether a URDF published on the `robot_description` topic (as robot_state_publisher
     /// does) should become the robot: MoveIt's order, where the parameters win. It does while
