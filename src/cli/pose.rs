@@ -13,7 +13,7 @@ use super::{load_robot, scene_attached, shapes_for, CliError, RobotArgs};
 use crate::collision::{make_scene_checker, CheckerOptions};
 use crate::planners::pose::{free_goals, PoseGoals};
 use crate::robot::ik::{
-    default_tip_link, pose_from_parts, timeout_duration, IkOptions, IkSolver, PoseTarget,
+    default_tip_link, pose_from_parts, search_time_limit, IkOptions, IkSolver, PoseTarget,
     DEFAULT_ORIENTATION_TOLERANCE, DEFAULT_POSITION_TOLERANCE,
 };
 use crate::robot::{PlanningGroup, RobotModel};
@@ -207,11 +207,8 @@ pub fn run_ik(a: &IkArgs) -> Result<Value, CliError> {
     let mut opts = a.pose.ik_options(a.seed)?;
     opts.max_solutions = a.solutions;
     // No --timeout: the group's kinematics.yaml `kinematics_solver_timeout`, else none.
-    let timeout = a
-        .timeout
-        .or_else(|| robot.ik_timeout(&group.name))
-        .map(|t| timeout_duration(t).map_err(|e| CliError(format!("--timeout {e}"))))
-        .transpose()?;
+    let timeout = search_time_limit(&robot, &group.name, a.timeout)
+        .map_err(|e| CliError(format!("--timeout {e}")))?;
     let base = robot.tree.neutral_state();
     let start = match &a.start {
         Some(s) => super::plan::parse_config_or_named(s, "start", &group, Some(&robot))?,

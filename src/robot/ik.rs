@@ -104,15 +104,21 @@ impl IkOptions {
     }
 }
 
-/// A search time limit in seconds as a duration: positive and finite (a limit too large for a
-/// [`Duration`] is [`Duration::MAX`]); otherwise the reason, for an error naming the input.
-pub fn timeout_duration(seconds: f64) -> Result<Duration, String> {
-    if seconds > 0.0 && seconds.is_finite() {
-        Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
-    } else {
-        Err(format!(
-            "must be a positive number of seconds, got {seconds}"
-        ))
+/// The time limit of an inverse kinematics search of `group`: `requested` (seconds), else the
+/// group's `kinematics_solver_timeout` ([`RobotModel::ik_timeout`]), else none. It must be
+/// positive and finite (one too large for a [`Duration`] is [`Duration::MAX`]); otherwise the
+/// reason, for an error naming the input.
+pub fn search_time_limit(
+    robot: &RobotModel,
+    group: &str,
+    requested: Option<f64>,
+) -> Result<Option<Duration>, String> {
+    match requested.or_else(|| robot.ik_timeout(group)) {
+        None => Ok(None),
+        Some(s) if s > 0.0 && s.is_finite() => Ok(Some(
+            Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX),
+        )),
+        Some(s) => Err(format!("must be a positive number of seconds, got {s}")),
     }
 }
 

@@ -9,7 +9,7 @@ use nalgebra::Isometry3;
 use super::{cached_checker, PlanningService, ServiceError, ServicePoseGoal};
 use crate::planners::pose::free_goals;
 use crate::planners::PlanError;
-use crate::robot::ik::{timeout_duration, IkError, IkOptions, IkSearch, IkSolution, IkSolver};
+use crate::robot::ik::{search_time_limit, IkError, IkOptions, IkSearch, IkSolution, IkSolver};
 
 /// An inverse-kinematics request.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,17 +86,12 @@ impl PlanningService {
         };
         // No timeout in the request: the group's kinematics.yaml `kinematics_solver_timeout`
         // (as MoveIt's compute_ik), else none.
-        let timeout = req.timeout.or_else(|| self.robot.ik_timeout(&group.name));
-        let deadline = match timeout {
-            None => None,
-            Some(t) => {
-                let d = timeout_duration(t).map_err(|reason| ServiceError::BadOption {
-                    name: "timeout",
-                    reason,
-                })?;
-                Instant::now().checked_add(d)
-            }
-        };
+        let deadline = search_time_limit(&self.robot, &group.name, req.timeout)
+            .map_err(|reason| ServiceError::BadOption {
+                name: "timeout",
+                reason,
+            })?
+            .and_then(|d| Instant::now().checked_add(d));
         let opts = IkOptions {
             seed: req.seed.unwrap_or(self.settings.seed),
             starts,

@@ -47,6 +47,7 @@ use super::{
 };
 use crate::collision::{Checker, MotionBatch};
 use crate::robot::constraint::{ConstraintError, ConstraintSet};
+use crate::robot::JointSpace;
 use crate::trajectory::{self, Trajectory, TrajectoryError};
 
 /// Joint-space distance between consecutive projected configurations of a chain.
@@ -221,6 +222,42 @@ fn free_prefix(
     Ok(verdicts.iter().position(|ok| !ok).unwrap_or(steps.len()))
 }
 
+/// For each chain (its first configuration and its steps), whether all its motions are
+/// collision free, every chain's motions checked in one call (a chain without steps is).
+fn chains_free(
+    checker: &dyn Checker,
+    chains: &[(&[f64], &[Vec<f64>])],
+    resolution: f64,
+) -> Result<Vec<bool>, PlanError> {
+    let mut motions = MotionBatch::new(checker.space().dof());
+    for (from, steps) in chains {
+        let mut prev = *from;
+        for s in *steps {
+            motions.push(prev, s)?;
+            prev = s;
+        }
+    }
+    let verdicts = if motions.is_empty() {
+        Vec::new()
+    } else {
+        checker.check_motions(&motions, resolution)?
+    };
+    let mut offset = 0;
+    Ok(chains
+        .iter()
+        .map(|(_, steps)| {
+            let free = verdicts[offset..offset + steps.len()].iter().all(|ok| *ok);
+            offset += steps.len();
+            free
+        })
+        .collect())
+}
+
+/// Joint-space length of the chain from `from` through `steps`.
+fn chain_length(space: &JointSpace, from: &[f64], steps: &[Vec<f64>]) -> f64 {
+    steps.first().map_or(0.0, |s| space.distance(from, s)) + trajectory::path_length(space, steps)
+}
+
 /// Constrained RRT-Connect from the request's start to its goal (both checked before).
 fn solve(ctx: &mut Context<'_, '_>, set: &ConstraintSet) -> Result<RawSolution, PlanError> {
     let space = ctx.space.clone();
@@ -314,37 +351,25 @@ impl PostProcess for Constrained<'_, '_> {
                 if !chain.reached {
                     continue;
                 }
-                let mut through = vec![path[i].clone()];
-                through.extend(chain.steps.iter().cloned());
                 let old = trajectory::path_length(space, &path[i..=j]);
-                let new = trajectory::path_length(space, &through);
+                let new = chain_length(space, &path[i], &chain.steps);
                 if new < old * (1.0 - 1e-6) {
                     candidates.push((old - new, i, j, chain.steps));
                 }
             }
             // All candidates' motions in one check.
-            let mut motions = MotionBatch::new(space.dof());
-            for (_, i, _, steps) in &candidates {
-                let mut prev = &path[*i];
-                for s in steps {
-                    motions.push(prev, s)?;
-                    prev = s;
-                }
-            }
-            let verdicts = if motions.is_empty() {
-                Vec::new()
-            } else {
-                counting.check_motions(&motions, req.resolution)?
+            let verdicts = {
+                let chains: Vec<(&[f64], &[Vec<f64>])> = candidates
+                    .iter()
+                    .map(|(_, i, _, steps)| (path[*i].as_slice(), steps.as_slice()))
+                    .collect();
+                chains_free(counting, &chains, req.resolution)?
             };
-            let mut offset = 0;
-            let mut free = Vec::new();
-            for c in candidates {
-                let k = c.3.len();
-                if verdicts[offset..offset + k].iter().all(|ok| *ok) {
-                    free.push(c);
-                }
-                offset += k;
-            }
+            let mut free: Vec<_> = candidates
+                .into_iter()
+                .zip(verdicts)
+                .filter_map(|(c, ok)| ok.then_some(c))
+                .collect();
             // The best disjoint ones, applied from the end of the path backwards.
             free.sort_by(|x, y| y.0.total_cmp(&x.0).then((x.1, x.2).cmp(&(y.1, y.2))));
             let mut chosen: Vec<(usize, usize, Vec<Vec<f64>>)> = Vec::new();

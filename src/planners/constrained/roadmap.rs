@@ -13,8 +13,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{bad, steer, ConstraintSet, MAX_CHAIN};
-use crate::collision::{Checker, ConfigBatch, MotionBatch};
+use super::{bad, chains_free, steer, ConstraintSet, MAX_CHAIN};
+use crate::collision::{Checker, ConfigBatch};
 use crate::planners::prm::neighbors_wanted;
 use crate::planners::{Context, PlanError, RawSolution};
 use crate::roadmap::{Edge, EdgeLabel, GraphPath, NearestNeighbors, Roadmap, UnionFind};
@@ -92,21 +92,12 @@ impl ChainRoadmap {
 
     /// Checks the chains of `edges` in one call and labels them.
     fn check_edges(&mut self, ctx: &Context<'_, '_>, edges: &[usize]) -> Result<(), PlanError> {
-        let mut motions = MotionBatch::new(ctx.space.dof());
-        for &e in edges {
-            for w in self.chains[e].windows(2) {
-                motions.push(&w[0], &w[1])?;
-            }
-        }
-        if motions.is_empty() {
-            return Ok(());
-        }
-        let verdicts = ctx.checker.check_motions(&motions, ctx.req.resolution)?;
-        let mut offset = 0;
-        for &e in edges {
-            let k = self.chains[e].len() - 1;
-            let free = verdicts[offset..offset + k].iter().all(|ok| *ok);
-            offset += k;
+        let chains: Vec<(&[f64], &[Vec<f64>])> = edges
+            .iter()
+            .map(|&e| (self.chains[e][0].as_slice(), &self.chains[e][1..]))
+            .collect();
+        let verdicts = chains_free(ctx.checker, &chains, ctx.req.resolution)?;
+        for (&e, free) in edges.iter().zip(verdicts) {
             let label = if free {
                 EdgeLabel::Valid
             } else {

@@ -8,8 +8,7 @@
 
 use rand::Rng;
 
-use super::{bad, free_prefix, steer, ConstraintSet, MAX_CHAIN, STEP};
-use crate::collision::{Checker, MotionBatch};
+use super::{bad, chain_length, chains_free, free_prefix, steer, ConstraintSet, MAX_CHAIN, STEP};
 use crate::planners::{Context, PlanError, RawSolution};
 use crate::roadmap::NearestNeighbors;
 use crate::robot::JointSpace;
@@ -89,17 +88,6 @@ impl ChainTree {
         }
         Ok(last)
     }
-}
-
-/// Length of the chain from `from` through `steps`.
-fn chain_length(space: &JointSpace, from: &[f64], steps: &[Vec<f64>]) -> f64 {
-    let mut prev = from;
-    let mut total = 0.0;
-    for s in steps {
-        total += space.distance(prev, s);
-        prev = s;
-    }
-    total
 }
 
 /// The grown chain from the vertex nearest `target` toward it: its vertex (new, or the
@@ -188,13 +176,12 @@ pub(super) fn solve_rrt(
     }
 }
 
-/// RRT*'s near radius for `n` vertices: `gamma (ln n / n)^(1/d)` with the unconstrained
-/// RRT*'s gamma ([`crate::planners::rrt::rrt_star_gamma`]), never above the range and at
+/// RRT*'s near radius for `n` vertices: `gamma (ln n / n)^(1/d)` (`gamma` the unconstrained
+/// RRT*'s, [`crate::planners::rrt::rrt_star_gamma`]), never above the range and at
 /// least two chain steps.
-fn near_radius(space: &JointSpace, n: usize, range: f64) -> f64 {
+fn near_radius(space: &JointSpace, gamma: f64, n: usize, range: f64) -> f64 {
     let n = n.max(2) as f64;
     let d = space.dof().max(1) as f64;
-    let gamma = crate::planners::rrt::rrt_star_gamma(space);
     (gamma * (n.ln() / n).powf(1.0 / d))
         .min(range)
         .max(2.0 * STEP)
@@ -208,43 +195,30 @@ type FreeChain = (Vec<Vec<f64>>, f64);
 fn free_chains(
     ctx: &Context<'_, '_>,
     set: &ConstraintSet,
-    pairs: &[(Vec<f64>, Vec<f64>)],
+    pairs: &[(&[f64], &[f64])],
 ) -> Result<Vec<Option<FreeChain>>, PlanError> {
-    let space = &ctx.space;
     let res = ctx.req.resolution;
-    let mut chains = Vec::with_capacity(pairs.len());
-    let mut motions = MotionBatch::new(space.dof());
+    let mut reaching = Vec::with_capacity(pairs.len());
     for (from, to) in pairs {
         let chain = steer(set, from, to, MAX_CHAIN, res)?;
-        if chain.reached && !chain.steps.is_empty() {
-            let mut prev = from.as_slice();
-            for s in &chain.steps {
-                motions.push(prev, s)?;
-                prev = s;
-            }
-            let len = chain_length(space, from, &chain.steps);
-            chains.push(Some((chain.steps, len)));
-        } else {
-            chains.push(None);
-        }
+        reaching.push((chain.reached && !chain.steps.is_empty()).then_some(chain.steps));
     }
-    let verdicts = if motions.is_empty() {
-        Vec::new()
-    } else {
-        ctx.checker.check_motions(&motions, res)?
-    };
-    let mut offset = 0;
-    for c in chains.iter_mut() {
-        if let Some((steps, _)) = c {
-            let k = steps.len();
-            let free = verdicts[offset..offset + k].iter().all(|ok| *ok);
-            offset += k;
-            if !free {
-                *c = None;
-            }
-        }
-    }
-    Ok(chains)
+    let chains: Vec<(&[f64], &[Vec<f64>])> = pairs
+        .iter()
+        .zip(&reaching)
+        .filter_map(|((from, _), steps)| steps.as_ref().map(|s| (*from, s.as_slice())))
+        .collect();
+    let mut verdicts = chains_free(ctx.checker, &chains, res)?.into_iter();
+    Ok(pairs
+        .iter()
+        .zip(reaching)
+        .map(|((from, _), steps)| {
+            let steps = steps?;
+            verdicts.next().filter(|ok| *ok)?;
+            let len = chain_length(&ctx.space, from, &steps);
+            Some((steps, len))
+        })
+        .collect())
 }
 
 /// Constrained RRT*: grows as [`solve_rrt`] (but the steps of a chain are not vertices of
@@ -260,6 +234,7 @@ pub(super) fn solve_rrt_star(
     let mut iterations = 0usize;
     let mut best: Option<usize> = None;
     let mut cost_over_time = Vec::new();
+    let gamma = crate::planners::rrt::rrt_star_gamma(&space);
     loop {
         if ctx.must_stop(iterations) {
             break;
@@ -284,7 +259,7 @@ pub(super) fn solve_rrt_star(
         let mut via: Vec<Vec<f64>> = chain.steps[..keep].to_vec();
         let mut cost = tree.cost[near.id] + chain_length(&space, &from, &via);
         // The cheapest parent among the near vertices.
-        let radius = near_radius(&space, tree.nodes.len() + 1, range);
+        let radius = near_radius(&space, gamma, tree.nodes.len() + 1, range);
         let near_ids: Vec<usize> = tree
             .nn
             .within(&q_new, radius)?
@@ -292,9 +267,9 @@ pub(super) fn solve_rrt_star(
             .map(|n| n.id)
             .filter(|&id| id != near.id)
             .collect();
-        let pairs: Vec<(Vec<f64>, Vec<f64>)> = near_ids
+        let pairs: Vec<(&[f64], &[f64])> = near_ids
             .iter()
-            .map(|&id| (tree.nodes[id].clone(), q_new.clone()))
+            .map(|&id| (tree.nodes[id].as_slice(), q_new.as_slice()))
             .collect();
         for (&id, c) in near_ids.iter().zip(free_chains(ctx, set, &pairs)?) {
             if let Some((steps, len)) = c {
@@ -307,17 +282,13 @@ pub(super) fn solve_rrt_star(
             continue;
         };
         // Rewire the near vertices the new one reaches more cheaply.
-        let pairs: Vec<(Vec<f64>, Vec<f64>)> = near_ids
+        let ids: Vec<usize> = near_ids.into_iter().filter(|&id| id != parent).collect();
+        let pairs: Vec<(&[f64], &[f64])> = ids
             .iter()
-            .filter(|&&id| id != parent)
-            .map(|&id| (q_new.clone(), tree.nodes[id].clone()))
+            .map(|&id| (q_new.as_slice(), tree.nodes[id].as_slice()))
             .collect();
-        let ids: Vec<usize> = near_ids
-            .iter()
-            .copied()
-            .filter(|&id| id != parent)
-            .collect();
-        for (&id, c) in ids.iter().zip(free_chains(ctx, set, &pairs)?) {
+        let reach = free_chains(ctx, set, &pairs)?;
+        for (&id, c) in ids.iter().zip(reach) {
             let Some((steps, len)) = c else { continue };
             let through = cost + len;
             if through < tree.cost[id] && !descends_from(&tree, new, id) {
@@ -332,7 +303,7 @@ pub(super) fn solve_rrt_star(
         }
         // The goal: reached by a chain from the new vertex when within range.
         if space.distance(&q_new, &goal) <= range {
-            let pair = [(q_new.clone(), goal.clone())];
+            let pair = [(q_new.as_slice(), goal.as_slice())];
             let reach = if space.distance(&q_new, &goal) == 0.0 {
                 Some((Vec::new(), 0.0))
             } else {
