@@ -215,8 +215,14 @@ pub struct Request {
     /// Joint-space goal (name, value) in request order; empty for a pose goal.
     pub goal: Vec<(String, f64)>,
     /// The pose goal of the first goal constraint's position (and orientation) constraint,
-    /// when it has no joint constraints.
+    /// when it has no joint constraints and is not a goal region (`goal_region`).
     pub pose_goal: Option<RequestPose>,
+    /// The first goal constraint as a goal region, when it has no joint constraints and its
+    /// position and orientation constraints are more than one pose with tolerances: a BOX
+    /// region, or only orientation constraints (every constraint as
+    /// [`crate::robot::constraint::ConstraintSpec::from_moveit_yaml`] reads it). A SPHERE
+    /// region stays a pose goal (its radius the position tolerance). Empty otherwise.
+    pub goal_region: crate::robot::constraint::ConstraintSpec,
     /// The request's `path_constraints` (empty when it has none).
     pub path_constraints: crate::robot::constraint::ConstraintSpec,
     /// The joint constraints of the further goal constraints (`goal_constraints[1..]`, any of
@@ -362,6 +368,27 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
     }
     let group = doc["group_name"].as_str().unwrap_or("").to_string();
     let constraint = &doc["goal_constraints"][0];
+    let no_joints = constraint["joint_constraints"]
+        .as_sequence()
+        .is_none_or(|j| j.is_empty());
+    // A region the constraints readers take whole (a BOX, or orientations alone) is the goal
+    // as given; a SPHERE region is read as a pose goal below.
+    let goal_region = crate::robot::constraint::ConstraintSpec::from_moveit_yaml(constraint)
+        .ok()
+        .filter(|r| no_joints && !r.is_empty())
+        .unwrap_or_default();
+    if !goal_region.is_empty() {
+        return Ok(Request {
+            start,
+            group,
+            goal: Vec::new(),
+            pose_goal: None,
+            goal_region,
+            path_constraints: path_constraints_of(&doc).map_err(err)?,
+            other_goals: Vec::new(),
+            other_pose_goals: Vec::new(),
+        });
+    }
     let pose_goal =
         pose_constraint(constraint).map_err(|m| err(format!("goal_constraints[0]: {m}")))?;
     let jc = match constraint["joint_constraints"].as_sequence() {
@@ -413,18 +440,25 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
             other_pose_goals.extend(pose.map(|p| (at, p)));
         }
     }
-    let path_constraints =
-        crate::robot::constraint::ConstraintSpec::from_moveit_yaml(&doc["path_constraints"])
-            .map_err(|m| err(format!("path_constraints: {m}")))?;
+    let path_constraints = path_constraints_of(&doc).map_err(err)?;
     Ok(Request {
         start,
         group,
         goal,
         pose_goal,
+        goal_region: Default::default(),
         path_constraints,
         other_goals,
         other_pose_goals,
     })
+}
+
+/// The `path_constraints` of a MoveIt request document; the error names them.
+fn path_constraints_of(
+    doc: &serde_yaml::Value,
+) -> Result<crate::robot::constraint::ConstraintSpec, String> {
+    crate::robot::constraint::ConstraintSpec::from_moveit_yaml(&doc["path_constraints"])
+        .map_err(|m| format!("path_constraints: {m}"))
 }
 
 /// Loads every problem of one robot (7 scenes x 100), in scene then index order.
@@ -456,10 +490,19 @@ pub fn load_problems_where(
                 group: group_name,
                 goal,
                 pose_goal: _,
+                goal_region,
                 path_constraints,
                 other_goals: _,
                 other_pose_goals: _,
             } = read_request(&req)?;
+            if !goal_region.is_empty() {
+                return Err(MbmError::Request {
+                    path: req.display().to_string(),
+                    message: "the benchmark plans to joint goals, this request's goal is a \
+                              region of goal constraints"
+                        .into(),
+                });
+            }
             if !path_constraints.is_empty() {
                 return Err(MbmError::Request {
                     path: req.display().to_string(),

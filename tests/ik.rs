@@ -497,7 +497,9 @@ fn several_goal_poses_make_one_goal_set_round_by_round() {
         Err(PlanError::NoIkSolution(m)) => assert!(m.contains("any of the 2 goal poses"), "{m}"),
         other => panic!("expected no IK solution, got {other:?}"),
     }
-    match plan_to_poses_with(&checker, &req, &[], &opts, |r| plan(&checker, r)) {
+    match plan_to_poses_with(&checker, &req, &[] as &[IkSolver], &opts, |r| {
+        plan(&checker, r)
+    }) {
         Err(PlanError::InvalidGoal(m)) => assert!(m.contains("0 goal poses"), "{m}"),
         other => panic!("expected a refusal, got {other:?}"),
     }

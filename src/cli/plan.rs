@@ -92,6 +92,15 @@ pub struct PlanArgs {
     /// link (at the start state).
     #[arg(long = "path-constraints")]
     pub path_constraints: Option<PathBuf>,
+    /// A goal region instead of a goal configuration or pose (MoveIt's goal constraints): a
+    /// YAML file holding a `moveit_msgs/Constraints` as `--path-constraints` reads it. The
+    /// plan ends at a configuration satisfying every constraint (and the path constraints):
+    /// the start and random configurations (seeded by `--seed`) are projected onto them, and
+    /// the collision-free ones nearest to the start make one goal set. Replaces a
+    /// `--request`'s goal (a request whose first goal constraint is a BOX region, or
+    /// orientations alone, is read as such a region itself).
+    #[arg(long = "goal-constraints", conflicts_with_all = ["goal", "other_goals", "goal_pose", "other_goal_poses"])]
+    pub goal_constraints: Option<PathBuf>,
     /// Planner: prm, lazy_prm, rrt, rrt_star or rrt_connect, an OMPL id (e.g. RRTConnect), a
     /// configuration of the robot's `ompl_planning.yaml` (`--ompl-planning`, or the MoveIt
     /// config's), or a Pilz motion: PTP, LIN or CIRC (see `planners::pilz`). Default: the
@@ -140,13 +149,13 @@ pub struct PlanArgs {
     /// `{start: [...], goal: [...]}` (optional `name`), configurations in planning-group joint
     /// order. Prints one report with a result per problem. With `--on-device` and a GPU every
     /// problem is planned in one device launch.
-    #[arg(long, conflicts_with_all = ["start", "goal", "other_goals", "request", "goal_pose", "path_constraints"])]
+    #[arg(long, conflicts_with_all = ["start", "goal", "other_goals", "request", "goal_pose", "path_constraints", "goal_constraints"])]
     pub batch: Option<PathBuf>,
     /// Several motions one after another from `--start`, joined into one trajectory, with
     /// blends where an item gives a `blend_radius`: a YAML (or JSON) file with `items:`, each
     /// a `planner`, a `goal` (configuration or named state) or `pose`, optional
     /// `blend_radius`, scalings and Cartesian speed limit (see `cli::sequence`).
-    #[arg(long, conflicts_with_all = ["goal", "other_goals", "request", "goal_pose", "path_constraints", "batch", "planner"])]
+    #[arg(long, conflicts_with_all = ["goal", "other_goals", "request", "goal_pose", "path_constraints", "goal_constraints", "batch", "planner"])]
     pub sequence: Option<PathBuf>,
 }
 
@@ -227,6 +236,9 @@ pub struct Problem {
     pub other_poses: Vec<PoseTarget>,
     /// Path constraints of `--path-constraints` or the request, in the root frame.
     pub constraints: PathConstraints,
+    /// The goal region of `--goal-constraints` or the request, with the path constraints, in
+    /// the root frame; it replaces the goal configuration (`goal` is empty).
+    pub region: Option<PathConstraints>,
 }
 
 /// Parses a configuration given on the command line as a JSON list of numbers.
@@ -305,9 +317,10 @@ fn request_target(
     })
 }
 
-/// Reads `--path-constraints`: a MoveIt `Constraints` YAML; errors name the file.
-fn read_constraints(path: &std::path::Path) -> Result<ConstraintSpec, CliError> {
-    let named = |m: String| CliError(format!("--path-constraints {}: {m}", path.display()));
+/// Reads `--path-constraints` or `--goal-constraints` (`option`): a MoveIt `Constraints`
+/// YAML; errors name the option and the file.
+fn read_constraints(path: &std::path::Path, option: &str) -> Result<ConstraintSpec, CliError> {
+    let named = |m: String| CliError(format!("{option} {}: {m}", path.display()));
     let text = std::fs::read_to_string(path).map_err(|e| named(e.to_string()))?;
     let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| named(e.to_string()))?;
     ConstraintSpec::from_moveit_yaml(&doc).map_err(named)
@@ -348,7 +361,10 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
                 Some((_, v)) => g.push(*v),
                 None => {
                     // A joint the goal leaves unconstrained has no single target value.
-                    if a.goal.is_none() && a.pose.goal_pose.is_none() && req.pose_goal.is_none() {
+                    let other_goal = a.goal.is_some()
+                        || a.pose.goal_pose.is_some()
+                        || a.goal_constraints.is_some();
+                    if !other_goal && req.pose_goal.is_none() && req.goal_region.is_empty() {
                         return Err(CliError(format!(
                             "{}: the goal constraints lack joint '{n}' of group '{}'; give --goal",
                             path.display(),
@@ -434,16 +450,39 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         )));
     }
     let spec = match (&a.path_constraints, &request) {
-        (Some(p), _) => read_constraints(p)?,
+        (Some(p), _) => read_constraints(p, "--path-constraints")?,
         (None, Some(r)) => r.path_constraints.clone(),
         (None, None) => ConstraintSpec::default(),
     };
     let state = group.full_state(&base, &start);
-    let constraints = spec
-        .resolve(&robot.tree, |f| {
+    let resolve = |spec: &ConstraintSpec| {
+        spec.resolve(&robot.tree, |f| {
             frame_pose(&robot, &state, scene.frame(), f)
         })
-        .map_err(|e| CliError(e.to_string()))?;
+    };
+    let constraints = resolve(&spec).map_err(|e| CliError(e.to_string()))?;
+    // The goal region: the file's, else the request's unless a goal replaces it.
+    let replaced = goal.is_some() || pose.is_some();
+    let region_spec = match (&a.goal_constraints, &request) {
+        (Some(p), _) => Some(read_constraints(p, "--goal-constraints")?),
+        (None, Some(r)) if !replaced && !r.goal_region.is_empty() => Some(r.goal_region.clone()),
+        _ => None,
+    };
+    let region = match region_spec {
+        Some(spec) if spec.is_empty() => {
+            return Err(CliError(
+                "--goal-constraints: the file holds no constraint (give \
+                 orientation_constraints, position_constraints or joint_constraints)"
+                    .into(),
+            ))
+        }
+        Some(spec) => {
+            let region = resolve(&spec)
+                .map_err(|e| CliError(format!("goal constraints: {}", e.detail())))?;
+            Some(region.and(&constraints))
+        }
+        None => None,
+    };
     let mut other_goals = request_goals;
     let given = a
         .other_goals
@@ -455,6 +494,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         .collect::<Result<Vec<_>, _>>()?;
     other_goals.extend(given);
     let goal = match (goal, &pose) {
+        _ if region.is_some() => Vec::new(),
         (_, Some(_)) => Vec::new(),
         (Some(g), None) => g,
         (None, None) => {
@@ -475,6 +515,7 @@ pub fn problem(a: &PlanArgs) -> Result<Problem, CliError> {
         pose,
         other_poses,
         constraints,
+        region,
     })
 }
 
@@ -695,6 +736,12 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
         _ => None,
     };
     if let Some(kind) = kind {
+        if p.region.is_some() {
+            return Err(CliError(format!(
+                "--goal-constraints: {} moves to one goal pose, not to a goal region",
+                req.planner
+            )));
+        }
         if !p.other_poses.is_empty() {
             return Err(CliError(format!(
                 "--other-goal-pose: {} moves to one goal, not a goal set",
@@ -717,9 +764,26 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
     )
     .map_err(|e| CliError(e.to_string()))?;
     let plan_one = |r: &PlanRequest| plan_constrained(checker.as_ref(), r, &set);
-    let outcome = match &p.pose {
-        None => plan_one(&req).map(|r| (r, None)),
-        Some(first) => {
+    let outcome = match (&p.pose, &p.region) {
+        (None, None) => plan_one(&req).map(|r| (r, None)),
+        (None, Some(region)) => {
+            let state = p.group.full_state(&p.base, &req.start);
+            let goal = ConstraintSet::new(&p.robot, &p.group, &state, region.clone())
+                .map_err(|e| CliError(format!("goal constraints: {}", e.detail())))?;
+            let opts = a.pose.ik_options(a.seed)?;
+            let solvers = std::slice::from_ref(&goal);
+            plan_to_poses_with(checker.as_ref(), &req, solvers, &opts, plan_one).map(|pp| {
+                let goal = json!({
+                    "configurations_found": pp.goals[0].found,
+                    "in_collision": pp.goals[0].in_collision,
+                    "search_time_s": pp.ik_time.as_secs_f64(),
+                    "starts_tried": pp.starts_tried(),
+                    "cut_at_time_share": pp.ik_cut,
+                });
+                (pp.result, Some(("goal_region", goal)))
+            })
+        }
+        (Some(first), _) => {
             let targets: Vec<&PoseTarget> = std::iter::once(first).chain(&p.other_poses).collect();
             let solvers = solvers_for(&p.robot, &p.group, &p.base, targets.iter().copied())
                 .map_err(|e| CliError(e.to_string()))?;
@@ -741,15 +805,15 @@ pub fn run(a: &PlanArgs) -> Result<Value, CliError> {
                     "ik_starts_tried": starts_tried,
                     "ik_cut_at_time_share": pp.ik_cut,
                 });
-                (result, Some(goal))
+                (result, Some(("goal_pose", goal)))
             })
         }
     };
     match outcome {
         Ok((mut res, goal)) => {
             let mut v = limited_json(&mut res, &p, checker.as_ref(), &speed, req.resolution);
-            if let Some(g) = goal {
-                v["goal_pose"] = g;
+            if let Some((key, g)) = goal {
+                v[key] = g;
             }
             v["planner_config"] = json!(chosen.map(|c| c.name));
             Ok(v)

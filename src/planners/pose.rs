@@ -9,14 +9,21 @@
 //! Several goal poses (grasp candidates, say; [`plan_to_poses_with`]) are solved for alike,
 //! and all their solutions make one goal set: the plan ends at whichever pose it reaches.
 //!
+//! A goal region (MoveIt goal constraints: a box the link must end in, an orientation cone,
+//! joint bounds; [`crate::robot::constraint::ConstraintSet`]) is searched for alike: random
+//! starts are projected onto the constraints instead of solved for one pose, and every
+//! configuration found that satisfies them all within their tolerances is a goal.
+//!
 //! The returned trajectory is the planner's, re-validated as every plan is, and ends at a
-//! configuration whose link pose is within the goal's tolerances.
+//! configuration whose link pose is within the goal's tolerances (inside the goal region).
 
 use std::time::{Duration, Instant};
 
 use super::{plan, PlanError, PlanRequest, PlanResult};
 use crate::collision::{Checker, ConfigBatch};
-use crate::robot::ik::{IkError, IkOptions, IkSearch, IkSolution, IkSolver, PoseTarget};
+use crate::robot::ik::{
+    GoalSolver, IkError, IkOptions, IkSearch, IkSolution, IkSolver, PoseTarget,
+};
 use crate::robot::{PlanningGroup, RobotModel};
 
 /// Collision-free goal configurations planned to at most, nearest first: one goal set
@@ -124,7 +131,11 @@ fn collision_free(
 
 /// The goals of a finished search: the accepted (collision-free) solutions nearest to
 /// `start` first, and the counts.
-fn goals_of(checker: &dyn Checker, start: &[f64], search: IkSearch) -> PoseGoals {
+fn goals_of<S: GoalSolver + ?Sized>(
+    checker: &dyn Checker,
+    start: &[f64],
+    search: IkSearch<S>,
+) -> PoseGoals {
     let tried = search.tried();
     let (found, verdicts) = search.finish();
     let space = checker.space();
@@ -222,10 +233,10 @@ pub fn plan_to_pose_set(
 /// [`PosePlan::pose`] says which pose was reached. A pose without a solution, or with only
 /// solutions in collision, is left out while another has a free one. Errors as
 /// [`plan_to_pose`], for all poses.
-pub fn plan_to_poses_with(
+pub fn plan_to_poses_with<S: GoalSolver>(
     checker: &dyn Checker,
     template: &PlanRequest,
-    solvers: &[IkSolver],
+    solvers: &[S],
     opts: &IkOptions,
     plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
 ) -> Result<PosePlan, PlanError> {
@@ -234,10 +245,10 @@ pub fn plan_to_poses_with(
 
 /// [`plan_to_poses_with`] with goal sets of `set_size` configurations (at least one per
 /// pose with a free solution).
-pub fn plan_to_poses_set(
+pub fn plan_to_poses_set<S: GoalSolver>(
     checker: &dyn Checker,
     template: &PlanRequest,
-    solvers: &[IkSolver],
+    solvers: &[S],
     opts: &IkOptions,
     set_size: usize,
     mut plan_one: impl FnMut(&PlanRequest) -> Result<PlanResult, PlanError>,
@@ -268,6 +279,14 @@ pub fn plan_to_poses_set(
     } else {
         ""
     };
+    let region = solvers[0].is_region();
+    if found == 0 && region {
+        return Err(PlanError::NoIkSolution(format!(
+            "no configuration within the joint limits satisfies the goal constraints ({} \
+             starting configurations projected onto them{cut_note})",
+            goals.iter().map(|g| g.tried).sum::<usize>()
+        )));
+    }
     if found == 0 {
         return Err(PlanError::NoIkSolution(if solvers.len() == 1 {
             format!(
@@ -286,7 +305,12 @@ pub fn plan_to_poses_set(
     }
     let set = goal_set(&goals, template, checker, set_size);
     if set.is_empty() {
-        return Err(PlanError::InvalidGoal(if solvers.len() == 1 {
+        return Err(PlanError::InvalidGoal(if region {
+            format!(
+                "all {found} configurations found within the goal constraints are in \
+                 collision{cut_note}"
+            )
+        } else if solvers.len() == 1 {
             format!("all {found} configurations found for the goal pose are in collision{cut_note}")
         } else {
             format!(
@@ -320,10 +344,10 @@ pub fn plan_to_poses_set(
 /// begins past `t0` + the time limit (or `opts.deadline`), nor past
 /// [`PlanRequest::ik_time_share`] of the limit once some pose has a collision-free solution. Also says whether a search was
 /// cut short.
-fn interleaved_goals(
+fn interleaved_goals<S: GoalSolver>(
     checker: &dyn Checker,
     template: &PlanRequest,
-    solvers: &[IkSolver],
+    solvers: &[S],
     opts: &IkOptions,
     t0: Instant,
 ) -> Result<(Vec<PoseGoals>, bool), PlanError> {

@@ -27,7 +27,7 @@ use nalgebra::{DMatrix, DVector, Isometry3, Matrix3, UnitQuaternion, Vector3, Ve
 
 use super::ik::{
     clamp_to_limits, group_poses, link_chain, point_jacobian, quaternion_rotation, wrong_length,
-    ChainJoint,
+    ChainJoint, GoalSolver, IkSolution,
 };
 use super::load::RobotModel;
 use super::model::KinematicTree;
@@ -174,6 +174,15 @@ pub struct PathConstraints {
 }
 
 impl PathConstraints {
+    /// These constraints and those of `other`, all to hold at once (a goal region with the
+    /// path constraints, which the goal keeps too).
+    pub fn and(mut self, other: &PathConstraints) -> PathConstraints {
+        self.orientation.extend(other.orientation.iter().cloned());
+        self.position.extend(other.position.iter().cloned());
+        self.joint.extend(other.joint.iter().cloned());
+        self
+    }
+
     /// True when there is no constraint.
     pub fn is_empty(&self) -> bool {
         self.orientation.is_empty() && self.position.is_empty() && self.joint.is_empty()
@@ -205,6 +214,18 @@ pub enum ConstraintError {
         /// Values expected.
         want: usize,
     },
+}
+
+impl ConstraintError {
+    /// The message without the leading "path constraint: ", for constraints that are not
+    /// path constraints (a goal region's).
+    pub fn detail(&self) -> String {
+        let text = self.to_string();
+        match text.strip_prefix("path constraint: ") {
+            Some(rest) => rest.to_string(),
+            None => text,
+        }
+    }
 }
 
 /// Which kind of constraint is violated.
@@ -827,6 +848,32 @@ impl<'a> ConstraintSet<'a> {
             }
         }
         Ok(ex.parts.is_empty().then_some(q))
+    }
+}
+
+/// A goal region: the configurations that satisfy the constraints (MoveIt's goal
+/// constraints), reached from a start by [`ConstraintSet::project`] (so with
+/// [`PROJECTION_MARGIN`] of each tolerance to spare) and searched for from many starts as a
+/// pose goal is ([`IkSearch`](super::ik::IkSearch)).
+impl GoalSolver for ConstraintSet<'_> {
+    fn goal_group(&self) -> &PlanningGroup {
+        self.group
+    }
+
+    fn reach(&self, q0: &[f64], _max_iterations: usize, start: usize) -> Option<IkSolution> {
+        let config = self.project(q0).ok().flatten()?;
+        // The projection ends inside the scaled tolerances; the check with the whole ones is
+        // what a goal is held to.
+        self.satisfied(&config).ok()?.then_some(IkSolution {
+            config,
+            position_error: 0.0,
+            orientation_error: 0.0,
+            start,
+        })
+    }
+
+    fn is_region(&self) -> bool {
+        true
     }
 }
 

@@ -139,9 +139,11 @@ impl Default for IkOptions {
 pub struct IkSolution {
     /// Group configuration (group joint order), within the joint limits.
     pub config: Vec<f64>,
-    /// Distance between the reached and the target position (m).
+    /// Distance between the reached and the target position (m; 0 for a goal region, which
+    /// has no target pose).
     pub position_error: f64,
-    /// Angle between the reached and the target orientation (rad; 0 for a position goal).
+    /// Angle between the reached and the target orientation (rad; 0 for a position goal and
+    /// a goal region).
     pub orientation_error: f64,
     /// Which start it came from (0: the caller's configuration).
     pub start: usize,
@@ -215,6 +217,17 @@ pub(crate) fn link_chain(
 pub(crate) fn wrong_length(group: &PlanningGroup, q: &[f64]) -> Option<(usize, usize)> {
     let want = group.space.dof();
     (q.len() != want).then_some((q.len(), want))
+}
+
+/// [`IkError::WrongLength`] when `q` is not a configuration of `group`.
+fn check_length(group: &PlanningGroup, q: &[f64]) -> Result<(), IkError> {
+    wrong_length(group, q).map_or(Ok(()), |(got, want)| {
+        Err(IkError::WrongLength {
+            group: group.name.clone(),
+            got,
+            want,
+        })
+    })
 }
 
 /// The link poses (root frame) of the full state of `base` with `group`'s joints at `q`.
@@ -370,13 +383,7 @@ impl<'a> IkSolver<'a> {
     }
 
     fn check_len(&self, q: &[f64]) -> Result<(), IkError> {
-        wrong_length(self.group, q).map_or(Ok(()), |(got, want)| {
-            Err(IkError::WrongLength {
-                group: self.group.name.clone(),
-                got,
-                want,
-            })
-        })
+        check_length(self.group, q)
     }
 
     fn poses(&self, q: &[f64], out: &mut Vec<Isometry3<f64>>) {
@@ -534,13 +541,40 @@ impl<'a> IkSolver<'a> {
     }
 }
 
+/// A goal that a descent from a starting configuration can reach, searched for from many
+/// starts by [`IkSearch`]: a pose of a link ([`IkSolver`]) or a goal region, every
+/// configuration that satisfies a set of constraints
+/// ([`crate::robot::constraint::ConstraintSet`]: MoveIt's goal constraints).
+pub trait GoalSolver: Sync {
+    /// The planning group whose configurations solve it.
+    fn goal_group(&self) -> &PlanningGroup;
+    /// A solution reached from `q0` (start number `start`) in at most `max_iterations`
+    /// steps, within the joint limits; `None` when the descent does not get there.
+    fn reach(&self, q0: &[f64], max_iterations: usize, start: usize) -> Option<IkSolution>;
+    /// True for a goal region (the messages of a failed search speak of constraints, not of
+    /// a pose).
+    fn is_region(&self) -> bool {
+        false
+    }
+}
+
+impl GoalSolver for IkSolver<'_> {
+    fn goal_group(&self) -> &PlanningGroup {
+        self.group
+    }
+
+    fn reach(&self, q0: &[f64], max_iterations: usize, start: usize) -> Option<IkSolution> {
+        self.descend(q0, max_iterations, start)
+    }
+}
+
 /// An inverse kinematics search in progress, one batch of [`START_BATCH`] starts at a time
 /// ([`IkSolver::solve_where`] runs one to the end): the searches of several goal poses take
 /// turns with it, so that a pose without a solution cannot use up the time of the others.
 /// The batches are those of [`IkSolver::solve_where`], so each search finds the same
 /// solutions however the turns fall.
-pub struct IkSearch<'s, 'a> {
-    solver: &'s IkSolver<'a>,
+pub struct IkSearch<'s, S: GoalSolver + ?Sized> {
+    solver: &'s S,
     first: Option<Vec<f64>>,
     opts: IkOptions,
     rng: ChaCha8Rng,
@@ -550,16 +584,12 @@ pub struct IkSearch<'s, 'a> {
     next: usize,
 }
 
-impl<'s, 'a> IkSearch<'s, 'a> {
+impl<'s, S: GoalSolver + ?Sized> IkSearch<'s, S> {
     /// A search for `solver`'s target from `first` (then random starts) with `opts`; nothing
     /// is solved yet. Errors when `first` is not a group configuration.
-    pub fn new(
-        solver: &'s IkSolver<'a>,
-        first: Option<&[f64]>,
-        opts: &IkOptions,
-    ) -> Result<Self, IkError> {
+    pub fn new(solver: &'s S, first: Option<&[f64]>, opts: &IkOptions) -> Result<Self, IkError> {
         if let Some(f) = first {
-            solver.check_len(f)?;
+            check_length(solver.goal_group(), f)?;
         }
         Ok(Self {
             solver,
@@ -599,7 +629,7 @@ impl<'s, 'a> IkSearch<'s, 'a> {
         if self.done() {
             return Ok(());
         }
-        let space = &self.solver.group.space;
+        let space = &self.solver.goal_group().space;
         let next = self.next;
         let count = START_BATCH.min(self.opts.starts - next);
         let starts: Vec<Vec<f64>> = (next..next + count)
@@ -613,7 +643,7 @@ impl<'s, 'a> IkSearch<'s, 'a> {
         let solved: Vec<Option<IkSolution>> = starts
             .par_iter()
             .enumerate()
-            .map(|(i, q0)| solver.descend(q0, max_iterations, next + i))
+            .map(|(i, q0)| solver.reach(q0, max_iterations, next + i))
             .collect();
         let mut fresh: Vec<IkSolution> = Vec::new();
         for s in solved.into_iter().flatten() {

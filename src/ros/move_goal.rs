@@ -47,6 +47,7 @@ pub fn plan_request(goal: &Move::Goal) -> PlanPath::Request {
         max_acceleration_scaling_factor: goal.max_acceleration_scaling_factor,
         num_planning_attempts: goal.num_planning_attempts,
         path_constraints: goal.path_constraints.clone(),
+        goal_constraints: goal.goal_constraints.clone(),
         group_name: goal.group_name.clone(),
         cartesian_speed_limited_link: goal.cartesian_speed_limited_link.clone(),
         max_cartesian_speed: goal.max_cartesian_speed,

@@ -66,6 +66,7 @@ pub fn service_request(req: &PlanPath::Request) -> ServicePlanRequest {
         goal_pose: pose_goal(req),
         goal_name: (!req.goal_name.is_empty()).then(|| req.goal_name.clone()),
         path_constraints: path_constraints(&req.path_constraints),
+        goal_constraints: path_constraints(&req.goal_constraints),
         group: (!req.group_name.is_empty()).then(|| req.group_name.clone()),
         speed_limit: speed_limit(&req.cartesian_speed_limited_link, req.max_cartesian_speed),
         other_goals: req
@@ -456,6 +457,7 @@ pub fn batch_requests(req: &PlanBatch::Request) -> Result<Vec<ServicePlanRequest
                 max_acceleration_scaling_factor: req.max_acceleration_scaling_factor,
                 num_planning_attempts: req.num_planning_attempts,
                 path_constraints: req.path_constraints.clone(),
+                goal_constraints: Default::default(),
                 group_name: req.group_name.clone(),
                 cartesian_speed_limited_link: req.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: req.max_cartesian_speed,

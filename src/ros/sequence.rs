@@ -40,6 +40,7 @@ pub fn sequence_requests(req: &PlanSequence::Request) -> Vec<ServiceSequenceItem
                 max_acceleration_scaling_factor: item.max_acceleration_scaling_factor,
                 num_planning_attempts: 0,
                 path_constraints: item.path_constraints.clone(),
+                goal_constraints: Default::default(),
                 group_name: req.group_name.clone(),
                 cartesian_speed_limited_link: item.cartesian_speed_limited_link.clone(),
                 max_cartesian_speed: item.max_cartesian_speed,

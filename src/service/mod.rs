@@ -40,7 +40,7 @@ use crate::planners::pose::{plan_to_poses_with, solvers_for, MAX_GOAL_POSES};
 use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
-use crate::robot::constraint::{ConstraintSet, ConstraintSpec, PathConstraints};
+use crate::robot::constraint::{ConstraintError, ConstraintSet, ConstraintSpec, PathConstraints};
 use crate::robot::ik::{self, IkOptions, PoseTarget};
 use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
@@ -195,6 +195,16 @@ pub struct ServicePlanRequest {
     /// `goal_pose`, k for `other_goal_poses[k - 1]`). Only with `goal_pose`; not with LIN
     /// and CIRC.
     pub other_goal_poses: Vec<ServicePoseGoal>,
+    /// A goal region instead of a goal state or pose (MoveIt's goal constraints; empty:
+    /// none): the plan ends at a configuration satisfying every one of these constraints (a
+    /// link's orientation within per-axis tolerances, a point of a link inside a box, joints
+    /// within ranges), and the path constraints too. Goal configurations are found by
+    /// projecting the start and random configurations onto them (seeded by the request's
+    /// seed, within [`ServiceSettings::ik_time_share`] of the time limit once one is free);
+    /// the collision-free ones, up to [`crate::planners::pose::GOAL_SET_SIZE`] nearest to
+    /// the start, make one goal set. Frames as the path constraints'. Not with `goal`,
+    /// `goal_name`, `goal_pose`, other goals, nor with LIN and CIRC.
+    pub goal_constraints: ConstraintSpec,
 }
 
 /// A Cartesian speed limit: the returned trajectory is slowed uniformly until `link` moves
@@ -247,6 +257,7 @@ impl ServicePlanRequest {
             goal_name: None,
             other_goals: Vec::new(),
             other_goal_poses: Vec::new(),
+            goal_constraints: ConstraintSpec::default(),
             ..self.clone()
         }
     }
@@ -279,7 +290,8 @@ pub struct ServicePlanResponse {
     /// ends passed on an arc, and all of them; `None` where the trajectory stops at every
     /// waypoint or is timed another way.
     pub rounded_corners: Option<(usize, usize)>,
-    /// For a pose goal: what its inverse kinematics search did.
+    /// For a pose goal: what its inverse kinematics search did; for a goal region, the
+    /// search for configurations inside it.
     pub ik: Option<PoseSearch>,
     /// Which goal of a goal set the plan ends at: 0 for the goal, `k` for the request's
     /// `other_goals[k - 1]` ([`crate::planners::PlanResult::reached_goal`]); 0 without other goals and for a
@@ -412,6 +424,10 @@ pub enum ServiceError {
     /// Path constraints that cannot be used (a link, frame, tolerance or planner).
     #[error("path_constraints: {0}")]
     BadPathConstraints(String),
+    /// Goal constraints that cannot be used (a link, frame, tolerance, planner, or given with
+    /// another goal).
+    #[error("goal_constraints: {0}")]
+    BadGoalConstraints(String),
     /// One motion of a sequence failed ([`PlanningService::plan_sequence`]).
     #[error("item {index} ({planner}): {error}")]
     SequenceItem {
@@ -599,6 +615,7 @@ impl ServiceError {
             | ServiceError::BadPose(_)
             | ServiceError::BadWaypoints(_)
             | ServiceError::BadPathConstraints(_)
+            | ServiceError::BadGoalConstraints(_)
             | ServiceError::BadOption {
                 name: "other_goal_states" | "other_goal_poses",
                 ..
@@ -934,6 +951,9 @@ struct Prepared {
     pose: Option<PoseTarget>,
     /// Further goal poses beside `pose` (one goal set with it).
     other_poses: Vec<PoseTarget>,
+    /// A goal region (the goal constraints and the path constraints, in the planning frame),
+    /// searched for once the checker is ready (`request.goal` is empty then).
+    region: Option<PathConstraints>,
     /// The path constraints in the planning frame (empty: none).
     constraints: PathConstraints,
     /// The planning group it plans for.
@@ -1310,13 +1330,31 @@ impl PlanningService {
             (None, Some(set)) => plan_constrained(checker, r, set),
             (None, None) => planners::plan(checker, r),
         };
-        let (result, pose_error, reached_goal, ik) = match &prepared.pose {
-            None => {
+        let (result, pose_error, reached_goal, ik) = match (&prepared.pose, &prepared.region) {
+            (None, None) => {
                 let result = plan_one(preq)?;
                 let reached = result.reached_goal;
                 (result, None, reached, None)
             }
-            Some(target) => {
+            (None, Some(region)) => {
+                let goal =
+                    ConstraintSet::new(&self.robot, &group, &prepared.start_state, region.clone())
+                        .map_err(|e| ServiceError::BadGoalConstraints(e.detail()))?;
+                let opts = IkOptions {
+                    seed: preq.seed,
+                    ..IkOptions::default()
+                };
+                let solvers = std::slice::from_ref(&goal);
+                let pp = plan_to_poses_with(checker, preq, solvers, &opts, plan_one)?;
+                let search = PoseSearch {
+                    time: pp.ik_time,
+                    starts_tried: pp.starts_tried(),
+                    cut: pp.ik_cut,
+                };
+                // The goal set is the node's own (configurations inside the region).
+                (pp.result, None, 0, Some(search))
+            }
+            (Some(target), _) => {
                 let targets = std::iter::once(target).chain(&prepared.other_poses);
                 let solvers = solvers_for(&self.robot, &group, &prepared.start_state, targets)
                     .map_err(|e| ServiceError::BadPoseGoal(e.to_string()))?;
@@ -1395,6 +1433,7 @@ impl PlanningService {
                 Ok(p)
                     if p.use_roadmap
                         || p.pose.is_some()
+                        || p.region.is_some()
                         || !p.request.other_goals.is_empty()
                         || !p.constraints.is_empty()
                         || matches!(p.request.planner, PlannerId::Lin | PlannerId::Circ) =>
@@ -1587,7 +1626,27 @@ impl PlanningService {
             None => None,
         };
         let (names, positions) = named.as_ref().unwrap_or(&req.goal);
+        let region_given = !req.goal_constraints.is_empty();
+        if region_given {
+            let other = if !(names.is_empty() && positions.is_empty()) {
+                Some("goal joint positions or a named state")
+            } else if req.goal_pose.is_some() {
+                Some("a goal pose")
+            } else if !(req.other_goals.is_empty() && req.other_goal_poses.is_empty()) {
+                Some("other goals")
+            } else if matches!(planner, PlannerId::Lin | PlannerId::Circ) {
+                Some("a LIN or CIRC motion (they move to one goal pose)")
+            } else {
+                None
+            };
+            if let Some(other) = other {
+                return Err(ServiceError::BadGoalConstraints(format!(
+                    "give one goal: goal constraints (a goal region) or {other}, not both"
+                )));
+            }
+        }
         let (goal, pose) = match &req.goal_pose {
+            _ if region_given => (Vec::new(), None),
             Some(pg) => {
                 if !(names.is_empty() && positions.is_empty()) {
                     return Err(ServiceError::BadPoseGoal(
@@ -1624,6 +1683,13 @@ impl PlanningService {
             )));
         }
 
+        let region = if region_given {
+            let goal = self.constraints_in_planning_frame(&req.goal_constraints, &start_state);
+            let region = goal.map_err(|e| ServiceError::BadGoalConstraints(e.detail()))?;
+            Some(region.and(&constraints))
+        } else {
+            None
+        };
         let other_goals = self.other_goals(req, &group, &start_state, planner)?;
         let other_poses = self.other_goal_poses(req, &group, &start_state, planner)?;
         let mut preq = PlanRequest::new(start, goal, planner);
@@ -1651,6 +1717,7 @@ impl PlanningService {
             use_roadmap,
             pose,
             other_poses,
+            region,
             constraints,
             group,
             planner_config: chosen.map(|c| c.name),
@@ -1764,10 +1831,21 @@ impl PlanningService {
         spec: &ConstraintSpec,
         start_state: &[f64],
     ) -> Result<PathConstraints, ServiceError> {
+        self.constraints_in_planning_frame(spec, start_state)
+            .map_err(|e| ServiceError::BadPathConstraints(e.to_string()))
+    }
+
+    /// The constraints of `spec` in the planning frame (path or goal constraints), their
+    /// frames taken where `start_state` puts the robot's links (and at the latest
+    /// transforms); the error says what is wrong.
+    fn constraints_in_planning_frame(
+        &self,
+        spec: &ConstraintSpec,
+        start_state: &[f64],
+    ) -> Result<PathConstraints, ConstraintError> {
         spec.resolve(&self.robot.tree, |frame| {
             self.in_planning_frame(frame, Isometry3::identity(), start_state)
         })
-        .map_err(|e| ServiceError::BadPathConstraints(e.to_string()))
     }
 
     /// The full start state (the current state overridden by `start`'s joints, or the current

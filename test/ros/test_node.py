@@ -430,6 +430,7 @@ def run_checks(node, launch):
     named_state_checks(node, plan)
     pose_checks(node, plan)
     path_constraint_checks(node, plan)
+    goal_region_checks(node, plan)
     cartesian_checks(node, obstacles, scenes)
     speed_limit_checks(node, plan)
     pilz_checks(node, plan)
@@ -1349,6 +1350,19 @@ DOWN_GOAL = [1.0121971428325018, 0.13438367810283247, 1.8151667994823624,
              -6.733692031065893e-9, 1.192042175554233, -2.1293955057055123]
 
 
+def tool_down(link, tol):
+    """An orientation constraint in the world: `link` pointing straight down within `tol`
+    about x and y, any heading."""
+    oc = OrientationConstraint()
+    oc.header.frame_id = 'world'
+    oc.link_name = link
+    o = oc.orientation
+    o.x, o.y, o.z, o.w = 1.0, 0.0, 0.0, 0.0
+    oc.absolute_x_axis_tolerance = oc.absolute_y_axis_tolerance = tol
+    oc.absolute_z_axis_tolerance = 3.2
+    return oc
+
+
 def path_constraint_checks(node, plan):
     """~/plan with path_constraints: the tool kept pointing down (any heading) and a point
     5 cm past it inside a box, at and between the trajectory's points by the independent
@@ -1364,14 +1378,7 @@ def path_constraint_checks(node, plan):
         req.goal_state = joint_state(ARM, DOWN_GOAL)
         req.planner_id = planner
         req.seed = 3
-        oc = OrientationConstraint()
-        oc.header.frame_id = 'world'
-        oc.link_name = link
-        o = oc.orientation
-        o.x, o.y, o.z, o.w = 1.0, 0.0, 0.0, 0.0
-        oc.absolute_x_axis_tolerance = tol
-        oc.absolute_y_axis_tolerance = tol
-        oc.absolute_z_axis_tolerance = 3.2
+        oc = tool_down(link, tol)
         if parameterization is not None:
             oc.parameterization = parameterization
         pc = PositionConstraint()
@@ -1453,6 +1460,60 @@ def path_constraint_checks(node, plan):
     check('an unknown parameterization: INVALID_GOAL_CONSTRAINTS naming it',
           res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
           and 'parameterization' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+
+
+def goal_region_checks(node, plan):
+    """~/plan with goal_constraints (a goal region): the tool ends pointing down within 0.1
+    rad about x and y (any heading) with its origin inside a 4 cm box around DOWN_GOAL's
+    tool position, by the independent forward kinematics; the trajectory is free for the
+    independent checker; a goal state given as well and an unknown link are refused naming
+    goal_constraints."""
+    codes = PlanPath.Response
+    _, target = ROBOT.link_poses(ARM, DOWN_GOAL)['tool0']
+    half, tol = 0.02, 0.1
+
+    def request(link='tool0'):
+        req = PlanPath.Request()
+        req.start_state = joint_state(ARM, DOWN_START)
+        req.seed = 5
+        oc = tool_down(link, tol)
+        pc = PositionConstraint()
+        pc.header.frame_id = 'world'
+        pc.link_name = link
+        p = pc.region_pose.position
+        p.x, p.y, p.z = target
+        pc.region_pose.orientation.w = 1.0
+        pc.region_size.x = pc.region_size.y = pc.region_size.z = 2.0 * half
+        req.goal_constraints.orientation_constraints = [oc]
+        req.goal_constraints.position_constraints = [pc]
+        return req
+
+    res = call(node, plan, request(), timeout=60.0)
+    ok = res is not None and res.success and res.error_code == codes.SUCCESS
+    check('~/plan to goal_constraints (the tool down inside a 4 cm box) plans',
+          ok, res and f'code={res.error_code} message={res.message!r}')
+    if ok:
+        names = list(res.trajectory.joint_names)
+        r, t = ROBOT.link_poses(names, list(res.trajectory.points[-1].positions))['tool0']
+        off = max(abs(a - b) for a, b in zip(t, target))
+        tilt = math.acos(max(-1.0, min(1.0, -r[2][2])))
+        check('the plan to goal_constraints ends with the tool inside the box, pointing down '
+              '(independent kinematics)',
+              off <= half + 1e-6 and tilt <= math.sqrt(2.0) * tol + 1e-6,
+              f'offset {off:.4f} m (half size {half}), tilt {tilt:.4f} rad')
+        check_trajectory(res.trajectory, SCENE, 'plan to goal_constraints')
+    both = request()
+    both.goal_state = joint_state(ARM, DOWN_GOAL)
+    res = call(node, plan, both, timeout=30.0)
+    check('goal_constraints with a goal_state: INVALID_GOAL_CONSTRAINTS naming goal_constraints',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'goal_constraints' in res.message,
+          res and f'code={res.error_code} message={res.message!r}')
+    res = call(node, plan, request(link='gripper'), timeout=30.0)
+    check('goal_constraints on an unknown link: INVALID_GOAL_CONSTRAINTS naming it',
+          res is not None and res.error_code == codes.INVALID_GOAL_CONSTRAINTS
+          and 'goal_constraints' in res.message and "'gripper'" in res.message,
           res and f'code={res.error_code} message={res.message!r}')
 
 
