@@ -373,9 +373,10 @@ pub fn read_request(path: &Path) -> Result<Request, MbmError> {
         .is_none_or(|j| j.is_empty());
     // A region the constraints readers take whole (a BOX, or orientations alone) is the goal
     // as given; a SPHERE region is read as a pose goal below.
-    let goal_region = crate::robot::constraint::ConstraintSpec::from_moveit_yaml(constraint)
-        .ok()
-        .filter(|r| no_joints && !r.is_empty())
+    let goal_region = no_joints
+        .then(|| crate::robot::constraint::ConstraintSpec::from_moveit_yaml(constraint).ok())
+        .flatten()
+        .filter(|r| !r.is_empty())
         .unwrap_or_default();
     if !goal_region.is_empty() {
         return Ok(Request {
