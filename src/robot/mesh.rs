@@ -1,8 +1,9 @@
 //! Loading the vertices of mesh files (STL, OBJ, Collada) for convex hulls.
 //!
-//! Only vertex positions matter here: link and obstacle meshes are replaced by their convex
-//! hull ([`crate::robot::geometry::Polytope::from_points`]), so faces, normals and materials
-//! are ignored.
+//! Link and obstacle meshes are replaced by their convex hull
+//! ([`crate::robot::geometry::Polytope::from_points`]), for which only vertex positions
+//! matter; normals and materials are ignored. An obstacle mesh split into convex parts
+//! ([`crate::robot::decompose`]) needs its triangles too: [`load_mesh_triangles`] (STL, OBJ).
 //!
 //! Collada (`.dae`) support: positions of every `<mesh>` (the `<source>` named by the
 //! `POSITION` input of `<vertices>`), placed by the `<node>` hierarchy of the visual scenes
@@ -29,6 +30,55 @@ pub fn load_mesh_points(
     path: &Path,
     scale: Vector3<f64>,
 ) -> Result<Vec<Point3<f64>>, GeometryError> {
+    let (extension, bytes) = read_mesh_file(path, scale)?;
+    let raw = match extension.as_str() {
+        "stl" => stl_points(&bytes),
+        "obj" => obj_points(&bytes),
+        _ => dae_points(&bytes),
+    }
+    .map_err(|message| GeometryError::MeshParse {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    scaled(path, raw, scale)
+}
+
+/// A mesh's vertices and its triangles (indices into the vertices).
+pub type TriangleMesh = (Vec<Point3<f64>>, Vec<[u32; 3]>);
+
+/// The vertices (scaled componentwise by `scale`) and triangles of the mesh at `path`, for
+/// [`crate::robot::decompose::convex_parts`], which needs the surface and not only the points.
+///
+/// STL and OBJ files (every object of an OBJ, its polygons split into triangles); Collada
+/// files are refused with a message saying so. Errors name the file as
+/// [`load_mesh_points`]'s do, and also a file without a triangle.
+pub fn load_mesh_triangles(
+    path: &Path,
+    scale: Vector3<f64>,
+) -> Result<TriangleMesh, GeometryError> {
+    let (extension, bytes) = read_mesh_file(path, scale)?;
+    let parse_error = |message: String| GeometryError::MeshParse {
+        path: path.to_path_buf(),
+        message,
+    };
+    let (raw, triangles) =
+        match extension.as_str() {
+            "stl" => stl_triangles(&bytes).map_err(parse_error)?,
+            "obj" => obj_triangles(&bytes).map_err(parse_error)?,
+            _ => return Err(parse_error(
+                "the triangles of Collada (.dae) meshes are not read: convert it to STL or OBJ \
+                 to split it into convex parts"
+                    .to_string(),
+            )),
+        };
+    if triangles.is_empty() {
+        return Err(parse_error("no triangles".to_string()));
+    }
+    Ok((scaled(path, raw, scale)?, triangles))
+}
+
+/// Checks the extension and the scale, and reads the file: (lower-case extension, bytes).
+fn read_mesh_file(path: &Path, scale: Vector3<f64>) -> Result<(String, Vec<u8>), GeometryError> {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
@@ -58,15 +108,15 @@ pub fn load_mesh_points(
             }
         }
     })?;
-    let parse_error = |message: String| GeometryError::MeshParse {
-        path: path.to_path_buf(),
-        message,
-    };
-    let raw = match extension.as_str() {
-        "stl" => stl_points(&bytes).map_err(parse_error)?,
-        "obj" => obj_points(&bytes).map_err(parse_error)?,
-        _ => dae_points(&bytes).map_err(parse_error)?,
-    };
+    Ok((extension, bytes))
+}
+
+/// `raw` scaled componentwise; an empty mesh or a non-finite result is an error naming `path`.
+fn scaled(
+    path: &Path,
+    raw: Vec<Point3<f64>>,
+    scale: Vector3<f64>,
+) -> Result<Vec<Point3<f64>>, GeometryError> {
     if raw.is_empty() {
         return Err(GeometryError::EmptyMesh {
             path: path.to_path_buf(),
@@ -84,6 +134,68 @@ pub fn load_mesh_points(
         out.push(q);
     }
     Ok(out)
+}
+
+/// The triangles of an STL file: its indexed vertices and faces.
+fn stl_triangles(bytes: &[u8]) -> Result<TriangleMesh, String> {
+    let mesh = stl_io::read_stl(&mut Cursor::new(bytes)).map_err(|e| e.to_string())?;
+    let points: Vec<Point3<f64>> = mesh
+        .vertices
+        .iter()
+        .map(|v| Point3::new(v[0] as f64, v[1] as f64, v[2] as f64))
+        .collect();
+    let mut triangles = Vec::with_capacity(mesh.faces.len());
+    for (k, f) in mesh.faces.iter().enumerate() {
+        let mut t = [0u32; 3];
+        for (slot, &i) in t.iter_mut().zip(&f.vertices) {
+            if i >= points.len() {
+                return Err(format!(
+                    "facet {k} refers to vertex {i} of {}",
+                    points.len()
+                ));
+            }
+            *slot = i as u32;
+        }
+        triangles.push(t);
+    }
+    Ok((points, triangles))
+}
+
+/// The triangles of every object of an OBJ file (polygons fanned into triangles by tobj).
+fn obj_triangles(bytes: &[u8]) -> Result<TriangleMesh, String> {
+    let mut reader = BufReader::new(Cursor::new(bytes));
+    let options = tobj::LoadOptions {
+        triangulate: true,
+        single_index: true,
+        ..tobj::LoadOptions::default()
+    };
+    let (models, _materials) = tobj::load_obj_buf(&mut reader, &options, |_| {
+        Err(tobj::LoadError::OpenFileFailed)
+    })
+    .map_err(|e| e.to_string())?;
+    let mut points = Vec::new();
+    let mut triangles = Vec::new();
+    for model in &models {
+        let base = points.len();
+        for c in model.mesh.positions.chunks_exact(3) {
+            points.push(Point3::new(c[0] as f64, c[1] as f64, c[2] as f64));
+        }
+        let count = points.len() - base;
+        for (k, t) in model.mesh.indices.chunks_exact(3).enumerate() {
+            let mut out = [0u32; 3];
+            for (slot, &i) in out.iter_mut().zip(t) {
+                if i as usize >= count {
+                    return Err(format!(
+                        "object '{}' face {k} refers to vertex {i} of {count}",
+                        model.name
+                    ));
+                }
+                *slot = (base + i as usize) as u32;
+            }
+            triangles.push(out);
+        }
+    }
+    Ok((points, triangles))
 }
 
 fn stl_points(bytes: &[u8]) -> Result<Vec<Point3<f64>>, String> {
@@ -576,5 +688,48 @@ endsolid t
         std::fs::write(&garbage, [1u8, 2, 3]).unwrap();
         let e = load_mesh_points(&garbage, one).unwrap_err();
         assert!(e.to_string().contains("g.stl"), "{e}");
+    }
+
+    #[test]
+    fn triangles_of_obj_and_stl_files() {
+        let dir = tempfile::tempdir().unwrap();
+        // A unit square as one quad (fanned into two triangles) and a triangle, two objects.
+        let obj = dir.path().join("q.obj");
+        std::fs::write(
+            &obj,
+            "o quad\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\n\
+             o tri\nv 0 0 1\nv 1 0 1\nv 0 1 1\nf 5 6 7\n",
+        )
+        .unwrap();
+        let (points, triangles) = load_mesh_triangles(&obj, Vector3::new(2.0, 2.0, 2.0)).unwrap();
+        assert_eq!(triangles.len(), 3);
+        assert_eq!(points.len(), 7);
+        let area: f64 = triangles
+            .iter()
+            .map(|t| {
+                let [a, b, c] = t.map(|i| points[i as usize]);
+                (b - a).cross(&(c - a)).norm() / 2.0
+            })
+            .sum();
+        assert!((area - 6.0).abs() < 1e-9, "area {area}"); // 4 + 2 after scaling by 2
+        let stl = dir.path().join("t.stl");
+        std::fs::write(
+            &stl,
+            "solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\n\
+             vertex 0 1 0\nendloop\nendfacet\nendsolid t\n",
+        )
+        .unwrap();
+        let (points, triangles) = load_mesh_triangles(&stl, Vector3::new(1.0, 1.0, 1.0)).unwrap();
+        assert_eq!((points.len(), triangles.len()), (3, 1));
+        let dae = dir.path().join("m.dae");
+        std::fs::write(&dae, "<COLLADA/>").unwrap();
+        let e = load_mesh_triangles(&dae, Vector3::new(1.0, 1.0, 1.0)).unwrap_err();
+        assert!(
+            e.to_string().contains("m.dae") && e.to_string().contains("Collada"),
+            "{e}"
+        );
+        let bad = dir.path().join("b.obj");
+        std::fs::write(&bad, "v 0 0 0\nv 1 0 0\nf 1 2 9\n").unwrap();
+        assert!(load_mesh_triangles(&bad, Vector3::new(1.0, 1.0, 1.0)).is_err());
     }
 }

@@ -5,6 +5,7 @@ mod acm;
 mod attach;
 pub mod cartesian_limits;
 pub mod constraint;
+pub mod decompose;
 pub mod dh;
 pub mod geometry;
 mod group;

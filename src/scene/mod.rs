@@ -238,6 +238,26 @@ pub struct Obstacle {
     pub pose: Isometry3<f64>,
 }
 
+/// The id of part `k` (from 1) of an obstacle split into convex parts: `id/k`.
+pub fn part_id(id: &str, k: usize) -> String {
+    format!("{id}/{k}")
+}
+
+/// `first` and one obstacle per shape of `more`, with `first`'s pose, named
+/// [`part_id`]`(first.id, 1)`, `(first.id, 2)`, ...: an obstacle split into convex parts.
+pub fn with_parts(first: Obstacle, more: Vec<Shape>) -> Vec<Obstacle> {
+    let mut out = Vec::with_capacity(more.len() + 1);
+    for (k, shape) in more.into_iter().enumerate() {
+        out.push(Obstacle {
+            id: part_id(&first.id, k + 1),
+            shape,
+            pose: first.pose,
+        });
+    }
+    out.insert(0, first);
+    out
+}
+
 /// Checks that a pose is finite with a unit quaternion.
 fn validate_pose(pose: &Isometry3<f64>) -> Result<(), String> {
     let t = &pose.translation.vector;

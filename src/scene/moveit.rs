@@ -339,7 +339,7 @@ fn object_shapes(
             id: if k == 0 {
                 object.id.clone()
             } else {
-                format!("{}/{k}", object.id)
+                super::part_id(&object.id, k)
             },
             shape,
             pose,

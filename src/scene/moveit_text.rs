@@ -241,7 +241,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
             let name = if k == 0 {
                 id.to_string()
             } else {
-                format!("{id}/{k}")
+                super::part_id(id, k)
             };
             scene
                 .add(Obstacle {

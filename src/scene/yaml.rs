@@ -14,6 +14,8 @@
 //!     pose: {position: [0, 0, 0.4], rpy: [0, 1.5708, 0]}  # roll pitch yaw (URDF convention)
 //!   - id: rock
 //!     mesh: {file: meshes/rock.stl, scale: [1, 1, 1]}  # relative to the scene file's folder
+//!   - id: bin                   # a concave mesh split into convex parts: bin, bin/1, ...
+//!     mesh: {file: meshes/bin.stl, convex_parts: 16, resolution: 64}
 //!   - id: wedge
 //!     convex: {points: [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]}
 //! attached:                     # objects the robot carries (see `robot::AttachedObject`)
@@ -28,7 +30,10 @@
 //! ```
 //!
 //! Each obstacle has exactly one shape key (`box`, `sphere`, `cylinder`, `mesh`, `convex`);
-//! meshes and point lists are replaced by their convex hull. `pose` is optional (identity);
+//! meshes and point lists are replaced by their convex hull, or a mesh with `convex_parts`
+//! above 1 by at most that many convex parts covering its surface
+//! ([`crate::robot::decompose`]; STL and OBJ), obstacles `id`, `id/1`, `id/2`, ... with
+//! the same pose. `pose` is optional (identity);
 //! it may give `orientation` (normalised on load) or `rpy`, not both. Unknown keys are errors.
 //! [`Scene::to_yaml_string`] writes meshes as `convex` point lists (the hull vertices).
 
@@ -39,8 +44,9 @@ use nalgebra::{Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vect
 use serde::{Deserialize, Serialize};
 
 use super::{Obstacle, Scene, SceneError, Shape};
+use crate::robot::decompose::{convex_parts, Decomposition};
 use crate::robot::geometry::Polytope;
-use crate::robot::mesh::load_mesh_points;
+use crate::robot::mesh::{load_mesh_points, load_mesh_triangles};
 use crate::robot::AttachedObject;
 
 /// Name used in error messages for scenes given as text.
@@ -122,6 +128,12 @@ struct MeshSpec {
     file: PathBuf,
     #[serde(default = "unit_scale")]
     scale: [f64; 3],
+    /// The most convex parts (absent or 1: the convex hull).
+    #[serde(default)]
+    convex_parts: Option<u32>,
+    /// Voxels along the mesh's longest side when split into convex parts.
+    #[serde(default)]
+    resolution: Option<u32>,
 }
 
 fn unit_scale() -> [f64; 3] {
@@ -228,12 +240,15 @@ fn spec<T: serde::de::DeserializeOwned>(key: &str, value: serde_yaml::Value) -> 
 
 /// One obstacle (or attached object) of a scene file: its id, shape and pose. `label` names
 /// it in errors.
+///
+/// A mesh split into convex parts (`convex_parts` above 1) gives the first part as the
+/// obstacle's shape and the others after it, in order.
 fn parse_item(
     raw: RawObstacle,
     label: &str,
     base_dir: &Path,
     source: &Path,
-) -> Result<Obstacle, SceneError> {
+) -> Result<(Obstacle, Vec<Shape>), SceneError> {
     let format_err = |reason: String| SceneError::Format {
         path: source.to_path_buf(),
         obstacle: label.to_string(),
@@ -256,6 +271,7 @@ fn parse_item(
             "more than one shape key ('{key}' and '{second}')"
         )));
     }
+    let mut more = Vec::new();
     let shape = match key.as_str() {
         "box" => {
             let s: BoxSpec = spec(&key, value).map_err(format_err)?;
@@ -283,10 +299,26 @@ fn parse_item(
                 obstacle: label.to_string(),
                 source: e,
             };
-            let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
-            Shape::ConvexMesh {
-                polytope: Polytope::from_points(&points).map_err(geometry_err)?,
+            let how = Decomposition {
+                max_parts: s.convex_parts.unwrap_or(1),
+                resolution: s.resolution.unwrap_or(Decomposition::default().resolution),
+            };
+            how.validate().map_err(geometry_err)?;
+            let mut parts = if how.max_parts > 1 {
+                let (points, triangles) =
+                    load_mesh_triangles(&file, scale).map_err(geometry_err)?;
+                convex_parts(&points, &triangles, &how).map_err(geometry_err)?
+            } else {
+                let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
+                vec![Polytope::from_points(&points).map_err(geometry_err)?]
             }
+            .into_iter()
+            .map(|polytope| Shape::ConvexMesh { polytope });
+            let first = parts
+                .next()
+                .ok_or_else(|| format_err("the mesh gave no convex part".into()))?;
+            more.extend(parts);
+            first
         }
         "convex" => {
             let s: ConvexSpec = spec(&key, value).map_err(format_err)?;
@@ -310,7 +342,7 @@ fn parse_item(
             )))
         }
     };
-    Ok(Obstacle { id, shape, pose })
+    Ok((Obstacle { id, shape, pose }, more))
 }
 
 /// Parses the project's scene format. `base_dir` resolves relative mesh paths; `source`
@@ -327,12 +359,14 @@ pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene,
     };
     for (index, raw) in doc.obstacles.into_iter().enumerate() {
         let label = label(index, &raw.id, "");
-        let obstacle = parse_item(raw, &label, base_dir, source)?;
-        scene.add(obstacle).map_err(|e| SceneError::Format {
-            path: source.to_path_buf(),
-            obstacle: label.clone(),
-            reason: e.to_string(),
-        })?;
+        let (obstacle, more) = parse_item(raw, &label, base_dir, source)?;
+        for o in super::with_parts(obstacle, more) {
+            scene.add(o).map_err(|e| SceneError::Format {
+                path: source.to_path_buf(),
+                obstacle: label.clone(),
+                reason: e.to_string(),
+            })?;
+        }
     }
     for (index, raw) in doc.attached.into_iter().enumerate() {
         let label = label(index, &raw.body.id, "attached ");
@@ -349,7 +383,12 @@ pub(crate) fn parse(text: &str, base_dir: &Path, source: &Path) -> Result<Scene,
                 ))
             }
         };
-        let o = parse_item(raw.body, &label, base_dir, source)?;
+        let (o, more) = parse_item(raw.body, &label, base_dir, source)?;
+        if !more.is_empty() {
+            return Err(format_err(
+                "convex_parts splits obstacles only: an attached object is one convex body".into(),
+            ));
+        }
         scene
             .attach(AttachedObject {
                 id: o.id,

@@ -1,0 +1,227 @@
+//! Concave mesh obstacles split into convex parts (`mesh: {convex_parts: N}` in a scene file):
+//! the bundled arm reaches into an open bin given as an STL surface. With the convex hull
+//! the tool inside the bin is in collision; with the parts it is free while the walls and
+//! floor still stop the arm (a configuration through a wall is in collision), and RRT-Connect
+//! plans into the bin, every motion re-checked by a fresh checker; a scene file with
+//! `convex_parts` names the parts `bin`, `bin/1`, ...; bad values are named.
+
+mod common;
+
+use std::f64::consts::PI;
+use std::path::Path;
+use std::time::Duration;
+
+use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
+use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
+use gpu_motion_planner::robot::ik::{IkOptions, IkSolver, PoseTarget};
+use gpu_motion_planner::scene::{load_scene, Scene, SceneError};
+use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+
+use common::bundled::{bundled, Bundled};
+
+/// Where the tool goes, pointing down, inside the bin.
+const TOOL: [f64; 3] = [0.3, 0.3, 0.2];
+/// The bin: inner half width, floor below the tool, wall tops above the tool (m).
+const HALF: f64 = 0.13;
+const BELOW: f64 = 0.08;
+const ABOVE: f64 = 0.03;
+
+/// An ASCII STL of the bin's surface (floor and four walls, open at the top) about the
+/// origin: floor at z = 0, walls `height` high.
+fn bin_stl(half: f64, height: f64) -> String {
+    let s = half;
+    let p = [
+        [-s, -s, 0.0],
+        [s, -s, 0.0],
+        [s, s, 0.0],
+        [-s, s, 0.0],
+        [-s, -s, height],
+        [s, -s, height],
+        [s, s, height],
+        [-s, s, height],
+    ];
+    let quads = [
+        [0, 3, 2, 1],
+        [0, 1, 5, 4],
+        [1, 2, 6, 5],
+        [2, 3, 7, 6],
+        [3, 0, 4, 7],
+    ];
+    let mut out = String::from("solid bin\n");
+    for [a, b, c, d] in quads {
+        for t in [[a, b, c], [a, c, d]] {
+            out.push_str("facet normal 0 0 0\nouter loop\n");
+            for i in t {
+                let [x, y, z] = p[i];
+                out.push_str(&format!("vertex {x} {y} {z}\n"));
+            }
+            out.push_str("endloop\nendfacet\n");
+        }
+    }
+    out.push_str("endsolid bin\n");
+    out
+}
+
+/// A scene file in `dir` holding only the bin under the tool's place, split into at most
+/// `parts` convex parts (1: the hull).
+fn bin_scene(dir: &Path, parts: u32) -> Scene {
+    std::fs::write(dir.join("bin.stl"), bin_stl(HALF, BELOW + ABOVE)).unwrap();
+    let [x, y, z] = TOOL;
+    let yaml = format!(
+        "obstacles:\n  - id: bin\n    mesh: {{file: bin.stl, convex_parts: {parts}}}\n    \
+         pose: {{position: [{x}, {y}, {}]}}\n",
+        z - BELOW
+    );
+    let path = dir.join(format!("bin_{parts}.yaml"));
+    std::fs::write(&path, yaml).unwrap();
+    load_scene(&path).expect("the bin scene loads")
+}
+
+fn checker(b: &Bundled, scene: &Scene) -> CpuChecker {
+    CpuChecker::new(
+        &b.robot,
+        &b.group,
+        &b.base,
+        scene,
+        CheckerOptions::default(),
+    )
+    .expect("checker")
+}
+
+/// Collision-free configurations (in `scene`) with the tool pointing down at `position`.
+fn down_at(b: &Bundled, position: [f64; 3], free_in: &CpuChecker) -> Vec<Vec<f64>> {
+    let [x, y, z] = position;
+    let down = UnitQuaternion::from_axis_angle(&Vector3::x_axis(), PI);
+    let pose = Isometry3::from_parts(Translation3::new(x, y, z), down);
+    IkSolver::new(&b.robot, &b.group, &b.base, PoseTarget::pose(b.tip, pose))
+        .expect("solver")
+        .solve(None, &IkOptions::default())
+        .expect("ik runs")
+        .into_iter()
+        .map(|s| s.config)
+        .filter(|q| free_in.check_config(q).expect("check"))
+        .collect()
+}
+
+#[test]
+fn the_arm_reaches_into_a_bin_split_into_convex_parts() {
+    let b = bundled();
+    let dir = tempfile::tempdir().unwrap();
+    let parts = bin_scene(dir.path(), 16);
+    let hull = bin_scene(dir.path(), 1);
+    assert_eq!(hull.len(), 1);
+    assert!(
+        parts.len() >= 2 && parts.len() <= 16,
+        "{} parts",
+        parts.len()
+    );
+    let ids: Vec<&str> = parts.iter().map(|o| o.id.as_str()).collect();
+    assert_eq!(ids[0], "bin");
+    for (k, id) in ids.iter().enumerate().skip(1) {
+        assert_eq!(*id, format!("bin/{k}"));
+    }
+
+    let in_parts = checker(&b, &parts);
+    let in_hull = checker(&b, &hull);
+    let empty = checker(&b, &Scene::new("world"));
+    let goals = down_at(&b, TOOL, &in_parts);
+    assert!(
+        !goals.is_empty(),
+        "no free configuration with the tool in the bin"
+    );
+    for q in &goals {
+        assert!(
+            !in_hull.check_config(q).unwrap(),
+            "the hull of the bin should hold the tool"
+        );
+    }
+
+    // The walls and the floor still count: the tool through the floor, or through a wall,
+    // is in collision with the parts (configurations free without the bin).
+    let [x, y, z] = TOOL;
+    for through in [[x, y, z - BELOW], [x + HALF, y, z - BELOW / 2.0]] {
+        let qs = down_at(&b, through, &empty);
+        assert!(!qs.is_empty(), "no configuration reaches {through:?}");
+        for q in &qs {
+            assert!(
+                !in_parts.check_config(q).unwrap(),
+                "the tool at {through:?} passes through the bin"
+            );
+        }
+    }
+
+    // Plan from the neutral configuration into the bin; every motion re-checked finely.
+    let start = b.neutral();
+    let mut req = PlanRequest::new(start, goals[0].clone(), PlannerId::RrtConnect);
+    req.time_limit = Duration::from_secs(10);
+    req.seed = 7;
+    let result = plan(&in_parts, &req).expect("a plan into the bin");
+    let fresh = checker(&b, &parts);
+    let mut motions = MotionBatch::new(b.group.space.dof());
+    for w in result.path.windows(2) {
+        motions.push(&w[0], &w[1]).unwrap();
+    }
+    let ok = fresh.check_motions(&motions, req.resolution / 5.0).unwrap();
+    assert!(ok.iter().all(|&v| v), "a motion of the plan collides");
+    let end = b.tool(result.path.last().unwrap()).translation.vector;
+    assert!((end - Vector3::from(TOOL)).norm() < 1e-3, "ends at {end:?}");
+    let again = plan(&in_parts, &req).expect("plans again");
+    assert_eq!(again.path, result.path, "the same seed gives the same path");
+
+    // The parts cover the mesh: every corner of the bin's surface is inside a part.
+    let [bx, by, bz] = [x, y, z - BELOW];
+    for corner in [
+        [-HALF, -HALF, 0.0],
+        [HALF, HALF, 0.0],
+        [HALF, -HALF, BELOW + ABOVE],
+        [-HALF, HALF, BELOW + ABOVE],
+    ] {
+        let p = Point3::new(bx + corner[0], by + corner[1], bz + corner[2]);
+        assert!(
+            parts.iter().any(|o| {
+                let local = o.pose.inverse_transform_point(&p);
+                match &o.shape {
+                    gpu_motion_planner::scene::Shape::ConvexMesh { polytope } => {
+                        polytope.contains_point(&local, 1e-9)
+                    }
+                    _ => false,
+                }
+            }),
+            "corner {p:?} in no part"
+        );
+    }
+}
+
+#[test]
+fn bad_decomposition_settings_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bin.stl"), bin_stl(HALF, 0.1)).unwrap();
+    std::fs::write(dir.path().join("bin.dae"), "<COLLADA/>").unwrap();
+    let load = |mesh: &str| {
+        let path = dir.path().join("s.yaml");
+        std::fs::write(
+            &path,
+            format!("obstacles:\n  - id: bin\n    mesh: {{{mesh}}}\n"),
+        )
+        .unwrap();
+        load_scene(&path).map(|s| s.len())
+    };
+    let message = |mesh: &str| match load(mesh) {
+        Err(e @ SceneError::Geometry { .. }) => e.to_string(),
+        other => panic!("{mesh}: expected a geometry error, got {other:?}"),
+    };
+    assert!(message("file: bin.stl, convex_parts: 0").contains("convex parts: 0"));
+    assert!(message("file: bin.stl, convex_parts: 4, resolution: 2").contains("resolution: 2"));
+    assert!(message("file: bin.dae, convex_parts: 4").contains("Collada"));
+    assert_eq!(load("file: bin.stl, convex_parts: 1").unwrap(), 1);
+    assert!(load("file: bin.stl, convex_parts: 4").unwrap() > 1);
+    // An attached object stays one convex body.
+    let path = dir.path().join("a.yaml");
+    std::fs::write(
+        &path,
+        "attached:\n  - id: tray\n    link: tool0\n    mesh: {file: bin.stl, convex_parts: 4}\n",
+    )
+    .unwrap();
+    let e = load_scene(&path).unwrap_err().to_string();
+    assert!(e.contains("an attached object is one convex body"), "{e}");
+}
