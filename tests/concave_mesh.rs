@@ -7,15 +7,13 @@
 
 mod common;
 
-use std::f64::consts::PI;
 use std::path::Path;
 use std::time::Duration;
 
 use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
-use gpu_motion_planner::robot::ik::{IkOptions, IkSolver, PoseTarget};
 use gpu_motion_planner::scene::{load_scene, Scene, SceneError};
-use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
+use nalgebra::{Point3, Vector3};
 
 use common::bundled::{bundled, Bundled};
 
@@ -88,21 +86,6 @@ fn checker(b: &Bundled, scene: &Scene) -> CpuChecker {
     .expect("checker")
 }
 
-/// Collision-free configurations (in `scene`) with the tool pointing down at `position`.
-fn down_at(b: &Bundled, position: [f64; 3], free_in: &CpuChecker) -> Vec<Vec<f64>> {
-    let [x, y, z] = position;
-    let down = UnitQuaternion::from_axis_angle(&Vector3::x_axis(), PI);
-    let pose = Isometry3::from_parts(Translation3::new(x, y, z), down);
-    IkSolver::new(&b.robot, &b.group, &b.base, PoseTarget::pose(b.tip, pose))
-        .expect("solver")
-        .solve(None, &IkOptions::default())
-        .expect("ik runs")
-        .into_iter()
-        .map(|s| s.config)
-        .filter(|q| free_in.check_config(q).expect("check"))
-        .collect()
-}
-
 #[test]
 fn the_arm_reaches_into_a_bin_split_into_convex_parts() {
     let b = bundled();
@@ -124,7 +107,7 @@ fn the_arm_reaches_into_a_bin_split_into_convex_parts() {
     let in_parts = checker(&b, &parts);
     let in_hull = checker(&b, &hull);
     let empty = checker(&b, &Scene::new("world"));
-    let goals = down_at(&b, TOOL, &in_parts);
+    let goals = b.down_at(TOOL, &in_parts);
     assert!(
         !goals.is_empty(),
         "no free configuration with the tool in the bin"
@@ -140,7 +123,7 @@ fn the_arm_reaches_into_a_bin_split_into_convex_parts() {
     // is in collision with the parts (configurations free without the bin).
     let [x, y, z] = TOOL;
     for through in [[x, y, z - BELOW], [x + HALF, y, z - BELOW / 2.0]] {
-        let qs = down_at(&b, through, &empty);
+        let qs = b.down_at(through, &empty);
         assert!(!qs.is_empty(), "no configuration reaches {through:?}");
         for q in &qs {
             assert!(

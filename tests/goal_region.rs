@@ -19,23 +19,18 @@ use gpu_motion_planner::robot::constraint::{
     ConstraintSet, ConstraintSpec, OrientationConstraint, OrientationParameterization,
     PathConstraints, PositionConstraint,
 };
-use gpu_motion_planner::robot::ik::{IkOptions, IkSolver, PoseTarget};
+use gpu_motion_planner::robot::ik::IkOptions;
 use gpu_motion_planner::robot::wrap_angle;
 use gpu_motion_planner::scene::{Obstacle, Shape};
-use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Vector3};
 
-use common::bundled::{bundled, Bundled};
+use common::bundled::{bundled, tool_down, Bundled};
 
 /// Tilt tolerance about the target's x and y axes (rad); any heading.
 const TILT: f64 = 0.1;
 /// Centre and half side of the goal box (m).
 const CENTRE: [f64; 3] = [0.25, 0.4, 0.35];
 const HALF: f64 = 0.06;
-
-/// The tool pointing straight down (its z axis along the world's -z).
-fn down() -> UnitQuaternion<f64> {
-    UnitQuaternion::from_axis_angle(&Vector3::x_axis(), PI)
-}
 
 /// The goal region: the tool down within `TILT`, its origin inside the box.
 fn region(b: &Bundled) -> PathConstraints {
@@ -44,7 +39,7 @@ fn region(b: &Bundled) -> PathConstraints {
         joint: Vec::new(),
         orientation: vec![OrientationConstraint {
             link: b.tip,
-            orientation: down(),
+            orientation: tool_down(),
             tolerance: Vector3::new(TILT, TILT, PI),
             parameterization: OrientationParameterization::RotationVector,
         }],
@@ -59,7 +54,7 @@ fn region(b: &Bundled) -> PathConstraints {
 
 /// The same region as a MoveIt `Constraints` YAML (XYZ Euler angles, MoveIt's default).
 fn region_yaml(centre: [f64; 3]) -> String {
-    let c = down().coords;
+    let c = tool_down().coords;
     let [x, y, z] = centre;
     let side = 2.0 * HALF;
     format!(
@@ -114,15 +109,9 @@ fn assert_inside_box(b: &Bundled, q: &[f64], centre: [f64; 3], half: f64) {
 
 /// A collision-free configuration with the tool down at `position`.
 fn down_at(b: &Bundled, checker: &CpuChecker, position: [f64; 3]) -> Vec<f64> {
-    let [x, y, z] = position;
-    let pose = Isometry3::from_parts(Translation3::new(x, y, z), down());
-    IkSolver::new(&b.robot, &b.group, &b.base, PoseTarget::pose(b.tip, pose))
-        .expect("solver")
-        .solve(None, &IkOptions::default())
-        .expect("ik runs")
+    b.down_at(position, checker)
         .into_iter()
-        .map(|s| s.config)
-        .find(|q| checker.check_config(q).expect("check"))
+        .next()
         .expect("a free configuration pointing down there")
 }
 

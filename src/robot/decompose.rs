@@ -19,7 +19,7 @@
 use nalgebra::{Point3, Vector3};
 use parry3d::transformation::vhacd::{VHACDParameters, VHACD};
 
-use super::geometry::{GeometryError, Polytope};
+use super::geometry::{aabb_of, check_finite, GeometryError, Polytope};
 
 /// The most convex parts a mesh may be split into.
 pub const MAX_PARTS: u32 = 256;
@@ -108,16 +108,7 @@ pub fn convex_parts(
     how: &Decomposition,
 ) -> Result<Vec<Polytope>, GeometryError> {
     how.validate()?;
-    for (index, p) in points.iter().enumerate() {
-        if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite()) {
-            return Err(GeometryError::NonFinitePoint {
-                index,
-                x: p.x,
-                y: p.y,
-                z: p.z,
-            });
-        }
-    }
+    check_finite(points)?;
     if triangles.is_empty() {
         return Err(GeometryError::InvalidParameter {
             name: "mesh triangles",
@@ -139,11 +130,7 @@ pub fn convex_parts(
     }
 
     // VHACD runs in f32 about the centre of the bounding box.
-    let (mut lo, mut hi) = (points[0], points[0]);
-    for p in points {
-        lo = lo.inf(p);
-        hi = hi.sup(p);
-    }
+    let (lo, hi) = aabb_of(points);
     let centre = nalgebra::center(&lo, &hi);
     let extent = (hi - lo).max();
     let local: Vec<parry3d::math::Vector> = points
@@ -232,14 +219,10 @@ pub fn convex_parts(
         .collect()
 }
 
-/// The volume the hull of `a` and `b` together adds to theirs (infinite where that hull
-/// cannot be built).
-fn merge_cost(a: &Polytope, b: &Polytope) -> f64 {
+/// The hull of `a` and `b` together.
+fn joint_hull(a: &Polytope, b: &Polytope) -> Result<Polytope, GeometryError> {
     let both: Vec<Point3<f64>> = a.vertices.iter().chain(&b.vertices).copied().collect();
-    match Polytope::from_points(&both) {
-        Ok(hull) => hull.volume() - a.volume() - b.volume(),
-        Err(_) => f64::INFINITY,
-    }
+    Polytope::from_points(&both)
 }
 
 /// `clusters` merged two at a time, the pair whose joint hull adds the least volume first
@@ -254,12 +237,26 @@ fn merged(
     if n <= 1 {
         return Ok(clusters);
     }
-    let mut cost = vec![vec![f64::INFINITY; n]; n];
-    for i in 0..n {
-        for j in i + 1..n {
-            cost[i][j] = merge_cost(&clusters[i], &clusters[j]);
-        }
-    }
+    let mut volumes: Vec<f64> = clusters.iter().map(Polytope::volume).collect();
+    // The volume the joint hull of clusters i and j adds to theirs (infinite where that
+    // hull cannot be built).
+    let added = |clusters: &[Polytope], volumes: &[f64], i: usize, j: usize| {
+        joint_hull(&clusters[i], &clusters[j])
+            .map_or(f64::INFINITY, |h| h.volume() - volumes[i] - volumes[j])
+    };
+    let mut cost: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if j > i {
+                        added(&clusters, &volumes, i, j)
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .collect()
+        })
+        .collect();
     let mut alive: Vec<bool> = vec![true; n];
     let mut count = n;
     while count > 1 {
@@ -271,21 +268,16 @@ fn merged(
                 }
             }
         }
-        let (added, i, j) = best;
-        if count <= max && (added > slack || added.is_nan()) {
+        let (least, i, j) = best;
+        if count <= max && (least > slack || least.is_nan()) {
             break;
         }
-        let both: Vec<Point3<f64>> = clusters[i]
-            .vertices
-            .iter()
-            .chain(&clusters[j].vertices)
-            .copied()
-            .collect();
-        clusters[i] = Polytope::from_points(&both)?;
+        clusters[i] = joint_hull(&clusters[i], &clusters[j])?;
+        volumes[i] = clusters[i].volume();
         alive[j] = false;
         count -= 1;
         for k in (0..n).filter(|&k| alive[k] && k != i) {
-            let c = merge_cost(&clusters[i], &clusters[k]);
+            let c = added(&clusters, &volumes, i, k);
             if k < i {
                 cost[k][i] = c;
             } else {
@@ -303,16 +295,18 @@ fn merged(
 /// Gives `piece` to the part it lies in (the part `hint` first), else to the part it sticks
 /// out of least, whose points take its corners; returns the part chosen.
 fn give(parts: &mut [Part], piece: [Point3<f64>; 3], hint: usize) -> usize {
-    if parts[hint].outside(&piece) <= 0.0 {
+    let at_hint = parts[hint].outside(&piece);
+    if at_hint <= 0.0 {
         return hint;
     }
-    let mut best = (f64::INFINITY, hint);
-    for (k, part) in parts.iter().enumerate() {
+    // The least outside, the lowest index on a tie.
+    let mut best = (at_hint, hint);
+    for (k, part) in parts.iter().enumerate().filter(|&(k, _)| k != hint) {
         let out = part.outside(&piece);
         if out <= 0.0 {
             return k;
         }
-        if out < best.0 {
+        if out < best.0 || (out == best.0 && k < best.1) {
             best = (out, k);
         }
     }

@@ -137,7 +137,7 @@ fn check_positive(name: &'static str, value: f64) -> Result<(), GeometryError> {
 }
 
 /// Centre and diagonal length of the bounding box of `points` (which must be non-empty).
-fn aabb_of(points: &[Point3<f64>]) -> (Point3<f64>, Point3<f64>) {
+pub(crate) fn aabb_of(points: &[Point3<f64>]) -> (Point3<f64>, Point3<f64>) {
     let mut lo = Point3::new(f64::INFINITY, f64::INFINITY, f64::INFINITY);
     let mut hi = Point3::new(f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
     for p in points {
@@ -145,6 +145,21 @@ fn aabb_of(points: &[Point3<f64>]) -> (Point3<f64>, Point3<f64>) {
         hi = hi.sup(p);
     }
     (lo, hi)
+}
+
+/// Rejects a point with a NaN or infinite coordinate, naming its index.
+pub(crate) fn check_finite(points: &[Point3<f64>]) -> Result<(), GeometryError> {
+    for (index, p) in points.iter().enumerate() {
+        if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite()) {
+            return Err(GeometryError::NonFinitePoint {
+                index,
+                x: p.x,
+                y: p.y,
+                z: p.z,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Rejects point sets that span no volume. Uses the classic farthest-point construction of
@@ -198,16 +213,7 @@ impl Polytope {
                 count: points.len(),
             });
         }
-        for (index, p) in points.iter().enumerate() {
-            if !(p.x.is_finite() && p.y.is_finite() && p.z.is_finite()) {
-                return Err(GeometryError::NonFinitePoint {
-                    index,
-                    x: p.x,
-                    y: p.y,
-                    z: p.z,
-                });
-            }
-        }
+        check_finite(points)?;
         let (lo, hi) = aabb_of(points);
         let scale = (hi - lo).norm();
         check_solid(points, scale)?;

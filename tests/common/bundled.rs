@@ -1,11 +1,13 @@
 //! The bundled arm (`urdf/gmp_arm.urdf` + SRDF) in the bundled scene
 //! (`config/default_scene.yaml`), with its default group, neutral state and tool link.
 
-use gpu_motion_planner::collision::{CheckerOptions, CpuChecker};
-use gpu_motion_planner::robot::ik::default_tip_link;
+use std::f64::consts::PI;
+
+use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker};
+use gpu_motion_planner::robot::ik::{default_tip_link, IkOptions, IkSolver, PoseTarget};
 use gpu_motion_planner::robot::{LoadOptions, PlanningGroup, RobotModel};
 use gpu_motion_planner::scene::{load_scene, Scene};
-use nalgebra::Isometry3;
+use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 
 /// The bundled robot and scene.
 pub struct Bundled {
@@ -62,4 +64,29 @@ impl Bundled {
             .tree
             .forward_kinematics(&self.group.full_state(&self.base, q))[self.tip]
     }
+
+    /// The inverse kinematics solutions that put the tool at `position` pointing straight
+    /// down (its z axis along the world's -z), those `free_in` finds collision-free.
+    pub fn down_at(&self, position: [f64; 3], free_in: &CpuChecker) -> Vec<Vec<f64>> {
+        let [x, y, z] = position;
+        let pose = Isometry3::from_parts(Translation3::new(x, y, z), tool_down());
+        IkSolver::new(
+            &self.robot,
+            &self.group,
+            &self.base,
+            PoseTarget::pose(self.tip, pose),
+        )
+        .expect("solver")
+        .solve(None, &IkOptions::default())
+        .expect("ik runs")
+        .into_iter()
+        .map(|s| s.config)
+        .filter(|q| free_in.check_config(q).expect("check"))
+        .collect()
+    }
+}
+
+/// The tool pointing straight down (its z axis along the world's -z).
+pub fn tool_down() -> UnitQuaternion<f64> {
+    UnitQuaternion::from_axis_angle(&Vector3::x_axis(), PI)
 }
