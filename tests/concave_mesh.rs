@@ -3,7 +3,8 @@
 //! the tool inside the bin is in collision; with the parts it is free while the walls and
 //! floor still stop the arm (a configuration through a wall is in collision), and RRT-Connect
 //! plans into the bin, every motion re-checked by a fresh checker; a scene file with
-//! `convex_parts` names the parts `bin`, `bin/1`, ...; bad values are named.
+//! `convex_parts` names the parts `bin`, `bin/1`, ...; bad values are named; the bin as a
+//! Collada file splits into as many parts as the STL.
 
 mod common;
 
@@ -15,36 +16,12 @@ use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
 use gpu_motion_planner::scene::{load_scene, Scene, SceneError};
 use nalgebra::{Point3, Vector3};
 
+use common::bin::{bin_surface, ABOVE, BELOW, HALF, TOOL};
 use common::bundled::{bundled, Bundled};
 
-/// Where the tool goes, pointing down, inside the bin.
-const TOOL: [f64; 3] = [0.3, 0.3, 0.2];
-/// The bin: inner half width, floor below the tool, wall tops above the tool (m).
-const HALF: f64 = 0.13;
-const BELOW: f64 = 0.08;
-const ABOVE: f64 = 0.03;
-
-/// An ASCII STL of the bin's surface (floor and four walls, open at the top) about the
-/// origin: floor at z = 0, walls `height` high.
+/// An ASCII STL of the bin's surface ([`bin_surface`]).
 fn bin_stl(half: f64, height: f64) -> String {
-    let s = half;
-    let p = [
-        [-s, -s, 0.0],
-        [s, -s, 0.0],
-        [s, s, 0.0],
-        [-s, s, 0.0],
-        [-s, -s, height],
-        [s, -s, height],
-        [s, s, height],
-        [-s, s, height],
-    ];
-    let quads = [
-        [0, 3, 2, 1],
-        [0, 1, 5, 4],
-        [1, 2, 6, 5],
-        [2, 3, 7, 6],
-        [3, 0, 4, 7],
-    ];
+    let (p, quads) = bin_surface(half, height);
     let mut out = String::from("solid bin\n");
     for [a, b, c, d] in quads {
         for t in [[a, b, c], [a, c, d]] {
@@ -58,6 +35,46 @@ fn bin_stl(half: f64, height: f64) -> String {
     }
     out.push_str("endsolid bin\n");
     out
+}
+
+/// The same surface as [`bin_stl`] as a Collada file: one geometry, its triangles in one
+/// `<triangles>` with only a VERTEX input, placed by a node without a transform.
+fn bin_dae(half: f64, height: f64) -> String {
+    let (p, quads) = bin_surface(half, height);
+    let positions: Vec<String> = p.iter().map(|[x, y, z]| format!("{x} {y} {z}")).collect();
+    let mut indices = Vec::new();
+    for [a, b, c, d] in quads {
+        for i in [a, b, c, a, c, d] {
+            indices.push(i.to_string());
+        }
+    }
+    format!(
+        r##"<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit meter="1"/><up_axis>Z_UP</up_axis></asset>
+  <library_geometries>
+    <geometry id="bin">
+      <mesh>
+        <source id="bin-pos">
+          <float_array id="bin-arr" count="24">{}</float_array>
+          <technique_common><accessor source="#bin-arr" count="8" stride="3"/></technique_common>
+        </source>
+        <vertices id="bin-v"><input semantic="POSITION" source="#bin-pos"/></vertices>
+        <triangles count="10">
+          <input semantic="VERTEX" source="#bin-v" offset="0"/>
+          <p>{}</p>
+        </triangles>
+      </mesh>
+    </geometry>
+  </library_geometries>
+  <library_visual_scenes>
+    <visual_scene id="scene"><node id="bin"><instance_geometry url="#bin"/></node></visual_scene>
+  </library_visual_scenes>
+</COLLADA>
+"##,
+        positions.join("  "),
+        indices.join(" ")
+    )
 }
 
 /// A scene file in `dir` holding only the bin under the tool's place, split into at most
@@ -179,7 +196,7 @@ fn the_arm_reaches_into_a_bin_split_into_convex_parts() {
 fn bad_decomposition_settings_are_named() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bin.stl"), bin_stl(HALF, 0.1)).unwrap();
-    std::fs::write(dir.path().join("bin.dae"), "<COLLADA/>").unwrap();
+    std::fs::write(dir.path().join("bin.dae"), bin_dae(HALF, 0.1)).unwrap();
     let load = |mesh: &str| {
         let path = dir.path().join("s.yaml");
         std::fs::write(
@@ -195,9 +212,12 @@ fn bad_decomposition_settings_are_named() {
     };
     assert!(message("file: bin.stl, convex_parts: 0").contains("convex parts: 0"));
     assert!(message("file: bin.stl, convex_parts: 4, resolution: 2").contains("resolution: 2"));
-    assert!(message("file: bin.dae, convex_parts: 4").contains("Collada"));
     assert_eq!(load("file: bin.stl, convex_parts: 1").unwrap(), 1);
-    assert!(load("file: bin.stl, convex_parts: 4").unwrap() > 1);
+    let stl_parts = load("file: bin.stl, convex_parts: 4").unwrap();
+    assert!(stl_parts > 1);
+    // The same bin as a Collada file splits into as many parts.
+    assert_eq!(load("file: bin.dae, convex_parts: 1").unwrap(), 1);
+    assert_eq!(load("file: bin.dae, convex_parts: 4").unwrap(), stl_parts);
     // An attached object stays one convex body.
     let path = dir.path().join("a.yaml");
     std::fs::write(

@@ -293,16 +293,23 @@ impl AllowedCollisions {
         out
     }
 
-    /// The links that may touch obstacle `id`: its own entries and its namespace's (`ns/*`
-    /// for an id `ns/...`).
+    /// The links that may touch obstacle `id`: its own entries, its namespace's (`ns/*` for
+    /// an id `ns/...`), and for a convex part `object/k` (k a number,
+    /// [`crate::scene::part_id`]: a mesh split into parts, a MoveIt object's further
+    /// shapes) its object's.
     pub fn links_for(&self, id: &str) -> BTreeSet<&str> {
         let mut out: BTreeSet<&str> = BTreeSet::new();
         if let Some(ls) = self.obstacles.get(id) {
             out.extend(ls.iter().map(String::as_str));
         }
-        if let Some((ns, _)) = id.rsplit_once('/') {
+        if let Some((ns, last)) = id.rsplit_once('/') {
             if let Some(ls) = self.obstacles.get(&format!("{ns}/*")) {
                 out.extend(ls.iter().map(String::as_str));
+            }
+            if !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit()) {
+                if let Some(ls) = self.obstacles.get(ns) {
+                    out.extend(ls.iter().map(String::as_str));
+                }
             }
         }
         out

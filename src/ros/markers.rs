@@ -7,7 +7,7 @@ use r2r::std_msgs::msg::{ColorRGBA, Header};
 use r2r::visualization_msgs::msg::{Marker, MarkerArray};
 
 use crate::planners::dynamic_roadmap::DynamicRoadmap;
-use crate::robot::mesh::load_mesh_points;
+use crate::robot::mesh::{load_mesh_points, load_mesh_triangles};
 use crate::robot::resolve_resource;
 use crate::service::roadmap::RoadmapView;
 use crate::service::{marker_type, MarkerAction, MarkerKind, MarkerUpdate};
@@ -44,8 +44,9 @@ pub(crate) fn pose_of(name: &str, p: &Pose) -> Result<Isometry3<f64>, String> {
     ))
 }
 
-/// Reads a marker message. `MESH_RESOURCE` markers have their mesh loaded (and scaled) here;
-/// unknown actions and unreadable meshes are errors naming the marker.
+/// Reads a marker message. `MESH_RESOURCE` markers have their mesh loaded (and scaled) here,
+/// with its triangles where they can be read (for a split into convex parts), else its
+/// vertices only; unknown actions and unreadable meshes are errors naming the marker.
 pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
     let name = format!("{}/{}", m.ns, m.id);
     let action = MarkerAction::from_ros(m.action).ok_or_else(|| {
@@ -68,9 +69,15 @@ pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
                 m.mesh_resource
             )
         })?;
-        let points = load_mesh_points(&path, nalgebra::Vector3::new(scale[0], scale[1], scale[2]))
-            .map_err(|e| format!("marker '{name}': {e}"))?;
-        MarkerKind::Mesh(points)
+        let scale = nalgebra::Vector3::new(scale[0], scale[1], scale[2]);
+        let (points, triangles) = match load_mesh_triangles(&path, scale) {
+            Ok(mesh) => mesh,
+            Err(_) => (
+                load_mesh_points(&path, scale).map_err(|e| format!("marker '{name}': {e}"))?,
+                Vec::new(),
+            ),
+        };
+        MarkerKind::Mesh { points, triangles }
     } else {
         let points: Vec<Point3<f64>> = m
             .points
@@ -111,7 +118,17 @@ pub(crate) fn pose_msg(pose: &Isometry3<f64>) -> Pose {
 /// The marker message drawing one obstacle marker (grey, half transparent).
 pub fn marker_msg(u: &MarkerUpdate) -> Marker {
     let points = match &u.kind {
-        MarkerKind::Mesh(points) | MarkerKind::TriangleList(points) => points
+        MarkerKind::Mesh { points, triangles } if !triangles.is_empty() => triangles
+            .iter()
+            .flatten()
+            .filter_map(|&i| points.get(i as usize))
+            .map(|p| Point {
+                x: p.x,
+                y: p.y,
+                z: p.z,
+            })
+            .collect(),
+        MarkerKind::Mesh { points, .. } | MarkerKind::TriangleList(points) => points
             .iter()
             .map(|p| Point {
                 x: p.x,
@@ -128,9 +145,9 @@ pub fn marker_msg(u: &MarkerUpdate) -> Marker {
         },
         ns: u.ns.clone(),
         id: u.id,
-        // A mesh is drawn by its hull triangles.
+        // A mesh is drawn by its triangles.
         type_: match u.kind {
-            MarkerKind::Mesh(_) => marker_type::TRIANGLE_LIST,
+            MarkerKind::Mesh { .. } => marker_type::TRIANGLE_LIST,
             _ => u.kind.ros_type(),
         },
         action: 0,

@@ -1073,13 +1073,16 @@ async fn run_async() -> Result<(), NodeError> {
     )));
 
     // Obstacles: every marker of an array is applied on its own; a bad one is logged and
-    // skipped. The scene is republished after each array that changed something.
+    // skipped; a mesh marker that was to be split into convex parts and is its hull instead is
+    // logged once. The scene is republished after each array that changed something.
     tasks.push(tokio::spawn({
         let shared = shared.clone();
         let logger = logger.clone();
         let roadmap_pub = roadmap_pub.clone();
         let scene_pub = scene_pub.clone();
         let mut obstacles = obstacles;
+        // Notes of meshes not split are logged once each (markers are often republished).
+        let mut noted = std::collections::HashSet::new();
         async move {
             while let Some(array) = obstacles.next().await {
                 let changed = tokio::task::block_in_place(|| {
@@ -1099,7 +1102,12 @@ async fn run_async() -> Result<(), NodeError> {
                         let applied = markers::marker_update(m)
                             .and_then(|u| service.apply_marker(u).map_err(|e| e.to_string()));
                         match applied {
-                            Ok(()) => changed += 1,
+                            Ok(note) => {
+                                changed += 1;
+                                if let Some(note) = note.filter(|n| noted.insert(n.clone())) {
+                                    r2r::log_warn!(&logger, "~/obstacles: {note}");
+                                }
+                            }
                             Err(e) => r2r::log_warn!(&logger, "~/obstacles: {e}"),
                         }
                     }

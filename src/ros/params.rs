@@ -13,6 +13,7 @@ use crate::cli::MAX_FITTED_SPHERES;
 use crate::collision::RobotShapes;
 use crate::planners::device::{DEFAULT_ESCALATE_AFTER, MAX_DEVICE_ATTEMPTS};
 use crate::planners::MAX_ATTEMPTS;
+use crate::robot::decompose::Decomposition;
 use crate::robot::moveit_config::{read_description, MoveItConfig};
 use crate::robot::spherize::{fit_robot, SphereFit};
 use crate::robot::{load_spherized, JointLimitsFile, LoadOptions, RobotModel};
@@ -98,6 +99,11 @@ pub struct NodeParams {
     /// kinematics starts begins once a free goal configuration is known
     /// ([`ServiceSettings::ik_time_share`]).
     pub ik_time_share: f64,
+    /// Mesh markers on `~/obstacles`: most convex parts a mesh is split into
+    /// ([`ServiceSettings::mesh_parts`]); 1: its convex hull; 1 ..= 256.
+    pub mesh_convex_parts: i64,
+    /// Voxels along the longest side of a mesh marker split into parts; 8 ..= 256.
+    pub mesh_resolution: i64,
     /// SRDF planning group to plan for (empty: all actuated joints).
     pub planning_group: String,
     /// Frame of the trajectories and markers the node publishes.
@@ -198,6 +204,8 @@ impl Default for NodeParams {
             acceleration_scaling: s.acceleration_scaling,
             path_tolerance: s.path_tolerance,
             ik_time_share: s.ik_time_share,
+            mesh_convex_parts: i64::from(s.mesh_parts.max_parts),
+            mesh_resolution: i64::from(s.mesh_parts.resolution),
             planning_group: s.planning_group,
             planning_frame: s.planning_frame,
             pointcloud_resolution: s.cloud.resolution,
@@ -382,6 +390,11 @@ impl NodeParams {
             acceleration_scaling: self.acceleration_scaling,
             path_tolerance: self.path_tolerance,
             ik_time_share: self.ik_time_share,
+            mesh_parts: Decomposition {
+                max_parts: u32::try_from(self.mesh_convex_parts).unwrap_or(1),
+                resolution: u32::try_from(self.mesh_resolution)
+                    .unwrap_or(Decomposition::default().resolution),
+            },
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
             roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
@@ -533,7 +546,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 43] = [
+    pub const NAMES: [&'static str; 45] = [
         "planner",
         "ompl_planning",
         "backend",
@@ -549,6 +562,8 @@ impl NodeParams {
         "acceleration_scaling",
         "path_tolerance",
         "ik_time_share",
+        "mesh_convex_parts",
+        "mesh_resolution",
         "planning_group",
         "planning_frame",
         "pointcloud_resolution",
@@ -614,6 +629,12 @@ impl NodeParams {
             }
             "ik_time_share" => {
                 "pose goals: share of the time limit in (0, 1] past which no new batch of inverse kinematics starts begins once a collision-free goal configuration is known; the planner gets the rest"
+            }
+            "mesh_convex_parts" => {
+                "~/obstacles mesh markers (MESH_RESOURCE, TRIANGLE_LIST): most convex parts a mesh is split into so that bins and shelves keep their hollows (obstacles ns/id, ns/id/1, ...); 1: its convex hull (1-256)"
+            }
+            "mesh_resolution" => {
+                "mesh markers split into parts: voxels along the mesh's longest side (8-256); finer follows thin walls more closely and takes longer"
             }
             "planning_group" => "SRDF planning group (empty: all actuated joints)",
             "planning_frame" => "frame of published trajectories and markers",
@@ -706,6 +727,8 @@ impl NodeParams {
             "acceleration_scaling" => V::Double(self.acceleration_scaling),
             "path_tolerance" => V::Double(self.path_tolerance),
             "ik_time_share" => V::Double(self.ik_time_share),
+            "mesh_convex_parts" => V::Integer(self.mesh_convex_parts),
+            "mesh_resolution" => V::Integer(self.mesh_resolution),
             "planning_group" => V::String(self.planning_group.clone()),
             "planning_frame" => V::String(self.planning_frame.clone()),
             "pointcloud_resolution" => V::Double(self.pointcloud_resolution),
@@ -801,6 +824,25 @@ impl NodeParams {
                 let v = as_f64(name, value)?;
                 crate::planners::pose::check_ik_time_share(v).map_err(|e| err(name, e))?;
                 self.ik_time_share = v;
+            }
+            "mesh_convex_parts" => {
+                let n = as_i64(name, value)?;
+                let most = i64::from(crate::robot::decompose::MAX_PARTS);
+                if !(1..=most).contains(&n) {
+                    return Err(err(name, format!("{n} must be in 1..={most}")));
+                }
+                self.mesh_convex_parts = n;
+            }
+            "mesh_resolution" => {
+                let n = as_i64(name, value)?;
+                let (low, high) = (
+                    i64::from(crate::robot::decompose::MIN_RESOLUTION),
+                    i64::from(crate::robot::decompose::MAX_RESOLUTION),
+                );
+                if !(low..=high).contains(&n) {
+                    return Err(err(name, format!("{n} must be in {low}..={high}")));
+                }
+                self.mesh_resolution = n;
             }
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
@@ -1106,7 +1148,25 @@ mod tests {
         p.set("ik_time_share", &ParameterValue::Double(1.0))
             .unwrap();
         assert_eq!(p.service_settings().ik_time_share, 1.0);
+        // Mesh markers are hulls unless split is asked for.
+        assert_eq!(p.service_settings().mesh_parts.max_parts, 1);
+        p.set("mesh_convex_parts", &ParameterValue::Integer(12))
+            .unwrap();
+        p.set("mesh_resolution", &ParameterValue::Integer(96))
+            .unwrap();
+        assert_eq!(
+            p.service_settings().mesh_parts,
+            Decomposition {
+                max_parts: 12,
+                resolution: 96
+            }
+        );
         for (name, bad) in [
+            ("mesh_convex_parts", ParameterValue::Integer(0)),
+            ("mesh_convex_parts", ParameterValue::Integer(257)),
+            ("mesh_convex_parts", ParameterValue::Double(4.0)),
+            ("mesh_resolution", ParameterValue::Integer(7)),
+            ("mesh_resolution", ParameterValue::Integer(300)),
             ("ik_time_share", ParameterValue::Double(0.0)),
             ("ik_time_share", ParameterValue::Double(1.5)),
             ("ik_time_share", ParameterValue::Double(f64::NAN)),
@@ -1150,6 +1210,11 @@ mod tests {
         );
         assert_eq!(p.topic_arrival_tolerance, 0.01);
         assert_eq!(p.service_settings().path_tolerance, 0.25);
+        assert_eq!(
+            (p.mesh_convex_parts, p.mesh_resolution),
+            (12, 96),
+            "refused mesh settings are not taken"
+        );
         // No replanning unless asked for; the refused values above left the defaults.
         assert_eq!((p.replan_attempts, p.replan_delay), (0, 0.5));
         p.set("replan_attempts", &ParameterValue::Integer(3))

@@ -69,6 +69,15 @@ impl PlanningService {
             .tree
             .link(&link_name)
             .map_err(|e| bad(e.to_string()))?;
+        let parts = self.marker_parts.extra_parts(&req.id) + 1;
+        if parts > 1 {
+            return Err(bad(format!(
+                "obstacle '{}' is a mesh marker split into {parts} convex parts, and an attached \
+                 object is one body: publish the marker again while mesh_convex_parts is 1 \
+                 (its hull), then attach it",
+                req.id
+            )));
+        }
         let in_scene = self.scene.get(&req.id).cloned();
         let (shape, world, frame) = match (&in_scene, &req.object) {
             (Some(o), _) => (o.shape.clone(), o.pose, String::new()),

@@ -13,6 +13,7 @@ pub mod attach;
 pub mod cartesian;
 pub mod cloud;
 pub mod kinematics;
+mod markers;
 mod pilz;
 pub mod roadmap;
 pub mod scene_io;
@@ -31,7 +32,7 @@ pub use state::{
 
 use std::time::Duration;
 
-use nalgebra::{Isometry3, Point3, Vector3};
+use nalgebra::{Isometry3, Point3};
 
 use crate::collision::{Checker, CheckerOptions, CollisionError, RobotShapes};
 use crate::planners::constrained::plan_constrained;
@@ -41,11 +42,12 @@ use crate::planners::{
     self, PlanError, PlanRequest, PlanStats, PlannerId, UnknownPlanner, MAX_ATTEMPTS,
 };
 use crate::robot::constraint::{ConstraintError, ConstraintSet, ConstraintSpec, PathConstraints};
+use crate::robot::decompose::Decomposition;
 use crate::robot::ik::{self, IkOptions, PoseTarget};
 use crate::robot::ompl_planning::OmplPlanning;
 use crate::robot::{PlanningGroup, RobotError, RobotModel};
 use crate::scene::cloud::CloudSettings;
-use crate::scene::{Obstacle, Scene, SceneError, Shape};
+use crate::scene::{Obstacle, Scene, Shape};
 use crate::tf::{SharedTf, StampNs};
 use crate::trajectory::{self, Along, LinkLimit, LinkSpeed, Trajectory};
 
@@ -117,6 +119,11 @@ pub struct ServiceSettings {
     /// kinematics starts begins once a collision-free goal configuration is known
     /// ([`PlanRequest::ik_time_share`]).
     pub ik_time_share: f64,
+    /// How mesh markers (`MESH_RESOURCE`, `TRIANGLE_LIST`) become obstacles: with
+    /// `max_parts` 1 (the default) a mesh is its convex hull; above 1 it is split into at
+    /// most that many convex parts covering its triangles, so that a bin or a shelf keeps
+    /// its hollows ([`PlanningService::apply_marker`], [`crate::robot::decompose`]).
+    pub mesh_parts: Decomposition,
 }
 
 impl Default for ServiceSettings {
@@ -141,6 +148,10 @@ impl Default for ServiceSettings {
             ompl_planning: true,
             path_tolerance: crate::trajectory::rounded::DEFAULT_PATH_TOLERANCE,
             ik_time_share: crate::planners::pose::IK_TIME_SHARE,
+            mesh_parts: Decomposition {
+                max_parts: 1,
+                ..Decomposition::default()
+            },
         }
     }
 }
@@ -334,10 +345,19 @@ pub enum MarkerKind {
     Sphere,
     /// A cylinder about z; `scale.x` = diameter, `scale.z` = height.
     Cylinder,
-    /// Mesh vertices in the marker frame (already scaled); the convex hull is the obstacle.
-    Mesh(Vec<Point3<f64>>),
-    /// Triangle-list vertices in the marker frame (already scaled); the convex hull is the
-    /// obstacle.
+    /// A mesh file's vertices in the marker frame (already scaled) and its triangles
+    /// (indices into `points`; empty where they were not read): the obstacle is the convex
+    /// hull of the points, or convex parts covering the triangles
+    /// ([`ServiceSettings::mesh_parts`]).
+    Mesh {
+        /// The vertices.
+        points: Vec<Point3<f64>>,
+        /// The triangles, three indices into `points` each.
+        triangles: Vec<[u32; 3]>,
+    },
+    /// Triangle-list vertices in the marker frame (already scaled), three per triangle; the
+    /// obstacle is their convex hull, or convex parts covering the triangles
+    /// ([`ServiceSettings::mesh_parts`]).
     TriangleList(Vec<Point3<f64>>),
     /// Any other marker type (arrow, line strip, text, ...), by its ROS type number.
     Other(i32),
@@ -698,7 +718,7 @@ impl MarkerKind {
             MarkerKind::Cube => marker_type::CUBE,
             MarkerKind::Sphere => marker_type::SPHERE,
             MarkerKind::Cylinder => marker_type::CYLINDER,
-            MarkerKind::Mesh(_) => marker_type::MESH_RESOURCE,
+            MarkerKind::Mesh { .. } => marker_type::MESH_RESOURCE,
             MarkerKind::TriangleList(_) => marker_type::TRIANGLE_LIST,
             MarkerKind::Other(t) => *t,
         }
@@ -817,6 +837,8 @@ pub struct PlanningService {
     robot_changes: u64,
     /// The allowed collisions set at run time.
     acm: crate::collision::allowed::AllowedCollisions,
+    /// Mesh markers split into convex parts.
+    marker_parts: markers::MarkerParts,
 }
 
 /// Everything a collision verdict of a [`PlanningService`] depends on besides the checked
@@ -1034,6 +1056,7 @@ impl PlanningService {
             instance: INSTANCES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             robot_changes: 0,
             acm: Default::default(),
+            marker_parts: Default::default(),
         };
         for e in entries {
             if let Err(err) = service.apply_allowed(std::slice::from_ref(&e), false) {
@@ -2135,103 +2158,5 @@ impl PlanningService {
             });
         }
         Ok(())
-    }
-
-    /// Applies one marker: ADD/MODIFY add or replace obstacle `ns/id`, DELETE removes it,
-    /// DELETEALL clears the scene. On error the scene is unchanged.
-    pub fn apply_marker(&mut self, m: MarkerUpdate) -> Result<(), ServiceError> {
-        let marker = m.obstacle_id();
-        match m.action {
-            MarkerAction::DeleteAll => {
-                self.scene.clear();
-                Ok(())
-            }
-            MarkerAction::Delete => match self.scene.remove(&marker) {
-                Ok(_) => Ok(()),
-                Err(_) => Err(ServiceError::UnknownMarker { marker }),
-            },
-            MarkerAction::Add | MarkerAction::Modify => {
-                let pose = self
-                    .in_planning_frame(&m.frame_id, m.pose, &self.current)
-                    .map_err(|reason| ServiceError::WrongFrame {
-                        marker: marker.clone(),
-                        reason,
-                    })?;
-                let shape = Self::marker_shape(&marker, &m.kind, m.scale)?;
-                let obstacle = Obstacle {
-                    id: marker.clone(),
-                    shape,
-                    pose,
-                };
-                self.scene
-                    .upsert(obstacle)
-                    .map(|_| ())
-                    .map_err(|e| ServiceError::BadMarker {
-                        marker,
-                        reason: match e {
-                            SceneError::InvalidObstacle { reason, .. } => reason,
-                            other => other.to_string(),
-                        },
-                    })
-            }
-        }
-    }
-
-    /// The obstacle shape of a marker (ROS marker scale conventions).
-    fn marker_shape(
-        marker: &str,
-        kind: &MarkerKind,
-        scale: [f64; 3],
-    ) -> Result<Shape, ServiceError> {
-        let [sx, sy, sz] = scale;
-        match kind {
-            MarkerKind::Cube => Ok(Shape::Box {
-                half_extents: Vector3::new(
-                    finite_size(marker, "scale.x", sx)? / 2.0,
-                    finite_size(marker, "scale.y", sy)? / 2.0,
-                    finite_size(marker, "scale.z", sz)? / 2.0,
-                ),
-            }),
-            MarkerKind::Sphere => {
-                let d = finite_size(marker, "scale.x", sx)?;
-                // An ellipsoid marker is covered by the ball of its largest diameter.
-                let d = d.max(if sy.is_finite() { sy } else { d });
-                let d = d.max(if sz.is_finite() { sz } else { d });
-                Ok(Shape::Sphere { radius: d / 2.0 })
-            }
-            MarkerKind::Cylinder => {
-                let d = finite_size(marker, "scale.x", sx)?;
-                let d = d.max(if sy.is_finite() { sy } else { d });
-                let h = finite_size(marker, "scale.z", sz)?;
-                Ok(Shape::Cylinder {
-                    radius: d / 2.0,
-                    half_length: h / 2.0,
-                })
-            }
-            MarkerKind::Mesh(points) | MarkerKind::TriangleList(points) => {
-                if points.len() < 4 {
-                    return Err(ServiceError::BadMarker {
-                        marker: marker.into(),
-                        reason: format!(
-                            "{} points cannot enclose a volume (need at least 4)",
-                            points.len()
-                        ),
-                    });
-                }
-                let polytope = crate::robot::geometry::Polytope::from_points(points).map_err(
-                    |e| ServiceError::BadMarker {
-                        marker: marker.into(),
-                        reason: e.to_string(),
-                    },
-                )?;
-                Ok(Shape::ConvexMesh { polytope })
-            }
-            MarkerKind::Other(t) => Err(ServiceError::UnsupportedMarker {
-                marker: marker.into(),
-                kind: format!(
-                    "{t} (supported: CUBE 1, SPHERE 2, CYLINDER 3, TRIANGLE_LIST 11, MESH_RESOURCE 10)"
-                ),
-            }),
-        }
     }
 }

@@ -122,6 +122,9 @@ impl PlanningService {
             .allowed_after(checked_robot, &scene, &entries, replace)
             .map_err(|e| bad(e.to_string()))?;
         self.scene = scene;
+        if replace {
+            self.marker_parts.forget();
+        }
         if let Some(robot) = robot {
             self.set_robot(robot);
         }

@@ -440,6 +440,7 @@ def run_checks(node, launch):
     allowed_collision_checks(node, plan, scenes)
     goal_marker_checks(node)
     state_checks(node, plan, obstacles, scenes)
+    mesh_marker_checks(node, plan, obstacles, scenes)
     cloud_checks(node, plan, scenes)
     tf_checks(node, obstacles, scenes)
     kinematics_checks(node)
@@ -1744,6 +1745,119 @@ def state_checks(node, plan, obstacles, scenes):
     check('~/check_trajectory without points is refused',
           res is not None and not res.success and 'no points' in res.message,
           res and res.message)
+
+
+def open_bin_triangles(half, height):
+    """The triangles (three (x, y, z) each) of an open bin about the origin: a square floor
+    of half width `half` at z = 0 and four walls `height` high."""
+    p = [(-half, -half, 0.0), (half, -half, 0.0), (half, half, 0.0), (-half, half, 0.0),
+         (-half, -half, height), (half, -half, height), (half, half, height),
+         (-half, half, height)]
+    quads = [(0, 3, 2, 1), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7)]
+    return [[p[i] for i in t] for a, b, c, d in quads for t in ((a, b, c), (a, c, d))]
+
+
+def mesh_marker_checks(node, plan, obstacles, scenes):
+    """Mesh markers split into convex parts (mesh_convex_parts): an open bin around the
+    whole arm, floor below the table and walls beyond its reach, sent as a MESH_RESOURCE
+    (an STL file) and as a TRIANGLE_LIST. Split, it is obstacles bins/N, bins/N/1, ... and
+    START is valid and plannable inside it; as its hull (mesh_convex_parts 1) START is in
+    collision with it; DELETE removes every part."""
+    check_state = node.create_client(CheckState, f'/{NODE}/check_state')
+    if not check('~/check_state appears (mesh markers)',
+                 check_state.wait_for_service(timeout_sec=10.0)):
+        return
+
+    def start_state():
+        req = CheckState.Request()
+        req.state = joint_state(ARM, START)
+        return call(node, check_state, req)
+
+    def bin_ids(ns):
+        return sorted(m.ns for m in (scenes[-1].markers if scenes else [])
+                      if m.ns == ns or m.ns.startswith(ns + '/'))
+
+    res = start_state()
+    if not check('mesh markers: START is valid before the bin', res is not None and res.valid,
+                 res and f'{list(res.contacts)}'):
+        return
+    set_then_refuse('mesh_convex_parts', '16', '0')
+    set_then_refuse('mesh_resolution', '64', '4')
+
+    triangles = open_bin_triangles(1.6, 0.5)
+    folder = tempfile.mkdtemp(prefix='gmp_bin_')
+    stl = os.path.join(folder, 'bin.stl')
+    with open(stl, 'w') as f:
+        f.write('solid bin\n')
+        for t in triangles:
+            f.write('facet normal 0 0 0\nouter loop\n')
+            for x, y, z in t:
+                f.write(f'vertex {x} {y} {z}\n')
+            f.write('endloop\nendfacet\n')
+        f.write('endsolid bin\n')
+
+    def bin_marker(mid, kind):
+        m = Marker()
+        m.header.frame_id = 'world'
+        m.ns, m.id, m.type, m.action = 'bins', mid, kind, Marker.ADD
+        m.pose.position.z = -0.3
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = m.scale.z = 1.0
+        if kind == Marker.MESH_RESOURCE:
+            m.mesh_resource = 'file://' + stl
+        else:
+            m.points = [Point(x=x, y=y, z=z) for t in triangles for x, y, z in t]
+        return m
+
+    mesh = bin_marker(1, Marker.MESH_RESOURCE)
+    split = publish_until(node, obstacles, MarkerArray(markers=[mesh]), scenes,
+                          lambda s: len(bin_ids('bins/1')) >= 2, 30.0)
+    ids = bin_ids('bins/1')
+    check('a MESH_RESOURCE bin with mesh_convex_parts 16 becomes convex parts bins/1, '
+          'bins/1/1, ... on ~/scene',
+          split and ids == sorted(['bins/1'] + [f'bins/1/{k}' for k in range(1, len(ids))])
+          and len(ids) <= 16, f'{ids}')
+    res = start_state()
+    check('START inside the split bin is valid', res is not None and res.valid,
+          res and f'{list(res.contacts)}')
+    req = goal_request(GOAL)
+    req.start_state = joint_state(ARM, START)
+    res = call(node, plan, req, timeout=60.0)
+    check('~/plan inside the split bin succeeds', res is not None and res.success,
+          res and res.message)
+
+    listed = bin_marker(2, Marker.TRIANGLE_LIST)
+    shown = publish_until(node, obstacles, MarkerArray(markers=[listed]), scenes,
+                          lambda s: len(bin_ids('bins/2')) >= 2, 30.0)
+    check('the same bin as a TRIANGLE_LIST gives as many parts', shown
+          and len(bin_ids('bins/2')) == len(ids), f'{bin_ids("bins/2")} against {ids}')
+    listed.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[listed]))
+    wait_for(node, lambda: not bin_ids('bins/2'), 10.0)
+
+    set_params([('mesh_convex_parts', '1')])
+    hull = publish_until(node, obstacles, MarkerArray(markers=[mesh]), scenes,
+                         lambda s: bin_ids('bins/1') == ['bins/1'], 30.0)
+    check('with mesh_convex_parts 1 the bin is one obstacle, its parts gone', hull,
+          f'{bin_ids("bins/1")}')
+    res = start_state()
+    check('START inside the bin\'s hull is in collision with it',
+          res is not None and not res.valid
+          and any("obstacle 'bins/1'" in c for c in res.contacts),
+          res and f'{list(res.contacts)}')
+
+    set_params([('mesh_convex_parts', '16')])
+    publish_until(node, obstacles, MarkerArray(markers=[mesh]), scenes,
+                  lambda s: len(bin_ids('bins/1')) >= 2, 30.0)
+    mesh.action = Marker.DELETE
+    obstacles.publish(MarkerArray(markers=[mesh]))
+    gone = wait_for(node, lambda: not bin_ids('bins/1'), 10.0)
+    check('DELETE of the split bin removes every part', gone, f'{bin_ids("bins/1")}')
+    set_params([('mesh_convex_parts', '1')])
+    res = start_state()
+    check('START is valid again once the bin is deleted', res is not None and res.valid,
+          res and f'{list(res.contacts)}')
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def point_cloud(points, frame='world', fields='xyz'):

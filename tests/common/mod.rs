@@ -3,6 +3,7 @@
 //! an exact test for an independent dense re-check.
 #![allow(dead_code)]
 
+pub mod bin;
 pub mod bundled;
 pub mod exact;
 pub mod service;
