@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use gpu_motion_planner::collision::{Checker, CheckerOptions, CpuChecker, MotionBatch};
 use gpu_motion_planner::planners::{plan, PlanRequest, PlannerId};
-use gpu_motion_planner::scene::{load_scene, Scene, SceneError};
+use gpu_motion_planner::robot::decompose::Decomposition;
+use gpu_motion_planner::scene::{load_scene, load_scene_with, Scene, SceneError, SceneOptions};
 use nalgebra::{Point3, Vector3};
 
-use common::bin::{bin_surface, ABOVE, BELOW, HALF, TOOL};
+use common::bin::{bin_scene_text, bin_surface, ABOVE, BELOW, HALF, TOOL};
 use common::bundled::{bundled, Bundled};
 
 /// An ASCII STL of the bin's surface ([`bin_surface`]).
@@ -227,4 +228,109 @@ fn bad_decomposition_settings_are_named() {
     .unwrap();
     let e = load_scene(&path).unwrap_err().to_string();
     assert!(e.contains("an attached object is one convex body"), "{e}");
+}
+
+/// The bin as a MoveIt `PlanningScene` YAML: object `bin` with a 10 cm box primitive far off
+/// and the bin mesh (vertices and triangles) under the tool; the same mesh on a carried object.
+fn bin_moveit_yaml(bad_index: bool) -> String {
+    let (p, quads) = bin_surface(HALF, BELOW + ABOVE);
+    let vertices: Vec<String> = p
+        .iter()
+        .map(|[x, y, z]| format!("[{x}, {y}, {z}]"))
+        .collect();
+    let mut triangles = Vec::new();
+    for [a, b, c, d] in quads {
+        for [i, j, k] in [[a, b, c], [a, c, d]] {
+            triangles.push(format!("{{vertex_indices: [{i}, {j}, {k}]}}"));
+        }
+    }
+    if bad_index {
+        triangles.push("{vertex_indices: [0, 1, 8]}".into());
+    }
+    let mesh = format!(
+        "{{vertices: [{}], triangles: [{}]}}",
+        vertices.join(", "),
+        triangles.join(", ")
+    );
+    let [x, y, z] = TOOL;
+    format!(
+        "world:\n  collision_objects:\n    - id: bin\n      header: {{frame_id: world}}\n      \
+         primitives: [{{type: 1, dimensions: [0.1, 0.1, 0.1]}}]\n      primitive_poses: \
+         [{{position: [1.5, 0, 0.05]}}]\n      meshes: [{mesh}]\n      mesh_poses: [{{position: \
+         [{x}, {y}, {}], orientation: [0, 0, 0, 1]}}]\nrobot_state:\n  \
+         attached_collision_objects:\n    - link_name: tool0\n      object: {{id: tray, meshes: \
+         [{mesh}], mesh_poses: [{{position: [0, 0, 0.1]}}]}}\n",
+        z - BELOW
+    )
+}
+
+/// MoveIt scenes' meshes are hulls by default and convex parts with
+/// `SceneOptions::mesh_parts`: as many as the project's format gives the same bin, named after
+/// the object's other shapes; the tool in the bin is free with them; a carried object's mesh
+/// stays one hull; a bad triangle index is named when the triangles are used.
+#[test]
+fn moveit_scene_meshes_split_with_the_option() {
+    let b = bundled();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = bin_scene(dir.path(), 16).len();
+    let yaml = dir.path().join("bin.yaml");
+    let text = dir.path().join("bin.scene");
+    std::fs::write(&yaml, bin_moveit_yaml(false)).unwrap();
+    std::fs::write(&text, bin_scene_text()).unwrap();
+    let split = SceneOptions {
+        mesh_parts: Decomposition {
+            max_parts: 16,
+            ..Decomposition::default()
+        },
+    };
+    let ids = |s: &Scene| s.iter().map(|o| o.id.clone()).collect::<Vec<_>>();
+    let numbered = |n: usize| {
+        (0..n)
+            .map(|k| {
+                if k == 0 {
+                    "bin".to_string()
+                } else {
+                    format!("bin/{k}")
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+
+    // As hulls: the box and the mesh's hull; the text's one mesh.
+    let hull_yaml = load_scene(&yaml).unwrap();
+    assert_eq!(ids(&hull_yaml), numbered(2));
+    let hull_text = load_scene(&text).unwrap();
+    assert_eq!(ids(&hull_text), numbered(1));
+
+    // Split: the box first, then the parts.
+    let parts_yaml = load_scene_with(&yaml, &split).unwrap();
+    assert_eq!(ids(&parts_yaml), numbered(reference + 1));
+    assert!(matches!(
+        parts_yaml.get("bin").unwrap().shape,
+        gpu_motion_planner::scene::Shape::Box { .. }
+    ));
+    let parts_text = load_scene_with(&text, &split).unwrap();
+    assert_eq!(ids(&parts_text), numbered(reference));
+    assert_eq!(
+        parts_yaml.attached().len(),
+        1,
+        "the carried tray is one body"
+    );
+
+    let goals = b.down_at(TOOL, &checker(&b, &parts_text));
+    assert!(!goals.is_empty(), "no free configuration in the bin");
+    let (in_yaml, in_hull) = (checker(&b, &parts_yaml), checker(&b, &hull_text));
+    for q in &goals {
+        assert!(in_yaml.check_config(q).unwrap());
+        assert!(!in_hull.check_config(q).unwrap());
+    }
+
+    // A triangle naming a ninth vertex of eight: named where the triangles are read.
+    std::fs::write(&yaml, bin_moveit_yaml(true)).unwrap();
+    assert_eq!(load_scene(&yaml).unwrap().len(), 2);
+    let e = load_scene_with(&yaml, &split).unwrap_err().to_string();
+    assert!(
+        e.contains("'bin'") && e.contains("mesh 0") && e.contains("vertex 8 of 8"),
+        "{e}"
+    );
 }

@@ -1317,6 +1317,42 @@ fn scene_converts_between_formats_and_plans_the_same() {
     );
 }
 
+/// `gmp scene --mesh-convex-parts` splits a MoveIt scene's concave mesh into convex parts and
+/// writes them as `convex` obstacles, which load back as they were; out-of-range values are
+/// refused naming the option.
+#[test]
+fn scene_splits_moveit_meshes_into_convex_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("bin.scene");
+    std::fs::write(&text, common::bin::bin_scene_text()).unwrap();
+    let out_path = dir.path().join("parts.yaml");
+    let hull = stdout_json(&gmp(&["scene", "--scene", text.to_str().unwrap()]));
+    assert_eq!(hull["obstacles"].as_array().map(Vec::len), Some(1));
+    let split = stdout_json(&gmp(&[
+        "scene",
+        "--scene",
+        text.to_str().unwrap(),
+        "--mesh-convex-parts",
+        "16",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]));
+    let parts = split["obstacles"].as_array().expect("obstacles");
+    assert!((2..=16).contains(&parts.len()), "{split}");
+    assert!(parts.iter().all(|o| o["shape"] == "convex"), "{split}");
+    assert_eq!(parts[1]["id"], "bin/1");
+    let back = stdout_json(&gmp(&["scene", "--scene", out_path.to_str().unwrap()]));
+    assert_eq!(back["obstacles"], split["obstacles"]);
+    for (flag, value) in [("--mesh-convex-parts", "0"), ("--mesh-resolution", "4")] {
+        let out = gmp(&["scene", "--scene", text.to_str().unwrap(), flag, value]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("--mesh-convex-parts"),
+            "{flag} {value}: {err}"
+        );
+    }
+}
+
 /// `gmp scene` lists the allowed pairs of a MoveIt scene's `allowed_collision_matrix`, and
 /// says it leaves them out when it writes the project's format.
 #[test]

@@ -8,7 +8,8 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use super::CliError;
-use crate::scene::{is_moveit_text, Scene, Shape};
+use crate::robot::decompose::Decomposition;
+use crate::scene::{is_moveit_text, Scene, SceneOptions, Shape};
 
 /// `gmp scene` arguments.
 #[derive(Args, Debug)]
@@ -21,6 +22,14 @@ pub struct SceneArgs {
     /// only), else the project's format. Written whole or not at all.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The meshes of a MoveIt scene: 1 keeps each its convex hull; 2 to 256 splits each into
+    /// at most that many convex parts covering its triangles (obstacles `id`, `id/1`, ...),
+    /// written out as `convex` obstacles. The project's format says it per mesh.
+    #[arg(long, default_value_t = 1)]
+    pub mesh_convex_parts: u32,
+    /// Voxels along a split mesh's longest side (8 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub mesh_resolution: u32,
 }
 
 /// A shape's kind as printed.
@@ -36,7 +45,14 @@ fn kind(shape: &Shape) -> &'static str {
 /// Runs `gmp scene`: a summary of the scene (frame, obstacles, carried objects) and, with
 /// `--out`, what was written.
 pub fn run(a: &SceneArgs) -> Result<Value, CliError> {
-    let scene = Scene::from_file(&a.scene)?;
+    let mesh_parts = Decomposition {
+        max_parts: a.mesh_convex_parts,
+        resolution: a.mesh_resolution,
+    };
+    mesh_parts
+        .validate()
+        .map_err(|e| CliError(format!("--mesh-convex-parts / --mesh-resolution: {e}")))?;
+    let scene = Scene::from_file_with(&a.scene, &SceneOptions { mesh_parts })?;
     let obstacles: Vec<Value> = scene
         .iter()
         .map(|o| {

@@ -6,11 +6,19 @@ use std::path::Path;
 
 use r2r::gpu_motion_planner_interfaces::srv::{LoadScene, SaveScene};
 
-use crate::scene::{is_moveit_text, Scene};
+use crate::scene::{is_moveit_text, Scene, SceneOptions};
 use crate::service::{PlanningService, SceneLoad};
 
 /// Where a LoadScene request's text is said to come from in messages.
 const TEXT_SOURCE: &str = "scene_yaml";
+
+/// How the node reads scene files: MoveIt scenes' meshes split as mesh markers are
+/// (`mesh_convex_parts`, `mesh_resolution`).
+fn options(service: &PlanningService) -> SceneOptions {
+    SceneOptions {
+        mesh_parts: service.settings().mesh_parts,
+    }
+}
 
 /// Reads scene file `path` (either format) and loads it into `service`, replacing the
 /// planning scene unless `merge`. Errors name the file.
@@ -19,7 +27,8 @@ pub fn load_file(
     path: &str,
     merge: bool,
 ) -> Result<SceneLoad, String> {
-    let scene = Scene::from_file(Path::new(path)).map_err(|e| format!("scene '{path}': {e}"))?;
+    let scene = Scene::from_file_with(Path::new(path), &options(service))
+        .map_err(|e| format!("scene '{path}': {e}"))?;
     service
         .load_scene(&scene, path, !merge)
         .map_err(|e| e.to_string())
@@ -73,14 +82,19 @@ pub fn load(service: &mut PlanningService, req: &LoadScene::Request) -> LoadScen
         (false, true) => {
             load_file(service, &req.path, req.merge).map(|l| describe(&l, &req.path, req.merge))
         }
-        (true, false) => Scene::from_text(&req.scene_yaml, Path::new("."), Path::new(TEXT_SOURCE))
-            .map_err(|e| format!("scene '{TEXT_SOURCE}': {e}"))
-            .and_then(|scene| {
-                service
-                    .load_scene(&scene, TEXT_SOURCE, !req.merge)
-                    .map_err(|e| e.to_string())
-            })
-            .map(|l| describe(&l, TEXT_SOURCE, req.merge)),
+        (true, false) => Scene::from_text_with(
+            &req.scene_yaml,
+            Path::new("."),
+            Path::new(TEXT_SOURCE),
+            &options(service),
+        )
+        .map_err(|e| format!("scene '{TEXT_SOURCE}': {e}"))
+        .and_then(|scene| {
+            service
+                .load_scene(&scene, TEXT_SOURCE, !req.merge)
+                .map_err(|e| e.to_string())
+        })
+        .map(|l| describe(&l, TEXT_SOURCE, req.merge)),
     };
     let (success, message) = match outcome {
         Ok(m) => (true, format!("loaded {m}")),

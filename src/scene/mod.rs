@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use nalgebra::{Isometry3, Point3, Vector3};
 use thiserror::Error;
 
+use crate::robot::decompose::{convex_parts, Decomposition};
 use crate::robot::geometry::{GeometryError, Polytope};
 use crate::robot::AttachedObject;
 
@@ -626,26 +627,93 @@ impl Scene {
 
 /// Loads a scene file in any of the three formats: MoveIt's `.scene` text (its last line
 /// `.`; poses in the planning frame, see [`moveit_text`]), MoveIt `PlanningScene` YAML (a
-/// top-level `world` key) or the project's own format (see [`yaml`]).
+/// top-level `world` key) or the project's own format (see [`yaml`]). MoveIt's meshes are
+/// their convex hulls ([`load_scene_with`] splits them).
 pub fn load_scene(path: &Path) -> Result<Scene, SceneError> {
     Scene::from_file(path)
+}
+
+/// [`load_scene`] with `options`.
+pub fn load_scene_with(path: &Path, options: &SceneOptions) -> Result<Scene, SceneError> {
+    Scene::from_file_with(path, options)
+}
+
+/// How scene files are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SceneOptions {
+    /// What the meshes of MoveIt scenes (`PlanningScene` YAML, `.scene` text), which say
+    /// nothing about it themselves, become: with `max_parts` 1 (the default) the convex hull
+    /// of the vertices; above 1 at most that many convex parts covering the mesh's triangles
+    /// ([`crate::robot::decompose::convex_parts`]), each a further shape of its object
+    /// (obstacles `id`, `id/1`, ... in order). Meshes of carried objects stay hulls, and the
+    /// project's format says it per mesh (`convex_parts`).
+    pub mesh_parts: Decomposition,
+}
+
+impl Default for SceneOptions {
+    fn default() -> Self {
+        SceneOptions {
+            mesh_parts: Decomposition {
+                max_parts: 1,
+                ..Decomposition::default()
+            },
+        }
+    }
+}
+
+/// A mesh as obstacle shapes: the convex hull of `points` where `how` allows one part or no
+/// triangle is given, else convex parts covering `triangles` (indices into `points`).
+pub(crate) fn mesh_shapes(
+    points: &[Point3<f64>],
+    triangles: &[[u32; 3]],
+    how: &Decomposition,
+) -> Result<Vec<Shape>, GeometryError> {
+    let parts = if how.max_parts > 1 && !triangles.is_empty() {
+        convex_parts(points, triangles, how)?
+    } else {
+        vec![Polytope::from_points(points)?]
+    };
+    Ok(parts
+        .into_iter()
+        .map(|polytope| Shape::ConvexMesh { polytope })
+        .collect())
 }
 
 impl Scene {
     /// See [`load_scene`].
     pub fn from_file(path: &Path) -> Result<Scene, SceneError> {
+        Self::from_file_with(path, &SceneOptions::default())
+    }
+
+    /// See [`load_scene_with`].
+    pub fn from_file_with(path: &Path, options: &SceneOptions) -> Result<Scene, SceneError> {
         let text = std::fs::read_to_string(path).map_err(|source| SceneError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::from_text(&text, path.parent().unwrap_or(Path::new(".")), path)
+        Self::from_text_with(
+            &text,
+            path.parent().unwrap_or(Path::new(".")),
+            path,
+            options,
+        )
     }
 
     /// A scene in either format (as [`load_scene`]) from `text`; relative mesh paths of the
     /// project's format resolve against `base_dir`, and errors name `source`.
     pub fn from_text(text: &str, base_dir: &Path, source: &Path) -> Result<Scene, SceneError> {
+        Self::from_text_with(text, base_dir, source, &SceneOptions::default())
+    }
+
+    /// [`Scene::from_text`] with `options`.
+    pub fn from_text_with(
+        text: &str,
+        base_dir: &Path,
+        source: &Path,
+        options: &SceneOptions,
+    ) -> Result<Scene, SceneError> {
         if moveit_text::looks_like_scene_text(text) {
-            return moveit_text::parse(text, source);
+            return moveit_text::parse(text, source, options);
         }
         // Detect the format on a generic parse, then parse again typed, so that errors
         // keep their line numbers.
@@ -655,7 +723,7 @@ impl Scene {
                 source: e,
             })?;
         if moveit::looks_like_moveit(&value) {
-            moveit::parse(text, source)
+            moveit::parse(text, source, options)
         } else {
             yaml::parse(text, base_dir, source)
         }

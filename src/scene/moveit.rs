@@ -3,14 +3,16 @@
 //! Read: `world.collision_objects[]` with `id`, `header.frame_id`, optional `pose`,
 //! `primitives[]` (`type` as a number or name: 1/box `[x, y, z]` full sizes, 2/sphere `[r]`,
 //! 3/cylinder `[height, radius]`; 4/cone is unsupported) with `primitive_poses[]`, and
-//! `meshes[]` (`vertices`, whose convex hull is used) with `mesh_poses[]`. When the object
+//! `meshes[]` (`vertices`, whose convex hull is used, or `vertices` and `triangles`
+//! (`vertex_indices`) split into convex parts where
+//! [`SceneOptions::mesh_parts`](super::SceneOptions::mesh_parts) allows) with `mesh_poses[]`. When the object
 //! has a `pose`, primitive and mesh poses are relative to it (MoveIt semantics since the
 //! field exists); otherwise they are in the header frame. Positions may be `[x, y, z]` or
 //! `{x, y, z}`, orientations `[x, y, z, w]` or `{x, y, z, w}`; an all-zero quaternion
 //! (an unset message field) means identity.
 //!
 //! An object with several shapes becomes obstacles `id`, `id/1`, `id/2`, ... (primitives
-//! first, then meshes). All objects must share one header frame (no TF here), which becomes
+//! first, then meshes, a split mesh's parts one after another). All objects must share one header frame (no TF here), which becomes
 //! the scene frame (`world` when none is given). `planes` and any `operation` other than
 //! ADD are rejected.
 //!
@@ -37,7 +39,7 @@ use serde::Deserialize;
 
 use super::yaml::quaternion_xyzw;
 use super::{AllowedCollision, Obstacle, Scene, SceneError, Shape};
-use crate::robot::geometry::Polytope;
+use crate::robot::decompose::Decomposition;
 use crate::robot::AttachedObject;
 
 #[derive(Deserialize)]
@@ -188,6 +190,14 @@ struct Primitive {
 struct Mesh {
     #[serde(default)]
     vertices: Vec<Xyz>,
+    #[serde(default)]
+    triangles: Vec<MeshTriangle>,
+}
+
+#[derive(Deserialize)]
+struct MeshTriangle {
+    #[serde(default)]
+    vertex_indices: Vec<u64>,
 }
 
 /// Whether a parsed YAML document is a MoveIt planning scene (it has a `world` key).
@@ -269,6 +279,7 @@ fn object_shapes(
     object: &CollisionObject,
     label: &str,
     source: &Path,
+    mesh_parts: &Decomposition,
 ) -> Result<Vec<Obstacle>, SceneError> {
     let err = |reason: String| SceneError::Format {
         path: source.to_path_buf(),
@@ -324,13 +335,20 @@ fn object_shapes(
             .iter()
             .map(|v| Point3::from(v.array()))
             .collect();
-        let polytope = Polytope::from_points(&points).map_err(|e| SceneError::Geometry {
-            path: source.to_path_buf(),
-            obstacle: format!("{label} mesh {k}"),
-            source: e,
+        let triangles = if mesh_parts.max_parts > 1 {
+            mesh_triangles(mesh, points.len()).map_err(|r| err(format!("mesh {k}: {r}")))?
+        } else {
+            Vec::new()
+        };
+        let parts = super::mesh_shapes(&points, &triangles, mesh_parts).map_err(|e| {
+            SceneError::Geometry {
+                path: source.to_path_buf(),
+                obstacle: format!("{label} mesh {k}"),
+                source: e,
+            }
         })?;
         let local = pose_to_isometry(pose).map_err(|r| err(format!("mesh_poses[{k}]: {r}")))?;
-        shapes.push((Shape::ConvexMesh { polytope }, base * local));
+        shapes.extend(parts.into_iter().map(|shape| (shape, base * local)));
     }
     Ok(shapes
         .into_iter()
@@ -347,8 +365,38 @@ fn object_shapes(
         .collect())
 }
 
-/// Parses a MoveIt planning scene; `source` names the text in error messages.
-pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
+/// The triangles of a mesh of `count` vertices; a triangle without three indices, or with one
+/// past the vertices, is an error.
+fn mesh_triangles(mesh: &Mesh, count: usize) -> Result<Vec<[u32; 3]>, String> {
+    mesh.triangles
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let [a, b, c] = t.vertex_indices[..] else {
+                return Err(format!(
+                    "triangle {k} has {} vertex_indices, expected 3",
+                    t.vertex_indices.len()
+                ));
+            };
+            let mut out = [0u32; 3];
+            for (slot, i) in out.iter_mut().zip([a, b, c]) {
+                *slot = u32::try_from(i)
+                    .ok()
+                    .filter(|&i| (i as usize) < count)
+                    .ok_or_else(|| format!("triangle {k} refers to vertex {i} of {count}"))?;
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Parses a MoveIt planning scene; `source` names the text in error messages; meshes of world
+/// objects are split as `options` say.
+pub(crate) fn parse(
+    text: &str,
+    source: &Path,
+    options: &super::SceneOptions,
+) -> Result<Scene, SceneError> {
     let doc: Doc = serde_yaml::from_str(text).map_err(|e| SceneError::Yaml {
         path: source.to_path_buf(),
         source: e,
@@ -380,7 +428,7 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
             }
         }
         let mut ids = Vec::new();
-        for o in object_shapes(object, &label, source)? {
+        for o in object_shapes(object, &label, source, &options.mesh_parts)? {
             ids.push(o.id.clone());
             scene.add(o).map_err(|e| err(e.to_string()))?;
         }
@@ -411,7 +459,9 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
                 )));
             }
         }
-        for o in object_shapes(&a.object, &label, source)? {
+        // A carried object's meshes stay hulls.
+        let hull = super::SceneOptions::default().mesh_parts;
+        for o in object_shapes(&a.object, &label, source, &hull)? {
             scene
                 .attach(AttachedObject {
                     id: o.id,
@@ -537,7 +587,7 @@ fn matrix_entries(
 impl Scene {
     /// Parses a MoveIt `PlanningScene` YAML text (see the [module documentation](self)).
     pub fn from_moveit_yaml_str(text: &str) -> Result<Scene, SceneError> {
-        parse(text, Path::new("<string>"))
+        parse(text, Path::new("<string>"), &super::SceneOptions::default())
     }
 }
 

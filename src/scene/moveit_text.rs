@@ -24,7 +24,9 @@
 //! number. Poses are in the planning frame (the file names no frame): the scene's frame is
 //! empty, which the service reads as its planning frame. An object with several shapes
 //! becomes obstacles `id`, `id/1`, `id/2`, ... (as MoveIt YAML objects do); a mesh is used as
-//! the convex hull of its vertices. Cones and planes are refused, naming the object.
+//! the convex hull of its vertices, or split into convex parts covering its triangles where
+//! [`SceneOptions::mesh_parts`](super::SceneOptions::mesh_parts) allows (each part one more
+//! obstacle of the object). Cones and planes are refused, naming the object.
 //!
 //! [`Scene::to_moveit_text`] writes the current format (obstacles only: the format has no
 //! carried objects).
@@ -35,7 +37,7 @@ use nalgebra::{Isometry3, Point3, Translation3};
 
 use super::yaml::{finite3, quaternion_xyzw};
 use super::{Obstacle, Scene, SceneError, Shape};
-use crate::robot::geometry::Polytope;
+use crate::robot::decompose::Decomposition;
 
 /// Whether `text` is in this format rather than YAML: its last non-blank line is `.`.
 pub(crate) fn looks_like_scene_text(text: &str) -> bool {
@@ -123,8 +125,9 @@ impl<'a> Reader<'a> {
         ))
     }
 
-    /// One shape: its type word and sizes.
-    fn shape(&mut self, id: &str) -> Result<Shape, SceneError> {
+    /// One shape: its type word and sizes; a mesh may give several (its convex parts, where
+    /// `mesh_parts` allows more than one).
+    fn shapes(&mut self, id: &str, mesh_parts: &Decomposition) -> Result<Vec<Shape>, SceneError> {
         let (line, kind) = self.word("a shape type")?;
         let bad = |r: &Self, reason: String| r.err(line, format!("object '{id}': {reason}"));
         let shape = match kind {
@@ -152,25 +155,32 @@ impl<'a> Reader<'a> {
                     let [x, y, z] = self.numbers::<3>("a mesh vertex")?;
                     points.push(Point3::new(x, y, z));
                 }
+                let mut faces = Vec::with_capacity(triangles.min(1 << 20));
                 for _ in 0..triangles {
-                    // The triangles do not change the hull; they are read past.
-                    for _ in 0..3 {
+                    let mut face = [0u32; 3];
+                    for slot in &mut face {
                         let index = self.count("a mesh triangle's vertex index")?;
-                        if index >= vertices {
-                            return Err(self.err(
-                                self.line,
-                                format!(
-                                    "object '{id}': triangle vertex index {index} of {vertices} \
-                                     vertices"
-                                ),
-                            ));
-                        }
+                        *slot = u32::try_from(index)
+                            .ok()
+                            .filter(|_| index < vertices)
+                            .ok_or_else(|| {
+                                self.err(
+                                    self.line,
+                                    format!(
+                                        "object '{id}': triangle vertex index {index} of \
+                                         {vertices} vertices"
+                                    ),
+                                )
+                            })?;
                     }
+                    faces.push(face);
                 }
-                Shape::ConvexMesh {
-                    polytope: Polytope::from_points(&points)
-                        .map_err(|e| bad(self, format!("mesh: {e}")))?,
+                let shapes = super::mesh_shapes(&points, &faces, mesh_parts)
+                    .map_err(|e| bad(self, format!("mesh: {e}")))?;
+                for shape in &shapes {
+                    shape.validate().map_err(|e| bad(self, e))?;
                 }
+                return Ok(shapes);
             }
             "cone" | "plane" => {
                 return Err(bad(
@@ -181,7 +191,7 @@ impl<'a> Reader<'a> {
             other => return Err(bad(self, format!("unknown shape type '{other}'"))),
         };
         shape.validate().map_err(|e| bad(self, e))?;
-        Ok(shape)
+        Ok(vec![shape])
     }
 }
 
@@ -199,8 +209,13 @@ fn tokens(text: &str) -> Vec<Token<'_>> {
     out
 }
 
-/// Parses a `.scene` text; errors name `source` and the line.
-pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
+/// Parses a `.scene` text; errors name `source` and the line; meshes are split as `options`
+/// say.
+pub(crate) fn parse(
+    text: &str,
+    source: &Path,
+    options: &super::SceneOptions,
+) -> Result<Scene, SceneError> {
     // The current format has an object pose after each `*` line: several numbers on the
     // line that follows, where the older format has the shape count alone.
     let current = text
@@ -234,22 +249,27 @@ pub(crate) fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
             Isometry3::identity()
         };
         let n = reader.count(&format!("object '{id}': the shape count"))?;
+        // Obstacles of the object so far (a mesh split into parts gives several).
+        let mut made = 0usize;
         for k in 0..n {
-            let shape = reader.shape(id)?;
+            let shapes = reader.shapes(id, &options.mesh_parts)?;
             let pose = reader.pose(&format!("object '{id}' shape {k}"))?;
             reader.numbers::<4>(&format!("object '{id}' shape {k} colour"))?;
-            let name = if k == 0 {
-                id.to_string()
-            } else {
-                super::part_id(id, k)
-            };
-            scene
-                .add(Obstacle {
-                    id: name.clone(),
-                    shape,
-                    pose: object_pose * pose,
-                })
-                .map_err(|e| reader.err(line, format!("object '{name}': {e}")))?;
+            for shape in shapes {
+                let name = if made == 0 {
+                    id.to_string()
+                } else {
+                    super::part_id(id, made)
+                };
+                made += 1;
+                scene
+                    .add(Obstacle {
+                        id: name.clone(),
+                        shape,
+                        pose: object_pose * pose,
+                    })
+                    .map_err(|e| reader.err(line, format!("object '{name}': {e}")))?;
+            }
         }
         if current {
             let subframes = reader.count(&format!("object '{id}': the subframe count"))?;
@@ -279,7 +299,7 @@ impl Scene {
     /// Parses MoveIt's `.scene` text (see the [module documentation](self)); errors name
     /// `source` and the line.
     pub fn from_moveit_text(text: &str, source: &Path) -> Result<Scene, SceneError> {
-        parse(text, source)
+        parse(text, source, &super::SceneOptions::default())
     }
 
     /// The scene's obstacles as MoveIt's `.scene` text (current format) named `name`: one
@@ -326,7 +346,14 @@ impl Scene {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::robot::geometry::Polytope;
+    use crate::scene::SceneOptions;
     use nalgebra::Vector3;
+
+    /// The text parsed with the default options (meshes as hulls).
+    fn parse(text: &str, source: &Path) -> Result<Scene, SceneError> {
+        super::parse(text, source, &SceneOptions::default())
+    }
 
     const CURRENT: &str = "cell
 * table

@@ -121,8 +121,8 @@ impl PlanningService {
     /// DELETEALL clears the scene. On error the scene is unchanged.
     ///
     /// A mesh marker is split into convex parts where
-    /// [`ServiceSettings::mesh_parts`](super::ServiceSettings::mesh_parts) allows (see the
-    /// [module documentation](self)): obstacles `ns/id`, `ns/id/1`, ...; parts of an earlier
+    /// [`ServiceSettings::mesh_parts`](super::ServiceSettings::mesh_parts) allows (parts of
+    /// the last 8 meshes are kept): obstacles `ns/id`, `ns/id/1`, ...; parts of an earlier
     /// version of the marker that the new one lacks are removed, and DELETE removes them
     /// all. Returns a note for the log where a mesh that was to be split is its convex hull
     /// instead.

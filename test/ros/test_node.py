@@ -1853,6 +1853,37 @@ def mesh_marker_checks(node, plan, obstacles, scenes):
     obstacles.publish(MarkerArray(markers=[mesh]))
     gone = wait_for(node, lambda: not bin_ids('bins/1'), 10.0)
     check('DELETE of the split bin removes every part', gone, f'{bin_ids("bins/1")}')
+
+    # The same bin as MoveIt .scene text through ~/load_scene is split too; the scene saved
+    # before is loaded back after.
+    save = node.create_client(SaveScene, f'/{NODE}/save_scene')
+    load = node.create_client(LoadScene, f'/{NODE}/load_scene')
+    kept = os.path.join(folder, 'kept.yaml')
+    res = call(node, save, SaveScene.Request(path=kept))
+    if check('~/save_scene before a MoveIt bin is loaded', res is not None and res.success,
+             res and res.message):
+        corners = sorted({p for t in triangles for p in t})
+        lines = ['cell', '* bigbin', '0 0 -0.3', '0 0 0 1', '1', 'mesh',
+                 f'{len(corners)} {len(triangles)}']
+        lines += [f'{x} {y} {z}' for x, y, z in corners]
+        lines += [' '.join(str(corners.index(p)) for p in t) for t in triangles]
+        lines += ['0 0 0', '0 0 0 1', '0 0 0 0', '0', '.']
+        res = call(node, load, LoadScene.Request(scene_yaml='\n'.join(lines) + '\n',
+                                                 merge=True))
+        shown = wait_for(node, lambda: len(bin_ids('bigbin')) >= 2, 10.0)
+        check('a MoveIt .scene mesh loaded by ~/load_scene with mesh_convex_parts 16 becomes '
+              'parts bigbin, bigbin/1, ...',
+              res is not None and res.success and shown
+              and bin_ids('bigbin') == sorted(['bigbin'] + [f'bigbin/{k}' for k in
+                                                           range(1, len(bin_ids('bigbin')))]),
+              f'{res and res.message!r} {bin_ids("bigbin")}')
+        res = start_state()
+        check('START inside the loaded split bin is valid', res is not None and res.valid,
+              res and f'{list(res.contacts)}')
+        res = call(node, load, LoadScene.Request(path=kept, merge=False))
+        gone = wait_for(node, lambda: not bin_ids('bigbin'), 10.0)
+        check('the scene saved before is loaded back', res is not None and res.success and gone,
+              res and res.message)
     set_params([('mesh_convex_parts', '1')])
     res = start_state()
     check('START is valid again once the bin is deleted', res is not None and res.valid,

@@ -50,3 +50,21 @@ pub fn test_bin() -> (Vec<[Point3<f64>; 3]>, [f64; 3]) {
     let [x, y, z] = TOOL;
     (open_bin(HALF, BELOW + ABOVE), [x, y, z - BELOW])
 }
+
+/// The bin as MoveIt `.scene` text (one mesh object under the tool).
+pub fn bin_scene_text() -> String {
+    let (p, quads) = bin_surface(HALF, BELOW + ABOVE);
+    let [x, y, z] = TOOL;
+    let mut out = format!(
+        "cell\n* bin\n{x} {y} {}\n0 0 0 1\n1\nmesh\n8 10\n",
+        z - BELOW
+    );
+    for [a, b, c] in p {
+        out.push_str(&format!("{a} {b} {c}\n"));
+    }
+    for [a, b, c, d] in quads {
+        out.push_str(&format!("{a} {b} {c}\n{a} {c} {d}\n"));
+    }
+    out.push_str("0 0 0\n0 0 0 1\n0 0 0 0\n0\n.\n");
+    out
+}
