@@ -7,7 +7,10 @@ use r2r::std_msgs::msg::{ColorRGBA, Header};
 use r2r::visualization_msgs::msg::{Marker, MarkerArray};
 
 use crate::planners::dynamic_roadmap::DynamicRoadmap;
-use crate::robot::mesh::{load_mesh_points, load_mesh_triangles};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::robot::mesh::{load_mesh_points, load_mesh_triangles, TriangleMesh};
 use crate::robot::resolve_resource;
 use crate::service::roadmap::RoadmapView;
 use crate::service::{marker_type, MarkerAction, MarkerKind, MarkerUpdate};
@@ -44,10 +47,73 @@ pub(crate) fn pose_of(name: &str, p: &Pose) -> Result<Isometry3<f64>, String> {
     ))
 }
 
-/// Reads a marker message. `MESH_RESOURCE` markers have their mesh loaded (and scaled) here,
-/// with its triangles where they can be read (for a split into convex parts), else its
-/// vertices only; unknown actions and unreadable meshes are errors naming the marker.
-pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
+/// Mesh files kept once read for `MESH_RESOURCE` markers, so that a marker republished at a
+/// rate does not read and parse its file again: up to [`MeshFiles::KEPT`] of them, each
+/// read again when its size or modification time changes.
+#[derive(Default)]
+pub struct MeshFiles {
+    /// (file, size, modification time, scale bits) and what it gave, the latest use last.
+    kept: Vec<(MeshKey, TriangleMesh)>,
+    /// How many times a file was read.
+    reads: u64,
+}
+
+/// What a kept mesh depends on.
+#[derive(PartialEq)]
+struct MeshKey {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+    scale: [u64; 3],
+}
+
+impl MeshFiles {
+    /// How many meshes are kept.
+    pub const KEPT: usize = 8;
+
+    /// How many times a mesh file has been read.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    /// The mesh at `path` scaled by `scale`: its vertices and triangles where they can be
+    /// read (for a split into convex parts), else its vertices only.
+    fn load(&mut self, path: &Path, scale: [f64; 3]) -> Result<TriangleMesh, String> {
+        let meta = std::fs::metadata(path).ok();
+        let key = MeshKey {
+            path: path.to_path_buf(),
+            len: meta.as_ref().map_or(0, |m| m.len()),
+            modified: meta.and_then(|m| m.modified().ok()),
+            scale: scale.map(f64::to_bits),
+        };
+        if let Some(k) = self.kept.iter().position(|(have, _)| *have == key) {
+            let entry = self.kept.remove(k);
+            let mesh = entry.1.clone();
+            self.kept.push(entry);
+            return Ok(mesh);
+        }
+        let s = nalgebra::Vector3::new(scale[0], scale[1], scale[2]);
+        self.reads += 1;
+        let mesh = match load_mesh_triangles(path, s) {
+            Ok(mesh) => mesh,
+            Err(_) => (
+                load_mesh_points(path, s).map_err(|e| e.to_string())?,
+                Vec::new(),
+            ),
+        };
+        if self.kept.len() >= Self::KEPT {
+            self.kept.remove(0);
+        }
+        self.kept.push((key, mesh.clone()));
+        Ok(mesh)
+    }
+}
+
+/// Reads a marker message. `MESH_RESOURCE` markers have their mesh loaded (and scaled) here
+/// through `files`, with its triangles where they can be read (for a split into convex
+/// parts), else its vertices only; unknown actions and unreadable meshes are errors naming
+/// the marker.
+pub fn marker_update(m: &Marker, files: &mut MeshFiles) -> Result<MarkerUpdate, String> {
     let name = format!("{}/{}", m.ns, m.id);
     let action = MarkerAction::from_ros(m.action).ok_or_else(|| {
         format!(
@@ -69,14 +135,9 @@ pub fn marker_update(m: &Marker) -> Result<MarkerUpdate, String> {
                 m.mesh_resource
             )
         })?;
-        let scale = nalgebra::Vector3::new(scale[0], scale[1], scale[2]);
-        let (points, triangles) = match load_mesh_triangles(&path, scale) {
-            Ok(mesh) => mesh,
-            Err(_) => (
-                load_mesh_points(&path, scale).map_err(|e| format!("marker '{name}': {e}"))?,
-                Vec::new(),
-            ),
-        };
+        let (points, triangles) = files
+            .load(&path, scale)
+            .map_err(|e| format!("marker '{name}': {e}"))?;
         MarkerKind::Mesh { points, triangles }
     } else {
         let points: Vec<Point3<f64>> = m
@@ -315,7 +376,8 @@ mod tests {
             },
             ..Default::default()
         };
-        let u = marker_update(&m).expect("cube");
+        let mut files = MeshFiles::default();
+        let u = marker_update(&m, &mut files).expect("cube");
         assert_eq!(u.kind, MarkerKind::Cube);
         assert_eq!(u.obstacle_id(), "box/4");
         let back = marker_msg(&u);
@@ -324,6 +386,74 @@ mod tests {
         assert_eq!(back.pose.orientation.w, 1.0);
         let mut bad = m.clone();
         bad.action = 7;
-        assert!(marker_update(&bad).unwrap_err().contains("box/4"));
+        assert!(marker_update(&bad, &mut files)
+            .unwrap_err()
+            .contains("box/4"));
+    }
+
+    /// A MESH_RESOURCE marker's file is read once while it is unchanged, again when it
+    /// changes or is asked for at another scale; its triangles come with it.
+    #[test]
+    fn mesh_files_are_read_once_while_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tetra.stl");
+        let tetra = |top: f64| {
+            let p = [
+                [0.0, 0.0, 0.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, top],
+            ];
+            let mut out = String::from("solid t\n");
+            for [a, b, c] in [[0, 2, 1], [0, 1, 3], [1, 2, 3], [2, 0, 3]] {
+                out.push_str("facet normal 0 0 0\nouter loop\n");
+                for i in [a, b, c] {
+                    let [x, y, z]: [f64; 3] = p[i];
+                    out.push_str(&format!("vertex {x} {y} {z}\n"));
+                }
+                out.push_str("endloop\nendfacet\n");
+            }
+            out + "endsolid t\n"
+        };
+        std::fs::write(&path, tetra(1.0)).unwrap();
+        let marker = |scale: f64| Marker {
+            ns: "mesh".into(),
+            type_: marker_type::MESH_RESOURCE,
+            mesh_resource: format!("file://{}", path.display()),
+            pose: Pose {
+                orientation: QuaternionMsg {
+                    w: 1.0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            scale: Vector3 {
+                x: scale,
+                y: scale,
+                z: scale,
+            },
+            ..Default::default()
+        };
+        let mut files = MeshFiles::default();
+        let top = |u: &MarkerUpdate| match &u.kind {
+            MarkerKind::Mesh { points, triangles } => {
+                assert_eq!(triangles.len(), 4);
+                points.iter().map(|p| p.z).fold(0.0, f64::max)
+            }
+            other => panic!("not a mesh: {other:?}"),
+        };
+        for _ in 0..3 {
+            assert_eq!(top(&marker_update(&marker(1.0), &mut files).unwrap()), 1.0);
+        }
+        assert_eq!(files.reads(), 1);
+        assert_eq!(top(&marker_update(&marker(2.0), &mut files).unwrap()), 2.0);
+        assert_eq!(files.reads(), 2);
+        // A changed file (another size) is read again.
+        std::fs::write(&path, tetra(1.25)).unwrap();
+        assert_eq!(top(&marker_update(&marker(1.0), &mut files).unwrap()), 1.25);
+        assert_eq!(files.reads(), 3);
+        std::fs::remove_file(&path).unwrap();
+        let e = marker_update(&marker(1.0), &mut files).unwrap_err();
+        assert!(e.contains("mesh/0") && e.contains("tetra.stl"), "{e}");
     }
 }

@@ -1081,8 +1081,10 @@ async fn run_async() -> Result<(), NodeError> {
         let roadmap_pub = roadmap_pub.clone();
         let scene_pub = scene_pub.clone();
         let mut obstacles = obstacles;
-        // Notes of meshes not split are logged once each (markers are often republished).
+        // Notes of meshes not split are logged once each (markers are often republished), and
+        // mesh files are read once while unchanged.
         let mut noted = std::collections::HashSet::new();
+        let mut mesh_files = markers::MeshFiles::default();
         async move {
             while let Some(array) = obstacles.next().await {
                 let changed = tokio::task::block_in_place(|| {
@@ -1099,7 +1101,7 @@ async fn run_async() -> Result<(), NodeError> {
                     };
                     let mut changed = 0;
                     for m in &array.markers {
-                        let applied = markers::marker_update(m)
+                        let applied = markers::marker_update(m, &mut mesh_files)
                             .and_then(|u| service.apply_marker(u).map_err(|e| e.to_string()));
                         match applied {
                             Ok(note) => {
