@@ -144,10 +144,21 @@ fn plans_end_inside_the_region_and_repeat_for_a_seed() {
     let goal = ConstraintSet::new(&b.robot, &b.group, &state, region(&b)).expect("region");
     let none = ConstraintSet::new(&b.robot, &b.group, &state, PathConstraints::default())
         .expect("no constraints");
-    for planner in [PlannerId::RrtConnect, PlannerId::Prm, PlannerId::Rrt] {
+    for planner in [
+        PlannerId::RrtConnect,
+        PlannerId::Prm,
+        PlannerId::Rrt,
+        PlannerId::LazyPrm,
+        PlannerId::RrtStar,
+    ] {
         let mut req = PlanRequest::new(start.clone(), Vec::new(), planner);
         req.time_limit = Duration::from_secs(20);
         req.seed = 11;
+        if planner == PlannerId::RrtStar {
+            // Anytime: an iteration budget, not the clock, ends it (the same path for a seed).
+            req.max_iterations = Some(40);
+            req.time_limit = Duration::from_secs(60);
+        }
         let opts = IkOptions {
             seed: 11,
             ..IkOptions::default()
