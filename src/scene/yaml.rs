@@ -44,7 +44,7 @@ use nalgebra::{Isometry3, Point3, Quaternion, Translation3, UnitQuaternion, Vect
 use serde::{Deserialize, Serialize};
 
 use super::{Obstacle, Scene, SceneError, Shape};
-use crate::robot::decompose::{convex_parts, Decomposition};
+use crate::robot::decompose::Decomposition;
 use crate::robot::geometry::Polytope;
 use crate::robot::mesh::{load_mesh_points, load_mesh_triangles};
 use crate::robot::AttachedObject;
@@ -304,16 +304,18 @@ fn parse_item(
                 resolution: s.resolution.unwrap_or(Decomposition::default().resolution),
             };
             how.validate().map_err(geometry_err)?;
-            let mut parts = if how.max_parts > 1 {
-                let (points, triangles) =
-                    load_mesh_triangles(&file, scale).map_err(geometry_err)?;
-                convex_parts(&points, &triangles, &how).map_err(geometry_err)?
+            // The triangles are read only where the mesh is split.
+            let (points, triangles) = if how.max_parts > 1 {
+                load_mesh_triangles(&file, scale).map_err(geometry_err)?
             } else {
-                let points = load_mesh_points(&file, scale).map_err(geometry_err)?;
-                vec![Polytope::from_points(&points).map_err(geometry_err)?]
-            }
-            .into_iter()
-            .map(|polytope| Shape::ConvexMesh { polytope });
+                (
+                    load_mesh_points(&file, scale).map_err(geometry_err)?,
+                    Vec::new(),
+                )
+            };
+            let mut parts = super::mesh_shapes(&points, &triangles, &how)
+                .map_err(geometry_err)?
+                .into_iter();
             let first = parts
                 .next()
                 .ok_or_else(|| format_err("the mesh gave no convex part".into()))?;

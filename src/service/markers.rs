@@ -140,10 +140,9 @@ impl PlanningService {
                 }
                 let extra = self.marker_parts.extra.remove(&marker).unwrap_or(0);
                 self.remove_parts(&marker, 1, extra);
-                self.scene
-                    .remove(&marker)
-                    .map(|_| None)
-                    .map_err(|_| ServiceError::UnknownMarker { marker })
+                // Present, as checked above.
+                let _ = self.scene.remove(&marker);
+                Ok(None)
             }
             MarkerAction::Add | MarkerAction::Modify => {
                 let pose = self
@@ -195,11 +194,8 @@ impl PlanningService {
     /// Removes the parts `from..=to` of marker obstacle `marker` (those in the scene).
     fn remove_parts(&mut self, marker: &str, from: usize, to: usize) {
         for k in from..=to {
-            let id = part_id(marker, k);
-            if self.scene.get(&id).is_some() {
-                // Present, so the removal succeeds.
-                let _ = self.scene.remove(&id);
-            }
+            // A part already gone (the scene replaced or cleared since) is no error.
+            let _ = self.scene.remove(&part_id(marker, k));
         }
     }
 
