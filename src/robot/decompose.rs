@@ -56,6 +56,14 @@ impl Default for Decomposition {
 }
 
 impl Decomposition {
+    /// One part, the mesh's convex hull (the default resolution, unused then).
+    pub fn hull() -> Self {
+        Decomposition {
+            max_parts: 1,
+            ..Decomposition::default()
+        }
+    }
+
     /// Checks the ranges of both fields; the error names the field and its value.
     pub fn validate(&self) -> Result<(), GeometryError> {
         if !(1..=MAX_PARTS).contains(&self.max_parts) {

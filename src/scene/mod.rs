@@ -653,10 +653,7 @@ pub struct SceneOptions {
 impl Default for SceneOptions {
     fn default() -> Self {
         SceneOptions {
-            mesh_parts: Decomposition {
-                max_parts: 1,
-                ..Decomposition::default()
-            },
+            mesh_parts: Decomposition::hull(),
         }
     }
 }

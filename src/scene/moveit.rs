@@ -460,8 +460,7 @@ pub(crate) fn parse(
             }
         }
         // A carried object's meshes stay hulls.
-        let hull = super::SceneOptions::default().mesh_parts;
-        for o in object_shapes(&a.object, &label, source, &hull)? {
+        for o in object_shapes(&a.object, &label, source, &Decomposition::hull())? {
             scene
                 .attach(AttachedObject {
                     id: o.id,

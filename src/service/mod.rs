@@ -148,10 +148,7 @@ impl Default for ServiceSettings {
             ompl_planning: true,
             path_tolerance: crate::trajectory::rounded::DEFAULT_PATH_TOLERANCE,
             ik_time_share: crate::planners::pose::IK_TIME_SHARE,
-            mesh_parts: Decomposition {
-                max_parts: 1,
-                ..Decomposition::default()
-            },
+            mesh_parts: Decomposition::hull(),
         }
     }
 }
