@@ -13,8 +13,8 @@ use gpu_motion_planner::collision::{Checker, MotionBatch};
 use gpu_motion_planner::robot::decompose::Decomposition;
 use gpu_motion_planner::scene::Shape;
 use gpu_motion_planner::service::{
-    AttachRequest, MarkerAction, MarkerKind, MarkerUpdate, PlanningService, ServiceError,
-    ServiceSettings, StateCheckRequest,
+    AttachRequest, MarkerAction, MarkerKind, MarkerUpdate, MeshSplitter, PlanningService,
+    ServiceError, ServiceSettings, StateCheckRequest,
 };
 use nalgebra::{Isometry3, Point3, Vector3};
 
@@ -344,4 +344,91 @@ fn meshes_that_cannot_be_split_are_their_hull_with_a_note() {
         Err(ServiceError::BadMarker { .. })
     ));
     assert_eq!(ids(&s), before);
+}
+
+/// The vertices of every obstacle of the scene, by id (sorted).
+fn obstacle_vertices(s: &PlanningService) -> Vec<(String, Vec<Point3<f64>>)> {
+    let mut v: Vec<(String, Vec<Point3<f64>>)> = s
+        .scene()
+        .iter()
+        .map(|o| {
+            let vertices = match &o.shape {
+                Shape::ConvexMesh { polytope } => polytope.vertices.clone(),
+                other => panic!("{}: not a convex mesh: {other:?}", o.id),
+            };
+            (o.id.clone(), vertices)
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The node splits meshes before it takes the service (`MeshSplitter::prepare`) and applies
+/// them after (`apply_prepared`): the scene is the one `apply_marker` makes, the service
+/// splits nothing itself, and a marker prepared for another split setting is made with the
+/// service's current one.
+#[test]
+fn meshes_split_outside_the_service_give_the_same_scene() {
+    let (bin, at) = bin_list();
+    let mut direct = split_service(16);
+    direct
+        .apply_marker(marker(MarkerAction::Add, bin.clone(), at))
+        .unwrap();
+    let want = obstacle_vertices(&direct);
+    assert!(want.len() > 1, "{want:?}");
+
+    let mut s = split_service(16);
+    let mut splitter = MeshSplitter::default();
+    let how = s.settings().mesh_parts;
+    let prepared = splitter.prepare(marker(MarkerAction::Add, bin.clone(), at), &how);
+    assert_eq!(prepared.update().obstacle_id(), "bins/3");
+    assert_eq!(splitter.splits(), 1);
+    assert_eq!(s.apply_prepared(prepared).unwrap(), None);
+    assert_eq!(s.mesh_splits(), 0, "the service split the mesh again");
+    assert_eq!(obstacle_vertices(&s), want);
+
+    // Moved: the splitter keeps the parts, and the service still splits nothing.
+    let moved = [at[0] + 0.1, at[1], at[2]];
+    let prepared = splitter.prepare(marker(MarkerAction::Modify, bin.clone(), moved), &how);
+    s.apply_prepared(prepared).unwrap();
+    assert_eq!((splitter.splits(), s.mesh_splits()), (1, 0));
+    assert!(are_parts(&ids(&s), want.len()));
+
+    // Prepared as a hull while the service splits: the service splits it itself.
+    let hull = Decomposition::hull();
+    let prepared = splitter.prepare(marker(MarkerAction::Add, bin.clone(), at), &hull);
+    assert_eq!(splitter.splits(), 1);
+    s.apply_prepared(prepared).unwrap();
+    assert_eq!(s.mesh_splits(), 1);
+    assert_eq!(obstacle_vertices(&s), want);
+
+    // Prepared split while the service has since been set to hulls: one hull, the parts
+    // removed.
+    let prepared = splitter.prepare(marker(MarkerAction::Add, bin.clone(), at), &how);
+    set_parts(&mut s, 1);
+    s.apply_prepared(prepared).unwrap();
+    assert_eq!(ids(&s), vec!["bins/3".to_string()]);
+    let hull_vertices = obstacle_vertices(&s);
+    assert_eq!(hull_vertices[0].1.len(), 8, "{hull_vertices:?}");
+
+    // A prepared DELETE removes every part; a bad prepared marker is an error naming it and
+    // changes nothing.
+    set_parts(&mut s, 16);
+    let prepared = splitter.prepare(marker(MarkerAction::Add, bin.clone(), at), &how);
+    s.apply_prepared(prepared).unwrap();
+    assert!(are_parts(&ids(&s), want.len()));
+    let bad = splitter.prepare(
+        marker(
+            MarkerAction::Add,
+            MarkerKind::TriangleList(vec![Point3::origin(); 3]),
+            at,
+        ),
+        &how,
+    );
+    let e = s.apply_prepared(bad).unwrap_err();
+    assert!(e.to_string().contains("bins/3"), "{e}");
+    assert!(are_parts(&ids(&s), want.len()));
+    let prepared = splitter.prepare(marker(MarkerAction::Delete, bin, at), &how);
+    s.apply_prepared(prepared).unwrap();
+    assert!(ids(&s).is_empty());
 }

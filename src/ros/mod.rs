@@ -1085,8 +1085,28 @@ async fn run_async() -> Result<(), NodeError> {
         // mesh files are read once while unchanged.
         let mut noted = std::collections::HashSet::new();
         let mut mesh_files = markers::MeshFiles::default();
+        // Meshes are split here, before the service is taken (a large mesh takes about a
+        // second), so that the services are held up only while the scene changes.
+        let mut splitter = crate::service::MeshSplitter::default();
         async move {
             while let Some(array) = obstacles.next().await {
+                let how = match lock(&shared.service).as_ref() {
+                    Ok(service) => service.settings().mesh_parts,
+                    Err(reason) => {
+                        r2r::log_warn!(&logger, "~/obstacles ignored: no robot loaded: {reason}");
+                        continue;
+                    }
+                };
+                let prepared: Vec<_> = tokio::task::block_in_place(|| {
+                    let mut prepared = Vec::with_capacity(array.markers.len());
+                    for m in &array.markers {
+                        match markers::marker_update(m, &mut mesh_files) {
+                            Ok(u) => prepared.push(splitter.prepare(u, &how)),
+                            Err(e) => r2r::log_warn!(&logger, "~/obstacles: {e}"),
+                        }
+                    }
+                    prepared
+                });
                 let changed = tokio::task::block_in_place(|| {
                     let mut guard = lock(&shared.service);
                     let service = match guard.as_mut() {
@@ -1100,10 +1120,8 @@ async fn run_async() -> Result<(), NodeError> {
                         }
                     };
                     let mut changed = 0;
-                    for m in &array.markers {
-                        let applied = markers::marker_update(m, &mut mesh_files)
-                            .and_then(|u| service.apply_marker(u).map_err(|e| e.to_string()));
-                        match applied {
+                    for p in prepared {
+                        match service.apply_prepared(p) {
                             Ok(note) => {
                                 changed += 1;
                                 if let Some(note) = note.filter(|n| noted.insert(n.clone())) {

@@ -31,16 +31,14 @@ struct SplitMesh {
     parts: Vec<Polytope>,
 }
 
-/// What the service keeps about mesh markers split into parts.
+/// What the service keeps about marker obstacles split into parts.
 #[derive(Default)]
 pub(super) struct MarkerParts {
     /// Of every marker obstacle split into parts: how many parts beyond the first (which
     /// has the marker's own id).
     extra: HashMap<String, usize>,
-    /// The latest split meshes, the one used last at the end.
-    kept: Vec<SplitMesh>,
-    /// How many meshes have been split.
-    splits: u64,
+    /// The service's own splits ([`PlanningService::apply_marker`]).
+    splitter: MeshSplitter,
 }
 
 impl MarkerParts {
@@ -52,6 +50,53 @@ impl MarkerParts {
     /// How many convex parts beyond the first the obstacle `id` was split into by a marker.
     pub(super) fn extra_parts(&self, id: &str) -> usize {
         self.extra.get(id).copied().unwrap_or(0)
+    }
+}
+
+/// Splits the meshes of mesh markers into convex parts and keeps the parts of the last 8
+/// meshes, so that a marker republished or moved with the same mesh is not split again.
+///
+/// The split of a large mesh takes a while (about a second for 40,000 triangles). A caller
+/// that shares the [`PlanningService`] splits with a splitter of its own first
+/// ([`MeshSplitter::prepare`], without holding the service) and then applies the result
+/// ([`PlanningService::apply_prepared`]), so that the service is held only to change the
+/// scene.
+#[derive(Default)]
+pub struct MeshSplitter {
+    /// The latest split meshes, the one used last at the end.
+    kept: Vec<SplitMesh>,
+    /// How many meshes have been split.
+    splits: u64,
+}
+
+impl MeshSplitter {
+    /// How many meshes this splitter has split (a mesh whose parts were kept is not split
+    /// again).
+    pub fn splits(&self) -> u64 {
+        self.splits
+    }
+
+    /// Prepares a marker for [`PlanningService::apply_prepared`]: where it adds or changes a
+    /// mesh marker and `how` allows more than one part (`how` being the service's
+    /// [`ServiceSettings::mesh_parts`](super::ServiceSettings::mesh_parts)), its mesh is split
+    /// now. Nothing else is done: the marker is checked when it is applied.
+    pub fn prepare(&mut self, update: MarkerUpdate, how: &Decomposition) -> PreparedMarker {
+        let adds = matches!(update.action, MarkerAction::Add | MarkerAction::Modify);
+        let split = if adds && how.max_parts > 1 {
+            surface(&update.kind).map(|s| {
+                s.and_then(|(points, triangles)| {
+                    self.split(points, &triangles, how)
+                        .map_err(|e| e.to_string())
+                })
+            })
+        } else {
+            None
+        };
+        PreparedMarker {
+            update,
+            how: *how,
+            split,
+        }
     }
 
     /// The parts of a mesh: kept ones, or newly split.
@@ -83,6 +128,23 @@ impl MarkerParts {
             parts: parts.clone(),
         });
         Ok(parts)
+    }
+}
+
+/// A marker whose mesh, where it is to be split, has been split
+/// ([`MeshSplitter::prepare`]).
+pub struct PreparedMarker {
+    update: MarkerUpdate,
+    /// The split setting it was prepared for.
+    how: Decomposition,
+    /// The mesh's parts, or why there are none; `None` where no split was to be made.
+    split: Option<Result<Vec<Polytope>, String>>,
+}
+
+impl PreparedMarker {
+    /// The marker.
+    pub fn update(&self) -> &MarkerUpdate {
+        &self.update
     }
 }
 
@@ -127,6 +189,27 @@ impl PlanningService {
     /// all. Returns a note for the log where a mesh that was to be split is its convex hull
     /// instead.
     pub fn apply_marker(&mut self, m: MarkerUpdate) -> Result<Option<String>, ServiceError> {
+        let how = self.settings.mesh_parts;
+        let prepared = self.marker_parts.splitter.prepare(m, &how);
+        self.apply_prepared(prepared)
+    }
+
+    /// Applies a marker prepared by [`MeshSplitter::prepare`], as [`Self::apply_marker`]
+    /// does, with the parts split then. Where the service's
+    /// [`ServiceSettings::mesh_parts`](super::ServiceSettings::mesh_parts) changed since, the
+    /// mesh is split again here with the current setting.
+    pub fn apply_prepared(
+        &mut self,
+        prepared: PreparedMarker,
+    ) -> Result<Option<String>, ServiceError> {
+        let how = self.settings.mesh_parts;
+        let PreparedMarker {
+            update: m, split, ..
+        } = if prepared.how == how {
+            prepared
+        } else {
+            self.marker_parts.splitter.prepare(prepared.update, &how)
+        };
         let marker = m.obstacle_id();
         match m.action {
             MarkerAction::DeleteAll => {
@@ -151,7 +234,7 @@ impl PlanningService {
                         marker: marker.clone(),
                         reason,
                     })?;
-                let (mut shapes, note) = self.marker_shapes(&marker, &m.kind, m.scale)?;
+                let (mut shapes, note) = Self::marker_shapes(&marker, &m.kind, m.scale, split)?;
                 let first = Obstacle {
                     id: marker.clone(),
                     shape: shapes.remove(0),
@@ -188,7 +271,7 @@ impl PlanningService {
     /// How many meshes of markers have been split into convex parts (a mesh whose parts
     /// were kept from an earlier marker is not split again).
     pub fn mesh_splits(&self) -> u64 {
-        self.marker_parts.splits
+        self.marker_parts.splitter.splits()
     }
 
     /// Removes the parts `from..=to` of marker obstacle `marker` (those in the scene).
@@ -199,39 +282,27 @@ impl PlanningService {
         }
     }
 
-    /// The obstacle shapes of a marker: its convex parts where its mesh is split, else its
-    /// one shape ([`Self::marker_shape`]); and a note where a mesh to split is its hull.
+    /// The obstacle shapes of a marker: its convex parts where its mesh was split
+    /// (`split`), else its one shape ([`Self::marker_shape`]); and a note where a mesh to
+    /// split is its hull.
     fn marker_shapes(
-        &mut self,
         marker: &str,
         kind: &MarkerKind,
         scale: [f64; 3],
+        split: Option<Result<Vec<Polytope>, String>>,
     ) -> Result<(Vec<Shape>, Option<String>), ServiceError> {
-        let how = self.settings.mesh_parts;
-        let mut note = None;
-        if how.max_parts > 1 {
-            let split = match surface(kind) {
-                None => None,
-                Some(Err(why)) => Some(Err(why)),
-                Some(Ok((points, triangles))) => Some(
-                    self.marker_parts
-                        .split(points, &triangles, &how)
-                        .map_err(|e| e.to_string()),
-                ),
-            };
-            match split {
-                Some(Ok(parts)) if !parts.is_empty() => {
-                    let shapes = parts
-                        .into_iter()
-                        .map(|polytope| Shape::ConvexMesh { polytope })
-                        .collect();
-                    return Ok((shapes, None));
-                }
-                Some(Ok(_)) => note = Some("the split gave no part".to_string()),
-                Some(Err(why)) => note = Some(why),
-                None => {}
+        let note = match split {
+            Some(Ok(parts)) if !parts.is_empty() => {
+                let shapes = parts
+                    .into_iter()
+                    .map(|polytope| Shape::ConvexMesh { polytope })
+                    .collect();
+                return Ok((shapes, None));
             }
-        }
+            Some(Ok(_)) => Some("the split gave no part".to_string()),
+            Some(Err(why)) => Some(why),
+            None => None,
+        };
         let note = note.map(|why| {
             format!(
                 "marker '{marker}': not split into convex parts ({why}); its convex hull is the \

@@ -24,6 +24,7 @@ pub use crate::collision::allowed::AllowRequest;
 pub use attach::{AttachRequest, NewObject, ATTACHED_NS};
 pub use cartesian::{ServiceCartesianRequest, ServiceCartesianResponse};
 pub use kinematics::{IkAnswer, IkRequest};
+pub use markers::{MeshSplitter, PreparedMarker};
 pub use scene_io::SceneLoad;
 pub use state::{
     point_at, RemainingProblem, StateCheck, StateCheckRequest, TrajectoryCheck,
