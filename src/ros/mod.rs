@@ -243,12 +243,25 @@ fn load_scene_path(
     outputs: (&r2r::Publisher<MarkerArray>, &r2r::Publisher<MarkerArray>),
     path: &str,
 ) -> bool {
+    // The file is read (and its meshes split) before the service is taken; read again
+    // where the split setting changed meanwhile.
+    let read = with_service(shared, logger, |_| None, |s| Some(scene_io::options(s))).map(|o| {
+        (
+            o,
+            tokio::task::block_in_place(|| scene_io::read_file(path, &o)),
+        )
+    });
     let loaded: Result<_, String> = with_service(
         shared,
         logger,
         |_| Ok(None),
         |s| {
-            let load = scene_io::load_file(s, path, false)?;
+            let load = match read {
+                Some((o, scene)) if o == scene_io::options(s) => {
+                    scene_io::apply_file(s, path, scene?, false)?
+                }
+                _ => scene_io::load_file(s, path, false)?,
+            };
             relabel_roadmap(s, logger, "scene_path");
             Ok(Some(load))
         },
@@ -1456,8 +1469,17 @@ async fn run_async() -> Result<(), NodeError> {
             let (shared, logger) = (shared.clone(), logger.clone());
             let (scene_pub, roadmap_pub) = (scene_pub.clone(), roadmap_pub.clone());
             move |req: &LoadScene::Request| {
+                // The scene is read (and its meshes split) before the service is taken, so
+                // that a scene with large meshes does not hold up the other services.
+                let options =
+                    with_service(&shared, &logger, |_| None, |s| Some(scene_io::options(s)));
+                let read = options
+                    .map(|o| tokio::task::block_in_place(|| scene_io::read_request(req, &o)));
                 let response = with_service(&shared, &logger, LoadScene::Response::refused, |s| {
-                    let response = scene_io::load(s, req);
+                    let response = match read {
+                        Some(read) => scene_io::load_read(s, req, read),
+                        None => scene_io::load(s, req),
+                    };
                     if response.success {
                         relabel_roadmap(s, &logger, "~/load_scene");
                     }

@@ -14,10 +14,15 @@ const TEXT_SOURCE: &str = "scene_yaml";
 
 /// How the node reads scene files: MoveIt scenes' meshes split as mesh markers are
 /// (`mesh_convex_parts`, `mesh_resolution`).
-fn options(service: &PlanningService) -> SceneOptions {
+pub fn options(service: &PlanningService) -> SceneOptions {
     SceneOptions {
         mesh_parts: service.settings().mesh_parts,
     }
+}
+
+/// Reads scene file `path` (either format) with `options`. Errors name the file.
+pub fn read_file(path: &str, options: &SceneOptions) -> Result<Scene, String> {
+    Scene::from_file_with(Path::new(path), options).map_err(|e| format!("scene '{path}': {e}"))
 }
 
 /// Reads scene file `path` (either format) and loads it into `service`, replacing the
@@ -27,11 +32,50 @@ pub fn load_file(
     path: &str,
     merge: bool,
 ) -> Result<SceneLoad, String> {
-    let scene = Scene::from_file_with(Path::new(path), &options(service))
-        .map_err(|e| format!("scene '{path}': {e}"))?;
+    let scene = read_file(path, &options(service))?;
+    apply_file(service, path, scene, merge)
+}
+
+/// Loads scene `scene`, read from file `path`, into `service` (see [`load_file`]).
+pub fn apply_file(
+    service: &mut PlanningService,
+    path: &str,
+    scene: Scene,
+    merge: bool,
+) -> Result<SceneLoad, String> {
     service
         .load_scene(&scene, path, !merge)
         .map_err(|e| e.to_string())
+}
+
+/// A LoadScene request's scene read with some options, before the service is taken (reading
+/// splits meshes, which can take a second): the options, and the scene with where it came
+/// from, or why it could not be read.
+pub struct ReadScene {
+    options: SceneOptions,
+    scene: Result<(Scene, String), String>,
+}
+
+/// Reads the scene of a LoadScene request (its file, or its text) with `options`, without
+/// the service ([`load`] applies it).
+pub fn read_request(req: &LoadScene::Request, options: &SceneOptions) -> ReadScene {
+    let scene = match (req.path.is_empty(), req.scene_yaml.is_empty()) {
+        (true, true) => Err("give the scene: path or scene_yaml".to_string()),
+        (false, false) => Err("give path or scene_yaml, not both".to_string()),
+        (false, true) => read_file(&req.path, options).map(|s| (s, req.path.clone())),
+        (true, false) => Scene::from_text_with(
+            &req.scene_yaml,
+            Path::new("."),
+            Path::new(TEXT_SOURCE),
+            options,
+        )
+        .map(|s| (s, TEXT_SOURCE.to_string()))
+        .map_err(|e| format!("scene '{TEXT_SOURCE}': {e}")),
+    };
+    ReadScene {
+        options: *options,
+        scene,
+    }
 }
 
 /// One line on a load: what came from where, and what the planning scene holds now.
@@ -74,28 +118,31 @@ fn counted(n: usize, a: &str, m: usize, b: &str) -> String {
     }
 }
 
-/// Answers a LoadScene request on `service`.
+/// Answers a LoadScene request on `service`, reading its scene now.
 pub fn load(service: &mut PlanningService, req: &LoadScene::Request) -> LoadScene::Response {
-    let outcome = match (req.path.is_empty(), req.scene_yaml.is_empty()) {
-        (true, true) => Err("give the scene: path or scene_yaml".to_string()),
-        (false, false) => Err("give path or scene_yaml, not both".to_string()),
-        (false, true) => {
-            load_file(service, &req.path, req.merge).map(|l| describe(&l, &req.path, req.merge))
-        }
-        (true, false) => Scene::from_text_with(
-            &req.scene_yaml,
-            Path::new("."),
-            Path::new(TEXT_SOURCE),
-            &options(service),
-        )
-        .map_err(|e| format!("scene '{TEXT_SOURCE}': {e}"))
-        .and_then(|scene| {
-            service
-                .load_scene(&scene, TEXT_SOURCE, !req.merge)
-                .map_err(|e| e.to_string())
-        })
-        .map(|l| describe(&l, TEXT_SOURCE, req.merge)),
+    let read = read_request(req, &options(service));
+    load_read(service, req, read)
+}
+
+/// Answers a LoadScene request on `service` with its scene read before
+/// ([`read_request`]); where the service's split setting changed since, it is read again.
+pub fn load_read(
+    service: &mut PlanningService,
+    req: &LoadScene::Request,
+    read: ReadScene,
+) -> LoadScene::Response {
+    let now = options(service);
+    let read = if read.options == now {
+        read
+    } else {
+        read_request(req, &now)
     };
+    let outcome = read.scene.and_then(|(scene, source)| {
+        service
+            .load_scene(&scene, &source, !req.merge)
+            .map(|l| describe(&l, &source, req.merge))
+            .map_err(|e| e.to_string())
+    });
     let (success, message) = match outcome {
         Ok(m) => (true, format!("loaded {m}")),
         Err(m) => (false, m),
@@ -218,6 +265,72 @@ mod tests {
             "{}",
             r.message
         );
+    }
+
+    /// An open bin 0.4 m wide and 0.3 m high as MoveIt `.scene` text: one mesh.
+    fn bin_text() -> String {
+        let p = [
+            [-0.2, -0.2, 0.0],
+            [0.2, -0.2, 0.0],
+            [0.2, 0.2, 0.0],
+            [-0.2, 0.2, 0.0],
+            [-0.2, -0.2, 0.3],
+            [0.2, -0.2, 0.3],
+            [0.2, 0.2, 0.3],
+            [-0.2, 0.2, 0.3],
+        ];
+        let quads = [
+            [0, 3, 2, 1],
+            [0, 1, 5, 4],
+            [1, 2, 6, 5],
+            [2, 3, 7, 6],
+            [3, 0, 4, 7],
+        ];
+        let mut out = "cell\n* bin\n2 0 0\n0 0 0 1\n1\nmesh\n8 10\n".to_string();
+        for [x, y, z] in p {
+            out.push_str(&format!("{x} {y} {z}\n"));
+        }
+        for [a, b, c, d] in quads {
+            out.push_str(&format!("{a} {b} {c}\n{a} {c} {d}\n"));
+        }
+        out.push_str("0 0 0\n0 0 0 1\n0 0 0 0\n0\n.\n");
+        out
+    }
+
+    /// The node reads a LoadScene request's scene before it takes the service: a scene
+    /// read with the split setting of the time is loaded as read, and one read before the
+    /// setting changed is read again with the new one.
+    #[test]
+    fn a_scene_read_before_the_service_is_taken_follows_the_split_setting() {
+        let mut s = service();
+        let req = LoadScene::Request {
+            scene_yaml: bin_text(),
+            ..Default::default()
+        };
+        let hull = read_request(&req, &options(&s));
+        let r = load_read(&mut s, &req, hull);
+        assert!(r.success, "{}", r.message);
+        assert_eq!(r.obstacles, 1, "{}", r.message);
+
+        let mut settings = s.settings().clone();
+        settings.mesh_parts.max_parts = 16;
+        let hull = read_request(&req, &options(&s));
+        s.set_settings(settings);
+        let r = load_read(&mut s, &req, hull);
+        assert!(r.success, "{}", r.message);
+        let parts = r.obstacles;
+        assert!(parts > 1, "{}", r.message);
+        let split = read_request(&req, &options(&s));
+        let r = load_read(&mut s, &req, split);
+        assert_eq!(r.obstacles, parts, "{}", r.message);
+        assert!(s.scene().get("bin/1").is_some());
+
+        // A request that cannot be read answers why and changes nothing.
+        let bad = LoadScene::Request::default();
+        let read = read_request(&bad, &options(&s));
+        let r = load_read(&mut s, &bad, read);
+        assert!(!r.success && r.message.contains("path or scene_yaml"));
+        assert_eq!(r.obstacles, parts);
     }
 
     #[test]
