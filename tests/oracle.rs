@@ -223,3 +223,35 @@ fn a_thin_pole_between_two_checked_configurations_is_found() {
     m.push(&[-0.6, 0.0, 0.0], &[-1.1, 0.0, 0.0]).unwrap();
     assert_eq!(checker.check_motions(&m, 0.5).unwrap(), vec![false, true]);
 }
+
+/// The MBM Panda with its link meshes split into convex parts (`LoadOptions::mesh_parts`):
+/// more bodies than meshes, and still no configuration the exact meshes put in collision is
+/// reported free.
+#[test]
+fn split_link_meshes_stay_conservative_on_mbm_panda() {
+    let Some(data) = common::mbm_or_skip("split_link_meshes_stay_conservative_on_mbm_panda") else {
+        return;
+    };
+    let (urdf, srdf) = (data.join("panda/panda.urdf"), data.join("panda/panda.srdf"));
+    let hull = RobotModel::from_urdf_file(&urdf, Some(&srdf), &Default::default()).unwrap();
+    let opts = gpu_motion_planner::robot::LoadOptions {
+        mesh_parts: Some(gpu_motion_planner::robot::decompose::Decomposition {
+            max_parts: 8,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let split = RobotModel::from_urdf_file(&urdf, Some(&srdf), &opts).unwrap();
+    assert!(
+        split.bodies.len() > hull.bodies.len(),
+        "{} bodies against {}",
+        split.bodies.len(),
+        hull.bodies.len()
+    );
+    assert_eq!(split.collision_links(), hull.collision_links());
+    let (oracle, ours, total) =
+        run_oracle(&split, RobotShapes::Polytopes, "panda_arm", 12, 10, 100);
+    eprintln!("panda, split links: oracle collisions {oracle}, ours {ours}, of {total}");
+    assert!(oracle > 50);
+    assert!(ours >= oracle && ours < total);
+}

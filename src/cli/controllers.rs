@@ -13,7 +13,6 @@ use super::CliError;
 use super::RobotArgs;
 use crate::controllers::{ControllerKind, ControllerSet};
 use crate::robot::moveit_config::MoveItConfig;
-use crate::robot::spherize::SphereFit;
 
 /// `gmp controllers` arguments.
 #[derive(Args, Debug)]
@@ -92,18 +91,7 @@ pub fn run(a: &ControllersArgs) -> Result<Value, CliError> {
     }
     // As every command loads a robot (the package's files where --urdf / --srdf give none).
     let robot = super::load_robot(
-        &RobotArgs {
-            urdf: a.urdf.clone(),
-            moveit_config: a.moveit_config.clone(),
-            srdf: a.srdf.clone(),
-            spherized: None,
-            joint_limits: None,
-            ompl_planning: None,
-            kinematics: None,
-            package_paths: Vec::new(),
-            sphere_tolerance: SphereFit::default().tolerance,
-            max_spheres: SphereFit::default().max_per_body,
-        },
+        &RobotArgs::description(a.urdf.clone(), a.moveit_config.clone(), a.srdf.clone()),
         true,
     )?;
     out["unknown_joints"] = json!(set.unknown_joints(|j| robot.tree.joint(j).is_ok()));

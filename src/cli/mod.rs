@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::collision::{
     Checker, CheckerOptions, ConfigBatch, CpuChecker, MotionBatch, RobotShapes,
 };
+use crate::robot::decompose::Decomposition;
 use crate::robot::dh::DhChain;
 use crate::robot::kinematics_config::KinematicsConfig;
 use crate::robot::moveit_config::{is_xacro, read_description, FoundBy, MoveItConfig};
@@ -192,12 +193,54 @@ pub struct RobotArgs {
     /// `--shapes fitted` and `gmp spherize`: most spheres fitted to one collision body.
     #[arg(long, default_value_t = SphereFit::default().max_per_body)]
     pub max_spheres: usize,
+    /// The links' collision meshes: 1 makes each its convex hull; 2 to 256 splits each into
+    /// at most that many convex parts covering its triangles (one collision body each), so
+    /// that a concave link is not filled in.
+    #[arg(long, default_value_t = 1)]
+    pub link_convex_parts: u32,
+    /// Voxels along a split link mesh's longest side (8 to 256).
+    #[arg(long, default_value_t = 64)]
+    pub link_mesh_resolution: u32,
 }
 
 impl RobotArgs {
     /// The sphere fit these arguments ask for; errors name the bad option.
     pub fn sphere_fit(&self) -> Result<SphereFit, CliError> {
         sphere_fit(self.sphere_tolerance, self.max_spheres)
+    }
+
+    /// Arguments that name only a robot description (every other option at its default).
+    pub fn description(
+        urdf: Option<PathBuf>,
+        moveit_config: Option<String>,
+        srdf: Option<PathBuf>,
+    ) -> Self {
+        RobotArgs {
+            urdf,
+            moveit_config,
+            srdf,
+            spherized: None,
+            joint_limits: None,
+            ompl_planning: None,
+            kinematics: None,
+            package_paths: Vec::new(),
+            sphere_tolerance: SphereFit::default().tolerance,
+            max_spheres: SphereFit::default().max_per_body,
+            link_convex_parts: 1,
+            link_mesh_resolution: Decomposition::default().resolution,
+        }
+    }
+
+    /// How the links' collision meshes become polytopes (`--link-convex-parts`,
+    /// `--link-mesh-resolution`); errors name the options.
+    pub fn link_mesh_parts(&self) -> Result<Decomposition, CliError> {
+        let how = Decomposition {
+            max_parts: self.link_convex_parts,
+            resolution: self.link_mesh_resolution,
+        };
+        how.validate()
+            .map_err(|e| CliError(format!("--link-convex-parts / --link-mesh-resolution: {e}")))?;
+        Ok(how)
     }
 }
 
@@ -430,6 +473,7 @@ pub fn load_robot(a: &RobotArgs, skip_geometry: bool) -> Result<RobotModel, CliE
         search_paths: a.package_paths.clone(),
         skip_geometry,
         spherized_urdf: a.spherized.clone(),
+        mesh_parts: Some(a.link_mesh_parts()?),
     };
     let srdf: Option<(String, String)> = match (&a.srdf, &cfg) {
         (Some(path), _) => Some((read_description(path, &[])?, path.display().to_string())),
@@ -659,18 +703,7 @@ fn full_state_from_names(
 /// The kinematic tree of a bare URDF (no SRDF, no collision geometry) for `fk` and `dh`.
 fn load_kinematics(urdf: &Path) -> Result<RobotModel, CliError> {
     load_robot(
-        &RobotArgs {
-            urdf: Some(urdf.to_path_buf()),
-            moveit_config: None,
-            srdf: None,
-            spherized: None,
-            joint_limits: None,
-            ompl_planning: None,
-            kinematics: None,
-            package_paths: vec![],
-            sphere_tolerance: SphereFit::default().tolerance,
-            max_spheres: SphereFit::default().max_per_body,
-        },
+        &RobotArgs::description(Some(urdf.to_path_buf()), None, None),
         true,
     )
 }

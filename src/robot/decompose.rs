@@ -181,7 +181,9 @@ pub fn convex_parts(
         })
         .collect();
     let mut parts = parts;
-    if parts.is_empty() {
+    // One part (or none): the mesh's convex hull, which covers it as tightly as one convex
+    // part can (a cluster's hull sticks out of the surface by about a voxel).
+    if parts.len() <= 1 {
         return Ok(vec![Polytope::from_points(points)?]);
     }
 
@@ -221,10 +223,58 @@ pub fn convex_parts(
         }
     }
 
+    // Each part is cut back to the mesh's hull: the mesh (surface and inside) lies in the
+    // hull, so the cut parts still cover it, and they do not stick out of the hull. A part
+    // whose cut cannot be built (parry's hulls of the cut's corners miss one of them) stays
+    // as it is, larger.
+    let hull = Polytope::from_points(points)?;
+    let scale = (hi - lo).norm();
     parts
         .iter()
-        .map(|part| Polytope::from_points(&part.points))
+        .map(|part| {
+            let whole = Polytope::from_points(&part.points)?;
+            Ok(within(&whole, &hull, scale).unwrap_or(whole))
+        })
         .collect()
+}
+
+/// The intersection of convex polytopes `a` and `b` (`scale` about their size; `b` the one
+/// whose vertices are exact, a mesh's hull), or `None`
+/// where it spans no volume or its hull cannot be built. A point within `1e-6 * scale` of
+/// the other polytope counts as inside it, so the result errs on the large side (the hulls
+/// of rounded points leave such slivers; a mesh corner on a part's face stays in it).
+fn within(a: &Polytope, b: &Polytope, scale: f64) -> Option<Polytope> {
+    let eps = 1e-6 * scale;
+    let (pa, pb) = (a.face_planes(), b.face_planes());
+    let inside = |planes: &[(Vector3<f64>, f64)], x: &Point3<f64>| {
+        planes.iter().all(|(n, d)| n.dot(&x.coords) - d <= eps)
+    };
+    // The vertices of the intersection: each polytope's vertices inside the other, and
+    // where each one's edges cross the other's faces. `b`'s first: where points nearly
+    // coincide, the hull keeps the first (a mesh's own corner rather than a crossing a
+    // rounding away from it).
+    let mut corners: Vec<Point3<f64>> = Vec::new();
+    corners.extend(b.vertices.iter().filter(|v| inside(&pa, v)));
+    corners.extend(a.vertices.iter().filter(|v| inside(&pb, v)));
+    for (p, planes) in [(a, &pb), (b, &pa)] {
+        for (i, from) in p.vertices.iter().enumerate() {
+            let targets =
+                &p.edge_targets[p.edge_offsets[i] as usize..p.edge_offsets[i + 1] as usize];
+            for to in targets.iter().filter(|&&j| j as usize > i) {
+                let to = p.vertices[*to as usize];
+                for (n, d) in planes.iter() {
+                    let (df, dt) = (n.dot(&from.coords) - d, n.dot(&to.coords) - d);
+                    if (df < 0.0) != (dt < 0.0) && df != dt {
+                        let x = from + (to - from) * (df / (df - dt));
+                        if inside(&pa, &x) && inside(&pb, &x) {
+                            corners.push(x);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Polytope::from_points(&corners).ok()
 }
 
 /// The hull of `a` and `b` together.
@@ -396,16 +446,72 @@ mod tests {
             assert!(hull.contains_point(&inside, 0.0));
             assert!(!covered(&parts, &inside), "{inside:?} is inside a part");
         }
-        // Each part is near the surface: no part reaches 5 cm into the hollow.
+        // Each part is near the surface: no part reaches 5 cm into the hollow. No part
+        // sticks out of the mesh's hull (the parts are cut back to it).
         for part in &parts {
             for v in &part.vertices {
                 let from_wall = (0.2 - v.x.abs()).min(0.2 - v.y.abs()).min(v.z);
+                assert!(from_wall < 0.05, "vertex {v:?} far into the bin");
                 assert!(
-                    from_wall < 0.05 || v.z > 0.3,
-                    "vertex {v:?} far into the bin"
+                    hull.contains_point(v, 1e-9),
+                    "vertex {v:?} outside the hull"
                 );
             }
         }
+    }
+
+    /// A closed, nearly convex mesh (an L-shaped block's outline thickened) split into
+    /// parts: the parts stay inside its hull and cover its surface and its inside.
+    #[test]
+    fn parts_are_cut_back_to_the_hull_and_cover_a_closed_mesh() {
+        // An L-shaped prism: the L in the xy plane, 0.1 thick.
+        let l = [
+            (0.0, 0.0),
+            (0.4, 0.0),
+            (0.4, 0.1),
+            (0.1, 0.1),
+            (0.1, 0.4),
+            (0.0, 0.4),
+        ];
+        let mut points: Vec<Point3<f64>> = l.iter().map(|&(x, y)| Point3::new(x, y, 0.0)).collect();
+        points.extend(l.iter().map(|&(x, y)| Point3::new(x, y, 0.1)));
+        let mut triangles: Vec<[u32; 3]> = Vec::new();
+        // Sides.
+        for i in 0..6u32 {
+            let j = (i + 1) % 6;
+            triangles.push([i, j, j + 6]);
+            triangles.push([i, j + 6, i + 6]);
+        }
+        // Bottom and top as two rectangles each: (0,1,2,3,4,5) = [0,1,2,3] + [0,3,4,5].
+        for base in [0u32, 6] {
+            for [a, b, c, d] in [[0, 1, 2, 3], [0, 3, 4, 5]] {
+                triangles.push([base + a, base + b, base + c]);
+                triangles.push([base + a, base + c, base + d]);
+            }
+        }
+        let parts = convex_parts(&points, &triangles, &Decomposition::default()).unwrap();
+        assert!(parts.len() >= 2, "{} parts for an L", parts.len());
+        let hull = Polytope::from_points(&points).unwrap();
+        for part in &parts {
+            for v in &part.vertices {
+                assert!(
+                    hull.contains_point(v, 1e-9),
+                    "vertex {v:?} outside the hull"
+                );
+            }
+        }
+        for p in surface_samples(&points, &triangles) {
+            assert!(covered(&parts, &p), "surface point {p:?} is in no part");
+        }
+        // Inside the L's arms (closed mesh: the inside is covered too), and the corner the
+        // L leaves free is free.
+        for inside in [Point3::new(0.3, 0.05, 0.05), Point3::new(0.05, 0.3, 0.05)] {
+            assert!(
+                covered(&parts, &inside),
+                "{inside:?} inside the L is in no part"
+            );
+        }
+        assert!(!covered(&parts, &Point3::new(0.3, 0.3, 0.05)));
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! `f64` input points that parry selected, and after the hull is built every input point is
 //! checked against every face plane: a point may lie outside a face by at most
 //! [`HULL_TOLERANCE`] times the diameter of the input (the bounding box diagonal). That bound
-//! covers the `f32` rounding of parry's predicates; anything larger is reported as
+//! covers the `f32` rounding of parry's predicates. parry's `f32` hull can drop points of
+//! crowded, nearly coplanar sets (the pieces of a mesh split into convex parts, some robot
+//! link meshes): where it misses an input by more than that, parry's `f64` hull is built and
+//! checked the same way, and only where that misses too is the set reported as
 //! [`GeometryError::HullInaccurate`] instead of silently returning a hull that misses input.
 
 use std::collections::HashMap;
@@ -200,6 +203,142 @@ fn check_solid(points: &[Point3<f64>], scale: f64) -> Result<(), GeometryError> 
     Ok(())
 }
 
+/// A hull as parry gives it: its vertices, each the exact input point it came from where one
+/// matches, and its faces.
+type RawHull = (Vec<Point3<f64>>, Vec<[u32; 3]>);
+
+/// parry's f32 hull of `points` (centred on `centre` before rounding).
+fn hull_f32(points: &[Point3<f64>], centre: &Point3<f64>) -> Result<RawHull, GeometryError> {
+    let local: Vec<parry3d::math::Vector3> = points
+        .iter()
+        .map(|p| {
+            let v = p - centre;
+            parry3d::math::Vector3::new(v.x as f32, v.y as f32, v.z as f32)
+        })
+        .collect();
+    let mut by_bits: HashMap<[u32; 3], usize> = HashMap::with_capacity(local.len());
+    for (i, v) in local.iter().enumerate() {
+        by_bits
+            .entry([v.x.to_bits(), v.y.to_bits(), v.z.to_bits()])
+            .or_insert(i);
+    }
+    let (hull_vertices, hull_faces) = parry3d::transformation::try_convex_hull(&local)
+        .map_err(|e| GeometryError::HullFailed(format!("{e:?}")))?;
+    let exact: Vec<Point3<f64>> = hull_vertices
+        .iter()
+        .map(
+            |v| match by_bits.get(&[v.x.to_bits(), v.y.to_bits(), v.z.to_bits()]) {
+                Some(&i) => points[i],
+                None => centre + Vector3::new(v.x as f64, v.y as f64, v.z as f64),
+            },
+        )
+        .collect();
+    Ok((exact, hull_faces))
+}
+
+/// parry's f64 hull of `points` (centred on `centre`), as [`hull_f32`] gives it.
+fn hull_f64(points: &[Point3<f64>], centre: &Point3<f64>) -> Result<RawHull, GeometryError> {
+    let local: Vec<parry3d_f64::math::Vector3> = points
+        .iter()
+        .map(|p| {
+            let v = p - centre;
+            parry3d_f64::math::Vector3::new(v.x, v.y, v.z)
+        })
+        .collect();
+    let mut by_bits: HashMap<[u64; 3], usize> = HashMap::with_capacity(local.len());
+    for (i, v) in local.iter().enumerate() {
+        by_bits
+            .entry([v.x.to_bits(), v.y.to_bits(), v.z.to_bits()])
+            .or_insert(i);
+    }
+    let (hull_vertices, hull_faces) = parry3d_f64::transformation::try_convex_hull(&local)
+        .map_err(|e| GeometryError::HullFailed(format!("{e:?}")))?;
+    let exact: Vec<Point3<f64>> = hull_vertices
+        .iter()
+        .map(
+            |v| match by_bits.get(&[v.x.to_bits(), v.y.to_bits(), v.z.to_bits()]) {
+                Some(&i) => points[i],
+                None => centre + Vector3::new(v.x, v.y, v.z),
+            },
+        )
+        .collect();
+    Ok((exact, hull_faces))
+}
+
+/// The polytope of a raw hull of `points` (`scale` their diameter): only the vertices faces
+/// use, faces turned outward, and every input point checked to lie inside within
+/// [`HULL_TOLERANCE`] times `scale`.
+fn validated(
+    points: &[Point3<f64>],
+    hull_vertices: Vec<Point3<f64>>,
+    hull_faces: Vec<[u32; 3]>,
+    scale: f64,
+) -> Result<Polytope, GeometryError> {
+    // Keep only referenced vertices.
+    let mut remap: Vec<Option<u32>> = vec![None; hull_vertices.len()];
+    let mut vertices: Vec<Point3<f64>> = Vec::new();
+    let mut faces: Vec<[u32; 3]> = Vec::with_capacity(hull_faces.len());
+    for face in &hull_faces {
+        let mut out = [0u32; 3];
+        for (k, &hv) in face.iter().enumerate() {
+            let hv = hv as usize;
+            let Some(v) = hull_vertices.get(hv) else {
+                return Err(GeometryError::HullFailed(format!(
+                    "face refers to vertex {hv} of {}",
+                    hull_vertices.len()
+                )));
+            };
+            out[k] = match remap[hv] {
+                Some(id) => id,
+                None => {
+                    let id = vertices.len() as u32;
+                    vertices.push(*v);
+                    remap[hv] = Some(id);
+                    id
+                }
+            };
+        }
+        if out[0] != out[1] && out[1] != out[2] && out[0] != out[2] {
+            faces.push(out);
+        }
+    }
+    if vertices.len() < 4 || faces.len() < 4 {
+        return Err(GeometryError::HullFailed(format!(
+            "hull has {} vertices and {} faces",
+            vertices.len(),
+            faces.len()
+        )));
+    }
+
+    // Orient every face outward relative to the vertex mean (an interior point).
+    let inner = vertex_mean(&vertices);
+    for f in &mut faces {
+        let [a, b, c] = f.map(|i| vertices[i as usize]);
+        let n = (b - a).cross(&(c - a));
+        if n.dot(&(a - inner)) < 0.0 {
+            f.swap(1, 2);
+        }
+    }
+
+    let poly = Polytope::from_parts(vertices, faces);
+    let tolerance = HULL_TOLERANCE * scale;
+    let planes = poly.face_planes();
+    for (index, p) in points.iter().enumerate() {
+        let distance = planes
+            .iter()
+            .map(|(n, d)| n.dot(&p.coords) - d)
+            .fold(f64::NEG_INFINITY, f64::max);
+        if distance > tolerance {
+            return Err(GeometryError::HullInaccurate {
+                index,
+                distance,
+                tolerance,
+            });
+        }
+    }
+    Ok(poly)
+}
+
 impl Polytope {
     /// Convex hull of `points`.
     ///
@@ -220,90 +359,15 @@ impl Polytope {
 
         // Centre the cloud before rounding to f32 so that far-away meshes keep precision.
         let centre = nalgebra::center(&lo, &hi);
-        let local: Vec<parry3d::math::Vector3> = points
-            .iter()
-            .map(|p| {
-                let v = p - centre;
-                parry3d::math::Vector3::new(v.x as f32, v.y as f32, v.z as f32)
-            })
-            .collect();
-        let mut by_bits: HashMap<[u32; 3], usize> = HashMap::with_capacity(local.len());
-        for (i, v) in local.iter().enumerate() {
-            by_bits
-                .entry([v.x.to_bits(), v.y.to_bits(), v.z.to_bits()])
-                .or_insert(i);
+        let fast = hull_f32(points, &centre).and_then(|(v, f)| validated(points, v, f, scale));
+        match fast {
+            Ok(poly) => Ok(poly),
+            // parry's f32 hull can drop points of crowded, nearly coplanar sets (as the
+            // pieces of a mesh split into parts are); its f64 hull is tried before giving up.
+            Err(first) => hull_f64(points, &centre)
+                .and_then(|(v, f)| validated(points, v, f, scale))
+                .map_err(|_| first),
         }
-        let (hull_vertices, hull_faces) = parry3d::transformation::try_convex_hull(&local)
-            .map_err(|e| GeometryError::HullFailed(format!("{e:?}")))?;
-
-        // Map parry's vertices back to the exact f64 inputs, keeping only referenced ones.
-        let mut remap: Vec<Option<u32>> = vec![None; hull_vertices.len()];
-        let mut vertices: Vec<Point3<f64>> = Vec::new();
-        let mut faces: Vec<[u32; 3]> = Vec::with_capacity(hull_faces.len());
-        for face in &hull_faces {
-            let mut out = [0u32; 3];
-            for (k, &hv) in face.iter().enumerate() {
-                let hv = hv as usize;
-                let Some(v) = hull_vertices.get(hv) else {
-                    return Err(GeometryError::HullFailed(format!(
-                        "face refers to vertex {hv} of {}",
-                        hull_vertices.len()
-                    )));
-                };
-                out[k] = match remap[hv] {
-                    Some(id) => id,
-                    None => {
-                        let exact =
-                            match by_bits.get(&[v.x.to_bits(), v.y.to_bits(), v.z.to_bits()]) {
-                                Some(&i) => points[i],
-                                None => centre + Vector3::new(v.x as f64, v.y as f64, v.z as f64),
-                            };
-                        let id = vertices.len() as u32;
-                        vertices.push(exact);
-                        remap[hv] = Some(id);
-                        id
-                    }
-                };
-            }
-            if out[0] != out[1] && out[1] != out[2] && out[0] != out[2] {
-                faces.push(out);
-            }
-        }
-        if vertices.len() < 4 || faces.len() < 4 {
-            return Err(GeometryError::HullFailed(format!(
-                "hull has {} vertices and {} faces",
-                vertices.len(),
-                faces.len()
-            )));
-        }
-
-        // Orient every face outward relative to the vertex mean (an interior point).
-        let inner = vertex_mean(&vertices);
-        for f in &mut faces {
-            let [a, b, c] = f.map(|i| vertices[i as usize]);
-            let n = (b - a).cross(&(c - a));
-            if n.dot(&(a - inner)) < 0.0 {
-                f.swap(1, 2);
-            }
-        }
-
-        let poly = Polytope::from_parts(vertices, faces);
-        let tolerance = HULL_TOLERANCE * scale;
-        let planes = poly.face_planes();
-        for (index, p) in points.iter().enumerate() {
-            let distance = planes
-                .iter()
-                .map(|(n, d)| n.dot(&p.coords) - d)
-                .fold(f64::NEG_INFINITY, f64::max);
-            if distance > tolerance {
-                return Err(GeometryError::HullInaccurate {
-                    index,
-                    distance,
-                    tolerance,
-                });
-            }
-        }
-        Ok(poly)
     }
 
     /// Builds the adjacency from a triangle list. Faces must index into `vertices`.

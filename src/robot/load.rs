@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use nalgebra::{Isometry3, Point3, Translation3, UnitQuaternion, Vector3};
 
+use super::decompose::convex_parts;
 use super::geometry::Polytope;
-use super::mesh::load_mesh_points;
+use super::mesh::{load_mesh_points, load_mesh_triangles};
 use super::model::KinematicTree;
 use super::spheres::{Sphere, SphereSet};
 use super::srdf::Srdf;
@@ -46,6 +47,16 @@ pub enum BodySource {
         /// Scale factors.
         scale: Vector3<f64>,
     },
+    /// One convex part of a URDF `<mesh>` split into parts
+    /// ([`LoadOptions::mesh_parts`]); the body's polytope is the part.
+    MeshPart {
+        /// Resolved mesh file.
+        path: PathBuf,
+        /// Scale factors.
+        scale: Vector3<f64>,
+        /// Which part, from 0.
+        part: usize,
+    },
     /// A convex polytope given by its vertices in the body frame (an attached object's
     /// convex mesh).
     Convex {
@@ -79,6 +90,13 @@ pub struct LoadOptions {
     pub skip_geometry: bool,
     /// A `_spherized` URDF whose collision elements are all spheres: the sphere model.
     pub spherized_urdf: Option<PathBuf>,
+    /// How the links' collision meshes become polytopes: `None` (or one part), each mesh is
+    /// the convex hull of its vertices; otherwise each is split into at most
+    /// `max_parts` convex parts covering its triangles
+    /// ([`crate::robot::decompose::convex_parts`]), one collision body per part, so that a
+    /// concave link (a gripper's palm between its fingers, a U-shaped bracket) is not
+    /// filled in. A mesh that cannot be split is an error naming the link and the file.
+    pub mesh_parts: Option<super::decompose::Decomposition>,
 }
 
 /// A robot: kinematic tree, collision bodies, sphere model and allowed collision pairs.
@@ -186,13 +204,15 @@ pub fn resolve_resource(
     }
 }
 
-fn geometry_body(
+/// The collision bodies of one URDF collision element: one, or one per convex part of a mesh
+/// split into parts ([`LoadOptions::mesh_parts`]).
+fn geometry_bodies(
     link_index: usize,
     link_name: &str,
     c: &urdf_rs::Collision,
     base_dir: Option<&Path>,
     opts: &LoadOptions,
-) -> Result<CollisionBody, RobotError> {
+) -> Result<Vec<CollisionBody>, RobotError> {
     let origin = pose_from_urdf(&c.origin);
     let geo_err = |e: super::geometry::GeometryError| RobotError::Geometry {
         link: link_name.to_string(),
@@ -267,20 +287,57 @@ fn geometry_body(
                 .as_ref()
                 .map(|s| Vector3::new(s.0[0], s.0[1], s.0[2]))
                 .unwrap_or(Vector3::new(1.0, 1.0, 1.0));
+            if let Some(how) = opts.mesh_parts.filter(|h| h.max_parts > 1) {
+                let split_err = |why: String| RobotError::Geometry {
+                    link: link_name.to_string(),
+                    message: format!(
+                        "mesh {} cannot be split into convex parts ({why}); load it as its \
+                         convex hull (one part) instead",
+                        path.display()
+                    ),
+                };
+                let (points, triangles) =
+                    load_mesh_triangles(&path, s).map_err(|e| split_err(e.to_string()))?;
+                let parts = convex_parts(&points, &triangles, &how)
+                    .map_err(|e| split_err(e.to_string()))?;
+                if parts.is_empty() {
+                    return Err(split_err("the split gave no part".into()));
+                }
+                let bodies = parts.into_iter().enumerate().map(|(part, local)| {
+                    let source = BodySource::MeshPart {
+                        path: path.clone(),
+                        scale: s,
+                        part,
+                    };
+                    body(link_index, origin, source, &local)
+                });
+                return Ok(bodies.collect());
+            }
             let points = load_mesh_points(&path, s).map_err(geo_err)?;
             let poly = Polytope::from_points(&points).map_err(geo_err)?;
             (BodySource::Mesh { path, scale: s }, poly)
         }
     };
+    Ok(vec![body(link_index, origin, source, &local)])
+}
+
+/// A collision body of link `link` from a polytope in the element's frame, placed at the
+/// element's `origin` in the link frame.
+fn body(
+    link: usize,
+    origin: Isometry3<f64>,
+    source: BodySource,
+    local: &Polytope,
+) -> CollisionBody {
     let polytope = local.transformed(&origin);
     let covering = SphereSet::covering(&polytope, COVERING_SPHERES);
-    Ok(CollisionBody {
-        link: link_index,
+    CollisionBody {
+        link,
         origin,
         source,
         polytope,
         covering,
-    })
+    }
 }
 
 impl RobotModel {
@@ -368,7 +425,7 @@ impl RobotModel {
             for l in &robot.links {
                 let li = tree.link(&l.name)?;
                 for c in &l.collision {
-                    bodies.push(geometry_body(li, &l.name, c, base_dir, opts)?);
+                    bodies.extend(geometry_bodies(li, &l.name, c, base_dir, opts)?);
                 }
             }
         }

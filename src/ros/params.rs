@@ -182,6 +182,11 @@ pub struct NodeParams {
     pub sphere_tolerance: f64,
     /// `collision_shapes: fitted`: most spheres per collision body; 1 ..= 256.
     pub max_spheres_per_body: i64,
+    /// The links' collision meshes: most convex parts each is split into
+    /// ([`LoadOptions::mesh_parts`]); 1: its convex hull; 1 ..= 256.
+    pub link_convex_parts: i64,
+    /// Voxels along the longest side of a link mesh split into parts; 8 ..= 256.
+    pub link_mesh_resolution: i64,
 }
 
 impl Default for NodeParams {
@@ -234,6 +239,8 @@ impl Default for NodeParams {
             spherized_urdf_path: String::new(),
             sphere_tolerance: SphereFit::default().tolerance,
             max_spheres_per_body: i64::try_from(SphereFit::default().max_per_body).unwrap_or(16),
+            link_convex_parts: 1,
+            link_mesh_resolution: i64::from(Decomposition::default().resolution),
         }
     }
 }
@@ -278,6 +285,39 @@ fn as_i64(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
     match v {
         ParameterValue::Integer(i) => Ok(*i),
         other => Err(err(name, format!("expected an integer, got {other:?}"))),
+    }
+}
+
+/// A count of convex parts a mesh may be split into (`mesh_convex_parts`,
+/// `link_convex_parts`): 1 ..= [`crate::robot::decompose::MAX_PARTS`].
+fn part_count(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
+    let n = as_i64(name, v)?;
+    let most = i64::from(crate::robot::decompose::MAX_PARTS);
+    if !(1..=most).contains(&n) {
+        return Err(err(name, format!("{n} must be in 1..={most}")));
+    }
+    Ok(n)
+}
+
+/// Voxels along a split mesh's longest side (`mesh_resolution`, `link_mesh_resolution`).
+fn voxels(name: &str, v: &ParameterValue) -> Result<i64, ParamError> {
+    let n = as_i64(name, v)?;
+    let (low, high) = (
+        i64::from(crate::robot::decompose::MIN_RESOLUTION),
+        i64::from(crate::robot::decompose::MAX_RESOLUTION),
+    );
+    if !(low..=high).contains(&n) {
+        return Err(err(name, format!("{n} must be in {low}..={high}")));
+    }
+    Ok(n)
+}
+
+/// The split of a parts count and a resolution as the parameters hold them (checked when
+/// set).
+fn decomposition(parts: i64, resolution: i64) -> Decomposition {
+    Decomposition {
+        max_parts: u32::try_from(parts).unwrap_or(1),
+        resolution: u32::try_from(resolution).unwrap_or(Decomposition::default().resolution),
     }
 }
 
@@ -390,11 +430,7 @@ impl NodeParams {
             acceleration_scaling: self.acceleration_scaling,
             path_tolerance: self.path_tolerance,
             ik_time_share: self.ik_time_share,
-            mesh_parts: Decomposition {
-                max_parts: u32::try_from(self.mesh_convex_parts).unwrap_or(1),
-                resolution: u32::try_from(self.mesh_resolution)
-                    .unwrap_or(Decomposition::default().resolution),
-            },
+            mesh_parts: decomposition(self.mesh_convex_parts, self.mesh_resolution),
             planning_group: self.planning_group.clone(),
             planning_frame: self.planning_frame.clone(),
             roadmap_size: usize::try_from(self.roadmap_size).unwrap_or(1).max(1),
@@ -493,7 +529,13 @@ impl NodeParams {
 
     /// The robot and scene of [`Self::load_robot`] before the joint limits and sphere model.
     fn load_geometry(&self, cfg: Option<&MoveItConfig>) -> Result<(RobotModel, Scene), String> {
-        let mut opts = LoadOptions::default();
+        let mut opts = LoadOptions {
+            mesh_parts: Some(decomposition(
+                self.link_convex_parts,
+                self.link_mesh_resolution,
+            )),
+            ..LoadOptions::default()
+        };
         if let Some(c) = cfg {
             opts.search_paths.extend(c.search_paths());
         }
@@ -537,7 +579,7 @@ impl NodeParams {
         } else if let Some(c) = cfg {
             let text = c.urdf_text().map_err(|e| format!("moveit_config: {e}"))?;
             let robot = c
-                .robot_from_text(&text, srdf, &LoadOptions::default())
+                .robot_from_text(&text, srdf, &opts)
                 .map_err(|e| format!("moveit_config: {e}"))?;
             Ok((robot, empty()))
         } else {
@@ -546,7 +588,7 @@ impl NodeParams {
     }
 
     /// Parameter names, in declaration order; the robot's ([`Self::ROBOT`]) last.
-    pub const NAMES: [&'static str; 45] = [
+    pub const NAMES: [&'static str; 47] = [
         "planner",
         "ompl_planning",
         "backend",
@@ -592,6 +634,8 @@ impl NodeParams {
         "spherized_urdf_path",
         "sphere_tolerance",
         "max_spheres_per_body",
+        "link_convex_parts",
+        "link_mesh_resolution",
     ];
 
     /// One-line description of a parameter, shown by `ros2 param describe`.
@@ -704,6 +748,12 @@ impl NodeParams {
                 "collision_shapes fitted: how far (m) a fitted sphere may stick out of its collision body"
             }
             "max_spheres_per_body" => "collision_shapes fitted: most spheres per collision body (1-256)",
+            "link_convex_parts" => {
+                "the robot links' collision meshes: most convex parts each is split into, so that a concave link is not filled in (one collision body per part); 1: its convex hull (1-256)"
+            }
+            "link_mesh_resolution" => {
+                "link meshes split into parts: voxels along the mesh's longest side (8-256)"
+            }
             _ => "",
         }
     }
@@ -757,6 +807,8 @@ impl NodeParams {
             "spherized_urdf_path" => V::String(self.spherized_urdf_path.clone()),
             "sphere_tolerance" => V::Double(self.sphere_tolerance),
             "max_spheres_per_body" => V::Integer(self.max_spheres_per_body),
+            "link_convex_parts" => V::Integer(self.link_convex_parts),
+            "link_mesh_resolution" => V::Integer(self.link_mesh_resolution),
             _ => V::NotSet,
         }
     }
@@ -825,25 +877,8 @@ impl NodeParams {
                 crate::planners::pose::check_ik_time_share(v).map_err(|e| err(name, e))?;
                 self.ik_time_share = v;
             }
-            "mesh_convex_parts" => {
-                let n = as_i64(name, value)?;
-                let most = i64::from(crate::robot::decompose::MAX_PARTS);
-                if !(1..=most).contains(&n) {
-                    return Err(err(name, format!("{n} must be in 1..={most}")));
-                }
-                self.mesh_convex_parts = n;
-            }
-            "mesh_resolution" => {
-                let n = as_i64(name, value)?;
-                let (low, high) = (
-                    i64::from(crate::robot::decompose::MIN_RESOLUTION),
-                    i64::from(crate::robot::decompose::MAX_RESOLUTION),
-                );
-                if !(low..=high).contains(&n) {
-                    return Err(err(name, format!("{n} must be in {low}..={high}")));
-                }
-                self.mesh_resolution = n;
-            }
+            "mesh_convex_parts" => self.mesh_convex_parts = part_count(name, value)?,
+            "mesh_resolution" => self.mesh_resolution = voxels(name, value)?,
             "planning_group" => self.planning_group = as_string(name, value)?,
             "planning_frame" => self.planning_frame = as_string(name, value)?,
             "pointcloud_resolution" => {
@@ -942,6 +977,8 @@ impl NodeParams {
                 }
                 self.max_spheres_per_body = n;
             }
+            "link_convex_parts" => self.link_convex_parts = part_count(name, value)?,
+            "link_mesh_resolution" => self.link_mesh_resolution = voxels(name, value)?,
             _ => return Err(err(name, "unknown parameter")),
         }
         Ok(())
@@ -1272,8 +1309,52 @@ mod tests {
     #[test]
     fn the_robot_parameters_are_the_tail_of_the_names() {
         assert_eq!(NodeParams::ROBOT.first(), Some(&"moveit_config"));
-        assert_eq!(NodeParams::ROBOT.last(), Some(&"max_spheres_per_body"));
-        assert_eq!(NodeParams::ROBOT.len(), 10);
+        assert_eq!(NodeParams::ROBOT.last(), Some(&"link_mesh_resolution"));
+        assert_eq!(NodeParams::ROBOT.len(), 12);
+    }
+
+    /// `link_convex_parts` splits the robot's link meshes (here the MBM Panda's, where
+    /// present) into more collision bodies; bad values are refused by name.
+    #[test]
+    fn link_convex_parts_split_the_robot_link_meshes() {
+        let mut p = NodeParams::default();
+        for (name, bad) in [
+            ("link_convex_parts", ParameterValue::Integer(0)),
+            ("link_convex_parts", ParameterValue::Integer(257)),
+            ("link_convex_parts", ParameterValue::Double(4.0)),
+            ("link_mesh_resolution", ParameterValue::Integer(7)),
+            ("link_mesh_resolution", ParameterValue::Integer(300)),
+        ] {
+            assert_eq!(p.set(name, &bad).unwrap_err().name, name);
+        }
+        assert_eq!((p.link_convex_parts, p.link_mesh_resolution), (1, 64));
+        let panda = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mbm/panda");
+        if !Path::new(panda).exists() {
+            eprintln!("skipped the Panda part: no MBM data at {panda}");
+            return;
+        }
+        p.set(
+            "urdf_path",
+            &ParameterValue::String(format!("{panda}/panda.urdf")),
+        )
+        .unwrap();
+        p.set(
+            "srdf_path",
+            &ParameterValue::String(format!("{panda}/panda.srdf")),
+        )
+        .unwrap();
+        let (hull, _) = p.load_robot().expect("the Panda");
+        p.set("link_convex_parts", &ParameterValue::Integer(8))
+            .unwrap();
+        p.set("link_mesh_resolution", &ParameterValue::Integer(32))
+            .unwrap();
+        let (split, _) = p.load_robot().expect("the Panda with split links");
+        assert!(
+            split.bodies.len() > hull.bodies.len(),
+            "{} bodies against {}",
+            split.bodies.len(),
+            hull.bodies.len()
+        );
     }
 
     #[test]

@@ -34,6 +34,24 @@ pub fn bin_surface(half: f64, height: f64) -> ([[f64; 3]; 8], [[usize; 4]; 5]) {
     (p, quads)
 }
 
+/// An ASCII STL of the bin's surface ([`bin_surface`]).
+pub fn bin_stl(half: f64, height: f64) -> String {
+    let (p, quads) = bin_surface(half, height);
+    let mut out = String::from("solid bin\n");
+    for [a, b, c, d] in quads {
+        for t in [[a, b, c], [a, c, d]] {
+            out.push_str("facet normal 0 0 0\nouter loop\n");
+            for i in t {
+                let [x, y, z] = p[i];
+                out.push_str(&format!("vertex {x} {y} {z}\n"));
+            }
+            out.push_str("endloop\nendfacet\n");
+        }
+    }
+    out.push_str("endsolid bin\n");
+    out
+}
+
 /// The triangles of [`bin_surface`], two per face.
 pub fn open_bin(half: f64, height: f64) -> Vec<[Point3<f64>; 3]> {
     let (p, quads) = bin_surface(half, height);

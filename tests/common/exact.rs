@@ -2,7 +2,7 @@
 //! and primitives (f64 triangle tests for mesh-mesh self collision), independent of the
 //! project's polytope and sphere models.
 
-use gpu_motion_planner::robot::{BodySource, RobotModel};
+use gpu_motion_planner::robot::{BodySource, CollisionBody, RobotModel};
 use gpu_motion_planner::scene::{Obstacle, Scene, Shape};
 use nalgebra::{Isometry3, Point3, UnitQuaternion, Vector3};
 use parry3d_f64::math::{Pose, Rotation, Vector};
@@ -73,11 +73,19 @@ pub fn load_triangles(
     (verts, tris)
 }
 
-/// The exact shape of each collision body (in its own frame) plus its pose in the link frame.
+/// Whether a body stands for its whole URDF collision element in the oracle: every body but
+/// the parts after the first of a mesh split into parts.
+fn stands_for_its_element(b: &CollisionBody) -> bool {
+    !matches!(b.source, BodySource::MeshPart { part, .. } if part > 0)
+}
+
+/// The exact shape of each collision body (in its own frame) plus its pose in the link frame;
+/// a mesh split into parts is its whole mesh once (with its first part).
 pub fn exact_bodies(robot: &RobotModel) -> Vec<(usize, Isometry3<f64>, SharedShape)> {
     robot
         .bodies
         .iter()
+        .filter(|b| stands_for_its_element(b))
         .map(|b| {
             let (pose, shape) = match &b.source {
                 BodySource::Box { size } => (
@@ -98,7 +106,7 @@ pub fn exact_bodies(robot: &RobotModel) -> Vec<(usize, Isometry3<f64>, SharedSha
                         ),
                     SharedShape::new(Cylinder::new(*length / 2.0, *radius)),
                 ),
-                BodySource::Mesh { path, scale } => {
+                BodySource::Mesh { path, scale } | BodySource::MeshPart { path, scale, .. } => {
                     let (v, t) = load_triangles(path, scale);
                     (b.origin, SharedShape::new(TriMesh::new(v, t).unwrap()))
                 }
@@ -182,8 +190,9 @@ pub fn body_triangles(robot: &RobotModel) -> Vec<Option<Vec<[Point3<f64>; 3]>>> 
     robot
         .bodies
         .iter()
+        .filter(|b| stands_for_its_element(b))
         .map(|b| match &b.source {
-            BodySource::Mesh { path, scale } => {
+            BodySource::Mesh { path, scale } | BodySource::MeshPart { path, scale, .. } => {
                 let (v, t) = load_triangles(path, scale);
                 let p = |i: u32| {
                     b.origin * Point3::new(v[i as usize].x, v[i as usize].y, v[i as usize].z)
