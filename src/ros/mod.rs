@@ -89,6 +89,8 @@ use r2r::visualization_msgs::msg::{
 use r2r::visualization_msgs::srv::GetInteractiveMarkers;
 use r2r::QosProfile;
 
+use crate::robot::RobotModel;
+use crate::scene::Scene;
 use crate::service::agents::{AgentsService, AgentsSettings};
 use crate::service::{PlanningService, ServicePlanRequest};
 use crate::tf::SharedTf;
@@ -155,15 +157,18 @@ pub struct Shared {
     pub execution: execute::Execution,
 }
 
-/// A planning service for the robot named by `params`, keeping the obstacles of `old`
-/// (without one: in the scene of `scene_path` when one is named), resolving frames the robot
-/// does not know with `transforms`.
+/// A planning service for the robot named by `params`, loaded before by
+/// [`NodeParams::load_robot`] (`loaded`: without holding the service, as splitting link
+/// meshes into parts takes seconds), keeping the obstacles of `old` (without one: in the scene
+/// of `scene_path` when one is named), resolving frames the robot does not know with
+/// `transforms`.
 fn make_service(
     params: &NodeParams,
+    loaded: Result<(RobotModel, Scene), String>,
     old: Option<&PlanningService>,
     transforms: &SharedTf,
 ) -> Result<PlanningService, String> {
-    let (robot, scene) = params.load_robot()?;
+    let (robot, scene) = loaded?;
     let scene = match old {
         Some(s) => {
             // The obstacles and the carried objects stay (attached again to the new robot).
@@ -660,7 +665,7 @@ async fn run_async() -> Result<(), NodeError> {
     }
     r2r::log_info!(&logger, "parameters: {typed:?}");
     let transforms: SharedTf = Default::default();
-    let service = make_service(&typed, None, &transforms);
+    let service = make_service(&typed, typed.load_robot(), None, &transforms);
     match &service {
         Ok(s) => {
             r2r::log_info!(
@@ -871,10 +876,15 @@ async fn run_async() -> Result<(), NodeError> {
                             continue;
                         }
                         tokio::task::block_in_place(|| {
+                            // A new robot is loaded before the service is taken.
+                            let loaded = NodeParams::ROBOT
+                                .contains(&name.as_str())
+                                .then(|| params.load_robot());
                             let mut service = lock(&shared.service);
-                            if NodeParams::ROBOT.contains(&name.as_str()) {
+                            if let Some(loaded) = loaded {
                                 match make_service(
                                     &params,
+                                    loaded,
                                     service.as_ref().ok(),
                                     &shared.transforms,
                                 ) {
@@ -1173,8 +1183,9 @@ async fn run_async() -> Result<(), NodeError> {
                 }
                 params.robot_description = msg.data;
                 tokio::task::block_in_place(|| {
+                    let loaded = params.load_robot();
                     let mut service = lock(&shared.service);
-                    match make_service(&params, service.as_ref().ok(), &shared.transforms) {
+                    match make_service(&params, loaded, service.as_ref().ok(), &shared.transforms) {
                         Ok(s) => {
                             r2r::log_info!(
                                 &logger,
